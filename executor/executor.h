@@ -1,0 +1,45 @@
+/* The executor: builds an engine from a model and runs it.
+ *
+ * An engine holds the model's execution plan: nodes in topological order, the kernel of
+ * each, and the initializers as tensors sharing the model's weight blobs. The engine
+ * borrows the model (which must outlive it) and owns its thread pool.
+ * wh_engine_create fails with WH_ERR_UNSUPPORTED and one message naming every unsupported
+ * op of the model (including ops inside subgraphs). */
+#ifndef WH_EXECUTOR_H
+#define WH_EXECUTOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "graph/ir.h"
+#include "graph/tensor-file.h"
+
+struct wh_engine;
+
+struct wh_engine_options {
+	int threads; /* <= 0: all cores */
+};
+
+enum wh_status wh_engine_create(const struct wh_model *m, const struct wh_engine_options *opt,
+				struct wh_engine **out);
+void wh_engine_destroy(struct wh_engine *e);
+
+/* What a run returns. */
+enum wh_run_keep {
+	WH_KEEP_OUTPUTS = 0, /* graph outputs only */
+	WH_KEEP_ALL = 1,     /* every tensor computed (--mark-all), in topological order */
+};
+
+/* Runs the model on inputs (matched to graph inputs by name, or by index for unnamed
+ * entries), appending results to *results (caller-initialised set). Missing inputs,
+ * wrong element types and shapes that contradict the model are WH_ERR_SHAPE/INVALID
+ * naming the input, the expected and the given shape. Intermediate tensors are freed as
+ * soon as their last consumer has run unless kept. */
+enum wh_status wh_engine_run(struct wh_engine *e, const struct wh_tensor_set *inputs,
+			     enum wh_run_keep keep, struct wh_tensor_set *results);
+
+/* Names of the ops of m (and its subgraphs) that the executor cannot run, as
+ * "A, B, C" into buf; returns their count. */
+uint32_t wh_model_unsupported_ops(const struct wh_model *m, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,91 @@
+/* Private to executor/: the interface between the runtime and op kernels.
+ *
+ * A kernel is called once per node execution with its input tensors (NULL for an omitted
+ * optional input) and allocates and fills its outputs with wh_tensor_alloc (or shares an
+ * input's data with wh_tensor_ref for views such as Reshape). Kernels compute output shapes
+ * themselves from the actual inputs, validate them, and report problems with
+ * wh_kernel_fail, which names the node. They must be deterministic: the same inputs give
+ * bit-identical outputs for any thread count (see executor/threadpool.h).
+ *
+ * Every op is listed in one table per source file (struct wh_op_def), collected by
+ * registry.c. A kernel handles every opset version from since_version up to the next
+ * entry's for the same op (reads ctx->opset for behaviour that changed). */
+#ifndef WH_KERNEL_H
+#define WH_KERNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "executor/cpu.h"
+#include "executor/threadpool.h"
+#include "graph/ir.h"
+#include "graph/tensor.h"
+
+struct wh_frame; /* runtime state of a graph execution (runtime.c) */
+
+struct wh_kernel_ctx {
+	const struct wh_model *model;
+	const struct wh_graph *graph;
+	const struct wh_node *node;
+	int64_t opset; /* version imported for the node's domain */
+	uint32_t n_inputs;
+	const struct wh_tensor *const *inputs; /* n_inputs entries; NULL = omitted */
+	uint32_t n_outputs;
+	struct wh_tensor *outputs;   /* n_outputs entries, released (empty) on entry */
+	const bool *output_wanted;   /* false for an omitted optional output */
+	struct wh_threadpool *pool;  /* may be NULL */
+	const struct wh_cpu_features *cpu;
+	struct wh_frame *frame;      /* for control-flow kernels */
+};
+
+typedef enum wh_status (*wh_kernel_fn)(struct wh_kernel_ctx *ctx);
+
+struct wh_op_def {
+	const char *domain;  /* "" for ai.onnx */
+	const char *op_type;
+	int since_version;   /* lowest opset this entry handles */
+	wh_kernel_fn run;
+};
+
+/* Finds the kernel for (domain, op_type) at the given opset; NULL if none. */
+const struct wh_op_def *wh_op_lookup(const char *domain, const char *op_type, int64_t opset);
+/* All registered op entries, for listings and docs. */
+size_t wh_op_count(void);
+const struct wh_op_def *wh_op_at(size_t i);
+
+/* Records "node '<name>' (<op>): <message>" and returns st. */
+enum wh_status wh_kernel_fail(const struct wh_kernel_ctx *ctx, enum wh_status st, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Input i or NULL (also NULL when i >= n_inputs). */
+static inline const struct wh_tensor *wh_kin(const struct wh_kernel_ctx *ctx, uint32_t i)
+{
+	return i < ctx->n_inputs ? ctx->inputs[i] : NULL;
+}
+
+/* Runs a subgraph attribute of the current node: binds ins[] to its graph inputs in order,
+ * makes the enclosing graphs' values visible by name, and fills outs[0..g->n_outputs)
+ * (caller-owned tensors, released first). */
+enum wh_status wh_kernel_run_subgraph(struct wh_kernel_ctx *ctx, const struct wh_graph *g,
+				      uint32_t n_ins, const struct wh_tensor *const *ins,
+				      struct wh_tensor *outs);
+
+/* ---- helpers shared by kernels (kernel-util.c) ---- */
+
+/* Numpy-style multidirectional broadcast of n shapes. WH_ERR_SHAPE if incompatible. */
+bool wh_broadcast_shapes(uint32_t n, const struct wh_tensor *const *ts, int32_t *rank_out, int64_t *dims_out);
+/* Element strides of t viewed at the broadcast rank/dims (0 for broadcast dims). */
+void wh_broadcast_strides(const struct wh_tensor *t, int32_t rank, const int64_t *dims, int64_t *strides_out);
+/* Row-major element strides of a shape. */
+void wh_shape_strides(const int64_t *dims, int32_t rank, int64_t *strides_out);
+/* Normalises a possibly negative axis against rank; false if out of range. */
+bool wh_norm_axis(int64_t axis, int32_t rank, int32_t *out);
+/* Reads element i of an integer tensor (any int type or bool) as int64. */
+int64_t wh_tensor_get_i64(const struct wh_tensor *t, uint64_t i);
+/* Reads element i of any numeric tensor as double / writes double into element i with the
+ * conversion Cast uses (round to nearest even for floats, truncation/wrap for ints). */
+double wh_tensor_get_f64(const struct wh_tensor *t, uint64_t i);
+void wh_tensor_set_f64(struct wh_tensor *t, uint64_t i, double v);
+
+#endif

@@ -1,0 +1,5 @@
+/* Placeholder table: filled in by the kernels of this file. */
+#include "executor/kernel.h"
+
+const struct wh_op_def wh_ops_control[] = {{"", "", 0, NULL}};
+const size_t wh_ops_control_count = 0;

@@ -1,0 +1,76 @@
+/* AVX-512 variants of the float32 row primitives in nn-internal.h. Called only when
+ * ctx->cpu->isa == WH_ISA_AVX512. */
+#include <immintrin.h>
+
+#include "executor/ops/nn-internal.h"
+
+/* Fixed combination order of the lanes, so a result depends only on the data. */
+static double hsum8(__m512d v)
+{
+	double l[8];
+	_mm512_storeu_pd(l, v);
+	return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
+double wh_nn_sum_f32_avx512(const float *x, size_t n)
+{
+	__m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+	size_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + 16);
+		a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm512_castps512_ps256(v0)));
+		a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(v0, 1)));
+		a2 = _mm512_add_pd(a2, _mm512_cvtps_pd(_mm512_castps512_ps256(v1)));
+		a3 = _mm512_add_pd(a3, _mm512_cvtps_pd(_mm512_extractf32x8_ps(v1, 1)));
+	}
+	for (; i + 8 <= n; i += 8)
+		a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm256_loadu_ps(x + i)));
+	if (i < n) {
+		__mmask8 k = (__mmask8)((1u << (n - i)) - 1);
+		a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(_mm256_maskz_loadu_ps(k, x + i)));
+	}
+	return hsum8(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
+}
+
+double wh_nn_sqdev_f32_avx512(const float *x, size_t n, double mean)
+{
+	__m512d m = _mm512_set1_pd(mean);
+	__m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+	size_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + 16);
+		__m512d d0 = _mm512_sub_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(v0)), m);
+		__m512d d1 = _mm512_sub_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps(v0, 1)), m);
+		__m512d d2 = _mm512_sub_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(v1)), m);
+		__m512d d3 = _mm512_sub_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps(v1, 1)), m);
+		a0 = _mm512_add_pd(a0, _mm512_mul_pd(d0, d0));
+		a1 = _mm512_add_pd(a1, _mm512_mul_pd(d1, d1));
+		a2 = _mm512_add_pd(a2, _mm512_mul_pd(d2, d2));
+		a3 = _mm512_add_pd(a3, _mm512_mul_pd(d3, d3));
+	}
+	for (; i + 8 <= n; i += 8) {
+		__m512d d = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + i)), m);
+		a0 = _mm512_add_pd(a0, _mm512_mul_pd(d, d));
+	}
+	if (i < n) {
+		/* masked-off lanes hold mean, so their deviation is exactly zero */
+		__mmask8 k = (__mmask8)((1u << (n - i)) - 1);
+		__m512d v = _mm512_mask_cvtps_pd(m, k, _mm256_maskz_loadu_ps(k, x + i));
+		__m512d d = _mm512_sub_pd(v, m);
+		a1 = _mm512_add_pd(a1, _mm512_mul_pd(d, d));
+	}
+	return hsum8(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
+}
+
+void wh_nn_affine_f32_avx512(const float *x, float *y, size_t n, float a, float b)
+{
+	__m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b);
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16)
+		_mm512_storeu_ps(y + i, _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), va), vb));
+	if (i < n) {
+		__mmask16 k = (__mmask16)((1u << (n - i)) - 1);
+		__m512 v = _mm512_maskz_loadu_ps(k, x + i);
+		_mm512_mask_storeu_ps(y + i, k, _mm512_add_ps(_mm512_mul_ps(v, va), vb));
+	}
+}

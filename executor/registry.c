@@ -1,0 +1,112 @@
+#include <stdio.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "executor/kernel.h"
+
+/* One table per source file in executor/ops/. */
+extern const struct wh_op_def wh_ops_elementwise[];
+extern const size_t wh_ops_elementwise_count;
+extern const struct wh_op_def wh_ops_conv[];
+extern const size_t wh_ops_conv_count;
+extern const struct wh_op_def wh_ops_gemm[];
+extern const size_t wh_ops_gemm_count;
+extern const struct wh_op_def wh_ops_shape[];
+extern const size_t wh_ops_shape_count;
+extern const struct wh_op_def wh_ops_data[];
+extern const size_t wh_ops_data_count;
+extern const struct wh_op_def wh_ops_reduce[];
+extern const size_t wh_ops_reduce_count;
+extern const struct wh_op_def wh_ops_nn[];
+extern const size_t wh_ops_nn_count;
+extern const struct wh_op_def wh_ops_cast[];
+extern const size_t wh_ops_cast_count;
+extern const struct wh_op_def wh_ops_rnn[];
+extern const size_t wh_ops_rnn_count;
+extern const struct wh_op_def wh_ops_control[];
+extern const size_t wh_ops_control_count;
+extern const struct wh_op_def wh_ops_misc[];
+extern const size_t wh_ops_misc_count;
+
+static const struct wh_op_def *const tables[] = {
+	wh_ops_elementwise,
+	wh_ops_conv,
+	wh_ops_gemm,
+	wh_ops_shape,
+	wh_ops_data,
+	wh_ops_reduce,
+	wh_ops_nn,
+	wh_ops_cast,
+	wh_ops_rnn,
+	wh_ops_control,
+	wh_ops_misc,
+};
+static const size_t *const counts[] = {
+	&wh_ops_elementwise_count,
+	&wh_ops_conv_count,
+	&wh_ops_gemm_count,
+	&wh_ops_shape_count,
+	&wh_ops_data_count,
+	&wh_ops_reduce_count,
+	&wh_ops_nn_count,
+	&wh_ops_cast_count,
+	&wh_ops_rnn_count,
+	&wh_ops_control_count,
+	&wh_ops_misc_count,
+};
+_Static_assert(sizeof tables / sizeof tables[0] == sizeof counts / sizeof counts[0], "op tables");
+enum { N_TABLES = sizeof tables / sizeof tables[0] };
+
+static bool same_domain(const char *a, const char *b)
+{
+	bool da = !a || !*a || !strcmp(a, "ai.onnx");
+	bool db = !b || !*b || !strcmp(b, "ai.onnx");
+	if (da || db)
+		return da && db;
+	return !strcmp(a, b);
+}
+
+const struct wh_op_def *wh_op_lookup(const char *domain, const char *op_type, int64_t opset)
+{
+	const struct wh_op_def *best = NULL;
+	for (size_t t = 0; t < N_TABLES; t++) {
+		for (size_t i = 0; i < *counts[t]; i++) {
+			const struct wh_op_def *d = &tables[t][i];
+			if (strcmp(d->op_type, op_type) || !same_domain(d->domain, domain))
+				continue;
+			/* the newest entry not newer than the model's opset */
+			if (d->since_version <= opset && (!best || d->since_version > best->since_version))
+				best = d;
+		}
+	}
+	return best;
+}
+
+size_t wh_op_count(void)
+{
+	size_t n = 0;
+	for (size_t t = 0; t < N_TABLES; t++)
+		n += *counts[t];
+	return n;
+}
+
+const struct wh_op_def *wh_op_at(size_t i)
+{
+	for (size_t t = 0; t < N_TABLES; t++) {
+		if (i < *counts[t])
+			return &tables[t][i];
+		i -= *counts[t];
+	}
+	return NULL;
+}
+
+enum wh_status wh_kernel_fail(const struct wh_kernel_ctx *ctx, enum wh_status st, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	const char *name = ctx->node->name && *ctx->node->name ? ctx->node->name : "(unnamed)";
+	return wh_error(st, "node '%s' (%s): %s", name, ctx->node->op_type, msg);
+}

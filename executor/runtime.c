@@ -1,0 +1,514 @@
+/* The runtime: execution plans (one per graph and subgraph) and their interpretation. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "executor/cpu.h"
+#include "executor/executor.h"
+#include "executor/kernel.h"
+#include "executor/threadpool.h"
+#include "graph/topo.h"
+
+struct plan {
+	const struct wh_graph *g;
+	uint32_t *order;                    /* node ids in execution order */
+	const struct wh_op_def **kernels;   /* per node id */
+	int64_t *opsets;                    /* per node id */
+	uint32_t *last_use;                 /* per value id: last step reading it, or WH_NONE */
+	struct wh_tensor *inits;            /* per value id: initializer tensors (shared blobs) */
+};
+
+struct wh_engine {
+	const struct wh_model *m;
+	struct wh_threadpool *pool;
+	const struct wh_cpu_features *cpu;
+	struct plan **plans;
+	uint32_t n_plans, cap_plans;
+};
+
+struct wh_frame {
+	struct wh_engine *e;
+	const struct plan *plan;
+	struct wh_tensor *vals; /* per value id */
+	const struct wh_frame *parent;
+};
+
+/* ---- unsupported-op listing ---- */
+
+struct name_list {
+	char *buf;
+	size_t size, len;
+	uint32_t count;
+};
+
+static void list_add(struct name_list *l, const char *domain, const char *op)
+{
+	char name[256];
+	snprintf(name, sizeof name, "%s%s%s", domain && *domain ? domain : "", domain && *domain ? "." : "", op);
+	/* already listed? */
+	const char *p = l->buf;
+	size_t nl = strlen(name);
+	while (p && (p = strstr(p, name)) != NULL) {
+		bool start = p == l->buf || (p >= l->buf + 2 && p[-1] == ' ' && p[-2] == ',');
+		bool end = p[nl] == '\0' || p[nl] == ',';
+		if (start && end)
+			return;
+		p += nl;
+	}
+	l->count++;
+	if (!l->size)
+		return;
+	int w = snprintf(l->buf + l->len, l->size - l->len, "%s%s", l->len ? ", " : "", name);
+	if (w > 0)
+		l->len = l->len + (size_t)w < l->size ? l->len + (size_t)w : l->size - 1;
+}
+
+static void scan_unsupported(const struct wh_model *m, const struct wh_graph *g, struct name_list *l)
+{
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct wh_node *n = &g->nodes[i];
+		int64_t opset = wh_model_opset(m, n->domain);
+		if (!wh_op_lookup(n->domain, n->op_type, opset ? opset : 1))
+			list_add(l, n->domain, n->op_type);
+		for (uint32_t a = 0; a < n->n_attrs; a++) {
+			const struct wh_attr *at = &n->attrs[a];
+			if (at->type == WH_ATTR_GRAPH && at->g)
+				scan_unsupported(m, at->g, l);
+			if (at->type == WH_ATTR_GRAPHS)
+				for (size_t k = 0; k < at->n; k++)
+					scan_unsupported(m, at->graphs[k], l);
+		}
+	}
+}
+
+uint32_t wh_model_unsupported_ops(const struct wh_model *m, char *buf, size_t size)
+{
+	struct name_list l = {.buf = buf, .size = size};
+	if (size)
+		buf[0] = '\0';
+	/* duplicates are detected in buf, so use a big scratch buffer when none is given */
+	char scratch[8192];
+	if (!size) {
+		l.buf = scratch;
+		l.size = sizeof scratch;
+		scratch[0] = '\0';
+	}
+	scan_unsupported(m, m->graph, &l);
+	return l.count;
+}
+
+/* ---- plans ---- */
+
+static void plan_destroy(struct plan *p)
+{
+	if (!p)
+		return;
+	if (p->inits)
+		for (uint32_t v = 0; v < p->g->n_values; v++)
+			wh_tensor_release(&p->inits[v]);
+	free(p->inits);
+	free(p->order);
+	free(p->kernels);
+	free(p->opsets);
+	free(p->last_use);
+	free(p);
+}
+
+static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g);
+
+static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
+{
+	enum wh_status st = WH_OK;
+	struct plan *p = calloc(1, sizeof *p);
+	if (!p)
+		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+	p->g = g;
+	size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1;
+	p->order = calloc(nn, sizeof *p->order);
+	p->kernels = calloc(nn, sizeof *p->kernels);
+	p->opsets = calloc(nn, sizeof *p->opsets);
+	p->last_use = calloc(nv, sizeof *p->last_use);
+	p->inits = calloc(nv, sizeof *p->inits);
+	if (!p->order || !p->kernels || !p->opsets || !p->last_use || !p->inits) {
+		st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+		goto out;
+	}
+	if ((st = wh_graph_topo_order(g, p->order)) != WH_OK)
+		goto out;
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct wh_node *n = &g->nodes[i];
+		p->opsets[i] = wh_model_opset(e->m, n->domain);
+		if (!p->opsets[i])
+			p->opsets[i] = 1;
+		p->kernels[i] = wh_op_lookup(n->domain, n->op_type, p->opsets[i]);
+		if (!p->kernels[i]) {
+			st = wh_error(WH_ERR_UNSUPPORTED, "node '%s': op %s is not supported (internal: missed by the op scan)", n->name, n->op_type);
+			goto out;
+		}
+	}
+	for (uint32_t v = 0; v < g->n_values; v++) {
+		p->last_use[v] = WH_NONE;
+		const struct wh_value *val = &g->values[v];
+		if ((val->flags & WH_VALUE_INITIALIZER) && val->data) {
+			int64_t dims[WH_MAX_RANK];
+			for (int32_t d = 0; d < val->rank; d++)
+				dims[d] = val->dims[d].value;
+			if ((st = wh_tensor_from_raw(&p->inits[v], val->dtype, val->rank, dims, val->data)) != WH_OK) {
+				st = wh_error(st, "initializer '%s': %s", val->name, wh_error_message());
+				goto out;
+			}
+		}
+	}
+	for (uint32_t s = 0; s < g->n_nodes; s++) {
+		const struct wh_node *n = &g->nodes[p->order[s]];
+		for (uint32_t k = 0; k < n->n_inputs; k++)
+			if (n->inputs[k] != WH_NONE)
+				p->last_use[n->inputs[k]] = s;
+	}
+	/* values read by subgraphs by name must live until the node owning the subgraph ran:
+	 * a subgraph's outer reference counts as a use by that node */
+	for (uint32_t s = 0; s < g->n_nodes; s++) {
+		const struct wh_node *n = &g->nodes[p->order[s]];
+		for (uint32_t a = 0; a < n->n_attrs; a++) {
+			const struct wh_attr *at = &n->attrs[a];
+			size_t cnt = at->type == WH_ATTR_GRAPH ? 1 : at->type == WH_ATTR_GRAPHS ? at->n : 0;
+			for (size_t k = 0; k < cnt; k++) {
+				const struct wh_graph *sg = at->type == WH_ATTR_GRAPH ? at->g : at->graphs[k];
+				if (!sg)
+					continue;
+				/* any name the subgraph (or its nested subgraphs) captures */
+				for (const struct wh_graph *q = sg; q; q = NULL)
+					for (uint32_t v = 0; v < q->n_values; v++)
+						if (q->values[v].flags & WH_VALUE_OUTER) {
+							uint32_t ov = wh_graph_find_value(g, q->values[v].name);
+							if (ov != WH_NONE && (p->last_use[ov] == WH_NONE || p->last_use[ov] < s))
+								p->last_use[ov] = s;
+						}
+				if ((st = build_plan(e, sg)) != WH_OK)
+					goto out;
+			}
+		}
+	}
+	if (e->n_plans == e->cap_plans) {
+		uint32_t cap = e->cap_plans ? e->cap_plans * 2 : 4;
+		struct plan **np = realloc(e->plans, cap * sizeof *np);
+		if (!np) {
+			st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+			goto out;
+		}
+		e->plans = np;
+		e->cap_plans = cap;
+	}
+	e->plans[e->n_plans++] = p;
+	return WH_OK;
+out:
+	plan_destroy(p);
+	return st;
+}
+
+static const struct plan *find_plan(const struct wh_engine *e, const struct wh_graph *g)
+{
+	for (uint32_t i = 0; i < e->n_plans; i++)
+		if (e->plans[i]->g == g)
+			return e->plans[i];
+	return NULL;
+}
+
+enum wh_status wh_engine_create(const struct wh_model *m, const struct wh_engine_options *opt,
+				struct wh_engine **out)
+{
+	char names[2048];
+	uint32_t n_unsup = wh_model_unsupported_ops(m, names, sizeof names);
+	if (n_unsup)
+		return wh_error(WH_ERR_UNSUPPORTED, "model: uses %u op%s whittle cannot run: %s (reduce it with an external --check, or extract the part whittle supports)",
+				n_unsup, n_unsup > 1 ? "s" : "", names);
+	struct wh_engine *e = calloc(1, sizeof *e);
+	if (!e)
+		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+	e->m = m;
+	e->cpu = wh_cpu();
+	enum wh_status st = wh_threadpool_create(opt ? opt->threads : 0, &e->pool);
+	if (st == WH_OK)
+		st = build_plan(e, m->graph);
+	if (st != WH_OK) {
+		wh_engine_destroy(e);
+		return st;
+	}
+	*out = e;
+	return WH_OK;
+}
+
+void wh_engine_destroy(struct wh_engine *e)
+{
+	if (!e)
+		return;
+	for (uint32_t i = 0; i < e->n_plans; i++)
+		plan_destroy(e->plans[i]);
+	free(e->plans);
+	wh_threadpool_destroy(e->pool);
+	free(e);
+}
+
+/* ---- execution ---- */
+
+static void frame_release(struct wh_frame *f)
+{
+	if (!f->vals)
+		return;
+	for (uint32_t v = 0; v < f->plan->g->n_values; v++)
+		wh_tensor_release(&f->vals[v]);
+	free(f->vals);
+	f->vals = NULL;
+}
+
+static enum wh_status frame_init(struct wh_frame *f, struct wh_engine *e, const struct plan *p,
+				 const struct wh_frame *parent)
+{
+	f->e = e;
+	f->plan = p;
+	f->parent = parent;
+	f->vals = calloc((size_t)p->g->n_values + 1, sizeof *f->vals);
+	if (!f->vals)
+		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+	const struct wh_graph *g = p->g;
+	for (uint32_t v = 0; v < g->n_values; v++) {
+		if (p->inits[v].dtype)
+			wh_tensor_ref(&f->vals[v], &p->inits[v]);
+		if (g->values[v].flags & WH_VALUE_OUTER) {
+			const char *name = g->values[v].name;
+			for (const struct wh_frame *q = parent; q; q = q->parent) {
+				uint32_t id = wh_graph_find_value(q->plan->g, name);
+				if (id != WH_NONE && q->vals[id].dtype) {
+					wh_tensor_ref(&f->vals[v], &q->vals[id]);
+					break;
+				}
+			}
+		}
+	}
+	return WH_OK;
+}
+
+static bool is_kept(const struct wh_graph *g, uint32_t v)
+{
+	return (g->values[v].flags & (WH_VALUE_OUTPUT | WH_VALUE_INITIALIZER | WH_VALUE_OUTER)) != 0;
+}
+
+static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
+{
+	const struct plan *p = f->plan;
+	const struct wh_graph *g = p->g;
+	enum wh_status st = WH_OK;
+	const struct wh_tensor *ins_fixed[16];
+	struct wh_tensor outs_fixed[8];
+	bool wanted_fixed[8];
+	for (uint32_t s = 0; s < g->n_nodes; s++) {
+		uint32_t nid = p->order[s];
+		const struct wh_node *n = &g->nodes[nid];
+		const struct wh_tensor **ins = ins_fixed;
+		struct wh_tensor *outs = outs_fixed;
+		bool *wanted = wanted_fixed;
+		if (n->n_inputs > 16)
+			ins = calloc(n->n_inputs, sizeof *ins);
+		if (n->n_outputs > 8) {
+			outs = calloc(n->n_outputs, sizeof *outs);
+			wanted = calloc(n->n_outputs, sizeof *wanted);
+		}
+		if (!ins || !outs || !wanted) {
+			st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+			goto step_out;
+		}
+		for (uint32_t k = 0; k < n->n_inputs; k++) {
+			uint32_t v = n->inputs[k];
+			ins[k] = (v != WH_NONE && f->vals[v].dtype) ? &f->vals[v] : NULL;
+			if (v != WH_NONE && !f->vals[v].dtype) {
+				st = wh_error(WH_ERR_INTERNAL, "node '%s' (%s): input '%s' has no value (was it computed?)", n->name, n->op_type, g->values[v].name);
+				goto step_out;
+			}
+		}
+		for (uint32_t k = 0; k < n->n_outputs; k++) {
+			wh_tensor_init(&outs[k]);
+			wanted[k] = n->outputs[k] != WH_NONE;
+		}
+		struct wh_kernel_ctx ctx = {
+			.model = f->e->m,
+			.graph = g,
+			.node = n,
+			.opset = p->opsets[nid],
+			.n_inputs = n->n_inputs,
+			.inputs = ins,
+			.n_outputs = n->n_outputs,
+			.outputs = outs,
+			.output_wanted = wanted,
+			.pool = f->e->pool,
+			.cpu = f->e->cpu,
+			.frame = f,
+		};
+		st = p->kernels[nid]->run(&ctx);
+		for (uint32_t k = 0; k < n->n_outputs; k++) {
+			if (st == WH_OK && wanted[k]) {
+				if (!outs[k].dtype) {
+					st = wh_error(WH_ERR_INTERNAL, "node '%s' (%s): kernel did not produce output %u", n->name, n->op_type, k);
+				} else {
+					struct wh_tensor *dst = &f->vals[n->outputs[k]];
+					wh_tensor_release(dst);
+					*dst = outs[k];
+					wh_tensor_init(&outs[k]);
+				}
+			}
+			wh_tensor_release(&outs[k]);
+		}
+		if (st == WH_OK && !keep_all) {
+			for (uint32_t k = 0; k < n->n_inputs; k++) {
+				uint32_t v = n->inputs[k];
+				if (v != WH_NONE && p->last_use[v] == s && !is_kept(g, v) && !(g->values[v].flags & WH_VALUE_INPUT))
+					wh_tensor_release(&f->vals[v]);
+			}
+			/* outputs nobody reads */
+			for (uint32_t k = 0; k < n->n_outputs; k++) {
+				uint32_t v = n->outputs[k];
+				if (v != WH_NONE && p->last_use[v] == WH_NONE && !is_kept(g, v))
+					wh_tensor_release(&f->vals[v]);
+			}
+		}
+step_out:
+		if (ins != ins_fixed)
+			free(ins);
+		if (outs != outs_fixed)
+			free(outs);
+		if (wanted != wanted_fixed)
+			free(wanted);
+		if (st != WH_OK)
+			return st;
+	}
+	return WH_OK;
+}
+
+enum wh_status wh_kernel_run_subgraph(struct wh_kernel_ctx *ctx, const struct wh_graph *g,
+				      uint32_t n_ins, const struct wh_tensor *const *ins,
+				      struct wh_tensor *outs)
+{
+	struct wh_frame *parent = ctx->frame;
+	const struct plan *p = find_plan(parent->e, g);
+	if (!p)
+		return wh_kernel_fail(ctx, WH_ERR_INTERNAL, "subgraph has no plan");
+	if (n_ins > g->n_inputs)
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "subgraph takes %u inputs, %u given", g->n_inputs, n_ins);
+	struct wh_frame f = {0};
+	enum wh_status st = frame_init(&f, parent->e, p, parent);
+	if (st != WH_OK)
+		return st;
+	for (uint32_t i = 0; i < n_ins; i++)
+		if (ins[i])
+			wh_tensor_ref(&f.vals[g->inputs[i]], ins[i]);
+	if ((st = frame_execute(&f, false)) == WH_OK) {
+		for (uint32_t i = 0; i < g->n_outputs; i++) {
+			const struct wh_tensor *src = &f.vals[g->outputs[i]];
+			if (!src->dtype) {
+				st = wh_kernel_fail(ctx, WH_ERR_INVALID, "subgraph output '%s' was not computed", g->values[g->outputs[i]].name);
+				break;
+			}
+			wh_tensor_ref(&outs[i], src);
+		}
+	}
+	frame_release(&f);
+	return st;
+}
+
+static enum wh_status check_input(const struct wh_value *v, const struct wh_tensor *t)
+{
+	char want[256], got[128];
+	if (v->dtype && t->dtype != v->dtype)
+		return wh_error(WH_ERR_SHAPE, "input '%s': element type %s, the model expects %s (convert the data)",
+				v->name, wh_dtype_name(t->dtype), wh_dtype_name(v->dtype));
+	if (v->rank < 0)
+		return WH_OK;
+	bool ok = v->rank == t->rank;
+	for (int32_t d = 0; ok && d < v->rank; d++)
+		if (v->dims[d].value >= 0 && v->dims[d].value != t->dims[d])
+			ok = false;
+	if (ok)
+		return WH_OK;
+	size_t off = 0;
+	want[0] = '\0';
+	for (int32_t d = 0; d < v->rank && off < sizeof want; d++) {
+		int w;
+		if (v->dims[d].value >= 0)
+			w = snprintf(want + off, sizeof want - off, d ? "x%lld" : "%lld", (long long)v->dims[d].value);
+		else
+			w = snprintf(want + off, sizeof want - off, d ? "x%s" : "%s", v->dims[d].param ? v->dims[d].param : "?");
+		if (w < 0)
+			break;
+		off += (size_t)w;
+	}
+	if (v->rank == 0)
+		snprintf(want, sizeof want, "scalar");
+	return wh_error(WH_ERR_SHAPE, "input '%s': shape %s, the model expects %s (give data of the expected shape)",
+			v->name, wh_shape_str(t->dims, t->rank, got, sizeof got), want);
+}
+
+enum wh_status wh_engine_run(struct wh_engine *e, const struct wh_tensor_set *inputs,
+			     enum wh_run_keep keep, struct wh_tensor_set *results)
+{
+	const struct plan *p = find_plan(e, e->m->graph);
+	const struct wh_graph *g = p->g;
+	struct wh_frame f = {0};
+	enum wh_status st = frame_init(&f, e, p, NULL);
+	if (st != WH_OK)
+		return st;
+	/* bind inputs: by name, or by position among the inputs that are not initializers */
+	uint32_t pos = 0;
+	for (uint32_t i = 0; i < g->n_inputs; i++) {
+		uint32_t v = g->inputs[i];
+		const struct wh_value *val = &g->values[v];
+		const struct wh_tensor *t = inputs ? wh_tensor_set_find(inputs, val->name) : NULL;
+		if (!t && inputs && !(val->flags & WH_VALUE_INITIALIZER)) {
+			for (size_t k = 0; k < inputs->n; k++)
+				if (!inputs->items[k].name && (inputs->items[k].index == (int)pos ||
+							       (inputs->items[k].index < 0 && k == pos))) {
+					t = &inputs->items[k].t;
+					break;
+				}
+		}
+		if (!(val->flags & WH_VALUE_INITIALIZER))
+			pos++;
+		if (!t) {
+			if (val->flags & WH_VALUE_INITIALIZER)
+				continue;
+			st = wh_error(WH_ERR_NOT_FOUND, "input '%s': no data given (provide it in the input folder, or let whittle generate random inputs)", val->name);
+			goto out;
+		}
+		if ((st = check_input(val, t)) != WH_OK)
+			goto out;
+		wh_tensor_ref(&f.vals[v], t);
+	}
+	if ((st = frame_execute(&f, keep == WH_KEEP_ALL)) != WH_OK)
+		goto out;
+	if (keep == WH_KEEP_ALL) {
+		for (uint32_t s = 0; s < g->n_nodes && st == WH_OK; s++) {
+			const struct wh_node *n = &g->nodes[p->order[s]];
+			for (uint32_t k = 0; k < n->n_outputs && st == WH_OK; k++) {
+				uint32_t v = n->outputs[k];
+				if (v != WH_NONE && f.vals[v].dtype)
+					st = wh_tensor_set_add(results, g->values[v].name, -1, &f.vals[v]);
+			}
+		}
+		/* graph outputs that no node produces (inputs or initializers passed through) */
+		for (uint32_t i = 0; i < g->n_outputs && st == WH_OK; i++) {
+			uint32_t v = g->outputs[i];
+			if (g->values[v].producer == WH_NONE)
+				st = wh_tensor_set_add(results, g->values[v].name, -1, &f.vals[v]);
+		}
+	} else {
+		for (uint32_t i = 0; i < g->n_outputs && st == WH_OK; i++) {
+			uint32_t v = g->outputs[i];
+			if (!f.vals[v].dtype) {
+				st = wh_error(WH_ERR_INTERNAL, "output '%s': was not computed", g->values[v].name);
+				break;
+			}
+			st = wh_tensor_set_add(results, g->values[v].name, (int)i, &f.vals[v]);
+		}
+	}
+out:
+	frame_release(&f);
+	return st;
+}

@@ -1,0 +1,20 @@
+/* Canonical XXH3-128 hash of a (sub)graph: equal for the same computation whatever order
+ * its nodes are stored in and whatever its intermediate tensors and nodes are named;
+ * different when an op, attribute, weight, shape, type or edge changes. Graph input and
+ * output names are part of the hash (they are the candidate's interface). */
+#ifndef WH_HASH_H
+#define WH_HASH_H
+
+#include <stdint.h>
+
+#include "graph/ir.h"
+
+struct wh_hash {
+	uint64_t lo, hi;
+};
+
+enum wh_status wh_model_hash(const struct wh_model *m, struct wh_hash *out);
+/* 32 lowercase hex digits and a NUL into buf. */
+void wh_hash_hex(struct wh_hash h, char buf[33]);
+
+#endif

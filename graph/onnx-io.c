@@ -1,0 +1,945 @@
+#include "graph/onnx-io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "graph/onnx-internal.h"
+
+/* ---- protobuf-c allocator on an arena ---- */
+
+static void *pb_alloc(void *data, size_t size)
+{
+	return wh_arena_alloc(data, size);
+}
+
+static void pb_free(void *data, void *p)
+{
+	(void)data;
+	(void)p;
+}
+
+void wh_pb_allocator_init(ProtobufCAllocator *alloc, struct wh_arena *arena)
+{
+	alloc->alloc = pb_alloc;
+	alloc->free = pb_free;
+	alloc->allocator_data = arena;
+}
+
+/* Serializes what is left of a message after the modelled fields were cleared. */
+static enum wh_status pack_rest(struct wh_arena *arena, const ProtobufCMessage *msg,
+				struct wh_bytes *out)
+{
+	size_t n = protobuf_c_message_get_packed_size(msg);
+	out->len = 0;
+	out->data = NULL;
+	if (!n)
+		return WH_OK;
+	uint8_t *buf = wh_arena_alloc(arena, n);
+	if (!buf)
+		return wh_error(WH_ERR_NOMEM, "model: out of memory (free some memory)");
+	protobuf_c_message_pack(msg, buf);
+	out->data = buf;
+	out->len = n;
+	return WH_OK;
+}
+
+/* ---- external data ---- */
+
+static enum wh_status read_external(const char *dir, const char *label, const char *location,
+				    uint64_t offset, int64_t length, uint64_t expected,
+				    struct wh_blob **out)
+{
+	if (!dir)
+		return wh_error(WH_ERR_INVALID, "tensor '%s': uses external data but the model was not loaded from a file (save it with weights inline)", label);
+	if (!location || !*location)
+		return wh_error(WH_ERR_INVALID, "tensor '%s': external data without a location (fix the model)", label);
+	if (location[0] == '/' || strstr(location, ".."))
+		return wh_error(WH_ERR_INVALID, "tensor '%s': external data path '%s' leaves the model's folder (only relative paths inside the model folder are allowed)", label, location);
+	char path[PATH_MAX], real_dir[PATH_MAX], real_path[PATH_MAX];
+	if (snprintf(path, sizeof path, "%s/%s", dir, location) >= (int)sizeof path)
+		return wh_error(WH_ERR_INVALID, "tensor '%s': external data path too long (shorten it)", label);
+	if (!realpath(dir, real_dir))
+		return wh_error(WH_ERR_IO, "%s: cannot resolve model folder: %s (check the path)", dir, strerror(errno));
+	if (!realpath(path, real_path))
+		return wh_error(WH_ERR_IO, "tensor '%s': external data file '%s': %s (place it next to the model)", label, path, strerror(errno));
+	size_t dl = strlen(real_dir);
+	if (strncmp(real_path, real_dir, dl) != 0 || real_path[dl] != '/')
+		return wh_error(WH_ERR_INVALID, "tensor '%s': external data file '%s' resolves outside the model's folder (remove the symlink)", label, location);
+	int fd = open(real_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return wh_error(WH_ERR_IO, "tensor '%s': external data file '%s': %s (check permissions)", label, path, strerror(errno));
+	struct stat sb;
+	enum wh_status st = WH_OK;
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		st = wh_error(WH_ERR_IO, "tensor '%s': external data '%s' is not a regular file (point it at a file)", label, path);
+		goto out;
+	}
+	uint64_t len = length >= 0 ? (uint64_t)length : ((uint64_t)sb.st_size > offset ? (uint64_t)sb.st_size - offset : 0);
+	uint64_t end;
+	if (!wh_add_u64(offset, len, &end) || end > (uint64_t)sb.st_size) {
+		st = wh_error(WH_ERR_INVALID, "tensor '%s': external data range %llu+%llu is beyond the end of '%s' (%lld bytes) (the weights file is truncated)",
+			      label, (unsigned long long)offset, (unsigned long long)len, path, (long long)sb.st_size);
+		goto out;
+	}
+	if (len != expected) {
+		st = wh_error(WH_ERR_INVALID, "tensor '%s': external data has %llu bytes, its shape needs %llu (fix the model)",
+			      label, (unsigned long long)len, (unsigned long long)expected);
+		goto out;
+	}
+	void *w;
+	if ((st = wh_blob_create(len, out, &w)) != WH_OK)
+		goto out;
+	uint64_t done = 0;
+	while (done < len) {
+		ssize_t r = pread(fd, (char *)w + done, len - done, (off_t)(offset + done));
+		if (r <= 0) {
+			wh_blob_release(*out);
+			*out = NULL;
+			st = wh_error(WH_ERR_IO, "tensor '%s': reading '%s' failed (check the file)", label, path);
+			goto out;
+		}
+		done += (uint64_t)r;
+	}
+out:
+	close(fd);
+	return st;
+}
+
+/* ---- tensors ---- */
+
+enum wh_status wh_pb_tensor_decode(const Onnx__TensorProto *tp, const char *dir, const char *label,
+				   enum wh_dtype *dtype_out, int32_t *rank_out, int64_t *dims_out,
+				   struct wh_blob **data_out)
+{
+	*data_out = NULL;
+	int dt = tp->has_data_type ? tp->data_type : 0;
+	if (!wh_dtype_valid(dt))
+		return wh_error(WH_ERR_INVALID, "tensor '%s': unknown data type %d (fix the model)", label, dt);
+	if (tp->n_dims > WH_MAX_RANK)
+		return wh_error(WH_ERR_UNSUPPORTED, "tensor '%s': rank %zu is above %d (whittle's limit)", label, tp->n_dims, WH_MAX_RANK);
+	for (size_t i = 0; i < tp->n_dims; i++) {
+		if (tp->dims[i] < 0)
+			return wh_error(WH_ERR_INVALID, "tensor '%s': negative dimension %lld (fix the model)", label, (long long)tp->dims[i]);
+		dims_out[i] = tp->dims[i];
+	}
+	*dtype_out = (enum wh_dtype)dt;
+	*rank_out = (int32_t)tp->n_dims;
+	uint64_t count;
+	if (!wh_shape_count(tp->dims, (int)tp->n_dims, &count))
+		return wh_error(WH_ERR_OVERFLOW, "tensor '%s': %zu-d shape has too many elements (fix the model)", label, tp->n_dims);
+	if (dt == WH_DT_STRING) {
+		if (tp->n_string_data != count)
+			return wh_error(WH_ERR_INVALID, "tensor '%s': has %zu strings, its shape needs %llu (fix the model)", label, tp->n_string_data, (unsigned long long)count);
+		return WH_OK;
+	}
+	uint64_t bytes;
+	if (!wh_dtype_raw_bytes((enum wh_dtype)dt, count, &bytes))
+		return wh_error(WH_ERR_OVERFLOW, "tensor '%s': too large (fix the model)", label);
+
+	if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+		const char *location = NULL;
+		uint64_t offset = 0;
+		int64_t length = -1;
+		for (size_t i = 0; i < tp->n_external_data; i++) {
+			const char *k = tp->external_data[i]->key, *v = tp->external_data[i]->value;
+			if (!k || !v)
+				continue;
+			char *end;
+			if (!strcmp(k, "location")) {
+				location = v;
+			} else if (!strcmp(k, "offset") || !strcmp(k, "length")) {
+				errno = 0;
+				long long x = strtoll(v, &end, 10);
+				if (errno || *end || x < 0)
+					return wh_error(WH_ERR_INVALID, "tensor '%s': bad external data %s '%s' (fix the model)", label, k, v);
+				if (!strcmp(k, "offset"))
+					offset = (uint64_t)x;
+				else
+					length = x;
+			}
+		}
+		return read_external(dir, label, location, offset, length, bytes, data_out);
+	}
+
+	void *w;
+	enum wh_status st;
+	if (tp->has_raw_data) {
+		if (tp->raw_data.len != bytes)
+			return wh_error(WH_ERR_INVALID, "tensor '%s': raw data has %zu bytes, its shape needs %llu (fix the model)", label, tp->raw_data.len, (unsigned long long)bytes);
+		return wh_blob_create_copy(tp->raw_data.data, bytes, data_out);
+	}
+	/* typed fields: check the count before allocating */
+	size_t have;
+	uint64_t want = count;
+	switch (dt) {
+	case WH_DT_FLOAT: have = tp->n_float_data; break;
+	case WH_DT_COMPLEX64: have = tp->n_float_data; want = count * 2; break;
+	case WH_DT_DOUBLE: have = tp->n_double_data; break;
+	case WH_DT_COMPLEX128: have = tp->n_double_data; want = count * 2; break;
+	case WH_DT_INT64: have = tp->n_int64_data; break;
+	case WH_DT_UINT32: case WH_DT_UINT64: have = tp->n_uint64_data; break;
+	case WH_DT_UINT4: case WH_DT_INT4: case WH_DT_FLOAT4E2M1:
+		have = tp->n_int32_data; want = bytes; break;
+	default: have = tp->n_int32_data; break;
+	}
+	if (have != want) {
+		if (have == 0 && count == 0)
+			return wh_blob_create(0, data_out, &w);
+		return wh_error(WH_ERR_INVALID, "tensor '%s': holds %zu values, its shape needs %llu (fix the model)", label, have, (unsigned long long)want);
+	}
+	if ((st = wh_blob_create(bytes, data_out, &w)) != WH_OK)
+		return st;
+	for (uint64_t i = 0; i < want; i++) {
+		switch (dt) {
+		case WH_DT_FLOAT: case WH_DT_COMPLEX64: ((float *)w)[i] = tp->float_data[i]; break;
+		case WH_DT_DOUBLE: case WH_DT_COMPLEX128: ((double *)w)[i] = tp->double_data[i]; break;
+		case WH_DT_INT64: ((int64_t *)w)[i] = tp->int64_data[i]; break;
+		case WH_DT_UINT32: ((uint32_t *)w)[i] = (uint32_t)tp->uint64_data[i]; break;
+		case WH_DT_UINT64: ((uint64_t *)w)[i] = tp->uint64_data[i]; break;
+		case WH_DT_INT32: ((int32_t *)w)[i] = tp->int32_data[i]; break;
+		case WH_DT_INT16: ((int16_t *)w)[i] = (int16_t)tp->int32_data[i]; break;
+		case WH_DT_UINT16: case WH_DT_FLOAT16: case WH_DT_BFLOAT16:
+			((uint16_t *)w)[i] = (uint16_t)tp->int32_data[i]; break;
+		default: ((uint8_t *)w)[i] = (uint8_t)tp->int32_data[i]; break;
+		}
+	}
+	return WH_OK;
+}
+
+void wh_pb_tensor_encode(Onnx__TensorProto *tp, const char *name, enum wh_dtype dtype,
+			 int32_t rank, const int64_t *dims, const struct wh_blob *data)
+{
+	tp->name = (char *)name;
+	tp->has_data_type = 1;
+	tp->data_type = dtype;
+	tp->n_dims = rank > 0 ? (size_t)rank : 0;
+	tp->dims = (int64_t *)dims;
+	if (dtype != WH_DT_STRING && data) {
+		tp->has_raw_data = 1;
+		tp->raw_data.data = (uint8_t *)data->data;
+		tp->raw_data.len = data->size;
+	}
+}
+
+static void tensor_clear_modelled(Onnx__TensorProto *tp)
+{
+	tp->n_dims = 0;
+	tp->has_data_type = 0;
+	tp->name = NULL;
+	tp->has_raw_data = 0;
+	tp->n_float_data = tp->n_int32_data = tp->n_int64_data = 0;
+	tp->n_double_data = tp->n_uint64_data = 0;
+	tp->n_external_data = 0;
+	tp->has_data_location = 0;
+}
+
+/* ---- load ---- */
+
+struct loader {
+	struct wh_model *m;
+	struct wh_arena *tmp;
+	const char *dir, *label;
+};
+
+static enum wh_status convert_graph(struct loader *L, Onnx__GraphProto *gp, struct wh_graph *g);
+
+static enum wh_status convert_const_tensor(struct loader *L, Onnx__TensorProto *tp,
+					   struct wh_const_tensor *t, const char *label)
+{
+	int64_t dims[WH_MAX_RANK];
+	enum wh_status st = wh_pb_tensor_decode(tp, L->dir, label, &t->dtype, &t->rank, dims, &t->data);
+	if (st != WH_OK)
+		return st;
+	t->dims = wh_arena_memdup(L->m->arena, dims, sizeof(int64_t) * (size_t)(t->rank ? t->rank : 1));
+	t->name = wh_arena_strdup(L->m->arena, tp->name ? tp->name : "");
+	if (!t->dims || !t->name)
+		return wh_error(WH_ERR_NOMEM, "model: out of memory (free some memory)");
+	tensor_clear_modelled(tp);
+	return pack_rest(L->m->arena, &tp->base, &t->rest);
+}
+
+static enum wh_status copy_bytes(struct wh_arena *a, const ProtobufCBinaryData *b, struct wh_bytes *out)
+{
+	out->len = b->len;
+	out->data = b->len ? wh_arena_memdup(a, b->data, b->len) : NULL;
+	if (b->len && !out->data)
+		return wh_error(WH_ERR_NOMEM, "model: out of memory (free some memory)");
+	return WH_OK;
+}
+
+static enum wh_status convert_attr(struct loader *L, struct wh_graph *g, const char *node_label,
+				   Onnx__AttributeProto *ap, struct wh_attr *a)
+{
+	struct wh_arena *A = L->m->arena;
+	enum wh_status st = WH_OK;
+	a->name = wh_arena_strdup(A, ap->name ? ap->name : "");
+	if (!a->name)
+		return wh_error(WH_ERR_NOMEM, "model: out of memory (free some memory)");
+	a->type = ap->has_type ? (enum wh_attr_type)ap->type : WH_ATTR_UNDEFINED;
+	if (!ap->has_type) {
+		/* IR < 3 files leave type out; infer it from the field that is set */
+		if (ap->has_f) a->type = WH_ATTR_FLOAT;
+		else if (ap->has_i) a->type = WH_ATTR_INT;
+		else if (ap->has_s) a->type = WH_ATTR_STRING;
+		else if (ap->t) a->type = WH_ATTR_TENSOR;
+		else if (ap->g) a->type = WH_ATTR_GRAPH;
+		else if (ap->n_floats) a->type = WH_ATTR_FLOATS;
+		else if (ap->n_ints) a->type = WH_ATTR_INTS;
+		else if (ap->n_strings) a->type = WH_ATTR_STRINGS;
+		else if (ap->n_tensors) a->type = WH_ATTR_TENSORS;
+		else if (ap->n_graphs) a->type = WH_ATTR_GRAPHS;
+	}
+	char label[512];
+	snprintf(label, sizeof label, "%s.%s", node_label, a->name);
+	switch (a->type) {
+	case WH_ATTR_FLOAT: a->f = ap->f; break;
+	case WH_ATTR_INT: a->i = ap->i; break;
+	case WH_ATTR_STRING: st = copy_bytes(A, &ap->s, &a->s); break;
+	case WH_ATTR_TENSOR:
+		if (!ap->t)
+			return wh_error(WH_ERR_INVALID, "attribute '%s': tensor attribute without a tensor (fix the model)", label);
+		if (!(a->t = wh_arena_alloc(A, sizeof *a->t)))
+			return wh_error(WH_ERR_NOMEM, "model: out of memory (free some memory)");
+		st = convert_const_tensor(L, ap->t, a->t, label);
+		break;
+	case WH_ATTR_GRAPH:
+		if (!ap->g)
+			return wh_error(WH_ERR_INVALID, "attribute '%s': graph attribute without a graph (fix the model)", label);
+		if ((st = wh_graph_create_in(L->m, g, &a->g)) == WH_OK)
+			st = convert_graph(L, ap->g, a->g);
+		break;
+	case WH_ATTR_FLOATS:
+		a->n = ap->n_floats;
+		if (a->n && !(a->floats = wh_arena_memdup(A, ap->floats, a->n * sizeof(float))))
+			return wh_error(WH_ERR_NOMEM, "model: out of memory (free some memory)");
+		break;
+	case WH_ATTR_INTS:
+		a->n = ap->n_ints;
+		if (a->n && !(a->ints = wh_arena_memdup(A, ap->ints, a->n * sizeof(int64_t))))
+			return wh_error(WH_ERR_NOMEM, "model: out of memory (free some memory)");
+		break;
+	case WH_ATTR_STRINGS:
+		a->n = ap->n_strings;
+		if (!(a->strings = wh_arena_calloc(A, a->n + 1, sizeof *a->strings)))
+			return wh_error(WH_ERR_NOMEM, "model: out of memory (free some memory)");
+		for (size_t i = 0; i < a->n && st == WH_OK; i++)
+			st = copy_bytes(A, &ap->strings[i], &a->strings[i]);
+		break;
+	case WH_ATTR_TENSORS:
+		a->n = ap->n_tensors;
+		if (!(a->tensors = wh_arena_calloc(A, a->n + 1, sizeof *a->tensors)))
+			return wh_error(WH_ERR_NOMEM, "model: out of memory (free some memory)");
+		for (size_t i = 0; i < a->n && st == WH_OK; i++)
+			st = convert_const_tensor(L, ap->tensors[i], &a->tensors[i], label);
+		break;
+	case WH_ATTR_GRAPHS:
+		a->n = ap->n_graphs;
+		if (!(a->graphs = wh_arena_calloc(A, a->n + 1, sizeof *a->graphs)))
+			return wh_error(WH_ERR_NOMEM, "model: out of memory (free some memory)");
+		for (size_t i = 0; i < a->n && st == WH_OK; i++)
+			if ((st = wh_graph_create_in(L->m, g, &a->graphs[i])) == WH_OK)
+				st = convert_graph(L, ap->graphs[i], a->graphs[i]);
+		break;
+	default:
+		break; /* sparse tensors and type protos stay in rest */
+	}
+	if (st != WH_OK)
+		return st;
+	ap->name = NULL;
+	ap->has_type = 0;
+	ap->has_f = ap->has_i = ap->has_s = 0;
+	ap->t = NULL;
+	ap->g = NULL;
+	ap->n_floats = ap->n_ints = ap->n_strings = ap->n_tensors = ap->n_graphs = 0;
+	return pack_rest(A, &ap->base, &a->rest);
+}
+
+static enum wh_status apply_type(struct loader *L, struct wh_graph *g, uint32_t id,
+				 Onnx__TypeProto *tp)
+{
+	if (!tp)
+		return WH_OK;
+	if (tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type) {
+		Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+		struct wh_value *v = &g->values[id];
+		int dt = tt->has_elem_type ? tt->elem_type : 0;
+		if (dt && !wh_dtype_valid(dt))
+			return wh_error(WH_ERR_INVALID, "tensor '%s': unknown element type %d (fix the model)", v->name, dt);
+		if (!tt->shape)
+			return wh_graph_set_shape(g, id, (enum wh_dtype)dt, -1, NULL);
+		Onnx__TensorShapeProto *sp = tt->shape;
+		if (sp->n_dim > WH_MAX_RANK)
+			return wh_error(WH_ERR_UNSUPPORTED, "tensor '%s': rank %zu is above %d (whittle's limit)", v->name, sp->n_dim, WH_MAX_RANK);
+		enum wh_status st = wh_graph_set_shape(g, id, (enum wh_dtype)dt, (int32_t)sp->n_dim, NULL);
+		if (st != WH_OK)
+			return st;
+		v = &g->values[id];
+		for (size_t i = 0; i < sp->n_dim; i++) {
+			Onnx__TensorShapeProto__Dimension *d = sp->dim[i];
+			if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+				if (d->dim_value < 0)
+					return wh_error(WH_ERR_INVALID, "tensor '%s': negative dimension %lld (fix the model)", v->name, (long long)d->dim_value);
+				v->dims[i].value = d->dim_value;
+			} else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) {
+				v->dims[i].param = wh_arena_strdup(g->arena, d->dim_param);
+			}
+		}
+		return WH_OK;
+	}
+	/* sequences, maps, optionals: kept verbatim */
+	return pack_rest(L->m->arena, &tp->base, &g->values[id].type_rest);
+}
+
+static enum wh_status convert_value_info(struct loader *L, struct wh_graph *g, Onnx__ValueInfoProto *vi,
+					 uint32_t *id_out)
+{
+	if (!vi->name || !*vi->name)
+		return wh_error(WH_ERR_INVALID, "graph '%s': a value info without a name (fix the model)", g->name ? g->name : "");
+	enum wh_status st = wh_graph_intern_value(g, vi->name, id_out);
+	if (st != WH_OK)
+		return st;
+	struct wh_value *v = &g->values[*id_out];
+	if (!(v->flags & WH_VALUE_HAS_INFO)) {
+		if ((st = apply_type(L, g, *id_out, vi->type)) != WH_OK)
+			return st;
+		v = &g->values[*id_out];
+		v->flags |= WH_VALUE_HAS_INFO;
+		vi->name = NULL;
+		vi->type = NULL;
+		st = pack_rest(L->m->arena, &vi->base, &v->info_rest);
+	}
+	return st;
+}
+
+/* Looks a name up in the enclosing graphs of a subgraph. */
+static bool outer_has(const struct wh_graph *g, const char *name)
+{
+	for (const struct wh_graph *p = g->parent; p; p = p->parent)
+		if (wh_graph_find_value(p, name) != WH_NONE)
+			return true;
+	return false;
+}
+
+static enum wh_status convert_graph(struct loader *L, Onnx__GraphProto *gp, struct wh_graph *g)
+{
+	struct wh_arena *A = L->m->arena;
+	enum wh_status st;
+	uint32_t id;
+	g->name = wh_arena_strdup(A, gp->name ? gp->name : "");
+
+	for (size_t i = 0; i < gp->n_input; i++) {
+		if ((st = convert_value_info(L, g, gp->input[i], &id)) != WH_OK)
+			return st;
+		if (g->values[id].flags & WH_VALUE_INPUT)
+			return wh_error(WH_ERR_INVALID, "graph input '%s': listed twice (fix the model)", g->values[id].name);
+		if ((st = wh_graph_add_input(g, id)) != WH_OK)
+			return st;
+	}
+	for (size_t i = 0; i < gp->n_initializer; i++) {
+		Onnx__TensorProto *tp = gp->initializer[i];
+		const char *nm = tp->name ? tp->name : "";
+		if (!*nm)
+			return wh_error(WH_ERR_INVALID, "initializer %zu: has no name (fix the model)", i);
+		if ((st = wh_graph_intern_value(g, nm, &id)) != WH_OK)
+			return st;
+		if (g->values[id].flags & WH_VALUE_INITIALIZER)
+			return wh_error(WH_ERR_INVALID, "initializer '%s': defined twice (fix the model)", nm);
+		enum wh_dtype dt;
+		int32_t rank;
+		int64_t dims[WH_MAX_RANK];
+		struct wh_blob *blob;
+		if ((st = wh_pb_tensor_decode(tp, L->dir, nm, &dt, &rank, dims, &blob)) != WH_OK)
+			return st;
+		/* keep the declared input type if the initializer doubles as an input */
+		struct wh_value keep = g->values[id];
+		st = wh_graph_set_initializer(g, id, dt, rank, dims, blob);
+		wh_blob_release(blob);
+		if (st != WH_OK)
+			return st;
+		if (keep.flags & WH_VALUE_HAS_INFO) {
+			g->values[id].dtype = keep.dtype;
+			g->values[id].rank = keep.rank;
+			g->values[id].dims = keep.dims;
+		}
+		tensor_clear_modelled(tp);
+		if ((st = pack_rest(A, &tp->base, &g->values[id].tensor_rest)) != WH_OK)
+			return st;
+	}
+	/* Pass 1: create every node output so that nodes may come in any order. */
+	for (size_t n = 0; n < gp->n_node; n++) {
+		Onnx__NodeProto *np = gp->node[n];
+		for (size_t o = 0; o < np->n_output; o++) {
+			if (!np->output[o] || !*np->output[o])
+				continue;
+			if ((st = wh_graph_intern_value(g, np->output[o], &id)) != WH_OK)
+				return st;
+		}
+	}
+	for (size_t i = 0; i < gp->n_value_info; i++)
+		if ((st = convert_value_info(L, g, gp->value_info[i], &id)) != WH_OK)
+			return st;
+	/* Pass 2: nodes with resolved inputs. */
+	for (size_t n = 0; n < gp->n_node; n++) {
+		Onnx__NodeProto *np = gp->node[n];
+		char label[384];
+		snprintf(label, sizeof label, "%s", np->name && *np->name ? np->name : (np->op_type ? np->op_type : "?"));
+		if (!np->op_type || !*np->op_type)
+			return wh_error(WH_ERR_INVALID, "node %zu ('%s'): has no op type (fix the model)", n, label);
+		uint32_t *ins = wh_arena_calloc(L->tmp, np->n_input + 1, sizeof *ins);
+		uint32_t *outs = wh_arena_calloc(L->tmp, np->n_output + 1, sizeof *outs);
+		if (!ins || !outs)
+			return wh_error(WH_ERR_NOMEM, "model: out of memory (free some memory)");
+		for (size_t i = 0; i < np->n_input; i++) {
+			const char *in = np->input[i];
+			if (!in || !*in) {
+				ins[i] = WH_NONE;
+				continue;
+			}
+			ins[i] = wh_graph_find_value(g, in);
+			if (ins[i] == WH_NONE) {
+				if (!g->parent || !outer_has(g, in))
+					return wh_error(WH_ERR_INVALID, "node '%s' (%s): input '%s' is produced by nothing (fix the model or extract a subgraph that includes its source)",
+							label, np->op_type, in);
+				if ((st = wh_graph_add_value(g, in, &ins[i])) != WH_OK)
+					return st;
+				g->values[ins[i]].flags |= WH_VALUE_OUTER;
+			}
+		}
+		for (size_t o = 0; o < np->n_output; o++)
+			outs[o] = (np->output[o] && *np->output[o]) ? wh_graph_find_value(g, np->output[o]) : WH_NONE;
+		uint32_t nid;
+		if ((st = wh_graph_add_node(g, np->op_type, np->domain, np->name, (uint32_t)np->n_input, ins,
+					    (uint32_t)np->n_output, outs, &nid)) != WH_OK)
+			return st;
+		struct wh_node *node = &g->nodes[nid];
+		node->n_attrs = (uint32_t)np->n_attribute;
+		if (!(node->attrs = wh_arena_calloc(A, np->n_attribute + 1, sizeof *node->attrs)))
+			return wh_error(WH_ERR_NOMEM, "model: out of memory (free some memory)");
+		for (size_t a = 0; a < np->n_attribute; a++) {
+			/* converting a subgraph may grow g->nodes: re-fetch the node after each */
+			struct wh_attr tmp_attr = {0};
+			if ((st = convert_attr(L, g, label, np->attribute[a], &tmp_attr)) != WH_OK) {
+				g->nodes[nid].attrs[a] = tmp_attr;
+				g->nodes[nid].n_attrs = (uint32_t)a + 1;
+				return st;
+			}
+			g->nodes[nid].attrs[a] = tmp_attr;
+		}
+		np->name = np->op_type = np->domain = NULL;
+		np->n_input = np->n_output = np->n_attribute = 0;
+		if ((st = pack_rest(A, &np->base, &g->nodes[nid].rest)) != WH_OK)
+			return st;
+	}
+	for (size_t i = 0; i < gp->n_output; i++) {
+		Onnx__ValueInfoProto *vi = gp->output[i];
+		if (!vi->name || !*vi->name)
+			return wh_error(WH_ERR_INVALID, "graph '%s': an output without a name (fix the model)", g->name);
+		id = wh_graph_find_value(g, vi->name);
+		if (id == WH_NONE) {
+			if (!g->parent || !outer_has(g, vi->name))
+				return wh_error(WH_ERR_INVALID, "graph output '%s': is produced by nothing (fix the model)", vi->name);
+			if ((st = wh_graph_add_value(g, vi->name, &id)) != WH_OK)
+				return st;
+			g->values[id].flags |= WH_VALUE_OUTER;
+		}
+		struct wh_value *v = &g->values[id];
+		if (v->flags & WH_VALUE_HAS_INFO) {
+			/* already described (e.g. in value_info or as an input); keep the output's own */
+			v->flags &= ~(uint32_t)WH_VALUE_HAS_INFO;
+		}
+		if ((st = convert_value_info(L, g, vi, &id)) != WH_OK)
+			return st;
+		if ((st = wh_graph_add_output(g, id)) != WH_OK)
+			return st;
+	}
+	gp->n_node = gp->n_initializer = gp->n_input = gp->n_output = gp->n_value_info = 0;
+	gp->name = NULL;
+	return pack_rest(A, &gp->base, &g->rest);
+}
+
+enum wh_status wh_model_load_buffer(const void *data, size_t len, const char *dir,
+				    const char *label, struct wh_model **out)
+{
+	struct loader L = {.dir = dir, .label = label ? label : "model"};
+	enum wh_status st = wh_model_create(&L.m);
+	if (st != WH_OK)
+		return st;
+	if ((st = wh_arena_create(&L.tmp)) != WH_OK)
+		goto out;
+	ProtobufCAllocator alloc;
+	wh_pb_allocator_init(&alloc, L.tmp);
+	Onnx__ModelProto *mp = onnx__model_proto__unpack(&alloc, len, data);
+	if (!mp) {
+		st = wh_error(WH_ERR_PARSE, "%s: not a valid ONNX model (truncated or corrupt protobuf; re-export the model)", L.label);
+		goto out;
+	}
+	if (!mp->graph) {
+		st = wh_error(WH_ERR_PARSE, "%s: not an ONNX model (no graph; check that the file is a model)", L.label);
+		goto out;
+	}
+	L.m->ir_version = mp->has_ir_version ? mp->ir_version : 0;
+	L.m->n_opsets = (uint32_t)mp->n_opset_import;
+	L.m->opsets = wh_arena_calloc(L.m->arena, mp->n_opset_import + 1, sizeof *L.m->opsets);
+	if (!L.m->opsets) {
+		st = wh_error(WH_ERR_NOMEM, "model: out of memory (free some memory)");
+		goto out;
+	}
+	for (size_t i = 0; i < mp->n_opset_import; i++) {
+		L.m->opsets[i].domain = wh_arena_strdup(L.m->arena, mp->opset_import[i]->domain ? mp->opset_import[i]->domain : "");
+		L.m->opsets[i].version = mp->opset_import[i]->version;
+	}
+	if (dir)
+		L.m->dir = wh_arena_strdup(L.m->arena, dir);
+	if ((st = convert_graph(&L, mp->graph, L.m->graph)) != WH_OK)
+		goto out;
+	mp->has_ir_version = 0;
+	mp->n_opset_import = 0;
+	mp->graph = NULL;
+	st = pack_rest(L.m->arena, &mp->base, &L.m->rest);
+out:
+	wh_arena_destroy(L.tmp);
+	if (st != WH_OK) {
+		wh_model_destroy(L.m);
+		return st;
+	}
+	*out = L.m;
+	return WH_OK;
+}
+
+enum wh_status wh_model_load(const char *path, struct wh_model **out)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return wh_error(WH_ERR_IO, "%s: cannot open: %s (check the path)", path, strerror(errno));
+	struct stat sb;
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return wh_error(WH_ERR_IO, "%s: not a regular file (give the path of a .onnx file)", path);
+	}
+	/* protobuf messages are limited to 2 GiB; larger weights must be external */
+	if ((uint64_t)sb.st_size > ((uint64_t)2 << 30)) {
+		close(fd);
+		return wh_error(WH_ERR_UNSUPPORTED, "%s: larger than 2 GiB (store the weights as external data)", path);
+	}
+	size_t len = (size_t)sb.st_size;
+	uint8_t *buf = malloc(len ? len : 1);
+	if (!buf) {
+		close(fd);
+		return wh_error(WH_ERR_NOMEM, "%s: cannot allocate %zu bytes (free some memory)", path, len);
+	}
+	size_t done = 0;
+	while (done < len) {
+		ssize_t r = read(fd, buf + done, len - done);
+		if (r <= 0) {
+			free(buf);
+			close(fd);
+			return wh_error(WH_ERR_IO, "%s: read failed (check the file)", path);
+		}
+		done += (size_t)r;
+	}
+	close(fd);
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	else
+		snprintf(dir, sizeof dir, ".");
+	enum wh_status st = wh_model_load_buffer(buf, len, dir, path, out);
+	free(buf);
+	return st;
+}
+
+/* ---- save ---- */
+
+struct saver {
+	struct wh_arena *tmp;
+	ProtobufCAllocator alloc;
+};
+
+#define UNPACK_REST(S, type, fn_init, fn_unpack, bytes, out_ptr)                                   \
+	do {                                                                                       \
+		if ((bytes).len) {                                                                 \
+			(out_ptr) = fn_unpack(&(S)->alloc, (bytes).len, (bytes).data);               \
+		} else {                                                                           \
+			(out_ptr) = wh_arena_alloc((S)->tmp, sizeof(type));                          \
+			if (out_ptr)                                                               \
+				fn_init(out_ptr);                                                  \
+		}                                                                                  \
+	} while (0)
+
+static Onnx__GraphProto *encode_graph(struct saver *S, const struct wh_graph *g);
+
+static Onnx__TensorProto *encode_const_tensor(struct saver *S, const struct wh_const_tensor *t)
+{
+	Onnx__TensorProto *tp;
+	UNPACK_REST(S, Onnx__TensorProto, onnx__tensor_proto__init, onnx__tensor_proto__unpack, t->rest, tp);
+	if (!tp)
+		return NULL;
+	wh_pb_tensor_encode(tp, t->name, t->dtype, t->rank, t->dims, t->data);
+	return tp;
+}
+
+static Onnx__TypeProto *encode_type(struct saver *S, const struct wh_value *v)
+{
+	if (v->type_rest.len)
+		return onnx__type_proto__unpack(&S->alloc, v->type_rest.len, v->type_rest.data);
+	Onnx__TypeProto *tp = wh_arena_alloc(S->tmp, sizeof *tp);
+	Onnx__TypeProto__Tensor *tt = wh_arena_alloc(S->tmp, sizeof *tt);
+	if (!tp || !tt)
+		return NULL;
+	onnx__type_proto__init(tp);
+	onnx__type_proto__tensor__init(tt);
+	tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+	tp->tensor_type = tt;
+	if (v->dtype) {
+		tt->has_elem_type = 1;
+		tt->elem_type = v->dtype;
+	}
+	if (v->rank >= 0) {
+		Onnx__TensorShapeProto *sp = wh_arena_alloc(S->tmp, sizeof *sp);
+		if (!sp)
+			return NULL;
+		onnx__tensor_shape_proto__init(sp);
+		sp->n_dim = (size_t)v->rank;
+		sp->dim = wh_arena_calloc(S->tmp, (size_t)v->rank + 1, sizeof *sp->dim);
+		if (!sp->dim)
+			return NULL;
+		for (int32_t i = 0; i < v->rank; i++) {
+			Onnx__TensorShapeProto__Dimension *d = wh_arena_alloc(S->tmp, sizeof *d);
+			if (!d)
+				return NULL;
+			onnx__tensor_shape_proto__dimension__init(d);
+			if (v->dims[i].value >= 0) {
+				d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+				d->dim_value = v->dims[i].value;
+			} else if (v->dims[i].param) {
+				d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+				d->dim_param = (char *)v->dims[i].param;
+			}
+			sp->dim[i] = d;
+		}
+		tt->shape = sp;
+	}
+	return tp;
+}
+
+static Onnx__ValueInfoProto *encode_value_info(struct saver *S, const struct wh_value *v)
+{
+	Onnx__ValueInfoProto *vi;
+	UNPACK_REST(S, Onnx__ValueInfoProto, onnx__value_info_proto__init, onnx__value_info_proto__unpack, v->info_rest, vi);
+	if (!vi)
+		return NULL;
+	vi->name = (char *)v->name;
+	if (v->dtype || v->rank >= 0 || v->type_rest.len)
+		if (!(vi->type = encode_type(S, v)))
+			return NULL;
+	return vi;
+}
+
+static Onnx__AttributeProto *encode_attr(struct saver *S, const struct wh_attr *a)
+{
+	Onnx__AttributeProto *ap;
+	UNPACK_REST(S, Onnx__AttributeProto, onnx__attribute_proto__init, onnx__attribute_proto__unpack, a->rest, ap);
+	if (!ap)
+		return NULL;
+	ap->name = (char *)a->name;
+	if (a->type) {
+		ap->has_type = 1;
+		ap->type = (Onnx__AttributeProto__AttributeType)a->type;
+	}
+	switch (a->type) {
+	case WH_ATTR_FLOAT: ap->has_f = 1; ap->f = a->f; break;
+	case WH_ATTR_INT: ap->has_i = 1; ap->i = a->i; break;
+	case WH_ATTR_STRING: ap->has_s = 1; ap->s.data = (uint8_t *)a->s.data; ap->s.len = a->s.len; break;
+	case WH_ATTR_TENSOR: if (!(ap->t = encode_const_tensor(S, a->t))) return NULL; break;
+	case WH_ATTR_GRAPH: if (!(ap->g = encode_graph(S, a->g))) return NULL; break;
+	case WH_ATTR_FLOATS: ap->n_floats = a->n; ap->floats = a->floats; break;
+	case WH_ATTR_INTS: ap->n_ints = a->n; ap->ints = a->ints; break;
+	case WH_ATTR_STRINGS:
+		ap->n_strings = a->n;
+		if (!(ap->strings = wh_arena_calloc(S->tmp, a->n + 1, sizeof *ap->strings)))
+			return NULL;
+		for (size_t i = 0; i < a->n; i++) {
+			ap->strings[i].data = (uint8_t *)a->strings[i].data;
+			ap->strings[i].len = a->strings[i].len;
+		}
+		break;
+	case WH_ATTR_TENSORS:
+		ap->n_tensors = a->n;
+		if (!(ap->tensors = wh_arena_calloc(S->tmp, a->n + 1, sizeof *ap->tensors)))
+			return NULL;
+		for (size_t i = 0; i < a->n; i++)
+			if (!(ap->tensors[i] = encode_const_tensor(S, &a->tensors[i])))
+				return NULL;
+		break;
+	case WH_ATTR_GRAPHS:
+		ap->n_graphs = a->n;
+		if (!(ap->graphs = wh_arena_calloc(S->tmp, a->n + 1, sizeof *ap->graphs)))
+			return NULL;
+		for (size_t i = 0; i < a->n; i++)
+			if (!(ap->graphs[i] = encode_graph(S, a->graphs[i])))
+				return NULL;
+		break;
+	default:
+		break;
+	}
+	return ap;
+}
+
+static Onnx__GraphProto *encode_graph(struct saver *S, const struct wh_graph *g)
+{
+	Onnx__GraphProto *gp;
+	UNPACK_REST(S, Onnx__GraphProto, onnx__graph_proto__init, onnx__graph_proto__unpack, g->rest, gp);
+	if (!gp)
+		return NULL;
+	gp->name = (char *)(g->name ? g->name : "");
+	gp->n_input = g->n_inputs;
+	gp->input = wh_arena_calloc(S->tmp, g->n_inputs + 1, sizeof *gp->input);
+	gp->n_output = g->n_outputs;
+	gp->output = wh_arena_calloc(S->tmp, g->n_outputs + 1, sizeof *gp->output);
+	gp->n_initializer = g->n_inits;
+	gp->initializer = wh_arena_calloc(S->tmp, g->n_inits + 1, sizeof *gp->initializer);
+	gp->n_node = g->n_nodes;
+	gp->node = wh_arena_calloc(S->tmp, g->n_nodes + 1, sizeof *gp->node);
+	gp->value_info = wh_arena_calloc(S->tmp, g->n_values + 1, sizeof *gp->value_info);
+	if (!gp->input || !gp->output || !gp->initializer || !gp->node || !gp->value_info)
+		return NULL;
+	for (uint32_t i = 0; i < g->n_inputs; i++)
+		if (!(gp->input[i] = encode_value_info(S, &g->values[g->inputs[i]])))
+			return NULL;
+	for (uint32_t i = 0; i < g->n_outputs; i++)
+		if (!(gp->output[i] = encode_value_info(S, &g->values[g->outputs[i]])))
+			return NULL;
+	for (uint32_t i = 0; i < g->n_inits; i++) {
+		const struct wh_value *v = &g->values[g->inits[i]];
+		Onnx__TensorProto *tp;
+		UNPACK_REST(S, Onnx__TensorProto, onnx__tensor_proto__init, onnx__tensor_proto__unpack, v->tensor_rest, tp);
+		if (!tp)
+			return NULL;
+		/* the initializer's own shape: dims of the data, not a declared input type */
+		int32_t rank = v->rank;
+		const struct wh_dim *d = v->dims;
+		int64_t *dims = wh_arena_calloc(S->tmp, (size_t)(rank > 0 ? rank : 1), sizeof *dims);
+		if (!dims)
+			return NULL;
+		for (int32_t k = 0; k < rank; k++)
+			dims[k] = d[k].value;
+		wh_pb_tensor_encode(tp, v->name, v->dtype, rank, dims, v->data);
+		gp->initializer[i] = tp;
+	}
+	gp->n_value_info = 0;
+	for (uint32_t i = 0; i < g->n_values; i++) {
+		const struct wh_value *v = &g->values[i];
+		if (!(v->flags & WH_VALUE_HAS_INFO) || (v->flags & (WH_VALUE_INPUT | WH_VALUE_OUTPUT)))
+			continue;
+		if (!(gp->value_info[gp->n_value_info++] = encode_value_info(S, v)))
+			return NULL;
+	}
+	for (uint32_t n = 0; n < g->n_nodes; n++) {
+		const struct wh_node *node = &g->nodes[n];
+		Onnx__NodeProto *np;
+		UNPACK_REST(S, Onnx__NodeProto, onnx__node_proto__init, onnx__node_proto__unpack, node->rest, np);
+		if (!np)
+			return NULL;
+		np->name = (char *)node->name;
+		np->op_type = (char *)node->op_type;
+		np->domain = node->domain && *node->domain ? (char *)node->domain : NULL;
+		np->n_input = node->n_inputs;
+		np->input = wh_arena_calloc(S->tmp, node->n_inputs + 1, sizeof *np->input);
+		np->n_output = node->n_outputs;
+		np->output = wh_arena_calloc(S->tmp, node->n_outputs + 1, sizeof *np->output);
+		np->n_attribute = node->n_attrs;
+		np->attribute = wh_arena_calloc(S->tmp, node->n_attrs + 1, sizeof *np->attribute);
+		if (!np->input || !np->output || !np->attribute)
+			return NULL;
+		for (uint32_t i = 0; i < node->n_inputs; i++)
+			np->input[i] = node->inputs[i] == WH_NONE ? "" : (char *)g->values[node->inputs[i]].name;
+		for (uint32_t i = 0; i < node->n_outputs; i++)
+			np->output[i] = node->outputs[i] == WH_NONE ? "" : (char *)g->values[node->outputs[i]].name;
+		for (uint32_t a = 0; a < node->n_attrs; a++)
+			if (!(np->attribute[a] = encode_attr(S, &node->attrs[a])))
+				return NULL;
+		gp->node[n] = np;
+	}
+	return gp;
+}
+
+enum wh_status wh_model_save_buffer(const struct wh_model *m, uint8_t **data_out, size_t *len_out)
+{
+	struct saver S;
+	enum wh_status st = wh_arena_create(&S.tmp);
+	if (st != WH_OK)
+		return st;
+	wh_pb_allocator_init(&S.alloc, S.tmp);
+	Onnx__ModelProto *mp;
+	UNPACK_REST(&S, Onnx__ModelProto, onnx__model_proto__init, onnx__model_proto__unpack, m->rest, mp);
+	if (!mp) {
+		st = wh_error(WH_ERR_NOMEM, "model: cannot encode (out of memory)");
+		goto out;
+	}
+	mp->has_ir_version = 1;
+	mp->ir_version = m->ir_version;
+	mp->n_opset_import = m->n_opsets;
+	mp->opset_import = wh_arena_calloc(S.tmp, m->n_opsets + 1, sizeof *mp->opset_import);
+	if (!mp->opset_import) {
+		st = wh_error(WH_ERR_NOMEM, "model: cannot encode (out of memory)");
+		goto out;
+	}
+	for (uint32_t i = 0; i < m->n_opsets; i++) {
+		Onnx__OperatorSetIdProto *op = wh_arena_alloc(S.tmp, sizeof *op);
+		if (!op) {
+			st = wh_error(WH_ERR_NOMEM, "model: cannot encode (out of memory)");
+			goto out;
+		}
+		onnx__operator_set_id_proto__init(op);
+		op->domain = (char *)m->opsets[i].domain;
+		op->has_version = 1;
+		op->version = m->opsets[i].version;
+		mp->opset_import[i] = op;
+	}
+	if (!(mp->graph = encode_graph(&S, m->graph))) {
+		st = wh_error(WH_ERR_NOMEM, "model: cannot encode (out of memory)");
+		goto out;
+	}
+	size_t len = onnx__model_proto__get_packed_size(mp);
+	uint8_t *buf = malloc(len ? len : 1);
+	if (!buf) {
+		st = wh_error(WH_ERR_NOMEM, "model: cannot allocate %zu bytes to save it (free some memory)", len);
+		goto out;
+	}
+	onnx__model_proto__pack(mp, buf);
+	*data_out = buf;
+	*len_out = len;
+out:
+	wh_arena_destroy(S.tmp);
+	return st;
+}
+
+enum wh_status wh_model_save(const struct wh_model *m, const char *path)
+{
+	uint8_t *buf;
+	size_t len;
+	enum wh_status st = wh_model_save_buffer(m, &buf, &len);
+	if (st != WH_OK)
+		return st;
+	FILE *f = fopen(path, "wb");
+	if (!f) {
+		st = wh_error(WH_ERR_IO, "%s: cannot write: %s (check the folder exists and is writable)", path, strerror(errno));
+		goto out;
+	}
+	size_t wrote = fwrite(buf, 1, len, f);
+	if (fclose(f) != 0 || wrote != len) {
+		st = wh_error(WH_ERR_IO, "%s: write failed: %s (check free disk space)", path, strerror(errno));
+		goto out;
+	}
+out:
+	free(buf);
+	return st;
+}

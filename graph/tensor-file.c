@@ -1,0 +1,1003 @@
+#include "graph/tensor-file.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "graph/onnx-internal.h"
+
+/* ---- whole files ---- */
+
+/* Reads a regular file of at most max bytes into a malloc'd buffer. */
+static enum wh_status slurp(const char *path, uint64_t max, uint8_t **buf_out, size_t *len_out)
+{
+	enum wh_status st = WH_OK;
+	uint8_t *buf = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return wh_error(WH_ERR_IO, "%s: cannot open: %s (check the path)", path, strerror(errno));
+	struct stat sb;
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		st = wh_error(WH_ERR_IO, "%s: not a regular file (give the path of a tensor file)", path);
+		goto out;
+	}
+	if ((uint64_t)sb.st_size > max) {
+		st = wh_error(WH_ERR_UNSUPPORTED, "%s: %lld bytes is larger than the %llu this format allows (split the data)",
+			      path, (long long)sb.st_size, (unsigned long long)max);
+		goto out;
+	}
+	size_t len = (size_t)sb.st_size;
+	if (!(buf = malloc(len ? len : 1))) {
+		st = wh_error(WH_ERR_NOMEM, "%s: cannot allocate %zu bytes (free some memory)", path, len);
+		goto out;
+	}
+	size_t done = 0;
+	while (done < len) {
+		ssize_t r = read(fd, buf + done, len - done);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			st = wh_error(WH_ERR_IO, "%s: read failed: %s (check the file)", path, r < 0 ? strerror(errno) : "file shrank");
+			goto out;
+		}
+		done += (size_t)r;
+	}
+	*buf_out = buf;
+	*len_out = len;
+	buf = NULL;
+out:
+	free(buf);
+	close(fd);
+	return st;
+}
+
+/* Writes len bytes to path; a failed write leaves no file behind. */
+static enum wh_status write_whole(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return wh_error(WH_ERR_IO, "%s: cannot create: %s (check the folder and its permissions)", path, strerror(errno));
+	const uint8_t *p = data;
+	size_t done = 0;
+	while (done < len) {
+		ssize_t w = write(fd, p + done, len - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			int e = errno;
+			close(fd);
+			unlink(path);
+			return wh_error(WH_ERR_IO, "%s: write failed: %s (check the free disk space)", path, strerror(e));
+		}
+		done += (size_t)w;
+	}
+	if (close(fd) != 0) {
+		int e = errno;
+		unlink(path);
+		return wh_error(WH_ERR_IO, "%s: write failed: %s (check the free disk space)", path, strerror(e));
+	}
+	return WH_OK;
+}
+
+/* ---- .pb (ONNX TensorProto) ---- */
+
+/* protobuf messages cannot exceed 2 GiB */
+#define PB_MAX_BYTES ((uint64_t)2 << 30)
+
+static enum wh_status read_pb_mem(const void *data, size_t len, const char *dir, const char *label,
+				  struct wh_tensor *t, char **name_out)
+{
+	struct wh_arena *arena = NULL;
+	struct wh_blob *raw = NULL;
+	const char **strs = NULL;
+	size_t *lens = NULL;
+	char *name = NULL;
+	struct wh_tensor tmp;
+	wh_tensor_init(&tmp);
+	enum wh_status st = wh_arena_create(&arena);
+	if (st != WH_OK)
+		goto out;
+	ProtobufCAllocator alloc;
+	wh_pb_allocator_init(&alloc, arena);
+	Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&alloc, len, data);
+	if (!tp) {
+		st = wh_error(WH_ERR_PARSE, "%s: not a valid TensorProto (truncated or corrupt protobuf; write it again)", label);
+		goto out;
+	}
+	if (tp->segment) {
+		st = wh_error(WH_ERR_UNSUPPORTED, "%s: segmented tensors are not supported (write the tensor in one piece)", label);
+		goto out;
+	}
+	const char *tname = tp->name && *tp->name ? tp->name : label;
+	enum wh_dtype dt;
+	int32_t rank;
+	int64_t dims[WH_MAX_RANK];
+	if ((st = wh_pb_tensor_decode(tp, dir, tname, &dt, &rank, dims, &raw)) != WH_OK)
+		goto out;
+	if (dt == WH_DT_STRING) {
+		/* decode checked that there is one string per element */
+		size_t n = tp->n_string_data;
+		if (n && (!(strs = calloc(n, sizeof *strs)) || !(lens = calloc(n, sizeof *lens)))) {
+			st = wh_error(WH_ERR_NOMEM, "%s: out of memory (free some memory)", label);
+			goto out;
+		}
+		for (size_t i = 0; i < n; i++) {
+			/* the in-memory form is C strings: an embedded NUL ends the string */
+			const uint8_t *s = tp->string_data[i].data;
+			size_t l = tp->string_data[i].len;
+			const void *nul = l ? memchr(s, 0, l) : NULL;
+			strs[i] = l ? (const char *)s : "";
+			lens[i] = nul ? (size_t)((const uint8_t *)nul - s) : l;
+		}
+		st = wh_tensor_alloc_strings(&tmp, rank, dims, strs, lens);
+	} else {
+		st = wh_tensor_from_raw(&tmp, dt, rank, dims, raw);
+	}
+	if (st != WH_OK)
+		goto out;
+	if (name_out && tp->name && *tp->name && !(name = strdup(tp->name))) {
+		st = wh_error(WH_ERR_NOMEM, "%s: out of memory (free some memory)", label);
+		goto out;
+	}
+	wh_tensor_release(t);
+	*t = tmp;
+	wh_tensor_init(&tmp);
+	if (name_out) {
+		*name_out = name;
+		name = NULL;
+	}
+out:
+	wh_tensor_release(&tmp);
+	wh_blob_release(raw);
+	free(strs);
+	free(lens);
+	free(name);
+	wh_arena_destroy(arena);
+	return st;
+}
+
+enum wh_status wh_tensor_read_pb_buffer(const void *data, size_t len, const char *label,
+					struct wh_tensor *t, char **name_out)
+{
+	if (name_out)
+		*name_out = NULL;
+	return read_pb_mem(data, len, NULL, label ? label : "tensor", t, name_out);
+}
+
+enum wh_status wh_tensor_read_pb(const char *path, struct wh_tensor *t, char **name_out)
+{
+	if (name_out)
+		*name_out = NULL;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	enum wh_status st = slurp(path, PB_MAX_BYTES, &buf, &len);
+	if (st != WH_OK)
+		return st;
+	/* external data of a tensor file lives next to it */
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	else
+		snprintf(dir, sizeof dir, ".");
+	if (slash == dir)
+		snprintf(dir, sizeof dir, "/");
+	st = read_pb_mem(buf, len, dir, path, t, name_out);
+	free(buf);
+	return st;
+}
+
+enum wh_status wh_tensor_write_pb(const char *path, const char *name, const struct wh_tensor *t)
+{
+	struct wh_blob *raw = NULL;
+	ProtobufCBinaryData *strs = NULL;
+	uint8_t *buf = NULL;
+	enum wh_status st = WH_OK;
+	if (!wh_dtype_valid((int)t->dtype) || t->rank < 0 || t->rank > WH_MAX_RANK)
+		return wh_error(WH_ERR_USAGE, "%s: tensor has no valid type or rank (internal error)", path);
+	Onnx__TensorProto tp;
+	onnx__tensor_proto__init(&tp);
+	if (t->dtype == WH_DT_STRING) {
+		wh_pb_tensor_encode(&tp, name, t->dtype, t->rank, t->dims, NULL);
+		if (t->count) {
+			if (!(strs = calloc((size_t)t->count, sizeof *strs))) {
+				st = wh_error(WH_ERR_NOMEM, "%s: out of memory (free some memory)", path);
+				goto out;
+			}
+			const char *const *s = t->data;
+			for (uint64_t i = 0; i < t->count; i++) {
+				strs[i].data = (uint8_t *)(s[i] ? s[i] : "");
+				strs[i].len = s[i] ? strlen(s[i]) : 0;
+			}
+		}
+		tp.n_string_data = (size_t)t->count;
+		tp.string_data = strs;
+	} else {
+		if ((st = wh_tensor_to_raw(t, &raw)) != WH_OK)
+			goto out;
+		wh_pb_tensor_encode(&tp, name, t->dtype, t->rank, t->dims, raw);
+		/* an empty tensor still says where its (zero) bytes are */
+		tp.has_raw_data = 1;
+	}
+	size_t n = onnx__tensor_proto__get_packed_size(&tp);
+	if (!(buf = malloc(n ? n : 1))) {
+		st = wh_error(WH_ERR_NOMEM, "%s: cannot allocate %zu bytes (free some memory)", path, n);
+		goto out;
+	}
+	onnx__tensor_proto__pack(&tp, buf);
+	st = write_whole(path, buf, n);
+out:
+	free(buf);
+	free(strs);
+	wh_blob_release(raw);
+	return st;
+}
+
+/* ---- .npy ---- */
+
+/* The header is a Python dict literal written by numpy, e.g.
+ * {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), } padded with spaces. */
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "tensor files assume a little-endian host"
+#endif
+
+static const uint8_t npy_magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+
+/* The most header bytes accepted: numpy itself refuses headers above 10000 bytes unless told
+ * otherwise; a rank-16 shape of 64-bit numbers fits easily. */
+#define NPY_MAX_HEADER 65536
+
+struct npy_info {
+	enum wh_dtype dtype;
+	bool swap;      /* big-endian data */
+	int32_t rank;
+	int64_t dims[WH_MAX_RANK];
+	uint64_t count;
+	uint64_t data_offset, data_bytes;
+};
+
+static const struct {
+	char kind;
+	unsigned size;
+	enum wh_dtype dtype;
+} npy_types[] = {
+	{'b', 1, WH_DT_BOOL},    {'i', 1, WH_DT_INT8},     {'u', 1, WH_DT_UINT8},
+	{'i', 2, WH_DT_INT16},   {'u', 2, WH_DT_UINT16},   {'i', 4, WH_DT_INT32},
+	{'u', 4, WH_DT_UINT32},  {'i', 8, WH_DT_INT64},    {'u', 8, WH_DT_UINT64},
+	{'f', 2, WH_DT_FLOAT16}, {'f', 4, WH_DT_FLOAT},    {'f', 8, WH_DT_DOUBLE},
+	{'c', 8, WH_DT_COMPLEX64}, {'c', 16, WH_DT_COMPLEX128},
+};
+
+struct npy_lexer {
+	const char *p, *end;
+	const char *label;
+};
+
+static void npy_skip_space(struct npy_lexer *L)
+{
+	while (L->p < L->end && (*L->p == ' ' || *L->p == '\t' || *L->p == '\n' || *L->p == '\r'))
+		L->p++;
+}
+
+static bool npy_accept(struct npy_lexer *L, char c)
+{
+	npy_skip_space(L);
+	if (L->p < L->end && *L->p == c) {
+		L->p++;
+		return true;
+	}
+	return false;
+}
+
+static enum wh_status npy_bad(struct npy_lexer *L, const char *what)
+{
+	return wh_error(WH_ERR_PARSE, "%s: bad .npy header: %s (write the file again with numpy.save)", L->label, what);
+}
+
+/* A quoted string without escapes (numpy writes none in these keys and values). */
+static enum wh_status npy_string(struct npy_lexer *L, char *out, size_t size)
+{
+	npy_skip_space(L);
+	if (L->p >= L->end || (*L->p != '\'' && *L->p != '"'))
+		return npy_bad(L, "expected a quoted string");
+	char q = *L->p++;
+	size_t n = 0;
+	while (L->p < L->end && *L->p != q) {
+		if (*L->p == '\\' || n + 1 >= size)
+			return npy_bad(L, "string too long or escaped");
+		out[n++] = *L->p++;
+	}
+	if (L->p >= L->end)
+		return npy_bad(L, "unterminated string");
+	L->p++;
+	out[n] = '\0';
+	return WH_OK;
+}
+
+static bool npy_word(struct npy_lexer *L, const char *w)
+{
+	npy_skip_space(L);
+	size_t n = strlen(w);
+	if ((size_t)(L->end - L->p) >= n && !memcmp(L->p, w, n)) {
+		L->p += n;
+		return true;
+	}
+	return false;
+}
+
+static enum wh_status npy_descr(struct npy_lexer *L, const char *descr, struct npy_info *info)
+{
+	char order = descr[0];
+	const char *d = descr;
+	if (order == '<' || order == '>' || order == '|' || order == '=')
+		d++;
+	else
+		order = '=';
+	if (d[0] == 'V' && !strcmp(d + 1, "2"))
+		return wh_error(WH_ERR_UNSUPPORTED, "%s: .npy type '%s' is opaque; numpy has no bfloat16 (save bfloat16 data as float32 or as an ONNX .pb)", L->label, descr);
+	char kind = d[0];
+	if (kind && strchr("USOVMma", kind))
+		return wh_error(WH_ERR_UNSUPPORTED, "%s: .npy type '%s' is not a numeric type (save numbers; strings go in an ONNX .pb)", L->label, descr);
+	if (kind == '?' && !d[1])
+		kind = 'b', d = "b1";
+	char *end;
+	errno = 0;
+	unsigned long size = kind ? strtoul(d + 1, &end, 10) : 0;
+	if (!kind || errno || end == d + 1 || *end)
+		return wh_error(WH_ERR_UNSUPPORTED, "%s: .npy type '%s' is not supported (use a plain numeric type, e.g. '<f4')", L->label, descr);
+	for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++) {
+		if (npy_types[i].kind == kind && npy_types[i].size == size) {
+			info->dtype = npy_types[i].dtype;
+			info->swap = order == '>' && size > 1;
+			return WH_OK;
+		}
+	}
+	if (kind == 'f' && size == 16)
+		return wh_error(WH_ERR_UNSUPPORTED, "%s: .npy type '%s' (long double) is not supported (save it as float64)", L->label, descr);
+	return wh_error(WH_ERR_UNSUPPORTED, "%s: .npy type '%s' is not supported (use b1, i1-i8, u1-u8, f2, f4, f8, c8 or c16)", L->label, descr);
+}
+
+static enum wh_status npy_shape(struct npy_lexer *L, struct npy_info *info)
+{
+	if (!npy_accept(L, '('))
+		return npy_bad(L, "shape is not a tuple");
+	info->rank = 0;
+	for (;;) {
+		if (npy_accept(L, ')'))
+			return WH_OK;
+		npy_skip_space(L);
+		if (L->p < L->end && *L->p == '-')
+			return wh_error(WH_ERR_INVALID, "%s: .npy shape has a negative dimension (write the file again)", L->label);
+		if (L->p >= L->end || *L->p < '0' || *L->p > '9')
+			return npy_bad(L, "shape holds something other than numbers");
+		uint64_t v = 0;
+		while (L->p < L->end && *L->p >= '0' && *L->p <= '9') {
+			if (!wh_mul_u64(v, 10, &v) || !wh_add_u64(v, (uint64_t)(*L->p - '0'), &v) || v > (uint64_t)INT64_MAX)
+				return wh_error(WH_ERR_OVERFLOW, "%s: .npy shape has a dimension beyond 2^63 (the file is corrupt)", L->label);
+			L->p++;
+		}
+		if (L->p < L->end && (*L->p == 'L' || *L->p == 'l'))
+			L->p++; /* Python 2 long literal */
+		if (info->rank >= WH_MAX_RANK)
+			return wh_error(WH_ERR_UNSUPPORTED, "%s: .npy shape has more than %d dimensions (whittle's limit)", L->label, WH_MAX_RANK);
+		info->dims[info->rank++] = (int64_t)v;
+		if (npy_accept(L, ','))
+			continue;
+		if (npy_accept(L, ')'))
+			return WH_OK;
+		return npy_bad(L, "shape tuple is not closed");
+	}
+}
+
+/* Parses the preamble and the header dict at the start of buf (only the first len bytes
+ * are available); fills info, including where the data starts and how many bytes it has. */
+static enum wh_status npy_parse(const uint8_t *buf, size_t len, const char *label, struct npy_info *info)
+{
+	memset(info, 0, sizeof *info);
+	if (len < 10 || memcmp(buf, npy_magic, sizeof npy_magic) != 0)
+		return wh_error(WH_ERR_PARSE, "%s: not a .npy file (no \\x93NUMPY magic; save it with numpy.save)", label);
+	unsigned major = buf[6], minor = buf[7];
+	uint64_t hlen, hstart;
+	if (major == 1) {
+		hlen = (uint64_t)buf[8] | (uint64_t)buf[9] << 8;
+		hstart = 10;
+	} else if (major == 2 || major == 3) {
+		if (len < 12)
+			return wh_error(WH_ERR_PARSE, "%s: truncated .npy preamble (the file is cut short)", label);
+		hlen = (uint64_t)buf[8] | (uint64_t)buf[9] << 8 | (uint64_t)buf[10] << 16 | (uint64_t)buf[11] << 24;
+		hstart = 12;
+	} else {
+		return wh_error(WH_ERR_UNSUPPORTED, "%s: .npy format version %u.%u is not supported (1.0, 2.0 and 3.0 are; save with numpy.save)", label, major, minor);
+	}
+	if (hlen > NPY_MAX_HEADER)
+		return wh_error(WH_ERR_PARSE, "%s: .npy header of %llu bytes is implausibly large (the file is corrupt)", label, (unsigned long long)hlen);
+	if (hstart + hlen > len)
+		return wh_error(WH_ERR_PARSE, "%s: .npy header runs past the end of the file (the file is cut short)", label);
+	struct npy_lexer L = {(const char *)buf + hstart, (const char *)buf + hstart + hlen, label};
+	char key[32], descr[32];
+	bool have_descr = false, have_order = false, have_shape = false, fortran = false;
+	enum wh_status st;
+	if (!npy_accept(&L, '{'))
+		return npy_bad(&L, "does not start with '{'");
+	while (!npy_accept(&L, '}')) {
+		if ((st = npy_string(&L, key, sizeof key)) != WH_OK)
+			return st;
+		if (!npy_accept(&L, ':'))
+			return npy_bad(&L, "missing ':' after a key");
+		if (!strcmp(key, "descr") && !have_descr) {
+			npy_skip_space(&L);
+			if (L.p < L.end && *L.p == '[')
+				return wh_error(WH_ERR_UNSUPPORTED, "%s: .npy holds a structured array (save one plain numeric array per file)", label);
+			if ((st = npy_string(&L, descr, sizeof descr)) != WH_OK)
+				return st;
+			have_descr = true;
+		} else if (!strcmp(key, "fortran_order") && !have_order) {
+			if (npy_word(&L, "True"))
+				fortran = true;
+			else if (!npy_word(&L, "False"))
+				return npy_bad(&L, "fortran_order is neither True nor False");
+			have_order = true;
+		} else if (!strcmp(key, "shape") && !have_shape) {
+			if ((st = npy_shape(&L, info)) != WH_OK)
+				return st;
+			have_shape = true;
+		} else {
+			return npy_bad(&L, "unexpected or repeated key");
+		}
+		if (!npy_accept(&L, ',')) {
+			if (!npy_accept(&L, '}'))
+				return npy_bad(&L, "expected ',' or '}'");
+			break;
+		}
+	}
+	if (!have_descr || !have_order || !have_shape)
+		return npy_bad(&L, "missing 'descr', 'fortran_order' or 'shape'");
+	if ((st = npy_descr(&L, descr, info)) != WH_OK)
+		return st;
+	if (!wh_shape_count(info->dims, info->rank, &info->count))
+		return wh_error(WH_ERR_OVERFLOW, "%s: .npy shape has too many elements (the file is corrupt)", label);
+	if (fortran) {
+		/* column-major equals row-major when at most one dimension exceeds 1 */
+		int big = 0;
+		for (int32_t i = 0; i < info->rank; i++)
+			big += info->dims[i] > 1;
+		if (big > 1)
+			return wh_error(WH_ERR_UNSUPPORTED, "%s: .npy array is in Fortran (column-major) order (save numpy.ascontiguousarray(a) instead)", label);
+	}
+	if (!wh_dtype_raw_bytes(info->dtype, info->count, &info->data_bytes))
+		return wh_error(WH_ERR_OVERFLOW, "%s: .npy data too large (the file is corrupt)", label);
+	info->data_offset = hstart + hlen;
+	return WH_OK;
+}
+
+/* Finishes a tensor whose blob holds the file's data: byte order and bool values. */
+static void npy_fix_data(const struct npy_info *info, uint8_t *data)
+{
+	size_t es = wh_dtype_size(info->dtype);
+	if (info->dtype == WH_DT_BOOL) {
+		for (uint64_t i = 0; i < info->count; i++)
+			data[i] = data[i] != 0;
+		return;
+	}
+	if (!info->swap)
+		return;
+	/* complex numbers swap each of their two parts */
+	if (info->dtype == WH_DT_COMPLEX64 || info->dtype == WH_DT_COMPLEX128)
+		es /= 2;
+	uint64_t n = info->data_bytes / es;
+	for (uint64_t i = 0; i < n; i++) {
+		uint8_t *e = data + i * es;
+		for (size_t a = 0, b = es - 1; a < b; a++, b--) {
+			uint8_t x = e[a];
+			e[a] = e[b];
+			e[b] = x;
+		}
+	}
+}
+
+static enum wh_status npy_check_size(const struct npy_info *info, uint64_t file_len, const char *label)
+{
+	uint64_t end;
+	if (!wh_add_u64(info->data_offset, info->data_bytes, &end) || end > file_len)
+		return wh_error(WH_ERR_PARSE, "%s: .npy header promises %llu data bytes, the file holds %llu (the file is cut short)",
+				label, (unsigned long long)info->data_bytes,
+				(unsigned long long)(file_len - (info->data_offset < file_len ? info->data_offset : file_len)));
+	if (end < file_len)
+		wh_debug("%s: %llu bytes after the .npy data ignored", label, (unsigned long long)(file_len - end));
+	return WH_OK;
+}
+
+static enum wh_status npy_make(const struct npy_info *info, const char *label, struct wh_tensor *t,
+			       const void *src, int fd)
+{
+	struct wh_blob *blob = NULL;
+	void *w = NULL;
+	struct wh_tensor tmp;
+	wh_tensor_init(&tmp);
+	enum wh_status st = wh_blob_create((size_t)info->data_bytes, &blob, &w);
+	if (st != WH_OK)
+		return st;
+	if (src) {
+		if (info->data_bytes)
+			memcpy(w, src, (size_t)info->data_bytes);
+	} else {
+		uint64_t done = 0;
+		while (done < info->data_bytes) {
+			ssize_t r = pread(fd, (uint8_t *)w + done, (size_t)(info->data_bytes - done), (off_t)(info->data_offset + done));
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0) {
+				st = wh_error(WH_ERR_IO, "%s: read failed: %s (check the file)", label, r < 0 ? strerror(errno) : "file shrank");
+				goto out;
+			}
+			done += (uint64_t)r;
+		}
+	}
+	if (w)
+		npy_fix_data(info, w);
+	if ((st = wh_tensor_from_raw(&tmp, info->dtype, info->rank, info->dims, blob)) != WH_OK)
+		goto out;
+	wh_tensor_release(t);
+	*t = tmp;
+out:
+	wh_blob_release(blob);
+	return st;
+}
+
+enum wh_status wh_tensor_read_npy_buffer(const void *data, size_t len, const char *label,
+					 struct wh_tensor *t)
+{
+	struct npy_info info;
+	if (!label)
+		label = "tensor";
+	enum wh_status st = npy_parse(data, len, label, &info);
+	if (st == WH_OK)
+		st = npy_check_size(&info, len, label);
+	if (st == WH_OK)
+		st = npy_make(&info, label, t, (const uint8_t *)data + info.data_offset, -1);
+	return st;
+}
+
+enum wh_status wh_tensor_read_npy(const char *path, struct wh_tensor *t)
+{
+	uint8_t *head = NULL;
+	enum wh_status st = WH_OK;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return wh_error(WH_ERR_IO, "%s: cannot open: %s (check the path)", path, strerror(errno));
+	struct stat sb;
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		st = wh_error(WH_ERR_IO, "%s: not a regular file (give the path of a .npy file)", path);
+		goto out;
+	}
+	/* only the header is read whole; the data goes straight into the tensor's blob */
+	size_t want = 12 + NPY_MAX_HEADER;
+	size_t have = (uint64_t)sb.st_size < want ? (size_t)sb.st_size : want;
+	if (!(head = malloc(have ? have : 1))) {
+		st = wh_error(WH_ERR_NOMEM, "%s: out of memory (free some memory)", path);
+		goto out;
+	}
+	size_t done = 0;
+	while (done < have) {
+		ssize_t r = pread(fd, head + done, have - done, (off_t)done);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			st = wh_error(WH_ERR_IO, "%s: read failed: %s (check the file)", path, r < 0 ? strerror(errno) : "file shrank");
+			goto out;
+		}
+		done += (size_t)r;
+	}
+	struct npy_info info;
+	if ((st = npy_parse(head, have, path, &info)) != WH_OK)
+		goto out;
+	if ((st = npy_check_size(&info, (uint64_t)sb.st_size, path)) != WH_OK)
+		goto out;
+	st = npy_make(&info, path, t, NULL, fd);
+out:
+	free(head);
+	close(fd);
+	return st;
+}
+
+static const char *npy_descr_of(enum wh_dtype dt)
+{
+	switch (dt) {
+	case WH_DT_BOOL: return "|b1";
+	case WH_DT_INT8: return "|i1";
+	case WH_DT_UINT8: return "|u1";
+	case WH_DT_INT16: return "<i2";
+	case WH_DT_UINT16: return "<u2";
+	case WH_DT_INT32: return "<i4";
+	case WH_DT_UINT32: return "<u4";
+	case WH_DT_INT64: return "<i8";
+	case WH_DT_UINT64: return "<u8";
+	case WH_DT_FLOAT16: return "<f2";
+	case WH_DT_FLOAT: return "<f4";
+	case WH_DT_DOUBLE: return "<f8";
+	case WH_DT_COMPLEX64: return "<c8";
+	case WH_DT_COMPLEX128: return "<c16";
+	default: return NULL;
+	}
+}
+
+enum wh_status wh_tensor_write_npy(const char *path, const struct wh_tensor *t)
+{
+	const char *descr = npy_descr_of(t->dtype);
+	if (!descr)
+		return wh_error(WH_ERR_UNSUPPORTED, "%s: numpy has no %s type (write the tensor as .pb instead)", path, wh_dtype_name(t->dtype));
+	if (t->rank < 0 || t->rank > WH_MAX_RANK)
+		return wh_error(WH_ERR_USAGE, "%s: tensor has no valid rank (internal error)", path);
+	/* dict text: 16 dims of 20 digits fit in well under 512 bytes */
+	char dict[512];
+	int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+	for (int32_t i = 0; i < t->rank; i++)
+		n += snprintf(dict + n, sizeof dict - (size_t)n, i ? ", %lld" : "%lld", (long long)t->dims[i]);
+	n += snprintf(dict + n, sizeof dict - (size_t)n, "%s), }", t->rank == 1 ? "," : "");
+	/* numpy pads the preamble and header to a multiple of 64 so the data is aligned */
+	size_t pre = 10, total = pre + (size_t)n + 1;
+	if ((total + 63) / 64 * 64 - pre > 65535)
+		pre = 12; /* version 2.0: 4-byte header length */
+	total = (pre + (size_t)n + 1 + 63) / 64 * 64;
+	size_t hlen = total - pre, nbytes = wh_tensor_nbytes(t), all;
+	if (__builtin_add_overflow(total, nbytes, &all))
+		return wh_error(WH_ERR_OVERFLOW, "%s: tensor too large", path);
+	uint8_t *buf = malloc(all);
+	if (!buf)
+		return wh_error(WH_ERR_NOMEM, "%s: cannot allocate %zu bytes (free some memory)", path, all);
+	memcpy(buf, npy_magic, sizeof npy_magic);
+	buf[6] = pre == 10 ? 1 : 2;
+	buf[7] = 0;
+	buf[8] = (uint8_t)hlen;
+	buf[9] = (uint8_t)(hlen >> 8);
+	if (pre == 12) {
+		buf[10] = (uint8_t)(hlen >> 16);
+		buf[11] = (uint8_t)(hlen >> 24);
+	}
+	memcpy(buf + pre, dict, (size_t)n);
+	memset(buf + pre + n, ' ', hlen - (size_t)n - 1);
+	buf[total - 1] = '\n';
+	if (nbytes)
+		memcpy(buf + total, t->data, nbytes);
+	enum wh_status st = write_whole(path, buf, all);
+	free(buf);
+	return st;
+}
+
+enum wh_status wh_tensor_read_file(const char *path, struct wh_tensor *t, char **name_out)
+{
+	if (name_out)
+		*name_out = NULL;
+	size_t l = strlen(path);
+	if (l >= 4 && !strcmp(path + l - 4, ".npy"))
+		return wh_tensor_read_npy(path, t);
+	return wh_tensor_read_pb(path, t, name_out);
+}
+
+/* ---- data sets ---- */
+
+void wh_tensor_set_init(struct wh_tensor_set *s)
+{
+	s->n = 0;
+	s->items = NULL;
+}
+
+void wh_tensor_set_release(struct wh_tensor_set *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n; i++) {
+		free(s->items[i].name);
+		wh_tensor_release(&s->items[i].t);
+	}
+	free(s->items);
+	wh_tensor_set_init(s);
+}
+
+static bool same_entry(const struct wh_named_tensor *e, const char *name, int index)
+{
+	if (name || e->name)
+		return name && e->name && !strcmp(name, e->name);
+	return index >= 0 && e->index == index;
+}
+
+enum wh_status wh_tensor_set_add(struct wh_tensor_set *s, const char *name, int index,
+				 const struct wh_tensor *t)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		if (!same_entry(&s->items[i], name, index))
+			continue;
+		if (name)
+			return wh_error(WH_ERR_INVALID, "tensor set: two tensors are named '%s' (keep one of them)", name);
+		return wh_error(WH_ERR_INVALID, "tensor set: two unnamed tensors at position %d (keep one of them)", index);
+	}
+	char *copy = NULL;
+	if (name && !(copy = strdup(name)))
+		return wh_error(WH_ERR_NOMEM, "tensor set: out of memory (free some memory)");
+	struct wh_named_tensor *items = realloc(s->items, (s->n + 1) * sizeof *items);
+	if (!items) {
+		free(copy);
+		return wh_error(WH_ERR_NOMEM, "tensor set: out of memory (free some memory)");
+	}
+	s->items = items;
+	struct wh_named_tensor *e = &items[s->n++];
+	e->name = copy;
+	e->index = index;
+	wh_tensor_init(&e->t);
+	wh_tensor_ref(&e->t, t);
+	return WH_OK;
+}
+
+const struct wh_tensor *wh_tensor_set_find(const struct wh_tensor_set *s, const char *name)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->items[i].name && !strcmp(s->items[i].name, name))
+			return &s->items[i].t;
+	return NULL;
+}
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+	return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* If file is <word>_<k>.pb or .npy with word == prefix (or input/output when prefix is
+ * NULL), returns k; else -1. */
+static int positional_index(const char *file, const char *prefix)
+{
+	static const char *const words[] = {"input", "output"};
+	for (size_t w = 0; w < (prefix ? 1 : 2); w++) {
+		const char *word = prefix ? prefix : words[w];
+		size_t wl = strlen(word);
+		if (strncmp(file, word, wl) != 0 || file[wl] != '_')
+			continue;
+		const char *p = file + wl + 1;
+		size_t digits = strspn(p, "0123456789");
+		/* nine digits keep k within an int */
+		if (!digits || digits > 9)
+			continue;
+		int k = 0;
+		for (size_t i = 0; i < digits; i++)
+			k = k * 10 + (p[i] - '0');
+		p += digits;
+		if (!strcmp(p, ".pb") || !strcmp(p, ".npy"))
+			return k;
+	}
+	return -1;
+}
+
+/* File names compare with digit runs as numbers, so input_2 sorts before input_10. */
+static int natural_cmp(const void *pa, const void *pb)
+{
+	const char *a = *(const char *const *)pa, *b = *(const char *const *)pb;
+	while (*a && *b) {
+		if (*a >= '0' && *a <= '9' && *b >= '0' && *b <= '9') {
+			while (*a == '0')
+				a++;
+			while (*b == '0')
+				b++;
+			size_t la = strspn(a, "0123456789"), lb = strspn(b, "0123456789");
+			if (la != lb)
+				return la < lb ? -1 : 1;
+			int c = strncmp(a, b, la);
+			if (c)
+				return c;
+			a += la;
+			b += lb;
+			continue;
+		}
+		if (*a != *b)
+			return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+		a++;
+		b++;
+	}
+	if (*a || *b)
+		return *a ? 1 : -1;
+	return strcmp(*(const char *const *)pa, *(const char *const *)pb);
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Undoes wh_tensor_name_to_file on a file name without its extension (malloc'd). */
+static char *name_from_file(const char *file, size_t stem_len)
+{
+	char *out = malloc(stem_len + 1);
+	if (!out)
+		return NULL;
+	size_t o = 0;
+	for (size_t i = 0; i < stem_len; i++) {
+		int hi, lo;
+		if (file[i] == '%' && i + 2 < stem_len &&
+		    (hi = hexval(file[i + 1])) >= 0 && (lo = hexval(file[i + 2])) >= 0 && (hi || lo)) {
+			out[o++] = (char)(hi << 4 | lo);
+			i += 2;
+		} else {
+			out[o++] = file[i];
+		}
+	}
+	out[o] = '\0';
+	return out;
+}
+
+enum wh_status wh_tensor_set_read_dir(const char *dir, const char *prefix, struct wh_tensor_set *s)
+{
+	char **files = NULL;
+	size_t n = 0, cap = 0;
+	char *name = NULL;
+	struct wh_tensor t;
+	struct wh_tensor_set out;
+	wh_tensor_init(&t);
+	wh_tensor_set_init(&out);
+	enum wh_status st = WH_OK;
+	DIR *d = opendir(dir);
+	if (!d)
+		return wh_error(WH_ERR_IO, "%s: cannot open tensor folder: %s (check the path)", dir, strerror(errno));
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		const char *f = de->d_name;
+		if (f[0] == '.')
+			continue;
+		if (prefix ? positional_index(f, prefix) < 0 : !(has_suffix(f, ".pb") || has_suffix(f, ".npy")))
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			char **nf = realloc(files, nc * sizeof *nf);
+			if (!nf) {
+				st = wh_error(WH_ERR_NOMEM, "%s: out of memory (free some memory)", dir);
+				goto out;
+			}
+			files = nf;
+			cap = nc;
+		}
+		if (!(files[n] = strdup(f))) {
+			st = wh_error(WH_ERR_NOMEM, "%s: out of memory (free some memory)", dir);
+			goto out;
+		}
+		n++;
+	}
+	if (!n) {
+		if (prefix)
+			st = wh_error(WH_ERR_NOT_FOUND, "%s: no %s_<k>.pb files in the folder (check the folder, or save the tensors there first)", dir, prefix);
+		else
+			st = wh_error(WH_ERR_NOT_FOUND, "%s: no .pb or .npy tensor files in the folder (check the folder, or save the tensors there first)", dir);
+		goto out;
+	}
+	qsort(files, n, sizeof *files, natural_cmp);
+	for (size_t i = 0; i < n; i++) {
+		char path[PATH_MAX];
+		if (snprintf(path, sizeof path, "%s/%s", dir, files[i]) >= (int)sizeof path) {
+			st = wh_error(WH_ERR_IO, "%s/%s: path too long (use a shorter folder name)", dir, files[i]);
+			goto out;
+		}
+		free(name);
+		name = NULL;
+		if ((st = wh_tensor_read_file(path, &t, &name)) != WH_OK)
+			goto out;
+		int index = positional_index(files[i], prefix);
+		if (!name && index < 0) {
+			size_t stem = strlen(files[i]) - (has_suffix(files[i], ".npy") ? 4 : 3);
+			if (!(name = name_from_file(files[i], stem))) {
+				st = wh_error(WH_ERR_NOMEM, "%s: out of memory (free some memory)", dir);
+				goto out;
+			}
+		}
+		for (size_t j = 0; j < out.n; j++) {
+			if (!same_entry(&out.items[j], name, index))
+				continue;
+			if (name)
+				st = wh_error(WH_ERR_INVALID, "%s: two files hold tensor '%s' (%s and another; remove one)", dir, name, files[i]);
+			else
+				st = wh_error(WH_ERR_INVALID, "%s: two unnamed files at position %d (%s and another; remove one)", dir, index, files[i]);
+			goto out;
+		}
+		if ((st = wh_tensor_set_add(&out, name, index, &t)) != WH_OK)
+			goto out;
+	}
+	wh_tensor_set_release(s);
+	*s = out;
+	wh_tensor_set_init(&out);
+out:
+	closedir(d);
+	for (size_t i = 0; i < n; i++)
+		free(files[i]);
+	free(files);
+	free(name);
+	wh_tensor_release(&t);
+	wh_tensor_set_release(&out);
+	return st;
+}
+
+/* mkdir -p */
+static enum wh_status make_dir(const char *dir)
+{
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
+		return wh_error(WH_ERR_IO, "%s: path too long (use a shorter folder name)", dir);
+	for (char *p = path + 1;; p++) {
+		if (*p != '/' && *p)
+			continue;
+		char c = *p;
+		*p = '\0';
+		struct stat sb;
+		if (mkdir(path, 0777) != 0 && (errno != EEXIST || stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+			return wh_error(WH_ERR_IO, "%s: cannot create folder: %s (check the path and permissions)", path,
+					errno == EEXIST ? "a file is in the way" : strerror(errno));
+		*p = c;
+		if (!c)
+			return WH_OK;
+	}
+}
+
+enum wh_status wh_tensor_set_write_dir(const char *dir, const char *prefix, const struct wh_tensor_set *s)
+{
+	enum wh_status st = make_dir(dir);
+	if (st != WH_OK)
+		return st;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct wh_named_tensor *e = &s->items[i];
+		char path[PATH_MAX];
+		int w;
+		if (prefix) {
+			w = snprintf(path, sizeof path, "%s/%s_%zu.pb", dir, prefix, i);
+		} else {
+			if (!e->name || !*e->name)
+				return wh_error(WH_ERR_USAGE, "%s: tensor %zu has no name (write the set with input_<k> file names instead)", dir, i);
+			size_t cap = 3 * strlen(e->name) + 1;
+			char *stem = malloc(cap);
+			if (!stem)
+				return wh_error(WH_ERR_NOMEM, "%s: out of memory (free some memory)", dir);
+			wh_tensor_name_to_file(e->name, stem, cap);
+			w = snprintf(path, sizeof path, "%s/%s.pb", dir, stem);
+			free(stem);
+		}
+		if (w < 0 || w >= (int)sizeof path)
+			return wh_error(WH_ERR_IO, "%s: file name for tensor %zu too long (use a shorter folder or tensor name)", dir, i);
+		if ((st = wh_tensor_write_pb(path, e->name, &e->t)) != WH_OK)
+			return st;
+	}
+	return WH_OK;
+}
+
+void wh_tensor_name_to_file(const char *name, char *out, size_t size)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+	if (!size)
+		return;
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+		unsigned c = *p;
+		/* a leading dot would hide the file (and "." / ".." are folders) */
+		bool keep = ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+			     c == '_' || c == '-' || (c == '.' && p != (const unsigned char *)name));
+		if (keep) {
+			if (o + 1 >= size)
+				break;
+			out[o++] = (char)c;
+		} else {
+			if (o + 3 >= size)
+				break;
+			out[o++] = '%';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		}
+	}
+	out[o] = '\0';
+}

@@ -1,0 +1,56 @@
+/* Tensor files and data sets.
+ *
+ * A tensor file is an ONNX TensorProto (".pb", as in the ONNX test data) or a NumPy ".npy"
+ * (version 1-3, little-endian, C order). A data set is a folder of such files: either
+ * input_<k>.pb / output_<k>.pb (matched to the model's inputs or outputs by position), or
+ * one file per tensor named after it, with characters outside [A-Za-z0-9._-] written as
+ * %XX. The name stored inside a .pb takes precedence over its file name.
+ * Files are untrusted input: sizes are checked before allocation. */
+#ifndef WH_TENSOR_FILE_H
+#define WH_TENSOR_FILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "graph/tensor.h"
+
+/* *name_out (may be NULL) receives a malloc'd copy of the stored name, or NULL if none. */
+enum wh_status wh_tensor_read_pb(const char *path, struct wh_tensor *t, char **name_out);
+enum wh_status wh_tensor_read_pb_buffer(const void *data, size_t len, const char *label,
+					struct wh_tensor *t, char **name_out);
+enum wh_status wh_tensor_write_pb(const char *path, const char *name, const struct wh_tensor *t);
+enum wh_status wh_tensor_read_npy(const char *path, struct wh_tensor *t);
+enum wh_status wh_tensor_read_npy_buffer(const void *data, size_t len, const char *label,
+					 struct wh_tensor *t);
+enum wh_status wh_tensor_write_npy(const char *path, const struct wh_tensor *t);
+/* By extension (.pb or .npy). */
+enum wh_status wh_tensor_read_file(const char *path, struct wh_tensor *t, char **name_out);
+
+struct wh_named_tensor {
+	char *name;     /* malloc'd; for input_<k>.pb without a stored name: NULL */
+	int index;      /* k for input_<k>/output_<k> files, else -1 */
+	struct wh_tensor t;
+};
+
+/* Caller-owned (_init/_release). */
+struct wh_tensor_set {
+	size_t n;
+	struct wh_named_tensor *items;
+};
+
+void wh_tensor_set_init(struct wh_tensor_set *s);
+void wh_tensor_set_release(struct wh_tensor_set *s);
+/* Adds a reference to t under name (copied). */
+enum wh_status wh_tensor_set_add(struct wh_tensor_set *s, const char *name, int index,
+				 const struct wh_tensor *t);
+const struct wh_tensor *wh_tensor_set_find(const struct wh_tensor_set *s, const char *name);
+/* Reads every .pb/.npy file of a folder, sorted by file name (input_<k> by k).
+ * prefix: when not NULL, only files named <prefix>_<k>.pb are read ("input", "output"). */
+enum wh_status wh_tensor_set_read_dir(const char *dir, const char *prefix, struct wh_tensor_set *s);
+/* Writes each tensor as <escaped name>.pb (creating dir), or as <prefix>_<k>.pb when prefix
+ * is not NULL. */
+enum wh_status wh_tensor_set_write_dir(const char *dir, const char *prefix, const struct wh_tensor_set *s);
+/* Escapes a tensor name into a file name stem (out of size >= 3*strlen+1). */
+void wh_tensor_name_to_file(const char *name, char *out, size_t size);
+
+#endif

@@ -1,0 +1,188 @@
+#include "graph/tensor.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void wh_tensor_init(struct wh_tensor *t)
+{
+	memset(t, 0, sizeof *t);
+}
+
+void wh_tensor_release(struct wh_tensor *t)
+{
+	if (!t)
+		return;
+	wh_blob_release(t->blob);
+	wh_tensor_init(t);
+}
+
+static bool is_4bit(enum wh_dtype dt)
+{
+	return dt == WH_DT_INT4 || dt == WH_DT_UINT4 || dt == WH_DT_FLOAT4E2M1;
+}
+
+static enum wh_status set_shape(struct wh_tensor *t, enum wh_dtype dt, int32_t rank, const int64_t *dims)
+{
+	if (rank < 0 || rank > WH_MAX_RANK)
+		return wh_error(WH_ERR_UNSUPPORTED, "tensor: rank %d is outside 0..%d (whittle's limit)", rank, WH_MAX_RANK);
+	if (!wh_dtype_valid((int)dt))
+		return wh_error(WH_ERR_INVALID, "tensor: unknown data type %d", (int)dt);
+	uint64_t count;
+	if (!wh_shape_count(dims, rank, &count))
+		return wh_error(WH_ERR_OVERFLOW, "tensor: shape has a negative dimension or too many elements (check the input shapes)");
+	t->dtype = dt;
+	t->rank = rank;
+	for (int32_t i = 0; i < rank; i++)
+		t->dims[i] = dims[i];
+	t->count = count;
+	return WH_OK;
+}
+
+enum wh_status wh_tensor_alloc(struct wh_tensor *t, enum wh_dtype dt, int32_t rank, const int64_t *dims)
+{
+	wh_tensor_release(t);
+	enum wh_status st = set_shape(t, dt, rank, dims);
+	if (st != WH_OK)
+		return st;
+	uint64_t bytes;
+	if (!wh_mul_u64(t->count, wh_dtype_size(dt), &bytes))
+		return wh_error(WH_ERR_OVERFLOW, "tensor: too large");
+	void *w;
+	if ((st = wh_blob_create((size_t)bytes, &t->blob, &w)) != WH_OK)
+		return st;
+	t->data = w;
+	if (dt == WH_DT_STRING && bytes)
+		memset(w, 0, (size_t)bytes);
+	return WH_OK;
+}
+
+enum wh_status wh_tensor_alloc_strings(struct wh_tensor *t, int32_t rank, const int64_t *dims,
+				       const char *const *strings, const size_t *lengths)
+{
+	wh_tensor_release(t);
+	enum wh_status st = set_shape(t, WH_DT_STRING, rank, dims);
+	if (st != WH_OK)
+		return st;
+	uint64_t total = t->count * sizeof(char *);
+	for (uint64_t i = 0; i < t->count; i++)
+		if (!wh_add_u64(total, (uint64_t)lengths[i] + 1, &total))
+			return wh_error(WH_ERR_OVERFLOW, "tensor: strings too large");
+	void *w;
+	if ((st = wh_blob_create((size_t)total, &t->blob, &w)) != WH_OK)
+		return st;
+	const char **ptrs = w;
+	char *p = (char *)w + t->count * sizeof(char *);
+	for (uint64_t i = 0; i < t->count; i++) {
+		memcpy(p, strings[i], lengths[i]);
+		p[lengths[i]] = '\0';
+		ptrs[i] = p;
+		p += lengths[i] + 1;
+	}
+	t->data = w;
+	return WH_OK;
+}
+
+void wh_tensor_ref(struct wh_tensor *dst, const struct wh_tensor *src)
+{
+	if (dst == src)
+		return;
+	struct wh_blob *b = wh_blob_retain(src->blob);
+	wh_tensor_release(dst);
+	*dst = *src;
+	dst->blob = b;
+}
+
+enum wh_status wh_tensor_from_raw(struct wh_tensor *t, enum wh_dtype dt, int32_t rank,
+				  const int64_t *dims, struct wh_blob *raw)
+{
+	wh_tensor_release(t);
+	enum wh_status st;
+	if (dt == WH_DT_STRING)
+		return wh_error(WH_ERR_UNSUPPORTED, "tensor: string data is not stored as raw bytes");
+	if (!is_4bit(dt)) {
+		if ((st = set_shape(t, dt, rank, dims)) != WH_OK)
+			return st;
+		uint64_t bytes;
+		if (!wh_dtype_raw_bytes(dt, t->count, &bytes) || (raw ? raw->size : 0) != bytes) {
+			wh_tensor_init(t);
+			return wh_error(WH_ERR_INVALID, "tensor: data has %zu bytes, its shape needs %llu", raw ? raw->size : 0, (unsigned long long)bytes);
+		}
+		t->blob = wh_blob_retain(raw);
+		t->data = raw ? (void *)raw->data : NULL;
+		return WH_OK;
+	}
+	if ((st = wh_tensor_alloc(t, dt, rank, dims)) != WH_OK)
+		return st;
+	uint64_t bytes;
+	wh_dtype_raw_bytes(dt, t->count, &bytes);
+	if ((raw ? raw->size : 0) != bytes) {
+		wh_tensor_release(t);
+		return wh_error(WH_ERR_INVALID, "tensor: 4-bit data has %zu bytes, its shape needs %llu", raw ? raw->size : 0, (unsigned long long)bytes);
+	}
+	const uint8_t *src = raw ? raw->data : NULL;
+	uint8_t *dst = t->data;
+	for (uint64_t i = 0; i < t->count; i++) {
+		uint8_t nib = (src[i / 2] >> ((i & 1) * 4)) & 0xf;
+		if (dt == WH_DT_INT4 && (nib & 8))
+			nib |= 0xf0;
+		dst[i] = nib;
+	}
+	return WH_OK;
+}
+
+enum wh_status wh_tensor_to_raw(const struct wh_tensor *t, struct wh_blob **raw_out)
+{
+	if (t->dtype == WH_DT_STRING)
+		return wh_error(WH_ERR_UNSUPPORTED, "tensor: string data is not stored as raw bytes");
+	if (!is_4bit(t->dtype)) {
+		if (t->blob && t->blob->size == wh_tensor_nbytes(t)) {
+			*raw_out = wh_blob_retain(t->blob);
+			return WH_OK;
+		}
+		return wh_blob_create_copy(t->data, wh_tensor_nbytes(t), raw_out);
+	}
+	uint64_t bytes;
+	wh_dtype_raw_bytes(t->dtype, t->count, &bytes);
+	void *w;
+	enum wh_status st = wh_blob_create((size_t)bytes, raw_out, &w);
+	if (st != WH_OK)
+		return st;
+	uint8_t *dst = w;
+	const uint8_t *src = t->data;
+	memset(dst, 0, (size_t)bytes);
+	for (uint64_t i = 0; i < t->count; i++)
+		dst[i / 2] |= (uint8_t)((src[i] & 0xf) << ((i & 1) * 4));
+	return WH_OK;
+}
+
+size_t wh_tensor_nbytes(const struct wh_tensor *t)
+{
+	return (size_t)t->count * wh_dtype_size(t->dtype);
+}
+
+bool wh_tensor_same_shape(const struct wh_tensor *a, const struct wh_tensor *b)
+{
+	if (a->rank != b->rank)
+		return false;
+	for (int32_t i = 0; i < a->rank; i++)
+		if (a->dims[i] != b->dims[i])
+			return false;
+	return true;
+}
+
+const char *wh_shape_str(const int64_t *dims, int32_t rank, char *buf, size_t size)
+{
+	if (rank == 0) {
+		snprintf(buf, size, "scalar");
+		return buf;
+	}
+	size_t off = 0;
+	buf[0] = '\0';
+	for (int32_t i = 0; i < rank && off < size; i++) {
+		int w = snprintf(buf + off, size - off, i ? "x%lld" : "%lld", (long long)dims[i]);
+		if (w < 0)
+			break;
+		off += (size_t)w;
+	}
+	return buf;
+}

@@ -1,0 +1,48 @@
+/* Tensors in memory: type, shape and a reference to a blob holding the elements.
+ *
+ * Memory layout: elements packed densely in row-major order, wh_dtype_size() bytes each;
+ * 4-bit types (int4, uint4, float4e2m1) take one byte per element in memory (int4
+ * sign-extended), and are packed two per byte only in files (wh_tensor_from_raw /
+ * wh_tensor_to_raw convert). String tensors hold `const char *` pointers into the same blob.
+ * struct wh_tensor is caller-owned (_init/_release); the blob is shared by reference
+ * counting, so copying a tensor with wh_tensor_ref never copies data. Data is writable only
+ * by the code that allocated it, before it is shared. */
+#ifndef WH_TENSOR_H
+#define WH_TENSOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "graph/blob.h"
+#include "graph/dtype.h"
+
+struct wh_tensor {
+	enum wh_dtype dtype;
+	int32_t rank;
+	int64_t dims[WH_MAX_RANK];
+	uint64_t count;        /* product of dims */
+	struct wh_blob *blob;  /* owns the data (may be NULL when count is 0) */
+	void *data;            /* blob->data */
+};
+
+void wh_tensor_init(struct wh_tensor *t);
+void wh_tensor_release(struct wh_tensor *t); /* drops the blob reference; re-inits */
+/* Allocates storage for the given type and shape (contents uninitialised; string tensors
+ * get NULL pointers... use wh_tensor_alloc_strings for them). Releases what t held. */
+enum wh_status wh_tensor_alloc(struct wh_tensor *t, enum wh_dtype dt, int32_t rank, const int64_t *dims);
+/* A string tensor from count C strings (copied). */
+enum wh_status wh_tensor_alloc_strings(struct wh_tensor *t, int32_t rank, const int64_t *dims,
+				       const char *const *strings, const size_t *lengths);
+/* dst shares src's data (dst released first). */
+void wh_tensor_ref(struct wh_tensor *dst, const struct wh_tensor *src);
+/* A tensor over ONNX raw_data bytes; shares raw when the layouts agree. */
+enum wh_status wh_tensor_from_raw(struct wh_tensor *t, enum wh_dtype dt, int32_t rank,
+				  const int64_t *dims, struct wh_blob *raw);
+/* The tensor's data in ONNX raw_data layout (a new reference; shares when layouts agree). */
+enum wh_status wh_tensor_to_raw(const struct wh_tensor *t, struct wh_blob **raw_out);
+size_t wh_tensor_nbytes(const struct wh_tensor *t);
+bool wh_tensor_same_shape(const struct wh_tensor *a, const struct wh_tensor *b);
+/* "1x3x640x640" (or "scalar"); buf of at least 32 bytes. */
+const char *wh_shape_str(const int64_t *dims, int32_t rank, char *buf, size_t size);
+
+#endif
