@@ -68,11 +68,11 @@ int64_t wh_tensor_get_i64(const struct wh_tensor *t, uint64_t i)
 	case WH_DT_INT64: return ((const int64_t *)p)[i];
 	case WH_DT_INT32: return ((const int32_t *)p)[i];
 	case WH_DT_INT16: return ((const int16_t *)p)[i];
-	case WH_DT_INT8: case WH_DT_INT4: return ((const int8_t *)p)[i];
+	case WH_DT_INT8: case WH_DT_INT4: case WH_DT_INT2: return ((const int8_t *)p)[i];
 	case WH_DT_UINT64: return (int64_t)((const uint64_t *)p)[i];
 	case WH_DT_UINT32: return ((const uint32_t *)p)[i];
 	case WH_DT_UINT16: return ((const uint16_t *)p)[i];
-	case WH_DT_UINT8: case WH_DT_BOOL: case WH_DT_UINT4: return ((const uint8_t *)p)[i];
+	case WH_DT_UINT8: case WH_DT_BOOL: case WH_DT_UINT4: case WH_DT_UINT2: return ((const uint8_t *)p)[i];
 	default: return (int64_t)wh_tensor_get_f64(t, i);
 	}
 }
@@ -94,11 +94,11 @@ double wh_tensor_get_f64(const struct wh_tensor *t, uint64_t i)
 	case WH_DT_INT64: return (double)((const int64_t *)p)[i];
 	case WH_DT_INT32: return ((const int32_t *)p)[i];
 	case WH_DT_INT16: return ((const int16_t *)p)[i];
-	case WH_DT_INT8: case WH_DT_INT4: return ((const int8_t *)p)[i];
+	case WH_DT_INT8: case WH_DT_INT4: case WH_DT_INT2: return ((const int8_t *)p)[i];
 	case WH_DT_UINT64: return (double)((const uint64_t *)p)[i];
 	case WH_DT_UINT32: return ((const uint32_t *)p)[i];
 	case WH_DT_UINT16: return ((const uint16_t *)p)[i];
-	case WH_DT_UINT8: case WH_DT_BOOL: case WH_DT_UINT4: return ((const uint8_t *)p)[i];
+	case WH_DT_UINT8: case WH_DT_BOOL: case WH_DT_UINT4: case WH_DT_UINT2: return ((const uint8_t *)p)[i];
 	default: return NAN;
 	}
 }
@@ -141,6 +141,8 @@ void wh_tensor_set_f64(struct wh_tensor *t, uint64_t i, double v)
 	case WH_DT_UINT8: ((uint8_t *)p)[i] = (uint8_t)f64_to_i64(v); break;
 	case WH_DT_INT4: { int64_t x = f64_to_i64(v) & 0xf; ((int8_t *)p)[i] = (int8_t)(x & 8 ? x - 16 : x); break; }
 	case WH_DT_UINT4: ((uint8_t *)p)[i] = (uint8_t)(f64_to_i64(v) & 0xf); break;
+	case WH_DT_INT2: { int64_t x = f64_to_i64(v) & 3; ((int8_t *)p)[i] = (int8_t)(x & 2 ? x - 4 : x); break; }
+	case WH_DT_UINT2: ((uint8_t *)p)[i] = (uint8_t)(f64_to_i64(v) & 3); break;
 	default: break;
 	}
 }

@@ -31,6 +31,8 @@ static const struct {
 	[WH_DT_INT4] = {"int4", "int4", 1},
 	[WH_DT_FLOAT4E2M1] = {"float4e2m1", "float4e2m1", 1},
 	[WH_DT_FLOAT8E8M0] = {"float8e8m0", "float8e8m0", 1},
+	[WH_DT_UINT2] = {"uint2", "uint2", 1},
+	[WH_DT_INT2] = {"int2", "int2", 1},
 };
 _Static_assert(sizeof dtype_table / sizeof dtype_table[0] == WH_DT_COUNT_, "dtype table size");
 
@@ -48,6 +50,10 @@ bool wh_dtype_raw_bytes(enum wh_dtype dt, uint64_t count, uint64_t *bytes_out)
 {
 	if (dt == WH_DT_UINT4 || dt == WH_DT_INT4 || dt == WH_DT_FLOAT4E2M1) {
 		*bytes_out = count / 2 + (count & 1);
+		return true;
+	}
+	if (dt == WH_DT_UINT2 || dt == WH_DT_INT2) {
+		*bytes_out = count / 4 + ((count & 3) != 0);
 		return true;
 	}
 	if (dt == WH_DT_STRING || !wh_dtype_valid((int)dt))
@@ -76,6 +82,20 @@ enum wh_dtype wh_dtype_from_name(const char *name)
 	return WH_DT_UNDEFINED;
 }
 
+bool wh_dtype_is_subbyte(enum wh_dtype dt)
+{
+	return wh_dtype_bits(dt) < 8;
+}
+
+int wh_dtype_bits(enum wh_dtype dt)
+{
+	switch (dt) {
+	case WH_DT_UINT4: case WH_DT_INT4: case WH_DT_FLOAT4E2M1: return 4;
+	case WH_DT_UINT2: case WH_DT_INT2: return 2;
+	default: return (int)(8 * wh_dtype_size(dt));
+	}
+}
+
 bool wh_dtype_is_float(enum wh_dtype dt)
 {
 	switch (dt) {
@@ -93,6 +113,7 @@ bool wh_dtype_is_int(enum wh_dtype dt)
 	switch (dt) {
 	case WH_DT_UINT8: case WH_DT_INT8: case WH_DT_UINT16: case WH_DT_INT16: case WH_DT_INT32:
 	case WH_DT_INT64: case WH_DT_UINT32: case WH_DT_UINT64: case WH_DT_UINT4: case WH_DT_INT4:
+	case WH_DT_UINT2: case WH_DT_INT2:
 		return true;
 	default:
 		return false;

@@ -35,17 +35,22 @@ enum wh_dtype {
 	WH_DT_INT4 = 22,
 	WH_DT_FLOAT4E2M1 = 23,
 	WH_DT_FLOAT8E8M0 = 24,
-	WH_DT_COUNT_ = 25,
+	WH_DT_UINT2 = 25,
+	WH_DT_INT2 = 26,
+	WH_DT_COUNT_ = 27,
 };
 
 /* Maximum tensor rank whittle handles; larger ranks are rejected as unsupported. */
 #define WH_MAX_RANK 16
 
 bool wh_dtype_valid(int dt);
-/* Storage size of one element in bytes (sub-byte types: 1, packed two per byte on disk;
+/* Storage size of one element in bytes (sub-byte types: 1, packed 2 (4-bit) or 4 (2-bit)
+ * per byte on disk;
  * string: sizeof(char *)); 0 for undefined. */
 size_t wh_dtype_size(enum wh_dtype dt);
-/* Bytes needed to store count elements in ONNX raw_data layout (4-bit types are packed). */
+/* Bytes needed to store count elements in ONNX raw_data layout (sub-byte types packed). */
+bool wh_dtype_is_subbyte(enum wh_dtype dt);
+int wh_dtype_bits(enum wh_dtype dt); /* 2, 4 or 8*size */
 bool wh_dtype_raw_bytes(enum wh_dtype dt, uint64_t count, uint64_t *bytes_out);
 const char *wh_dtype_name(enum wh_dtype dt); /* "float32", "int64", ... */
 /* Parses names as printed by wh_dtype_name and ONNX names ("float", "float16", ...). */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "graph/onnx-internal.h"
+#include "graph/topo.h"
 
 /* ---- protobuf-c allocator on an arena ---- */
 
@@ -184,7 +185,7 @@ enum wh_status wh_pb_tensor_decode(const Onnx__TensorProto *tp, const char *dir,
 	case WH_DT_COMPLEX128: have = tp->n_double_data; want = count * 2; break;
 	case WH_DT_INT64: have = tp->n_int64_data; break;
 	case WH_DT_UINT32: case WH_DT_UINT64: have = tp->n_uint64_data; break;
-	case WH_DT_UINT4: case WH_DT_INT4: case WH_DT_FLOAT4E2M1:
+	case WH_DT_UINT4: case WH_DT_INT4: case WH_DT_FLOAT4E2M1: case WH_DT_UINT2: case WH_DT_INT2:
 		have = tp->n_int32_data; want = bytes; break;
 	default: have = tp->n_int32_data; break;
 	}
@@ -597,6 +598,16 @@ enum wh_status wh_model_load_buffer(const void *data, size_t len, const char *di
 	if (dir)
 		L.m->dir = wh_arena_strdup(L.m->arena, dir);
 	if ((st = convert_graph(&L, mp->graph, L.m->graph)) != WH_OK)
+		goto out;
+	/* a cycle makes the model meaningless: reject it at the door */
+	uint32_t *order = calloc((size_t)L.m->graph->n_nodes + 1, sizeof *order);
+	if (!order) {
+		st = wh_error(WH_ERR_NOMEM, "model: out of memory (free some memory)");
+		goto out;
+	}
+	st = wh_graph_topo_order(L.m->graph, order);
+	free(order);
+	if (st != WH_OK)
 		goto out;
 	mp->has_ir_version = 0;
 	mp->n_opset_import = 0;

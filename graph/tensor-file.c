@@ -220,7 +220,8 @@ enum wh_status wh_tensor_write_pb(const char *path, const char *name, const stru
 		tp.n_string_data = (size_t)t->count;
 		tp.string_data = strs;
 	} else {
-		if ((st = wh_tensor_to_raw(t, &raw)) != WH_OK)
+		/* wh_tensor_to_raw would memset a NULL buffer for an empty 4-bit tensor */
+		if (t->count && (st = wh_tensor_to_raw(t, &raw)) != WH_OK)
 			goto out;
 		wh_pb_tensor_encode(&tp, name, t->dtype, t->rank, t->dims, raw);
 		/* an empty tensor still says where its (zero) bytes are */

@@ -18,7 +18,7 @@ void wh_tensor_release(struct wh_tensor *t)
 
 static bool is_4bit(enum wh_dtype dt)
 {
-	return dt == WH_DT_INT4 || dt == WH_DT_UINT4 || dt == WH_DT_FLOAT4E2M1;
+	return wh_dtype_is_subbyte(dt);
 }
 
 static enum wh_status set_shape(struct wh_tensor *t, enum wh_dtype dt, int32_t rank, const int64_t *dims)
@@ -121,11 +121,13 @@ enum wh_status wh_tensor_from_raw(struct wh_tensor *t, enum wh_dtype dt, int32_t
 	}
 	const uint8_t *src = raw ? raw->data : NULL;
 	uint8_t *dst = t->data;
+	int bits = wh_dtype_bits(dt), per = 8 / bits;
+	uint8_t mask = (uint8_t)((1u << bits) - 1), sign = (uint8_t)(1u << (bits - 1));
 	for (uint64_t i = 0; i < t->count; i++) {
-		uint8_t nib = (src[i / 2] >> ((i & 1) * 4)) & 0xf;
-		if (dt == WH_DT_INT4 && (nib & 8))
-			nib |= 0xf0;
-		dst[i] = nib;
+		uint8_t x = (uint8_t)((src[i / per] >> ((i % per) * bits)) & mask);
+		if ((dt == WH_DT_INT4 || dt == WH_DT_INT2) && (x & sign))
+			x |= (uint8_t)~mask;
+		dst[i] = x;
 	}
 	return WH_OK;
 }
@@ -150,8 +152,10 @@ enum wh_status wh_tensor_to_raw(const struct wh_tensor *t, struct wh_blob **raw_
 	uint8_t *dst = w;
 	const uint8_t *src = t->data;
 	memset(dst, 0, (size_t)bytes);
+	int bits = wh_dtype_bits(t->dtype), per = 8 / bits;
+	uint8_t mask = (uint8_t)((1u << bits) - 1);
 	for (uint64_t i = 0; i < t->count; i++)
-		dst[i / 2] |= (uint8_t)((src[i] & 0xf) << ((i & 1) * 4));
+		dst[i / per] |= (uint8_t)((src[i] & mask) << ((i % per) * bits));
 	return WH_OK;
 }
 

@@ -1,8 +1,8 @@
 /* Tensors in memory: type, shape and a reference to a blob holding the elements.
  *
  * Memory layout: elements packed densely in row-major order, wh_dtype_size() bytes each;
- * 4-bit types (int4, uint4, float4e2m1) take one byte per element in memory (int4
- * sign-extended), and are packed two per byte only in files (wh_tensor_from_raw /
+ * sub-byte types (int4, uint4, float4e2m1, int2, uint2) take one byte per element in memory
+ * (signed ones sign-extended), and are packed only in files (wh_tensor_from_raw /
  * wh_tensor_to_raw convert). String tensors hold `const char *` pointers into the same blob.
  * struct wh_tensor is caller-owned (_init/_release); the blob is shared by reference
  * counting, so copying a tensor with wh_tensor_ref never copies data. Data is writable only

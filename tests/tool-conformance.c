@@ -16,10 +16,21 @@
 
 #include "executor/cpu.h"
 #include "executor/executor.h"
+#include "executor/kernel.h" /* element accessors */
 #include "graph/onnx-io.h"
 #include "graph/tensor-file.h"
 
 #define MAX_FILTERS 256
+
+/* node-INDEX.tsv: case name -> op types, to count each case under its op in the table. */
+struct index_entry {
+	char *name, *ops;
+};
+
+struct case_index {
+	struct index_entry *e;
+	size_t n;
+};
 
 struct opts {
 	const char *root;
@@ -120,16 +131,6 @@ static bool model_has_op(const struct wh_graph *g, const char *op)
 	}
 	return false;
 }
-
-/* node-INDEX.tsv: case name -> op types, to count each case under its op in the table. */
-struct index_entry {
-	char *name, *ops;
-};
-
-struct case_index {
-	struct index_entry *e;
-	size_t n;
-};
 
 static void index_load(struct case_index *ix, const char *root)
 {
@@ -411,8 +412,9 @@ static void run_case(const struct opts *o, struct results *r, const char *suite,
 	for (size_t i = 0; i < n && v == V_PASS; i++) {
 		if (strncmp(entries[i], "test_data_set_", 14))
 			continue;
-		char dir[4096];
-		snprintf(dir, sizeof dir, "%s/%s", case_dir, entries[i]);
+		char dir[8400];
+		if (snprintf(dir, sizeof dir, "%s/%s", case_dir, entries[i]) >= (int)sizeof dir)
+			continue;
 		sets++;
 		v = run_dataset(e, m, dir, rtol, atol, why, sizeof why);
 	}
@@ -435,8 +437,9 @@ static void run_suite(const struct opts *o, struct results *r, const char *suite
 	size_t n;
 	char **entries = list_dir(path, &n);
 	for (size_t i = 0; i < n; i++) {
-		char case_dir[4096], model[4200];
-		snprintf(case_dir, sizeof case_dir, "%s/%s", path, entries[i]);
+		char case_dir[8400], model[8600];
+		if (snprintf(case_dir, sizeof case_dir, "%s/%s", path, entries[i]) >= (int)sizeof case_dir)
+			continue;
 		if (!strcmp(suite, "light")) {
 			/* light/<name>.onnx with light/<name>_output_0.pb; inputs are not shipped */
 			size_t len = strlen(entries[i]);
@@ -450,7 +453,8 @@ static void run_suite(const struct opts *o, struct results *r, const char *suite
 		}
 		if (!is_dir(case_dir))
 			continue;
-		snprintf(model, sizeof model, "%s/model.onnx", case_dir);
+		if (snprintf(model, sizeof model, "%s/model.onnx", case_dir) >= (int)sizeof model)
+			continue;
 		if (!is_file(model))
 			continue;
 		run_case(o, r, suite, case_dir, entries[i], 1e-3, 1e-7, model);

@@ -1,0 +1,182 @@
+#include "executor/compare.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "executor/kernel.h"
+
+void wh_compare_options_default(struct wh_compare_options *o)
+{
+	o->atol = 1e-5;
+	o->rtol = 1e-5;
+	o->stat = WH_STAT_ELEMWISE;
+	o->quantile = 0.99;
+}
+
+bool wh_error_stat_parse(const char *s, enum wh_error_stat *out, double *quantile_out)
+{
+	if (!strcmp(s, "elemwise")) *out = WH_STAT_ELEMWISE;
+	else if (!strcmp(s, "max")) *out = WH_STAT_MAX;
+	else if (!strcmp(s, "mean")) *out = WH_STAT_MEAN;
+	else if (!strcmp(s, "median")) *out = WH_STAT_MEDIAN;
+	else if (!strncmp(s, "quantile", 8)) {
+		*out = WH_STAT_QUANTILE;
+		if (s[8] == '=' || s[8] == ':') {
+			char *end;
+			double q = strtod(s + 9, &end);
+			if (*end || q < 0 || q > 1)
+				return false;
+			*quantile_out = q;
+		} else if (s[8]) {
+			return false;
+		}
+	} else
+		return false;
+	return true;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double quantile_sorted(const double *v, uint64_t n, double q)
+{
+	if (!n)
+		return 0;
+	double pos = q * (double)(n - 1);
+	uint64_t lo = (uint64_t)pos;
+	uint64_t hi = lo + 1 < n ? lo + 1 : lo;
+	double frac = pos - (double)lo;
+	return v[lo] + (v[hi] - v[lo]) * frac;
+}
+
+enum wh_status wh_compare_tensors(const struct wh_tensor *actual, const struct wh_tensor *ref,
+				  const struct wh_compare_options *o, struct wh_compare_stats *out)
+{
+	memset(out, 0, sizeof *out);
+	char a[96], b[96];
+	if (!wh_tensor_same_shape(actual, ref)) {
+		snprintf(out->reason, sizeof out->reason, "shape %s vs reference %s",
+			 wh_shape_str(actual->dims, actual->rank, a, sizeof a), wh_shape_str(ref->dims, ref->rank, b, sizeof b));
+		return WH_OK;
+	}
+	if (actual->dtype == WH_DT_STRING || ref->dtype == WH_DT_STRING) {
+		snprintf(out->reason, sizeof out->reason, "string tensors are not compared numerically");
+		out->comparable = false;
+		return WH_OK;
+	}
+	out->comparable = true;
+	uint64_t n = ref->count;
+	out->count = n;
+	double *abs_e = malloc((n ? n : 1) * sizeof *abs_e);
+	double *rel_e = malloc((n ? n : 1) * sizeof *rel_e);
+	if (!abs_e || !rel_e) {
+		free(abs_e);
+		free(rel_e);
+		return wh_error(WH_ERR_NOMEM, "compare: out of memory");
+	}
+	double sum_abs = 0, sum_rel = 0, dot = 0, na = 0, nr = 0, err2 = 0;
+	uint64_t m = 0; /* finite pairs */
+	for (uint64_t i = 0; i < n; i++) {
+		double x = wh_tensor_get_f64(actual, i), y = wh_tensor_get_f64(ref, i);
+		out->nan_actual += isnan(x);
+		out->inf_actual += isinf(x);
+		out->nan_ref += isnan(y);
+		out->inf_ref += isinf(y);
+		double ae, re;
+		if (isnan(x) || isnan(y) || isinf(x) || isinf(y)) {
+			bool same = (isnan(x) && isnan(y)) || (x == y);
+			ae = same ? 0 : INFINITY;
+			re = same ? 0 : INFINITY;
+		} else {
+			ae = fabs(x - y);
+			re = y != 0 ? ae / fabs(y) : (ae == 0 ? 0 : INFINITY);
+			dot += x * y;
+			na += x * x;
+			nr += y * y;
+			err2 += ae * ae;
+		}
+		abs_e[m] = ae;
+		rel_e[m] = re;
+		m++;
+		if (ae > out->max_abs)
+			out->max_abs = ae;
+		if (re > out->max_rel)
+			out->max_rel = re;
+		sum_abs += ae;
+		sum_rel += re;
+		out->share_rel_10 += re > 0.1;
+		out->share_rel_1 += re > 0.01;
+		out->share_rel_01 += re > 0.001;
+		if (ae > o->atol && re > o->rtol)
+			out->failing++;
+		int bin = ae <= 0 ? 0 : (int)floor(log10(ae)) + 10;
+		if (bin < 0)
+			bin = 0;
+		if (bin >= WH_HIST_BINS)
+			bin = WH_HIST_BINS - 1;
+		out->hist[bin]++;
+	}
+	if (n) {
+		out->mean_abs = sum_abs / (double)n;
+		out->mean_rel = sum_rel / (double)n;
+		out->share_rel_10 /= (double)n;
+		out->share_rel_1 /= (double)n;
+		out->share_rel_01 /= (double)n;
+	}
+	qsort(abs_e, m, sizeof *abs_e, cmp_double);
+	qsort(rel_e, m, sizeof *rel_e, cmp_double);
+	out->median_abs = quantile_sorted(abs_e, m, 0.5);
+	out->median_rel = quantile_sorted(rel_e, m, 0.5);
+	out->quantile_abs = quantile_sorted(abs_e, m, o->quantile);
+	out->quantile_rel = quantile_sorted(rel_e, m, o->quantile);
+	out->cosine = (na > 0 && nr > 0) ? dot / (sqrt(na) * sqrt(nr)) : (na == nr ? 1.0 : NAN);
+	out->sqnr_db = err2 > 0 ? 10 * log10(nr / err2) : INFINITY;
+	free(abs_e);
+	free(rel_e);
+	switch (o->stat) {
+	case WH_STAT_ELEMWISE: out->pass = out->failing == 0; break;
+	case WH_STAT_MAX: out->pass = !(out->max_abs > o->atol && out->max_rel > o->rtol); break;
+	case WH_STAT_MEAN: out->pass = !(out->mean_abs > o->atol && out->mean_rel > o->rtol); break;
+	case WH_STAT_MEDIAN: out->pass = !(out->median_abs > o->atol && out->median_rel > o->rtol); break;
+	case WH_STAT_QUANTILE: out->pass = !(out->quantile_abs > o->atol && out->quantile_rel > o->rtol); break;
+	}
+	if (actual->dtype != ref->dtype)
+		snprintf(out->reason, sizeof out->reason, "types differ (%s vs reference %s); compared as numbers",
+			 wh_dtype_name(actual->dtype), wh_dtype_name(ref->dtype));
+	return WH_OK;
+}
+
+void wh_compare_print(FILE *f, const char *name, const struct wh_compare_stats *s, bool verbose)
+{
+	if (!s->comparable) {
+		fprintf(f, "FAIL %s: %s\n", name, s->reason);
+		return;
+	}
+	fprintf(f, "%s %s: max_abs %.4g mean_abs %.4g median_abs %.4g | max_rel %.4g mean_rel %.4g median_rel %.4g | cosine %.8f sqnr %.2f dB | rel>10%% %.3f%% >1%% %.3f%% >0.1%% %.3f%%",
+		s->pass ? "PASS" : "FAIL", name, s->max_abs, s->mean_abs, s->median_abs, s->max_rel, s->mean_rel,
+		s->median_rel, s->cosine, s->sqnr_db, 100 * s->share_rel_10, 100 * s->share_rel_1, 100 * s->share_rel_01);
+	if (s->nan_actual || s->inf_actual || s->nan_ref || s->inf_ref)
+		fprintf(f, " | nan %llu inf %llu (reference nan %llu inf %llu)", (unsigned long long)s->nan_actual,
+			(unsigned long long)s->inf_actual, (unsigned long long)s->nan_ref, (unsigned long long)s->inf_ref);
+	if (s->failing)
+		fprintf(f, " | %llu of %llu elements fail", (unsigned long long)s->failing, (unsigned long long)s->count);
+	fprintf(f, "\n");
+	if (verbose && s->count) {
+		static const char *const label[WH_HIST_BINS] = {"      0..1e-9", "  1e-9..1e-8", "  1e-8..1e-7", "  1e-7..1e-6",
+							     "  1e-6..1e-5", "  1e-5..1e-4", "  1e-4..1e-3", "  1e-3..1e-2",
+							     "  1e-2..1e-1", "     >= 1e-1"};
+		uint64_t maxc = 1;
+		for (int i = 0; i < WH_HIST_BINS; i++)
+			if (s->hist[i] > maxc)
+				maxc = s->hist[i];
+		for (int i = 0; i < WH_HIST_BINS; i++) {
+			int bar = (int)(40.0 * (double)s->hist[i] / (double)maxc);
+			fprintf(f, "    abs err %s | %-40.*s %llu\n", label[i], bar, "########################################",
+				(unsigned long long)s->hist[i]);
+		}
+	}
+}

@@ -1,0 +1,96 @@
+/* Private to executor/ops/elementwise*.c and tests/check-elementwise.c: the float32 row
+ * kernels behind the elementwise ops. Each has a scalar reference (elementwise.c) and
+ * AVX2 / AVX-512 variants (elementwise-avx2.c, elementwise-avx512.c) that must only be
+ * called when ctx->cpu->isa allows them.
+ *
+ * Numerics: every variant gives bit-identical results to the scalar reference.
+ * Add/Sub/Mul/Div/Max/Min/PRelu/Relu/Clip/Abs/Neg/Sqrt/Reciprocal/Floor/Ceil/Round are
+ * exactly rounded IEEE operations. Exp, Sigmoid and Tanh do not call libm: they share one
+ * exp (Cody-Waite range reduction and the Cephes degree-5 polynomial, about 1 ulp) written
+ * as plain multiplies and adds in the same order in every variant, with no FMA (the
+ * scalar file is built for baseline x86-64, which has none), so the SIMD variants perform
+ * the same operations and round identically. LeakyRelu/HardSigmoid/HardSwish avoid FMA for
+ * the same reason. Max/Min propagate a NaN in either operand, as numpy's maximum does.
+ * The constants below are shared so that the variants cannot drift apart. */
+#ifndef WH_ELEMENTWISE_INTERNAL_H
+#define WH_ELEMENTWISE_INTERNAL_H
+
+#include <stddef.h>
+
+/* Binary float32 row kernels: o[i] = a[i*sa] OP b[i*sb], sa and sb each 0 or 1. */
+enum wh_ew_bin {
+	WH_EW_ADD,
+	WH_EW_SUB,
+	WH_EW_MUL,
+	WH_EW_DIV,
+	WH_EW_MAX,   /* a > b ? a : b, NaN in a or b gives NaN */
+	WH_EW_MIN,   /* a < b ? a : b, NaN in a or b gives NaN */
+	WH_EW_PRELU, /* a < 0 ? a * b : a */
+	WH_EW_BIN_COUNT_
+};
+
+/* Unary float32 row kernels: y[i] = f(x[i]); p1/p2 are the op's parameters. */
+enum wh_ew_un {
+	WH_EW_RELU,         /* 0 > x ? 0 : x */
+	WH_EW_LEAKY_RELU,   /* x < 0 ? x * p1 : x */
+	WH_EW_CLIP,         /* t = p1 > x ? p1 : x; p2 < t ? p2 : t */
+	WH_EW_HARD_SIGMOID, /* t = x * p1 + p2, clamped to [0, 1] as CLIP does */
+	WH_EW_HARD_SWISH,   /* x * HARD_SIGMOID(x) */
+	WH_EW_SIGMOID,
+	WH_EW_TANH,
+	WH_EW_EXP,
+	WH_EW_ABS,
+	WH_EW_NEG,
+	WH_EW_SQRT,
+	WH_EW_RECIPROCAL,
+	WH_EW_FLOOR,
+	WH_EW_CEIL,
+	WH_EW_ROUND, /* half to even */
+	WH_EW_UN_COUNT_
+};
+
+/* exp: inputs are clamped to [LO, HI] (beyond them the result is 0 or overflows anyway);
+ * n = round(x * log2(e)) by the 1.5 * 2^23 trick (exact for |n| < 2^22, ties to even);
+ * r = x - n * C1 - n * C2; y = P(r) * r^2 + r + 1; 2^n applied as two normal factors
+ * 2^(floor(n/2)) * 2^(n - floor(n/2)) so that results down to the subnormals are right. */
+#define WH_EW_EXP_HI 88.72283935546875f
+#define WH_EW_EXP_LO (-103.97208404541015625f)
+#define WH_EW_LOG2E 1.44269504088896341f
+#define WH_EW_ROUND_MAGIC 12582912.0f
+#define WH_EW_EXP_C1 0.693359375f
+#define WH_EW_EXP_C2 (-2.12194440e-4f)
+#define WH_EW_EXP_P0 1.9875691500e-4f
+#define WH_EW_EXP_P1 1.3981999507e-3f
+#define WH_EW_EXP_P2 8.3334519073e-3f
+#define WH_EW_EXP_P3 4.1665795894e-2f
+#define WH_EW_EXP_P4 1.6666665459e-1f
+#define WH_EW_EXP_P5 5.0000001201e-1f
+
+/* tanh: |x| < TANH_SMALL uses the Taylor series to x^15 (error < 1e-9 relative there);
+ * beyond, (1 - e) / (1 + e) with e = exp(-2|x|) and the sign of x. */
+#define WH_EW_TANH_SMALL 0.4f
+#define WH_EW_TANH_T3 (-3.33333333333333333e-1f)
+#define WH_EW_TANH_T5 1.33333333333333333e-1f
+#define WH_EW_TANH_T7 (-5.39682539682539683e-2f)
+#define WH_EW_TANH_T9 2.18694885361552028e-2f
+#define WH_EW_TANH_T11 (-8.86323552990219656e-3f)
+#define WH_EW_TANH_T13 3.59212803657248102e-3f
+#define WH_EW_TANH_T15 (-1.45583438705131827e-3f)
+
+/* The scalar reference math (elementwise.c), also used for float16/bfloat16/float8. */
+float wh_ew_expf(float x);
+float wh_ew_sigmoidf(float x);
+float wh_ew_tanhf(float x);
+
+void wh_ew_bin_f32_scalar(enum wh_ew_bin op, const float *a, size_t sa, const float *b, size_t sb,
+			  float *o, size_t n);
+void wh_ew_bin_f32_avx2(enum wh_ew_bin op, const float *a, size_t sa, const float *b, size_t sb,
+			float *o, size_t n);
+void wh_ew_bin_f32_avx512(enum wh_ew_bin op, const float *a, size_t sa, const float *b, size_t sb,
+			  float *o, size_t n);
+
+void wh_ew_un_f32_scalar(enum wh_ew_un op, const float *x, float *y, size_t n, float p1, float p2);
+void wh_ew_un_f32_avx2(enum wh_ew_un op, const float *x, float *y, size_t n, float p1, float p2);
+void wh_ew_un_f32_avx512(enum wh_ew_un op, const float *x, float *y, size_t n, float p1, float p2);
+
+#endif

@@ -1,0 +1,97 @@
+/* Private to executor/ops/ (gemm.c, conv.c, their SIMD variants and tests/check-gemm.c):
+ * the float32 GEMM engine.
+ *
+ * C[i][j] = sum_k A[i][k] * B[k][j] (+ bias[i]). A is packed once into panels of the
+ * micro-kernel's MR rows (panel p holds rows p*MR.. as [k][row], the last panel only its
+ * own rows, so a packed A takes exactly M*K floats and panel p starts at p*MR*K). B is never
+ * packed: row k of B is read at b + boff[k] (boff in floats), which serves a row-major
+ * matrix (boff[k] = k*ldb) and convolution inputs alike (boff[k] = offset of the input
+ * row that kernel tap k reads), so im2col is never materialised.
+ *
+ * Determinism: every element of C is one chain of multiply-adds over k = 0..K-1 in order,
+ * started from zero (K blocking reloads the partial sum from C and continues the chain),
+ * with the bias added last. How M and N are cut into tiles and which thread runs a tile
+ * never changes that chain, so results are bit-identical for any thread count. The SIMD
+ * kernels fuse each multiply-add (one rounding), the scalar kernel and the reference
+ * round twice: they differ by rounding only. */
+#ifndef WH_GEMM_INTERNAL_H
+#define WH_GEMM_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "executor/cpu.h"
+#include "executor/threadpool.h"
+#include "graph/status.h"
+
+#define WH_SGEMM_LOAD_C 1u /* start from the values in C instead of zero */
+#define WH_SGEMM_BIAS 2u   /* add bias[i] to row i after the sum */
+
+/* Computes the mr x nr tile c (row stride ldc) from kc steps of packed A (a[k*mr + i]) and
+ * B rows b + boff[k] (columns 0..nr-1). mr <= MR, nr <= NR of the kernel. */
+typedef void (*wh_sgemm_ukernel_fn)(size_t mr, size_t nr, size_t kc, const float *a, const float *b,
+				    const ptrdiff_t *boff, float *c, size_t ldc, const float *bias,
+				    unsigned flags);
+
+struct wh_sgemm_kernel {
+	enum wh_isa isa;
+	size_t mr, nr;
+	wh_sgemm_ukernel_fn ukernel;
+};
+
+#define WH_SGEMM_MR_AVX512 12
+#define WH_SGEMM_NR_AVX512 32
+#define WH_SGEMM_MR_AVX2 6
+#define WH_SGEMM_NR_AVX2 16
+#define WH_SGEMM_MR_SCALAR 4
+#define WH_SGEMM_NR_SCALAR 16
+
+void wh_sgemm_ukernel_avx512(size_t mr, size_t nr, size_t kc, const float *a, const float *b,
+			     const ptrdiff_t *boff, float *c, size_t ldc, const float *bias, unsigned flags);
+void wh_sgemm_ukernel_avx2(size_t mr, size_t nr, size_t kc, const float *a, const float *b,
+			   const ptrdiff_t *boff, float *c, size_t ldc, const float *bias, unsigned flags);
+
+/* The micro-kernel for an ISA (the best one not above isa). */
+void wh_sgemm_kernel_get(enum wh_isa isa, struct wh_sgemm_kernel *out);
+
+/* Packs A (element (i,k) at a[i*rsa + k*csa]) into M*K floats at dst. */
+void wh_sgemm_pack_a(const struct wh_sgemm_kernel *kern, size_t M, size_t K, const float *a,
+		     size_t rsa, size_t csa, float *dst);
+
+/* Serially computes the M x N block at c from packed A (its first row is a panel start)
+ * and B rows b + boff[k]; bias (per row) may be NULL. */
+void wh_sgemm_block(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size_t K,
+		    const float *apack, const float *b, const ptrdiff_t *boff, float *c, size_t ldc,
+		    const float *bias);
+
+/* Tile sizes for splitting an M x N x K product among threads: mc a multiple of MR, nc of
+ * NR. Only speed depends on them. */
+void wh_sgemm_tiles(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size_t K, int threads,
+		    size_t *mc_out, size_t *nc_out);
+
+/* A batch of products C_b = A_b B_b (+ bias), each M x N x K: A_b at a + a_off[b] with
+ * strides rsa/csa, B_b row-major at b + b_off[b] (row stride ldb), C_b row-major at
+ * c + c_off[b] (row stride ldc). Offset arrays may be NULL (all zero). */
+struct wh_sgemm_desc {
+	size_t M, N, K, batch;
+	const float *a;
+	size_t rsa, csa;
+	const size_t *a_off;
+	const float *b;
+	size_t ldb;
+	const size_t *b_off;
+	float *c;
+	size_t ldc;
+	const size_t *c_off;
+	const float *bias;
+};
+
+/* Runs the batch on the pool with the kernel of cpu->isa. */
+enum wh_status wh_sgemm_run(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
+			    const struct wh_sgemm_desc *d);
+
+/* The scalar reference: plain loops, products summed in k order from zero, then + bias. */
+void wh_sgemm_ref(size_t M, size_t N, size_t K, const float *a, size_t rsa, size_t csa,
+		  const float *b, size_t rsb, size_t csb, float *c, size_t ldc, const float *bias);
+
+#endif

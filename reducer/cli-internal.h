@@ -1,0 +1,52 @@
+/* Private to reducer/: shared pieces of the subcommands (cmd-*.c). */
+#ifndef WH_CLI_INTERNAL_H
+#define WH_CLI_INTERNAL_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "graph/ir.h"
+#include "graph/shape.h"
+#include "graph/status.h"
+
+enum wh_exit {
+	WH_EXIT_OK = 0,
+	WH_EXIT_FAILS = 1,
+	WH_EXIT_USAGE = 2,
+	WH_EXIT_INPUT = 3,
+	WH_EXIT_CHECK = 4,
+};
+
+struct wh_cmd {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+};
+
+/* Prints the recorded error (wh_error_message) as the one error line and maps the status
+ * to an exit code. */
+int wh_cli_fail(enum wh_status st);
+/* Prints "whittle: <cmd>: <fmt...>" as the one error line; returns WH_EXIT_USAGE. */
+int wh_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* getopt_long loop helper: reports an unknown option or a missing argument. */
+int wh_cli_bad_option(const char *cmd, int c, char **argv);
+int wh_exit_for(enum wh_status st);
+
+/* Loads a model and, when shapes is not NULL/empty, binds the input shapes; always runs
+ * shape inference (so extraction and inspection see types). */
+enum wh_status wh_cli_load_model(const char *path, const char *input_shapes, struct wh_model **out);
+
+/* Splits "a,b,c" into a malloc'd array of malloc'd strings. */
+char **wh_cli_split(const char *s, uint32_t *n_out);
+void wh_cli_free_split(char **v, uint32_t n);
+bool wh_cli_parse_double(const char *s, double *out);
+bool wh_cli_parse_int(const char *s, long long lo, long long hi, long long *out);
+
+int wh_cmd_inspect(int argc, char **argv);
+int wh_cmd_extract(int argc, char **argv);
+int wh_cmd_sanitize(int argc, char **argv);
+int wh_cmd_run(int argc, char **argv);
+int wh_cmd_compare(int argc, char **argv);
+
+#endif

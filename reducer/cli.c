@@ -1,0 +1,176 @@
+#include "reducer/cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "executor/cpu.h"
+#include "graph/onnx-io.h"
+#include "reducer/cli-internal.h"
+
+static const struct wh_cmd commands[] = {
+	{"inspect", wh_cmd_inspect, "show a model's inputs, outputs, layers, shapes and hash"},
+	{"extract", wh_cmd_extract, "cut a subgraph out of a model by tensor names"},
+	{"sanitize", wh_cmd_sanitize, "fold constants and remove dead nodes"},
+	{"run", wh_cmd_run, "run a model on whittle's executor, compare precisions"},
+	{"compare", wh_cmd_compare, "compare two folders of tensors"},
+};
+
+int wh_exit_for(enum wh_status st)
+{
+	switch (st) {
+	case WH_OK: return WH_EXIT_OK;
+	case WH_ERR_USAGE: return WH_EXIT_USAGE;
+	case WH_ERR_CHECK: return WH_EXIT_CHECK;
+	default: return WH_EXIT_INPUT;
+	}
+}
+
+int wh_cli_fail(enum wh_status st)
+{
+	const char *msg = wh_error_message();
+	if (!msg || !*msg)
+		msg = wh_status_name(st);
+	fprintf(stderr, "whittle: %s\n", msg);
+	return wh_exit_for(st);
+}
+
+int wh_cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "whittle: %s: %s\n", cmd, buf);
+	return WH_EXIT_USAGE;
+}
+
+int wh_cli_bad_option(const char *cmd, int c, char **argv)
+{
+	if (c == ':')
+		return wh_cli_usage_error(cmd, "option '%s' needs a value (see whittle %s --help)", argv[optind - 1], cmd);
+	return wh_cli_usage_error(cmd, "unknown option '%s' (see whittle %s --help)", argv[optind - 1], cmd);
+}
+
+enum wh_status wh_cli_load_model(const char *path, const char *input_shapes, struct wh_model **out)
+{
+	struct wh_model *m = NULL;
+	struct wh_input_shape *shapes = NULL;
+	uint32_t n_shapes = 0;
+	enum wh_status st = wh_model_load(path, &m);
+	if (st != WH_OK)
+		return st;
+	if (input_shapes && *input_shapes) {
+		if ((st = wh_input_shapes_parse(input_shapes, &shapes, &n_shapes)) != WH_OK)
+			goto out;
+		if ((st = wh_model_bind_inputs(m, shapes, n_shapes)) != WH_OK)
+			goto out;
+	}
+	st = wh_model_infer_shapes(m);
+out:
+	wh_input_shapes_free(shapes, n_shapes);
+	if (st != WH_OK) {
+		wh_model_destroy(m);
+		return st;
+	}
+	*out = m;
+	return WH_OK;
+}
+
+char **wh_cli_split(const char *s, uint32_t *n_out)
+{
+	uint32_t n = 1;
+	for (const char *p = s; *p; p++)
+		n += *p == ',';
+	char **v = calloc(n + 1, sizeof *v);
+	if (!v)
+		return NULL;
+	uint32_t k = 0;
+	const char *start = s;
+	for (const char *p = s;; p++) {
+		if (*p == ',' || !*p) {
+			if (p > start)
+				v[k++] = strndup(start, (size_t)(p - start));
+			start = p + 1;
+			if (!*p)
+				break;
+		}
+	}
+	*n_out = k;
+	return v;
+}
+
+void wh_cli_free_split(char **v, uint32_t n)
+{
+	if (!v)
+		return;
+	for (uint32_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+bool wh_cli_parse_double(const char *s, double *out)
+{
+	char *end;
+	errno = 0;
+	double d = strtod(s, &end);
+	if (errno || end == s || *end)
+		return false;
+	*out = d;
+	return true;
+}
+
+bool wh_cli_parse_int(const char *s, long long lo, long long hi, long long *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: whittle [-v|-q] <command> [options]\n\n"
+		   "whittle shrinks failing neural-network models: the smallest failing subgraph, the\n"
+		   "layers that need higher precision, and the tactic that breaks some builds.\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\nwhittle <command> --help shows a command's options. whittle --version prints the version.\n");
+}
+
+int wh_cli_main(int argc, char **argv)
+{
+	wh_cpu_init();
+	int i = 1;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
+			wh_log_set_level(wh_log_get_level() < WH_LOG_INFO ? WH_LOG_INFO : WH_LOG_DEBUG);
+		} else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
+			wh_log_set_level(WH_LOG_ERROR);
+		} else if (!strcmp(argv[i], "--version")) {
+			printf("whittle %s\n", WHITTLE_VERSION);
+			return 0;
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		} else {
+			return wh_cli_usage_error("options", "unknown option '%s' (see whittle --help)", argv[i]);
+		}
+	}
+	if (i >= argc) {
+		usage(stderr);
+		return WH_EXIT_USAGE;
+	}
+	for (size_t c = 0; c < sizeof commands / sizeof commands[0]; c++)
+		if (!strcmp(argv[i], commands[c].name)) {
+			optind = 1;
+			opterr = 0;
+			return commands[c].run(argc - i, argv + i);
+		}
+	return wh_cli_usage_error(argv[i], "unknown command (see whittle --help)");
+}

@@ -1,0 +1,295 @@
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "executor/compare.h"
+#include "executor/executor.h"
+#include "executor/kernel.h"
+#include "graph/tensor-file.h"
+#include "graph/topo.h"
+#include "reducer/cli-internal.h"
+
+static const char run_help[] =
+	"usage: whittle run MODEL [options]\n\n"
+	"Runs MODEL on whittle's embedded executor.\n\n"
+	"inputs:\n"
+	"  --load-inputs DIR       read inputs from a folder of .pb/.npy tensors (by name, or input_<k>.pb)\n"
+	"  --seed N                seed of the generated random inputs (default 1)\n"
+	"  --val-range LO,HI       range of generated inputs (default 0,1)\n"
+	"  --input-shapes S        bind dynamic input dimensions, e.g. x:1x3x640x640\n"
+	"  --save-inputs DIR       write the inputs used\n"
+	"outputs:\n"
+	"  --save-outputs DIR      write the outputs (every tensor with --mark-all)\n"
+	"  --mark-all              make every tensor an output (does not change what is computed)\n"
+	"  --validate              fail when an output holds NaN or Inf, naming the first such tensor\n"
+	"comparison:\n"
+	"  --compare DIR           compare the outputs with the tensors of DIR (by name)\n"
+	"  --atol X, --rtol X      tolerances (default 1e-5 each); an element fails when both are exceeded\n"
+	"  --check-error-stat S    elemwise (default), max, mean, median, quantile[=Q]\n"
+	"  --show-histogram        print an error histogram per compared tensor\n"
+	"execution:\n"
+	"  --threads N             worker threads (default: all cores); results do not depend on it\n"
+	"  --iterations N          time N runs after a warm-up and print `median_ms <x>`\n"
+	"exit status: 0 pass, 1 a comparison or validation failed, 2 usage, 3 bad input\n";
+
+/* splitmix64: a small, well-known generator, so that inputs are reproducible anywhere */
+static uint64_t splitmix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static enum wh_status make_random_inputs(const struct wh_model *m, uint64_t seed, double lo, double hi,
+					 struct wh_tensor_set *set)
+{
+	const struct wh_graph *g = m->graph;
+	uint64_t state = seed;
+	for (uint32_t i = 0; i < g->n_inputs; i++) {
+		const struct wh_value *v = &g->values[g->inputs[i]];
+		if (v->flags & WH_VALUE_INITIALIZER)
+			continue;
+		if (wh_tensor_set_find(set, v->name))
+			continue;
+		if (v->rank < 0 || !v->dtype)
+			return wh_error(WH_ERR_INVALID, "input '%s': type or rank unknown (give --input-shapes or --load-inputs)", v->name);
+		int64_t dims[WH_MAX_RANK];
+		for (int32_t d = 0; d < v->rank; d++) {
+			if (v->dims[d].value < 0)
+				return wh_error(WH_ERR_INVALID, "input '%s': dimension %d (%s) is dynamic (bind it with --input-shapes %s:...)",
+						v->name, d, v->dims[d].param ? v->dims[d].param : "?", v->name);
+			dims[d] = v->dims[d].value;
+		}
+		struct wh_tensor t;
+		wh_tensor_init(&t);
+		enum wh_status st = wh_tensor_alloc(&t, v->dtype, v->rank, dims);
+		if (st != WH_OK)
+			return st;
+		for (uint64_t k = 0; k < t.count; k++) {
+			double u = (double)(splitmix(&state) >> 11) * (1.0 / 9007199254740992.0);
+			double x = lo + (hi - lo) * u;
+			if (v->dtype == WH_DT_BOOL)
+				x = u < 0.5 ? 0 : 1;
+			else if (wh_dtype_is_int(v->dtype))
+				x = floor(x);
+			if (v->dtype == WH_DT_STRING) {
+				wh_tensor_release(&t);
+				return wh_error(WH_ERR_UNSUPPORTED, "input '%s': cannot generate string data (give --load-inputs)", v->name);
+			}
+			wh_tensor_set_f64(&t, k, x);
+		}
+		st = wh_tensor_set_add(set, v->name, -1, &t);
+		wh_tensor_release(&t);
+		if (st != WH_OK)
+			return st;
+	}
+	return WH_OK;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+int wh_cmd_run(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"load-inputs", required_argument, NULL, 'L'},
+		{"seed", required_argument, NULL, 's'},
+		{"val-range", required_argument, NULL, 'r'},
+		{"input-shapes", required_argument, NULL, 'I'},
+		{"save-inputs", required_argument, NULL, 'S'},
+		{"save-outputs", required_argument, NULL, 'O'},
+		{"mark-all", no_argument, NULL, 'M'},
+		{"validate", no_argument, NULL, 'V'},
+		{"compare", required_argument, NULL, 'C'},
+		{"atol", required_argument, NULL, 'a'},
+		{"rtol", required_argument, NULL, 'R'},
+		{"check-error-stat", required_argument, NULL, 'E'},
+		{"show-histogram", no_argument, NULL, 'H'},
+		{"threads", required_argument, NULL, 't'},
+		{"iterations", required_argument, NULL, 'n'},
+		{"help", no_argument, NULL, 'h'},
+		{0, 0, 0, 0},
+	};
+	const char *load = NULL, *shapes = NULL, *save_in = NULL, *save_out = NULL, *compare_dir = NULL;
+	long long seed = 1, threads = 0, iterations = 0;
+	double lo = 0, hi = 1;
+	bool mark_all = false, validate = false, histogram = false;
+	struct wh_compare_options co;
+	wh_compare_options_default(&co);
+	int c;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'L': load = optarg; break;
+		case 's':
+			if (!wh_cli_parse_int(optarg, 0, INT64_MAX, &seed))
+				return wh_cli_usage_error("run", "--seed takes a non-negative integer, not '%s'", optarg);
+			break;
+		case 'r': {
+			char *comma = strchr(optarg, ',');
+			if (!comma)
+				return wh_cli_usage_error("run", "--val-range takes LO,HI, not '%s'", optarg);
+			*comma = '\0';
+			if (!wh_cli_parse_double(optarg, &lo) || !wh_cli_parse_double(comma + 1, &hi) || hi < lo)
+				return wh_cli_usage_error("run", "--val-range takes LO,HI with LO <= HI");
+			break;
+		}
+		case 'I': shapes = optarg; break;
+		case 'S': save_in = optarg; break;
+		case 'O': save_out = optarg; break;
+		case 'M': mark_all = true; break;
+		case 'V': validate = true; break;
+		case 'C': compare_dir = optarg; break;
+		case 'a':
+			if (!wh_cli_parse_double(optarg, &co.atol) || co.atol < 0)
+				return wh_cli_usage_error("run", "--atol takes a non-negative number, not '%s'", optarg);
+			break;
+		case 'R':
+			if (!wh_cli_parse_double(optarg, &co.rtol) || co.rtol < 0)
+				return wh_cli_usage_error("run", "--rtol takes a non-negative number, not '%s'", optarg);
+			break;
+		case 'E':
+			if (!wh_error_stat_parse(optarg, &co.stat, &co.quantile))
+				return wh_cli_usage_error("run", "--check-error-stat takes elemwise, max, mean, median or quantile[=Q], not '%s'", optarg);
+			break;
+		case 'H': histogram = true; break;
+		case 't':
+			if (!wh_cli_parse_int(optarg, 1, 1024, &threads))
+				return wh_cli_usage_error("run", "--threads takes 1..1024, not '%s'", optarg);
+			break;
+		case 'n':
+			if (!wh_cli_parse_int(optarg, 1, 1000000, &iterations))
+				return wh_cli_usage_error("run", "--iterations takes a positive integer, not '%s'", optarg);
+			break;
+		case 'h': fputs(run_help, stdout); return 0;
+		default: return wh_cli_bad_option("run", c, argv);
+		}
+	}
+	if (optind != argc - 1)
+		return wh_cli_usage_error("run", "expects exactly one MODEL (see whittle run --help)");
+	struct wh_model *m = NULL;
+	struct wh_engine *e = NULL;
+	struct wh_tensor_set inputs, results, ref;
+	wh_tensor_set_init(&inputs);
+	wh_tensor_set_init(&results);
+	wh_tensor_set_init(&ref);
+	int rc = 0;
+	enum wh_status st = wh_cli_load_model(argv[optind], shapes, &m);
+	if (st != WH_OK)
+		goto fail;
+	struct wh_engine_options eo = {.threads = (int)threads};
+	if ((st = wh_engine_create(m, &eo, &e)) != WH_OK)
+		goto fail;
+	if (load && (st = wh_tensor_set_read_dir(load, NULL, &inputs)) != WH_OK)
+		goto fail;
+	if ((st = make_random_inputs(m, (uint64_t)seed, lo, hi, &inputs)) != WH_OK)
+		goto fail;
+	if (save_in && (st = wh_tensor_set_write_dir(save_in, NULL, &inputs)) != WH_OK)
+		goto fail;
+	if ((st = wh_engine_run(e, &inputs, mark_all ? WH_KEEP_ALL : WH_KEEP_OUTPUTS, &results)) != WH_OK)
+		goto fail;
+	if (iterations) {
+		double *ms = calloc((size_t)iterations, sizeof *ms);
+		if (!ms) {
+			st = wh_error(WH_ERR_NOMEM, "run: out of memory");
+			goto fail;
+		}
+		for (long long i = 0; i < iterations && st == WH_OK; i++) {
+			struct wh_tensor_set tmp;
+			wh_tensor_set_init(&tmp);
+			double t0 = now_ms();
+			st = wh_engine_run(e, &inputs, WH_KEEP_OUTPUTS, &tmp);
+			ms[i] = now_ms() - t0;
+			wh_tensor_set_release(&tmp);
+		}
+		qsort(ms, (size_t)iterations, sizeof *ms, cmp_d);
+		double med = iterations % 2 ? ms[iterations / 2] : 0.5 * (ms[iterations / 2 - 1] + ms[iterations / 2]);
+		free(ms);
+		if (st != WH_OK)
+			goto fail;
+		printf("median_ms %.3f\n", med);
+	}
+	for (size_t i = 0; i < results.n; i++) {
+		char buf[128];
+		const struct wh_tensor *t = &results.items[i].t;
+		if (!mark_all || results.n <= 64)
+			printf("output %s %s[%s]\n", results.items[i].name, wh_dtype_name(t->dtype), wh_shape_str(t->dims, t->rank, buf, sizeof buf));
+	}
+	if (mark_all && results.n > 64)
+		printf("%zu tensors computed\n", results.n);
+	if (save_out && (st = wh_tensor_set_write_dir(save_out, NULL, &results)) != WH_OK)
+		goto fail;
+	if (validate) {
+		for (size_t i = 0; i < results.n; i++) {
+			const struct wh_tensor *t = &results.items[i].t;
+			if (!wh_dtype_is_float(t->dtype))
+				continue;
+			uint64_t nan = 0, inf = 0;
+			for (uint64_t k = 0; k < t->count; k++) {
+				double x = wh_tensor_get_f64(t, k);
+				nan += isnan(x);
+				inf += isinf(x);
+			}
+			if (nan || inf) {
+				printf("validate: FAIL: tensor '%s' is the first with non-finite values (%llu NaN, %llu Inf of %llu)\n",
+				       results.items[i].name, (unsigned long long)nan, (unsigned long long)inf, (unsigned long long)t->count);
+				rc = WH_EXIT_FAILS;
+				break;
+			}
+		}
+		if (!rc)
+			printf("validate: PASS: no NaN or Inf in %zu tensor%s\n", results.n, results.n == 1 ? "" : "s");
+	}
+	if (compare_dir) {
+		if ((st = wh_tensor_set_read_dir(compare_dir, NULL, &ref)) != WH_OK)
+			goto fail;
+		size_t compared = 0, failed = 0;
+		const char *first_fail = NULL;
+		for (size_t i = 0; i < results.n; i++) {
+			const struct wh_tensor *r = wh_tensor_set_find(&ref, results.items[i].name);
+			if (!r)
+				continue;
+			struct wh_compare_stats s;
+			if ((st = wh_compare_tensors(&results.items[i].t, r, &co, &s)) != WH_OK)
+				goto fail;
+			wh_compare_print(stdout, results.items[i].name, &s, histogram);
+			compared++;
+			if (!s.pass || !s.comparable) {
+				failed++;
+				if (!first_fail)
+					first_fail = results.items[i].name;
+			}
+		}
+		if (!compared) {
+			st = wh_error(WH_ERR_NOT_FOUND, "%s: holds none of the model's output tensors (name the files after the outputs)", compare_dir);
+			goto fail;
+		}
+		if (failed) {
+			printf("compare: FAIL: %zu of %zu tensors differ; first in topological order: %s\n", failed, compared, first_fail);
+			rc = WH_EXIT_FAILS;
+		} else {
+			printf("compare: PASS: %zu tensors within atol %g rtol %g\n", compared, co.atol, co.rtol);
+		}
+	}
+	goto out;
+fail:
+	rc = wh_cli_fail(st);
+out:
+	wh_tensor_set_release(&inputs);
+	wh_tensor_set_release(&results);
+	wh_tensor_set_release(&ref);
+	wh_engine_destroy(e);
+	wh_model_destroy(m);
+	return rc;
+}

@@ -1,0 +1,6 @@
+#include "reducer/cli.h"
+
+int main(int argc, char **argv)
+{
+	return wh_cli_main(argc, argv);
+}
