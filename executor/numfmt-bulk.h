@@ -18,6 +18,14 @@
 enum wh_e8m0_round { WH_E8M0_ROUND_UP = 0, WH_E8M0_ROUND_NEAREST = 1, WH_E8M0_ROUND_DOWN = 2 };
 uint8_t wh_f32_to_e8m0_mode(float f, bool saturate, enum wh_e8m0_round mode);
 
+/* A double / 64-bit integer rounded to a float32 with "round to odd" (truncate, then set the
+ * lowest mantissa bit when inexact). Rounding that float to any format with at most 22
+ * mantissa bits (fp16, bf16, fp8, fp4) gives the correctly rounded result of the original
+ * value: no double rounding. Not for float32 results themselves (use a plain cast). */
+float wh_f64_to_f32_odd(double d);
+float wh_i64_to_f32_odd(int64_t v);
+float wh_u64_to_f32_odd(uint64_t v);
+
 void wh_f32_to_f16_n(const float *src, uint16_t *dst, size_t n, const struct wh_cpu_features *cpu);
 void wh_f16_to_f32_n(const uint16_t *src, float *dst, size_t n, const struct wh_cpu_features *cpu);
 void wh_f32_to_bf16_n(const float *src, uint16_t *dst, size_t n, const struct wh_cpu_features *cpu);

@@ -8,6 +8,8 @@
  * each format's own overflow, NaN and signed-zero rules. */
 #include "executor/numfmt.h"
 
+#include <math.h>
+
 #include "executor/numfmt-bulk.h"
 
 /* Rounds |f| (a finite float32 given by its bits, sign ignored) to the format with mbits
@@ -318,6 +320,40 @@ float wh_e8m0_to_f32(uint8_t v)
 	if (v == 0)
 		return wh_bits_f32(0x00400000); /* 2^-127, a float32 subnormal */
 	return wh_bits_f32((uint32_t)v << 23);
+}
+
+/* ---- round to odd ---- */
+
+float wh_f64_to_f32_odd(double d)
+{
+	float f = (float)d;
+	if (d != d || (double)f == d)
+		return f;
+	/* inexact: truncate toward zero (this also brings an overflowed inf back to FLT_MAX)
+	 * and mark the lost bits in the last place */
+	if (fabs((double)f) > fabs(d))
+		f = nextafterf(f, 0.0f);
+	return wh_bits_f32(wh_f32_bits(f) | 1);
+}
+
+float wh_u64_to_f32_odd(uint64_t v)
+{
+	int shift = 0;
+	uint64_t q = v;
+	while (q >= (1u << 24)) {
+		q >>= 1;
+		shift++;
+	}
+	if (shift && (v & ((UINT64_C(1) << shift) - 1)))
+		q |= 1;
+	return ldexpf((float)q, shift); /* exact: q has at most 24 bits */
+}
+
+float wh_i64_to_f32_odd(int64_t v)
+{
+	uint64_t mag = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	float f = wh_u64_to_f32_odd(mag);
+	return v < 0 ? -f : f;
 }
 
 /* ---- bulk conversions ---- */

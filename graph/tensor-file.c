@@ -135,7 +135,11 @@ static enum wh_status read_pb_mem(const void *data, size_t len, const char *dir,
 			strs[i] = l ? (const char *)s : "";
 			lens[i] = nul ? (size_t)((const uint8_t *)nul - s) : l;
 		}
-		st = wh_tensor_alloc_strings(&tmp, rank, dims, strs, lens);
+		/* wh_tensor_alloc_strings does pointer arithmetic on a NULL blob when count is 0 */
+		if (n)
+			st = wh_tensor_alloc_strings(&tmp, rank, dims, strs, lens);
+		else
+			st = wh_tensor_alloc(&tmp, WH_DT_STRING, rank, dims);
 	} else {
 		st = wh_tensor_from_raw(&tmp, dt, rank, dims, raw);
 	}

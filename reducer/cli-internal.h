@@ -43,6 +43,13 @@ void wh_cli_free_split(char **v, uint32_t n);
 bool wh_cli_parse_double(const char *s, double *out);
 bool wh_cli_parse_int(const char *s, long long lo, long long hi, long long *out);
 
+/* Adds seeded uniform random tensors in [lo, hi) for every graph input of m missing from
+ * set (splitmix64, so the same seed gives the same inputs everywhere). */
+struct wh_tensor_set;
+enum wh_status wh_cli_random_inputs(const struct wh_model *m, uint64_t seed, double lo, double hi,
+				    struct wh_tensor_set *set);
+
+int wh_cmd_reduce(int argc, char **argv);
 int wh_cmd_inspect(int argc, char **argv);
 int wh_cmd_extract(int argc, char **argv);
 int wh_cmd_sanitize(int argc, char **argv);

@@ -6,6 +6,9 @@
 #include <string.h>
 
 #include "executor/cpu.h"
+#include "executor/kernel.h" /* element setters for generated inputs */
+#include "graph/tensor-file.h"
+#include <math.h>
 #include "graph/onnx-io.h"
 #include "reducer/cli-internal.h"
 
@@ -15,6 +18,7 @@ static const struct wh_cmd commands[] = {
 	{"sanitize", wh_cmd_sanitize, "fold constants and remove dead nodes"},
 	{"run", wh_cmd_run, "run a model on whittle's executor, compare precisions"},
 	{"compare", wh_cmd_compare, "compare two folders of tensors"},
+	{"reduce", wh_cmd_reduce, "find the smallest subgraph that still fails a check"},
 };
 
 int wh_exit_for(enum wh_status st)
@@ -131,6 +135,61 @@ bool wh_cli_parse_int(const char *s, long long lo, long long hi, long long *out)
 		return false;
 	*out = v;
 	return true;
+}
+
+/* splitmix64: a small, well-known generator, so that inputs are reproducible anywhere */
+static uint64_t splitmix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+enum wh_status wh_cli_random_inputs(const struct wh_model *m, uint64_t seed, double lo, double hi,
+					 struct wh_tensor_set *set)
+{
+	const struct wh_graph *g = m->graph;
+	uint64_t state = seed;
+	for (uint32_t i = 0; i < g->n_inputs; i++) {
+		const struct wh_value *v = &g->values[g->inputs[i]];
+		if (v->flags & WH_VALUE_INITIALIZER)
+			continue;
+		if (wh_tensor_set_find(set, v->name))
+			continue;
+		if (v->rank < 0 || !v->dtype)
+			return wh_error(WH_ERR_INVALID, "input '%s': type or rank unknown (give --input-shapes or --load-inputs)", v->name);
+		int64_t dims[WH_MAX_RANK];
+		for (int32_t d = 0; d < v->rank; d++) {
+			if (v->dims[d].value < 0)
+				return wh_error(WH_ERR_INVALID, "input '%s': dimension %d (%s) is dynamic (bind it with --input-shapes %s:...)",
+						v->name, d, v->dims[d].param ? v->dims[d].param : "?", v->name);
+			dims[d] = v->dims[d].value;
+		}
+		struct wh_tensor t;
+		wh_tensor_init(&t);
+		enum wh_status st = wh_tensor_alloc(&t, v->dtype, v->rank, dims);
+		if (st != WH_OK)
+			return st;
+		for (uint64_t k = 0; k < t.count; k++) {
+			double u = (double)(splitmix(&state) >> 11) * (1.0 / 9007199254740992.0);
+			double x = lo + (hi - lo) * u;
+			if (v->dtype == WH_DT_BOOL)
+				x = u < 0.5 ? 0 : 1;
+			else if (wh_dtype_is_int(v->dtype))
+				x = floor(x);
+			if (v->dtype == WH_DT_STRING) {
+				wh_tensor_release(&t);
+				return wh_error(WH_ERR_UNSUPPORTED, "input '%s': cannot generate string data (give --load-inputs)", v->name);
+			}
+			wh_tensor_set_f64(&t, k, x);
+		}
+		st = wh_tensor_set_add(set, v->name, -1, &t);
+		wh_tensor_release(&t);
+		if (st != WH_OK)
+			return st;
+	}
+	return WH_OK;
 }
 
 static void usage(FILE *f)

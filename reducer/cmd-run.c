@@ -33,61 +33,6 @@ static const char run_help[] =
 	"  --iterations N          time N runs after a warm-up and print `median_ms <x>`\n"
 	"exit status: 0 pass, 1 a comparison or validation failed, 2 usage, 3 bad input\n";
 
-/* splitmix64: a small, well-known generator, so that inputs are reproducible anywhere */
-static uint64_t splitmix(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static enum wh_status make_random_inputs(const struct wh_model *m, uint64_t seed, double lo, double hi,
-					 struct wh_tensor_set *set)
-{
-	const struct wh_graph *g = m->graph;
-	uint64_t state = seed;
-	for (uint32_t i = 0; i < g->n_inputs; i++) {
-		const struct wh_value *v = &g->values[g->inputs[i]];
-		if (v->flags & WH_VALUE_INITIALIZER)
-			continue;
-		if (wh_tensor_set_find(set, v->name))
-			continue;
-		if (v->rank < 0 || !v->dtype)
-			return wh_error(WH_ERR_INVALID, "input '%s': type or rank unknown (give --input-shapes or --load-inputs)", v->name);
-		int64_t dims[WH_MAX_RANK];
-		for (int32_t d = 0; d < v->rank; d++) {
-			if (v->dims[d].value < 0)
-				return wh_error(WH_ERR_INVALID, "input '%s': dimension %d (%s) is dynamic (bind it with --input-shapes %s:...)",
-						v->name, d, v->dims[d].param ? v->dims[d].param : "?", v->name);
-			dims[d] = v->dims[d].value;
-		}
-		struct wh_tensor t;
-		wh_tensor_init(&t);
-		enum wh_status st = wh_tensor_alloc(&t, v->dtype, v->rank, dims);
-		if (st != WH_OK)
-			return st;
-		for (uint64_t k = 0; k < t.count; k++) {
-			double u = (double)(splitmix(&state) >> 11) * (1.0 / 9007199254740992.0);
-			double x = lo + (hi - lo) * u;
-			if (v->dtype == WH_DT_BOOL)
-				x = u < 0.5 ? 0 : 1;
-			else if (wh_dtype_is_int(v->dtype))
-				x = floor(x);
-			if (v->dtype == WH_DT_STRING) {
-				wh_tensor_release(&t);
-				return wh_error(WH_ERR_UNSUPPORTED, "input '%s': cannot generate string data (give --load-inputs)", v->name);
-			}
-			wh_tensor_set_f64(&t, k, x);
-		}
-		st = wh_tensor_set_add(set, v->name, -1, &t);
-		wh_tensor_release(&t);
-		if (st != WH_OK)
-			return st;
-	}
-	return WH_OK;
-}
-
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -193,7 +138,7 @@ int wh_cmd_run(int argc, char **argv)
 		goto fail;
 	if (load && (st = wh_tensor_set_read_dir(load, NULL, &inputs)) != WH_OK)
 		goto fail;
-	if ((st = make_random_inputs(m, (uint64_t)seed, lo, hi, &inputs)) != WH_OK)
+	if ((st = wh_cli_random_inputs(m, (uint64_t)seed, lo, hi, &inputs)) != WH_OK)
 		goto fail;
 	if (save_in && (st = wh_tensor_set_write_dir(save_in, NULL, &inputs)) != WH_OK)
 		goto fail;

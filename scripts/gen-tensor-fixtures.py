@@ -161,6 +161,15 @@ def main():
     uint4 = [15, 0, 9, 1]
     raw_pb("uint4", 21, [2, 2], bytes([uint4[0] | uint4[1] << 4, uint4[2] | uint4[3] << 4]))
     expect("uint4", 21, [2, 2], ["x:" + bytes(uint4).hex()])
+    int2 = [-2, -1, 0, 1, 1, -2]
+    packed = bytes([sum((v & 3) << (2 * i) for i, v in enumerate(int2[:4])),
+                    sum((v & 3) << (2 * i) for i, v in enumerate(int2[4:]))])
+    raw_pb("int2", 26, [2, 3], packed, "i2")
+    expect("int2", 26, [2, 3], ["x:" + bytes(v & 0xFF for v in int2).hex()])
+    uint2 = [3, 2, 1, 0, 3]
+    packed = bytes([sum(v << (2 * i) for i, v in enumerate(uint2[:4])), uint2[4]])
+    raw_pb("uint2", 25, [5], packed)
+    expect("uint2", 25, [5], ["x:" + bytes(uint2).hex()])
     bf16 = bytes.fromhex("803f0040c07f0080")  # 1.0, 2.0, nan, -0.0
     raw_pb("bfloat16", 16, [4], bf16, "b")
     expect("bfloat16", 16, [4], ["x:" + bf16.hex()])

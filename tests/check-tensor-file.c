@@ -69,10 +69,6 @@ static const char *src_dir(void)
 	return s && *s ? s : ".";
 }
 
-static bool is_4bit(enum wh_dtype dt)
-{
-	return dt == WH_DT_INT4 || dt == WH_DT_UINT4 || dt == WH_DT_FLOAT4E2M1;
-}
 
 /* A tensor of type dt whose bytes follow a pattern that every type can hold. */
 static void make_pattern(struct wh_tensor *t, enum wh_dtype dt, int32_t rank, const int64_t *dims)
@@ -97,12 +93,13 @@ static void make_pattern(struct wh_tensor *t, enum wh_dtype dt, int32_t rank, co
 	size_t n = wh_tensor_nbytes(t);
 	for (size_t i = 0; i < n; i++) {
 		uint8_t v = (uint8_t)(i * 37 + 11);
+		int bits = wh_dtype_bits(dt);
 		if (dt == WH_DT_BOOL)
 			v &= 1;
-		else if (dt == WH_DT_INT4)
-			v = (uint8_t)((int8_t)(v << 4) >> 4); /* sign-extended nibble */
-		else if (is_4bit(dt))
-			v &= 15;
+		else if (dt == WH_DT_INT4 || dt == WH_DT_INT2) /* sign-extended */
+			v = (uint8_t)((int8_t)(uint8_t)(v << (8 - bits)) >> (8 - bits));
+		else if (wh_dtype_is_subbyte(dt))
+			v &= (uint8_t)((1u << bits) - 1);
 		p[i] = v;
 	}
 }
@@ -167,7 +164,7 @@ static void write_all(const char *path, const void *data, size_t len)
 START_TEST(test_pb_roundtrip_every_type)
 {
 	enum wh_dtype dt = (enum wh_dtype)_i;
-	/* an odd element count exercises the half-filled last byte of 4-bit types */
+	/* 15 elements leave the last byte of 4-bit and 2-bit types partly filled */
 	const int64_t dims[2] = {3, 5};
 	struct wh_tensor t, u;
 	wh_tensor_init(&t);

@@ -13,7 +13,15 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const { execFileSync } = require('child_process');
-const ort = require('onnxruntime-node');
+// onnxruntime-node lives in the repository's scripts/node_modules; NODE_PATH may point elsewhere
+function loadOrt() {
+  try {
+    return require(require('path').join(__dirname, '..', 'scripts', 'node_modules', 'onnxruntime-node'));
+  } catch (e) {
+    return require('onnxruntime-node');
+  }
+}
+const ort = loadOrt();
 
 function usage(msg) {
   process.stderr.write(`ort-shapes: ${msg}\nusage: node ort-shapes.js MODEL NAME:DIMS[,...] [--seed N]\n`);
@@ -95,7 +103,11 @@ async function main() {
   }
 }
 
-main().catch((e) => {
-  process.stderr.write(`ort-shapes: ${e && e.message ? e.message : e}\n`);
-  process.exit(1);
-});
+module.exports = { loadOrt, parseShapes, rng, makeInput };
+
+if (require.main === module) {
+  main().catch((e) => {
+    process.stderr.write(`ort-shapes: ${e && e.message ? e.message : e}\n`);
+    process.exit(1);
+  });
+}

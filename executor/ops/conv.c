@@ -1,5 +1,979 @@
-/* Placeholder table: filled in by the kernels of this file. */
-#include "executor/kernel.h"
+/* Conv, ConvTranspose, ConvInteger, QLinearConv: geometry, scalar references and the fast
+ * float32 drivers (see conv-internal.h for how they avoid im2col and stay deterministic). */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 
-const struct wh_op_def wh_ops_conv[] = {{"", "", 0, NULL}};
-const size_t wh_ops_conv_count = 0;
+#include "executor/kernel.h"
+#include "executor/numfmt.h"
+#include "executor/ops/conv-internal.h"
+#include "executor/ops/gemm-internal.h"
+
+static int64_t prod_dims(const int64_t *d, int n)
+{
+	int64_t p = 1;
+	for (int i = 0; i < n; i++)
+		p *= d[i];
+	return p;
+}
+
+static size_t round_up(size_t x, size_t m)
+{
+	return (x + m - 1) / m * m;
+}
+
+/* Advances a multi-index over dims (last fastest). */
+static void next_index(int64_t *idx, const int64_t *dims, int n)
+{
+	for (int d = n - 1; d >= 0; d--) {
+		if (++idx[d] < dims[d])
+			return;
+		idx[d] = 0;
+	}
+}
+
+/* ---- scalar references ---- */
+
+/* Each output sums (input channel, tap) products in order, skipping padding, then adds
+ * the bias; ACC is the accumulator type. */
+#define WH_CONV_REF(NAME, T, ACC)                                                               \
+	static void NAME(const struct wh_conv_shape *s, const T *x, const T *w, const T *b, T *y) \
+	{                                                                                       \
+		int nsp = s->nsp;                                                               \
+		int64_t Cg = s->C / s->G, Mg = s->M / s->G;                                     \
+		int64_t P = prod_dims(s->out, nsp), Pin = prod_dims(s->in, nsp);                \
+		int64_t KS = prod_dims(s->k, nsp);                                              \
+		int64_t instr[WH_MAX_RANK];                                                     \
+		wh_shape_strides(s->in, nsp, instr);                                            \
+		for (int64_t n = 0; n < s->N; n++)                                              \
+			for (int64_t co = 0; co < s->M; co++) {                                 \
+				int64_t g = co / Mg;                                            \
+				int64_t o[WH_MAX_RANK] = {0};                                   \
+				for (int64_t p = 0; p < P; p++, next_index(o, s->out, nsp)) {   \
+					ACC acc = 0;                                            \
+					for (int64_t ci = 0; ci < Cg; ci++) {                   \
+						const T *xc = x + (n * s->C + g * Cg + ci) * Pin; \
+						const T *wc = w + (co * Cg + ci) * KS;          \
+						int64_t kx[WH_MAX_RANK] = {0};                  \
+						for (int64_t kp = 0; kp < KS; kp++, next_index(kx, s->k, nsp)) { \
+							int64_t off = 0;                        \
+							bool ok = true;                         \
+							for (int d = 0; d < nsp; d++) {         \
+								int64_t i = o[d] * s->stride[d] + kx[d] * s->dil[d] - s->pad0[d]; \
+								if (i < 0 || i >= s->in[d])     \
+									ok = false;             \
+								off += i * instr[d];            \
+							}                                       \
+							if (ok)                                 \
+								acc += (ACC)xc[off] * (ACC)wc[kp]; \
+						}                                               \
+					}                                                       \
+					if (b)                                                  \
+						acc += (ACC)b[co];                              \
+					y[(n * s->M + co) * P + p] = (T)acc;                    \
+				}                                                               \
+			}                                                                       \
+	}
+
+WH_CONV_REF(conv_ref_f32, float, float)
+WH_CONV_REF(conv_ref_f64, double, double)
+WH_CONV_REF(conv_ref_i32, int32_t, int64_t)
+
+void wh_conv_f32_ref(const struct wh_conv_shape *s, const float *x, const float *w, const float *b,
+		     float *y)
+{
+	conv_ref_f32(s, x, w, b, y);
+}
+
+/* Each output channel: zero, then scatter every (input channel, input position, tap)
+ * product in that order, then the bias. */
+#define WH_CONVT_REF(NAME, T)                                                                   \
+	static void NAME(const struct wh_conv_shape *s, const T *x, const T *w, const T *b, T *y) \
+	{                                                                                       \
+		int nsp = s->nsp;                                                               \
+		int64_t Cg = s->C / s->G, Mg = s->M / s->G;                                     \
+		int64_t P = prod_dims(s->out, nsp), Pin = prod_dims(s->in, nsp);                \
+		int64_t KS = prod_dims(s->k, nsp);                                              \
+		int64_t ostr[WH_MAX_RANK];                                                      \
+		wh_shape_strides(s->out, nsp, ostr);                                            \
+		for (int64_t n = 0; n < s->N; n++)                                              \
+			for (int64_t co = 0; co < s->M; co++) {                                 \
+				int64_t g = co / Mg, m = co % Mg;                               \
+				T *yp = y + (n * s->M + co) * P;                                \
+				for (int64_t p = 0; p < P; p++)                                 \
+					yp[p] = 0;                                              \
+				for (int64_t ci = 0; ci < Cg; ci++) {                           \
+					const T *xc = x + (n * s->C + g * Cg + ci) * Pin;       \
+					const T *wc = w + ((g * Cg + ci) * Mg + m) * KS;        \
+					int64_t ix[WH_MAX_RANK] = {0};                          \
+					for (int64_t ip = 0; ip < Pin; ip++, next_index(ix, s->in, nsp)) { \
+						int64_t kx[WH_MAX_RANK] = {0};                  \
+						for (int64_t kp = 0; kp < KS; kp++, next_index(kx, s->k, nsp)) { \
+							int64_t off = 0;                        \
+							bool ok = true;                         \
+							for (int d = 0; d < nsp; d++) {         \
+								int64_t o = ix[d] * s->stride[d] + kx[d] * s->dil[d] - s->pad0[d]; \
+								if (o < 0 || o >= s->out[d])    \
+									ok = false;             \
+								off += o * ostr[d];             \
+							}                                       \
+							if (ok)                                 \
+								yp[off] += xc[ip] * wc[kp];     \
+						}                                               \
+					}                                                       \
+				}                                                               \
+				if (b)                                                          \
+					for (int64_t p = 0; p < P; p++)                         \
+						yp[p] += b[co];                                 \
+			}                                                                       \
+	}
+
+WH_CONVT_REF(convt_ref_f32, float)
+WH_CONVT_REF(convt_ref_f64, double)
+
+void wh_convt_f32_ref(const struct wh_conv_shape *s, const float *x, const float *w,
+		      const float *b, float *y)
+{
+	convt_ref_f32(s, x, w, b, y);
+}
+
+/* ---- depthwise plane kernel, scalar ---- */
+
+void wh_dwconv_plane_scalar(const struct wh_dw_plane *p)
+{
+	for (size_t oh = 0; oh < p->oh; oh++) {
+		float *y = p->y + oh * p->ow;
+		for (size_t ow = 0; ow < p->ow; ow++)
+			y[ow] = 0.0f;
+		const float *w = p->w;
+		for (size_t kh = 0; kh < p->kh; kh++) {
+			const float *row = p->x + (oh * p->sh + kh * p->dh) * p->row_stride;
+			for (size_t kw = 0; kw < p->kw; kw++) {
+				size_t t = kw * p->dw;
+				const float *src = row + (t % p->sw) * p->wq + t / p->sw;
+				float wv = *w++;
+				for (size_t ow = 0; ow < p->ow; ow++)
+					y[ow] += wv * src[ow];
+			}
+		}
+		for (size_t ow = 0; ow < p->ow; ow++)
+			y[ow] += p->bias;
+	}
+}
+
+/* ---- fast float32 Conv ---- */
+
+/* How the input is laid out for the kernels. An input "plane" per channel: the outer
+ * spatial dimensions padded, the last one padded and split into `sw` stride phases of wq
+ * floats each, so output column ow of tap t reads phase t % sw at index ow + t / sw. */
+struct conv_plan {
+	const struct wh_conv_shape *s;
+	struct wh_sgemm_kernel kern;
+	int64_t Cg, Mg, KS, K, P, Pin;
+	bool flat; /* 1x1, stride 1, no padding: the input channels are B's rows as they are */
+	bool prep; /* the planes are a padded copy (else the input itself) */
+	size_t plane, sw, wq, wp;
+	size_t pdim[WH_MAX_RANK], ostr[WH_MAX_RANK];
+	size_t R, L; /* output rows (all spatial dims but the last) and their length */
+};
+
+static enum wh_status plan_init(const struct wh_conv_shape *s, enum wh_isa isa, struct conv_plan *pl)
+{
+	memset(pl, 0, sizeof *pl);
+	int nsp = s->nsp, last = nsp - 1;
+	pl->s = s;
+	wh_sgemm_kernel_get(isa, &pl->kern);
+	pl->Cg = s->C / s->G;
+	pl->Mg = s->M / s->G;
+	pl->KS = prod_dims(s->k, nsp);
+	pl->K = pl->Cg * pl->KS;
+	pl->P = prod_dims(s->out, nsp);
+	pl->Pin = prod_dims(s->in, nsp);
+	bool flat = true, pads = false;
+	for (int d = 0; d < nsp; d++) {
+		if (s->k[d] != 1 || s->stride[d] != 1 || s->pad0[d] || s->pad1[d])
+			flat = false;
+		if (s->pad0[d] || s->pad1[d])
+			pads = true;
+	}
+	pl->flat = flat;
+	if (flat) {
+		pl->plane = (size_t)pl->Pin;
+		pl->R = 1;
+		pl->L = (size_t)pl->P;
+		pl->sw = 1;
+		pl->wq = pl->wp = pl->plane;
+		return WH_OK;
+	}
+	pl->prep = pads || s->stride[last] != 1;
+	uint64_t wp = (uint64_t)s->in[last], plane;
+	for (int d = 0; d < nsp; d++) {
+		uint64_t v = (uint64_t)s->in[d];
+		if (pl->prep && (!wh_add_u64(v, (uint64_t)s->pad0[d], &v) || !wh_add_u64(v, (uint64_t)s->pad1[d], &v)))
+			return wh_error(WH_ERR_OVERFLOW, "conv: padded input is too large (use smaller pads)");
+		if (d < last)
+			pl->pdim[d] = (size_t)v;
+		else
+			wp = v;
+	}
+	pl->sw = pl->prep ? (size_t)s->stride[last] : 1;
+	pl->wp = (size_t)wp;
+	pl->wq = (size_t)((wp + pl->sw - 1) / pl->sw);
+	if (!wh_mul_u64(pl->sw, pl->wq, &plane))
+		return wh_error(WH_ERR_OVERFLOW, "conv: padded input is too large (use smaller pads)");
+	for (int d = last - 1; d >= 0; d--) {
+		pl->ostr[d] = (size_t)plane;
+		if (!wh_mul_u64(plane, pl->pdim[d], &plane))
+			return wh_error(WH_ERR_OVERFLOW, "conv: padded input is too large (use smaller pads)");
+	}
+	uint64_t total;
+	if (plane > WH_MAX_ELEMENTS || !wh_mul_u64(plane, (uint64_t)s->C, &total) || total > WH_MAX_ELEMENTS)
+		return wh_error(WH_ERR_OVERFLOW, "conv: padded input is too large (use smaller pads)");
+	pl->plane = (size_t)plane;
+	pl->L = (size_t)s->out[last];
+	pl->R = (size_t)prod_dims(s->out, last);
+	return WH_OK;
+}
+
+/* Copies input channel plane xc into its padded, phase-split layout at dst. */
+static void prep_plane(const struct conv_plan *pl, const float *xc, float *dst)
+{
+	const struct wh_conv_shape *s = pl->s;
+	int last = s->nsp - 1;
+	size_t row = pl->sw * pl->wq, W = (size_t)s->in[last], p0 = (size_t)s->pad0[last];
+	size_t rows = pl->plane / row;
+	int64_t instr[WH_MAX_RANK];
+	wh_shape_strides(s->in, s->nsp, instr);
+	int64_t rp[WH_MAX_RANK] = {0}, pdim[WH_MAX_RANK];
+	for (int d = 0; d < last; d++)
+		pdim[d] = (int64_t)pl->pdim[d];
+	for (size_t r = 0; r < rows; r++, next_index(rp, pdim, last)) {
+		float *dr = dst + r * row;
+		const float *src = xc;
+		bool inside = true;
+		for (int d = 0; d < last; d++) {
+			int64_t i = rp[d] - s->pad0[d];
+			if (i < 0 || i >= s->in[d])
+				inside = false;
+			src += i * instr[d];
+		}
+		if (!inside) {
+			memset(dr, 0, row * sizeof(float));
+			continue;
+		}
+		if (pl->sw == 1) {
+			size_t n = W < pl->wq - p0 ? W : pl->wq - p0;
+			memset(dr, 0, p0 * sizeof(float));
+			memcpy(dr + p0, src, n * sizeof(float));
+			memset(dr + p0 + n, 0, (pl->wq - p0 - n) * sizeof(float));
+			continue;
+		}
+		for (size_t ph = 0; ph < pl->sw; ph++) {
+			float *dp = dr + ph * pl->wq;
+			for (size_t q = 0; q < pl->wq; q++) {
+				size_t iwp = q * pl->sw + ph;
+				dp[q] = iwp >= p0 && iwp - p0 < W ? src[iwp - p0] : 0.0f;
+			}
+		}
+	}
+}
+
+/* Offset in the planes (from the group's first channel) of the input that output (0, ..)
+ * reads for k = (channel, tap). */
+static void plan_koff(const struct conv_plan *pl, ptrdiff_t *koff)
+{
+	const struct wh_conv_shape *s = pl->s;
+	int last = s->nsp - 1;
+	int64_t kx[WH_MAX_RANK] = {0};
+	for (int64_t kp = 0; kp < pl->KS; kp++, next_index(kx, s->k, s->nsp)) {
+		size_t off = 0;
+		if (!pl->flat) {
+			for (int d = 0; d < last; d++)
+				off += (size_t)(kx[d] * s->dil[d]) * pl->ostr[d];
+			size_t t = (size_t)(kx[last] * s->dil[last]);
+			off += (t % pl->sw) * pl->wq + t / pl->sw;
+		}
+		for (int64_t ci = 0; ci < pl->Cg; ci++)
+			koff[ci * pl->KS + kp] = (ptrdiff_t)((size_t)ci * pl->plane + off);
+	}
+}
+
+/* Offset in a plane of output row r's first input (tap 0). */
+static size_t row_base(const struct conv_plan *pl, size_t r)
+{
+	const struct wh_conv_shape *s = pl->s;
+	size_t off = 0;
+	for (int d = s->nsp - 2; d >= 0 && !pl->flat; d--) {
+		size_t o = r % (size_t)s->out[d];
+		r /= (size_t)s->out[d];
+		off += o * (size_t)s->stride[d] * pl->ostr[d];
+	}
+	return off;
+}
+
+struct prep_job {
+	const struct conv_plan *pl;
+	const float *x; /* batch item */
+	float *planes;
+};
+
+static void prep_task(void *arg, size_t begin, size_t end)
+{
+	struct prep_job *j = arg;
+	for (size_t c = begin; c < end; c++)
+		prep_plane(j->pl, j->x + c * (size_t)j->pl->Pin, j->planes + c * j->pl->plane);
+}
+
+struct gemm_job {
+	const struct conv_plan *pl;
+	const float *apack, *planes, *bias;
+	const ptrdiff_t *koff;
+	float *y; /* batch item */
+	size_t rt, nc, mc, nrb, ncb, nmb;
+};
+
+static void gemm_task(void *arg, size_t begin, size_t end)
+{
+	struct gemm_job *j = arg;
+	const struct conv_plan *pl = j->pl;
+	size_t per_g = j->nrb * j->ncb * j->nmb;
+	size_t Mg = (size_t)pl->Mg, K = (size_t)pl->K, P = (size_t)pl->P;
+	for (size_t t = begin; t < end; t++) {
+		size_t g = t / per_g, rem = t % per_g;
+		size_t rb = rem / (j->ncb * j->nmb);
+		rem %= j->ncb * j->nmb;
+		size_t cb = rem / j->nmb, mb = rem % j->nmb;
+		size_t n0 = cb * j->nc, n = pl->L - n0 < j->nc ? pl->L - n0 : j->nc;
+		size_t m0 = mb * j->mc, m = Mg - m0 < j->mc ? Mg - m0 : j->mc;
+		size_t r1 = (rb + 1) * j->rt < pl->R ? (rb + 1) * j->rt : pl->R;
+		const float *a = j->apack + (g * Mg + m0) * K;
+		const float *bias = j->bias ? j->bias + g * Mg + m0 : NULL;
+		for (size_t r = rb * j->rt; r < r1; r++) {
+			const float *base = j->planes + g * (size_t)pl->Cg * pl->plane + row_base(pl, r) + n0;
+			float *c = j->y + (g * Mg + m0) * P + r * pl->L + n0;
+			wh_sgemm_block(&pl->kern, m, n, K, a, base, j->koff, c, P, bias);
+		}
+	}
+}
+
+struct dw_job {
+	const struct conv_plan *pl;
+	const float *x, *w, *b;
+	float *y;
+	atomic_int failed;
+};
+
+static void dw_task(void *arg, size_t begin, size_t end)
+{
+	struct dw_job *j = arg;
+	const struct conv_plan *pl = j->pl;
+	const struct wh_conv_shape *s = pl->s;
+	float *scratch = NULL;
+	if (pl->prep) {
+		scratch = malloc(pl->plane * sizeof(float));
+		if (!scratch) {
+			atomic_store(&j->failed, 1);
+			return;
+		}
+	}
+	void (*plane_fn)(const struct wh_dw_plane *) =
+		pl->kern.isa >= WH_ISA_AVX512 ? wh_dwconv_plane_avx512 :
+		pl->kern.isa >= WH_ISA_AVX2 ? wh_dwconv_plane_avx2 : wh_dwconv_plane_scalar;
+	for (size_t t = begin; t < end; t++) {
+		size_t n = t / (size_t)s->M, co = t % (size_t)s->M;
+		size_t ci = co / (size_t)pl->Mg;
+		const float *xc = j->x + (n * (size_t)s->C + ci) * (size_t)pl->Pin;
+		if (pl->prep) {
+			prep_plane(pl, xc, scratch);
+			xc = scratch;
+		}
+		struct wh_dw_plane p = {
+			.x = xc, .row_stride = pl->sw * pl->wq, .wq = pl->wq,
+			.w = j->w + co * (size_t)pl->KS, .bias = j->b ? j->b[co] : 0.0f,
+			.y = j->y + (n * (size_t)s->M + co) * (size_t)pl->P,
+		};
+		if (s->nsp == 2) {
+			p.oh = (size_t)s->out[0], p.kh = (size_t)s->k[0], p.sh = (size_t)s->stride[0];
+			p.dh = (size_t)s->dil[0], p.row_stride = pl->ostr[0];
+			p.ow = (size_t)s->out[1], p.kw = (size_t)s->k[1], p.dw = (size_t)s->dil[1];
+		} else {
+			p.oh = 1, p.kh = 1, p.sh = 1, p.dh = 1;
+			p.ow = (size_t)s->out[0], p.kw = (size_t)s->k[0], p.dw = (size_t)s->dil[0];
+		}
+		p.sw = pl->sw;
+		plane_fn(&p);
+	}
+	free(scratch);
+}
+
+enum wh_status wh_conv_f32(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
+			   const struct wh_conv_shape *s, const float *x, const float *w,
+			   const float *b, float *y)
+{
+	struct conv_plan pl;
+	enum wh_status st = plan_init(s, cpu->isa, &pl);
+	if (st)
+		return st;
+	if (s->N == 0 || pl.P == 0 || s->M == 0)
+		return WH_OK;
+	int threads = wh_threadpool_size(pool);
+	uint64_t work = (uint64_t)s->N * (uint64_t)s->M * (uint64_t)pl.P * (uint64_t)(pl.K ? pl.K : 1);
+	if (work < ((uint64_t)1 << 16))
+		pool = NULL, threads = 1;
+
+	if (pl.Cg == 1 && s->nsp <= 2 && !pl.flat) {
+		struct dw_job dj = {.pl = &pl, .x = x, .w = w, .b = b, .y = y};
+		atomic_init(&dj.failed, 0);
+		wh_parallel_for(pool, (size_t)(s->N * s->M), 1, dw_task, &dj);
+		if (atomic_load(&dj.failed))
+			return wh_error(WH_ERR_NOMEM, "conv: out of memory for a padded input plane");
+		return WH_OK;
+	}
+
+	size_t K = (size_t)pl.K, Mg = (size_t)pl.Mg, G = (size_t)s->G;
+	size_t na = (size_t)s->M * K, np = pl.plane * (size_t)s->C;
+	float *apack = malloc((na ? na : 1) * sizeof(float));
+	ptrdiff_t *koff = malloc((K ? K : 1) * sizeof(ptrdiff_t));
+	float *planes = NULL;
+	if (pl.prep)
+		planes = malloc((np ? np : 1) * sizeof(float));
+	if (!apack || !koff || (pl.prep && !planes)) {
+		st = wh_error(WH_ERR_NOMEM, "conv: out of memory for packed weights or padded input");
+		goto out;
+	}
+	for (size_t g = 0; g < G; g++)
+		wh_sgemm_pack_a(&pl.kern, Mg, K, w + g * Mg * K, K, 1, apack + g * Mg * K);
+	plan_koff(&pl, koff);
+
+	struct gemm_job gj = {.pl = &pl, .apack = apack, .koff = koff, .bias = b};
+	size_t NR = pl.kern.nr, MR = pl.kern.mr;
+	size_t ncb = (pl.L + 511) / 512;
+	gj.nc = round_up((pl.L + ncb - 1) / ncb, NR);
+	gj.rt = 1024 / gj.nc ? 1024 / gj.nc : 1;
+	if (gj.rt > pl.R)
+		gj.rt = pl.R;
+	gj.mc = Mg <= 16 * MR ? Mg : 16 * MR;
+	for (;;) {
+		gj.nrb = (pl.R + gj.rt - 1) / gj.rt;
+		gj.ncb = (pl.L + gj.nc - 1) / gj.nc;
+		gj.nmb = (Mg + gj.mc - 1) / gj.mc;
+		if (threads <= 1 || G * gj.nrb * gj.ncb * gj.nmb >= 4 * (size_t)threads)
+			break;
+		if (gj.rt > 1)
+			gj.rt = (gj.rt + 1) / 2;
+		else if (gj.nc > 2 * NR)
+			gj.nc = round_up(gj.nc / 2, NR);
+		else if (gj.mc > MR)
+			gj.mc = round_up(gj.mc / 2, MR);
+		else
+			break;
+	}
+	for (int64_t n = 0; n < s->N; n++) {
+		const float *xn = x + (size_t)n * (size_t)s->C * (size_t)pl.Pin;
+		if (pl.prep) {
+			struct prep_job pj = {.pl = &pl, .x = xn, .planes = planes};
+			wh_parallel_for(pool, (size_t)s->C, 1, prep_task, &pj);
+		}
+		gj.planes = pl.prep ? planes : xn;
+		gj.y = y + (size_t)n * (size_t)s->M * (size_t)pl.P;
+		wh_parallel_for(pool, G * gj.nrb * gj.ncb * gj.nmb, 1, gemm_task, &gj);
+	}
+out:
+	free(apack);
+	free(koff);
+	free(planes);
+	return st;
+}
+
+/* ---- fast float32 ConvTranspose: GEMM into columns, then col2im per output channel ---- */
+
+struct col2im_job {
+	const struct wh_conv_shape *s;
+	const float *col, *b;
+	float *y;  /* batch item */
+	int64_t g; /* group of this pass */
+};
+
+static void col2im_task(void *arg, size_t begin, size_t end)
+{
+	struct col2im_job *j = arg;
+	const struct wh_conv_shape *s = j->s;
+	int nsp = s->nsp, last = nsp - 1;
+	int64_t Mg = s->M / s->G, KS = prod_dims(s->k, nsp), Pin = prod_dims(s->in, nsp);
+	int64_t P = prod_dims(s->out, nsp), Rin = prod_dims(s->in, last);
+	int64_t ostr[WH_MAX_RANK];
+	wh_shape_strides(s->out, nsp, ostr);
+	for (size_t m = begin; m < end; m++) {
+		int64_t co = j->g * Mg + (int64_t)m;
+		float *yp = j->y + co * P;
+		memset(yp, 0, (size_t)P * sizeof(float));
+		int64_t kx[WH_MAX_RANK] = {0};
+		for (int64_t kp = 0; kp < KS; kp++, next_index(kx, s->k, nsp)) {
+			const float *cp = j->col + ((int64_t)m * KS + kp) * Pin;
+			int64_t ix[WH_MAX_RANK] = {0};
+			for (int64_t r = 0; r < Rin; r++, next_index(ix, s->in, last)) {
+				int64_t off = 0;
+				bool ok = true;
+				for (int d = 0; d < last; d++) {
+					int64_t o = ix[d] * s->stride[d] + kx[d] * s->dil[d] - s->pad0[d];
+					if (o < 0 || o >= s->out[d])
+						ok = false;
+					off += o * ostr[d];
+				}
+				if (!ok)
+					continue;
+				const float *cr = cp + r * s->in[last];
+				int64_t st = s->stride[last], o0 = kx[last] * s->dil[last] - s->pad0[last];
+				/* inputs i with 0 <= i*st + o0 < out */
+				int64_t i0 = o0 >= 0 ? 0 : (-o0 + st - 1) / st;
+				int64_t i1 = s->out[last] - o0 <= 0 ? 0 : (s->out[last] - o0 + st - 1) / st;
+				if (i1 > s->in[last])
+					i1 = s->in[last];
+				float *yr = yp + off + o0;
+				for (int64_t i = i0; i < i1; i++)
+					yr[i * st] += cr[i];
+			}
+		}
+		if (j->b)
+			for (int64_t p = 0; p < P; p++)
+				yp[p] += j->b[co];
+	}
+}
+
+enum wh_status wh_convt_f32(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
+			    const struct wh_conv_shape *s, const float *x, const float *w,
+			    const float *b, float *y)
+{
+	int nsp = s->nsp;
+	size_t Cg = (size_t)(s->C / s->G), Mg = (size_t)(s->M / s->G);
+	size_t KS = (size_t)prod_dims(s->k, nsp), Pin = (size_t)prod_dims(s->in, nsp);
+	size_t P = (size_t)prod_dims(s->out, nsp);
+	uint64_t cols;
+	if (!wh_mul_u64(Mg * KS, Pin, &cols) || cols > WH_MAX_ELEMENTS)
+		return wh_error(WH_ERR_OVERFLOW, "convtranspose: column buffer of %zux%zu is too large", Mg * KS, Pin);
+	if (s->N == 0 || s->M == 0 || P == 0)
+		return WH_OK;
+	float *col = malloc((cols ? cols : 1) * sizeof(float));
+	if (!col)
+		return wh_error(WH_ERR_NOMEM, "convtranspose: out of memory for a %zux%zu column buffer", Mg * KS, Pin);
+	enum wh_status st = WH_OK;
+	for (int64_t n = 0; n < s->N && !st; n++) {
+		float *yn = y + (size_t)n * (size_t)s->M * P;
+		for (int64_t g = 0; g < s->G && !st; g++) {
+			struct wh_sgemm_desc d = {
+				.M = Mg * KS, .N = Pin, .K = Cg, .batch = 1,
+				.a = w + (size_t)g * Cg * Mg * KS, .rsa = 1, .csa = Mg * KS,
+				.b = x + ((size_t)n * (size_t)s->C + (size_t)g * Cg) * Pin, .ldb = Pin,
+				.c = col, .ldc = Pin,
+			};
+			if ((st = wh_sgemm_run(cpu, pool, &d)))
+				break;
+			struct col2im_job cj = {.s = s, .col = col, .b = b, .y = yn, .g = g};
+			uint64_t per = (uint64_t)KS * Pin;
+			wh_parallel_for(per * Mg < ((uint64_t)1 << 16) ? NULL : pool, Mg, 1, col2im_task, &cj);
+		}
+	}
+	free(col);
+	return st;
+}
+
+/* ---- geometry from attributes ---- */
+
+#define WH_ATTR_MAX ((int64_t)1 << 32)
+
+static enum wh_status read_ints(struct wh_kernel_ctx *ctx, const char *name, int64_t want,
+				int64_t dflt, int64_t lo, int64_t *out)
+{
+	const int64_t *v;
+	int64_t n = wh_node_attr_ints(ctx->node, name, &v);
+	if (n < 0) {
+		for (int64_t i = 0; i < want; i++)
+			out[i] = dflt;
+		return WH_OK;
+	}
+	if (n != want)
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "attribute %s has %lld values, expected %lld",
+				      name, (long long)n, (long long)want);
+	for (int64_t i = 0; i < n; i++) {
+		if (v[i] < lo || v[i] > WH_ATTR_MAX)
+			return wh_kernel_fail(ctx, WH_ERR_INVALID, "attribute %s has value %lld, expected %lld..%lld",
+					      name, (long long)v[i], (long long)lo, (long long)WH_ATTR_MAX);
+		out[i] = v[i];
+	}
+	return WH_OK;
+}
+
+enum auto_pad { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID };
+
+static enum wh_status conv_geometry(struct wh_kernel_ctx *ctx, const struct wh_tensor *x,
+				    const struct wh_tensor *w, bool transpose, struct wh_conv_shape *s)
+{
+	char bx[64], bw[64];
+	memset(s, 0, sizeof *s);
+	if (x->rank < 3 || w->rank != x->rank)
+		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "X has shape %s and W %s, expected the same rank of at least 3",
+				      wh_shape_str(x->dims, x->rank, bx, sizeof bx),
+				      wh_shape_str(w->dims, w->rank, bw, sizeof bw));
+	int nsp = x->rank - 2;
+	s->nsp = nsp;
+	s->N = x->dims[0];
+	s->C = x->dims[1];
+	s->G = wh_node_attr_int(ctx->node, "group", 1);
+	if (s->G < 1 || s->G > WH_ATTR_MAX)
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "group is %lld, expected at least 1", (long long)s->G);
+	if (s->C % s->G)
+		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "X has %lld channels, not a multiple of group %lld",
+				      (long long)s->C, (long long)s->G);
+	if (!transpose) {
+		s->M = w->dims[0];
+		if (w->dims[1] != s->C / s->G || s->M % s->G)
+			return wh_kernel_fail(ctx, WH_ERR_SHAPE, "W has shape %s, expected %s with %lld input channels per group and output channels a multiple of group %lld",
+					      wh_shape_str(w->dims, w->rank, bw, sizeof bw), "[M, C/group, k...]",
+					      (long long)(s->C / s->G), (long long)s->G);
+	} else {
+		if (w->dims[0] != s->C || !wh_mul_i64(w->dims[1], s->G, &s->M))
+			return wh_kernel_fail(ctx, WH_ERR_SHAPE, "W has shape %s, expected [C=%lld, M/group, k...]",
+					      wh_shape_str(w->dims, w->rank, bw, sizeof bw), (long long)s->C);
+	}
+	for (int d = 0; d < nsp; d++) {
+		s->in[d] = x->dims[2 + d];
+		s->k[d] = w->dims[2 + d];
+		if (s->in[d] < 1 || s->k[d] < 1)
+			return wh_kernel_fail(ctx, WH_ERR_SHAPE, "X has shape %s and W %s: spatial sizes must be at least 1",
+					      wh_shape_str(x->dims, x->rank, bx, sizeof bx),
+					      wh_shape_str(w->dims, w->rank, bw, sizeof bw));
+	}
+	const int64_t *ks;
+	int64_t nk = wh_node_attr_ints(ctx->node, "kernel_shape", &ks);
+	if (nk >= 0) {
+		bool ok = nk == nsp;
+		for (int d = 0; ok && d < nsp; d++)
+			ok = ks[d] == s->k[d];
+		if (!ok)
+			return wh_kernel_fail(ctx, WH_ERR_SHAPE, "kernel_shape does not match W of shape %s",
+					      wh_shape_str(w->dims, w->rank, bw, sizeof bw));
+	}
+	enum wh_status st;
+	int64_t pads[2 * WH_MAX_RANK], opad[WH_MAX_RANK];
+	if ((st = read_ints(ctx, "strides", nsp, 1, 1, s->stride)) ||
+	    (st = read_ints(ctx, "dilations", nsp, 1, 1, s->dil)) ||
+	    (st = read_ints(ctx, "pads", 2 * nsp, 0, 0, pads)))
+		return st;
+	if (transpose && (st = read_ints(ctx, "output_padding", nsp, 0, 0, opad)))
+		return st;
+	char buf[32];
+	const char *ap = wh_node_attr_string(ctx->node, "auto_pad", "NOTSET", buf, sizeof buf);
+	enum auto_pad mode;
+	if (!strcmp(ap, "NOTSET") || !ap[0])
+		mode = PAD_NOTSET;
+	else if (!strcmp(ap, "SAME_UPPER"))
+		mode = PAD_SAME_UPPER;
+	else if (!strcmp(ap, "SAME_LOWER"))
+		mode = PAD_SAME_LOWER;
+	else if (!strcmp(ap, "VALID"))
+		mode = PAD_VALID;
+	else
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "auto_pad is '%s', expected NOTSET, SAME_UPPER, SAME_LOWER or VALID", ap);
+	const int64_t *oshape = NULL;
+	int64_t n_oshape = transpose ? wh_node_attr_ints(ctx->node, "output_shape", &oshape) : -1;
+	if (n_oshape >= 0 && n_oshape < nsp)
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "output_shape has %lld values, expected %d",
+				      (long long)n_oshape, nsp);
+	for (int d = 0; d < nsp; d++) {
+		int64_t dk, t, in = s->in[d], sd = s->stride[d];
+		if (!wh_mul_i64(s->k[d] - 1, s->dil[d], &dk) || !wh_add_i64(dk, 1, &dk))
+			return wh_kernel_fail(ctx, WH_ERR_OVERFLOW, "dilated kernel is too large");
+		s->pad0[d] = mode == PAD_NOTSET ? pads[d] : 0;
+		s->pad1[d] = mode == PAD_NOTSET ? pads[nsp + d] : 0;
+		if (!transpose) {
+			if (mode == PAD_SAME_UPPER || mode == PAD_SAME_LOWER) {
+				int64_t out = (in + sd - 1) / sd;
+				int64_t total = (out - 1) * sd + dk - in;
+				if (total < 0)
+					total = 0;
+				s->pad0[d] = mode == PAD_SAME_UPPER ? total / 2 : total - total / 2;
+				s->pad1[d] = total - s->pad0[d];
+			}
+			int64_t span = in + s->pad0[d] + s->pad1[d];
+			if (span < dk)
+				return wh_kernel_fail(ctx, WH_ERR_SHAPE, "X has shape %s: padded spatial size %lld is smaller than the dilated kernel %lld",
+						      wh_shape_str(x->dims, x->rank, bx, sizeof bx), (long long)span, (long long)dk);
+			s->out[d] = (span - dk) / sd + 1;
+		} else {
+			/* natural size: stride*(in-1) + output_padding + dilated kernel */
+			int64_t full;
+			if (!wh_mul_i64(sd, in - 1, &t) || !wh_add_i64(t, opad[d], &t) || !wh_add_i64(t, dk, &full))
+				return wh_kernel_fail(ctx, WH_ERR_OVERFLOW, "output of ConvTranspose is too large");
+			if (n_oshape >= 0 || mode == PAD_SAME_UPPER || mode == PAD_SAME_LOWER) {
+				int64_t out;
+				if (n_oshape >= 0)
+					out = oshape[n_oshape - nsp + d];
+				else if (!wh_mul_i64(in, sd, &out))
+					return wh_kernel_fail(ctx, WH_ERR_OVERFLOW, "output of ConvTranspose is too large");
+				int64_t total = full - out;
+				if (total < 0 || out < 1)
+					return wh_kernel_fail(ctx, WH_ERR_SHAPE, "output_shape %lld is not reachable from input size %lld",
+							      (long long)out, (long long)in);
+				if (mode == PAD_SAME_UPPER) {
+					s->pad0[d] = total / 2;
+					s->pad1[d] = total - total / 2;
+				} else {
+					s->pad0[d] = total - total / 2;
+					s->pad1[d] = total / 2;
+				}
+			}
+			s->out[d] = full - s->pad0[d] - s->pad1[d];
+			if (s->out[d] < 1)
+				return wh_kernel_fail(ctx, WH_ERR_SHAPE, "pads leave no output for input of shape %s",
+						      wh_shape_str(x->dims, x->rank, bx, sizeof bx));
+		}
+	}
+	int64_t yd[WH_MAX_RANK];
+	uint64_t cnt;
+	yd[0] = s->N;
+	yd[1] = s->M;
+	for (int d = 0; d < nsp; d++)
+		yd[2 + d] = s->out[d];
+	uint64_t wk;
+	if (!wh_shape_count(yd, x->rank, &cnt) || !wh_mul_u64((uint64_t)prod_dims(s->k, nsp), (uint64_t)s->C, &wk) ||
+	    wk > WH_MAX_ELEMENTS)
+		return wh_kernel_fail(ctx, WH_ERR_OVERFLOW, "output of X %s and W %s is too large",
+				      wh_shape_str(x->dims, x->rank, bx, sizeof bx),
+				      wh_shape_str(w->dims, w->rank, bw, sizeof bw));
+	return WH_OK;
+}
+
+static void out_dims(const struct wh_conv_shape *s, int64_t *yd)
+{
+	yd[0] = s->N;
+	yd[1] = s->M;
+	for (int d = 0; d < s->nsp; d++)
+		yd[2 + d] = s->out[d];
+}
+
+/* ---- float16/bfloat16 through float32 ---- */
+
+static bool is_half(enum wh_dtype dt)
+{
+	return dt == WH_DT_FLOAT16 || dt == WH_DT_BFLOAT16;
+}
+
+static enum wh_status half_to_f32(const struct wh_tensor *t, float **out)
+{
+	*out = NULL;
+	if (!t)
+		return WH_OK;
+	float *f = malloc((t->count ? t->count : 1) * sizeof(float));
+	if (!f)
+		return wh_error(WH_ERR_NOMEM, "conv: out of memory converting %llu elements to float32",
+				(unsigned long long)t->count);
+	const uint16_t *h = t->data;
+	for (uint64_t i = 0; i < t->count; i++)
+		f[i] = t->dtype == WH_DT_FLOAT16 ? wh_f16_to_f32(h[i]) : wh_bf16_to_f32(h[i]);
+	*out = f;
+	return WH_OK;
+}
+
+/* ---- Conv / ConvTranspose ---- */
+
+static enum wh_status conv_common(struct wh_kernel_ctx *ctx, bool transpose)
+{
+	const struct wh_tensor *x = wh_kin(ctx, 0), *w = wh_kin(ctx, 1), *b = wh_kin(ctx, 2);
+	if (!x || !w)
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "needs inputs X and W");
+	enum wh_dtype dt = x->dtype;
+	if (dt != WH_DT_FLOAT && dt != WH_DT_DOUBLE && !is_half(dt))
+		return wh_kernel_fail(ctx, WH_ERR_UNSUPPORTED, "type %s is not supported", wh_dtype_name(dt));
+	if (w->dtype != dt || (b && b->dtype != dt))
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "inputs have different types (X %s, W %s%s%s)",
+				      wh_dtype_name(dt), wh_dtype_name(w->dtype), b ? ", B " : "",
+				      b ? wh_dtype_name(b->dtype) : "");
+	struct wh_conv_shape s;
+	enum wh_status st = conv_geometry(ctx, x, w, transpose, &s);
+	if (st)
+		return st;
+	if (b && (b->rank != 1 || b->dims[0] != s.M)) {
+		char bb[64];
+		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "B has shape %s, expected [%lld]",
+				      wh_shape_str(b->dims, b->rank, bb, sizeof bb), (long long)s.M);
+	}
+	int64_t yd[WH_MAX_RANK];
+	out_dims(&s, yd);
+	if ((st = wh_tensor_alloc(&ctx->outputs[0], dt, x->rank, yd)))
+		return st;
+	struct wh_tensor *y = &ctx->outputs[0];
+	if (dt == WH_DT_DOUBLE) {
+		if (transpose)
+			convt_ref_f64(&s, x->data, w->data, b ? b->data : NULL, y->data);
+		else
+			conv_ref_f64(&s, x->data, w->data, b ? b->data : NULL, y->data);
+		return WH_OK;
+	}
+	if (dt == WH_DT_FLOAT) {
+		if (transpose)
+			return wh_convt_f32(ctx->cpu, ctx->pool, &s, x->data, w->data, b ? b->data : NULL, y->data);
+		return wh_conv_f32(ctx->cpu, ctx->pool, &s, x->data, w->data, b ? b->data : NULL, y->data);
+	}
+	float *fx = NULL, *fw = NULL, *fb = NULL, *fy = NULL;
+	if ((st = half_to_f32(x, &fx)) || (st = half_to_f32(w, &fw)) || (st = half_to_f32(b, &fb)))
+		goto out;
+	fy = malloc((y->count ? y->count : 1) * sizeof(float));
+	if (!fy) {
+		st = wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the float32 result");
+		goto out;
+	}
+	if (transpose)
+		st = wh_convt_f32(ctx->cpu, ctx->pool, &s, fx, fw, fb, fy);
+	else
+		st = wh_conv_f32(ctx->cpu, ctx->pool, &s, fx, fw, fb, fy);
+	if (!st) {
+		uint16_t *h = y->data;
+		for (uint64_t i = 0; i < y->count; i++)
+			h[i] = dt == WH_DT_FLOAT16 ? wh_f32_to_f16(fy[i]) : wh_f32_to_bf16(fy[i]);
+	}
+out:
+	free(fx);
+	free(fw);
+	free(fb);
+	free(fy);
+	return st;
+}
+
+static enum wh_status conv_run(struct wh_kernel_ctx *ctx)
+{
+	return conv_common(ctx, false);
+}
+
+static enum wh_status conv_transpose_run(struct wh_kernel_ctx *ctx)
+{
+	return conv_common(ctx, true);
+}
+
+/* ---- ConvInteger / QLinearConv ---- */
+
+static bool is_8bit(const struct wh_tensor *t)
+{
+	return t && (t->dtype == WH_DT_UINT8 || t->dtype == WH_DT_INT8);
+}
+
+/* Integer convolution of 8-bit x and w less their zero points (x: scalar; w: scalar or
+ * one per output channel), plus an optional int32 bias, into int32 acc. */
+static enum wh_status conv_integer(struct wh_kernel_ctx *ctx, const struct wh_conv_shape *s,
+				   const struct wh_tensor *x, const struct wh_tensor *xzp,
+				   const struct wh_tensor *w, const struct wh_tensor *wzp,
+				   const struct wh_tensor *bias, int32_t *acc)
+{
+	if (xzp && xzp->count != 1)
+		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "x zero point must be a scalar");
+	if (wzp && wzp->count != 1 && wzp->count != (uint64_t)s->M)
+		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "w zero point has %llu values, expected 1 or %lld",
+				      (unsigned long long)wzp->count, (long long)s->M);
+	if (bias && (bias->dtype != WH_DT_INT32 || bias->count != (uint64_t)s->M))
+		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "B must be int32 with %lld values", (long long)s->M);
+	int32_t *xi = malloc((x->count ? x->count : 1) * sizeof(int32_t));
+	int32_t *wi = malloc((w->count ? w->count : 1) * sizeof(int32_t));
+	if (!xi || !wi) {
+		free(xi);
+		free(wi);
+		return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory widening inputs to int32");
+	}
+	int32_t zx = xzp ? (int32_t)wh_tensor_get_i64(xzp, 0) : 0;
+	for (uint64_t i = 0; i < x->count; i++)
+		xi[i] = (int32_t)wh_tensor_get_i64(x, i) - zx;
+	uint64_t per = s->M ? w->count / (uint64_t)s->M : 0;
+	for (uint64_t i = 0; i < w->count; i++) {
+		int32_t zw = wzp ? (int32_t)wh_tensor_get_i64(wzp, wzp->count == 1 ? 0 : i / per) : 0;
+		wi[i] = (int32_t)wh_tensor_get_i64(w, i) - zw;
+	}
+	conv_ref_i32(s, xi, wi, bias ? bias->data : NULL, acc);
+	free(xi);
+	free(wi);
+	return WH_OK;
+}
+
+static enum wh_status conv_integer_run(struct wh_kernel_ctx *ctx)
+{
+	const struct wh_tensor *x = wh_kin(ctx, 0), *w = wh_kin(ctx, 1);
+	const struct wh_tensor *xzp = wh_kin(ctx, 2), *wzp = wh_kin(ctx, 3);
+	if (!x || !w)
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "needs inputs x and w");
+	if (!is_8bit(x) || !is_8bit(w))
+		return wh_kernel_fail(ctx, WH_ERR_UNSUPPORTED, "types %s and %s are not supported (expected int8/uint8)",
+				      wh_dtype_name(x->dtype), wh_dtype_name(w->dtype));
+	struct wh_conv_shape s;
+	enum wh_status st = conv_geometry(ctx, x, w, false, &s);
+	if (st)
+		return st;
+	int64_t yd[WH_MAX_RANK];
+	out_dims(&s, yd);
+	if ((st = wh_tensor_alloc(&ctx->outputs[0], WH_DT_INT32, x->rank, yd)))
+		return st;
+	return conv_integer(ctx, &s, x, xzp, w, wzp, NULL, ctx->outputs[0].data);
+}
+
+static float round_scale(enum wh_dtype dt, float v)
+{
+	if (dt == WH_DT_FLOAT16)
+		return wh_round_f16(v);
+	if (dt == WH_DT_BFLOAT16)
+		return wh_round_bf16(v);
+	return v;
+}
+
+static enum wh_status qlinear_conv_run(struct wh_kernel_ctx *ctx)
+{
+	const struct wh_tensor *x = wh_kin(ctx, 0), *xs = wh_kin(ctx, 1), *xzp = wh_kin(ctx, 2);
+	const struct wh_tensor *w = wh_kin(ctx, 3), *ws = wh_kin(ctx, 4), *wzp = wh_kin(ctx, 5);
+	const struct wh_tensor *ys = wh_kin(ctx, 6), *yzp = wh_kin(ctx, 7), *bias = wh_kin(ctx, 8);
+	if (!x || !xs || !w || !ws || !ys)
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "needs inputs x, x_scale, w, w_scale and y_scale");
+	if (!is_8bit(x) || !is_8bit(w) || (yzp && !is_8bit(yzp)))
+		return wh_kernel_fail(ctx, WH_ERR_UNSUPPORTED, "types %s and %s are not supported (expected int8/uint8)",
+				      wh_dtype_name(x->dtype), wh_dtype_name(w->dtype));
+	if (!wh_dtype_is_float(xs->dtype) || !wh_dtype_is_float(ws->dtype) || !wh_dtype_is_float(ys->dtype))
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "scales must be floating point");
+	if (xs->count != 1 || ys->count != 1 || (yzp && yzp->count != 1))
+		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "x_scale, y_scale and y_zero_point must be scalars");
+	struct wh_conv_shape s;
+	enum wh_status st = conv_geometry(ctx, x, w, false, &s);
+	if (st)
+		return st;
+	if (ws->count != 1 && ws->count != (uint64_t)s.M)
+		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "w_scale has %llu values, expected 1 or %lld",
+				      (unsigned long long)ws->count, (long long)s.M);
+	int64_t yd[WH_MAX_RANK];
+	out_dims(&s, yd);
+	enum wh_dtype ydt = yzp ? yzp->dtype : x->dtype;
+	if ((st = wh_tensor_alloc(&ctx->outputs[0], ydt, x->rank, yd)))
+		return st;
+	struct wh_tensor *y = &ctx->outputs[0];
+	int32_t *acc = malloc((y->count ? y->count : 1) * sizeof(int32_t));
+	if (!acc)
+		return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the int32 accumulators");
+	if ((st = conv_integer(ctx, &s, x, xzp, w, wzp, bias, acc)))
+		goto out;
+	float xsv = (float)wh_tensor_get_f64(xs, 0), ysv = (float)wh_tensor_get_f64(ys, 0);
+	double yz = yzp ? (double)wh_tensor_get_i64(yzp, 0) : 0.0;
+	double lo = ydt == WH_DT_UINT8 ? 0 : -128, hi = ydt == WH_DT_UINT8 ? 255 : 127;
+	uint64_t P = (uint64_t)prod_dims(s.out, s.nsp);
+	for (uint64_t i = 0; i < y->count; i++) {
+		uint64_t co = (i / P) % (uint64_t)s.M;
+		float m = round_scale(xs->dtype, xsv * (float)wh_tensor_get_f64(ws, ws->count == 1 ? 0 : co));
+		m = round_scale(xs->dtype, m / ysv);
+		double v = nearbyint((double)acc[i] * (double)m) + yz;
+		v = v < lo ? lo : v > hi ? hi : v;
+		wh_tensor_set_f64(y, i, v);
+	}
+out:
+	free(acc);
+	return st;
+}
+
+const struct wh_op_def wh_ops_conv[] = {
+	{"", "Conv", 1, conv_run},
+	{"", "ConvTranspose", 1, conv_transpose_run},
+	{"", "ConvInteger", 10, conv_integer_run},
+	{"", "QLinearConv", 10, qlinear_conv_run},
+};
+const size_t wh_ops_conv_count = sizeof wh_ops_conv / sizeof wh_ops_conv[0];

@@ -35,18 +35,25 @@ enum wh_status wh_upsample_run(struct wh_kernel_ctx *ctx);
 /* GridSample (16..22), implemented in resize.c. */
 enum wh_status wh_gridsample_run(struct wh_kernel_ctx *ctx);
 
-/* The float32 2-D fast paths of Resize, exposed so tests can compare them with the
- * general N-D path: NCHW input, output of size oh x ow, per-axis source coordinates already
- * resolved (nearest: one source index per output row/column; linear: two indices and a
- * weight). Deterministic for any pool size. */
+/* The float32 2-D fast path of Resize, exposed so tests can compare it with the general
+ * N-D path: n_planes planes of ih x iw resized to oh x ow, with per-axis source taps already
+ * resolved (nearest: index y0/x0; linear: indices y0,y1 / x0,x1 with weights wy0,wy1 /
+ * wx0,wx1). Deterministic for any pool size. */
 struct wh_resize2d_plan {
 	int64_t n_planes; /* N*C */
 	int64_t ih, iw, oh, ow;
 	bool linear;
-	const int64_t *y0, *y1, *x0, *x1; /* y1/x1 only for linear */
-	const float *wy, *wx;             /* weight of y1/x1, only for linear */
+	const int64_t *y0, *y1, *x0, *x1;     /* y1/x1 only for linear */
+	const float *wy0, *wy1, *wx0, *wx1;   /* only for linear */
 };
 void wh_resize2d_f32(struct wh_threadpool *pool, const struct wh_resize2d_plan *plan,
 		     const float *src, float *dst);
+
+/* Set by tests to force the general N-D path (the fast path is taken whenever it applies);
+ * passed through wh_resize_run_opts. */
+struct wh_resize_opts {
+	bool no_fast_path;
+};
+enum wh_status wh_resize_run_opts(struct wh_kernel_ctx *ctx, const struct wh_resize_opts *opts);
 
 #endif

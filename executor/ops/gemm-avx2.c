@@ -20,12 +20,14 @@ WH_AI void ukr(const size_t MR, const int NV, const int FULL, size_t nr, size_t 
 {
 	__m256 acc0[WH_SGEMM_MR_AVX2], acc1[WH_SGEMM_MR_AVX2];
 	if (flags & WH_SGEMM_LOAD_C) {
+		_Pragma("GCC unroll 16")
 		for (size_t r = 0; r < MR; r++) {
 			acc0[r] = load8(FULL, c + r * ldc, m0);
 			if (NV == 2)
 				acc1[r] = load8(FULL, c + r * ldc + 8, m1);
 		}
 	} else {
+		_Pragma("GCC unroll 16")
 		for (size_t r = 0; r < MR; r++) {
 			acc0[r] = _mm256_setzero_ps();
 			if (NV == 2)
@@ -38,6 +40,7 @@ WH_AI void ukr(const size_t MR, const int NV, const int FULL, size_t nr, size_t 
 		__m256 b1 = _mm256_setzero_ps();
 		if (NV == 2)
 			b1 = load8(FULL, bp + 8, m1);
+		_Pragma("GCC unroll 16")
 		for (size_t r = 0; r < MR; r++) {
 			__m256 av = _mm256_broadcast_ss(a + r);
 			acc0[r] = _mm256_fmadd_ps(av, b0, acc0[r]);
@@ -47,6 +50,7 @@ WH_AI void ukr(const size_t MR, const int NV, const int FULL, size_t nr, size_t 
 		a += MR;
 	}
 	if (flags & WH_SGEMM_BIAS) {
+		_Pragma("GCC unroll 16")
 		for (size_t r = 0; r < MR; r++) {
 			__m256 bv = _mm256_broadcast_ss(bias + r);
 			acc0[r] = _mm256_add_ps(acc0[r], bv);
@@ -55,6 +59,7 @@ WH_AI void ukr(const size_t MR, const int NV, const int FULL, size_t nr, size_t 
 		}
 	}
 	if (FULL) {
+		_Pragma("GCC unroll 16")
 		for (size_t r = 0; r < MR; r++) {
 			_mm256_storeu_ps(c + r * ldc, acc0[r]);
 			if (NV == 2)
@@ -62,6 +67,7 @@ WH_AI void ukr(const size_t MR, const int NV, const int FULL, size_t nr, size_t 
 		}
 	} else {
 		float tile[16];
+		_Pragma("GCC unroll 16")
 		for (size_t r = 0; r < MR; r++) {
 			_mm256_storeu_ps(tile, acc0[r]);
 			if (NV == 2)

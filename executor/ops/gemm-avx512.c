@@ -13,12 +13,14 @@ WH_AI void ukr(const size_t MR, const int NV, size_t kc, const float *a, const f
 {
 	__m512 acc0[WH_SGEMM_MR_AVX512], acc1[WH_SGEMM_MR_AVX512];
 	if (flags & WH_SGEMM_LOAD_C) {
+		_Pragma("GCC unroll 16")
 		for (size_t r = 0; r < MR; r++) {
 			acc0[r] = _mm512_maskz_loadu_ps(m0, c + r * ldc);
 			if (NV == 2)
 				acc1[r] = _mm512_maskz_loadu_ps(m1, c + r * ldc + 16);
 		}
 	} else {
+		_Pragma("GCC unroll 16")
 		for (size_t r = 0; r < MR; r++) {
 			acc0[r] = _mm512_setzero_ps();
 			if (NV == 2)
@@ -31,6 +33,7 @@ WH_AI void ukr(const size_t MR, const int NV, size_t kc, const float *a, const f
 		__m512 b1 = _mm512_setzero_ps();
 		if (NV == 2)
 			b1 = _mm512_maskz_loadu_ps(m1, bp + 16);
+		_Pragma("GCC unroll 16")
 		for (size_t r = 0; r < MR; r++) {
 			__m512 av = _mm512_set1_ps(a[r]);
 			acc0[r] = _mm512_fmadd_ps(av, b0, acc0[r]);
@@ -40,6 +43,7 @@ WH_AI void ukr(const size_t MR, const int NV, size_t kc, const float *a, const f
 		a += MR;
 	}
 	if (flags & WH_SGEMM_BIAS) {
+		_Pragma("GCC unroll 16")
 		for (size_t r = 0; r < MR; r++) {
 			__m512 bv = _mm512_set1_ps(bias[r]);
 			acc0[r] = _mm512_add_ps(acc0[r], bv);
@@ -47,6 +51,7 @@ WH_AI void ukr(const size_t MR, const int NV, size_t kc, const float *a, const f
 				acc1[r] = _mm512_add_ps(acc1[r], bv);
 		}
 	}
+	_Pragma("GCC unroll 16")
 	for (size_t r = 0; r < MR; r++) {
 		_mm512_mask_storeu_ps(c + r * ldc, m0, acc0[r]);
 		if (NV == 2)

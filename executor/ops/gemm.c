@@ -1,5 +1,741 @@
-/* Placeholder table: filled in by the kernels of this file. */
-#include "executor/kernel.h"
+/* Gemm, MatMul, MatMulInteger, QLinearMatMul, and the float32 GEMM engine they share with
+ * the convolutions (see gemm-internal.h for its contract). */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 
-const struct wh_op_def wh_ops_gemm[] = {{"", "", 0, NULL}};
-const size_t wh_ops_gemm_count = 0;
+#include "executor/kernel.h"
+#include "executor/numfmt.h"
+#include "executor/ops/gemm-internal.h"
+
+/* ---- the float32 GEMM engine ---- */
+
+/* K is cut into equal slices of at most this many steps so that a slice of B's panel
+ * (KC x NR floats) stays in L1 while the kernel walks down the rows of A. */
+#define WH_SGEMM_KC 256
+
+static void ukernel_scalar(size_t mr, size_t nr, size_t kc, const float *a, const float *b,
+			   const ptrdiff_t *boff, float *c, size_t ldc, const float *bias, unsigned flags)
+{
+	float acc[WH_SGEMM_MR_SCALAR][WH_SGEMM_NR_SCALAR];
+	for (size_t i = 0; i < mr; i++)
+		for (size_t j = 0; j < nr; j++)
+			acc[i][j] = (flags & WH_SGEMM_LOAD_C) ? c[i * ldc + j] : 0.0f;
+	for (size_t k = 0; k < kc; k++) {
+		const float *bp = b + boff[k];
+		for (size_t i = 0; i < mr; i++) {
+			float ai = a[k * mr + i];
+			for (size_t j = 0; j < nr; j++)
+				acc[i][j] += ai * bp[j];
+		}
+	}
+	for (size_t i = 0; i < mr; i++)
+		for (size_t j = 0; j < nr; j++)
+			c[i * ldc + j] = (flags & WH_SGEMM_BIAS) ? acc[i][j] + bias[i] : acc[i][j];
+}
+
+void wh_sgemm_kernel_get(enum wh_isa isa, struct wh_sgemm_kernel *out)
+{
+	if (isa >= WH_ISA_AVX512)
+		*out = (struct wh_sgemm_kernel){WH_ISA_AVX512, WH_SGEMM_MR_AVX512, WH_SGEMM_NR_AVX512,
+						wh_sgemm_ukernel_avx512};
+	else if (isa >= WH_ISA_AVX2)
+		*out = (struct wh_sgemm_kernel){WH_ISA_AVX2, WH_SGEMM_MR_AVX2, WH_SGEMM_NR_AVX2,
+						wh_sgemm_ukernel_avx2};
+	else
+		*out = (struct wh_sgemm_kernel){WH_ISA_SCALAR, WH_SGEMM_MR_SCALAR, WH_SGEMM_NR_SCALAR,
+						ukernel_scalar};
+}
+
+void wh_sgemm_pack_a(const struct wh_sgemm_kernel *kern, size_t M, size_t K, const float *a,
+		     size_t rsa, size_t csa, float *dst)
+{
+	for (size_t i0 = 0; i0 < M; i0 += kern->mr) {
+		size_t mr = M - i0 < kern->mr ? M - i0 : kern->mr;
+		float *d = dst + i0 * K;
+		const float *s = a + i0 * rsa;
+		if (csa == 1 && mr > 1) {
+			for (size_t r = 0; r < mr; r++)
+				for (size_t k = 0; k < K; k++)
+					d[k * mr + r] = s[r * rsa + k];
+		} else {
+			for (size_t k = 0; k < K; k++)
+				for (size_t r = 0; r < mr; r++)
+					d[k * mr + r] = s[r * rsa + k * csa];
+		}
+	}
+}
+
+void wh_sgemm_block(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size_t K,
+		    const float *apack, const float *b, const ptrdiff_t *boff, float *c, size_t ldc,
+		    const float *bias)
+{
+	size_t n_slices = (K + WH_SGEMM_KC - 1) / WH_SGEMM_KC;
+	size_t kc = n_slices ? (K + n_slices - 1) / n_slices : 0;
+	size_t k0 = 0;
+	do {
+		size_t kk = K - k0 < kc ? K - k0 : kc;
+		unsigned flags = (k0 ? WH_SGEMM_LOAD_C : 0) | (k0 + kk == K && bias ? WH_SGEMM_BIAS : 0);
+		for (size_t j = 0; j < N; j += kern->nr) {
+			size_t nr = N - j < kern->nr ? N - j : kern->nr;
+			for (size_t i = 0; i < M; i += kern->mr) {
+				size_t mr = M - i < kern->mr ? M - i : kern->mr;
+				kern->ukernel(mr, nr, kk, apack + i * K + k0 * mr, b + j, boff + k0,
+					      c + i * ldc + j, ldc, bias ? bias + i : NULL, flags);
+			}
+		}
+		k0 += kk;
+	} while (k0 < K);
+}
+
+static size_t round_up(size_t x, size_t m)
+{
+	return (x + m - 1) / m * m;
+}
+
+void wh_sgemm_tiles(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size_t K, int threads,
+		    size_t *mc_out, size_t *nc_out)
+{
+	(void)K;
+	size_t mc = M <= 16 * kern->mr ? M : 16 * kern->mr;
+	size_t nc = round_up(N < 512 ? N : 512, kern->nr);
+	if (nc == 0)
+		nc = kern->nr;
+	if (threads > 1) {
+		size_t want = 4 * (size_t)threads;
+		for (;;) {
+			size_t tiles = ((M + mc - 1) / (mc ? mc : 1)) * ((N + nc - 1) / nc);
+			if (tiles >= want)
+				break;
+			if (nc > 2 * kern->nr)
+				nc = round_up(nc / 2, kern->nr);
+			else if (mc > kern->mr)
+				mc = round_up(mc / 2, kern->mr);
+			else
+				break;
+		}
+	}
+	*mc_out = mc ? mc : 1;
+	*nc_out = nc;
+}
+
+struct sgemm_job {
+	const struct wh_sgemm_kernel *kern;
+	const struct wh_sgemm_desc *d;
+	float *apack;
+	const ptrdiff_t *boff;
+	size_t mc, nc, mt, nt;
+};
+
+static void sgemm_pack_task(void *arg, size_t begin, size_t end)
+{
+	struct sgemm_job *j = arg;
+	const struct wh_sgemm_desc *d = j->d;
+	for (size_t bi = begin; bi < end; bi++)
+		wh_sgemm_pack_a(j->kern, d->M, d->K, d->a + (d->a_off ? d->a_off[bi] : 0), d->rsa, d->csa,
+				j->apack + bi * d->M * d->K);
+}
+
+static void sgemm_task(void *arg, size_t begin, size_t end)
+{
+	struct sgemm_job *j = arg;
+	const struct wh_sgemm_desc *d = j->d;
+	for (size_t t = begin; t < end; t++) {
+		size_t bi = t / (j->mt * j->nt), r = t % (j->mt * j->nt);
+		size_t m0 = (r / j->nt) * j->mc, n0 = (r % j->nt) * j->nc;
+		size_t m = d->M - m0 < j->mc ? d->M - m0 : j->mc;
+		size_t n = d->N - n0 < j->nc ? d->N - n0 : j->nc;
+		const float *b = d->b + (d->b_off ? d->b_off[bi] : 0) + n0;
+		float *c = d->c + (d->c_off ? d->c_off[bi] : 0) + m0 * d->ldc + n0;
+		wh_sgemm_block(j->kern, m, n, d->K, j->apack + bi * d->M * d->K + m0 * d->K, b, j->boff, c,
+			       d->ldc, d->bias ? d->bias + m0 : NULL);
+	}
+}
+
+enum wh_status wh_sgemm_run(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
+			    const struct wh_sgemm_desc *d)
+{
+	if (d->M == 0 || d->N == 0 || d->batch == 0)
+		return WH_OK;
+	struct wh_sgemm_kernel kern;
+	wh_sgemm_kernel_get(cpu->isa, &kern);
+	uint64_t mk, apack_n, work;
+	if (!wh_mul_u64(d->M, d->K, &mk) || !wh_mul_u64(mk, d->batch, &apack_n) ||
+	    apack_n > WH_MAX_ELEMENTS || !wh_mul_u64(apack_n, d->N, &work))
+		return wh_error(WH_ERR_OVERFLOW, "gemm: %zux%zux%zu times %zu is too large (use smaller inputs)",
+				d->M, d->K, d->N, d->batch);
+	enum wh_status st = WH_OK;
+	float *apack = malloc((apack_n ? apack_n : 1) * sizeof(float));
+	ptrdiff_t *boff = malloc((d->K ? d->K : 1) * sizeof(ptrdiff_t));
+	if (!apack || !boff) {
+		st = wh_error(WH_ERR_NOMEM, "gemm: out of memory packing a %zux%zu matrix", d->M, d->K);
+		goto out;
+	}
+	for (size_t k = 0; k < d->K; k++)
+		boff[k] = (ptrdiff_t)(k * d->ldb);
+	/* Small products are not worth waking the pool for. */
+	if (work < ((uint64_t)1 << 16))
+		pool = NULL;
+	struct sgemm_job job = {.kern = &kern, .d = d, .apack = apack, .boff = boff};
+	size_t grain = mk ? (size_t)(((uint64_t)1 << 16) / mk) : d->batch;
+	wh_parallel_for(pool, d->batch, grain ? grain : 1, sgemm_pack_task, &job);
+	wh_sgemm_tiles(&kern, d->M, d->N, d->K, wh_threadpool_size(pool), &job.mc, &job.nc);
+	job.mt = (d->M + job.mc - 1) / job.mc;
+	job.nt = (d->N + job.nc - 1) / job.nc;
+	wh_parallel_for(pool, d->batch * job.mt * job.nt, 1, sgemm_task, &job);
+out:
+	free(apack);
+	free(boff);
+	return st;
+}
+
+void wh_sgemm_ref(size_t M, size_t N, size_t K, const float *a, size_t rsa, size_t csa,
+		  const float *b, size_t rsb, size_t csb, float *c, size_t ldc, const float *bias)
+{
+	for (size_t i = 0; i < M; i++) {
+		float *ci = c + i * ldc;
+		for (size_t j = 0; j < N; j++)
+			ci[j] = 0.0f;
+		/* i-k-j order: each element still sums its products in k order from zero. */
+		for (size_t k = 0; k < K; k++) {
+			float aik = a[i * rsa + k * csa];
+			const float *bk = b + k * rsb;
+			for (size_t j = 0; j < N; j++)
+				ci[j] += aik * bk[j * csb];
+		}
+		if (bias)
+			for (size_t j = 0; j < N; j++)
+				ci[j] += bias[i];
+	}
+}
+
+/* ---- float views of reduced-precision tensors ---- */
+
+static bool is_half(enum wh_dtype dt)
+{
+	return dt == WH_DT_FLOAT16 || dt == WH_DT_BFLOAT16;
+}
+
+/* A float32 copy of an fp16/bf16 tensor's elements (caller frees). */
+static enum wh_status half_to_f32(const struct wh_tensor *t, float **out)
+{
+	float *f = malloc((t->count ? t->count : 1) * sizeof(float));
+	if (!f)
+		return wh_error(WH_ERR_NOMEM, "matmul: out of memory converting %llu elements to float32",
+				(unsigned long long)t->count);
+	const uint16_t *h = t->data;
+	for (uint64_t i = 0; i < t->count; i++)
+		f[i] = t->dtype == WH_DT_FLOAT16 ? wh_f16_to_f32(h[i]) : wh_bf16_to_f32(h[i]);
+	*out = f;
+	return WH_OK;
+}
+
+static void f32_to_half(const float *f, struct wh_tensor *t)
+{
+	uint16_t *h = t->data;
+	for (uint64_t i = 0; i < t->count; i++)
+		h[i] = t->dtype == WH_DT_FLOAT16 ? wh_f32_to_f16(f[i]) : wh_f32_to_bf16(f[i]);
+}
+
+/* ---- MatMul shapes (numpy matmul semantics) ---- */
+
+struct mm_shape {
+	int64_t M, N, K;
+	int32_t out_rank;
+	int64_t out_dims[WH_MAX_RANK];
+	size_t batch;
+	size_t *a_off, *b_off, *c_off; /* element offsets of each matrix of the batch */
+	bool a_batched, b_batched;
+};
+
+static void mm_shape_release(struct mm_shape *s)
+{
+	free(s->a_off);
+	free(s->b_off);
+	free(s->c_off);
+	s->a_off = s->b_off = s->c_off = NULL;
+}
+
+static enum wh_status mm_shape_init(struct wh_kernel_ctx *ctx, const struct wh_tensor *A,
+				    const struct wh_tensor *B, struct mm_shape *s)
+{
+	char sa[64], sb[64];
+	memset(s, 0, sizeof *s);
+	if (A->rank < 1 || B->rank < 1)
+		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "inputs have shapes %s and %s, matmul needs at least 1-d inputs",
+				      wh_shape_str(A->dims, A->rank, sa, sizeof sa),
+				      wh_shape_str(B->dims, B->rank, sb, sizeof sb));
+	s->K = A->dims[A->rank - 1];
+	s->M = A->rank >= 2 ? A->dims[A->rank - 2] : 1;
+	int64_t kb = B->rank >= 2 ? B->dims[B->rank - 2] : B->dims[0];
+	s->N = B->rank >= 2 ? B->dims[B->rank - 1] : 1;
+	if (kb != s->K)
+		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "inputs have shapes %s and %s: inner dimensions %lld and %lld differ",
+				      wh_shape_str(A->dims, A->rank, sa, sizeof sa),
+				      wh_shape_str(B->dims, B->rank, sb, sizeof sb), (long long)s->K, (long long)kb);
+	int32_t ra = A->rank > 2 ? A->rank - 2 : 0, rb = B->rank > 2 ? B->rank - 2 : 0;
+	int32_t br = ra > rb ? ra : rb;
+	int64_t bd[WH_MAX_RANK];
+	for (int32_t d = 0; d < br; d++) {
+		int64_t x = d - (br - ra) >= 0 ? A->dims[d - (br - ra)] : 1;
+		int64_t y = d - (br - rb) >= 0 ? B->dims[d - (br - rb)] : 1;
+		if (x != y && x != 1 && y != 1)
+			return wh_kernel_fail(ctx, WH_ERR_SHAPE, "inputs have shapes %s and %s: batch dimensions do not broadcast",
+					      wh_shape_str(A->dims, A->rank, sa, sizeof sa),
+					      wh_shape_str(B->dims, B->rank, sb, sizeof sb));
+		bd[d] = x == 1 ? y : x;
+	}
+	s->out_rank = 0;
+	for (int32_t d = 0; d < br; d++)
+		s->out_dims[s->out_rank++] = bd[d];
+	if (A->rank >= 2)
+		s->out_dims[s->out_rank++] = s->M;
+	if (B->rank >= 2)
+		s->out_dims[s->out_rank++] = s->N;
+	uint64_t batch, cnt;
+	if (!wh_shape_count(bd, br, &batch) || !wh_shape_count(s->out_dims, s->out_rank, &cnt))
+		return wh_kernel_fail(ctx, WH_ERR_OVERFLOW, "output of inputs %s and %s is too large",
+				      wh_shape_str(A->dims, A->rank, sa, sizeof sa),
+				      wh_shape_str(B->dims, B->rank, sb, sizeof sb));
+	s->batch = (size_t)batch;
+	s->a_batched = ra > 0;
+	s->b_batched = rb > 0;
+	size_t n = s->batch ? s->batch : 1;
+	s->a_off = malloc(n * sizeof(size_t));
+	s->b_off = malloc(n * sizeof(size_t));
+	s->c_off = malloc(n * sizeof(size_t));
+	if (!s->a_off || !s->b_off || !s->c_off) {
+		mm_shape_release(s);
+		return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for %zu batch offsets", n);
+	}
+	/* Strides of each input's batch dimensions in matrices, 0 where broadcast. */
+	int64_t stra[WH_MAX_RANK], strb[WH_MAX_RANK];
+	int64_t accA = 1, accB = 1;
+	for (int32_t d = br - 1; d >= 0; d--) {
+		int32_t da = d - (br - ra), db = d - (br - rb);
+		int64_t xa = da >= 0 ? A->dims[da] : 1, xb = db >= 0 ? B->dims[db] : 1;
+		stra[d] = xa == 1 ? 0 : accA;
+		strb[d] = xb == 1 ? 0 : accB;
+		accA *= xa;
+		accB *= xb;
+	}
+	size_t mk = (size_t)(s->M * s->K), kn = (size_t)(s->K * s->N), mn = (size_t)(s->M * s->N);
+	int64_t idx[WH_MAX_RANK] = {0};
+	for (size_t b = 0; b < s->batch; b++) {
+		size_t oa = 0, ob = 0;
+		for (int32_t d = 0; d < br; d++) {
+			oa += (size_t)(idx[d] * stra[d]);
+			ob += (size_t)(idx[d] * strb[d]);
+		}
+		s->a_off[b] = oa * mk;
+		s->b_off[b] = ob * kn;
+		s->c_off[b] = b * mn;
+		for (int32_t d = br - 1; d >= 0; d--) {
+			if (++idx[d] < bd[d])
+				break;
+			idx[d] = 0;
+		}
+	}
+	return WH_OK;
+}
+
+/* ---- generic (non-float32) products ---- */
+
+static uint64_t store_int(struct wh_tensor *t, uint64_t i, uint64_t v)
+{
+	switch (t->dtype) {
+	case WH_DT_INT32: ((int32_t *)t->data)[i] = (int32_t)(uint32_t)v; break;
+	case WH_DT_UINT32: ((uint32_t *)t->data)[i] = (uint32_t)v; break;
+	case WH_DT_INT64: ((int64_t *)t->data)[i] = (int64_t)v; break;
+	case WH_DT_UINT64: ((uint64_t *)t->data)[i] = v; break;
+	default: break;
+	}
+	return v;
+}
+
+/* Integer products wrap modulo 2^bits as the hardware does (unsigned arithmetic, no UB). */
+static void mm_int(const struct mm_shape *s, const struct wh_tensor *A, const struct wh_tensor *B,
+		   struct wh_tensor *Y)
+{
+	for (size_t b = 0; b < s->batch; b++)
+		for (int64_t i = 0; i < s->M; i++)
+			for (int64_t j = 0; j < s->N; j++) {
+				uint64_t acc = 0;
+				for (int64_t k = 0; k < s->K; k++) {
+					uint64_t x = (uint64_t)wh_tensor_get_i64(A, s->a_off[b] + (uint64_t)(i * s->K + k));
+					uint64_t y = (uint64_t)wh_tensor_get_i64(B, s->b_off[b] + (uint64_t)(k * s->N + j));
+					acc += x * y;
+				}
+				store_int(Y, s->c_off[b] + (uint64_t)(i * s->N + j), acc);
+			}
+}
+
+static void mm_double(const struct mm_shape *s, const double *A, const double *B, double *Y)
+{
+	for (size_t b = 0; b < s->batch; b++)
+		for (int64_t i = 0; i < s->M; i++) {
+			double *y = Y + s->c_off[b] + i * s->N;
+			for (int64_t j = 0; j < s->N; j++)
+				y[j] = 0;
+			for (int64_t k = 0; k < s->K; k++) {
+				double a = A[s->a_off[b] + i * s->K + k];
+				const double *bk = B + s->b_off[b] + k * s->N;
+				for (int64_t j = 0; j < s->N; j++)
+					y[j] += a * bk[j];
+			}
+		}
+}
+
+/* float32 product of a batch described by s (fast path). */
+static enum wh_status mm_f32(struct wh_kernel_ctx *ctx, const struct mm_shape *s, const float *A,
+			     const float *B, float *Y)
+{
+	struct wh_sgemm_desc d = {
+		.M = (size_t)s->M, .N = (size_t)s->N, .K = (size_t)s->K, .batch = s->batch,
+		.a = A, .rsa = (size_t)s->K, .csa = 1, .a_off = s->a_off,
+		.b = B, .ldb = (size_t)s->N, .b_off = s->b_off,
+		.c = Y, .ldc = (size_t)s->N, .c_off = s->c_off,
+	};
+	/* With B shared by the whole batch, A's matrices are rows of one tall matrix. */
+	if (!s->b_batched && s->batch > 1) {
+		d.M = (size_t)s->M * s->batch;
+		d.batch = 1;
+		d.a_off = d.b_off = d.c_off = NULL;
+	}
+	return wh_sgemm_run(ctx->cpu, ctx->pool, &d);
+}
+
+static enum wh_status matmul_run(struct wh_kernel_ctx *ctx)
+{
+	const struct wh_tensor *A = wh_kin(ctx, 0), *B = wh_kin(ctx, 1);
+	if (!A || !B)
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "needs inputs A and B");
+	if (A->dtype != B->dtype)
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "inputs have types %s and %s, expected the same",
+				      wh_dtype_name(A->dtype), wh_dtype_name(B->dtype));
+	enum wh_dtype dt = A->dtype;
+	if (dt != WH_DT_FLOAT && dt != WH_DT_DOUBLE && !is_half(dt) && dt != WH_DT_INT32 &&
+	    dt != WH_DT_INT64 && dt != WH_DT_UINT32 && dt != WH_DT_UINT64)
+		return wh_kernel_fail(ctx, WH_ERR_UNSUPPORTED, "type %s is not supported", wh_dtype_name(dt));
+	struct mm_shape s;
+	enum wh_status st = mm_shape_init(ctx, A, B, &s);
+	if (st)
+		return st;
+	float *fa = NULL, *fb = NULL, *fy = NULL;
+	st = wh_tensor_alloc(&ctx->outputs[0], dt, s.out_rank, s.out_dims);
+	if (st)
+		goto out;
+	struct wh_tensor *Y = &ctx->outputs[0];
+	if (dt == WH_DT_FLOAT) {
+		st = mm_f32(ctx, &s, A->data, B->data, Y->data);
+	} else if (is_half(dt)) {
+		if ((st = half_to_f32(A, &fa)) || (st = half_to_f32(B, &fb)))
+			goto out;
+		fy = malloc((Y->count ? Y->count : 1) * sizeof(float));
+		if (!fy) {
+			st = wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the float32 result");
+			goto out;
+		}
+		if ((st = mm_f32(ctx, &s, fa, fb, fy)))
+			goto out;
+		f32_to_half(fy, Y);
+	} else if (dt == WH_DT_DOUBLE) {
+		mm_double(&s, A->data, B->data, Y->data);
+	} else {
+		mm_int(&s, A, B, Y);
+	}
+out:
+	free(fa);
+	free(fb);
+	free(fy);
+	mm_shape_release(&s);
+	return st;
+}
+
+/* ---- Gemm ---- */
+
+static enum wh_status gemm_run(struct wh_kernel_ctx *ctx)
+{
+	const struct wh_tensor *A = wh_kin(ctx, 0), *B = wh_kin(ctx, 1), *C = wh_kin(ctx, 2);
+	char sa[64], sb[64], sc[64];
+	if (!A || !B)
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "needs inputs A and B");
+	enum wh_dtype dt = A->dtype;
+	if (B->dtype != dt || (C && C->dtype != dt))
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "inputs have different types (%s, %s%s%s)",
+				      wh_dtype_name(A->dtype), wh_dtype_name(B->dtype), C ? ", " : "",
+				      C ? wh_dtype_name(C->dtype) : "");
+	if (dt != WH_DT_FLOAT && dt != WH_DT_DOUBLE && !is_half(dt) && dt != WH_DT_INT32 &&
+	    dt != WH_DT_INT64 && dt != WH_DT_UINT32 && dt != WH_DT_UINT64)
+		return wh_kernel_fail(ctx, WH_ERR_UNSUPPORTED, "type %s is not supported", wh_dtype_name(dt));
+	if (A->rank != 2 || B->rank != 2)
+		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "inputs have shapes %s and %s, expected 2-d matrices",
+				      wh_shape_str(A->dims, A->rank, sa, sizeof sa),
+				      wh_shape_str(B->dims, B->rank, sb, sizeof sb));
+	bool ta = wh_node_attr_int(ctx->node, "transA", 0) != 0;
+	bool tb = wh_node_attr_int(ctx->node, "transB", 0) != 0;
+	float alpha = wh_node_attr_float(ctx->node, "alpha", 1.0f);
+	float beta = wh_node_attr_float(ctx->node, "beta", 1.0f);
+	int64_t M = ta ? A->dims[1] : A->dims[0], K = ta ? A->dims[0] : A->dims[1];
+	int64_t kb = tb ? B->dims[1] : B->dims[0], N = tb ? B->dims[0] : B->dims[1];
+	if (kb != K)
+		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "A has shape %s and B %s (transA=%d, transB=%d): inner dimensions %lld and %lld differ",
+				      wh_shape_str(A->dims, A->rank, sa, sizeof sa),
+				      wh_shape_str(B->dims, B->rank, sb, sizeof sb), ta, tb, (long long)K,
+				      (long long)kb);
+	/* C broadcasts to M x N (unidirectionally). */
+	int64_t cstr[2] = {0, 0};
+	if (C) {
+		if (C->rank > 2)
+			return wh_kernel_fail(ctx, WH_ERR_SHAPE, "C has shape %s, expected at most 2-d",
+					      wh_shape_str(C->dims, C->rank, sc, sizeof sc));
+		int64_t cd[2] = {1, 1};
+		for (int32_t d = 0; d < C->rank; d++)
+			cd[2 - C->rank + d] = C->dims[d];
+		if ((cd[0] != M && cd[0] != 1) || (cd[1] != N && cd[1] != 1))
+			return wh_kernel_fail(ctx, WH_ERR_SHAPE, "C has shape %s, which does not broadcast to %lldx%lld",
+					      wh_shape_str(C->dims, C->rank, sc, sizeof sc), (long long)M, (long long)N);
+		cstr[0] = cd[0] == 1 ? 0 : cd[1];
+		cstr[1] = cd[1] == 1 ? 0 : 1;
+	}
+	int64_t yd[2] = {M, N};
+	enum wh_status st = wh_tensor_alloc(&ctx->outputs[0], dt, 2, yd);
+	if (st)
+		return st;
+	struct wh_tensor *Y = &ctx->outputs[0];
+	float *fa = NULL, *fb = NULL, *fc = NULL, *fy = NULL, *bt = NULL;
+	if (dt == WH_DT_FLOAT || is_half(dt)) {
+		const float *a = A->data, *b = B->data, *c = C ? C->data : NULL;
+		float *y = Y->data;
+		if (is_half(dt)) {
+			if ((st = half_to_f32(A, &fa)) || (st = half_to_f32(B, &fb)) ||
+			    (C && (st = half_to_f32(C, &fc))))
+				goto out;
+			fy = malloc((Y->count ? Y->count : 1) * sizeof(float));
+			if (!fy) {
+				st = wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the float32 result");
+				goto out;
+			}
+			a = fa, b = fb, c = fc, y = fy;
+		}
+		if (tb) {
+			/* The engine reads B by rows: transpose it once. */
+			bt = malloc((B->count ? B->count : 1) * sizeof(float));
+			if (!bt) {
+				st = wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory transposing B");
+				goto out;
+			}
+			for (int64_t n = 0; n < N; n++)
+				for (int64_t k = 0; k < K; k++)
+					bt[k * N + n] = b[n * K + k];
+			b = bt;
+		}
+		struct wh_sgemm_desc d = {
+			.M = (size_t)M, .N = (size_t)N, .K = (size_t)K, .batch = 1,
+			.a = a, .rsa = ta ? 1 : (size_t)K, .csa = ta ? (size_t)M : 1,
+			.b = b, .ldb = (size_t)N, .c = y, .ldc = (size_t)N,
+		};
+		if ((st = wh_sgemm_run(ctx->cpu, ctx->pool, &d)))
+			goto out;
+		if (alpha != 1.0f || c) {
+			for (int64_t i = 0; i < M; i++)
+				for (int64_t j = 0; j < N; j++) {
+					float v = alpha * y[i * N + j];
+					if (c)
+						v += beta * c[i * cstr[0] + j * cstr[1]];
+					y[i * N + j] = v;
+				}
+		}
+		if (is_half(dt))
+			f32_to_half(fy, Y);
+	} else {
+		for (int64_t i = 0; i < M; i++)
+			for (int64_t j = 0; j < N; j++) {
+				uint64_t ai = ta ? 1 : (uint64_t)K, ak = ta ? (uint64_t)M : 1;
+				uint64_t bk = tb ? 1 : (uint64_t)N, bj = tb ? (uint64_t)K : 1;
+				double acc = 0;
+				if (dt == WH_DT_DOUBLE) {
+					const double *a = A->data, *b = B->data;
+					for (int64_t k = 0; k < K; k++)
+						acc += a[(uint64_t)i * ai + (uint64_t)k * ak] * b[(uint64_t)k * bk + (uint64_t)j * bj];
+				} else {
+					uint64_t iacc = 0;
+					for (int64_t k = 0; k < K; k++)
+						iacc += (uint64_t)wh_tensor_get_i64(A, (uint64_t)i * ai + (uint64_t)k * ak) *
+							(uint64_t)wh_tensor_get_i64(B, (uint64_t)k * bk + (uint64_t)j * bj);
+					acc = (double)(int64_t)iacc;
+				}
+				double v = (double)alpha * acc;
+				if (C)
+					v += (double)beta * wh_tensor_get_f64(C, (uint64_t)(i * cstr[0] + j * cstr[1]));
+				wh_tensor_set_f64(Y, (uint64_t)(i * N + j), v);
+			}
+	}
+out:
+	free(fa);
+	free(fb);
+	free(fc);
+	free(fy);
+	free(bt);
+	return st;
+}
+
+/* ---- MatMulInteger and QLinearMatMul ---- */
+
+static bool is_8bit(const struct wh_tensor *t)
+{
+	return t->dtype == WH_DT_UINT8 || t->dtype == WH_DT_INT8;
+}
+
+/* Value of a per-tensor / per-row (a) / per-column (b) parameter for matrix b, row i or
+ * column j; count-based: 1 = per tensor, M (or N) = per row (column) shared by the batch,
+ * batch*M (batch*N) = one set per matrix. */
+static bool qparam_index(const struct wh_tensor *p, size_t batch, int64_t len, size_t b, int64_t i,
+			 uint64_t *idx_out)
+{
+	if (!p || p->count == 1) {
+		*idx_out = 0;
+		return true;
+	}
+	if (p->count == (uint64_t)len) {
+		*idx_out = (uint64_t)i;
+		return true;
+	}
+	if (p->count == (uint64_t)len * batch) {
+		*idx_out = (uint64_t)b * (uint64_t)len + (uint64_t)i;
+		return true;
+	}
+	return false;
+}
+
+/* Integer product of 8-bit inputs with zero points, int32 accumulation (wrapping). */
+static enum wh_status mm_integer(struct wh_kernel_ctx *ctx, const struct mm_shape *s,
+				 const struct wh_tensor *A, const struct wh_tensor *azp,
+				 const struct wh_tensor *B, const struct wh_tensor *bzp, int32_t *acc)
+{
+	uint64_t t;
+	if (!qparam_index(azp, s->batch, s->M, 0, 0, &t) || !qparam_index(bzp, s->batch, s->N, 0, 0, &t))
+		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "zero points must be scalars, per row of A or per column of B");
+	for (size_t b = 0; b < s->batch; b++)
+		for (int64_t i = 0; i < s->M; i++) {
+			uint64_t ia = 0;
+			qparam_index(azp, s->batch, s->M, b, i, &ia);
+			int32_t za = azp ? (int32_t)wh_tensor_get_i64(azp, ia) : 0;
+			for (int64_t j = 0; j < s->N; j++) {
+				uint64_t ib = 0;
+				qparam_index(bzp, s->batch, s->N, b, j, &ib);
+				int32_t zb = bzp ? (int32_t)wh_tensor_get_i64(bzp, ib) : 0;
+				uint32_t sum = 0;
+				for (int64_t k = 0; k < s->K; k++) {
+					int32_t x = (int32_t)wh_tensor_get_i64(A, s->a_off[b] + (uint64_t)(i * s->K + k)) - za;
+					int32_t y = (int32_t)wh_tensor_get_i64(B, s->b_off[b] + (uint64_t)(k * s->N + j)) - zb;
+					sum += (uint32_t)(x * y);
+				}
+				acc[s->c_off[b] + (uint64_t)(i * s->N + j)] = (int32_t)sum;
+			}
+		}
+	return WH_OK;
+}
+
+static enum wh_status matmul_integer_run(struct wh_kernel_ctx *ctx)
+{
+	const struct wh_tensor *A = wh_kin(ctx, 0), *B = wh_kin(ctx, 1);
+	const struct wh_tensor *azp = wh_kin(ctx, 2), *bzp = wh_kin(ctx, 3);
+	if (!A || !B)
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "needs inputs A and B");
+	if (!is_8bit(A) || !is_8bit(B) || (azp && azp->dtype != A->dtype) || (bzp && bzp->dtype != B->dtype))
+		return wh_kernel_fail(ctx, WH_ERR_UNSUPPORTED, "types %s and %s are not supported (expected int8/uint8 with matching zero points)",
+				      wh_dtype_name(A->dtype), wh_dtype_name(B->dtype));
+	struct mm_shape s;
+	enum wh_status st = mm_shape_init(ctx, A, B, &s);
+	if (st)
+		return st;
+	st = wh_tensor_alloc(&ctx->outputs[0], WH_DT_INT32, s.out_rank, s.out_dims);
+	if (!st)
+		st = mm_integer(ctx, &s, A, azp, B, bzp, ctx->outputs[0].data);
+	mm_shape_release(&s);
+	return st;
+}
+
+/* Rounds like the ONNX reference's arithmetic in the scale's own type. */
+static float round_scale(enum wh_dtype dt, float v)
+{
+	if (dt == WH_DT_FLOAT16)
+		return wh_round_f16(v);
+	if (dt == WH_DT_BFLOAT16)
+		return wh_round_bf16(v);
+	return v;
+}
+
+static float scale_at(const struct wh_tensor *t, uint64_t i)
+{
+	return (float)wh_tensor_get_f64(t, i);
+}
+
+static enum wh_status qlinear_matmul_run(struct wh_kernel_ctx *ctx)
+{
+	const struct wh_tensor *A = wh_kin(ctx, 0), *as = wh_kin(ctx, 1), *azp = wh_kin(ctx, 2);
+	const struct wh_tensor *B = wh_kin(ctx, 3), *bs = wh_kin(ctx, 4), *bzp = wh_kin(ctx, 5);
+	const struct wh_tensor *ys = wh_kin(ctx, 6), *yzp = wh_kin(ctx, 7);
+	if (!A || !as || !B || !bs || !ys)
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "needs inputs a, a_scale, b, b_scale and y_scale");
+	if (!is_8bit(A) || !is_8bit(B) || (yzp && !is_8bit(yzp)))
+		return wh_kernel_fail(ctx, WH_ERR_UNSUPPORTED, "types %s and %s are not supported (expected int8/uint8)",
+				      wh_dtype_name(A->dtype), wh_dtype_name(B->dtype));
+	if (!wh_dtype_is_float(as->dtype) || !wh_dtype_is_float(bs->dtype) || !wh_dtype_is_float(ys->dtype))
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "scales must be floating point");
+	if (ys->count != 1 || (yzp && yzp->count != 1))
+		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "y_scale and y_zero_point must be scalars");
+	struct mm_shape s;
+	enum wh_status st = mm_shape_init(ctx, A, B, &s);
+	if (st)
+		return st;
+	int32_t *acc = NULL;
+	uint64_t t;
+	if (!qparam_index(as, s.batch, s.M, 0, 0, &t) || !qparam_index(bs, s.batch, s.N, 0, 0, &t)) {
+		st = wh_kernel_fail(ctx, WH_ERR_SHAPE, "scales must be scalars, per row of a or per column of b");
+		goto out;
+	}
+	enum wh_dtype ydt = yzp ? yzp->dtype : A->dtype;
+	if ((st = wh_tensor_alloc(&ctx->outputs[0], ydt, s.out_rank, s.out_dims)))
+		goto out;
+	struct wh_tensor *Y = &ctx->outputs[0];
+	acc = malloc((Y->count ? Y->count : 1) * sizeof(int32_t));
+	if (!acc) {
+		st = wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the int32 accumulators");
+		goto out;
+	}
+	if ((st = mm_integer(ctx, &s, A, azp, B, bzp, acc)))
+		goto out;
+	float ysv = scale_at(ys, 0);
+	double yz = yzp ? (double)wh_tensor_get_i64(yzp, 0) : 0.0;
+	double lo = ydt == WH_DT_UINT8 ? 0 : -128, hi = ydt == WH_DT_UINT8 ? 255 : 127;
+	for (size_t b = 0; b < s.batch; b++)
+		for (int64_t i = 0; i < s.M; i++) {
+			uint64_t ia = 0;
+			qparam_index(as, s.batch, s.M, b, i, &ia);
+			for (int64_t j = 0; j < s.N; j++) {
+				uint64_t ib = 0;
+				qparam_index(bs, s.batch, s.N, b, j, &ib);
+				float m = round_scale(as->dtype, scale_at(as, ia) * scale_at(bs, ib));
+				m = round_scale(as->dtype, m / ysv);
+				uint64_t o = s.c_off[b] + (uint64_t)(i * s.N + j);
+				double v = nearbyint((double)acc[o] * (double)m) + yz;
+				v = v < lo ? lo : v > hi ? hi : v;
+				wh_tensor_set_f64(Y, o, v);
+			}
+		}
+out:
+	free(acc);
+	mm_shape_release(&s);
+	return st;
+}
+
+const struct wh_op_def wh_ops_gemm[] = {
+	{"", "Gemm", 1, gemm_run},
+	{"", "MatMul", 1, matmul_run},
+	{"", "MatMulInteger", 10, matmul_integer_run},
+	{"", "QLinearMatMul", 10, qlinear_matmul_run},
+};
+const size_t wh_ops_gemm_count = sizeof wh_ops_gemm / sizeof wh_ops_gemm[0];

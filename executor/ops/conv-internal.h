@@ -1,0 +1,63 @@
+/* Private to executor/ops/ (conv.c, its SIMD variants and tests/check-conv.c): float32
+ * convolution drivers, their scalar references and the depthwise plane kernels.
+ *
+ * The fast Conv path never materialises im2col: the input is copied once into a padded
+ * "plane" per channel whose last dimension is split into stride phases, so that for every
+ * kernel tap the inputs of consecutive outputs of a row are consecutive floats; the GEMM
+ * engine (gemm-internal.h) then reads B's row for tap k at base + koff[k]. Depthwise
+ * convolutions (one input channel per group) use a direct kernel over the same planes.
+ * ConvTranspose runs a GEMM into a column buffer followed by a col2im that each output
+ * channel performs alone, in a fixed order. Results never depend on the thread count. */
+#ifndef WH_CONV_INTERNAL_H
+#define WH_CONV_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "executor/cpu.h"
+#include "executor/threadpool.h"
+#include "graph/dtype.h"
+#include "graph/status.h"
+
+/* Geometry of a convolution. Conv: x [N, C, in...], w [M, C/G, k...], y [N, M, out...].
+ * ConvTranspose: x [N, C, in...], w [C, M/G, k...], y [N, M, out...]; out = in*stride +
+ * k*dil - pad0 relates positions. All values validated (positive sizes, non-negative pads). */
+struct wh_conv_shape {
+	int nsp; /* spatial rank, >= 1 */
+	int64_t N, C, M, G;
+	int64_t in[WH_MAX_RANK], out[WH_MAX_RANK], k[WH_MAX_RANK];
+	int64_t stride[WH_MAX_RANK], dil[WH_MAX_RANK], pad0[WH_MAX_RANK], pad1[WH_MAX_RANK];
+};
+
+/* y = conv(x, w) (+ b per output channel; b may be NULL), with the kernels of cpu->isa. */
+enum wh_status wh_conv_f32(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
+			   const struct wh_conv_shape *s, const float *x, const float *w,
+			   const float *b, float *y);
+/* Plain loops: each output sums its products over (input channel, kernel tap) in order,
+ * skipping taps in the padding, then adds the bias. */
+void wh_conv_f32_ref(const struct wh_conv_shape *s, const float *x, const float *w, const float *b,
+		     float *y);
+
+enum wh_status wh_convt_f32(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
+			    const struct wh_conv_shape *s, const float *x, const float *w,
+			    const float *b, float *y);
+void wh_convt_f32_ref(const struct wh_conv_shape *s, const float *x, const float *w,
+		      const float *b, float *y);
+
+/* One output plane of a 2-D depthwise convolution from a prepared input plane:
+ * y[oh][ow] = sum over kh, kw (in order) of w[kh*kw_n + kw] *
+ *   x[(oh*sh + kh*dh)*row_stride + ((kw*dw) % sw)*wq + (kw*dw)/sw + ow], then + bias. */
+struct wh_dw_plane {
+	const float *x;
+	size_t row_stride, wq;
+	size_t oh, ow, kh, kw, sh, sw, dh, dw;
+	const float *w;
+	float bias;
+	float *y;
+};
+void wh_dwconv_plane_scalar(const struct wh_dw_plane *p);
+void wh_dwconv_plane_avx2(const struct wh_dw_plane *p);
+void wh_dwconv_plane_avx512(const struct wh_dw_plane *p);
+
+#endif

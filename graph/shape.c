@@ -1,0 +1,2567 @@
+#include "graph/shape.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/fold-eval.h"
+#include "graph/topo.h"
+
+/* Tensors computed during plain inference are kept when this small: shape arithmetic only
+ * ever needs a few elements, and anything larger would just cost memory. */
+#define WH_INFER_VALUE_LIMIT ((uint64_t)1 << 16)
+/* Ends above this mean "to the end" in exported models (INT_MAX, INT64_MAX, ...). */
+#define WH_SLICE_TO_END ((int64_t)1 << 30)
+#define WH_MAX_UNKNOWN_OPS 32
+
+struct ictx {
+	const struct wh_model *m;
+	const struct wh_graph *g;
+	struct wh_vstate *st;
+	const struct ictx *parent;
+	int64_t opset;
+	uint64_t limit;
+	bool write_back;
+	const struct wh_node *n; /* node being inferred */
+	/* op types seen without a rule, reported once per run */
+	const char **unknown;
+	uint32_t *n_unknown;
+};
+
+static enum wh_status infer_graph(const struct wh_model *m, const struct wh_graph *g, const struct ictx *parent,
+				  const struct wh_vstate *seeds, uint32_t n_seeds, uint64_t limit, bool write_back,
+				  const char **unknown, uint32_t *n_unknown, struct wh_vstate **out);
+
+/* ---- small helpers ---- */
+
+static const char *node_label(const struct wh_node *n)
+{
+	return n->name && *n->name ? n->name : n->op_type;
+}
+
+static enum wh_status node_err(struct ictx *c, enum wh_status st, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static enum wh_status node_err(struct ictx *c, enum wh_status st, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return wh_error(st, "node '%s' (%s): %s (check the model and the input shapes)", node_label(c->n),
+			c->n->op_type, msg);
+}
+
+static const char *dims_str(const struct wh_vstate *s, char *buf, size_t size)
+{
+	if (s->rank < 0)
+		return "unknown";
+	if (s->rank == 0)
+		return "scalar";
+	size_t k = 0;
+	buf[0] = '\0';
+	for (int32_t i = 0; i < s->rank && k + 24 < size; i++) {
+		if (s->dims[i] >= 0)
+			k += (size_t)snprintf(buf + k, size - k, "%s%lld", i ? "x" : "", (long long)s->dims[i]);
+		else
+			k += (size_t)snprintf(buf + k, size - k, "%s%s", i ? "x" : "",
+					      s->params[i] ? s->params[i] : "?");
+	}
+	return buf;
+}
+
+static const struct wh_vstate *IN(struct ictx *c, uint32_t i)
+{
+	if (i >= c->n->n_inputs || c->n->inputs[i] == WH_NONE)
+		return NULL;
+	return &c->st[c->n->inputs[i]];
+}
+
+static struct wh_vstate *OUT(struct ictx *c, uint32_t k)
+{
+	if (k >= c->n->n_outputs || c->n->outputs[k] == WH_NONE)
+		return NULL;
+	return &c->st[c->n->outputs[k]];
+}
+
+static bool ranked(const struct wh_vstate *s)
+{
+	return s && s->rank >= 0;
+}
+
+static bool all_static(const struct wh_vstate *s)
+{
+	if (!ranked(s))
+		return false;
+	for (int32_t i = 0; i < s->rank; i++)
+		if (s->dims[i] < 0)
+			return false;
+	return true;
+}
+
+static void st_clear_value(struct wh_vstate *s)
+{
+	if (s->known)
+		wh_tensor_release(&s->value);
+	s->known = false;
+}
+
+/* Output k gets a type and a rank with unknown dimensions (rank -1: unknown rank). */
+static struct wh_vstate *out_set(struct ictx *c, uint32_t k, enum wh_dtype dt, int32_t rank)
+{
+	struct wh_vstate *o = OUT(c, k);
+	if (!o)
+		return NULL;
+	st_clear_value(o);
+	o->dtype = dt;
+	o->rank = rank > WH_MAX_RANK ? -1 : rank;
+	for (int32_t i = 0; i < WH_MAX_RANK; i++) {
+		o->dims[i] = -1;
+		o->params[i] = NULL;
+	}
+	return o;
+}
+
+static void dim_copy(struct wh_vstate *o, int32_t oi, const struct wh_vstate *s, int32_t si)
+{
+	o->dims[oi] = s->dims[si];
+	o->params[oi] = s->dims[si] >= 0 ? NULL : s->params[si];
+}
+
+static void dim_set(struct wh_vstate *o, int32_t i, int64_t v)
+{
+	o->dims[i] = v;
+	o->params[i] = NULL;
+}
+
+/* Output k = input i's type and shape. */
+static void out_like(struct ictx *c, uint32_t k, const struct wh_vstate *s, enum wh_dtype dt)
+{
+	struct wh_vstate *o = out_set(c, k, dt, s ? s->rank : -1);
+	if (!o || !ranked(s))
+		return;
+	for (int32_t i = 0; i < s->rank; i++)
+		dim_copy(o, i, s, i);
+}
+
+static bool same_dim(int64_t a, const char *pa, int64_t b, const char *pb)
+{
+	if (a >= 0 || b >= 0)
+		return a == b;
+	return pa && pb && !strcmp(pa, pb);
+}
+
+/* Integer contents of a known scalar or 1-D tensor. */
+static bool st_ints(const struct wh_vstate *s, int64_t *vals, uint32_t cap, uint32_t *n_out)
+{
+	if (!s || !s->known || !wh_dtype_is_int(s->value.dtype) || s->value.rank > 1 || s->value.count > cap)
+		return false;
+	for (uint64_t i = 0; i < s->value.count; i++)
+		vals[i] = wh_fold_get_i(&s->value, i);
+	*n_out = (uint32_t)s->value.count;
+	return true;
+}
+
+static bool st_floats(const struct wh_vstate *s, double *vals, uint32_t cap, uint32_t *n_out)
+{
+	if (!s || !s->known || s->value.rank > 1 || s->value.count > cap)
+		return false;
+	for (uint64_t i = 0; i < s->value.count; i++)
+		vals[i] = wh_fold_get_f(&s->value, i);
+	*n_out = (uint32_t)s->value.count;
+	return true;
+}
+
+static bool attr_ints(const struct wh_node *n, const char *name, int64_t *vals, uint32_t cap, uint32_t *n_out)
+{
+	const int64_t *v;
+	int64_t cnt = wh_node_attr_ints(n, name, &v);
+	if (cnt < 0 || cnt > cap)
+		return false;
+	for (int64_t i = 0; i < cnt; i++)
+		vals[i] = v[i];
+	*n_out = (uint32_t)cnt;
+	return true;
+}
+
+static bool norm_axis(int64_t axis, int32_t rank, int32_t *out)
+{
+	if (axis < 0)
+		axis += rank;
+	if (axis < 0 || axis >= rank)
+		return false;
+	*out = (int32_t)axis;
+	return true;
+}
+
+static enum wh_status bad_axis(struct ictx *c, int64_t axis, int32_t rank)
+{
+	return node_err(c, WH_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)axis, rank);
+}
+
+/* Length of a 1-D input whose shape is static (for a Reshape target of unknown contents). */
+static int64_t static_len(const struct wh_vstate *s)
+{
+	if (!ranked(s))
+		return -1;
+	if (s->rank == 0)
+		return 1;
+	return s->rank == 1 ? s->dims[0] : -1;
+}
+
+/* ---- elementwise and broadcasting ---- */
+
+static enum wh_status broadcast(struct ictx *c, const struct wh_vstate *const *ins, uint32_t n, enum wh_dtype dt)
+{
+	int32_t rank = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (!ranked(ins[i])) {
+			out_set(c, 0, dt, -1);
+			return WH_OK;
+		}
+		if (ins[i]->rank > rank)
+			rank = ins[i]->rank;
+	}
+	struct wh_vstate *o = out_set(c, 0, dt, rank);
+	if (!o)
+		return WH_OK;
+	for (int32_t k = 0; k < rank; k++) {
+		int64_t v = 1;
+		const char *p = NULL;
+		for (uint32_t i = 0; i < n; i++) {
+			int32_t j = k - (rank - ins[i]->rank);
+			if (j < 0)
+				continue;
+			int64_t v2 = ins[i]->dims[j];
+			const char *p2 = v2 >= 0 ? NULL : ins[i]->params[j];
+			if (v2 == 1)
+				continue;
+			if (v == 1) {
+				v = v2;
+				p = p2;
+			} else if (v2 >= 0 && v >= 0) {
+				if (v != v2) {
+					char b1[256], b2[256];
+					return node_err(c, WH_ERR_SHAPE, "inputs of shapes %s and %s do not broadcast",
+							dims_str(ins[0], b1, sizeof b1), dims_str(ins[i], b2, sizeof b2));
+				}
+			} else if (v2 >= 0) {
+				/* an unknown dimension meeting a fixed one is that one or 1: the result is fixed */
+				v = v2;
+				p = NULL;
+			} else if (v < 0 && !same_dim(v, p, v2, p2)) {
+				p = NULL;
+			}
+		}
+		o->dims[k] = v;
+		o->params[k] = v >= 0 ? NULL : p;
+	}
+	return WH_OK;
+}
+
+static enum wh_status r_broadcast_common(struct ictx *c, uint32_t first, enum wh_dtype dt)
+{
+	const struct wh_vstate *ins[WH_MAX_RANK * 4];
+	uint32_t n = 0;
+	for (uint32_t i = first; i < c->n->n_inputs && n < sizeof ins / sizeof ins[0]; i++)
+		if (IN(c, i))
+			ins[n++] = IN(c, i);
+	if (!n)
+		return WH_OK;
+	/* before opset 7, binary ops broadcast the second input into the first (attribute
+	 * "broadcast"), so the output is the first input's shape */
+	if (c->opset < 7 && n == 2 && first == 0) {
+		out_like(c, 0, ins[0], dt);
+		return WH_OK;
+	}
+	return broadcast(c, ins, n, dt);
+}
+
+static enum wh_status r_arith(struct ictx *c)
+{
+	const struct wh_vstate *a = IN(c, 0);
+	return r_broadcast_common(c, 0, a ? a->dtype : WH_DT_UNDEFINED);
+}
+
+static enum wh_status r_compare(struct ictx *c)
+{
+	return r_broadcast_common(c, 0, WH_DT_BOOL);
+}
+
+static enum wh_status r_where(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 1);
+	return r_broadcast_common(c, 0, x ? x->dtype : WH_DT_UNDEFINED);
+}
+
+static enum wh_status r_unary(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	out_like(c, 0, x, x ? x->dtype : WH_DT_UNDEFINED);
+	return WH_OK;
+}
+
+static enum wh_status r_unary_bool(struct ictx *c)
+{
+	out_like(c, 0, IN(c, 0), WH_DT_BOOL);
+	return WH_OK;
+}
+
+static enum wh_status r_dropout(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	out_like(c, 0, x, x ? x->dtype : WH_DT_UNDEFINED);
+	out_like(c, 1, x, c->opset < 10 && c->opset >= 7 ? (x ? x->dtype : WH_DT_UNDEFINED) : WH_DT_BOOL);
+	return WH_OK;
+}
+
+static enum wh_status r_cast(struct ictx *c)
+{
+	int64_t to = wh_node_attr_int(c->n, "to", 0);
+	out_like(c, 0, IN(c, 0), wh_dtype_valid((int)to) ? (enum wh_dtype)to : WH_DT_UNDEFINED);
+	return WH_OK;
+}
+
+static enum wh_status r_castlike(struct ictx *c)
+{
+	const struct wh_vstate *t = IN(c, 1);
+	out_like(c, 0, IN(c, 0), t ? t->dtype : WH_DT_UNDEFINED);
+	return WH_OK;
+}
+
+/* ---- convolution and pooling ---- */
+
+struct window {
+	int32_t nsp; /* spatial dims */
+	int64_t kernel[WH_MAX_RANK], strides[WH_MAX_RANK], dilations[WH_MAX_RANK];
+	int64_t pads[2 * WH_MAX_RANK], out_pad[WH_MAX_RANK];
+	char auto_pad[16];
+	bool ceil_mode;
+};
+
+static enum wh_status read_window(struct ictx *c, int32_t nsp, const struct wh_vstate *w, struct window *win)
+{
+	uint32_t n;
+	win->nsp = nsp;
+	for (int32_t i = 0; i < nsp; i++) {
+		win->kernel[i] = -1;
+		win->strides[i] = win->dilations[i] = 1;
+		win->pads[i] = win->pads[nsp + i] = win->out_pad[i] = 0;
+	}
+	if (attr_ints(c->n, "kernel_shape", win->kernel, WH_MAX_RANK, &n)) {
+		if ((int32_t)n != nsp)
+			return node_err(c, WH_ERR_SHAPE, "kernel_shape has %u values for %d spatial dimensions", n, nsp);
+	} else if (ranked(w) && w->rank == nsp + 2) {
+		for (int32_t i = 0; i < nsp; i++)
+			win->kernel[i] = w->dims[2 + i];
+	}
+	if (attr_ints(c->n, "strides", win->strides, WH_MAX_RANK, &n) && (int32_t)n != nsp)
+		return node_err(c, WH_ERR_SHAPE, "strides has %u values for %d spatial dimensions", n, nsp);
+	if (attr_ints(c->n, "dilations", win->dilations, WH_MAX_RANK, &n) && (int32_t)n != nsp)
+		return node_err(c, WH_ERR_SHAPE, "dilations has %u values for %d spatial dimensions", n, nsp);
+	if (attr_ints(c->n, "pads", win->pads, 2 * WH_MAX_RANK, &n) && (int32_t)n != 2 * nsp)
+		return node_err(c, WH_ERR_SHAPE, "pads has %u values for %d spatial dimensions", n, nsp);
+	if (attr_ints(c->n, "output_padding", win->out_pad, WH_MAX_RANK, &n) && (int32_t)n != nsp)
+		return node_err(c, WH_ERR_SHAPE, "output_padding has %u values for %d spatial dimensions", n, nsp);
+	for (int32_t i = 0; i < nsp; i++) {
+		if (win->strides[i] <= 0 || win->dilations[i] <= 0)
+			return node_err(c, WH_ERR_SHAPE, "strides and dilations must be positive");
+		if (win->kernel[i] == 0 || win->kernel[i] < -1)
+			return node_err(c, WH_ERR_SHAPE, "kernel dimension %d is %lld", i, (long long)win->kernel[i]);
+	}
+	wh_node_attr_string(c->n, "auto_pad", "NOTSET", win->auto_pad, sizeof win->auto_pad);
+	if (!wh_node_attr(c->n, "auto_pad"))
+		strcpy(win->auto_pad, "NOTSET");
+	win->ceil_mode = wh_node_attr_int(c->n, "ceil_mode", 0) != 0;
+	return WH_OK;
+}
+
+/* Output size of one sliding-window dimension (Conv and pooling). */
+static enum wh_status window_out(struct ictx *c, const struct window *win, int32_t i, int64_t in, int64_t *out)
+{
+	*out = -1;
+	int64_t k = win->kernel[i], s = win->strides[i], d = win->dilations[i];
+	if (in < 0)
+		return WH_OK;
+	if (!strcmp(win->auto_pad, "SAME_UPPER") || !strcmp(win->auto_pad, "SAME_LOWER")) {
+		*out = in == 0 ? 0 : (in - 1) / s + 1;
+		return WH_OK;
+	}
+	if (k < 0)
+		return WH_OK;
+	int64_t ek, total;
+	if (!wh_mul_i64(k - 1, d, &ek) || !wh_add_i64(ek, 1, &ek))
+		return node_err(c, WH_ERR_OVERFLOW, "kernel extent overflows");
+	bool valid = !strcmp(win->auto_pad, "VALID");
+	int64_t pb = valid ? 0 : win->pads[i], pe = valid ? 0 : win->pads[win->nsp + i];
+	if (!wh_add_i64(in, pb, &total) || !wh_add_i64(total, pe, &total))
+		return node_err(c, WH_ERR_OVERFLOW, "padded size overflows");
+	total -= ek;
+	if (total < 0)
+		return node_err(c, WH_ERR_SHAPE, "window of %lld (kernel %lld, dilation %lld) is larger than the padded input %lld",
+				(long long)ek, (long long)k, (long long)d, (long long)(total + ek));
+	if (win->ceil_mode && !valid) {
+		*out = (total + s - 1) / s + 1;
+		/* ONNX Runtime (like PyTorch) drops a last window that would start in the end padding */
+		if ((*out - 1) * s >= in + pb)
+			(*out)--;
+	} else {
+		*out = total / s + 1;
+	}
+	return WH_OK;
+}
+
+static enum wh_status r_conv_like(struct ictx *c, uint32_t xi, uint32_t wi, enum wh_dtype dt)
+{
+	const struct wh_vstate *x = IN(c, xi), *w = IN(c, wi);
+	int32_t rank = ranked(x) ? x->rank : (ranked(w) ? w->rank : -1);
+	struct wh_vstate *o = out_set(c, 0, dt, rank);
+	if (!o || rank < 0)
+		return WH_OK;
+	if (rank < 3)
+		return node_err(c, WH_ERR_SHAPE, "input has rank %d, convolution needs at least 3", rank);
+	if (ranked(x) && ranked(w) && x->rank != w->rank)
+		return node_err(c, WH_ERR_SHAPE, "input rank %d and weight rank %d differ", x->rank, w->rank);
+	struct window win;
+	enum wh_status st = read_window(c, rank - 2, w, &win);
+	if (st != WH_OK)
+		return st;
+	if (ranked(x))
+		dim_copy(o, 0, x, 0);
+	if (ranked(w))
+		dim_copy(o, 1, w, 0);
+	int64_t group = wh_node_attr_int(c->n, "group", 1);
+	if (ranked(x) && ranked(w) && x->dims[1] >= 0 && w->dims[1] >= 0 && group > 0 &&
+	    x->dims[1] != w->dims[1] * group) {
+		char b1[256], b2[256];
+		return node_err(c, WH_ERR_SHAPE, "input %s has %lld channels, weight %s with group %lld expects %lld",
+				dims_str(x, b1, sizeof b1), (long long)x->dims[1], dims_str(w, b2, sizeof b2),
+				(long long)group, (long long)(w->dims[1] * group));
+	}
+	for (int32_t i = 0; i < win.nsp; i++) {
+		int64_t v;
+		if ((st = window_out(c, &win, i, ranked(x) ? x->dims[2 + i] : -1, &v)) != WH_OK)
+			return st;
+		dim_set(o, 2 + i, v);
+	}
+	return WH_OK;
+}
+
+static enum wh_status r_conv(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	return r_conv_like(c, 0, 1, x ? x->dtype : WH_DT_UNDEFINED);
+}
+
+static enum wh_status r_conv_integer(struct ictx *c)
+{
+	return r_conv_like(c, 0, 1, WH_DT_INT32);
+}
+
+static enum wh_status r_qlinear_conv(struct ictx *c)
+{
+	const struct wh_vstate *zp = IN(c, 7);
+	return r_conv_like(c, 0, 3, zp ? zp->dtype : WH_DT_UINT8);
+}
+
+static enum wh_status r_conv_transpose(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0), *w = IN(c, 1);
+	int32_t rank = ranked(x) ? x->rank : (ranked(w) ? w->rank : -1);
+	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, rank);
+	if (!o || rank < 0)
+		return WH_OK;
+	if (rank < 3)
+		return node_err(c, WH_ERR_SHAPE, "input has rank %d, convolution needs at least 3", rank);
+	struct window win;
+	enum wh_status st = read_window(c, rank - 2, w, &win);
+	if (st != WH_OK)
+		return st;
+	int64_t group = wh_node_attr_int(c->n, "group", 1);
+	if (ranked(x))
+		dim_copy(o, 0, x, 0);
+	if (ranked(w) && w->dims[1] >= 0 && group > 0) {
+		int64_t m;
+		if (!wh_mul_i64(w->dims[1], group, &m))
+			return node_err(c, WH_ERR_OVERFLOW, "output channels overflow");
+		dim_set(o, 1, m);
+	}
+	int64_t oshape[WH_MAX_RANK];
+	uint32_t nos = 0;
+	bool have_os = attr_ints(c->n, "output_shape", oshape, WH_MAX_RANK, &nos);
+	if (have_os && (int32_t)nos != win.nsp && (int32_t)nos != rank)
+		return node_err(c, WH_ERR_SHAPE, "output_shape has %u values for %d spatial dimensions", nos, win.nsp);
+	for (int32_t i = 0; i < win.nsp; i++) {
+		if (have_os) {
+			dim_set(o, 2 + i, oshape[(int32_t)nos - win.nsp + i]);
+			continue;
+		}
+		int64_t in = ranked(x) ? x->dims[2 + i] : -1, k = win.kernel[i];
+		if (in < 0 || k < 0)
+			continue;
+		int64_t v, ek;
+		if (!strcmp(win.auto_pad, "SAME_UPPER") || !strcmp(win.auto_pad, "SAME_LOWER")) {
+			if (!wh_mul_i64(in, win.strides[i], &v))
+				return node_err(c, WH_ERR_OVERFLOW, "output size overflows");
+		} else {
+			bool valid = !strcmp(win.auto_pad, "VALID");
+			if (!wh_mul_i64(win.strides[i], in - 1, &v) || !wh_mul_i64(k - 1, win.dilations[i], &ek) ||
+			    !wh_add_i64(v, ek + 1, &v) || !wh_add_i64(v, win.out_pad[i], &v))
+				return node_err(c, WH_ERR_OVERFLOW, "output size overflows");
+			if (!valid)
+				v -= win.pads[i] + win.pads[win.nsp + i];
+			if (v < 0)
+				return node_err(c, WH_ERR_SHAPE, "output dimension %d would be %lld", 2 + i, (long long)v);
+		}
+		dim_set(o, 2 + i, v);
+	}
+	return WH_OK;
+}
+
+static enum wh_status r_pool(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	enum wh_dtype dt = x ? x->dtype : WH_DT_UNDEFINED;
+	if (!ranked(x)) {
+		out_set(c, 0, dt, -1);
+		out_set(c, 1, WH_DT_INT64, -1);
+		return WH_OK;
+	}
+	if (x->rank < 3)
+		return node_err(c, WH_ERR_SHAPE, "input has rank %d, pooling needs at least 3", x->rank);
+	struct window win;
+	enum wh_status st = read_window(c, x->rank - 2, NULL, &win);
+	if (st != WH_OK)
+		return st;
+	for (uint32_t k = 0; k < 2; k++) {
+		struct wh_vstate *o = out_set(c, k, k ? WH_DT_INT64 : dt, x->rank);
+		if (!o)
+			continue;
+		dim_copy(o, 0, x, 0);
+		dim_copy(o, 1, x, 1);
+		for (int32_t i = 0; i < win.nsp; i++) {
+			int64_t v;
+			if ((st = window_out(c, &win, i, x->dims[2 + i], &v)) != WH_OK)
+				return st;
+			dim_set(o, 2 + i, v);
+		}
+	}
+	return WH_OK;
+}
+
+static enum wh_status r_global_pool(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, x ? x->rank : -1);
+	if (!o || !ranked(x))
+		return WH_OK;
+	if (x->rank < 2)
+		return node_err(c, WH_ERR_SHAPE, "input has rank %d, pooling needs at least 2", x->rank);
+	dim_copy(o, 0, x, 0);
+	dim_copy(o, 1, x, 1);
+	for (int32_t i = 2; i < x->rank; i++)
+		dim_set(o, i, 1);
+	return WH_OK;
+}
+
+/* ---- normalisation ---- */
+
+static enum wh_status r_batchnorm(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0), *mean = IN(c, 3);
+	out_like(c, 0, x, x ? x->dtype : WH_DT_UNDEFINED);
+	/* running / saved statistics (training mode and old opsets): one value per channel */
+	for (uint32_t k = 1; k < c->n->n_outputs; k++) {
+		struct wh_vstate *o = out_set(c, k, mean ? mean->dtype : (x ? x->dtype : WH_DT_UNDEFINED), 1);
+		if (o && ranked(x) && x->rank >= 2)
+			dim_copy(o, 0, x, 1);
+	}
+	return WH_OK;
+}
+
+static enum wh_status r_layernorm(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	out_like(c, 0, x, x ? x->dtype : WH_DT_UNDEFINED);
+	int64_t stash = wh_node_attr_int(c->n, "stash_type", 1);
+	for (uint32_t k = 1; k < 3; k++) {
+		struct wh_vstate *o = out_set(c, k, wh_dtype_valid((int)stash) ? (enum wh_dtype)stash : WH_DT_FLOAT,
+					      x ? x->rank : -1);
+		if (!o || !ranked(x))
+			continue;
+		int32_t axis;
+		if (!norm_axis(wh_node_attr_int(c->n, "axis", -1), x->rank, &axis))
+			return bad_axis(c, wh_node_attr_int(c->n, "axis", -1), x->rank);
+		for (int32_t i = 0; i < x->rank; i++) {
+			if (i < axis)
+				dim_copy(o, i, x, i);
+			else
+				dim_set(o, i, 1);
+		}
+	}
+	return WH_OK;
+}
+
+/* ---- matrix products ---- */
+
+static enum wh_status matmul_shape(struct ictx *c, const struct wh_vstate *a, const struct wh_vstate *b, enum wh_dtype dt)
+{
+	if (!ranked(a) || !ranked(b)) {
+		out_set(c, 0, dt, -1);
+		return WH_OK;
+	}
+	if (a->rank < 1 || b->rank < 1)
+		return node_err(c, WH_ERR_SHAPE, "matrix product of a scalar");
+	/* promote 1-D operands to matrices, broadcast the batch dims, then drop the promotion */
+	struct wh_vstate A = {0}, B = {0};
+	A.rank = a->rank < 2 ? 2 : a->rank;
+	B.rank = b->rank < 2 ? 2 : b->rank;
+	if (a->rank == 1) {
+		dim_set(&A, 0, 1);
+		dim_copy(&A, 1, a, 0);
+	} else {
+		for (int32_t i = 0; i < a->rank; i++)
+			dim_copy(&A, i, a, i);
+	}
+	if (b->rank == 1) {
+		dim_copy(&B, 0, b, 0);
+		dim_set(&B, 1, 1);
+	} else {
+		for (int32_t i = 0; i < b->rank; i++)
+			dim_copy(&B, i, b, i);
+	}
+	int64_t ka = A.dims[A.rank - 1], kb = B.dims[B.rank - 2];
+	if (ka >= 0 && kb >= 0 && ka != kb) {
+		char b1[256], b2[256];
+		return node_err(c, WH_ERR_SHAPE, "inner dimensions of %s and %s differ", dims_str(a, b1, sizeof b1),
+				dims_str(b, b2, sizeof b2));
+	}
+	struct wh_vstate Ab = A, Bb = B;
+	Ab.rank -= 2;
+	Bb.rank -= 2;
+	const struct wh_vstate *ins[2] = {&Ab, &Bb};
+	enum wh_status st = broadcast(c, ins, 2, dt);
+	if (st != WH_OK)
+		return st;
+	struct wh_vstate *o = OUT(c, 0);
+	if (!o)
+		return WH_OK;
+	int32_t r = o->rank;
+	if (a->rank > 1) {
+		if (r >= WH_MAX_RANK)
+			goto too_big;
+		dim_copy(o, r++, &A, A.rank - 2);
+	}
+	if (b->rank > 1) {
+		if (r >= WH_MAX_RANK)
+			goto too_big;
+		dim_copy(o, r++, &B, B.rank - 1);
+	}
+	o->rank = r;
+	return WH_OK;
+too_big:
+	o->rank = -1;
+	return WH_OK;
+}
+
+static enum wh_status r_matmul(struct ictx *c)
+{
+	const struct wh_vstate *a = IN(c, 0);
+	return matmul_shape(c, a, IN(c, 1), a ? a->dtype : WH_DT_UNDEFINED);
+}
+
+static enum wh_status r_matmul_integer(struct ictx *c)
+{
+	return matmul_shape(c, IN(c, 0), IN(c, 1), WH_DT_INT32);
+}
+
+static enum wh_status r_qlinear_matmul(struct ictx *c)
+{
+	const struct wh_vstate *zp = IN(c, 7);
+	return matmul_shape(c, IN(c, 0), IN(c, 3), zp ? zp->dtype : WH_DT_UINT8);
+}
+
+static enum wh_status r_gemm(struct ictx *c)
+{
+	const struct wh_vstate *a = IN(c, 0), *b = IN(c, 1);
+	struct wh_vstate *o = out_set(c, 0, a ? a->dtype : WH_DT_UNDEFINED, 2);
+	if (!o)
+		return WH_OK;
+	bool ta = wh_node_attr_int(c->n, "transA", 0) != 0, tb = wh_node_attr_int(c->n, "transB", 0) != 0;
+	if (ranked(a) && a->rank != 2)
+		return node_err(c, WH_ERR_SHAPE, "A has rank %d, Gemm needs 2", a->rank);
+	if (ranked(b) && b->rank != 2)
+		return node_err(c, WH_ERR_SHAPE, "B has rank %d, Gemm needs 2", b->rank);
+	if (ranked(a))
+		dim_copy(o, 0, a, ta ? 1 : 0);
+	if (ranked(b))
+		dim_copy(o, 1, b, tb ? 0 : 1);
+	if (ranked(a) && ranked(b)) {
+		int64_t ka = a->dims[ta ? 0 : 1], kb = b->dims[tb ? 1 : 0];
+		if (ka >= 0 && kb >= 0 && ka != kb)
+			return node_err(c, WH_ERR_SHAPE, "inner dimensions %lld and %lld differ", (long long)ka, (long long)kb);
+	}
+	return WH_OK;
+}
+
+/* ---- shape manipulation ---- */
+
+static enum wh_status make_int64_value(struct wh_vstate *o, const int64_t *vals, int64_t n)
+{
+	struct wh_tensor t;
+	wh_tensor_init(&t);
+	enum wh_status st = wh_tensor_alloc(&t, WH_DT_INT64, n == 0 && !vals ? 0 : 1, &n);
+	if (st != WH_OK)
+		return st;
+	for (int64_t i = 0; i < n; i++)
+		((int64_t *)t.data)[i] = vals[i];
+	st_clear_value(o);
+	o->value = t;
+	o->known = true;
+	return WH_OK;
+}
+
+static enum wh_status r_shape(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	struct wh_vstate *o = out_set(c, 0, WH_DT_INT64, 1);
+	if (!o || !ranked(x))
+		return WH_OK;
+	int64_t start = wh_node_attr_int(c->n, "start", 0), end = wh_node_attr_int(c->n, "end", x->rank);
+	if (start < 0)
+		start += x->rank;
+	if (end < 0)
+		end += x->rank;
+	start = start < 0 ? 0 : (start > x->rank ? x->rank : start);
+	end = end < 0 ? 0 : (end > x->rank ? x->rank : end);
+	int64_t len = end > start ? end - start : 0;
+	dim_set(o, 0, len);
+	for (int64_t i = 0; i < len; i++)
+		if (x->dims[start + i] < 0)
+			return WH_OK;
+	return make_int64_value(o, x->dims + start, len);
+}
+
+static enum wh_status r_size(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	struct wh_vstate *o = out_set(c, 0, WH_DT_INT64, 0);
+	if (!o || !all_static(x))
+		return WH_OK;
+	uint64_t count;
+	int64_t dims[WH_MAX_RANK];
+	memcpy(dims, x->dims, sizeof dims);
+	if (!wh_shape_count(dims, x->rank, &count))
+		return node_err(c, WH_ERR_OVERFLOW, "element count overflows");
+	int64_t v = (int64_t)count;
+	enum wh_status st = make_int64_value(o, &v, 1);
+	if (st == WH_OK)
+		o->value.rank = 0;
+	return st;
+}
+
+static enum wh_status r_reshape(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0), *sh = IN(c, 1);
+	enum wh_dtype dt = x ? x->dtype : WH_DT_UNDEFINED;
+	int64_t shape[WH_MAX_RANK];
+	uint32_t n;
+	bool have;
+	if (c->opset < 5)
+		have = attr_ints(c->n, "shape", shape, WH_MAX_RANK, &n);
+	else
+		have = st_ints(sh, shape, WH_MAX_RANK, &n);
+	if (!have) {
+		out_set(c, 0, dt, c->opset < 5 ? -1 : (int32_t)static_len(sh));
+		return WH_OK;
+	}
+	struct wh_vstate *o = out_set(c, 0, dt, (int32_t)n);
+	if (!o)
+		return WH_OK;
+	bool allowzero = wh_node_attr_int(c->n, "allowzero", 0) != 0;
+	int32_t infer = -1;
+	/* product of the output dims we know, and of the input dims not copied by a 0 */
+	uint64_t out_prod = 1, in_prod = 1;
+	bool in_static = ranked(x);
+	bool copied[WH_MAX_RANK] = {false};
+	for (uint32_t i = 0; i < n; i++) {
+		if (shape[i] == 0 && !allowzero) {
+			if (!ranked(x) || (int32_t)i >= x->rank) {
+				if (ranked(x))
+					return node_err(c, WH_ERR_SHAPE, "shape[%u] is 0 (copy) but the input has rank %d", i, x->rank);
+				continue;
+			}
+			dim_copy(o, (int32_t)i, x, (int32_t)i);
+			copied[i] = true;
+			continue;
+		}
+		if (shape[i] == -1) {
+			if (infer >= 0)
+				return node_err(c, WH_ERR_SHAPE, "shape has more than one -1");
+			infer = (int32_t)i;
+			continue;
+		}
+		if (shape[i] < 0)
+			return node_err(c, WH_ERR_SHAPE, "shape[%u] is %lld", i, (long long)shape[i]);
+		dim_set(o, (int32_t)i, shape[i]);
+		if (!wh_mul_u64(out_prod, (uint64_t)shape[i], &out_prod))
+			return node_err(c, WH_ERR_OVERFLOW, "target shape overflows");
+	}
+	if (!ranked(x))
+		return WH_OK;
+	for (int32_t i = 0; i < x->rank; i++) {
+		if (i < (int32_t)n && copied[i])
+			continue;
+		if (x->dims[i] < 0) {
+			in_static = false;
+			break;
+		}
+		if (!wh_mul_u64(in_prod, (uint64_t)x->dims[i], &in_prod))
+			return node_err(c, WH_ERR_OVERFLOW, "input size overflows");
+	}
+	if (!in_static)
+		return WH_OK;
+	char b1[256];
+	if (infer >= 0) {
+		if (out_prod == 0 || in_prod % out_prod)
+			return node_err(c, WH_ERR_SHAPE, "cannot reshape %s: %llu elements do not divide by %llu",
+					dims_str(x, b1, sizeof b1), (unsigned long long)in_prod, (unsigned long long)out_prod);
+		dim_set(o, infer, (int64_t)(in_prod / out_prod));
+	} else if (in_prod != out_prod) {
+		char b2[256];
+		return node_err(c, WH_ERR_SHAPE, "cannot reshape %s into %s", dims_str(x, b1, sizeof b1), dims_str(o, b2, sizeof b2));
+	}
+	return WH_OK;
+}
+
+static enum wh_status r_flatten(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, 2);
+	if (!o || !ranked(x))
+		return WH_OK;
+	int64_t axis = wh_node_attr_int(c->n, "axis", 1);
+	if (axis < 0)
+		axis += x->rank;
+	if (axis < 0 || axis > x->rank)
+		return bad_axis(c, wh_node_attr_int(c->n, "axis", 1), x->rank);
+	for (int side = 0; side < 2; side++) {
+		int32_t lo = side ? (int32_t)axis : 0, hi = side ? x->rank : (int32_t)axis;
+		uint64_t p = 1;
+		bool ok = true;
+		for (int32_t i = lo; i < hi; i++) {
+			if (x->dims[i] < 0) {
+				ok = false;
+				continue;
+			}
+			if (!wh_mul_u64(p, (uint64_t)x->dims[i], &p))
+				return node_err(c, WH_ERR_OVERFLOW, "flattened size overflows");
+		}
+		if (hi - lo == 1)
+			dim_copy(o, side, x, lo);
+		else if (ok)
+			dim_set(o, side, (int64_t)p);
+	}
+	return WH_OK;
+}
+
+/* Axes of Squeeze/Unsqueeze/Reduce*: attribute before `from_opset`, optional input after. */
+static bool node_axes(struct ictx *c, int64_t from_opset, uint32_t input, int64_t *axes, uint32_t *n,
+		      bool *given, bool *unknown)
+{
+	*given = *unknown = false;
+	*n = 0;
+	if (c->opset >= from_opset) {
+		const struct wh_vstate *a = IN(c, input);
+		if (!a)
+			return true;
+		*given = true;
+		if (!st_ints(a, axes, WH_MAX_RANK, n)) {
+			*unknown = true;
+			*n = (uint32_t)(static_len(a) >= 0 ? static_len(a) : 0);
+		}
+		return true;
+	}
+	const int64_t *v;
+	if (wh_node_attr_ints(c->n, "axes", &v) < 0)
+		return true;
+	*given = true;
+	return attr_ints(c->n, "axes", axes, WH_MAX_RANK, n);
+}
+
+static enum wh_status r_squeeze(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	enum wh_dtype dt = x ? x->dtype : WH_DT_UNDEFINED;
+	int64_t axes[WH_MAX_RANK];
+	uint32_t n;
+	bool given, unknown;
+	if (!node_axes(c, 13, 1, axes, &n, &given, &unknown))
+		return node_err(c, WH_ERR_SHAPE, "too many axes");
+	if (!ranked(x)) {
+		out_set(c, 0, dt, -1);
+		return WH_OK;
+	}
+	if (unknown) {
+		out_set(c, 0, dt, static_len(IN(c, 1)) >= 0 ? x->rank - (int32_t)n : -1);
+		return WH_OK;
+	}
+	bool drop[WH_MAX_RANK] = {false};
+	if (!given) {
+		for (int32_t i = 0; i < x->rank; i++) {
+			if (x->dims[i] < 0) {
+				out_set(c, 0, dt, -1);
+				return WH_OK;
+			}
+			drop[i] = x->dims[i] == 1;
+		}
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		int32_t a;
+		if (!norm_axis(axes[i], x->rank, &a))
+			return bad_axis(c, axes[i], x->rank);
+		if (x->dims[a] >= 0 && x->dims[a] != 1)
+			return node_err(c, WH_ERR_SHAPE, "cannot squeeze axis %d of size %lld", a, (long long)x->dims[a]);
+		drop[a] = true;
+	}
+	int32_t r = 0;
+	for (int32_t i = 0; i < x->rank; i++)
+		r += !drop[i];
+	struct wh_vstate *o = out_set(c, 0, dt, r);
+	if (!o)
+		return WH_OK;
+	for (int32_t i = 0, k = 0; i < x->rank; i++)
+		if (!drop[i])
+			dim_copy(o, k++, x, i);
+	return WH_OK;
+}
+
+static enum wh_status r_unsqueeze(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	enum wh_dtype dt = x ? x->dtype : WH_DT_UNDEFINED;
+	int64_t axes[WH_MAX_RANK];
+	uint32_t n;
+	bool given, unknown;
+	if (!node_axes(c, 13, 1, axes, &n, &given, &unknown))
+		return node_err(c, WH_ERR_SHAPE, "too many axes");
+	if (!ranked(x) || !given) {
+		out_set(c, 0, dt, -1);
+		return WH_OK;
+	}
+	int32_t r = x->rank + (int32_t)n;
+	if (unknown) {
+		out_set(c, 0, dt, static_len(IN(c, 1)) >= 0 ? r : -1);
+		return WH_OK;
+	}
+	if (r > WH_MAX_RANK) {
+		out_set(c, 0, dt, -1);
+		return WH_OK;
+	}
+	bool ins[WH_MAX_RANK] = {false};
+	for (uint32_t i = 0; i < n; i++) {
+		int32_t a;
+		if (!norm_axis(axes[i], r, &a))
+			return bad_axis(c, axes[i], r);
+		if (ins[a])
+			return node_err(c, WH_ERR_SHAPE, "axis %d is listed twice", a);
+		ins[a] = true;
+	}
+	struct wh_vstate *o = out_set(c, 0, dt, r);
+	if (!o)
+		return WH_OK;
+	for (int32_t i = 0, k = 0; i < r; i++) {
+		if (ins[i])
+			dim_set(o, i, 1);
+		else
+			dim_copy(o, i, x, k++);
+	}
+	return WH_OK;
+}
+
+static enum wh_status r_transpose(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, x ? x->rank : -1);
+	if (!o || !ranked(x))
+		return WH_OK;
+	int64_t perm[WH_MAX_RANK];
+	uint32_t n;
+	if (!attr_ints(c->n, "perm", perm, WH_MAX_RANK, &n)) {
+		n = (uint32_t)x->rank;
+		for (uint32_t i = 0; i < n; i++)
+			perm[i] = (int64_t)n - 1 - i;
+	}
+	if ((int32_t)n != x->rank)
+		return node_err(c, WH_ERR_SHAPE, "perm has %u values for rank %d", n, x->rank);
+	bool seen[WH_MAX_RANK] = {false};
+	for (uint32_t i = 0; i < n; i++) {
+		if (perm[i] < 0 || perm[i] >= x->rank || seen[perm[i]])
+			return node_err(c, WH_ERR_SHAPE, "perm is not a permutation of 0..%d", x->rank - 1);
+		seen[perm[i]] = true;
+		dim_copy(o, (int32_t)i, x, (int32_t)perm[i]);
+	}
+	return WH_OK;
+}
+
+static enum wh_status r_concat(struct ictx *c)
+{
+	const struct wh_vstate *x0 = NULL;
+	int32_t rank = -1;
+	for (uint32_t i = 0; i < c->n->n_inputs; i++) {
+		const struct wh_vstate *s = IN(c, i);
+		if (!s)
+			continue;
+		if (!x0 || (!x0->dtype && s->dtype))
+			x0 = s;
+		if (ranked(s)) {
+			if (rank >= 0 && s->rank != rank)
+				return node_err(c, WH_ERR_SHAPE, "inputs have ranks %d and %d", rank, s->rank);
+			rank = s->rank;
+		}
+	}
+	struct wh_vstate *o = out_set(c, 0, x0 ? x0->dtype : WH_DT_UNDEFINED, rank);
+	if (!o || rank < 0)
+		return WH_OK;
+	int64_t axis_attr = wh_node_attr_int(c->n, "axis", c->opset < 4 ? 1 : 0);
+	int32_t axis;
+	if (!norm_axis(axis_attr, rank, &axis))
+		return bad_axis(c, axis_attr, rank);
+	int64_t sum = 0;
+	bool sum_known = true;
+	for (uint32_t i = 0; i < c->n->n_inputs; i++) {
+		const struct wh_vstate *s = IN(c, i);
+		if (!s)
+			continue;
+		if (!ranked(s)) {
+			sum_known = false;
+			continue;
+		}
+		for (int32_t k = 0; k < rank; k++) {
+			if (k == axis)
+				continue;
+			if (o->dims[k] < 0 && s->dims[k] >= 0) {
+				dim_copy(o, k, s, k);
+			} else if (o->dims[k] >= 0 && s->dims[k] >= 0 && o->dims[k] != s->dims[k]) {
+				char b1[256];
+				return node_err(c, WH_ERR_SHAPE, "input %u of shape %s differs in dimension %d (%lld)", i,
+						dims_str(s, b1, sizeof b1), k, (long long)o->dims[k]);
+			} else if (o->dims[k] < 0 && !o->params[k]) {
+				o->params[k] = s->params[k];
+			}
+		}
+		if (s->dims[axis] < 0)
+			sum_known = false;
+		else if (!wh_add_i64(sum, s->dims[axis], &sum))
+			return node_err(c, WH_ERR_OVERFLOW, "concatenated dimension overflows");
+	}
+	if (sum_known)
+		dim_set(o, axis, sum);
+	return WH_OK;
+}
+
+static enum wh_status r_split(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	enum wh_dtype dt = x ? x->dtype : WH_DT_UNDEFINED;
+	uint32_t nout = c->n->n_outputs;
+	for (uint32_t k = 0; k < nout; k++)
+		out_like(c, k, x, dt);
+	if (!ranked(x) || nout == 0)
+		return WH_OK;
+	int64_t axis_attr = wh_node_attr_int(c->n, "axis", 0);
+	int32_t axis;
+	if (!norm_axis(axis_attr, x->rank, &axis))
+		return bad_axis(c, axis_attr, x->rank);
+	int64_t split[256];
+	uint32_t ns = 0;
+	bool have = false;
+	if (nout > 256)
+		return WH_OK;
+	if (c->opset >= 13 && IN(c, 1)) {
+		have = st_ints(IN(c, 1), split, 256, &ns);
+		if (!have) {
+			for (uint32_t k = 0; k < nout; k++)
+				if (OUT(c, k))
+					dim_set(OUT(c, k), axis, -1);
+			return WH_OK;
+		}
+	} else if (c->opset < 13 && attr_ints(c->n, "split", split, 256, &ns)) {
+		have = true;
+	}
+	int64_t d = x->dims[axis];
+	if (!have) {
+		if (d < 0) {
+			for (uint32_t k = 0; k < nout; k++)
+				if (OUT(c, k))
+					dim_set(OUT(c, k), axis, -1);
+			return WH_OK;
+		}
+		int64_t num = wh_node_attr_int(c->n, "num_outputs", 0);
+		ns = nout;
+		int64_t chunk = (d + ns - 1) / ns;
+		if (num <= 0 && d % ns)
+			return node_err(c, WH_ERR_SHAPE, "dimension %lld does not split evenly into %u outputs", (long long)d, ns);
+		for (uint32_t i = 0; i < ns; i++) {
+			int64_t left = d - chunk * (int64_t)i;
+			split[i] = left < 0 ? 0 : (left < chunk ? left : chunk);
+		}
+	}
+	if (ns != nout)
+		return node_err(c, WH_ERR_SHAPE, "split has %u sizes for %u outputs", ns, nout);
+	int64_t total = 0;
+	for (uint32_t i = 0; i < ns; i++) {
+		if (split[i] < 0)
+			return node_err(c, WH_ERR_SHAPE, "split size %lld is negative", (long long)split[i]);
+		if (!wh_add_i64(total, split[i], &total))
+			return node_err(c, WH_ERR_OVERFLOW, "split sizes overflow");
+		if (OUT(c, i))
+			dim_set(OUT(c, i), axis, split[i]);
+	}
+	if (d >= 0 && total != d)
+		return node_err(c, WH_ERR_SHAPE, "split sizes add up to %lld, the dimension is %lld", (long long)total, (long long)d);
+	return WH_OK;
+}
+
+static enum wh_status r_gather(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0), *idx = IN(c, 1);
+	enum wh_dtype dt = x ? x->dtype : WH_DT_UNDEFINED;
+	if (!ranked(x) || !ranked(idx)) {
+		out_set(c, 0, dt, -1);
+		return WH_OK;
+	}
+	int64_t axis_attr = wh_node_attr_int(c->n, "axis", 0);
+	int32_t axis;
+	if (!norm_axis(axis_attr, x->rank, &axis))
+		return bad_axis(c, axis_attr, x->rank);
+	struct wh_vstate *o = out_set(c, 0, dt, x->rank - 1 + idx->rank);
+	if (!o || o->rank < 0)
+		return WH_OK;
+	int32_t k = 0;
+	for (int32_t i = 0; i < axis; i++)
+		dim_copy(o, k++, x, i);
+	for (int32_t i = 0; i < idx->rank; i++)
+		dim_copy(o, k++, idx, i);
+	for (int32_t i = axis + 1; i < x->rank; i++)
+		dim_copy(o, k++, x, i);
+	return WH_OK;
+}
+
+static enum wh_status r_gather_elements(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	out_like(c, 0, IN(c, 1), x ? x->dtype : WH_DT_UNDEFINED);
+	return WH_OK;
+}
+
+static enum wh_status r_gather_nd(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0), *idx = IN(c, 1);
+	enum wh_dtype dt = x ? x->dtype : WH_DT_UNDEFINED;
+	int64_t b = wh_node_attr_int(c->n, "batch_dims", 0);
+	if (!ranked(x) || !ranked(idx) || idx->rank < 1 || idx->dims[idx->rank - 1] < 0) {
+		out_set(c, 0, dt, -1);
+		return WH_OK;
+	}
+	int64_t last = idx->dims[idx->rank - 1];
+	if (b < 0 || b + last > x->rank)
+		return node_err(c, WH_ERR_SHAPE, "index depth %lld with batch_dims %lld exceeds the data rank %d",
+				(long long)last, (long long)b, x->rank);
+	struct wh_vstate *o = out_set(c, 0, dt, idx->rank - 1 + x->rank - (int32_t)(b + last));
+	if (!o || o->rank < 0)
+		return WH_OK;
+	int32_t k = 0;
+	for (int32_t i = 0; i < idx->rank - 1; i++)
+		dim_copy(o, k++, idx, i);
+	for (int32_t i = (int32_t)(b + last); i < x->rank; i++)
+		dim_copy(o, k++, x, i);
+	return WH_OK;
+}
+
+static enum wh_status r_slice(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, x ? x->rank : -1);
+	if (!o || !ranked(x))
+		return WH_OK;
+	for (int32_t i = 0; i < x->rank; i++)
+		dim_copy(o, i, x, i);
+	int64_t starts[WH_MAX_RANK], ends[WH_MAX_RANK], axes[WH_MAX_RANK], steps[WH_MAX_RANK];
+	uint32_t ns = 0, ne = 0, na = 0, nst = 0;
+	bool axes_known = true, se_known;
+	if (c->opset < 10) {
+		se_known = attr_ints(c->n, "starts", starts, WH_MAX_RANK, &ns) &&
+			   attr_ints(c->n, "ends", ends, WH_MAX_RANK, &ne);
+		if (!attr_ints(c->n, "axes", axes, WH_MAX_RANK, &na))
+			na = 0;
+	} else {
+		se_known = st_ints(IN(c, 1), starts, WH_MAX_RANK, &ns) && st_ints(IN(c, 2), ends, WH_MAX_RANK, &ne);
+		if (IN(c, 3) && !st_ints(IN(c, 3), axes, WH_MAX_RANK, &na))
+			axes_known = false;
+		if (IN(c, 4) && !st_ints(IN(c, 4), steps, WH_MAX_RANK, &nst))
+			se_known = false;
+	}
+	if (!axes_known) {
+		for (int32_t i = 0; i < x->rank; i++)
+			dim_set(o, i, -1);
+		return WH_OK;
+	}
+	if (se_known && (ns != ne || (na && na != ns) || (nst && nst != ns)))
+		return node_err(c, WH_ERR_SHAPE, "starts, ends, axes and steps have different lengths");
+	uint32_t count = se_known ? ns : na;
+	if (!se_known && !na) {
+		for (int32_t i = 0; i < x->rank; i++)
+			dim_set(o, i, -1);
+		return WH_OK;
+	}
+	bool seen[WH_MAX_RANK] = {false};
+	for (uint32_t i = 0; i < count; i++) {
+		int64_t ax = na ? axes[i] : (int64_t)i;
+		int32_t a;
+		if (!norm_axis(ax, x->rank, &a))
+			return bad_axis(c, ax, x->rank);
+		if (seen[a])
+			return node_err(c, WH_ERR_SHAPE, "axis %d is sliced twice", a);
+		seen[a] = true;
+		if (!se_known) {
+			dim_set(o, a, -1);
+			continue;
+		}
+		int64_t step = nst ? steps[i] : 1;
+		if (step == 0)
+			return node_err(c, WH_ERR_SHAPE, "step is 0");
+		int64_t d = x->dims[a], first, cnt;
+		if (d < 0) {
+			/* slicing everything keeps an unknown dimension (and its name) */
+			if (!(step == 1 && starts[i] == 0 && ends[i] >= WH_SLICE_TO_END))
+				dim_set(o, a, -1);
+			continue;
+		}
+		wh_fold_slice_range(d, starts[i], ends[i], step, &first, &cnt);
+		dim_set(o, a, cnt);
+	}
+	return WH_OK;
+}
+
+/* Broadcast of x's shape with a shape given as values (Expand). */
+static enum wh_status r_expand(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0), *sh = IN(c, 1);
+	enum wh_dtype dt = x ? x->dtype : WH_DT_UNDEFINED;
+	int64_t shape[WH_MAX_RANK];
+	uint32_t n;
+	if (!st_ints(sh, shape, WH_MAX_RANK, &n)) {
+		int64_t len = static_len(sh);
+		out_set(c, 0, dt, ranked(x) && len >= 0 ? (x->rank > len ? x->rank : (int32_t)len) : -1);
+		return WH_OK;
+	}
+	struct wh_vstate t = {0};
+	t.rank = (int32_t)n;
+	for (uint32_t i = 0; i < n; i++) {
+		if (shape[i] < 0)
+			return node_err(c, WH_ERR_SHAPE, "shape[%u] is %lld", i, (long long)shape[i]);
+		dim_set(&t, (int32_t)i, shape[i]);
+	}
+	const struct wh_vstate *ins[2] = {x, &t};
+	if (!x) {
+		out_set(c, 0, dt, -1);
+		return WH_OK;
+	}
+	return broadcast(c, ins, 2, dt);
+}
+
+static enum wh_status r_tile(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, x ? x->rank : -1);
+	int64_t rep[WH_MAX_RANK];
+	uint32_t n;
+	if (!o || !ranked(x) || !st_ints(IN(c, 1), rep, WH_MAX_RANK, &n))
+		return WH_OK;
+	if ((int32_t)n != x->rank)
+		return node_err(c, WH_ERR_SHAPE, "repeats has %u values for rank %d", n, x->rank);
+	for (uint32_t i = 0; i < n; i++) {
+		if (rep[i] < 0)
+			return node_err(c, WH_ERR_SHAPE, "repeats[%u] is %lld", i, (long long)rep[i]);
+		if (x->dims[i] < 0) {
+			if (rep[i] == 1)
+				dim_copy(o, (int32_t)i, x, (int32_t)i);
+			else if (rep[i] == 0)
+				dim_set(o, (int32_t)i, 0);
+			continue;
+		}
+		int64_t v;
+		if (!wh_mul_i64(x->dims[i], rep[i], &v))
+			return node_err(c, WH_ERR_OVERFLOW, "dimension %u (%lld x %lld) overflows", i,
+					(long long)x->dims[i], (long long)rep[i]);
+		dim_set(o, (int32_t)i, v);
+	}
+	return WH_OK;
+}
+
+static enum wh_status r_pad(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, x ? x->rank : -1);
+	if (!o || !ranked(x))
+		return WH_OK;
+	int64_t pads[2 * WH_MAX_RANK], axes[WH_MAX_RANK];
+	uint32_t np, na = 0;
+	bool have;
+	if (c->opset < 11)
+		have = attr_ints(c->n, c->opset < 2 ? "paddings" : "pads", pads, 2 * WH_MAX_RANK, &np);
+	else
+		have = st_ints(IN(c, 1), pads, 2 * WH_MAX_RANK, &np);
+	if (have && IN(c, 3) && !st_ints(IN(c, 3), axes, WH_MAX_RANK, &na))
+		have = false;
+	if (!have)
+		return WH_OK;
+	int64_t pb[WH_MAX_RANK] = {0}, pe[WH_MAX_RANK] = {0};
+	if (na) {
+		if (np != 2 * na)
+			return node_err(c, WH_ERR_SHAPE, "pads has %u values for %u axes", np, na);
+		for (uint32_t i = 0; i < na; i++) {
+			int32_t a;
+			if (!norm_axis(axes[i], x->rank, &a))
+				return bad_axis(c, axes[i], x->rank);
+			pb[a] = pads[i];
+			pe[a] = pads[na + i];
+		}
+	} else {
+		if ((int32_t)np != 2 * x->rank)
+			return node_err(c, WH_ERR_SHAPE, "pads has %u values for rank %d", np, x->rank);
+		for (int32_t i = 0; i < x->rank; i++) {
+			pb[i] = pads[i];
+			pe[i] = pads[x->rank + i];
+		}
+	}
+	for (int32_t i = 0; i < x->rank; i++) {
+		if (x->dims[i] < 0) {
+			if (pb[i] != 0 || pe[i] != 0)
+				dim_set(o, i, -1);
+			continue;
+		}
+		int64_t v;
+		if (!wh_add_i64(x->dims[i], pb[i], &v) || !wh_add_i64(v, pe[i], &v))
+			return node_err(c, WH_ERR_OVERFLOW, "padded dimension %d overflows", i);
+		if (v < 0)
+			return node_err(c, WH_ERR_SHAPE, "padded dimension %d would be %lld", i, (long long)v);
+		dim_set(o, i, v);
+	}
+	return WH_OK;
+}
+
+static enum wh_dtype attr_tensor_dtype(const struct wh_node *n, const char *name, enum wh_dtype dflt)
+{
+	const struct wh_attr *a = wh_node_attr(n, name);
+	return a && a->type == WH_ATTR_TENSOR && a->t ? a->t->dtype : dflt;
+}
+
+static enum wh_status r_constant_of_shape(struct ictx *c)
+{
+	const struct wh_vstate *sh = IN(c, 0);
+	enum wh_dtype dt = attr_tensor_dtype(c->n, "value", WH_DT_FLOAT);
+	int64_t shape[WH_MAX_RANK];
+	uint32_t n;
+	if (!st_ints(sh, shape, WH_MAX_RANK, &n)) {
+		out_set(c, 0, dt, (int32_t)static_len(sh));
+		return WH_OK;
+	}
+	struct wh_vstate *o = out_set(c, 0, dt, (int32_t)n);
+	for (uint32_t i = 0; o && i < n; i++) {
+		if (shape[i] < 0)
+			return node_err(c, WH_ERR_SHAPE, "shape[%u] is %lld", i, (long long)shape[i]);
+		dim_set(o, (int32_t)i, shape[i]);
+	}
+	return WH_OK;
+}
+
+static enum wh_status r_range(struct ictx *c)
+{
+	const struct wh_vstate *s = IN(c, 0);
+	struct wh_vstate *o = out_set(c, 0, s ? s->dtype : WH_DT_UNDEFINED, 1);
+	double v[3];
+	uint32_t n;
+	for (uint32_t i = 0; o && i < 3; i++) {
+		if (!st_floats(IN(c, i), &v[i], 1, &n) || n != 1)
+			return WH_OK;
+	}
+	if (!o)
+		return WH_OK;
+	if (v[2] == 0)
+		return node_err(c, WH_ERR_SHAPE, "delta is 0");
+	double cnt = ceil((v[1] - v[0]) / v[2]);
+	if (!(cnt < 9.0e18))
+		return node_err(c, WH_ERR_OVERFLOW, "range has too many elements");
+	dim_set(o, 0, cnt > 0 ? (int64_t)cnt : 0);
+	return WH_OK;
+}
+
+static enum wh_status r_eyelike(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	int64_t dt = wh_node_attr_int(c->n, "dtype", x ? x->dtype : 0);
+	out_like(c, 0, x, wh_dtype_valid((int)dt) ? (enum wh_dtype)dt : WH_DT_UNDEFINED);
+	return WH_OK;
+}
+
+static enum wh_status r_onehot(struct ictx *c)
+{
+	const struct wh_vstate *idx = IN(c, 0), *vals = IN(c, 2);
+	enum wh_dtype dt = vals ? vals->dtype : WH_DT_UNDEFINED;
+	if (!ranked(idx)) {
+		out_set(c, 0, dt, -1);
+		return WH_OK;
+	}
+	struct wh_vstate *o = out_set(c, 0, dt, idx->rank + 1);
+	if (!o || o->rank < 0)
+		return WH_OK;
+	int64_t axis_attr = wh_node_attr_int(c->n, "axis", -1);
+	int32_t axis;
+	if (!norm_axis(axis_attr, o->rank, &axis))
+		return bad_axis(c, axis_attr, o->rank);
+	for (int32_t i = 0, k = 0; i < o->rank; i++)
+		if (i != axis)
+			dim_copy(o, i, idx, k++);
+	double depth;
+	uint32_t n;
+	if (st_floats(IN(c, 1), &depth, 1, &n) && n == 1) {
+		if (depth < 0 || !(depth < 9.0e18))
+			return node_err(c, WH_ERR_SHAPE, "depth %g is invalid", depth);
+		dim_set(o, axis, (int64_t)depth);
+	}
+	return WH_OK;
+}
+
+static enum wh_status r_topk(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	out_like(c, 0, x, x ? x->dtype : WH_DT_UNDEFINED);
+	out_like(c, 1, x, WH_DT_INT64);
+	if (!ranked(x))
+		return WH_OK;
+	int64_t axis_attr = wh_node_attr_int(c->n, "axis", -1);
+	int32_t axis;
+	if (!norm_axis(axis_attr, x->rank, &axis))
+		return bad_axis(c, axis_attr, x->rank);
+	int64_t k = -1;
+	uint32_t n;
+	if (c->opset < 10) {
+		k = wh_node_attr_int(c->n, "k", -1);
+	} else if (!st_ints(IN(c, 1), &k, 1, &n) || n != 1) {
+		k = -1;
+	}
+	if (k >= 0 && x->dims[axis] >= 0 && k > x->dims[axis])
+		return node_err(c, WH_ERR_SHAPE, "k=%lld is larger than dimension %d (%lld)", (long long)k, axis,
+				(long long)x->dims[axis]);
+	for (uint32_t j = 0; j < 2; j++)
+		if (OUT(c, j))
+			dim_set(OUT(c, j), axis, k);
+	return WH_OK;
+}
+
+static enum wh_status r_argminmax(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	bool keep = wh_node_attr_int(c->n, "keepdims", 1) != 0;
+	if (!ranked(x)) {
+		out_set(c, 0, WH_DT_INT64, -1);
+		return WH_OK;
+	}
+	int64_t axis_attr = wh_node_attr_int(c->n, "axis", 0);
+	int32_t axis;
+	if (!norm_axis(axis_attr, x->rank, &axis))
+		return bad_axis(c, axis_attr, x->rank);
+	struct wh_vstate *o = out_set(c, 0, WH_DT_INT64, keep ? x->rank : x->rank - 1);
+	if (!o)
+		return WH_OK;
+	for (int32_t i = 0, k = 0; i < x->rank; i++) {
+		if (i == axis) {
+			if (keep)
+				dim_set(o, k++, 1);
+		} else {
+			dim_copy(o, k++, x, i);
+		}
+	}
+	return WH_OK;
+}
+
+static enum wh_status r_reduce(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	enum wh_dtype dt = x ? x->dtype : WH_DT_UNDEFINED;
+	bool keep = wh_node_attr_int(c->n, "keepdims", 1) != 0;
+	int64_t axes[WH_MAX_RANK];
+	uint32_t n;
+	bool given, unknown;
+	if (!node_axes(c, strcmp(c->n->op_type, "ReduceSum") ? 18 : 13, 1, axes, &n, &given, &unknown))
+		return node_err(c, WH_ERR_SHAPE, "too many axes");
+	if (!ranked(x)) {
+		out_set(c, 0, dt, -1);
+		return WH_OK;
+	}
+	if (unknown) {
+		out_set(c, 0, dt, keep ? x->rank : -1);
+		return WH_OK;
+	}
+	bool red[WH_MAX_RANK] = {false};
+	if (n == 0) {
+		if (wh_node_attr_int(c->n, "noop_with_empty_axes", 0)) {
+			out_like(c, 0, x, dt);
+			return WH_OK;
+		}
+		for (int32_t i = 0; i < x->rank; i++)
+			red[i] = true;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		int32_t a;
+		if (!norm_axis(axes[i], x->rank, &a))
+			return bad_axis(c, axes[i], x->rank);
+		red[a] = true;
+	}
+	int32_t r = 0;
+	for (int32_t i = 0; i < x->rank; i++)
+		r += keep || !red[i];
+	struct wh_vstate *o = out_set(c, 0, dt, r);
+	if (!o)
+		return WH_OK;
+	for (int32_t i = 0, k = 0; i < x->rank; i++) {
+		if (!red[i])
+			dim_copy(o, k++, x, i);
+		else if (keep)
+			dim_set(o, k++, 1);
+	}
+	return WH_OK;
+}
+
+/* Resize (opset 10: X, scales; 11+: X, roi, scales, sizes) and Upsample. */
+static enum wh_status r_resize(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, x ? x->rank : -1);
+	if (!o || !ranked(x))
+		return WH_OK;
+	bool upsample = !strcmp(c->n->op_type, "Upsample");
+	double scales[WH_MAX_RANK];
+	int64_t sizes[WH_MAX_RANK], axes[WH_MAX_RANK];
+	uint32_t nsc = 0, nsz = 0, na = 0;
+	bool have_scales = false, have_sizes = false;
+	const struct wh_vstate *sc_in = NULL, *sz_in = NULL;
+	if (upsample && c->opset < 9) {
+		const struct wh_attr *a = wh_node_attr(c->n, "scales");
+		if (a && a->type == WH_ATTR_FLOATS && a->n <= WH_MAX_RANK) {
+			for (size_t i = 0; i < a->n; i++)
+				scales[i] = a->floats[i];
+			nsc = (uint32_t)a->n;
+			have_scales = true;
+		}
+	} else if (upsample || c->opset < 11) {
+		sc_in = IN(c, 1);
+	} else {
+		sc_in = IN(c, 2);
+		sz_in = IN(c, 3);
+	}
+	if (sz_in && st_ints(sz_in, sizes, WH_MAX_RANK, &nsz) && nsz)
+		have_sizes = true;
+	if (!have_sizes && sc_in && st_floats(sc_in, scales, WH_MAX_RANK, &nsc) && nsc)
+		have_scales = true;
+	if (!have_sizes && !have_scales) {
+		/* unknown scales and sizes: only dimensions that cannot change are known */
+		for (int32_t i = 0; i < x->rank; i++)
+			dim_set(o, i, -1);
+		return WH_OK;
+	}
+	if (!attr_ints(c->n, "axes", axes, WH_MAX_RANK, &na))
+		na = 0;
+	uint32_t cnt = have_sizes ? nsz : nsc;
+	if ((na && cnt != na) || (!na && (int32_t)cnt != x->rank))
+		return node_err(c, WH_ERR_SHAPE, "%s has %u values for rank %d", have_sizes ? "sizes" : "scales", cnt, x->rank);
+	char policy[32];
+	wh_node_attr_string(c->n, "keep_aspect_ratio_policy", "stretch", policy, sizeof policy);
+	if (!wh_node_attr(c->n, "keep_aspect_ratio_policy"))
+		strcpy(policy, "stretch");
+	if (have_sizes && strcmp(policy, "stretch")) {
+		/* one scale for all listed axes, the smaller or the larger of sizes/in */
+		bool larger = !strcmp(policy, "not_smaller");
+		double s = larger ? 0 : INFINITY;
+		for (uint32_t i = 0; i < cnt; i++) {
+			int32_t a = (int32_t)(na ? axes[i] : (int64_t)i);
+			if (!norm_axis(a, x->rank, &a))
+				return bad_axis(c, na ? axes[i] : (int64_t)i, x->rank);
+			if (x->dims[a] <= 0)
+				return WH_OK;
+			double r = (double)sizes[i] / (double)x->dims[a];
+			s = larger ? (r > s ? r : s) : (r < s ? r : s);
+		}
+		for (uint32_t i = 0; i < cnt; i++) {
+			int32_t a = 0;
+			norm_axis(na ? axes[i] : (int64_t)i, x->rank, &a);
+			dim_set(o, a, (int64_t)floor(s * (double)x->dims[a] + 0.5));
+		}
+		return WH_OK;
+	}
+	for (uint32_t i = 0; i < cnt; i++) {
+		int32_t a;
+		if (!norm_axis(na ? axes[i] : (int64_t)i, x->rank, &a))
+			return bad_axis(c, na ? axes[i] : (int64_t)i, x->rank);
+		if (have_sizes) {
+			if (sizes[i] < 0)
+				return node_err(c, WH_ERR_SHAPE, "sizes[%u] is %lld", i, (long long)sizes[i]);
+			dim_set(o, a, sizes[i]);
+			continue;
+		}
+		if (!(scales[i] > 0) || !isfinite(scales[i]))
+			return node_err(c, WH_ERR_SHAPE, "scales[%u] is %g", i, scales[i]);
+		if (x->dims[a] < 0) {
+			if (scales[i] != 1)
+				dim_set(o, a, -1);
+			continue;
+		}
+		/* ONNX Runtime multiplies in float and truncates */
+		float v = (float)x->dims[a] * (float)scales[i];
+		if (!(v < 9.0e18f))
+			return node_err(c, WH_ERR_OVERFLOW, "resized dimension %d overflows", a);
+		dim_set(o, a, (int64_t)v);
+	}
+	return WH_OK;
+}
+
+static enum wh_status r_depth_space(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, x ? x->rank : -1);
+	if (!o || !ranked(x))
+		return WH_OK;
+	if (x->rank != 4)
+		return node_err(c, WH_ERR_SHAPE, "input has rank %d, 4 needed", x->rank);
+	int64_t b = wh_node_attr_int(c->n, "blocksize", 0);
+	if (b <= 0 || b > (1 << 20))
+		return node_err(c, WH_ERR_SHAPE, "blocksize %lld is invalid", (long long)b);
+	bool d2s = !strcmp(c->n->op_type, "DepthToSpace");
+	dim_copy(o, 0, x, 0);
+	if (x->dims[1] >= 0) {
+		if (d2s && x->dims[1] % (b * b))
+			return node_err(c, WH_ERR_SHAPE, "%lld channels do not divide by blocksize^2", (long long)x->dims[1]);
+		int64_t v;
+		if (!d2s && !wh_mul_i64(x->dims[1], b * b, &v))
+			return node_err(c, WH_ERR_OVERFLOW, "channels overflow");
+		dim_set(o, 1, d2s ? x->dims[1] / (b * b) : v);
+	}
+	for (int32_t i = 2; i < 4; i++) {
+		if (x->dims[i] < 0)
+			continue;
+		int64_t v;
+		if (d2s) {
+			if (!wh_mul_i64(x->dims[i], b, &v))
+				return node_err(c, WH_ERR_OVERFLOW, "dimension overflows");
+		} else {
+			if (x->dims[i] % b)
+				return node_err(c, WH_ERR_SHAPE, "dimension %lld does not divide by blocksize %lld",
+						(long long)x->dims[i], (long long)b);
+			v = x->dims[i] / b;
+		}
+		dim_set(o, i, v);
+	}
+	return WH_OK;
+}
+
+static enum wh_status r_constant(struct ictx *c)
+{
+	for (uint32_t i = 0; i < c->n->n_attrs; i++) {
+		const struct wh_attr *a = &c->n->attrs[i];
+		struct wh_vstate *o;
+		if (!strcmp(a->name, "value") && a->type == WH_ATTR_TENSOR && a->t) {
+			if ((o = out_set(c, 0, a->t->dtype, a->t->rank)) != NULL)
+				for (int32_t k = 0; k < a->t->rank; k++)
+					dim_set(o, k, a->t->dims[k]);
+			return WH_OK;
+		}
+		if (!strcmp(a->name, "value_string") && a->type == WH_ATTR_STRING) {
+			out_set(c, 0, WH_DT_STRING, 0);
+			return WH_OK;
+		}
+		if (!strcmp(a->name, "value_strings") && a->type == WH_ATTR_STRINGS) {
+			if ((o = out_set(c, 0, WH_DT_STRING, 1)) != NULL)
+				dim_set(o, 0, (int64_t)a->n);
+			return WH_OK;
+		}
+	}
+	return WH_OK;
+}
+
+static enum wh_status r_nonzero(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	struct wh_vstate *o = out_set(c, 0, WH_DT_INT64, 2);
+	if (o && ranked(x))
+		dim_set(o, 0, x->rank ? x->rank : 1);
+	return WH_OK;
+}
+
+static enum wh_status r_nms(struct ictx *c)
+{
+	struct wh_vstate *o = out_set(c, 0, WH_DT_INT64, 2);
+	if (o)
+		dim_set(o, 1, 3);
+	return WH_OK;
+}
+
+static enum wh_status r_compress(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	enum wh_dtype dt = x ? x->dtype : WH_DT_UNDEFINED;
+	const struct wh_attr *a = wh_node_attr(c->n, "axis");
+	if (!a) {
+		out_set(c, 0, dt, 1);
+		return WH_OK;
+	}
+	out_like(c, 0, x, dt);
+	int32_t axis;
+	if (ranked(x) && OUT(c, 0)) {
+		if (!norm_axis(a->i, x->rank, &axis))
+			return bad_axis(c, a->i, x->rank);
+		dim_set(OUT(c, 0), axis, -1);
+	}
+	return WH_OK;
+}
+
+static enum wh_status r_unique(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	const struct wh_attr *a = wh_node_attr(c->n, "axis");
+	if (a && ranked(x)) {
+		int32_t axis;
+		out_like(c, 0, x, x->dtype);
+		if (!norm_axis(a->i, x->rank, &axis))
+			return bad_axis(c, a->i, x->rank);
+		if (OUT(c, 0))
+			dim_set(OUT(c, 0), axis, -1);
+	} else {
+		out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, a ? -1 : 1);
+	}
+	for (uint32_t k = 1; k < 4; k++)
+		out_set(c, k, WH_DT_INT64, 1);
+	return WH_OK;
+}
+
+static enum wh_status r_quantize(struct ictx *c)
+{
+	const struct wh_vstate *zp = IN(c, 2);
+	int64_t odt = wh_node_attr_int(c->n, "output_dtype", 0);
+	enum wh_dtype dt = zp ? zp->dtype : (odt > 0 && wh_dtype_valid((int)odt) ? (enum wh_dtype)odt : WH_DT_UINT8);
+	out_like(c, 0, IN(c, 0), dt);
+	return WH_OK;
+}
+
+static enum wh_status r_dequantize(struct ictx *c)
+{
+	const struct wh_vstate *sc = IN(c, 1);
+	enum wh_dtype dt = WH_DT_FLOAT;
+	if (c->opset >= 19 && sc && sc->dtype)
+		dt = sc->dtype;
+	int64_t odt = wh_node_attr_int(c->n, "output_dtype", 0);
+	if (odt > 0 && wh_dtype_valid((int)odt))
+		dt = (enum wh_dtype)odt;
+	out_like(c, 0, IN(c, 0), dt);
+	return WH_OK;
+}
+
+static enum wh_status r_dyn_quantize(struct ictx *c)
+{
+	out_like(c, 0, IN(c, 0), WH_DT_UINT8);
+	out_set(c, 1, WH_DT_FLOAT, 0);
+	out_set(c, 2, WH_DT_UINT8, 0);
+	return WH_OK;
+}
+
+static enum wh_status r_random(struct ictx *c)
+{
+	int64_t dt = wh_node_attr_int(c->n, "dtype", WH_DT_FLOAT);
+	int64_t shape[WH_MAX_RANK];
+	uint32_t n;
+	enum wh_dtype t = wh_dtype_valid((int)dt) ? (enum wh_dtype)dt : WH_DT_UNDEFINED;
+	if (!attr_ints(c->n, "shape", shape, WH_MAX_RANK, &n)) {
+		out_set(c, 0, t, -1);
+		return WH_OK;
+	}
+	struct wh_vstate *o = out_set(c, 0, t, (int32_t)n);
+	for (uint32_t i = 0; o && i < n; i++)
+		dim_set(o, (int32_t)i, shape[i]);
+	return WH_OK;
+}
+
+static enum wh_status r_random_like(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	int64_t dt = wh_node_attr_int(c->n, "dtype", x ? x->dtype : 0);
+	out_like(c, 0, x, wh_dtype_valid((int)dt) ? (enum wh_dtype)dt : WH_DT_UNDEFINED);
+	return WH_OK;
+}
+
+static enum wh_status r_multinomial(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	int64_t dt = wh_node_attr_int(c->n, "dtype", WH_DT_INT32);
+	struct wh_vstate *o = out_set(c, 0, wh_dtype_valid((int)dt) ? (enum wh_dtype)dt : WH_DT_UNDEFINED, 2);
+	if (!o)
+		return WH_OK;
+	if (ranked(x) && x->rank == 2)
+		dim_copy(o, 0, x, 0);
+	dim_set(o, 1, wh_node_attr_int(c->n, "sample_size", 1));
+	return WH_OK;
+}
+
+/* LSTM, GRU, RNN: Y [seq, dirs, batch, hidden] and the final states [dirs, batch, hidden]
+ * (layout 1 puts batch first). */
+static enum wh_status r_rnn(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	enum wh_dtype dt = x ? x->dtype : WH_DT_UNDEFINED;
+	char dir[32];
+	wh_node_attr_string(c->n, "direction", "forward", dir, sizeof dir);
+	int64_t dirs = !strcmp(dir, "bidirectional") ? 2 : 1;
+	int64_t hidden = wh_node_attr_int(c->n, "hidden_size", -1);
+	bool batch_first = wh_node_attr_int(c->n, "layout", 0) != 0;
+	bool xr = ranked(x) && x->rank == 3;
+	struct wh_vstate *y = out_set(c, 0, dt, 4);
+	if (y) {
+		if (xr) {
+			dim_copy(y, 0, x, 0);
+			dim_copy(y, batch_first ? 1 : 2, x, 1);
+		}
+		dim_set(y, batch_first ? 2 : 1, dirs);
+		dim_set(y, 3, hidden);
+	}
+	for (uint32_t k = 1; k < c->n->n_outputs; k++) {
+		struct wh_vstate *h = out_set(c, k, dt, 3);
+		if (!h)
+			continue;
+		if (xr)
+			dim_copy(h, batch_first ? 0 : 1, x, batch_first ? 0 : 1);
+		dim_set(h, batch_first ? 1 : 0, dirs);
+		dim_set(h, 2, hidden);
+	}
+	return WH_OK;
+}
+
+static enum wh_status r_roialign(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0), *rois = IN(c, 1);
+	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, 4);
+	if (!o)
+		return WH_OK;
+	if (ranked(rois) && rois->rank == 2)
+		dim_copy(o, 0, rois, 0);
+	if (ranked(x) && x->rank == 4)
+		dim_copy(o, 1, x, 1);
+	dim_set(o, 2, wh_node_attr_int(c->n, "output_height", 1));
+	dim_set(o, 3, wh_node_attr_int(c->n, "output_width", 1));
+	return WH_OK;
+}
+
+static enum wh_status r_grid_sample(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0), *grid = IN(c, 1);
+	int32_t rank = ranked(x) ? x->rank : (ranked(grid) ? grid->rank : -1);
+	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, rank);
+	if (!o || rank < 3)
+		return WH_OK;
+	if (ranked(x))
+		dim_copy(o, 0, x, 0), dim_copy(o, 1, x, 1);
+	if (ranked(grid) && grid->rank == rank)
+		for (int32_t i = 2; i < rank; i++)
+			dim_copy(o, i, grid, i - 1);
+	return WH_OK;
+}
+
+static enum wh_status r_det(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	if (!ranked(x) || x->rank < 2) {
+		out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, -1);
+		return WH_OK;
+	}
+	struct wh_vstate *o = out_set(c, 0, x->dtype, x->rank - 2);
+	for (int32_t i = 0; o && i < x->rank - 2; i++)
+		dim_copy(o, i, x, i);
+	return WH_OK;
+}
+
+/* ---- control flow ---- */
+
+static const struct wh_graph *attr_graph(const struct wh_node *n, const char *name)
+{
+	const struct wh_attr *a = wh_node_attr(n, name);
+	return a && a->type == WH_ATTR_GRAPH ? a->g : NULL;
+}
+
+/* Runs inference on a subgraph; *out is NULL (not an error) when it could not be done. */
+static enum wh_status sub_infer(struct ictx *c, const struct wh_graph *g, const struct wh_vstate *seeds, uint32_t n_seeds,
+				struct wh_vstate **out)
+{
+	*out = NULL;
+	if (!g)
+		return WH_OK;
+	return infer_graph(c->m, g, c, seeds, n_seeds, c->limit, c->write_back, c->unknown, c->n_unknown, out);
+}
+
+static void merge_into(struct wh_vstate *o, const struct wh_vstate *b)
+{
+	/* o and b are two possible values: keep what both agree on */
+	if (o->dtype != b->dtype)
+		o->dtype = o->dtype ? (b->dtype ? WH_DT_UNDEFINED : o->dtype) : b->dtype;
+	if (o->rank != b->rank) {
+		o->rank = -1;
+		return;
+	}
+	for (int32_t i = 0; i < o->rank; i++)
+		if (!same_dim(o->dims[i], o->params[i], b->dims[i], b->params[i])) {
+			o->dims[i] = -1;
+			o->params[i] = NULL;
+		}
+}
+
+static void copy_shape(struct wh_vstate *o, const struct wh_vstate *s)
+{
+	o->dtype = s->dtype;
+	o->rank = s->rank;
+	memcpy(o->dims, s->dims, sizeof o->dims);
+	memcpy(o->params, s->params, sizeof o->params);
+}
+
+static enum wh_status r_if(struct ictx *c)
+{
+	const struct wh_graph *gt = attr_graph(c->n, "then_branch"), *ge = attr_graph(c->n, "else_branch");
+	struct wh_vstate *st_t = NULL, *st_e = NULL;
+	enum wh_status st = sub_infer(c, gt, NULL, 0, &st_t);
+	if (st == WH_OK)
+		st = sub_infer(c, ge, NULL, 0, &st_e);
+	if (st != WH_OK)
+		goto out;
+	/* a known condition selects one branch */
+	const struct wh_vstate *cond = IN(c, 0);
+	int which = -1;
+	if (cond && cond->known && cond->value.count == 1)
+		which = wh_fold_get_i(&cond->value, 0) ? 0 : 1;
+	for (uint32_t k = 0; k < c->n->n_outputs; k++) {
+		struct wh_vstate *o = out_set(c, k, WH_DT_UNDEFINED, -1);
+		if (!o)
+			continue;
+		const struct wh_vstate *a = st_t && k < gt->n_outputs ? &st_t[gt->outputs[k]] : NULL;
+		const struct wh_vstate *b = st_e && k < ge->n_outputs ? &st_e[ge->outputs[k]] : NULL;
+		if (which == 0)
+			b = NULL;
+		if (which == 1)
+			a = NULL;
+		if (a && b) {
+			copy_shape(o, a);
+			merge_into(o, b);
+		} else if (a && which == 0) {
+			copy_shape(o, a);
+		} else if (b && which == 1) {
+			copy_shape(o, b);
+		}
+	}
+out:
+	if (st_t)
+		wh_infer_states_free(st_t, gt->n_values);
+	if (st_e)
+		wh_infer_states_free(st_e, ge->n_values);
+	return st;
+}
+
+static enum wh_status r_loop(struct ictx *c)
+{
+	const struct wh_graph *body = attr_graph(c->n, "body");
+	/* carried values: inputs 2.., outputs 0..N-1; then scan outputs */
+	uint32_t n_carried = c->n->n_inputs > 2 ? c->n->n_inputs - 2 : 0;
+	for (uint32_t k = 0; k < c->n->n_outputs; k++)
+		out_set(c, k, WH_DT_UNDEFINED, -1);
+	if (!body)
+		return WH_OK;
+	struct wh_vstate seeds[2 + 64];
+	uint32_t n_seeds = 2 + (n_carried < 64 ? n_carried : 64);
+	memset(seeds, 0, sizeof seeds);
+	seeds[0].dtype = WH_DT_INT64;
+	seeds[1].dtype = WH_DT_BOOL;
+	seeds[1].rank = 0;
+	seeds[0].rank = 0;
+	for (uint32_t i = 2; i < n_seeds; i++) {
+		const struct wh_vstate *s = IN(c, i);
+		seeds[i].rank = -1;
+		if (s) {
+			copy_shape(&seeds[i], s);
+			/* the shape may change from one iteration to the next: keep only the type */
+			seeds[i].rank = -1;
+		}
+	}
+	struct wh_vstate *bs = NULL;
+	enum wh_status st = sub_infer(c, body, seeds, n_seeds, &bs);
+	if (st != WH_OK || !bs)
+		return st;
+	for (uint32_t k = 0; k < c->n->n_outputs; k++) {
+		struct wh_vstate *o = OUT(c, k);
+		uint32_t bo = k + 1; /* body outputs: cond, carried..., scan... */
+		if (!o || bo >= body->n_outputs)
+			continue;
+		const struct wh_vstate *b = &bs[body->outputs[bo]];
+		if (k < n_carried) {
+			const struct wh_vstate *init = IN(c, 2 + k);
+			copy_shape(o, b);
+			if (init)
+				merge_into(o, init);
+			else
+				o->rank = -1;
+		} else {
+			o->dtype = b->dtype;
+			if (ranked(b) && b->rank < WH_MAX_RANK) {
+				o->rank = b->rank + 1;
+				dim_set(o, 0, -1);
+				for (int32_t i = 0; i < b->rank; i++)
+					dim_copy(o, i + 1, b, i);
+			}
+		}
+	}
+	wh_infer_states_free(bs, body->n_values);
+	return WH_OK;
+}
+
+/* ---- dispatch ---- */
+
+typedef enum wh_status (*rule_fn)(struct ictx *c);
+
+static const struct {
+	const char *op;
+	rule_fn fn;
+} rules[] = {
+	/* elementwise, same shape */
+	{"Abs", r_unary}, {"Neg", r_unary}, {"Floor", r_unary}, {"Ceil", r_unary}, {"Round", r_unary},
+	{"Sqrt", r_unary}, {"Exp", r_unary}, {"Log", r_unary}, {"Reciprocal", r_unary}, {"Relu", r_unary},
+	{"Sigmoid", r_unary}, {"Tanh", r_unary}, {"HardSigmoid", r_unary}, {"HardSwish", r_unary},
+	{"LeakyRelu", r_unary}, {"Elu", r_unary}, {"Selu", r_unary}, {"Celu", r_unary}, {"Softplus", r_unary},
+	{"Softsign", r_unary}, {"Sin", r_unary}, {"Cos", r_unary}, {"Tan", r_unary}, {"Asin", r_unary},
+	{"Acos", r_unary}, {"Atan", r_unary}, {"Sinh", r_unary}, {"Cosh", r_unary}, {"Asinh", r_unary},
+	{"Acosh", r_unary}, {"Atanh", r_unary}, {"Erf", r_unary}, {"Sign", r_unary}, {"Identity", r_unary},
+	{"Clip", r_unary}, {"Gelu", r_unary}, {"Mish", r_unary}, {"ThresholdedRelu", r_unary},
+	{"Shrink", r_unary}, {"Not", r_unary}, {"BitwiseNot", r_unary}, {"Softmax", r_unary},
+	{"LogSoftmax", r_unary}, {"Hardmax", r_unary}, {"LpNormalization", r_unary},
+	{"InstanceNormalization", r_unary}, {"LRN", r_unary}, {"MeanVarianceNormalization", r_unary},
+	{"GroupNormalization", r_unary}, {"CumSum", r_unary}, {"Trilu", r_unary},
+	{"ReverseSequence", r_unary}, {"ScatterND", r_unary}, {"ScatterElements", r_unary},
+	{"Scatter", r_unary}, {"IsNaN", r_unary_bool}, {"IsInf", r_unary_bool}, {"Dropout", r_dropout},
+	{"Cast", r_cast}, {"CastLike", r_castlike},
+	/* broadcasting */
+	{"Add", r_arith}, {"Sub", r_arith}, {"Mul", r_arith}, {"Div", r_arith}, {"Pow", r_arith},
+	{"Mod", r_arith}, {"Max", r_arith}, {"Min", r_arith}, {"Sum", r_arith}, {"Mean", r_arith},
+	{"PRelu", r_arith}, {"BitShift", r_arith}, {"BitwiseAnd", r_arith}, {"BitwiseOr", r_arith},
+	{"BitwiseXor", r_arith}, {"And", r_compare}, {"Or", r_compare}, {"Xor", r_compare},
+	{"Equal", r_compare}, {"Less", r_compare}, {"Greater", r_compare}, {"LessOrEqual", r_compare},
+	{"GreaterOrEqual", r_compare}, {"Where", r_where},
+	/* windows */
+	{"Conv", r_conv}, {"ConvInteger", r_conv_integer}, {"QLinearConv", r_qlinear_conv},
+	{"ConvTranspose", r_conv_transpose}, {"AveragePool", r_pool}, {"MaxPool", r_pool},
+	{"LpPool", r_pool}, {"GlobalAveragePool", r_global_pool}, {"GlobalMaxPool", r_global_pool},
+	{"GlobalLpPool", r_global_pool},
+	/* normalisation, products */
+	{"BatchNormalization", r_batchnorm}, {"LayerNormalization", r_layernorm},
+	{"MatMul", r_matmul}, {"MatMulInteger", r_matmul_integer}, {"QLinearMatMul", r_qlinear_matmul},
+	{"Gemm", r_gemm},
+	/* shapes */
+	{"Shape", r_shape}, {"Size", r_size}, {"Reshape", r_reshape}, {"Flatten", r_flatten},
+	{"Squeeze", r_squeeze}, {"Unsqueeze", r_unsqueeze}, {"Transpose", r_transpose}, {"Concat", r_concat},
+	{"Split", r_split}, {"Gather", r_gather}, {"GatherElements", r_gather_elements},
+	{"GatherND", r_gather_nd}, {"Slice", r_slice}, {"Expand", r_expand}, {"Tile", r_tile}, {"Pad", r_pad},
+	{"ConstantOfShape", r_constant_of_shape}, {"Range", r_range}, {"EyeLike", r_eyelike},
+	{"OneHot", r_onehot}, {"TopK", r_topk}, {"ArgMax", r_argminmax}, {"ArgMin", r_argminmax},
+	{"ReduceSum", r_reduce}, {"ReduceMean", r_reduce}, {"ReduceMax", r_reduce}, {"ReduceMin", r_reduce},
+	{"ReduceProd", r_reduce}, {"ReduceL1", r_reduce}, {"ReduceL2", r_reduce},
+	{"ReduceSumSquare", r_reduce}, {"ReduceLogSum", r_reduce}, {"ReduceLogSumExp", r_reduce},
+	{"Resize", r_resize}, {"Upsample", r_resize}, {"DepthToSpace", r_depth_space},
+	{"SpaceToDepth", r_depth_space}, {"Constant", r_constant}, {"NonZero", r_nonzero},
+	{"NonMaxSuppression", r_nms}, {"Compress", r_compress}, {"Unique", r_unique},
+	{"QuantizeLinear", r_quantize}, {"DequantizeLinear", r_dequantize},
+	{"DynamicQuantizeLinear", r_dyn_quantize}, {"RandomNormal", r_random}, {"RandomUniform", r_random},
+	{"RandomNormalLike", r_random_like}, {"RandomUniformLike", r_random_like},
+	{"Bernoulli", r_random_like}, {"Multinomial", r_multinomial}, {"LSTM", r_rnn}, {"GRU", r_rnn},
+	{"RNN", r_rnn}, {"RoiAlign", r_roialign}, {"GridSample", r_grid_sample}, {"Det", r_det},
+	{"If", r_if}, {"Loop", r_loop},
+};
+
+/* Ops whose results differ from run to run: never evaluated at inference time. */
+static bool is_random(const char *op)
+{
+	return !strncmp(op, "Random", 6) || !strcmp(op, "Bernoulli") || !strcmp(op, "Multinomial");
+}
+
+static bool default_domain(const struct wh_node *n)
+{
+	return !n->domain || !*n->domain || !strcmp(n->domain, "ai.onnx");
+}
+
+static void note_unknown(struct ictx *c)
+{
+	for (uint32_t i = 0; i < *c->n_unknown; i++)
+		if (!strcmp(c->unknown[i], c->n->op_type))
+			return;
+	if (*c->n_unknown < WH_MAX_UNKNOWN_OPS) {
+		c->unknown[(*c->n_unknown)++] = c->n->op_type;
+		wh_info("shape inference: op %s%s%s has no shape rule: its outputs stay unknown", c->n->domain && *c->n->domain ? c->n->domain : "",
+			c->n->domain && *c->n->domain ? "." : "", c->n->op_type);
+	}
+}
+
+/* Tries to compute the node's outputs from known inputs. */
+static enum wh_status try_eval(struct ictx *c, bool *done)
+{
+	const struct wh_node *n = c->n;
+	*done = false;
+	if (!default_domain(n) || is_random(n->op_type) || n->n_outputs == 0 || n->n_inputs > 64)
+		return WH_OK;
+	for (uint32_t a = 0; a < n->n_attrs; a++)
+		if (n->attrs[a].type == WH_ATTR_GRAPH || n->attrs[a].type == WH_ATTR_GRAPHS)
+			return WH_OK;
+	struct wh_tensor ins[64], outs[16];
+	if (n->n_outputs > 16)
+		return WH_OK;
+	for (uint32_t i = 0; i < n->n_inputs; i++) {
+		const struct wh_vstate *s = IN(c, i);
+		if (!s) {
+			wh_tensor_init(&ins[i]);
+			continue;
+		}
+		bool shape_only = (!strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size")) && all_static(s);
+		if (!s->known && !shape_only)
+			return WH_OK;
+		if (s->known) {
+			ins[i] = s->value;
+		} else {
+			/* only the shape is read */
+			wh_tensor_init(&ins[i]);
+			ins[i].dtype = s->dtype ? s->dtype : WH_DT_FLOAT;
+			ins[i].rank = s->rank;
+			memcpy(ins[i].dims, s->dims, sizeof ins[i].dims);
+			if (!wh_shape_count(ins[i].dims, ins[i].rank, &ins[i].count))
+				return WH_OK;
+		}
+	}
+	for (uint32_t k = 0; k < n->n_outputs; k++)
+		wh_tensor_init(&outs[k]);
+	enum wh_status st = wh_fold_eval(n, c->opset, ins, outs, c->limit, done);
+	if (st == WH_OK && *done) {
+		for (uint32_t k = 0; k < n->n_outputs; k++) {
+			struct wh_vstate *o = OUT(c, k);
+			if (!o)
+				continue;
+			st_clear_value(o);
+			o->dtype = outs[k].dtype;
+			o->rank = outs[k].rank;
+			for (int32_t i = 0; i < WH_MAX_RANK; i++) {
+				o->dims[i] = i < outs[k].rank ? outs[k].dims[i] : -1;
+				o->params[i] = NULL;
+			}
+			o->value = outs[k];
+			o->known = true;
+			wh_tensor_init(&outs[k]);
+		}
+	}
+	for (uint32_t k = 0; k < n->n_outputs; k++)
+		wh_tensor_release(&outs[k]);
+	return st;
+}
+
+/* Combines the inferred state with a type/shape the model declares for the value. */
+static void merge_declared(struct wh_vstate *s, const struct wh_value *v)
+{
+	if (!s->dtype)
+		s->dtype = v->dtype;
+	if (v->rank < 0)
+		return;
+	if (s->rank < 0) {
+		if (v->rank > WH_MAX_RANK)
+			return;
+		s->rank = v->rank;
+		for (int32_t i = 0; i < v->rank; i++) {
+			s->dims[i] = v->dims[i].value;
+			s->params[i] = v->dims[i].value >= 0 ? NULL : v->dims[i].param;
+		}
+		return;
+	}
+	if (s->rank != v->rank) {
+		wh_debug("tensor '%s': inferred rank %d, the model declares %d; keeping the inferred one", v->name,
+			 s->rank, v->rank);
+		return;
+	}
+	for (int32_t i = 0; i < s->rank; i++) {
+		if (s->dims[i] >= 0)
+			continue;
+		if (v->dims[i].value >= 0) {
+			s->dims[i] = v->dims[i].value;
+			s->params[i] = NULL;
+		} else if (!s->params[i]) {
+			s->params[i] = v->dims[i].param;
+		}
+	}
+}
+
+static enum wh_status infer_node(struct ictx *c)
+{
+	const struct wh_node *n = c->n;
+	bool done = false;
+	enum wh_status st = try_eval(c, &done);
+	if (st != WH_OK)
+		return st;
+	if (!done) {
+		rule_fn fn = NULL;
+		if (default_domain(n))
+			for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
+				if (!strcmp(rules[i].op, n->op_type)) {
+					fn = rules[i].fn;
+					break;
+				}
+		if (fn) {
+			if ((st = fn(c)) != WH_OK)
+				return st;
+		} else {
+			note_unknown(c);
+		}
+	}
+	for (uint32_t k = 0; k < n->n_outputs; k++) {
+		struct wh_vstate *o = OUT(c, k);
+		if (!o)
+			continue;
+		const struct wh_value *v = &c->g->values[n->outputs[k]];
+		if (v->flags & (WH_VALUE_HAS_INFO | WH_VALUE_OUTPUT))
+			merge_declared(o, v);
+		if (all_static(o)) {
+			uint64_t count;
+			if (!wh_shape_count(o->dims, o->rank, &count)) {
+				char b[256];
+				return node_err(c, WH_ERR_OVERFLOW, "output '%s' of shape %s has too many elements", v->name,
+						dims_str(o, b, sizeof b));
+			}
+		}
+	}
+	return WH_OK;
+}
+
+static const struct wh_vstate *outer_lookup(const struct ictx *parent, const char *name)
+{
+	for (const struct ictx *p = parent; p; p = p->parent) {
+		uint32_t id = wh_graph_find_value(p->g, name);
+		if (id != WH_NONE)
+			return &p->st[id];
+	}
+	return NULL;
+}
+
+static void state_from_value(struct wh_vstate *s, const struct wh_value *v)
+{
+	s->dtype = v->dtype;
+	s->rank = v->rank > WH_MAX_RANK ? -1 : v->rank;
+	for (int32_t i = 0; i < WH_MAX_RANK; i++) {
+		s->dims[i] = i < s->rank ? v->dims[i].value : -1;
+		s->params[i] = i < s->rank && v->dims[i].value < 0 ? v->dims[i].param : NULL;
+	}
+}
+
+static enum wh_status write_back(const struct wh_graph *cg, const struct wh_vstate *st)
+{
+	/* the model is the caller's, not const: wh_model_infer_shapes asked for this */
+	struct wh_graph *g = (struct wh_graph *)cg;
+	for (uint32_t id = 0; id < g->n_values; id++) {
+		struct wh_value *v = &g->values[id];
+		const struct wh_vstate *s = &st[id];
+		if (v->flags & (WH_VALUE_INPUT | WH_VALUE_INITIALIZER | WH_VALUE_OUTER))
+			continue;
+		if (!s->dtype && s->rank < 0)
+			continue;
+		enum wh_status e = wh_graph_set_shape(g, id, s->dtype, s->rank, s->dims);
+		if (e != WH_OK)
+			return e;
+		for (int32_t i = 0; i < s->rank; i++)
+			if (s->dims[i] < 0)
+				g->values[id].dims[i].param = s->params[i];
+	}
+	return WH_OK;
+}
+
+static enum wh_status infer_graph(const struct wh_model *m, const struct wh_graph *g, const struct ictx *parent,
+				  const struct wh_vstate *seeds, uint32_t n_seeds, uint64_t limit, bool wb,
+				  const char **unknown, uint32_t *n_unknown, struct wh_vstate **out)
+{
+	*out = NULL;
+	enum wh_status st = WH_OK;
+	uint32_t *order = NULL;
+	struct wh_vstate *s = calloc(g->n_values ? g->n_values : 1, sizeof *s);
+	if (!s)
+		return wh_error(WH_ERR_NOMEM, "shape inference: out of memory (free some memory)");
+	if (g->n_nodes && !(order = malloc((size_t)g->n_nodes * sizeof *order))) {
+		st = wh_error(WH_ERR_NOMEM, "shape inference: out of memory (free some memory)");
+		goto out;
+	}
+	for (uint32_t id = 0; id < g->n_values; id++) {
+		const struct wh_value *v = &g->values[id];
+		struct wh_vstate *vs = &s[id];
+		vs->rank = -1;
+		for (int32_t i = 0; i < WH_MAX_RANK; i++)
+			vs->dims[i] = -1;
+		if (v->flags & WH_VALUE_OUTER) {
+			const struct wh_vstate *o = outer_lookup(parent, v->name);
+			if (o) {
+				copy_shape(vs, o);
+				if (o->known) {
+					wh_tensor_ref(&vs->value, &o->value);
+					vs->known = true;
+				}
+			}
+			continue;
+		}
+		if (v->flags & (WH_VALUE_INPUT | WH_VALUE_INITIALIZER))
+			state_from_value(vs, v);
+		/* initializers that are not also inputs are constants (inputs may override them) */
+		if ((v->flags & WH_VALUE_INITIALIZER) && !(v->flags & WH_VALUE_INPUT) && wh_fold_dtype_ok(v->dtype) &&
+		    all_static(vs)) {
+			if (wh_tensor_from_raw(&vs->value, v->dtype, vs->rank, vs->dims, v->data) == WH_OK)
+				vs->known = true;
+			else
+				wh_error_clear();
+		}
+	}
+	for (uint32_t i = 0; seeds && i < g->n_inputs && i < n_seeds; i++) {
+		struct wh_vstate *vs = &s[g->inputs[i]];
+		if (!vs->dtype)
+			vs->dtype = seeds[i].dtype;
+		if (vs->rank < 0 && seeds[i].rank >= 0)
+			copy_shape(vs, &seeds[i]);
+	}
+	if (g->n_nodes && (st = wh_graph_topo_order(g, order)) != WH_OK)
+		goto out;
+	struct ictx c = {
+		.m = m, .g = g, .st = s, .parent = parent, .opset = wh_model_opset(m, ""), .limit = limit,
+		.write_back = wb, .unknown = unknown, .n_unknown = n_unknown,
+	};
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		c.n = &g->nodes[order[i]];
+		if ((st = infer_node(&c)) != WH_OK)
+			goto out;
+	}
+	if (wb && parent && (st = write_back(g, s)) != WH_OK)
+		goto out;
+out:
+	free(order);
+	if (st != WH_OK) {
+		wh_infer_states_free(s, g->n_values);
+		return st;
+	}
+	*out = s;
+	return WH_OK;
+}
+
+void wh_infer_states_free(struct wh_vstate *s, uint32_t n)
+{
+	if (!s)
+		return;
+	for (uint32_t i = 0; i < n; i++)
+		st_clear_value(&s[i]);
+	free(s);
+}
+
+enum wh_status wh_infer_run(const struct wh_model *m, uint64_t max_value_elements, bool wb,
+			    struct wh_vstate **states_out)
+{
+	const char *unknown[WH_MAX_UNKNOWN_OPS];
+	uint32_t n_unknown = 0;
+	*states_out = NULL;
+	struct wh_vstate *s;
+	enum wh_status st = infer_graph(m, m->graph, NULL, NULL, 0, max_value_elements, wb, unknown, &n_unknown, &s);
+	if (st != WH_OK)
+		return st;
+	if (wb && (st = write_back(m->graph, s)) != WH_OK) {
+		wh_infer_states_free(s, m->graph->n_values);
+		return st;
+	}
+	*states_out = s;
+	return WH_OK;
+}
+
+/* ---- public API ---- */
+
+enum wh_status wh_model_infer_shapes(struct wh_model *m)
+{
+	struct wh_vstate *s;
+	enum wh_status st = wh_infer_run(m, WH_INFER_VALUE_LIMIT, true, &s);
+	if (st != WH_OK)
+		return st;
+	wh_infer_states_free(s, m->graph->n_values);
+	return WH_OK;
+}
+
+uint32_t wh_model_count_static(const struct wh_model *m)
+{
+	const struct wh_graph *g = m->graph;
+	uint32_t n = 0;
+	for (uint32_t id = 0; id < g->n_values; id++) {
+		const struct wh_value *v = &g->values[id];
+		if (!v->dtype || v->rank < 0)
+			continue;
+		bool ok = true;
+		for (int32_t i = 0; i < v->rank && ok; i++)
+			ok = v->dims[i].value >= 0;
+		n += ok;
+	}
+	return n;
+}
+
+/* ---- --input-shapes ---- */
+
+void wh_input_shapes_free(struct wh_input_shape *s, uint32_t n)
+{
+	if (!s)
+		return;
+	for (uint32_t i = 0; i < n; i++)
+		free(s[i].name);
+	free(s);
+}
+
+static enum wh_status parse_dims(const char *spec, const char *p, const char *end, struct wh_input_shape *out)
+{
+	out->rank = 0;
+	bool bracket = p < end && *p == '[';
+	char sep = bracket ? ',' : 'x';
+	if (bracket) {
+		if (end[-1] != ']' || end - p < 2)
+			return wh_error(WH_ERR_USAGE, "input shapes '%s': unbalanced '[' (use NAME:[1,3,224,224])", spec);
+		p++;
+		end--;
+	}
+	while (p < end && *p == ' ')
+		p++;
+	if (p == end)
+		return WH_OK; /* scalar */
+	for (;;) {
+		while (p < end && *p == ' ')
+			p++;
+		if (p == end || *p < '0' || *p > '9')
+			return wh_error(WH_ERR_USAGE, "input shapes '%s': a dimension is not a non-negative integer (use NAME:1x3x224x224)", spec);
+		errno = 0;
+		char *stop;
+		long long v = strtoll(p, &stop, 10);
+		if (errno == ERANGE || stop > end)
+			return wh_error(WH_ERR_USAGE, "input shapes '%s': a dimension is too large", spec);
+		if (out->rank >= WH_MAX_RANK)
+			return wh_error(WH_ERR_USAGE, "input shapes '%s': more than %d dimensions", spec, WH_MAX_RANK);
+		out->dims[out->rank++] = v;
+		p = stop;
+		while (p < end && *p == ' ')
+			p++;
+		if (p == end)
+			return WH_OK;
+		if (*p != sep)
+			return wh_error(WH_ERR_USAGE, "input shapes '%s': unexpected '%c' in the dimensions (use NAME:1x3x224x224 or NAME:[1,3,224,224])",
+					spec, *p);
+		p++;
+	}
+}
+
+enum wh_status wh_input_shapes_parse(const char *spec, struct wh_input_shape **out, uint32_t *n_out)
+{
+	*out = NULL;
+	*n_out = 0;
+	if (!spec || !*spec)
+		return wh_error(WH_ERR_USAGE, "input shapes: empty (use NAME:1x3x224x224[,NAME:...])");
+	uint32_t cap = 1;
+	for (const char *p = spec; *p; p++)
+		cap += *p == ',';
+	struct wh_input_shape *s = calloc(cap, sizeof *s);
+	if (!s)
+		return wh_error(WH_ERR_NOMEM, "input shapes: out of memory (free some memory)");
+	uint32_t n = 0;
+	enum wh_status st = WH_OK;
+	const char *p = spec;
+	while (*p) {
+		/* an entry ends at a comma outside brackets */
+		const char *e = p;
+		int depth = 0;
+		while (*e && (depth > 0 || *e != ',')) {
+			depth += *e == '[';
+			depth -= *e == ']';
+			e++;
+		}
+		/* the last colon separates name and dims, so names like "input:0" work */
+		const char *colon = NULL;
+		for (const char *q = p; q < e; q++)
+			if (*q == ':' && !memchr(p, '[', (size_t)(q - p)))
+				colon = q;
+		if (!colon || colon == p) {
+			st = wh_error(WH_ERR_USAGE, "input shapes '%s': entry '%.*s' is not NAME:DIMS (use NAME:1x3x224x224)", spec,
+				      (int)(e - p), p);
+			goto out;
+		}
+		struct wh_input_shape *cur = &s[n];
+		if (!(cur->name = strndup(p, (size_t)(colon - p)))) {
+			st = wh_error(WH_ERR_NOMEM, "input shapes: out of memory (free some memory)");
+			goto out;
+		}
+		n++;
+		for (uint32_t i = 0; i + 1 < n; i++)
+			if (!strcmp(s[i].name, cur->name)) {
+				st = wh_error(WH_ERR_USAGE, "input shapes '%s': '%s' is given twice", spec, cur->name);
+				goto out;
+			}
+		if ((st = parse_dims(spec, colon + 1, e, cur)) != WH_OK)
+			goto out;
+		p = *e ? e + 1 : e;
+		if (*e && !*p) {
+			st = wh_error(WH_ERR_USAGE, "input shapes '%s': ends with ',' (remove it)", spec);
+			goto out;
+		}
+	}
+out:
+	if (st != WH_OK) {
+		wh_input_shapes_free(s, n);
+		return st;
+	}
+	*out = s;
+	*n_out = n;
+	return WH_OK;
+}
+
+enum wh_status wh_model_bind_inputs(struct wh_model *m, const struct wh_input_shape *s, uint32_t n)
+{
+	struct wh_graph *g = m->graph;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t id = wh_graph_find_value(g, s[i].name);
+		if (id == WH_NONE || !(g->values[id].flags & WH_VALUE_INPUT)) {
+			char names[256] = "";
+			size_t k = 0;
+			for (uint32_t j = 0; j < g->n_inputs && k + 2 < sizeof names; j++) {
+				const struct wh_value *in = &g->values[g->inputs[j]];
+				if (in->flags & WH_VALUE_INITIALIZER)
+					continue;
+				k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", k ? ", " : "", in->name);
+			}
+			return wh_error(WH_ERR_NOT_FOUND, "input shapes: the model has no input '%s' (its inputs: %s)", s[i].name,
+					names);
+		}
+		const struct wh_value *v = &g->values[id];
+		if (v->rank >= 0 && v->rank != s[i].rank)
+			return wh_error(WH_ERR_SHAPE, "input '%s': given %d dimensions, the model declares %d (fix --input-shapes)",
+					s[i].name, s[i].rank, v->rank);
+		for (int32_t k = 0; v->rank >= 0 && k < v->rank; k++)
+			if (v->dims[k].value >= 0 && v->dims[k].value != s[i].dims[k])
+				return wh_error(WH_ERR_SHAPE,
+						"input '%s': dimension %d is fixed to %lld in the model, given %lld (fix --input-shapes)",
+						s[i].name, k, (long long)v->dims[k].value, (long long)s[i].dims[k]);
+		if (v->flags & WH_VALUE_INITIALIZER)
+			continue; /* its shape is its data's, already checked equal */
+		enum wh_status st = wh_graph_set_shape(g, id, v->dtype, s[i].rank, s[i].dims);
+		if (st != WH_OK)
+			return st;
+	}
+	return WH_OK;
+}

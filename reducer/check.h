@@ -1,0 +1,79 @@
+/* The check runner: runs the user's check command on a candidate and turns its outcome into
+ * a verdict.
+ *
+ * The command is an argv (or, with shell, one string run by /bin/sh -c) whose words may hold
+ * the placeholders {model}, {inputs}, {golden} and {tactics}, replaced per run. The child
+ * runs in its own process group; at the timeout the whole group gets SIGTERM, then SIGKILL
+ * after a grace period, and the group is killed again after the child exits so that no
+ * grandchild outlives the check. stdout and stderr are drained together through one pipe;
+ * the first and the last bytes up to a cap are kept (memory stays flat whatever the check
+ * prints). An exec failure is reported through a close-on-exec pipe (git's run-command
+ * technique) and is a broken check, not a verdict.
+ *
+ * Verdicts, compatible with Polygraphy and git bisect: with fail patterns, the run fails when
+ * a pattern matches the output (and, with fail codes, the exit code is one of them); without
+ * patterns it fails on a non-zero exit not in the ignore list; exit 125 means "cannot tell"
+ * (skip); a timeout is "cannot tell" unless timeout_is says otherwise; death by a signal is a
+ * failure (a crash is a bug) unless patterns decide.
+ *
+ * struct wh_check is created from options and owned by the caller (wh_check_destroy). Runs
+ * are independent and may happen from several threads at once. */
+#ifndef WH_CHECK_H
+#define WH_CHECK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "graph/status.h"
+
+enum wh_verdict { WH_VERDICT_PASS = 0, WH_VERDICT_FAIL = 1, WH_VERDICT_SKIP = 2 };
+
+enum wh_timeout_is { WH_TIMEOUT_SKIP = 0, WH_TIMEOUT_FAIL, WH_TIMEOUT_PASS };
+
+struct wh_check_options {
+	char **argv;   /* command words (borrowed), NULL-terminated */
+	int argc;
+	bool shell;    /* run argv joined by spaces with /bin/sh -c */
+	const char *const *fail_regex; /* PCRE2 patterns (borrowed) */
+	int n_fail_regex;
+	const int *fail_codes;
+	int n_fail_codes;
+	const int *ignore_codes;
+	int n_ignore_codes;
+	double timeout_s;           /* <= 0: none */
+	enum wh_timeout_is timeout_is;
+	double kill_grace_s;        /* SIGTERM -> SIGKILL delay; default 2 s */
+	size_t output_cap;          /* bytes kept of the head and of the tail each; default 1 MiB */
+};
+
+struct wh_check_vars {
+	const char *model, *inputs, *golden, *tactics; /* NULL: placeholder left as is */
+};
+
+struct wh_check_result {
+	enum wh_verdict verdict;
+	int exit_code;      /* -1 when killed by a signal */
+	int signal;         /* 0 when it exited */
+	bool timed_out;
+	double seconds;
+	size_t output_bytes;     /* total printed */
+	char *output;            /* head + tail kept, NUL-terminated, malloc'd */
+	const char *why;         /* static text: what decided the verdict */
+};
+
+struct wh_check;
+
+/* Compiles the patterns once; WH_ERR_USAGE naming a bad pattern. */
+enum wh_status wh_check_create(const struct wh_check_options *o, struct wh_check **out);
+void wh_check_destroy(struct wh_check *c);
+/* Runs the check once. WH_ERR_CHECK when the command cannot be started (not found, not
+ * executable): the error message says so. */
+enum wh_status wh_check_run(const struct wh_check *c, const struct wh_check_vars *vars,
+			    struct wh_check_result *out);
+void wh_check_result_release(struct wh_check_result *r);
+const char *wh_verdict_name(enum wh_verdict v);
+/* The command with placeholders replaced, shell-quoted, for logs and repro bundles
+ * (malloc'd). */
+char *wh_check_command_line(const struct wh_check *c, const struct wh_check_vars *vars);
+
+#endif

@@ -1,0 +1,1139 @@
+#include "reducer/reduce.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <jansson.h>
+#include <math.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "executor/cpu.h"
+#include "graph/extract.h"
+#include "graph/hash.h"
+#include "graph/onnx-io.h"
+#include "graph/topo.h"
+
+struct cache_entry {
+	struct wh_hash h;
+	enum wh_verdict v;
+};
+
+struct driver {
+	const struct wh_model *m;
+	const struct wh_reduce_options *o;
+	const struct wh_reduce_data *data;
+	struct wh_reduce_report *rep;
+	uint32_t n;             /* search nodes */
+	uint32_t *search_nodes; /* node ids, topological order, no Constant nodes */
+	struct wh_tensor_set *ref; /* per sample */
+	bool ref_owned;
+	struct cache_entry *cache;
+	size_t n_cache, cap_cache;
+	FILE *replay;
+	char workdir[PATH_MAX];
+	bool workdir_tmp;
+	uint32_t seq;
+	uint32_t best_count;
+	uint8_t *best_mask;
+	double t0;
+	bool tty;
+	/* per-sample tensor files already written (names) */
+	struct wh_tensor_set *written;
+	uint32_t good_seq, bad_seq;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void logf_(struct driver *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(struct driver *d, const char *fmt, ...)
+{
+	if (!d->o->log)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	if (d->tty)
+		fputs("\r\033[K", d->o->log);
+	vfprintf(d->o->log, fmt, ap);
+	fputc('\n', d->o->log);
+	fflush(d->o->log);
+	va_end(ap);
+}
+
+static void event(struct driver *d, json_t *e)
+{
+	if (d->o->json) {
+		json_object_set_new(e, "elapsed_s", json_real(now_s() - d->t0));
+		char *s = json_dumps(e, JSON_COMPACT);
+		if (s) {
+			puts(s);
+			fflush(stdout);
+		}
+		free(s);
+	}
+	json_decref(e);
+}
+
+static void live_line(struct driver *d)
+{
+	if (!d->tty || !d->o->log)
+		return;
+	struct wh_reduce_report *r = d->rep;
+	double el = now_s() - d->t0;
+	uint32_t done = r->checks_run;
+	fprintf(d->o->log, "\r\033[Kreduce: %u checks (%u fail, %u pass, %u skip, %u cached) | best %u of %u nodes | %.1f s",
+		done, r->n_fail, r->n_pass, r->n_skip, r->checks_cached, d->best_count, d->n, el);
+	if (done > 1 && d->best_count > 1) {
+		/* a rough estimate: about two checks per halving of what is left */
+		double per = el / done;
+		double left = 2.0 * (log2((double)d->best_count) + 1);
+		fprintf(d->o->log, " | ~%.0f s left", per * left);
+	}
+	fflush(d->o->log);
+}
+
+/* ---- files ---- */
+
+static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *f)
+{
+	(void)sb;
+	(void)flag;
+	(void)f;
+	return remove(path);
+}
+
+static void remove_tree(const char *path)
+{
+	nftw(path, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static enum wh_status make_dir(const char *path)
+{
+	if (mkdir(path, 0755) != 0 && errno != EEXIST)
+		return wh_error(WH_ERR_IO, "%s: cannot create folder: %s (check permissions)", path, strerror(errno));
+	return WH_OK;
+}
+
+static enum wh_status copy_file(const char *from, const char *to)
+{
+	if (link(from, to) == 0)
+		return WH_OK;
+	FILE *a = fopen(from, "rb"), *b = a ? fopen(to, "wb") : NULL;
+	enum wh_status st = WH_OK;
+	if (!a || !b) {
+		st = wh_error(WH_ERR_IO, "%s: cannot copy to %s: %s", from, to, strerror(errno));
+	} else {
+		char buf[65536];
+		size_t n;
+		while ((n = fread(buf, 1, sizeof buf, a)) > 0)
+			if (fwrite(buf, 1, n, b) != n) {
+				st = wh_error(WH_ERR_IO, "%s: write failed (check free disk space)", to);
+				break;
+			}
+	}
+	if (a)
+		fclose(a);
+	if (b && fclose(b) != 0 && st == WH_OK)
+		st = wh_error(WH_ERR_IO, "%s: write failed (check free disk space)", to);
+	return st;
+}
+
+/* ---- candidates ---- */
+
+static bool is_constant(const struct wh_node *n)
+{
+	return !strcmp(n->op_type, "Constant") && (!n->domain || !*n->domain);
+}
+
+/* node ids of a mask: selected search nodes plus the Constant nodes they read */
+static uint32_t mask_nodes(const struct driver *d, const uint8_t *mask, uint32_t *ids, uint8_t *seen)
+{
+	const struct wh_graph *g = d->m->graph;
+	uint32_t k = 0;
+	memset(seen, 0, g->n_nodes);
+	for (uint32_t i = 0; i < d->n; i++) {
+		if (!mask[i])
+			continue;
+		const struct wh_node *n = &g->nodes[d->search_nodes[i]];
+		for (uint32_t j = 0; j < n->n_inputs; j++) {
+			uint32_t v = n->inputs[j];
+			if (v == WH_NONE)
+				continue;
+			uint32_t p = g->values[v].producer;
+			if (p != WH_NONE && is_constant(&g->nodes[p]) && !seen[p]) {
+				seen[p] = 1;
+				ids[k++] = p;
+			}
+		}
+		if (!seen[d->search_nodes[i]]) {
+			seen[d->search_nodes[i]] = 1;
+			ids[k++] = d->search_nodes[i];
+		}
+	}
+	return k;
+}
+
+static enum wh_status build_candidate(const struct driver *d, const uint8_t *mask, struct wh_model **out,
+				      struct wh_hash *h)
+{
+	const struct wh_graph *g = d->m->graph;
+	uint32_t *ids = malloc(((size_t)g->n_nodes + 1) * sizeof *ids);
+	uint8_t *seen = malloc((size_t)g->n_nodes + 1);
+	enum wh_status st;
+	if (!ids || !seen) {
+		st = wh_error(WH_ERR_NOMEM, "reduce: out of memory");
+		goto out;
+	}
+	uint32_t k = mask_nodes(d, mask, ids, seen);
+	if ((st = wh_model_extract_nodes(d->m, ids, k, out)) != WH_OK)
+		goto out;
+	if ((st = wh_model_hash(*out, h)) != WH_OK) {
+		wh_model_destroy(*out);
+		*out = NULL;
+	}
+out:
+	free(ids);
+	free(seen);
+	return st;
+}
+
+static uint32_t mask_count(const struct driver *d, const uint8_t *mask)
+{
+	uint32_t c = 0;
+	for (uint32_t i = 0; i < d->n; i++)
+		c += mask[i] != 0;
+	return c;
+}
+
+static struct cache_entry *cache_find(struct driver *d, struct wh_hash h)
+{
+	for (size_t i = 0; i < d->n_cache; i++)
+		if (d->cache[i].h.lo == h.lo && d->cache[i].h.hi == h.hi)
+			return &d->cache[i];
+	return NULL;
+}
+
+static enum wh_status cache_add(struct driver *d, struct wh_hash h, enum wh_verdict v)
+{
+	struct cache_entry *e = cache_find(d, h);
+	if (e) {
+		e->v = v;
+		return WH_OK;
+	}
+	if (d->n_cache == d->cap_cache) {
+		size_t cap = d->cap_cache ? d->cap_cache * 2 : 64;
+		struct cache_entry *nc = realloc(d->cache, cap * sizeof *nc);
+		if (!nc)
+			return wh_error(WH_ERR_NOMEM, "reduce: out of memory");
+		d->cache = nc;
+		d->cap_cache = cap;
+	}
+	d->cache[d->n_cache].h = h;
+	d->cache[d->n_cache].v = v;
+	d->n_cache++;
+	return WH_OK;
+}
+
+static enum wh_verdict verdict_from_name(const char *s)
+{
+	if (!strcmp(s, "fail"))
+		return WH_VERDICT_FAIL;
+	if (!strcmp(s, "pass"))
+		return WH_VERDICT_PASS;
+	return WH_VERDICT_SKIP;
+}
+
+static enum wh_status load_replay(struct driver *d, const char *path, const char *model_hash)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		if (errno == ENOENT)
+			return wh_error(WH_ERR_IO, "%s: replay file not found (check the path, or drop --load-replay)", path);
+		return wh_error(WH_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+	}
+	char line[4096];
+	unsigned lineno = 0, loaded = 0;
+	enum wh_status st = WH_OK;
+	while (fgets(line, sizeof line, f)) {
+		lineno++;
+		json_error_t err;
+		json_t *j = json_loads(line, 0, &err);
+		if (!j) {
+			/* a run killed mid-write leaves a partial last line: ignore it */
+			if (!feof(f) && strchr(line, '\n')) {
+				st = wh_error(WH_ERR_PARSE, "%s:%u: not a replay line: %s (was the file edited?)", path, lineno, err.text);
+				break;
+			}
+			continue;
+		}
+		const char *orig = json_string_value(json_object_get(j, "original"));
+		if (orig && strcmp(orig, model_hash)) {
+			json_decref(j);
+			st = wh_error(WH_ERR_USAGE, "%s: replay of another model (hash %s, this model %s; use a fresh replay file)", path, orig, model_hash);
+			break;
+		}
+		const char *hs = json_string_value(json_object_get(j, "hash"));
+		const char *vs = json_string_value(json_object_get(j, "verdict"));
+		if (hs && vs && strlen(hs) == 32) {
+			char hi[17], lo[17];
+			memcpy(hi, hs, 16);
+			hi[16] = '\0';
+			memcpy(lo, hs + 16, 16);
+			lo[16] = '\0';
+			struct wh_hash h = {.hi = strtoull(hi, NULL, 16), .lo = strtoull(lo, NULL, 16)};
+			if ((st = cache_add(d, h, verdict_from_name(vs))) != WH_OK) {
+				json_decref(j);
+				break;
+			}
+			loaded++;
+		}
+		json_decref(j);
+	}
+	fclose(f);
+	if (st == WH_OK)
+		logf_(d, "reduce: loaded %u verdicts from %s", loaded, path);
+	return st;
+}
+
+static void replay_append(struct driver *d, struct wh_hash h, enum wh_verdict v, uint32_t nodes, double secs,
+			  const struct wh_check_result *r)
+{
+	if (!d->replay)
+		return;
+	char hex[33];
+	wh_hash_hex(h, hex);
+	json_t *j = json_object();
+	json_object_set_new(j, "hash", json_string(hex));
+	json_object_set_new(j, "verdict", json_string(wh_verdict_name(v)));
+	json_object_set_new(j, "nodes", json_integer(nodes));
+	json_object_set_new(j, "seconds", json_real(secs));
+	if (r) {
+		json_object_set_new(j, "exit", json_integer(r->exit_code));
+		if (r->signal)
+			json_object_set_new(j, "signal", json_integer(r->signal));
+		if (r->timed_out)
+			json_object_set_new(j, "timeout", json_true());
+	}
+	char *s = json_dumps(j, JSON_COMPACT);
+	if (s) {
+		fprintf(d->replay, "%s\n", s);
+		fflush(d->replay);
+		fsync(fileno(d->replay));
+	}
+	free(s);
+	json_decref(j);
+}
+
+/* ---- reference data ---- */
+
+static const struct wh_tensor *ref_value(const struct driver *d, uint32_t sample, const char *name)
+{
+	return wh_tensor_set_find(&d->ref[sample], name);
+}
+
+/* Makes sure <workdir>/tensors/s<k>/<name>.pb exists; writes it on first use. */
+static enum wh_status tensor_file(struct driver *d, uint32_t k, const char *name, char *path, size_t size)
+{
+	char stem[1024];
+	wh_tensor_name_to_file(name, stem, sizeof stem);
+	if ((size_t)snprintf(path, size, "%s/tensors/s%u/%s.pb", d->workdir, k, stem) >= size)
+		return wh_error(WH_ERR_INVALID, "tensor '%s': name too long for a file name", name);
+	if (wh_tensor_set_find(&d->written[k], name))
+		return WH_OK;
+	const struct wh_tensor *t = ref_value(d, k, name);
+	if (!t)
+		return wh_error(WH_ERR_NOT_FOUND, "tensor '%s': no reference value for sample %u (give --reference DIR with every tensor, e.g. from scripts/ort-run.js --all)", name, k);
+	enum wh_status st = wh_tensor_write_pb(path, name, t);
+	if (st == WH_OK) {
+		struct wh_tensor empty;
+		wh_tensor_init(&empty);
+		empty.dtype = WH_DT_BOOL; /* a marker: only the name matters */
+		st = wh_tensor_set_add(&d->written[k], name, -1, &empty);
+	}
+	return st;
+}
+
+/* Links the candidate's inputs and goldens for sample k into dir/inputs-k, dir/golden-k. */
+static enum wh_status stage_sample(struct driver *d, const struct wh_model *c, const char *dir, uint32_t k,
+				   char *in_dir, char *gold_dir, size_t size)
+{
+	enum wh_status st;
+	const struct wh_graph *g = c->graph;
+	snprintf(in_dir, size, "%s/inputs%s%.0u", dir, d->data->n_samples > 1 ? "-" : "", d->data->n_samples > 1 ? k : 0u);
+	snprintf(gold_dir, size, "%s/golden%s%.0u", dir, d->data->n_samples > 1 ? "-" : "", d->data->n_samples > 1 ? k : 0u);
+	if ((st = make_dir(in_dir)) != WH_OK || (st = make_dir(gold_dir)) != WH_OK)
+		return st;
+	for (int pass = 0; pass < 2; pass++) {
+		uint32_t cnt = pass ? g->n_outputs : g->n_inputs;
+		const uint32_t *ids = pass ? g->outputs : g->inputs;
+		for (uint32_t i = 0; i < cnt; i++) {
+			const char *name = g->values[ids[i]].name;
+			char src[PATH_MAX], dst[PATH_MAX + 1100], stem[1024];
+			if ((st = tensor_file(d, k, name, src, sizeof src)) != WH_OK)
+				return st;
+			wh_tensor_name_to_file(name, stem, sizeof stem);
+			snprintf(dst, sizeof dst, "%s/%s.pb", pass ? gold_dir : in_dir, stem);
+			if ((st = copy_file(src, dst)) != WH_OK)
+				return st;
+		}
+	}
+	return WH_OK;
+}
+
+/* ---- evaluation ---- */
+
+struct job {
+	struct driver *d;
+	uint8_t *mask;
+	struct wh_model *cand;
+	struct wh_hash h;
+	uint32_t seq;
+	enum wh_verdict v;
+	enum wh_status st;
+	char err[1024];
+	double secs;
+	struct wh_check_result res; /* last run's result (external check) */
+	bool has_res;
+};
+
+static enum wh_status builtin_check(struct driver *d, struct job *j)
+{
+	struct wh_engine *e = NULL;
+	struct wh_engine_options eo = d->o->engine;
+	int jobs = d->o->jobs > 1 ? d->o->jobs : 1;
+	if (eo.threads > 0 && jobs > 1)
+		eo.threads = eo.threads / jobs > 0 ? eo.threads / jobs : 1;
+	else if (jobs > 1)
+		eo.threads = 1;
+	enum wh_status st = wh_engine_create(j->cand, &eo, &e);
+	if (st != WH_OK)
+		return st;
+	j->v = WH_VERDICT_PASS;
+	const struct wh_graph *g = j->cand->graph;
+	for (uint32_t k = 0; k < d->data->n_samples && j->v == WH_VERDICT_PASS && st == WH_OK; k++) {
+		struct wh_tensor_set ins, outs;
+		wh_tensor_set_init(&ins);
+		wh_tensor_set_init(&outs);
+		for (uint32_t i = 0; i < g->n_inputs && st == WH_OK; i++) {
+			const char *name = g->values[g->inputs[i]].name;
+			const struct wh_tensor *t = ref_value(d, k, name);
+			if (!t)
+				st = wh_error(WH_ERR_NOT_FOUND, "tensor '%s': no reference value (give --reference DIR with every tensor)", name);
+			else
+				st = wh_tensor_set_add(&ins, name, -1, t);
+		}
+		if (st == WH_OK)
+			st = wh_engine_run(e, &ins, WH_KEEP_OUTPUTS, &outs);
+		for (size_t i = 0; i < outs.n && st == WH_OK; i++) {
+			const struct wh_tensor *r = ref_value(d, k, outs.items[i].name);
+			if (!r)
+				continue;
+			struct wh_compare_stats cs;
+			if ((st = wh_compare_tensors(&outs.items[i].t, r, &d->o->compare, &cs)) == WH_OK && (!cs.pass || !cs.comparable)) {
+				j->v = WH_VERDICT_FAIL;
+				break;
+			}
+		}
+		wh_tensor_set_release(&ins);
+		wh_tensor_set_release(&outs);
+	}
+	wh_engine_destroy(e);
+	return st;
+}
+
+static void sort_artifacts(struct driver *d, enum wh_verdict v, uint32_t seq)
+{
+	if (!d->o->n_artifacts || !d->o->artifacts_dir || v == WH_VERDICT_SKIP)
+		return;
+	for (int i = 0; i < d->o->n_artifacts; i++) {
+		const char *a = d->o->artifacts[i];
+		if (access(a, F_OK) != 0)
+			continue;
+		const char *base = strrchr(a, '/') ? strrchr(a, '/') + 1 : a;
+		char dst[PATH_MAX + 300];
+		snprintf(dst, sizeof dst, "%s/%s/%04u_%s", d->o->artifacts_dir, v == WH_VERDICT_FAIL ? "bad" : "good", seq, base);
+		if (rename(a, dst) != 0 && copy_file(a, dst) == WH_OK)
+			remove(a);
+	}
+}
+
+static enum wh_status external_check(struct driver *d, struct job *j)
+{
+	char dir[PATH_MAX + 32], model[PATH_MAX + 64];
+	snprintf(dir, sizeof dir, "%s/c%05u", d->workdir, j->seq);
+	enum wh_status st = make_dir(dir);
+	if (st != WH_OK)
+		return st;
+	snprintf(model, sizeof model, "%s/model.onnx", dir);
+	if ((st = wh_model_save(j->cand, model)) != WH_OK)
+		goto out;
+	j->v = WH_VERDICT_PASS;
+	bool any_skip = false;
+	for (uint32_t k = 0; k < d->data->n_samples; k++) {
+		char in_dir[PATH_MAX + 64], gold_dir[PATH_MAX + 64];
+		if ((st = stage_sample(d, j->cand, dir, k, in_dir, gold_dir, sizeof in_dir)) != WH_OK)
+			goto out;
+		struct wh_check_vars vars = {.model = model, .inputs = in_dir, .golden = gold_dir};
+		if (j->has_res)
+			wh_check_result_release(&j->res);
+		if ((st = wh_check_run(d->o->check, &vars, &j->res)) != WH_OK)
+			goto out;
+		j->has_res = true;
+		if (j->res.verdict == WH_VERDICT_FAIL) {
+			j->v = WH_VERDICT_FAIL;
+			break;
+		}
+		any_skip |= j->res.verdict == WH_VERDICT_SKIP;
+	}
+	if (j->v != WH_VERDICT_FAIL && any_skip)
+		j->v = WH_VERDICT_SKIP;
+out:
+	remove_tree(dir);
+	return st;
+}
+
+static void *job_thread(void *arg)
+{
+	struct job **jobs = ((void **)arg)[0];
+	atomic_uint *next = ((void **)arg)[1];
+	uint32_t n = *(uint32_t *)((void **)arg)[2];
+	for (;;) {
+		uint32_t i = atomic_fetch_add(next, 1);
+		if (i >= n)
+			break;
+		struct job *j = jobs[i];
+		double t0 = now_s();
+		wh_error_clear();
+		j->st = j->d->o->check ? external_check(j->d, j) : builtin_check(j->d, j);
+		j->secs = now_s() - t0;
+		if (j->st != WH_OK)
+			snprintf(j->err, sizeof j->err, "%s", wh_error_message());
+	}
+	return NULL;
+}
+
+/* Runs the jobs, jobs->d->o->jobs at a time. Tensor files are staged by the threads; the
+ * written-set is protected by doing all staging before threads start. */
+static enum wh_status run_jobs(struct driver *d, struct job **jobs, uint32_t n)
+{
+	if (!n)
+		return WH_OK;
+	/* stage tensor files first, single-threaded (shared lazily written cache) */
+	if (d->o->check) {
+		for (uint32_t i = 0; i < n; i++) {
+			const struct wh_graph *g = jobs[i]->cand->graph;
+			for (uint32_t k = 0; k < d->data->n_samples; k++) {
+				char p[PATH_MAX];
+				for (uint32_t x = 0; x < g->n_inputs; x++) {
+					enum wh_status st = tensor_file(d, k, g->values[g->inputs[x]].name, p, sizeof p);
+					if (st != WH_OK)
+						return st;
+				}
+				for (uint32_t x = 0; x < g->n_outputs; x++) {
+					enum wh_status st = tensor_file(d, k, g->values[g->outputs[x]].name, p, sizeof p);
+					if (st != WH_OK)
+						return st;
+				}
+			}
+		}
+	}
+	atomic_uint next;
+	atomic_init(&next, 0);
+	void *arg[3] = {jobs, &next, &n};
+	int threads = d->o->jobs > 1 ? d->o->jobs : 1;
+	if ((uint32_t)threads > n)
+		threads = (int)n;
+	pthread_t tids[64];
+	int started = 0;
+	for (int t = 1; t < threads && t < 64; t++)
+		if (pthread_create(&tids[started], NULL, job_thread, arg) == 0)
+			started++;
+	job_thread(arg);
+	for (int t = 0; t < started; t++)
+		pthread_join(tids[t], NULL);
+	for (uint32_t i = 0; i < n; i++)
+		if (jobs[i]->st != WH_OK)
+			return wh_error(jobs[i]->st, "%s", jobs[i]->err);
+	return WH_OK;
+}
+
+static void record_verdict(struct driver *d, struct job *j, bool cached)
+{
+	struct wh_reduce_report *r = d->rep;
+	uint32_t cnt = mask_count(d, j->mask);
+	if (cached) {
+		r->checks_cached++;
+	} else {
+		r->checks_run++;
+		if (j->v == WH_VERDICT_FAIL)
+			r->n_fail++;
+		else if (j->v == WH_VERDICT_PASS)
+			r->n_pass++;
+		else
+			r->n_skip++;
+		replay_append(d, j->h, j->v, cnt, j->secs, j->has_res ? &j->res : NULL);
+		sort_artifacts(d, j->v, j->seq);
+	}
+	if (j->v == WH_VERDICT_FAIL && cnt < d->best_count) {
+		d->best_count = cnt;
+		memcpy(d->best_mask, j->mask, d->n);
+	}
+	if (!cached) {
+		if (!d->tty)
+			logf_(d, "check %u: %s, %u nodes, %.2f s%s%s", r->checks_run, wh_verdict_name(j->v), cnt, j->secs,
+			      j->has_res ? ", " : "", j->has_res ? j->res.why : "");
+		json_t *e = json_object();
+		json_object_set_new(e, "event", json_string("check"));
+		json_object_set_new(e, "n", json_integer(r->checks_run));
+		json_object_set_new(e, "verdict", json_string(wh_verdict_name(j->v)));
+		json_object_set_new(e, "nodes", json_integer(cnt));
+		json_object_set_new(e, "seconds", json_real(j->secs));
+		if (j->has_res)
+			json_object_set_new(e, "exit", json_integer(j->res.exit_code));
+		event(d, e);
+		live_line(d);
+	}
+}
+
+static enum wh_status eval_masks(void *ctx, const uint8_t *const *masks, uint32_t n, enum wh_verdict *verdicts)
+{
+	struct driver *d = ctx;
+	struct job *jobs = calloc(n, sizeof *jobs);
+	struct job **todo = calloc(n, sizeof *todo);
+	enum wh_status st = WH_OK;
+	if (!jobs || !todo) {
+		free(jobs);
+		free(todo);
+		return wh_error(WH_ERR_NOMEM, "reduce: out of memory");
+	}
+	uint32_t m = 0;
+	for (uint32_t i = 0; i < n && st == WH_OK; i++) {
+		jobs[i].d = d;
+		jobs[i].mask = (uint8_t *)masks[i];
+		if ((st = build_candidate(d, masks[i], &jobs[i].cand, &jobs[i].h)) != WH_OK)
+			break;
+		struct cache_entry *c = cache_find(d, jobs[i].h);
+		bool dup = false;
+		for (uint32_t k = 0; k < i && !c; k++)
+			if (jobs[k].h.lo == jobs[i].h.lo && jobs[k].h.hi == jobs[i].h.hi)
+				dup = true;
+		if (c) {
+			jobs[i].v = c->v;
+			record_verdict(d, &jobs[i], true);
+		} else if (!dup) {
+			jobs[i].seq = ++d->seq;
+			todo[m++] = &jobs[i];
+		}
+	}
+	if (st == WH_OK)
+		st = run_jobs(d, todo, m);
+	for (uint32_t i = 0; i < m && st == WH_OK; i++) {
+		if ((st = cache_add(d, todo[i]->h, todo[i]->v)) == WH_OK)
+			record_verdict(d, todo[i], false);
+	}
+	for (uint32_t i = 0; i < n && st == WH_OK; i++) {
+		struct cache_entry *c = cache_find(d, jobs[i].h);
+		verdicts[i] = c ? c->v : WH_VERDICT_SKIP;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		wh_model_destroy(jobs[i].cand);
+		if (jobs[i].has_res)
+			wh_check_result_release(&jobs[i].res);
+	}
+	free(jobs);
+	free(todo);
+	return st;
+}
+
+static void on_progress(void *ctx, const char *phase, const uint8_t *mask)
+{
+	struct driver *d = ctx;
+	uint32_t cnt = mask ? mask_count(d, mask) : 0;
+	logf_(d, "reduce: after %s: %u nodes (%u checks so far)", phase, cnt, d->rep->checks_run);
+	json_t *e = json_object();
+	json_object_set_new(e, "event", json_string("phase"));
+	json_object_set_new(e, "phase", json_string(phase));
+	json_object_set_new(e, "nodes", json_integer(cnt));
+	json_object_set_new(e, "checks", json_integer(d->rep->checks_run));
+	event(d, e);
+}
+
+/* Runs one candidate uncached (confirmation runs). */
+static enum wh_status run_uncached(struct driver *d, const uint8_t *mask, enum wh_verdict *v, struct wh_check_result *res_out)
+{
+	struct job j = {.d = d, .mask = (uint8_t *)mask};
+	enum wh_status st = build_candidate(d, mask, &j.cand, &j.h);
+	if (st != WH_OK)
+		return st;
+	j.seq = ++d->seq;
+	struct job *p = &j;
+	if ((st = run_jobs(d, &p, 1)) == WH_OK) {
+		*v = j.v;
+		if ((st = cache_add(d, j.h, j.v)) == WH_OK)
+			record_verdict(d, &j, false);
+		if (res_out && j.has_res) {
+			*res_out = j.res;
+			j.has_res = false;
+		}
+	}
+	wh_model_destroy(j.cand);
+	if (j.has_res)
+		wh_check_result_release(&j.res);
+	return st;
+}
+
+/* ---- outputs ---- */
+
+static enum wh_status save_mask_model(struct driver *d, const uint8_t *mask, const char *path, struct wh_model **keep)
+{
+	struct wh_model *c;
+	struct wh_hash h;
+	enum wh_status st = build_candidate(d, mask, &c, &h);
+	if (st != WH_OK)
+		return st;
+	st = wh_model_save(c, path);
+	if (keep && st == WH_OK)
+		*keep = c;
+	else
+		wh_model_destroy(c);
+	return st;
+}
+
+static enum wh_status write_tensors(struct driver *d, const struct wh_model *c, const char *dir, bool outputs)
+{
+	enum wh_status st = make_dir(dir);
+	const struct wh_graph *g = c->graph;
+	struct wh_tensor_set s;
+	wh_tensor_set_init(&s);
+	uint32_t cnt = outputs ? g->n_outputs : g->n_inputs;
+	const uint32_t *ids = outputs ? g->outputs : g->inputs;
+	for (uint32_t i = 0; i < cnt && st == WH_OK; i++) {
+		const char *name = g->values[ids[i]].name;
+		const struct wh_tensor *t = ref_value(d, 0, name);
+		if (t)
+			st = wh_tensor_set_add(&s, name, -1, t);
+	}
+	if (st == WH_OK)
+		st = wh_tensor_set_write_dir(dir, NULL, &s);
+	wh_tensor_set_release(&s);
+	return st;
+}
+
+static enum wh_status write_repro(struct driver *d, const struct wh_model *c, const uint8_t *mask)
+{
+	char dir[PATH_MAX], p[PATH_MAX + 64], model[PATH_MAX + 64], ins[PATH_MAX + 64], gold[PATH_MAX + 64];
+	snprintf(dir, sizeof dir, "%s/repro", d->o->artifacts_dir);
+	enum wh_status st = make_dir(dir);
+	if (st != WH_OK)
+		return st;
+	snprintf(model, sizeof model, "%s/model.onnx", dir);
+	snprintf(ins, sizeof ins, "%s/inputs", dir);
+	snprintf(gold, sizeof gold, "%s/golden", dir);
+	if ((st = wh_model_save(c, model)) != WH_OK || (st = write_tensors(d, c, ins, false)) != WH_OK ||
+	    (st = write_tensors(d, c, gold, true)) != WH_OK)
+		return st;
+	/* the command, rerunnable from inside repro/ */
+	char *cmd = NULL;
+	if (d->o->check) {
+		struct wh_check_vars v = {.model = "model.onnx", .inputs = "inputs", .golden = "golden"};
+		cmd = wh_check_command_line(d->o->check, &v);
+	}
+	snprintf(p, sizeof p, "%s/command.sh", dir);
+	FILE *f = fopen(p, "w");
+	if (f) {
+		fprintf(f, "#!/bin/sh\n# rerun the check on the reduced model (from this folder)\ncd \"$(dirname \"$0\")\" || exit 2\n");
+		if (cmd)
+			fprintf(f, "%s\n", cmd);
+		else
+			fprintf(f, "whittle run model.onnx --load-inputs inputs --compare golden --precision %s --atol %g --rtol %g\n",
+				"fp32", d->o->compare.atol, d->o->compare.rtol);
+		fclose(f);
+		chmod(p, 0755);
+	}
+	const struct wh_cpu_features *cpu = wh_cpu();
+	snprintf(p, sizeof p, "%s/report.md", dir);
+	f = fopen(p, "w");
+	if (f) {
+		struct wh_reduce_report *r = d->rep;
+		fprintf(f, "# whittle reduce: repro\n\n");
+		fprintf(f, "- model: `%s`\n- whittle %s, CPU %s (ISA %s)\n", d->o->model_path ? d->o->model_path : "?", WHITTLE_VERSION,
+			cpu->brand[0] ? cpu->brand : "unknown", wh_isa_name(cpu->isa));
+		fprintf(f, "- check: `%s`\n", d->o->check_display ? d->o->check_display : "built-in (compare with FP32)");
+		fprintf(f, "- layers: %u before, %u after (Constant nodes not counted)\n", r->nodes_before, r->nodes_after);
+		fprintf(f, "- checks: %u run (%u fail, %u pass, %u skip), %u answered from the cache\n", r->checks_run, r->n_fail,
+			r->n_pass, r->n_skip, r->checks_cached);
+		fprintf(f, "- time: %.2f s\n- 1-minimal: %s\n\n", now_s() - d->t0, r->one_minimal ? "yes (removing any single layer makes the check pass)" : "not verified");
+		fprintf(f, "## Layers of the reduced model\n\n| # | layer | op |\n| ---: | --- | --- |\n");
+		uint32_t k = 0;
+		for (uint32_t i = 0; i < d->n; i++)
+			if (mask[i]) {
+				const struct wh_node *n = &d->m->graph->nodes[d->search_nodes[i]];
+				fprintf(f, "| %u | %s | %s |\n", ++k, n->name && *n->name ? n->name : "(unnamed)", n->op_type);
+			}
+		fprintf(f, "\n## Rerun\n\n`sh command.sh` runs the check on `model.onnx` with `inputs/` (reference values of its\ninputs) and `golden/` (reference values of its outputs).\n");
+		fclose(f);
+	}
+	snprintf(p, sizeof p, "%s/version.txt", dir);
+	if ((f = fopen(p, "w"))) {
+		fprintf(f, "whittle %s\ncpu %s\nisa %s (detected %s)\n", WHITTLE_VERSION, cpu->brand, wh_isa_name(cpu->isa), wh_isa_name(cpu->detected));
+		fclose(f);
+	}
+	free(cmd);
+	return WH_OK;
+}
+
+/* ---- the driver ---- */
+
+static enum wh_status compute_reference(struct driver *d)
+{
+	uint32_t ns = d->data->n_samples;
+	d->ref = calloc(ns ? ns : 1, sizeof *d->ref);
+	d->written = calloc(ns ? ns : 1, sizeof *d->written);
+	if (!d->ref || !d->written)
+		return wh_error(WH_ERR_NOMEM, "reduce: out of memory");
+	for (uint32_t k = 0; k < ns; k++) {
+		wh_tensor_set_init(&d->ref[k]);
+		wh_tensor_set_init(&d->written[k]);
+	}
+	d->ref_owned = true;
+	enum wh_status st = WH_OK;
+	if (d->data->reference) {
+		for (uint32_t k = 0; k < ns && st == WH_OK; k++) {
+			const struct wh_tensor_set *r = &d->data->reference[k];
+			for (size_t i = 0; i < r->n && st == WH_OK; i++)
+				if (r->items[i].name)
+					st = wh_tensor_set_add(&d->ref[k], r->items[i].name, -1, &r->items[i].t);
+		}
+	} else {
+		struct wh_engine *e = NULL;
+		struct wh_engine_options eo = {.threads = d->o->engine.threads};
+		if ((st = wh_engine_create(d->m, &eo, &e)) != WH_OK)
+			return wh_error(st, "%s; with an external --check, give reference values with --reference DIR", wh_error_message());
+		for (uint32_t k = 0; k < ns && st == WH_OK; k++)
+			st = wh_engine_run(e, &d->data->inputs[k], WH_KEEP_ALL, &d->ref[k]);
+		wh_engine_destroy(e);
+	}
+	/* the original inputs are reference values too */
+	const struct wh_graph *g = d->m->graph;
+	for (uint32_t k = 0; k < ns && st == WH_OK; k++) {
+		const struct wh_tensor_set *in = &d->data->inputs[k];
+		uint32_t pos = 0;
+		for (uint32_t i = 0; i < g->n_inputs && st == WH_OK; i++) {
+			const struct wh_value *v = &g->values[g->inputs[i]];
+			if (v->flags & WH_VALUE_INITIALIZER)
+				continue;
+			const struct wh_tensor *t = wh_tensor_set_find(in, v->name);
+			if (!t && pos < in->n && !in->items[pos].name)
+				t = &in->items[pos].t;
+			pos++;
+			if (t && !wh_tensor_set_find(&d->ref[k], v->name))
+				st = wh_tensor_set_add(&d->ref[k], v->name, -1, t);
+		}
+	}
+	return st;
+}
+
+enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_data *data,
+			     const struct wh_reduce_options *o, struct wh_reduce_report *rep)
+{
+	struct driver dd = {.m = m, .o = o, .data = data, .rep = rep};
+	struct driver *d = &dd;
+	memset(rep, 0, sizeof *rep);
+	d->t0 = now_s();
+	d->tty = o->log && isatty(fileno(o->log)) && !o->json;
+	enum wh_status st = WH_OK;
+	const struct wh_graph *g = m->graph;
+	uint32_t *order = calloc((size_t)g->n_nodes + 1, sizeof *order);
+	uint8_t *full = NULL, *result = NULL, *fixed = NULL;
+	struct wh_model *reduced = NULL;
+	if (!order) {
+		st = wh_error(WH_ERR_NOMEM, "reduce: out of memory");
+		goto out;
+	}
+	if ((st = wh_graph_topo_order(g, order)) != WH_OK)
+		goto out;
+	d->search_nodes = calloc((size_t)g->n_nodes + 1, sizeof *d->search_nodes);
+	if (!d->search_nodes) {
+		st = wh_error(WH_ERR_NOMEM, "reduce: out of memory");
+		goto out;
+	}
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		if (!is_constant(&g->nodes[order[i]]))
+			d->search_nodes[d->n++] = order[i];
+	rep->nodes_before = d->n;
+	if (!d->n) {
+		st = wh_error(WH_ERR_INVALID, "model: has no layers to reduce (it holds only constants)");
+		goto out;
+	}
+	full = malloc(d->n);
+	result = malloc(d->n);
+	fixed = calloc(d->n, 1);
+	d->best_mask = malloc(d->n);
+	if (!full || !result || !fixed || !d->best_mask) {
+		st = wh_error(WH_ERR_NOMEM, "reduce: out of memory");
+		goto out;
+	}
+	memset(full, 1, d->n);
+	memcpy(d->best_mask, full, d->n);
+	d->best_count = d->n;
+	/* --no-reduce-inputs / --no-reduce-outputs keep the layers touching the graph's inputs
+	 * or outputs in every candidate */
+	for (uint32_t i = 0; i < d->n; i++) {
+		const struct wh_node *n = &g->nodes[d->search_nodes[i]];
+		if (!o->reduce_inputs)
+			for (uint32_t k = 0; k < n->n_inputs; k++)
+				if (n->inputs[k] != WH_NONE && (g->values[n->inputs[k]].flags & WH_VALUE_INPUT) &&
+				    !(g->values[n->inputs[k]].flags & WH_VALUE_INITIALIZER))
+					fixed[i] = 1;
+		if (!o->reduce_outputs)
+			for (uint32_t k = 0; k < n->n_outputs; k++)
+				if (n->outputs[k] != WH_NONE && (g->values[n->outputs[k]].flags & WH_VALUE_OUTPUT))
+					fixed[i] = 1;
+	}
+	/* work folder */
+	if (o->artifacts_dir) {
+		if ((st = make_dir(o->artifacts_dir)) != WH_OK)
+			goto out;
+		snprintf(d->workdir, sizeof d->workdir, "%s/work", o->artifacts_dir);
+		if ((st = make_dir(d->workdir)) != WH_OK)
+			goto out;
+		if (o->n_artifacts) {
+			char p[PATH_MAX + 8];
+			snprintf(p, sizeof p, "%s/good", o->artifacts_dir);
+			make_dir(p);
+			snprintf(p, sizeof p, "%s/bad", o->artifacts_dir);
+			make_dir(p);
+		}
+	} else {
+		const char *tmp = getenv("TMPDIR");
+		snprintf(d->workdir, sizeof d->workdir, "%s/whittle-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+		if (!mkdtemp(d->workdir)) {
+			st = wh_error(WH_ERR_IO, "%s: cannot create a work folder: %s (set TMPDIR)", d->workdir, strerror(errno));
+			goto out;
+		}
+		d->workdir_tmp = true;
+	}
+	{
+		char p[PATH_MAX + 96];
+		snprintf(p, sizeof p, "%s/tensors", d->workdir);
+		if ((st = make_dir(p)) != WH_OK)
+			goto out;
+		for (uint32_t k = 0; k < data->n_samples; k++) {
+			snprintf(p, sizeof p, "%s/tensors/s%u", d->workdir, k);
+			if ((st = make_dir(p)) != WH_OK)
+				goto out;
+		}
+	}
+	if ((st = compute_reference(d)) != WH_OK)
+		goto out;
+	struct wh_hash mh;
+	char mhex[33];
+	if ((st = wh_model_hash(m, &mh)) != WH_OK)
+		goto out;
+	wh_hash_hex(mh, mhex);
+	if (o->load_replay && (st = load_replay(d, o->load_replay, mhex)) != WH_OK)
+		goto out;
+	const char *save_replay = o->save_replay;
+	char replay_default[PATH_MAX + 32];
+	if (!save_replay && o->artifacts_dir) {
+		snprintf(replay_default, sizeof replay_default, "%s/replay.jsonl", o->artifacts_dir);
+		save_replay = replay_default;
+	}
+	if (save_replay) {
+		bool fresh = access(save_replay, F_OK) != 0;
+		if (!(d->replay = fopen(save_replay, "a"))) {
+			st = wh_error(WH_ERR_IO, "%s: cannot write the replay: %s (check the folder)", save_replay, strerror(errno));
+			goto out;
+		}
+		if (fresh || !o->load_replay || strcmp(o->load_replay, save_replay)) {
+			fprintf(d->replay, "{\"original\":\"%s\",\"whittle\":\"%s\",\"nodes\":%u}\n", mhex, WHITTLE_VERSION, d->n);
+			fflush(d->replay);
+		}
+	}
+	logf_(d, "reduce: %u layers (%u constants aside), check: %s", d->n, g->n_nodes - d->n,
+	      o->check_display ? o->check_display : "built-in comparison with FP32");
+
+	/* 1. the original must fail, consistently */
+	{
+		int runs = o->confirm_runs > 0 ? o->confirm_runs : 1;
+		enum wh_verdict first = WH_VERDICT_SKIP, v = WH_VERDICT_SKIP;
+		int fails = 0;
+		struct wh_hash h;
+		struct wh_model *c;
+		if ((st = build_candidate(d, full, &c, &h)) != WH_OK)
+			goto out;
+		wh_model_destroy(c);
+		struct cache_entry *ce = cache_find(d, h);
+		for (int r = 0; r < runs; r++) {
+			struct wh_check_result res = {0};
+			if (r == 0 && ce) {
+				v = ce->v;
+				rep->checks_cached++;
+			} else if ((st = run_uncached(d, full, &v, &res)) != WH_OK) {
+				goto out;
+			}
+			if (r == 0 && o->check && (res.exit_code == 126 || res.exit_code == 127) && !res.signal && !ce) {
+				st = wh_error(WH_ERR_CHECK, "check: exited %d on the original model (command not found or not executable inside the check; output: %.200s)",
+					      res.exit_code, res.output ? res.output : "");
+				wh_check_result_release(&res);
+				goto out;
+			}
+			wh_check_result_release(&res);
+			if (r == 0)
+				first = v;
+			fails += v == WH_VERDICT_FAIL;
+		}
+		if (fails && fails != runs) {
+			rep->inconsistent = true;
+			st = wh_error(WH_ERR_CHECK, "check: inconsistent on the original model: failed %d of %d runs (the check is flaky; make it deterministic before reducing)", fails, runs);
+			goto out;
+		}
+		if (first == WH_VERDICT_PASS) {
+			st = wh_error(WH_ERR_INVALID, "%s: the original model passes the check, so there is nothing to reduce (make sure the check fails on the original first)",
+				      o->model_path ? o->model_path : "model");
+			goto out;
+		}
+		if (first == WH_VERDICT_SKIP) {
+			st = wh_error(WH_ERR_CHECK, "check: cannot tell whether the original model fails (exit 125 or timeout; fix the check or raise --timeout)");
+			goto out;
+		}
+	}
+
+	/* 2-4. search */
+	struct wh_search_options so = {
+		.mode = o->mode,
+		.jobs = o->jobs,
+		.reduce_inputs = o->reduce_inputs,
+		.reduce_outputs = o->reduce_outputs,
+		.fixed = fixed,
+	};
+	struct wh_search_ops ops = {.ctx = d, .eval = eval_masks, .progress = on_progress};
+	struct wh_search_report sr;
+	if ((st = wh_search_run(d->n, &so, &ops, result, &sr)) != WH_OK)
+		goto out;
+	rep->one_minimal = sr.one_minimal;
+	rep->inconsistent = sr.inconsistent;
+	snprintf(rep->note, sizeof rep->note, "%s", sr.note);
+	/* the result must still fail when run again (not from the cache): a flaky check shows here */
+	{
+		enum wh_verdict v;
+		if ((st = run_uncached(d, result, &v, NULL)) != WH_OK)
+			goto out;
+		if (v != WH_VERDICT_FAIL) {
+			rep->inconsistent = true;
+			snprintf(rep->note, sizeof rep->note, "the reduced model (%u layers) failed before and %s when run again",
+				 mask_count(d, result), v == WH_VERDICT_PASS ? "passed" : "could not be told");
+		}
+	}
+	rep->nodes_after = mask_count(d, result);
+	if (rep->inconsistent) {
+		/* keep what was found, but do not present it as the answer */
+		if (o->artifacts_dir) {
+			char p[PATH_MAX + 32];
+			snprintf(p, sizeof p, "%s/unverified.onnx", o->artifacts_dir);
+			save_mask_model(d, d->best_mask, p, NULL);
+		}
+		st = wh_error(WH_ERR_CHECK, "check: inconsistent verdicts: %s (the check is flaky; no minimal model is claimed%s)",
+			      rep->note, o->artifacts_dir ? "; the best failing candidate is in unverified.onnx" : "");
+		goto out;
+	}
+	if ((st = save_mask_model(d, result, o->output_path, &reduced)) != WH_OK)
+		goto out;
+	if (o->min_good_path) {
+		/* a passing model one layer away from the reduced one (from the minimality pass) */
+		bool saved = false;
+		uint8_t *tmp = malloc(d->n);
+		for (uint32_t i = 0; tmp && i < d->n && !saved; i++) {
+			if (!result[i] || fixed[i])
+				continue;
+			memcpy(tmp, result, d->n);
+			tmp[i] = 0;
+			if (mask_count(d, tmp) == 0)
+				continue;
+			struct wh_model *c;
+			struct wh_hash h;
+			if (build_candidate(d, tmp, &c, &h) != WH_OK)
+				continue;
+			struct cache_entry *ce = cache_find(d, h);
+			if (ce && ce->v == WH_VERDICT_PASS && wh_model_save(c, o->min_good_path) == WH_OK)
+				saved = true;
+			wh_model_destroy(c);
+		}
+		free(tmp);
+		if (!saved)
+			logf_(d, "reduce: no --min-good model: the reduced model has a single layer (nothing smaller can be run)");
+	}
+	rep->seconds = now_s() - d->t0;
+	if (o->artifacts_dir) {
+		char p[PATH_MAX + 64];
+		snprintf(p, sizeof p, "%s/reduced.onnx", o->artifacts_dir);
+		if ((st = wh_model_save(reduced, p)) != WH_OK)
+			goto out;
+		snprintf(p, sizeof p, "%s/inputs", o->artifacts_dir);
+		if ((st = write_tensors(d, reduced, p, false)) != WH_OK)
+			goto out;
+		snprintf(p, sizeof p, "%s/golden", o->artifacts_dir);
+		if ((st = write_tensors(d, reduced, p, true)) != WH_OK)
+			goto out;
+		if (o->min_good_path && access(o->min_good_path, F_OK) == 0) {
+			snprintf(p, sizeof p, "%s/min-good.onnx", o->artifacts_dir);
+			copy_file(o->min_good_path, p);
+		}
+		if ((st = write_repro(d, reduced, result)) != WH_OK)
+			goto out;
+	}
+	{
+		json_t *e = json_object();
+		json_object_set_new(e, "event", json_string("result"));
+		json_object_set_new(e, "nodes_before", json_integer(rep->nodes_before));
+		json_object_set_new(e, "nodes_after", json_integer(rep->nodes_after));
+		json_object_set_new(e, "checks", json_integer(rep->checks_run));
+		json_object_set_new(e, "cached", json_integer(rep->checks_cached));
+		json_object_set_new(e, "one_minimal", json_boolean(rep->one_minimal));
+		json_t *names = json_array();
+		for (uint32_t i = 0; i < d->n; i++)
+			if (result[i])
+				json_array_append_new(names, json_string(g->nodes[d->search_nodes[i]].name));
+		json_object_set_new(e, "layers", names);
+		event(d, e);
+	}
+out:
+	rep->seconds = now_s() - d->t0;
+	if (d->tty && o->log)
+		fputs("\r\033[K", o->log);
+	if (d->replay)
+		fclose(d->replay);
+	if (d->workdir_tmp)
+		remove_tree(d->workdir);
+	else if (d->workdir[0])
+		remove_tree(d->workdir);
+	if (d->ref_owned) {
+		for (uint32_t k = 0; k < data->n_samples; k++) {
+			wh_tensor_set_release(&d->ref[k]);
+			wh_tensor_set_release(&d->written[k]);
+		}
+	}
+	free(d->ref);
+	free(d->written);
+	free(d->cache);
+	free(d->search_nodes);
+	free(d->best_mask);
+	free(order);
+	free(full);
+	free(result);
+	free(fixed);
+	wh_model_destroy(reduced);
+	return st;
+}

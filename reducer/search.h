@@ -1,0 +1,56 @@
+/* Search strategies for the minimal failing subgraph, over an abstract list of n nodes in
+ * topological order. A candidate is a mask (one byte per node, 1 = kept); the caller's
+ * eval callback turns a batch of candidates into verdicts (running them in parallel when it
+ * can), caches them, and counts checks. The strategies only ever ask for candidates that are
+ * subsets of the current failing set, so every candidate is a valid subgraph for a caller
+ * that feeds cut tensors with reference values.
+ *
+ *  - bisect: from the outputs side the shortest failing prefix, then from the inputs side the
+ *    shortest failing suffix of it (Polygraphy's bisect; O(log n) checks each). With jobs > 1
+ *    each round probes `jobs` split points at once ((jobs+1)-ary search): the same answer
+ *    for a consistent check in fewer rounds.
+ *  - ddmin: bisect, then QuickXplain-style divide and conquer on what remains (O(k log(n/k))
+ *    checks for k culprit nodes, any subset allowed, disconnected results included), then a
+ *    1-minimality pass (removing any single node makes the check pass), run in parallel.
+ *  - linear: bisect, then removal of one node at a time, then the 1-minimality pass.
+ * A "skip" verdict (check cannot tell) never lets a reduction through. */
+#ifndef WH_SEARCH_H
+#define WH_SEARCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "graph/status.h"
+#include "reducer/check.h"
+
+enum wh_search_mode { WH_SEARCH_BISECT = 0, WH_SEARCH_DDMIN, WH_SEARCH_LINEAR };
+
+struct wh_search_ops {
+	void *ctx;
+	/* Fills verdicts[i] for masks[i], i < n. An empty mask is never passed. */
+	enum wh_status (*eval)(void *ctx, const uint8_t *const *masks, uint32_t n, enum wh_verdict *verdicts);
+	/* Called after each phase with the current failing mask (may be NULL). */
+	void (*progress)(void *ctx, const char *phase, const uint8_t *mask);
+};
+
+struct wh_search_options {
+	enum wh_search_mode mode;
+	int jobs;               /* probes per round, >= 1 */
+	bool reduce_inputs;     /* bisect from the inputs side */
+	bool reduce_outputs;    /* bisect from the outputs side */
+	const uint8_t *fixed;   /* nodes every candidate keeps (may be NULL) */
+};
+
+struct wh_search_report {
+	bool one_minimal;        /* verified: removing any single node passes */
+	bool inconsistent;       /* the check contradicted itself (see note) */
+	char note[512];
+	uint32_t bisect_lo, bisect_hi; /* range after the coarse phase [lo, hi) */
+};
+
+/* Starts from a failing full set (the caller has confirmed the original fails) and writes
+ * the result into result_mask (n bytes). */
+enum wh_status wh_search_run(uint32_t n, const struct wh_search_options *o, const struct wh_search_ops *ops,
+			     uint8_t *result_mask, struct wh_search_report *rep);
+
+#endif

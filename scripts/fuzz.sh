@@ -1,0 +1,134 @@
+#!/bin/bash
+# Builds the libFuzzer targets (tests/fuzz-*.c) with clang in build-fuzz/, seeds their
+# corpora from the ONNX backend test data and fixtures/tensors, runs each target for
+# SECONDS (default 600) and reports what it found.
+#
+#   scripts/fuzz.sh [SECONDS] [TARGET...]      TARGET: fuzz-model, fuzz-tensor (default: both)
+#
+# Environment: WHITTLE_ONNX_TESTS (default ../shared/onnx-tests), FUZZ_BUILD (default
+# build-fuzz), FUZZ_JOBS (targets run at once, default 1: the machine is shared),
+# FUZZ_ARGS (extra libFuzzer flags).
+# Exit status: 0 when no target found anything, 1 when one did, 2 on a build failure.
+# Needs clang and its libFuzzer runtime (Debian: libclang-rt-<version>-dev).
+set -u
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SECONDS_EACH=${1:-600}
+shift || true
+TARGETS=("$@")
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz-model fuzz-tensor)
+BUILD=${FUZZ_BUILD:-$ROOT/build-fuzz}
+ONNX_TESTS=${WHITTLE_ONNX_TESTS:-$ROOT/../shared/onnx-tests}
+JOBS=${FUZZ_JOBS:-1}
+
+die() { echo "fuzz.sh: $*" >&2; exit 2; }
+
+case $SECONDS_EACH in ''|*[!0-9]*) die "SECONDS must be a whole number (got '$SECONDS_EACH')";; esac
+command -v clang >/dev/null || die "clang not found (apt-get install clang)"
+echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' > "${TMPDIR:-/tmp}/wh-fuzz-probe.c"
+clang -fsanitize=fuzzer "${TMPDIR:-/tmp}/wh-fuzz-probe.c" -o "${TMPDIR:-/tmp}/wh-fuzz-probe" 2>/dev/null ||
+	die "clang cannot link libFuzzer (apt-get install libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev)"
+rm -f "${TMPDIR:-/tmp}/wh-fuzz-probe" "${TMPDIR:-/tmp}/wh-fuzz-probe.c"
+
+# The whole library gets coverage instrumentation (fuzzer-no-link) and ASan+UBSan, so the
+# fuzzer sees the parser's branches, not only the target's. Warnings are not errors here:
+# clang warns about things gcc does not, and this build is for finding crashes.
+echo "== building in $BUILD"
+cmake -S "$ROOT" -B "$BUILD" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	-DWHITTLE_FUZZ=ON -DWHITTLE_SANITIZE=ON -DWHITTLE_WERROR=OFF \
+	-DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link" >"$BUILD.configure.log" 2>&1 ||
+	{ tail -20 "$BUILD.configure.log"; die "cmake configure failed (log: $BUILD.configure.log)"; }
+cmake --build "$BUILD" -j"${FUZZ_BUILD_JOBS:-2}" --target "${TARGETS[@]}" >"$BUILD/build.log" 2>&1 ||
+	{ grep -E 'error|Error' "$BUILD/build.log" | head -20; die "build failed (log: $BUILD/build.log)"; }
+
+# Seeds are copied (never written into the shared test data); libFuzzer adds what it finds
+# to the first corpus folder.
+seed() { # seed NAME FILE...
+	local dir=$BUILD/seeds/$1
+	shift
+	mkdir -p "$dir"
+	for f in "$@"; do
+		[ -f "$f" ] || continue
+		cp "$f" "$dir/$(echo "$f" | md5sum | cut -c1-16)-$(basename "$f")"
+	done
+}
+if [ ! -d "$BUILD/seeds" ]; then
+	echo "== seeding corpora"
+	if [ -d "$ONNX_TESTS" ]; then
+		mapfile -t models < <(find "$ONNX_TESTS" -name model.onnx -size -64k | sort)
+		seed fuzz-model "${models[@]}"
+		# every third tensor file keeps the seed corpus small while covering every type
+		mapfile -t tensors < <(find "$ONNX_TESTS" -name '*.pb' -size -16k | sort | awk 'NR % 3 == 1')
+		seed fuzz-tensor "${tensors[@]}"
+	else
+		echo "fuzz.sh: $ONNX_TESTS not found: seeding from fixtures only" >&2
+	fi
+	seed fuzz-model $(find "$ROOT/fixtures" -name '*.onnx' -size -64k 2>/dev/null)
+	seed fuzz-tensor "$ROOT"/fixtures/tensors/*.pb "$ROOT"/fixtures/tensors/*.npy
+	mkdir -p "$BUILD/seeds/fuzz-model" "$BUILD/seeds/fuzz-tensor"
+fi
+
+# Tokens of the .npy header help the fuzzer past the dict parser.
+cat >"$BUILD/npy.dict" <<'EOF'
+"\x93NUMPY\x01\x00"
+"\x93NUMPY\x02\x00"
+"\x93NUMPY\x03\x00"
+"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"
+"'descr'"
+"'fortran_order'"
+"'shape'"
+"True"
+"False"
+"'<f2'"
+"'>f8'"
+"'|b1'"
+"'<c16'"
+"'|V2'"
+"(1,)"
+"()"
+"L,"
+EOF
+
+run_one() { # run_one TARGET
+	local t=$1 extra=()
+	mkdir -p "$BUILD/corpus/$t" "$BUILD/artifacts/$t"
+	[ "$t" = fuzz-tensor ] && extra=(-dict="$BUILD/npy.dict")
+	# -malloc_limit_mb: a small input that asks for a gigabyte is a finding, not a slow run.
+	"$BUILD/tests/$t" "$BUILD/corpus/$t" "$BUILD/seeds/$t" \
+		-max_total_time="$SECONDS_EACH" -max_len=65536 -timeout=20 -rss_limit_mb=2048 \
+		-malloc_limit_mb=1024 -print_final_stats=1 -artifact_prefix="$BUILD/artifacts/$t/" \
+		"${extra[@]}" ${FUZZ_ARGS:-} >"$BUILD/$t.log" 2>&1
+	echo $? >"$BUILD/$t.rc"
+}
+
+echo "== fuzzing ${TARGETS[*]} for ${SECONDS_EACH}s each ($JOBS at a time)"
+running=0
+for t in "${TARGETS[@]}"; do
+	[ -x "$BUILD/tests/$t" ] || die "$BUILD/tests/$t was not built"
+	rm -f "$BUILD/$t.rc"
+	run_one "$t" &
+	running=$((running + 1))
+	if [ "$running" -ge "$JOBS" ]; then
+		wait -n
+		running=$((running - 1))
+	fi
+done
+wait
+
+echo "== report"
+found=0
+for t in "${TARGETS[@]}"; do
+	rc=$(cat "$BUILD/$t.rc" 2>/dev/null || echo '?')
+	runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$BUILD/$t.log" | grep -o '[0-9]*$')
+	cov=$(grep -oE 'cov: [0-9]+' "$BUILD/$t.log" | tail -1)
+	corpus=$(ls "$BUILD/corpus/$t" | wc -l)
+	arts=$(ls "$BUILD/artifacts/$t" 2>/dev/null | wc -l)
+	echo "$t: exit $rc, ${runs:-?} runs, ${cov:-cov: ?}, corpus $corpus files, $arts artifacts (log: $BUILD/$t.log)"
+	if [ "$rc" != 0 ] || [ "$arts" -gt 0 ]; then
+		found=1
+		grep -E '^==[0-9]+==ERROR|SUMMARY|runtime error|deadly signal|out-of-memory|malloc\(' "$BUILD/$t.log" | head -5 | sed 's/^/    /'
+		ls "$BUILD/artifacts/$t" | head -5 | sed "s|^|    $BUILD/artifacts/$t/|"
+		echo "    reproduce: $BUILD/tests/$t <artifact>"
+	fi
+done
+exit $found

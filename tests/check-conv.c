@@ -1,0 +1,571 @@
+/* Conv, ConvTranspose, ConvInteger, QLinearConv (executor/ops/conv.c): the fast float32
+ * drivers at every ISA (scalar, AVX2, AVX-512 through wh_cpu_capped) against the scalar
+ * references on awkward geometries (odd channels, groups, depthwise 3x3/5x5, dilation,
+ * asymmetric padding, strides 2 and 3, 1-D and 3-D), bit-identical results for 1, 2 and 3
+ * threads, and the attribute semantics (auto_pad, output_shape, output_padding).
+ *
+ * Tolerance: the SIMD paths fuse each multiply-add, the reference does not, so we accept
+ * |got - ref| <= 1e-5 * sum |x * w| (+1e-30) per output. The scalar Conv path sums in the
+ * reference's order without fusing (padding adds exact zeros), so it must match exactly;
+ * ConvTranspose's fast path groups its sums differently and is held to the tolerance. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "executor/cpu.h"
+#include "executor/executor.h"
+#include "executor/ops/conv-internal.h"
+#include "executor/threadpool.h"
+#include "graph/arena.h"
+#include "graph/onnx-io.h"
+
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+static float rng_float(uint64_t *s, float lo, float hi)
+{
+	return lo + (hi - lo) * (float)((rng_next(s) >> 40) * (1.0 / 16777216.0));
+}
+
+static float *random_floats(size_t n, uint64_t seed)
+{
+	float *v = malloc((n ? n : 1) * sizeof(float));
+	ck_assert_ptr_nonnull(v);
+	for (size_t i = 0; i < n; i++)
+		v[i] = rng_float(&seed, -2, 2);
+	return v;
+}
+
+static int isas(enum wh_isa *out)
+{
+	int n = 0;
+	for (int i = WH_ISA_SCALAR; i <= (int)wh_cpu()->detected; i++)
+		out[n++] = (enum wh_isa)i;
+	return n;
+}
+
+static int64_t prod(const int64_t *d, int n)
+{
+	int64_t p = 1;
+	for (int i = 0; i < n; i++)
+		p *= d[i];
+	return p;
+}
+
+/* A geometry: spatial rank, N, C, M, G, then per dim: in, k, stride, dil, pad0, pad1.
+ * Conv out sizes are derived; for ConvTranspose out = (in-1)*s + dk - pads. */
+struct geo {
+	int nsp;
+	int64_t N, C, M, G;
+	int64_t d[3][6];
+};
+
+static void make_shape(const struct geo *g, bool transpose, struct wh_conv_shape *s)
+{
+	memset(s, 0, sizeof *s);
+	s->nsp = g->nsp;
+	s->N = g->N, s->C = g->C, s->M = g->M, s->G = g->G;
+	for (int i = 0; i < g->nsp; i++) {
+		s->in[i] = g->d[i][0], s->k[i] = g->d[i][1], s->stride[i] = g->d[i][2];
+		s->dil[i] = g->d[i][3], s->pad0[i] = g->d[i][4], s->pad1[i] = g->d[i][5];
+		int64_t dk = (s->k[i] - 1) * s->dil[i] + 1;
+		if (!transpose)
+			s->out[i] = (s->in[i] + s->pad0[i] + s->pad1[i] - dk) / s->stride[i] + 1;
+		else
+			s->out[i] = (s->in[i] - 1) * s->stride[i] + dk - s->pad0[i] - s->pad1[i];
+	}
+}
+
+/* Upper bound of sum |x*w| over any output: used to scale the tolerance. */
+static double magnitude(const float *x, size_t nx, const float *w, size_t nw, int64_t terms)
+{
+	double mx = 0, mw = 0;
+	for (size_t i = 0; i < nx; i++)
+		mx = fmax(mx, fabs(x[i]));
+	for (size_t i = 0; i < nw; i++)
+		mw = fmax(mw, fabs(w[i]));
+	return mx * mw * (double)terms + 2;
+}
+
+static void check_geo(const struct geo *g, bool transpose, bool bias, uint64_t seed)
+{
+	struct wh_conv_shape s;
+	make_shape(g, transpose, &s);
+	int64_t KS = prod(s.k, s.nsp);
+	size_t nx = (size_t)(s.N * s.C * prod(s.in, s.nsp));
+	size_t nw = (size_t)(transpose ? s.C * (s.M / s.G) * KS : s.M * (s.C / s.G) * KS);
+	size_t ny = (size_t)(s.N * s.M * prod(s.out, s.nsp));
+	float *x = random_floats(nx, seed), *w = random_floats(nw, seed + 1);
+	float *b = bias ? random_floats((size_t)s.M, seed + 2) : NULL;
+	float *ref = malloc(ny * sizeof(float)), *got = malloc(ny * sizeof(float));
+	if (transpose)
+		wh_convt_f32_ref(&s, x, w, b, ref);
+	else
+		wh_conv_f32_ref(&s, x, w, b, ref);
+	double tol = 1e-5 * magnitude(x, nx, w, nw, (transpose ? s.C : s.C / s.G) * KS);
+	enum wh_isa list[3];
+	int n = isas(list);
+	for (int ii = 0; ii < n; ii++) {
+		struct wh_cpu_features cpu = wh_cpu_capped(list[ii]);
+		for (size_t i = 0; i < ny; i++)
+			got[i] = NAN;
+		if (transpose)
+			ck_assert_int_eq(wh_convt_f32(&cpu, NULL, &s, x, w, b, got), WH_OK);
+		else
+			ck_assert_int_eq(wh_conv_f32(&cpu, NULL, &s, x, w, b, got), WH_OK);
+		for (size_t i = 0; i < ny; i++) {
+			if (!transpose && list[ii] == WH_ISA_SCALAR)
+				ck_assert_msg(got[i] == ref[i], "scalar conv (C=%lld M=%lld G=%lld nsp=%d) y[%zu] = %.9g, reference %.9g",
+					      (long long)s.C, (long long)s.M, (long long)s.G, s.nsp, i, got[i], ref[i]);
+			else
+				ck_assert_msg(fabs((double)got[i] - ref[i]) <= tol,
+					      "%s %s (C=%lld M=%lld G=%lld nsp=%d k0=%lld s0=%lld) y[%zu] = %.9g, reference %.9g",
+					      wh_isa_name(list[ii]), transpose ? "convtranspose" : "conv", (long long)s.C,
+					      (long long)s.M, (long long)s.G, s.nsp, (long long)s.k[0], (long long)s.stride[0],
+					      i, got[i], ref[i]);
+		}
+	}
+	free(x);
+	free(w);
+	free(b);
+	free(ref);
+	free(got);
+}
+
+/* {nsp, N, C, M, G, {{in, k, stride, dil, pad0, pad1}, ...}} */
+static const struct geo conv_geos[] = {
+	/* 1x1 (the GEMM over the flat plane), odd channels */
+	{2, 1, 7, 13, 1, {{5, 1, 1, 1, 0, 0}, {9, 1, 1, 1, 0, 0}}},
+	{2, 2, 33, 70, 1, {{3, 1, 1, 1, 0, 0}, {11, 1, 1, 1, 0, 0}}},
+	/* 1x1 with stride or padding goes through the planes */
+	{2, 1, 5, 6, 1, {{7, 1, 2, 1, 0, 0}, {9, 1, 2, 1, 1, 0}}},
+	/* 3x3 same padding, stride 1 and 2, row width not a multiple of the tile */
+	{2, 1, 3, 16, 1, {{13, 3, 2, 1, 1, 1}, {17, 3, 2, 1, 1, 1}}},
+	{2, 1, 11, 24, 1, {{9, 3, 1, 1, 1, 1}, {37, 3, 1, 1, 1, 1}}},
+	{2, 2, 5, 7, 1, {{6, 3, 1, 1, 0, 2}, {8, 3, 1, 1, 2, 0}}},
+	/* dilation, stride 3, asymmetric pads, non-square kernels */
+	{2, 1, 4, 5, 1, {{11, 3, 1, 2, 2, 1}, {12, 2, 3, 3, 0, 3}}},
+	{2, 1, 6, 9, 1, {{1, 1, 1, 1, 0, 0}, {40, 3, 1, 1, 1, 1}}},
+	/* groups (not depthwise) */
+	{2, 1, 6, 4, 2, {{7, 3, 1, 1, 1, 1}, {7, 3, 1, 1, 1, 1}}},
+	{2, 1, 9, 12, 3, {{8, 3, 2, 1, 0, 1}, {10, 2, 1, 2, 1, 1}}},
+	/* depthwise 3x3 and 5x5, stride 1 and 2, multiplier 1 and 2 */
+	{2, 1, 16, 16, 16, {{20, 3, 1, 1, 1, 1}, {20, 3, 1, 1, 1, 1}}},
+	{2, 1, 7, 7, 7, {{19, 3, 2, 1, 1, 1}, {37, 3, 2, 1, 1, 1}}},
+	{2, 2, 5, 5, 5, {{13, 5, 1, 1, 2, 2}, {41, 5, 1, 1, 2, 2}}},
+	{2, 1, 3, 3, 3, {{12, 5, 2, 1, 2, 2}, {35, 5, 2, 1, 2, 2}}},
+	{2, 1, 4, 8, 4, {{9, 3, 1, 2, 2, 2}, {17, 5, 2, 1, 2, 1}}},
+	{2, 1, 3, 3, 3, {{6, 5, 2, 1, 2, 2}, {80, 5, 1, 1, 2, 2}}},
+	{2, 1, 2, 2, 2, {{3, 3, 1, 1, 0, 0}, {3, 3, 1, 1, 0, 0}}},
+	/* depthwise 3x1 and 1x3 with stride (2, 1) as PP-OCR rec uses */
+	{2, 1, 5, 5, 5, {{12, 3, 2, 1, 1, 1}, {33, 3, 1, 1, 1, 1}}},
+	/* 1-D (plain, grouped, depthwise) and 3-D */
+	{1, 2, 3, 5, 1, {{29, 4, 2, 1, 1, 2}}},
+	{1, 1, 4, 4, 4, {{50, 5, 1, 2, 4, 4}}},
+	{1, 1, 6, 3, 3, {{17, 1, 1, 1, 0, 0}}},
+	{3, 1, 3, 4, 1, {{5, 3, 1, 1, 1, 1}, {6, 2, 2, 1, 0, 1}, {7, 3, 1, 2, 2, 2}}},
+	{3, 1, 4, 4, 4, {{4, 3, 1, 1, 1, 1}, {5, 3, 1, 1, 1, 1}, {6, 3, 2, 1, 1, 1}}},
+	/* kernel larger than the input (padding only) */
+	{2, 1, 2, 3, 1, {{2, 5, 1, 1, 2, 2}, {3, 5, 1, 1, 2, 2}}},
+	/* K large enough to be cut into several slices */
+	{2, 1, 70, 13, 1, {{6, 3, 1, 1, 1, 1}, {7, 3, 1, 1, 1, 1}}},
+};
+
+START_TEST(conv_matches_reference)
+{
+	for (size_t i = 0; i < sizeof conv_geos / sizeof conv_geos[0]; i++)
+		check_geo(&conv_geos[i], false, i % 2 == 0, 100 + i);
+}
+END_TEST
+
+static const struct geo convt_geos[] = {
+	{2, 1, 24, 24, 1, {{9, 2, 2, 1, 0, 0}, {10, 2, 2, 1, 0, 0}}},
+	{2, 1, 24, 1, 1, {{7, 2, 2, 1, 0, 0}, {5, 2, 2, 1, 0, 0}}},
+	{2, 2, 3, 5, 1, {{4, 3, 1, 1, 0, 0}, {5, 3, 2, 1, 1, 1}}},
+	{2, 1, 4, 6, 2, {{5, 3, 2, 2, 1, 0}, {6, 4, 3, 1, 2, 1}}},
+	{2, 1, 6, 6, 6, {{5, 3, 2, 1, 1, 1}, {5, 3, 2, 1, 1, 1}}},
+	{1, 1, 3, 2, 1, {{11, 3, 1, 1, 0, 0}}},
+	{3, 1, 2, 3, 1, {{3, 2, 2, 1, 0, 0}, {4, 3, 1, 1, 1, 1}, {3, 3, 2, 2, 0, 1}}},
+};
+
+START_TEST(convtranspose_matches_reference)
+{
+	for (size_t i = 0; i < sizeof convt_geos / sizeof convt_geos[0]; i++)
+		check_geo(&convt_geos[i], true, i % 2 == 1, 300 + i);
+}
+END_TEST
+
+/* Bit-identical results for 1, 2 and 3 threads on geometries large enough to be split. */
+START_TEST(threads_bit_identical)
+{
+	static const struct geo geos[] = {
+		{2, 1, 96, 24, 1, {{40, 3, 1, 1, 1, 1}, {40, 3, 1, 1, 1, 1}}},
+		{2, 1, 64, 128, 1, {{24, 1, 1, 1, 0, 0}, {40, 1, 1, 1, 0, 0}}},
+		{2, 1, 32, 32, 32, {{64, 3, 2, 1, 1, 1}, {64, 3, 2, 1, 1, 1}}},
+		{2, 1, 48, 48, 48, {{20, 5, 1, 1, 2, 2}, {30, 5, 1, 1, 2, 2}}},
+		{2, 2, 12, 18, 3, {{15, 3, 2, 1, 1, 1}, {33, 3, 1, 1, 1, 1}}},
+	};
+	struct wh_threadpool *p2, *p3;
+	ck_assert_int_eq(wh_threadpool_create(2, &p2), WH_OK);
+	ck_assert_int_eq(wh_threadpool_create(3, &p3), WH_OK);
+	struct wh_threadpool *pools[3] = {NULL, p2, p3};
+	for (int tr = 0; tr < 2; tr++)
+		for (size_t gi = 0; gi < sizeof geos / sizeof geos[0]; gi++) {
+			struct wh_conv_shape s;
+			make_shape(&geos[gi], tr, &s);
+			int64_t KS = prod(s.k, s.nsp);
+			size_t nx = (size_t)(s.N * s.C * prod(s.in, s.nsp));
+			size_t nw = (size_t)(tr ? s.C * (s.M / s.G) * KS : s.M * (s.C / s.G) * KS);
+			size_t ny = (size_t)(s.N * s.M * prod(s.out, s.nsp));
+			float *x = random_floats(nx, gi), *w = random_floats(nw, gi + 7), *b = random_floats((size_t)s.M, 3);
+			float *y[3];
+			for (int t = 0; t < 3; t++) {
+				y[t] = malloc(ny * sizeof(float));
+				if (tr)
+					ck_assert_int_eq(wh_convt_f32(wh_cpu(), pools[t], &s, x, w, b, y[t]), WH_OK);
+				else
+					ck_assert_int_eq(wh_conv_f32(wh_cpu(), pools[t], &s, x, w, b, y[t]), WH_OK);
+			}
+			ck_assert_msg(!memcmp(y[0], y[1], ny * sizeof(float)), "geometry %zu (transpose %d): 1 and 2 threads differ", gi, tr);
+			ck_assert_msg(!memcmp(y[0], y[2], ny * sizeof(float)), "geometry %zu (transpose %d): 1 and 3 threads differ", gi, tr);
+			for (int t = 0; t < 3; t++)
+				free(y[t]);
+			free(x);
+			free(w);
+			free(b);
+		}
+	wh_threadpool_destroy(p2);
+	wh_threadpool_destroy(p3);
+}
+END_TEST
+
+/* ---- ops through one-node models ---- */
+
+struct attr_spec {
+	const char *name;
+	enum wh_attr_type type;
+	int64_t i;
+	const char *s;
+	const int64_t *ints;
+	size_t n;
+};
+
+#define A_INT(nm, v) {nm, WH_ATTR_INT, v, NULL, NULL, 0}
+#define A_STR(nm, v) {nm, WH_ATTR_STRING, 0, v, NULL, 0}
+#define A_INTS(nm, arr) {nm, WH_ATTR_INTS, 0, NULL, arr, sizeof arr / sizeof arr[0]}
+
+static void tensor_new(struct wh_tensor *t, enum wh_dtype dt, int32_t rank, const int64_t *dims)
+{
+	wh_tensor_init(t);
+	ck_assert_int_eq(wh_tensor_alloc(t, dt, rank, dims), WH_OK);
+}
+
+static void tensor_random(struct wh_tensor *t, int32_t rank, const int64_t *dims, uint64_t seed)
+{
+	tensor_new(t, WH_DT_FLOAT, rank, dims);
+	for (uint64_t i = 0; i < t->count; i++)
+		((float *)t->data)[i] = rng_float(&seed, -2, 2);
+}
+
+static enum wh_status run_op(const char *op, int64_t opset, uint32_t n_in, const struct wh_tensor *const *ins,
+			     const struct attr_spec *attrs, uint32_t n_attrs, struct wh_tensor *out)
+{
+	struct wh_model *m;
+	ck_assert_int_eq(wh_model_create(&m), WH_OK);
+	m->n_opsets = 1;
+	m->opsets = wh_arena_calloc(m->arena, 1, sizeof *m->opsets);
+	m->opsets[0].domain = "";
+	m->opsets[0].version = opset;
+	struct wh_graph *g = m->graph;
+	uint32_t in_ids[16], out_id, id;
+	struct wh_tensor_set set, res;
+	wh_tensor_set_init(&set);
+	wh_tensor_set_init(&res);
+	char name[16];
+	for (uint32_t i = 0; i < n_in; i++) {
+		if (!ins[i]) {
+			in_ids[i] = WH_NONE;
+			continue;
+		}
+		snprintf(name, sizeof name, "in%u", i);
+		ck_assert_int_eq(wh_graph_add_value(g, name, &in_ids[i]), WH_OK);
+		ck_assert_int_eq(wh_graph_set_shape(g, in_ids[i], ins[i]->dtype, ins[i]->rank, ins[i]->dims), WH_OK);
+		g->values[in_ids[i]].flags |= WH_VALUE_HAS_INFO;
+		ck_assert_int_eq(wh_graph_add_input(g, in_ids[i]), WH_OK);
+		ck_assert_int_eq(wh_tensor_set_add(&set, name, -1, ins[i]), WH_OK);
+	}
+	ck_assert_int_eq(wh_graph_add_value(g, "out", &out_id), WH_OK);
+	ck_assert_int_eq(wh_graph_add_node(g, op, "", "node", n_in, in_ids, 1, &out_id, &id), WH_OK);
+	ck_assert_int_eq(wh_graph_add_output(g, out_id), WH_OK);
+	struct wh_node *nd = &g->nodes[id];
+	nd->n_attrs = n_attrs;
+	nd->attrs = n_attrs ? wh_arena_calloc(m->arena, n_attrs, sizeof *nd->attrs) : NULL;
+	for (uint32_t i = 0; i < n_attrs; i++) {
+		struct wh_attr *a = &nd->attrs[i];
+		a->name = attrs[i].name;
+		a->type = attrs[i].type;
+		a->i = attrs[i].i;
+		if (attrs[i].s) {
+			a->s.data = (const uint8_t *)attrs[i].s;
+			a->s.len = strlen(attrs[i].s);
+		}
+		if (attrs[i].ints) {
+			a->ints = wh_arena_memdup(m->arena, attrs[i].ints, attrs[i].n * sizeof(int64_t));
+			a->n = attrs[i].n;
+		}
+	}
+	struct wh_engine *e;
+	struct wh_engine_options opt = {1};
+	ck_assert_int_eq(wh_engine_create(m, &opt, &e), WH_OK);
+	enum wh_status st = wh_engine_run(e, &set, WH_KEEP_OUTPUTS, &res);
+	if (st == WH_OK) {
+		const struct wh_tensor *t = wh_tensor_set_find(&res, "out");
+		ck_assert_ptr_nonnull(t);
+		wh_tensor_init(out);
+		wh_tensor_ref(out, t);
+	}
+	wh_tensor_set_release(&res);
+	wh_tensor_set_release(&set);
+	wh_engine_destroy(e);
+	wh_model_destroy(m);
+	return st;
+}
+
+static void assert_dims(const struct wh_tensor *t, int32_t rank, const int64_t *dims)
+{
+	ck_assert_int_eq(t->rank, rank);
+	for (int32_t i = 0; i < rank; i++)
+		ck_assert_msg(t->dims[i] == dims[i], "dim %d is %lld, expected %lld", i, (long long)t->dims[i],
+			      (long long)dims[i]);
+}
+
+START_TEST(conv_auto_pad_shapes)
+{
+	/* in 7x8, kernel 3x2, stride 2: SAME gives ceil(in/stride); the odd total pad goes
+	 * after (UPPER) or before (LOWER): check the first output, which sees the pad */
+	int64_t xd[4] = {1, 1, 7, 8}, wd[4] = {1, 1, 3, 2}, strides[2] = {2, 2};
+	struct wh_tensor x, w, yu, yl, yv;
+	tensor_new(&x, WH_DT_FLOAT, 4, xd);
+	tensor_new(&w, WH_DT_FLOAT, 4, wd);
+	for (int i = 0; i < 56; i++)
+		((float *)x.data)[i] = (float)(i + 1);
+	for (int i = 0; i < 6; i++)
+		((float *)w.data)[i] = 1.0f;
+	const struct wh_tensor *ins[2] = {&x, &w};
+	struct attr_spec up[] = {A_STR("auto_pad", "SAME_UPPER"), A_INTS("strides", strides)};
+	struct attr_spec lo[] = {A_STR("auto_pad", "SAME_LOWER"), A_INTS("strides", strides)};
+	struct attr_spec va[] = {A_STR("auto_pad", "VALID"), A_INTS("strides", strides)};
+	ck_assert_int_eq(run_op("Conv", 11, 2, ins, up, 2, &yu), WH_OK);
+	ck_assert_int_eq(run_op("Conv", 11, 2, ins, lo, 2, &yl), WH_OK);
+	ck_assert_int_eq(run_op("Conv", 11, 2, ins, va, 2, &yv), WH_OK);
+	int64_t same[4] = {1, 1, 4, 4}, valid[4] = {1, 1, 3, 4};
+	assert_dims(&yu, 4, same);
+	assert_dims(&yl, 4, same);
+	assert_dims(&yv, 4, valid);
+	/* H: total pad (4-1)*2+3-7 = 2 -> 1/1 both; W: (4-1)*2+2-8 = 0 */
+	/* UPPER and LOWER agree when the total is even: rows -1..1 x cols 0..1 */
+	const float *u = yu.data, *l = yl.data, *v = yv.data;
+	ck_assert_float_eq(u[0], (1 + 2) + (9 + 10));
+	ck_assert_float_eq(l[0], u[0]);
+	ck_assert_float_eq(v[0], (1 + 2) + (9 + 10) + (17 + 18));
+	wh_tensor_release(&yu);
+	wh_tensor_release(&yl);
+	wh_tensor_release(&yv);
+	/* odd total pad: kernel 2x2 stride 1 on 7x8: total 1 -> UPPER pads after, LOWER before */
+	int64_t wd2[4] = {1, 1, 2, 2}, ones[2] = {1, 1};
+	wh_tensor_release(&w);
+	tensor_new(&w, WH_DT_FLOAT, 4, wd2);
+	for (int i = 0; i < 4; i++)
+		((float *)w.data)[i] = 1.0f;
+	struct attr_spec up1[] = {A_STR("auto_pad", "SAME_UPPER"), A_INTS("strides", ones)};
+	struct attr_spec lo1[] = {A_STR("auto_pad", "SAME_LOWER"), A_INTS("strides", ones)};
+	ck_assert_int_eq(run_op("Conv", 11, 2, ins, up1, 2, &yu), WH_OK);
+	ck_assert_int_eq(run_op("Conv", 11, 2, ins, lo1, 2, &yl), WH_OK);
+	int64_t full[4] = {1, 1, 7, 8};
+	assert_dims(&yu, 4, full);
+	assert_dims(&yl, 4, full);
+	u = yu.data, l = yl.data;
+	ck_assert_float_eq(u[0], 1 + 2 + 9 + 10);
+	ck_assert_float_eq(l[0], 1);
+	ck_assert_float_eq(u[55], 56);
+	ck_assert_float_eq(l[55], 47 + 48 + 55 + 56);
+	wh_tensor_release(&yu);
+	wh_tensor_release(&yl);
+	wh_tensor_release(&x);
+	wh_tensor_release(&w);
+}
+END_TEST
+
+START_TEST(conv_bad_inputs_fail)
+{
+	int64_t xd[4] = {1, 4, 5, 5}, wd[4] = {6, 3, 3, 3}, bd[1] = {5};
+	struct wh_tensor x, w, b, y;
+	tensor_random(&x, 4, xd, 1);
+	tensor_random(&w, 4, wd, 2);
+	const struct wh_tensor *ins[2] = {&x, &w};
+	/* W has 3 input channels, X 4 */
+	ck_assert_int_eq(run_op("Conv", 11, 2, ins, NULL, 0, &y), WH_ERR_SHAPE);
+	/* group 2 needs W [M, 2, ...] and is fine with 3 channels? no: 4/2 = 2 != 3 */
+	struct attr_spec g2[] = {A_INT("group", 2)};
+	ck_assert_int_eq(run_op("Conv", 11, 2, ins, g2, 1, &y), WH_ERR_SHAPE);
+	int64_t wd2[4] = {6, 4, 7, 7};
+	wh_tensor_release(&w);
+	tensor_random(&w, 4, wd2, 2);
+	/* kernel 7 > input 5 without padding */
+	ck_assert_int_eq(run_op("Conv", 11, 2, ins, NULL, 0, &y), WH_ERR_SHAPE);
+	int64_t wd3[4] = {6, 4, 3, 3};
+	wh_tensor_release(&w);
+	tensor_random(&w, 4, wd3, 2);
+	tensor_random(&b, 1, bd, 3);
+	const struct wh_tensor *ins3[3] = {&x, &w, &b};
+	/* bias of 5 for 6 output channels */
+	ck_assert_int_eq(run_op("Conv", 11, 3, ins3, NULL, 0, &y), WH_ERR_SHAPE);
+	int64_t kshape[2] = {5, 5};
+	struct attr_spec ks[] = {A_INTS("kernel_shape", kshape)};
+	ck_assert_int_eq(run_op("Conv", 11, 2, ins, ks, 1, &y), WH_ERR_SHAPE);
+	wh_tensor_release(&x);
+	wh_tensor_release(&w);
+	wh_tensor_release(&b);
+}
+END_TEST
+
+START_TEST(convtranspose_output_shape_and_padding)
+{
+	/* x 1x1x3x3, w 1x2x3x3, stride 2: natural output 7x7; output_padding 1 -> 8x8;
+	 * output_shape 10x8 pads the difference (negative total) or fails */
+	int64_t xd[4] = {1, 1, 3, 3}, wd[4] = {1, 2, 3, 3}, st[2] = {2, 2};
+	struct wh_tensor x, w, y;
+	tensor_random(&x, 4, xd, 5);
+	tensor_random(&w, 4, wd, 6);
+	const struct wh_tensor *ins[2] = {&x, &w};
+	struct attr_spec a0[] = {A_INTS("strides", st)};
+	ck_assert_int_eq(run_op("ConvTranspose", 11, 2, ins, a0, 1, &y), WH_OK);
+	int64_t d0[4] = {1, 2, 7, 7};
+	assert_dims(&y, 4, d0);
+	float natural = ((float *)y.data)[7 * 7 - 1];
+	wh_tensor_release(&y);
+	int64_t op[2] = {1, 1};
+	struct attr_spec a1[] = {A_INTS("strides", st), A_INTS("output_padding", op)};
+	ck_assert_int_eq(run_op("ConvTranspose", 11, 2, ins, a1, 2, &y), WH_OK);
+	int64_t d1[4] = {1, 2, 8, 8};
+	assert_dims(&y, 4, d1);
+	/* the extra row and column receive nothing */
+	ck_assert_float_eq(((float *)y.data)[8 * 8 - 1], 0);
+	ck_assert_float_eq(((float *)y.data)[6 * 8 + 6], natural);
+	wh_tensor_release(&y);
+	int64_t os[2] = {6, 5};
+	struct attr_spec a2[] = {A_INTS("strides", st), A_INTS("output_shape", os)};
+	ck_assert_int_eq(run_op("ConvTranspose", 11, 2, ins, a2, 2, &y), WH_OK);
+	int64_t d2[4] = {1, 2, 6, 5};
+	assert_dims(&y, 4, d2);
+	wh_tensor_release(&y);
+	int64_t big[2] = {9, 9};
+	struct attr_spec a3[] = {A_INTS("strides", st), A_INTS("output_shape", big)};
+	ck_assert_int_eq(run_op("ConvTranspose", 11, 2, ins, a3, 2, &y), WH_ERR_SHAPE);
+	wh_tensor_release(&x);
+	wh_tensor_release(&w);
+}
+END_TEST
+
+START_TEST(conv_double_and_half)
+{
+	int64_t xd[4] = {1, 2, 4, 4}, wd[4] = {3, 2, 3, 3};
+	int64_t pads[4] = {1, 1, 1, 1};
+	struct attr_spec at[] = {A_INTS("pads", pads)};
+	struct wh_tensor xf, wf, yf, xd64, wd64, yd64;
+	tensor_random(&xf, 4, xd, 8);
+	tensor_random(&wf, 4, wd, 9);
+	tensor_new(&xd64, WH_DT_DOUBLE, 4, xd);
+	tensor_new(&wd64, WH_DT_DOUBLE, 4, wd);
+	for (uint64_t i = 0; i < xf.count; i++)
+		((double *)xd64.data)[i] = ((float *)xf.data)[i];
+	for (uint64_t i = 0; i < wf.count; i++)
+		((double *)wd64.data)[i] = ((float *)wf.data)[i];
+	const struct wh_tensor *insf[2] = {&xf, &wf}, *insd[2] = {&xd64, &wd64};
+	ck_assert_int_eq(run_op("Conv", 11, 2, insf, at, 1, &yf), WH_OK);
+	ck_assert_int_eq(run_op("Conv", 11, 2, insd, at, 1, &yd64), WH_OK);
+	ck_assert_int_eq(yd64.dtype, WH_DT_DOUBLE);
+	for (uint64_t i = 0; i < yf.count; i++)
+		ck_assert(fabs(((float *)yf.data)[i] - ((double *)yd64.data)[i]) < 1e-4);
+	wh_tensor_release(&xf);
+	wh_tensor_release(&wf);
+	wh_tensor_release(&yf);
+	wh_tensor_release(&xd64);
+	wh_tensor_release(&wd64);
+	wh_tensor_release(&yd64);
+}
+END_TEST
+
+START_TEST(conv_integer_zero_points)
+{
+	/* 1x1x3x3 uint8 x with zero point 2, 1x1x2x2 weights with zero point 1, pad 1: the
+	 * padding contributes (zp - zp) = 0 */
+	int64_t xd[4] = {1, 1, 3, 3}, wd[4] = {1, 1, 2, 2}, sd[1] = {1}, pads[4] = {1, 1, 0, 0};
+	struct wh_tensor x, w, xz, wz, y;
+	tensor_new(&x, WH_DT_UINT8, 4, xd);
+	tensor_new(&w, WH_DT_UINT8, 4, wd);
+	tensor_new(&xz, WH_DT_UINT8, 0, NULL);
+	tensor_new(&wz, WH_DT_UINT8, 1, sd);
+	for (int i = 0; i < 9; i++)
+		((uint8_t *)x.data)[i] = (uint8_t)(i + 2);
+	uint8_t wv[4] = {2, 3, 4, 5};
+	memcpy(w.data, wv, 4);
+	((uint8_t *)xz.data)[0] = 2;
+	((uint8_t *)wz.data)[0] = 1;
+	const struct wh_tensor *ins[4] = {&x, &w, &xz, &wz};
+	struct attr_spec at[] = {A_INTS("pads", pads)};
+	ck_assert_int_eq(run_op("ConvInteger", 10, 4, ins, at, 1, &y), WH_OK);
+	int64_t yd[4] = {1, 1, 3, 3};
+	assert_dims(&y, 4, yd);
+	const int32_t *yv = y.data;
+	/* x - 2 = 0..8 row-major; w - 1 = {1, 2, 3, 4}; output (0,0) sees pad, pad, pad, x00 */
+	ck_assert_int_eq(yv[0], 4 * 0);
+	/* output (1,1): taps x00, x01, x10, x11 = 0, 1, 3, 4 */
+	ck_assert_int_eq(yv[4], 1 * 0 + 2 * 1 + 3 * 3 + 4 * 4);
+	/* output (2,2): x11, x12, x21, x22 = 4, 5, 7, 8 */
+	ck_assert_int_eq(yv[8], 1 * 4 + 2 * 5 + 3 * 7 + 4 * 8);
+	wh_tensor_release(&x);
+	wh_tensor_release(&w);
+	wh_tensor_release(&xz);
+	wh_tensor_release(&wz);
+	wh_tensor_release(&y);
+}
+END_TEST
+
+static Suite *conv_suite(void)
+{
+	Suite *s = suite_create("conv");
+	TCase *tc = tcase_create("drivers");
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, conv_matches_reference);
+	tcase_add_test(tc, convtranspose_matches_reference);
+	tcase_add_test(tc, threads_bit_identical);
+	suite_add_tcase(s, tc);
+	TCase *ops = tcase_create("ops");
+	tcase_set_timeout(ops, 600);
+	tcase_add_test(ops, conv_auto_pad_shapes);
+	tcase_add_test(ops, conv_bad_inputs_fail);
+	tcase_add_test(ops, convtranspose_output_shape_and_padding);
+	tcase_add_test(ops, conv_double_and_half);
+	tcase_add_test(ops, conv_integer_zero_points);
+	suite_add_tcase(s, ops);
+	return s;
+}
+
+int main(void)
+{
+	wh_cpu_init();
+	SRunner *sr = srunner_create(conv_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,522 @@
+/* The float32 GEMM engine and Gemm / MatMul / MatMulInteger / QLinearMatMul
+ * (executor/ops/gemm.c): every micro-kernel (scalar, AVX2, AVX-512, forced through
+ * wh_cpu_capped) against the scalar reference on awkward sizes, bit-identical results for
+ * 1, 2 and 3 threads, and the op semantics (transposes, alpha/beta, C broadcast, numpy
+ * matmul broadcasting and 1-D operands, integer and reduced-precision types).
+ *
+ * Tolerance: the SIMD kernels fuse each multiply-add, the reference rounds the product
+ * and the sum separately, so an element may differ by rounding: we accept
+ * |got - ref| <= 1e-5 * sum_k |a_ik * b_kj| (+1e-30), a relative bound on the terms'
+ * magnitude that stays meaningful under cancellation. The scalar kernel sums in the same
+ * order without fusing, so it must equal the reference exactly. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "executor/cpu.h"
+#include "executor/executor.h"
+#include "executor/numfmt.h"
+#include "executor/ops/gemm-internal.h"
+#include "executor/threadpool.h"
+#include "graph/arena.h"
+#include "graph/onnx-io.h"
+
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+static float rng_float(uint64_t *s, float lo, float hi)
+{
+	return lo + (hi - lo) * (float)((rng_next(s) >> 40) * (1.0 / 16777216.0));
+}
+
+static float *random_floats(size_t n, uint64_t seed)
+{
+	float *v = malloc((n ? n : 1) * sizeof(float));
+	ck_assert_ptr_nonnull(v);
+	for (size_t i = 0; i < n; i++)
+		v[i] = rng_float(&seed, -2, 2);
+	return v;
+}
+
+/* ISAs this machine can run, lowest first. */
+static int isas(enum wh_isa *out)
+{
+	int n = 0;
+	for (int i = WH_ISA_SCALAR; i <= (int)wh_cpu()->detected; i++)
+		out[n++] = (enum wh_isa)i;
+	return n;
+}
+
+/* Compares C = A(MxK, strides rsa/csa) * B(KxN row-major) + bias from wh_sgemm_run at isa
+ * with the reference. */
+static void check_product(enum wh_isa isa, struct wh_threadpool *pool, size_t M, size_t N, size_t K,
+			  bool trans_a, bool bias, uint64_t seed)
+{
+	float *a = random_floats(M * K, seed), *b = random_floats(K * N, seed + 1);
+	float *bi = bias ? random_floats(M, seed + 2) : NULL;
+	size_t mn = M * N ? M * N : 1;
+	float *c = malloc(mn * sizeof(float)), *r = malloc(mn * sizeof(float));
+	size_t rsa = trans_a ? 1 : K, csa = trans_a ? M : 1;
+	struct wh_cpu_features cpu = wh_cpu_capped(isa);
+	struct wh_sgemm_desc d = {.M = M, .N = N, .K = K, .batch = 1, .a = a, .rsa = rsa, .csa = csa,
+				  .b = b, .ldb = N, .c = c, .ldc = N, .bias = bi};
+	for (size_t i = 0; i < M * N; i++)
+		c[i] = NAN;
+	ck_assert_int_eq(wh_sgemm_run(&cpu, pool, &d), WH_OK);
+	wh_sgemm_ref(M, N, K, a, rsa, csa, b, N, 1, r, N, bi);
+	for (size_t i = 0; i < M; i++)
+		for (size_t j = 0; j < N; j++) {
+			double mag = bi ? fabs(bi[i]) : 0;
+			for (size_t k = 0; k < K; k++)
+				mag += fabs((double)a[i * rsa + k * csa] * b[k * N + j]);
+			float got = c[i * N + j], want = r[i * N + j];
+			if (isa == WH_ISA_SCALAR)
+				ck_assert_msg(got == want, "scalar %zux%zux%zu at (%zu,%zu): %.9g, reference %.9g",
+					      M, N, K, i, j, got, want);
+			else
+				ck_assert_msg(fabs((double)got - want) <= 1e-5 * mag + 1e-30,
+					      "%s %zux%zux%zu%s at (%zu,%zu): %.9g, reference %.9g",
+					      wh_isa_name(isa), M, N, K, trans_a ? " transA" : "", i, j, got, want);
+		}
+	free(a);
+	free(b);
+	free(bi);
+	free(c);
+	free(r);
+}
+
+START_TEST(kernels_match_reference)
+{
+	static const size_t mn[] = {1, 2, 3, 5, 6, 7, 11, 12, 13, 16, 17, 24, 31, 32, 33, 47, 64, 67, 70};
+	static const size_t ks[] = {0, 1, 2, 3, 7, 16, 31, 67, 257, 530};
+	enum wh_isa list[3];
+	int n = isas(list);
+	uint64_t seed = 1;
+	for (int ii = 0; ii < n; ii++)
+		for (size_t mi = 0; mi < sizeof mn / sizeof mn[0]; mi++)
+			for (size_t ni = 0; ni < sizeof mn / sizeof mn[0]; ni += 2)
+				for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+					/* keep the big-K cases to a few shapes */
+					if (ks[ki] > 100 && (mi % 5 || ni % 4))
+						continue;
+					check_product(list[ii], NULL, mn[mi], mn[ni], ks[ki], (mi + ki) % 3 == 0,
+						      (ni + ki) % 2 == 0, seed++);
+				}
+}
+END_TEST
+
+START_TEST(kernel_tails_every_width)
+{
+	/* every column count up to two full AVX-512 panels, every row count up to two panels */
+	enum wh_isa list[3];
+	int n = isas(list);
+	for (int ii = 0; ii < n; ii++)
+		for (size_t m = 1; m <= 25; m++)
+			for (size_t nn = 1; nn <= 65; nn += (m % 3) + 1)
+				check_product(list[ii], NULL, m, nn, 5 + m % 4, false, m % 2, m * 100 + nn);
+}
+END_TEST
+
+/* Results for 1, 2 and 3 threads are bit-identical. */
+START_TEST(threads_bit_identical)
+{
+	static const size_t shapes[][3] = {{480, 240, 480}, {24, 25600 / 8, 864}, {67, 301, 129}, {1, 999, 77}, {200, 7, 300}};
+	struct wh_threadpool *p2, *p3;
+	ck_assert_int_eq(wh_threadpool_create(2, &p2), WH_OK);
+	ck_assert_int_eq(wh_threadpool_create(3, &p3), WH_OK);
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+		size_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+		float *a = random_floats(M * K, s * 3), *b = random_floats(K * N, s * 3 + 1);
+		float *c[3];
+		struct wh_threadpool *pools[3] = {NULL, p2, p3};
+		const struct wh_cpu_features *cpu = wh_cpu();
+		for (int t = 0; t < 3; t++) {
+			c[t] = malloc(M * N * sizeof(float));
+			struct wh_sgemm_desc d = {.M = M, .N = N, .K = K, .batch = 1, .a = a, .rsa = K, .csa = 1,
+						  .b = b, .ldb = N, .c = c[t], .ldc = N};
+			ck_assert_int_eq(wh_sgemm_run(cpu, pools[t], &d), WH_OK);
+		}
+		ck_assert_msg(!memcmp(c[0], c[1], M * N * sizeof(float)), "%zux%zux%zu: 1 and 2 threads differ", M, N, K);
+		ck_assert_msg(!memcmp(c[0], c[2], M * N * sizeof(float)), "%zux%zux%zu: 1 and 3 threads differ", M, N, K);
+		for (int t = 0; t < 3; t++)
+			free(c[t]);
+		free(a);
+		free(b);
+	}
+	wh_threadpool_destroy(p2);
+	wh_threadpool_destroy(p3);
+}
+END_TEST
+
+/* ---- ops through one-node models ---- */
+
+struct attr_spec {
+	const char *name;
+	enum wh_attr_type type;
+	int64_t i;
+	float f;
+};
+
+#define A_INT(nm, v) {nm, WH_ATTR_INT, v, 0}
+#define A_FLOAT(nm, v) {nm, WH_ATTR_FLOAT, 0, v}
+
+static void tensor_new(struct wh_tensor *t, enum wh_dtype dt, int32_t rank, const int64_t *dims)
+{
+	wh_tensor_init(t);
+	ck_assert_int_eq(wh_tensor_alloc(t, dt, rank, dims), WH_OK);
+}
+
+static void tensor_random(struct wh_tensor *t, int32_t rank, const int64_t *dims, uint64_t seed)
+{
+	tensor_new(t, WH_DT_FLOAT, rank, dims);
+	for (uint64_t i = 0; i < t->count; i++)
+		((float *)t->data)[i] = rng_float(&seed, -2, 2);
+}
+
+static enum wh_status run_op(const char *op, int64_t opset, uint32_t n_in, const struct wh_tensor *const *ins,
+			     const struct attr_spec *attrs, uint32_t n_attrs, int threads, struct wh_tensor *out)
+{
+	struct wh_model *m;
+	ck_assert_int_eq(wh_model_create(&m), WH_OK);
+	m->n_opsets = 1;
+	m->opsets = wh_arena_calloc(m->arena, 1, sizeof *m->opsets);
+	m->opsets[0].domain = "";
+	m->opsets[0].version = opset;
+	struct wh_graph *g = m->graph;
+	uint32_t in_ids[16], out_id, id;
+	struct wh_tensor_set set, res;
+	wh_tensor_set_init(&set);
+	wh_tensor_set_init(&res);
+	char name[16];
+	for (uint32_t i = 0; i < n_in; i++) {
+		if (!ins[i]) {
+			in_ids[i] = WH_NONE;
+			continue;
+		}
+		snprintf(name, sizeof name, "in%u", i);
+		ck_assert_int_eq(wh_graph_add_value(g, name, &in_ids[i]), WH_OK);
+		ck_assert_int_eq(wh_graph_set_shape(g, in_ids[i], ins[i]->dtype, ins[i]->rank, ins[i]->dims), WH_OK);
+		g->values[in_ids[i]].flags |= WH_VALUE_HAS_INFO;
+		ck_assert_int_eq(wh_graph_add_input(g, in_ids[i]), WH_OK);
+		ck_assert_int_eq(wh_tensor_set_add(&set, name, -1, ins[i]), WH_OK);
+	}
+	ck_assert_int_eq(wh_graph_add_value(g, "out", &out_id), WH_OK);
+	ck_assert_int_eq(wh_graph_add_node(g, op, "", "node", n_in, in_ids, 1, &out_id, &id), WH_OK);
+	ck_assert_int_eq(wh_graph_add_output(g, out_id), WH_OK);
+	struct wh_node *nd = &g->nodes[id];
+	nd->n_attrs = n_attrs;
+	nd->attrs = n_attrs ? wh_arena_calloc(m->arena, n_attrs, sizeof *nd->attrs) : NULL;
+	for (uint32_t i = 0; i < n_attrs; i++) {
+		nd->attrs[i].name = attrs[i].name;
+		nd->attrs[i].type = attrs[i].type;
+		nd->attrs[i].i = attrs[i].i;
+		nd->attrs[i].f = attrs[i].f;
+	}
+	struct wh_engine *e;
+	struct wh_engine_options opt = {threads};
+	ck_assert_int_eq(wh_engine_create(m, &opt, &e), WH_OK);
+	enum wh_status st = wh_engine_run(e, &set, WH_KEEP_OUTPUTS, &res);
+	if (st == WH_OK) {
+		const struct wh_tensor *t = wh_tensor_set_find(&res, "out");
+		ck_assert_ptr_nonnull(t);
+		wh_tensor_init(out);
+		wh_tensor_ref(out, t);
+	}
+	wh_tensor_set_release(&res);
+	wh_tensor_set_release(&set);
+	wh_engine_destroy(e);
+	wh_model_destroy(m);
+	return st;
+}
+
+static void assert_dims(const struct wh_tensor *t, int32_t rank, const int64_t *dims)
+{
+	ck_assert_int_eq(t->rank, rank);
+	for (int32_t i = 0; i < rank; i++)
+		ck_assert_int_eq(t->dims[i], dims[i]);
+}
+
+START_TEST(gemm_attributes)
+{
+	/* Y = alpha * A' B' + beta * C for every transpose combination and C shape */
+	const int64_t M = 5, N = 7, K = 9;
+	for (int ta = 0; ta < 2; ta++)
+		for (int tb = 0; tb < 2; tb++)
+			for (int cs = 0; cs < 5; cs++) {
+				int64_t ad[2] = {ta ? K : M, ta ? M : K}, bd[2] = {tb ? N : K, tb ? K : N};
+				int64_t cdims[5][2] = {{0, 0}, {M, N}, {1, N}, {M, 1}, {1, 1}};
+				int32_t crank = cs == 0 ? 0 : cs == 2 ? 1 : 2;
+				int64_t cd1[1] = {N};
+				struct wh_tensor a, b, c, y;
+				tensor_random(&a, 2, ad, 10 + ta);
+				tensor_random(&b, 2, bd, 20 + tb);
+				if (cs)
+					tensor_random(&c, crank, cs == 2 ? cd1 : cdims[cs], 30 + cs);
+				const struct wh_tensor *ins[3] = {&a, &b, cs ? &c : NULL};
+				struct attr_spec at[] = {A_INT("transA", ta), A_INT("transB", tb), A_FLOAT("alpha", 0.5f),
+							 A_FLOAT("beta", -1.5f)};
+				ck_assert_int_eq(run_op("Gemm", 13, 3, ins, at, 4, 2, &y), WH_OK);
+				int64_t yd[2] = {M, N};
+				assert_dims(&y, 2, yd);
+				const float *av = a.data, *bv = b.data, *yv = y.data;
+				for (int64_t i = 0; i < M; i++)
+					for (int64_t j = 0; j < N; j++) {
+						double s = 0, mag = 0;
+						for (int64_t k = 0; k < K; k++) {
+							double p = (double)av[ta ? k * M + i : i * K + k] * bv[tb ? j * K + k : k * N + j];
+							s += p;
+							mag += fabs(p);
+						}
+						double want = 0.5 * s;
+						if (cs) {
+							const float *cv = c.data;
+							int64_t ci = cs == 1 ? i * N + j : cs == 2 ? j : cs == 3 ? i : 0;
+							want += -1.5 * cv[ci];
+						}
+						ck_assert_msg(fabs(yv[i * N + j] - want) <= 1e-5 * (mag + 4),
+							      "transA=%d transB=%d C#%d (%lld,%lld): %g, expected %g", ta, tb, cs,
+							      (long long)i, (long long)j, yv[i * N + j], want);
+					}
+				wh_tensor_release(&a);
+				wh_tensor_release(&b);
+				if (cs)
+					wh_tensor_release(&c);
+				wh_tensor_release(&y);
+			}
+}
+END_TEST
+
+START_TEST(gemm_bad_shapes_fail)
+{
+	int64_t ad[2] = {3, 4}, bd[2] = {5, 6}, cd[2] = {2, 6};
+	struct wh_tensor a, b, c, y;
+	tensor_random(&a, 2, ad, 1);
+	tensor_random(&b, 2, bd, 2);
+	const struct wh_tensor *ins[2] = {&a, &b};
+	ck_assert_int_eq(run_op("Gemm", 13, 2, ins, NULL, 0, 1, &y), WH_ERR_SHAPE);
+	int64_t bd2[2] = {4, 6};
+	wh_tensor_release(&b);
+	tensor_random(&b, 2, bd2, 2);
+	tensor_random(&c, 2, cd, 3);
+	const struct wh_tensor *ins3[3] = {&a, &b, &c};
+	/* C of 2x6 does not broadcast to 3x6 */
+	ck_assert_int_eq(run_op("Gemm", 13, 3, ins3, NULL, 0, 1, &y), WH_ERR_SHAPE);
+	wh_tensor_release(&a);
+	wh_tensor_release(&b);
+	wh_tensor_release(&c);
+}
+END_TEST
+
+/* MatMul of shapes a x b against a double-precision numpy-matmul reference. */
+static void check_matmul(int32_t ra, const int64_t *da, int32_t rb, const int64_t *db, int32_t ry,
+			 const int64_t *dy, int threads)
+{
+	struct wh_tensor a, b, y;
+	tensor_random(&a, ra, da, 5);
+	tensor_random(&b, rb, db, 6);
+	const struct wh_tensor *ins[2] = {&a, &b};
+	ck_assert_int_eq(run_op("MatMul", 13, 2, ins, NULL, 0, threads, &y), WH_OK);
+	assert_dims(&y, ry, dy);
+	/* promote to >= 2-d with batch dims, as numpy does */
+	int64_t K = da[ra - 1], M = ra >= 2 ? da[ra - 2] : 1, N = rb >= 2 ? db[rb - 1] : 1;
+	int32_t bra = ra > 2 ? ra - 2 : 0, brb = rb > 2 ? rb - 2 : 0, br = bra > brb ? bra : brb;
+	int64_t bdims[8], batch = 1;
+	for (int32_t d = 0; d < br; d++) {
+		int64_t x = d - (br - bra) >= 0 ? da[d - (br - bra)] : 1, z = d - (br - brb) >= 0 ? db[d - (br - brb)] : 1;
+		bdims[d] = x > z ? x : z;
+		batch *= bdims[d];
+	}
+	const float *av = a.data, *bv = b.data, *yv = y.data;
+	for (int64_t t = 0; t < batch; t++) {
+		int64_t rem = t, oa = 0, ob = 0, sa = 1, sb = 1;
+		for (int32_t d = br - 1; d >= 0; d--) {
+			int64_t i = rem % bdims[d];
+			rem /= bdims[d];
+			int64_t x = d - (br - bra) >= 0 ? da[d - (br - bra)] : 1, z = d - (br - brb) >= 0 ? db[d - (br - brb)] : 1;
+			oa += (x == 1 ? 0 : i) * sa;
+			ob += (z == 1 ? 0 : i) * sb;
+			sa *= x;
+			sb *= z;
+		}
+		for (int64_t i = 0; i < M; i++)
+			for (int64_t j = 0; j < N; j++) {
+				double s = 0, mag = 0;
+				for (int64_t k = 0; k < K; k++) {
+					double p = (double)av[oa * M * K + i * K + k] * bv[ob * K * N + k * N + j];
+					s += p;
+					mag += fabs(p);
+				}
+				float got = yv[t * M * N + i * N + j];
+				ck_assert_msg(fabs(got - s) <= 1e-5 * mag + 1e-30, "batch %lld (%lld,%lld): %g, expected %g",
+					      (long long)t, (long long)i, (long long)j, got, s);
+			}
+	}
+	wh_tensor_release(&a);
+	wh_tensor_release(&b);
+	wh_tensor_release(&y);
+}
+
+START_TEST(matmul_numpy_semantics)
+{
+	{ int64_t a[1] = {7}, b[1] = {7}; check_matmul(1, a, 1, b, 0, NULL, 1); }
+	{ int64_t a[1] = {7}, b[3] = {2, 7, 5}, y[2] = {2, 5}; check_matmul(1, a, 3, b, 2, y, 2); }
+	{ int64_t a[4] = {2, 3, 4, 7}, b[1] = {7}, y[3] = {2, 3, 4}; check_matmul(4, a, 1, b, 3, y, 2); }
+	{ int64_t a[3] = {3, 5, 7}, b[2] = {7, 9}, y[3] = {3, 5, 9}; check_matmul(3, a, 2, b, 3, y, 2); }
+	{ int64_t a[4] = {2, 1, 5, 7}, b[3] = {3, 7, 9}, y[4] = {2, 3, 5, 9}; check_matmul(4, a, 3, b, 4, y, 2); }
+	{ int64_t a[2] = {33, 70}, b[4] = {2, 2, 70, 17}, y[4] = {2, 2, 33, 17}; check_matmul(2, a, 4, b, 4, y, 2); }
+	{ int64_t a[3] = {8, 40, 15}, b[3] = {8, 15, 40}, y[3] = {8, 40, 40}; check_matmul(3, a, 3, b, 3, y, 2); }
+	{ int64_t a[2] = {0, 7}, b[2] = {7, 3}, y[2] = {0, 3}; check_matmul(2, a, 2, b, 2, y, 1); }
+	{ int64_t a[2] = {4, 0}, b[2] = {0, 3}, y[2] = {4, 3}; check_matmul(2, a, 2, b, 2, y, 1); }
+}
+END_TEST
+
+START_TEST(matmul_mismatch_fails)
+{
+	int64_t da[2] = {3, 4}, db[2] = {5, 6};
+	struct wh_tensor a, b, y;
+	tensor_random(&a, 2, da, 1);
+	tensor_random(&b, 2, db, 2);
+	const struct wh_tensor *ins[2] = {&a, &b};
+	ck_assert_int_eq(run_op("MatMul", 13, 2, ins, NULL, 0, 1, &y), WH_ERR_SHAPE);
+	int64_t da3[3] = {2, 3, 5}, db3[3] = {3, 5, 6};
+	wh_tensor_release(&a);
+	wh_tensor_release(&b);
+	tensor_random(&a, 3, da3, 1);
+	tensor_random(&b, 3, db3, 2);
+	ck_assert_int_eq(run_op("MatMul", 13, 2, ins, NULL, 0, 1, &y), WH_ERR_SHAPE);
+	wh_tensor_release(&a);
+	wh_tensor_release(&b);
+}
+END_TEST
+
+START_TEST(matmul_int_and_half_types)
+{
+	/* int32 wraps modulo 2^32; int64 exact; float16 goes through float32 */
+	int64_t da[2] = {2, 3}, db[2] = {3, 2};
+	struct wh_tensor a, b, y;
+	tensor_new(&a, WH_DT_INT32, 2, da);
+	tensor_new(&b, WH_DT_INT32, 2, db);
+	int32_t av[6] = {65536, 2, -3, 4, 5, 6}, bv[6] = {65536, 1, 1, 1, 7, -1};
+	memcpy(a.data, av, sizeof av);
+	memcpy(b.data, bv, sizeof bv);
+	const struct wh_tensor *ins[2] = {&a, &b};
+	ck_assert_int_eq(run_op("MatMul", 13, 2, ins, NULL, 0, 1, &y), WH_OK);
+	ck_assert_int_eq(y.dtype, WH_DT_INT32);
+	const int32_t *yv = y.data;
+	/* 65536*65536 wraps to 0: 0 + 2*1 + -3*7 = -19 */
+	ck_assert_int_eq(yv[0], -19);
+	ck_assert_int_eq(yv[1], 65536 + 2 + 3);
+	ck_assert_int_eq(yv[2], 4 * 65536 + 5 + 42);
+	ck_assert_int_eq(yv[3], 4 + 5 - 6);
+	wh_tensor_release(&a);
+	wh_tensor_release(&b);
+	wh_tensor_release(&y);
+
+	tensor_new(&a, WH_DT_FLOAT16, 2, da);
+	tensor_new(&b, WH_DT_FLOAT16, 2, db);
+	float fa[6] = {1, 2, 3, 4, 5, 6}, fb[6] = {0.5f, -1, 2, 0.25f, 1, 1};
+	for (int i = 0; i < 6; i++) {
+		((uint16_t *)a.data)[i] = wh_f32_to_f16(fa[i]);
+		((uint16_t *)b.data)[i] = wh_f32_to_f16(fb[i]);
+	}
+	ck_assert_int_eq(run_op("MatMul", 13, 2, ins, NULL, 0, 1, &y), WH_OK);
+	ck_assert_int_eq(y.dtype, WH_DT_FLOAT16);
+	const uint16_t *hv = y.data;
+	ck_assert_float_eq(wh_f16_to_f32(hv[0]), 0.5f + 4 + 3);
+	ck_assert_float_eq(wh_f16_to_f32(hv[3]), -4 + 1.25f + 6);
+	wh_tensor_release(&a);
+	wh_tensor_release(&b);
+	wh_tensor_release(&y);
+}
+END_TEST
+
+START_TEST(matmul_integer_zero_points)
+{
+	int64_t da[2] = {2, 3}, db[2] = {3, 2}, dz[1] = {2};
+	struct wh_tensor a, b, az, bz, y;
+	tensor_new(&a, WH_DT_UINT8, 2, da);
+	tensor_new(&b, WH_DT_INT8, 2, db);
+	tensor_new(&az, WH_DT_UINT8, 1, dz); /* per row of A */
+	tensor_new(&bz, WH_DT_INT8, 0, NULL);
+	uint8_t av[6] = {255, 0, 10, 1, 2, 3};
+	int8_t bv[6] = {-128, 127, 1, 2, 3, 4};
+	memcpy(a.data, av, 6);
+	memcpy(b.data, bv, 6);
+	((uint8_t *)az.data)[0] = 10;
+	((uint8_t *)az.data)[1] = 1;
+	((int8_t *)bz.data)[0] = -1;
+	const struct wh_tensor *ins[4] = {&a, &b, &az, &bz};
+	ck_assert_int_eq(run_op("MatMulInteger", 10, 4, ins, NULL, 0, 1, &y), WH_OK);
+	ck_assert_int_eq(y.dtype, WH_DT_INT32);
+	const int32_t *yv = y.data;
+	/* row 0: a - 10 = {245, -10, 0}; b + 1 = {{-127, 128}, {2, 3}, {4, 5}} */
+	ck_assert_int_eq(yv[0], 245 * -127 + -10 * 2);
+	ck_assert_int_eq(yv[1], 245 * 128 + -10 * 3);
+	/* row 1: a - 1 = {0, 1, 2} */
+	ck_assert_int_eq(yv[2], 2 + 8);
+	ck_assert_int_eq(yv[3], 3 + 10);
+	wh_tensor_release(&a);
+	wh_tensor_release(&b);
+	wh_tensor_release(&az);
+	wh_tensor_release(&bz);
+	wh_tensor_release(&y);
+}
+END_TEST
+
+START_TEST(matmul_threads_bit_identical)
+{
+	int64_t da[3] = {3, 130, 97}, db[2] = {97, 201};
+	struct wh_tensor a, b, y1, y2;
+	tensor_random(&a, 3, da, 11);
+	tensor_random(&b, 2, db, 12);
+	const struct wh_tensor *ins[2] = {&a, &b};
+	ck_assert_int_eq(run_op("MatMul", 13, 2, ins, NULL, 0, 1, &y1), WH_OK);
+	ck_assert_int_eq(run_op("MatMul", 13, 2, ins, NULL, 0, 2, &y2), WH_OK);
+	ck_assert_uint_eq(y1.count, y2.count);
+	ck_assert(!memcmp(y1.data, y2.data, y1.count * sizeof(float)));
+	wh_tensor_release(&a);
+	wh_tensor_release(&b);
+	wh_tensor_release(&y1);
+	wh_tensor_release(&y2);
+}
+END_TEST
+
+static Suite *gemm_suite(void)
+{
+	Suite *s = suite_create("gemm");
+	TCase *tc = tcase_create("engine");
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, kernels_match_reference);
+	tcase_add_test(tc, kernel_tails_every_width);
+	tcase_add_test(tc, threads_bit_identical);
+	suite_add_tcase(s, tc);
+	TCase *ops = tcase_create("ops");
+	tcase_set_timeout(ops, 600);
+	tcase_add_test(ops, gemm_attributes);
+	tcase_add_test(ops, gemm_bad_shapes_fail);
+	tcase_add_test(ops, matmul_numpy_semantics);
+	tcase_add_test(ops, matmul_mismatch_fails);
+	tcase_add_test(ops, matmul_int_and_half_types);
+	tcase_add_test(ops, matmul_integer_zero_points);
+	tcase_add_test(ops, matmul_threads_bit_identical);
+	suite_add_tcase(s, ops);
+	return s;
+}
+
+int main(void)
+{
+	wh_cpu_init();
+	SRunner *sr = srunner_create(gemm_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

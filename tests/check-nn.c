@@ -1,0 +1,924 @@
+/* Reductions, pooling, normalizations, the softmax family, Einsum and the losses
+ * (executor/ops/{reduce,nn,misc}.c): semantics that the ONNX spec pins down and a broken
+ * kernel gets wrong (coerced 2-D Softmax before opset 13, count_include_pad, ceil_mode,
+ * reductions over zero elements, ...), bit-identical results for every thread count, and
+ * the SIMD row primitives against their scalar reference. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "executor/cpu.h"
+#include "executor/executor.h"
+#include "executor/ops/nn-internal.h"
+#include "graph/onnx-io.h"
+
+/* Splitmix64: a fixed-seed generator so failures reproduce. */
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+static float rng_float(uint64_t *s, float lo, float hi)
+{
+	return lo + (hi - lo) * (float)((rng_next(s) >> 40) * (1.0 / 16777216.0));
+}
+
+/* ---- one-node models run through the engine ---- */
+
+struct attr_spec {
+	const char *name;
+	enum wh_attr_type type;
+	int64_t i;
+	float f;
+	const char *s;
+	const int64_t *ints;
+	size_t n;
+};
+
+#define A_INT(nm, v) {nm, WH_ATTR_INT, v, 0, NULL, NULL, 0}
+#define A_FLOAT(nm, v) {nm, WH_ATTR_FLOAT, 0, v, NULL, NULL, 0}
+#define A_STR(nm, v) {nm, WH_ATTR_STRING, 0, 0, v, NULL, 0}
+#define A_INTS(nm, arr) {nm, WH_ATTR_INTS, 0, 0, NULL, arr, sizeof arr / sizeof arr[0]}
+
+static void tensor_f32(struct wh_tensor *t, int32_t rank, const int64_t *dims, const float *v)
+{
+	wh_tensor_init(t);
+	ck_assert_int_eq(wh_tensor_alloc(t, WH_DT_FLOAT, rank, dims), WH_OK);
+	if (v && t->count)
+		memcpy(t->data, v, t->count * sizeof(float));
+}
+
+static void tensor_i64(struct wh_tensor *t, int32_t rank, const int64_t *dims, const int64_t *v)
+{
+	wh_tensor_init(t);
+	ck_assert_int_eq(wh_tensor_alloc(t, WH_DT_INT64, rank, dims), WH_OK);
+	if (v && t->count)
+		memcpy(t->data, v, t->count * sizeof(int64_t));
+}
+
+static void tensor_random(struct wh_tensor *t, int32_t rank, const int64_t *dims, uint64_t seed)
+{
+	tensor_f32(t, rank, dims, NULL);
+	for (uint64_t i = 0; i < t->count; i++)
+		((float *)t->data)[i] = rng_float(&seed, -3, 3);
+}
+
+/* Runs op (default domain, given opset) on ins (NULL entries are omitted inputs) and
+ * fills outs[0..n_out). Returns the run's status (model building must succeed). */
+static enum wh_status run_op_threads(const char *op, int64_t opset, uint32_t n_in, const struct wh_tensor *const *ins,
+				     uint32_t n_out, const struct attr_spec *attrs, uint32_t n_attrs, int threads,
+				     struct wh_tensor *outs)
+{
+	struct wh_model *m;
+	ck_assert_int_eq(wh_model_create(&m), WH_OK);
+	m->n_opsets = 1;
+	m->opsets = wh_arena_calloc(m->arena, 1, sizeof *m->opsets);
+	m->opsets[0].domain = "";
+	m->opsets[0].version = opset;
+	struct wh_graph *g = m->graph;
+	uint32_t in_ids[16], out_ids[8], id;
+	struct wh_tensor_set set, res;
+	wh_tensor_set_init(&set);
+	wh_tensor_set_init(&res);
+	char name[16];
+	for (uint32_t i = 0; i < n_in; i++) {
+		if (!ins[i]) {
+			in_ids[i] = WH_NONE;
+			continue;
+		}
+		snprintf(name, sizeof name, "in%u", i);
+		ck_assert_int_eq(wh_graph_add_value(g, name, &in_ids[i]), WH_OK);
+		ck_assert_int_eq(wh_graph_set_shape(g, in_ids[i], ins[i]->dtype, ins[i]->rank, ins[i]->dims), WH_OK);
+		g->values[in_ids[i]].flags |= WH_VALUE_HAS_INFO;
+		ck_assert_int_eq(wh_graph_add_input(g, in_ids[i]), WH_OK);
+		ck_assert_int_eq(wh_tensor_set_add(&set, name, -1, ins[i]), WH_OK);
+	}
+	for (uint32_t i = 0; i < n_out; i++) {
+		snprintf(name, sizeof name, "out%u", i);
+		ck_assert_int_eq(wh_graph_add_value(g, name, &out_ids[i]), WH_OK);
+	}
+	ck_assert_int_eq(wh_graph_add_node(g, op, "", "node", n_in, in_ids, n_out, out_ids, &id), WH_OK);
+	for (uint32_t i = 0; i < n_out; i++)
+		ck_assert_int_eq(wh_graph_add_output(g, out_ids[i]), WH_OK);
+	struct wh_node *nd = &g->nodes[id];
+	nd->n_attrs = n_attrs;
+	nd->attrs = n_attrs ? wh_arena_calloc(m->arena, n_attrs, sizeof *nd->attrs) : NULL;
+	for (uint32_t i = 0; i < n_attrs; i++) {
+		struct wh_attr *a = &nd->attrs[i];
+		a->name = attrs[i].name;
+		a->type = attrs[i].type;
+		a->i = attrs[i].i;
+		a->f = attrs[i].f;
+		if (attrs[i].s) {
+			a->s.data = (const uint8_t *)attrs[i].s;
+			a->s.len = strlen(attrs[i].s);
+		}
+		if (attrs[i].ints) {
+			a->ints = wh_arena_memdup(m->arena, attrs[i].ints, attrs[i].n * sizeof(int64_t));
+			a->n = attrs[i].n;
+		}
+	}
+	struct wh_engine *e;
+	struct wh_engine_options opt = {threads};
+	ck_assert_int_eq(wh_engine_create(m, &opt, &e), WH_OK);
+	enum wh_status st = wh_engine_run(e, &set, WH_KEEP_OUTPUTS, &res);
+	for (uint32_t i = 0; st == WH_OK && i < n_out; i++) {
+		snprintf(name, sizeof name, "out%u", i);
+		const struct wh_tensor *t = wh_tensor_set_find(&res, name);
+		ck_assert_ptr_nonnull(t);
+		wh_tensor_init(&outs[i]);
+		wh_tensor_ref(&outs[i], t);
+	}
+	wh_tensor_set_release(&res);
+	wh_tensor_set_release(&set);
+	wh_engine_destroy(e);
+	wh_model_destroy(m);
+	return st;
+}
+
+static enum wh_status run_op(const char *op, int64_t opset, uint32_t n_in, const struct wh_tensor *const *ins,
+			     uint32_t n_out, const struct attr_spec *attrs, uint32_t n_attrs, struct wh_tensor *outs)
+{
+	return run_op_threads(op, opset, n_in, ins, n_out, attrs, n_attrs, 1, outs);
+}
+
+static void assert_shape(const struct wh_tensor *t, int32_t rank, const int64_t *dims)
+{
+	ck_assert_int_eq(t->rank, rank);
+	for (int32_t i = 0; i < rank; i++)
+		ck_assert_int_eq(t->dims[i], dims[i]);
+}
+
+static void assert_close(const struct wh_tensor *t, const double *want, uint64_t n, double tol)
+{
+	ck_assert_int_eq(t->dtype, WH_DT_FLOAT);
+	ck_assert_uint_eq(t->count, n);
+	for (uint64_t i = 0; i < n; i++) {
+		double got = ((const float *)t->data)[i];
+		if (isinf(want[i]) || isnan(want[i])) {
+			ck_assert_msg(isinf(want[i]) ? got == want[i] : isnan(got), "element %llu: %g, expected %g",
+				      (unsigned long long)i, got, want[i]);
+			continue;
+		}
+		ck_assert_msg(fabs(got - want[i]) <= tol * (1 + fabs(want[i])), "element %llu: %.9g, expected %.9g",
+			      (unsigned long long)i, got, want[i]);
+	}
+}
+
+/* ---- Softmax family ---- */
+
+START_TEST(softmax_coerced_vs_axis)
+{
+	/* 2x3x4 with axis=1: opset 11 normalizes each batch over all 12 elements (coerced
+	 * to 2x12), opset 13 over the 3 elements of dim 1 only */
+	int64_t dims[3] = {2, 3, 4};
+	struct wh_tensor x, y11, y13;
+	tensor_random(&x, 3, dims, 7);
+	const struct wh_tensor *ins[1] = {&x};
+	struct attr_spec ax[] = {A_INT("axis", 1)};
+	ck_assert_int_eq(run_op("Softmax", 11, 1, ins, 1, ax, 1, &y11), WH_OK);
+	ck_assert_int_eq(run_op("Softmax", 13, 1, ins, 1, ax, 1, &y13), WH_OK);
+	const float *xv = x.data;
+	double w11[24], w13[24];
+	for (int b = 0; b < 2; b++) {
+		double mx = -INFINITY, s = 0;
+		for (int i = 0; i < 12; i++)
+			mx = fmax(mx, xv[b * 12 + i]);
+		for (int i = 0; i < 12; i++)
+			s += exp(xv[b * 12 + i] - mx);
+		for (int i = 0; i < 12; i++)
+			w11[b * 12 + i] = exp(xv[b * 12 + i] - mx) / s;
+		for (int k = 0; k < 4; k++) {
+			double t = 0;
+			for (int c = 0; c < 3; c++)
+				t += exp(xv[b * 12 + c * 4 + k]);
+			for (int c = 0; c < 3; c++)
+				w13[b * 12 + c * 4 + k] = exp(xv[b * 12 + c * 4 + k]) / t;
+		}
+	}
+	assert_close(&y11, w11, 24, 1e-6);
+	assert_close(&y13, w13, 24, 1e-6);
+	/* defaults: axis 1 before opset 13, -1 since */
+	struct wh_tensor d11, d13;
+	ck_assert_int_eq(run_op("Softmax", 11, 1, ins, 1, NULL, 0, &d11), WH_OK);
+	ck_assert_int_eq(run_op("Softmax", 13, 1, ins, 1, NULL, 0, &d13), WH_OK);
+	assert_close(&d11, w11, 24, 1e-6);
+	double last[24];
+	for (int r = 0; r < 6; r++) {
+		double s = 0;
+		for (int k = 0; k < 4; k++)
+			s += exp(xv[r * 4 + k]);
+		for (int k = 0; k < 4; k++)
+			last[r * 4 + k] = exp(xv[r * 4 + k]) / s;
+	}
+	assert_close(&d13, last, 24, 1e-6);
+	wh_tensor_release(&x);
+	wh_tensor_release(&y11);
+	wh_tensor_release(&y13);
+	wh_tensor_release(&d11);
+	wh_tensor_release(&d13);
+}
+END_TEST
+
+START_TEST(logsoftmax_hardmax)
+{
+	int64_t dims[2] = {2, 3};
+	float v[6] = {1000, 1001, 1002, -1, 5, 5};
+	struct wh_tensor x, ls, hm;
+	tensor_f32(&x, 2, dims, v);
+	const struct wh_tensor *ins[1] = {&x};
+	ck_assert_int_eq(run_op("LogSoftmax", 13, 1, ins, 1, NULL, 0, &ls), WH_OK);
+	ck_assert_int_eq(run_op("Hardmax", 13, 1, ins, 1, NULL, 0, &hm), WH_OK);
+	/* large inputs must not overflow: log-softmax is shift invariant */
+	double l0 = log(1 + exp(-1.0) + exp(-2.0));
+	double l1 = log(exp(-6.0) + 2);
+	double want[6] = {-2 - l0, -1 - l0, -l0, -6 - l1, -l1, -l1};
+	assert_close(&ls, want, 6, 1e-6);
+	/* ties: the first maximum wins */
+	double hw[6] = {0, 0, 1, 0, 1, 0};
+	assert_close(&hm, hw, 6, 0);
+	wh_tensor_release(&x);
+	wh_tensor_release(&ls);
+	wh_tensor_release(&hm);
+}
+END_TEST
+
+/* ---- pooling ---- */
+
+START_TEST(avgpool_count_include_pad)
+{
+	int64_t dims[4] = {1, 1, 3, 3};
+	float ones[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+	struct wh_tensor x, y0, y1;
+	tensor_f32(&x, 4, dims, ones);
+	const struct wh_tensor *ins[1] = {&x};
+	static const int64_t k[] = {3, 3}, pads[] = {1, 1, 1, 1};
+	struct attr_spec a0[] = {A_INTS("kernel_shape", k), A_INTS("pads", pads), A_INT("count_include_pad", 0)};
+	struct attr_spec a1[] = {A_INTS("kernel_shape", k), A_INTS("pads", pads), A_INT("count_include_pad", 1)};
+	ck_assert_int_eq(run_op("AveragePool", 19, 1, ins, 1, a0, 3, &y0), WH_OK);
+	ck_assert_int_eq(run_op("AveragePool", 19, 1, ins, 1, a1, 3, &y1), WH_OK);
+	assert_shape(&y0, 4, dims);
+	double w0[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+	double w1[9] = {4 / 9., 6 / 9., 4 / 9., 6 / 9., 1, 6 / 9., 4 / 9., 6 / 9., 4 / 9.};
+	assert_close(&y0, w0, 9, 1e-7);
+	assert_close(&y1, w1, 9, 1e-7);
+	wh_tensor_release(&x);
+	wh_tensor_release(&y0);
+	wh_tensor_release(&y1);
+}
+END_TEST
+
+START_TEST(maxpool_ceil_mode)
+{
+	int64_t dims[4] = {1, 1, 4, 4};
+	float v[16];
+	for (int i = 0; i < 16; i++)
+		v[i] = (float)i;
+	struct wh_tensor x, yf, yc;
+	tensor_f32(&x, 4, dims, v);
+	const struct wh_tensor *ins[1] = {&x};
+	static const int64_t k[] = {3, 3}, s[] = {2, 2};
+	struct attr_spec af[] = {A_INTS("kernel_shape", k), A_INTS("strides", s)};
+	struct attr_spec ac[] = {A_INTS("kernel_shape", k), A_INTS("strides", s), A_INT("ceil_mode", 1)};
+	ck_assert_int_eq(run_op("MaxPool", 12, 1, ins, 1, af, 2, &yf), WH_OK);
+	ck_assert_int_eq(run_op("MaxPool", 12, 1, ins, 1, ac, 3, &yc), WH_OK);
+	int64_t d1[4] = {1, 1, 1, 1}, d2[4] = {1, 1, 2, 2};
+	assert_shape(&yf, 4, d1);
+	assert_shape(&yc, 4, d2);
+	double wf[1] = {10}, wc[4] = {10, 11, 14, 15};
+	assert_close(&yf, wf, 1, 0);
+	assert_close(&yc, wc, 4, 0);
+	/* a last window that would start in the padding is dropped: 2x2, k 1, s 2 -> 1x1 */
+	int64_t sd[4] = {1, 1, 2, 2};
+	static const int64_t k1[] = {1, 1};
+	struct attr_spec a2[] = {A_INTS("kernel_shape", k1), A_INTS("strides", s), A_INT("ceil_mode", 1)};
+	struct wh_tensor xs, ys;
+	tensor_f32(&xs, 4, sd, v);
+	const struct wh_tensor *ins2[1] = {&xs};
+	ck_assert_int_eq(run_op("MaxPool", 12, 1, ins2, 1, a2, 3, &ys), WH_OK);
+	assert_shape(&ys, 4, d1);
+	wh_tensor_release(&x);
+	wh_tensor_release(&yf);
+	wh_tensor_release(&yc);
+	wh_tensor_release(&xs);
+	wh_tensor_release(&ys);
+}
+END_TEST
+
+START_TEST(maxpool_indices_storage_order)
+{
+	/* batch 2 x channel 1 x 2 x 3: the maxima are at (0, 2) and (1, 0) */
+	int64_t dims[4] = {2, 1, 2, 3};
+	float v[12] = {0, 1, 9, 3, 4, 2, 0, 1, 2, 8, 4, 5};
+	struct wh_tensor x, y[2], yc[2];
+	tensor_f32(&x, 4, dims, v);
+	const struct wh_tensor *ins[1] = {&x};
+	static const int64_t k[] = {2, 3};
+	struct attr_spec a0[] = {A_INTS("kernel_shape", k)};
+	struct attr_spec a1[] = {A_INTS("kernel_shape", k), A_INT("storage_order", 1)};
+	ck_assert_int_eq(run_op("MaxPool", 12, 1, ins, 2, a0, 1, y), WH_OK);
+	ck_assert_int_eq(run_op("MaxPool", 12, 1, ins, 2, a1, 2, yc), WH_OK);
+	const int64_t *ix = y[1].data, *ixc = yc[1].data;
+	ck_assert_int_eq(y[1].dtype, WH_DT_INT64);
+	ck_assert_int_eq(ix[0], 2);      /* row-major h*W + w = 0*3 + 2 */
+	ck_assert_int_eq(ix[1], 6 + 3);  /* plus the plane offset: 1*3 + 0 */
+	ck_assert_int_eq(ixc[0], 4);     /* column-major h + w*H = 0 + 2*2 */
+	ck_assert_int_eq(ixc[1], 6 + 1); /* 1 + 0*2 */
+	/* same answer through MaxUnpool: the values go back where they came from */
+	struct wh_tensor u;
+	const struct wh_tensor *uins[2] = {&y[0], &y[1]};
+	ck_assert_int_eq(run_op("MaxUnpool", 11, 2, uins, 1, a0, 1, &u), WH_OK);
+	assert_shape(&u, 4, dims);
+	double uw[12] = {0, 0, 9, 0, 0, 0, 0, 0, 0, 8, 0, 0};
+	assert_close(&u, uw, 12, 0);
+	for (int i = 0; i < 2; i++) {
+		wh_tensor_release(&y[i]);
+		wh_tensor_release(&yc[i]);
+	}
+	wh_tensor_release(&u);
+	wh_tensor_release(&x);
+}
+END_TEST
+
+START_TEST(pool_auto_pad_and_global)
+{
+	int64_t dims[4] = {1, 2, 3, 3};
+	float v[18];
+	for (int i = 0; i < 18; i++)
+		v[i] = (float)(i % 9);
+	struct wh_tensor x, y, g, gm;
+	tensor_f32(&x, 4, dims, v);
+	const struct wh_tensor *ins[1] = {&x};
+	static const int64_t k[] = {2, 2};
+	struct attr_spec a[] = {A_INTS("kernel_shape", k), A_STR("auto_pad", "SAME_UPPER")};
+	ck_assert_int_eq(run_op("AveragePool", 11, 1, ins, 1, a, 2, &y), WH_OK);
+	assert_shape(&y, 4, dims);
+	/* SAME_UPPER puts the extra padding at the end: the last column averages 2 values */
+	const float *yv = y.data;
+	ck_assert_float_eq_tol(yv[0], (0 + 1 + 3 + 4) / 4.0f, 1e-6f);
+	ck_assert_float_eq_tol(yv[2], (2 + 5) / 2.0f, 1e-6f);
+	ck_assert_float_eq_tol(yv[8], 8.0f, 1e-6f);
+	ck_assert_int_eq(run_op("GlobalAveragePool", 1, 1, ins, 1, NULL, 0, &g), WH_OK);
+	ck_assert_int_eq(run_op("GlobalMaxPool", 1, 1, ins, 1, NULL, 0, &gm), WH_OK);
+	int64_t gd[4] = {1, 2, 1, 1};
+	assert_shape(&g, 4, gd);
+	double gw[2] = {4, 4}, gmw[2] = {8, 8};
+	assert_close(&g, gw, 2, 1e-7);
+	assert_close(&gm, gmw, 2, 0);
+	wh_tensor_release(&x);
+	wh_tensor_release(&y);
+	wh_tensor_release(&g);
+	wh_tensor_release(&gm);
+}
+END_TEST
+
+/* ---- reductions ---- */
+
+START_TEST(reduce_empty_set)
+{
+	int64_t dims[3] = {2, 0, 3};
+	int64_t axes_v[1] = {1}, ad[1] = {1};
+	struct wh_tensor x, axes;
+	tensor_f32(&x, 3, dims, NULL);
+	tensor_i64(&axes, 1, ad, axes_v);
+	const struct wh_tensor *ins[2] = {&x, &axes};
+	int64_t od[3] = {2, 1, 3};
+	static const struct {
+		const char *op;
+		double want;
+	} cases[] = {
+		{"ReduceSum", 0}, {"ReduceProd", 1}, {"ReduceMax", -INFINITY}, {"ReduceMin", INFINITY},
+		{"ReduceL1", 0}, {"ReduceL2", 0}, {"ReduceSumSquare", 0}, {"ReduceLogSum", -INFINITY},
+		{"ReduceLogSumExp", -INFINITY},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		struct wh_tensor y;
+		ck_assert_int_eq(run_op(cases[c].op, 18, 2, ins, 1, NULL, 0, &y), WH_OK);
+		assert_shape(&y, 3, od);
+		double w[6];
+		for (int i = 0; i < 6; i++)
+			w[i] = cases[c].want;
+		assert_close(&y, w, 6, 0);
+		wh_tensor_release(&y);
+	}
+	/* integer Max/Min over nothing: the type's limits */
+	struct wh_tensor xi, yi;
+	wh_tensor_init(&xi);
+	ck_assert_int_eq(wh_tensor_alloc(&xi, WH_DT_INT32, 3, dims), WH_OK);
+	const struct wh_tensor *insi[2] = {&xi, &axes};
+	ck_assert_int_eq(run_op("ReduceMin", 18, 2, insi, 1, NULL, 0, &yi), WH_OK);
+	ck_assert_int_eq(yi.dtype, WH_DT_INT32);
+	ck_assert_int_eq(((const int32_t *)yi.data)[0], INT32_MAX);
+	wh_tensor_release(&yi);
+	wh_tensor_release(&xi);
+	wh_tensor_release(&x);
+	wh_tensor_release(&axes);
+}
+END_TEST
+
+START_TEST(reduce_axes_attr_vs_input)
+{
+	int64_t dims[3] = {2, 3, 4};
+	struct wh_tensor x, a1, a18, y11, y18, yk;
+	tensor_random(&x, 3, dims, 3);
+	static const int64_t ax[] = {0, -1};
+	int64_t ad[1] = {2};
+	tensor_i64(&a18, 1, ad, ax);
+	const struct wh_tensor *ins1[1] = {&x};
+	const struct wh_tensor *ins18[2] = {&x, &a18};
+	struct attr_spec attr[] = {A_INTS("axes", ax), A_INT("keepdims", 0)};
+	struct attr_spec keep0[] = {A_INT("keepdims", 0)};
+	ck_assert_int_eq(run_op("ReduceMean", 13, 1, ins1, 1, attr, 2, &y11), WH_OK);
+	ck_assert_int_eq(run_op("ReduceMean", 18, 2, ins18, 1, keep0, 1, &y18), WH_OK);
+	int64_t od[1] = {3};
+	assert_shape(&y11, 1, od);
+	assert_shape(&y18, 1, od);
+	const float *xv = x.data;
+	double w[3];
+	for (int c = 0; c < 3; c++) {
+		double s = 0;
+		for (int b = 0; b < 2; b++)
+			for (int k = 0; k < 4; k++)
+				s += xv[b * 12 + c * 4 + k];
+		w[c] = s / 8;
+	}
+	assert_close(&y11, w, 3, 1e-6);
+	assert_close(&y18, w, 3, 1e-6);
+	/* ReduceSum takes axes as an input since opset 13 and as an attribute before */
+	ck_assert_int_eq(run_op("ReduceSum", 13, 2, ins18, 1, keep0, 1, &yk), WH_OK);
+	for (int c = 0; c < 3; c++)
+		w[c] *= 8;
+	assert_close(&yk, w, 3, 1e-5);
+	wh_tensor_release(&yk);
+	ck_assert_int_eq(run_op("ReduceSum", 11, 1, ins1, 1, attr, 2, &yk), WH_OK);
+	assert_close(&yk, w, 3, 1e-5);
+	/* noop_with_empty_axes: ReduceSumSquare squares each element and keeps the shape */
+	int64_t zd[1] = {0};
+	tensor_i64(&a1, 1, zd, NULL);
+	const struct wh_tensor *insn[2] = {&x, &a1};
+	struct attr_spec noop[] = {A_INT("noop_with_empty_axes", 1)};
+	struct wh_tensor yn, yall;
+	ck_assert_int_eq(run_op("ReduceSumSquare", 18, 2, insn, 1, noop, 1, &yn), WH_OK);
+	assert_shape(&yn, 3, dims);
+	ck_assert_float_eq_tol(((const float *)yn.data)[5], xv[5] * xv[5], 1e-6f);
+	/* without noop, empty axes reduce everything (keepdims default 1) */
+	ck_assert_int_eq(run_op("ReduceMax", 18, 2, insn, 1, NULL, 0, &yall), WH_OK);
+	int64_t one[3] = {1, 1, 1};
+	assert_shape(&yall, 3, one);
+	float mx = -INFINITY;
+	for (int i = 0; i < 24; i++)
+		mx = fmaxf(mx, xv[i]);
+	ck_assert_float_eq(((const float *)yall.data)[0], mx);
+	/* an axis listed twice or out of range is an error, not a crash */
+	static const int64_t bad[] = {1, -2};
+	struct attr_spec badattr[] = {A_INTS("axes", bad)};
+	struct wh_tensor yb;
+	ck_assert_int_eq(run_op("ReduceMean", 13, 1, ins1, 1, badattr, 1, &yb), WH_ERR_INVALID);
+	static const int64_t oob[] = {3};
+	struct attr_spec oobattr[] = {A_INTS("axes", oob)};
+	ck_assert_int_eq(run_op("ReduceMean", 13, 1, ins1, 1, oobattr, 1, &yb), WH_ERR_INVALID);
+	wh_tensor_release(&x);
+	wh_tensor_release(&a1);
+	wh_tensor_release(&a18);
+	wh_tensor_release(&y11);
+	wh_tensor_release(&y18);
+	wh_tensor_release(&yk);
+	wh_tensor_release(&yn);
+	wh_tensor_release(&yall);
+}
+END_TEST
+
+START_TEST(reduce_integers)
+{
+	int64_t dims[2] = {2, 2};
+	int64_t v[4] = {-3, -4, INT64_MAX, 1};
+	struct wh_tensor x, mean, sum;
+	tensor_i64(&x, 2, dims, v);
+	const struct wh_tensor *ins[1] = {&x};
+	static const int64_t ax[] = {1};
+	struct attr_spec a[] = {A_INTS("axes", ax)};
+	ck_assert_int_eq(run_op("ReduceMean", 13, 1, ins, 1, a, 1, &mean), WH_OK);
+	ck_assert_int_eq(run_op("ReduceSum", 11, 1, ins, 1, a, 1, &sum), WH_OK);
+	ck_assert_int_eq(mean.dtype, WH_DT_INT64);
+	/* -3.5 truncates toward zero; int64 sums are exact (no detour through double) and wrap */
+	ck_assert_int_eq(((const int64_t *)mean.data)[0], -3);
+	ck_assert_int_eq(((const int64_t *)sum.data)[0], -7);
+	ck_assert_int_eq(((const int64_t *)sum.data)[1], INT64_MIN);
+	wh_tensor_release(&x);
+	wh_tensor_release(&mean);
+	wh_tensor_release(&sum);
+}
+END_TEST
+
+/* ---- normalizations ---- */
+
+START_TEST(batchnorm_inference)
+{
+	int64_t dims[4] = {2, 3, 2, 2}, cd[1] = {3};
+	struct wh_tensor x, sc, b, m, var, y;
+	tensor_random(&x, 4, dims, 11);
+	float scv[3] = {1, 2, -0.5f}, bv[3] = {0, 1, 2}, mv[3] = {0.5f, -1, 0}, vv[3] = {1, 4, 0.25f};
+	tensor_f32(&sc, 1, cd, scv);
+	tensor_f32(&b, 1, cd, bv);
+	tensor_f32(&m, 1, cd, mv);
+	tensor_f32(&var, 1, cd, vv);
+	const struct wh_tensor *ins[5] = {&x, &sc, &b, &m, &var};
+	struct attr_spec eps[] = {A_FLOAT("epsilon", 1e-3f)};
+	ck_assert_int_eq(run_op("BatchNormalization", 15, 5, ins, 1, eps, 1, &y), WH_OK);
+	double w[24];
+	const float *xv = x.data;
+	for (int i = 0; i < 24; i++) {
+		int c = (i / 4) % 3;
+		w[i] = (xv[i] - mv[c]) / sqrt(vv[c] + (double)1e-3f) * scv[c] + bv[c];
+	}
+	assert_close(&y, w, 24, 1e-6);
+	wh_tensor_release(&y);
+	/* training mode: batch statistics, and running statistics blended by momentum */
+	struct wh_tensor t[3];
+	struct attr_spec tr[] = {A_INT("training_mode", 1), A_FLOAT("momentum", 0.75f)};
+	ck_assert_int_eq(run_op("BatchNormalization", 15, 5, ins, 3, tr, 2, t), WH_OK);
+	for (int c = 0; c < 3; c++) {
+		double s = 0, q = 0;
+		for (int n = 0; n < 2; n++)
+			for (int k = 0; k < 4; k++)
+				s += xv[n * 12 + c * 4 + k];
+		double mean = s / 8;
+		for (int n = 0; n < 2; n++)
+			for (int k = 0; k < 4; k++)
+				q += (xv[n * 12 + c * 4 + k] - mean) * (xv[n * 12 + c * 4 + k] - mean);
+		double bvar = q / 8;
+		ck_assert_float_eq_tol(((const float *)t[1].data)[c], (float)(mv[c] * 0.75 + mean * 0.25), 1e-6f);
+		ck_assert_float_eq_tol(((const float *)t[2].data)[c], (float)(vv[c] * 0.75 + bvar * 0.25), 1e-6f);
+		float y0 = (float)((xv[c * 4] - mean) / sqrt(bvar + 1e-5) * scv[c] + bv[c]);
+		ck_assert_float_eq_tol(((const float *)t[0].data)[c * 4], y0, 1e-5f);
+	}
+	for (int i = 0; i < 3; i++)
+		wh_tensor_release(&t[i]);
+	wh_tensor_release(&x);
+	wh_tensor_release(&sc);
+	wh_tensor_release(&b);
+	wh_tensor_release(&m);
+	wh_tensor_release(&var);
+}
+END_TEST
+
+START_TEST(layernorm_stats)
+{
+	int64_t dims[3] = {2, 3, 5}, sd[2] = {3, 5};
+	struct wh_tensor x, sc, b, y[3];
+	tensor_random(&x, 3, dims, 5);
+	tensor_random(&sc, 2, sd, 6);
+	tensor_random(&b, 2, sd, 8);
+	const struct wh_tensor *ins[3] = {&x, &sc, &b};
+	struct attr_spec a[] = {A_INT("axis", -2)};
+	ck_assert_int_eq(run_op("LayerNormalization", 17, 3, ins, 3, a, 1, y), WH_OK);
+	int64_t md[3] = {2, 1, 1};
+	assert_shape(&y[1], 3, md);
+	assert_shape(&y[2], 3, md);
+	const float *xv = x.data, *sv = sc.data, *bv = b.data;
+	double w[30], wm[2], wi[2];
+	for (int r = 0; r < 2; r++) {
+		double s = 0, q = 0;
+		for (int i = 0; i < 15; i++)
+			s += xv[r * 15 + i];
+		double mean = s / 15;
+		for (int i = 0; i < 15; i++)
+			q += (xv[r * 15 + i] - mean) * (xv[r * 15 + i] - mean);
+		double inv = 1 / sqrt(q / 15 + (double)1e-5f);
+		wm[r] = mean;
+		wi[r] = inv;
+		for (int i = 0; i < 15; i++)
+			w[r * 15 + i] = (xv[r * 15 + i] - mean) * inv * sv[i] + bv[i];
+	}
+	assert_close(&y[0], w, 30, 1e-6);
+	assert_close(&y[1], wm, 2, 1e-6);
+	assert_close(&y[2], wi, 2, 1e-6);
+	for (int i = 0; i < 3; i++)
+		wh_tensor_release(&y[i]);
+	/* RMSNormalization: no mean subtraction */
+	struct wh_tensor r;
+	const struct wh_tensor *rins[2] = {&x, &sc};
+	ck_assert_int_eq(run_op("RMSNormalization", 23, 2, rins, 1, a, 1, &r), WH_OK);
+	for (int row = 0; row < 2; row++) {
+		double q = 0;
+		for (int i = 0; i < 15; i++)
+			q += (double)xv[row * 15 + i] * xv[row * 15 + i];
+		double inv = 1 / sqrt(q / 15 + (double)1e-5f);
+		for (int i = 0; i < 15; i++)
+			w[row * 15 + i] = xv[row * 15 + i] * inv * sv[i];
+	}
+	assert_close(&r, w, 30, 1e-6);
+	wh_tensor_release(&r);
+	wh_tensor_release(&x);
+	wh_tensor_release(&sc);
+	wh_tensor_release(&b);
+}
+END_TEST
+
+START_TEST(groupnorm_param_forms)
+{
+	/* 1 x 4 x 2 in 2 groups: opset 18 scales per group, opset 21 per channel */
+	int64_t dims[3] = {1, 4, 2}, gd[1] = {2}, cdim[1] = {4};
+	float xv[8] = {1, 2, 3, 4, 10, 20, 30, 40};
+	float g2[2] = {2, 3}, gb[2] = {0, 1}, c4[4] = {2, 2, 3, 3}, cb[4] = {0, 0, 1, 1};
+	struct wh_tensor x, s18, b18, s21, b21, y18, y21;
+	tensor_f32(&x, 3, dims, xv);
+	tensor_f32(&s18, 1, gd, g2);
+	tensor_f32(&b18, 1, gd, gb);
+	tensor_f32(&s21, 1, cdim, c4);
+	tensor_f32(&b21, 1, cdim, cb);
+	struct attr_spec a[] = {A_INT("num_groups", 2)};
+	const struct wh_tensor *i18[3] = {&x, &s18, &b18}, *i21[3] = {&x, &s21, &b21};
+	ck_assert_int_eq(run_op("GroupNormalization", 18, 3, i18, 1, a, 1, &y18), WH_OK);
+	ck_assert_int_eq(run_op("GroupNormalization", 21, 3, i21, 1, a, 1, &y21), WH_OK);
+	/* each group holds an arithmetic sequence: normalized values are (+-3, +-1)/sqrt(5) */
+	double w[8];
+	double inv0 = 1 / sqrt(1.25 + (double)1e-5f), inv1 = 1 / sqrt(125 + (double)1e-5f);
+	for (int i = 0; i < 4; i++) {
+		w[i] = (xv[i] - 2.5) * inv0 * 2;
+		w[4 + i] = (xv[4 + i] - 25) * inv1 * 3 + 1;
+	}
+	assert_close(&y18, w, 8, 1e-6);
+	assert_close(&y21, w, 8, 1e-6);
+	/* the opset-21 form rejects per-group parameters */
+	struct wh_tensor yb;
+	ck_assert_int_eq(run_op("GroupNormalization", 21, 3, i18, 1, a, 1, &yb), WH_ERR_SHAPE);
+	wh_tensor_release(&x);
+	wh_tensor_release(&s18);
+	wh_tensor_release(&b18);
+	wh_tensor_release(&s21);
+	wh_tensor_release(&b21);
+	wh_tensor_release(&y18);
+	wh_tensor_release(&y21);
+}
+END_TEST
+
+/* ---- Dropout ---- */
+
+START_TEST(dropout_modes)
+{
+	int64_t dims[1] = {10}, sd[1] = {0};
+	float v[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+	struct wh_tensor x, ratio, tm, y[2];
+	tensor_f32(&x, 1, dims, v);
+	float r = 0.5f;
+	tensor_f32(&ratio, 0, sd, &r);
+	wh_tensor_init(&tm);
+	ck_assert_int_eq(wh_tensor_alloc(&tm, WH_DT_BOOL, 0, sd), WH_OK);
+	*(uint8_t *)tm.data = 1;
+	/* inference: identity and an all-true mask */
+	const struct wh_tensor *inf[1] = {&x};
+	ck_assert_int_eq(run_op("Dropout", 13, 1, inf, 2, NULL, 0, y), WH_OK);
+	ck_assert_int_eq(y[1].dtype, WH_DT_BOOL);
+	for (int i = 0; i < 10; i++) {
+		ck_assert_float_eq(((const float *)y[0].data)[i], v[i]);
+		ck_assert_int_eq(((const uint8_t *)y[1].data)[i], 1);
+	}
+	wh_tensor_release(&y[0]);
+	wh_tensor_release(&y[1]);
+	/* training with seed 0 draws numpy's RandomState(0).random_sample(): 0.549 0.715 0.603
+	 * 0.545 0.424 0.646 0.438 0.892 0.964 0.383, kept where >= 0.5, scaled by 2 */
+	const struct wh_tensor *tr[3] = {&x, &ratio, &tm};
+	struct attr_spec seed[] = {A_INT("seed", 0)};
+	ck_assert_int_eq(run_op("Dropout", 13, 3, tr, 2, seed, 1, y), WH_OK);
+	static const int keep[10] = {1, 1, 1, 1, 0, 1, 0, 1, 1, 0};
+	for (int i = 0; i < 10; i++) {
+		ck_assert_int_eq(((const uint8_t *)y[1].data)[i], keep[i]);
+		ck_assert_float_eq(((const float *)y[0].data)[i], keep[i] ? 2 * v[i] : 0.0f);
+	}
+	wh_tensor_release(&y[0]);
+	wh_tensor_release(&y[1]);
+	wh_tensor_release(&x);
+	wh_tensor_release(&ratio);
+	wh_tensor_release(&tm);
+}
+END_TEST
+
+/* ---- Einsum, Det, losses ---- */
+
+START_TEST(einsum_forms)
+{
+	int64_t d33[2] = {3, 3};
+	float m[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+	struct wh_tensor a, y;
+	tensor_f32(&a, 2, d33, m);
+	const struct wh_tensor *ins[1] = {&a};
+	struct attr_spec diag[] = {A_STR("equation", "ii->i")};
+	ck_assert_int_eq(run_op("Einsum", 12, 1, ins, 1, diag, 1, &y), WH_OK);
+	double wd[3] = {1, 5, 9};
+	assert_close(&y, wd, 3, 0);
+	wh_tensor_release(&y);
+	/* implicit output: "ii" has no label used once, so it is the trace */
+	struct attr_spec tr[] = {A_STR("equation", "ii")};
+	ck_assert_int_eq(run_op("Einsum", 12, 1, ins, 1, tr, 1, &y), WH_OK);
+	ck_assert_int_eq(y.rank, 0);
+	double wt[1] = {15};
+	assert_close(&y, wt, 1, 0);
+	wh_tensor_release(&y);
+	/* implicit output in alphabetical order: "ji" is the transpose */
+	struct attr_spec tp[] = {A_STR("equation", "ji")};
+	ck_assert_int_eq(run_op("Einsum", 12, 1, ins, 1, tp, 1, &y), WH_OK);
+	double wtp[9] = {1, 4, 7, 2, 5, 8, 3, 6, 9};
+	assert_close(&y, wtp, 9, 0);
+	wh_tensor_release(&y);
+	/* broadcast batch matmul through the ellipsis: (2,1,2,3) x (3,3,2) -> (2,3,2,2) */
+	int64_t da[4] = {2, 1, 2, 3}, db[3] = {3, 3, 2};
+	struct wh_tensor p, q;
+	tensor_random(&p, 4, da, 21);
+	tensor_random(&q, 3, db, 22);
+	const struct wh_tensor *mm[2] = {&p, &q};
+	struct attr_spec bm[] = {A_STR("equation", "...ij, ...jk -> ...ik")};
+	ck_assert_int_eq(run_op("Einsum", 12, 2, mm, 1, bm, 1, &y), WH_OK);
+	int64_t od[4] = {2, 3, 2, 2};
+	assert_shape(&y, 4, od);
+	const float *pv = p.data, *qv = q.data;
+	double w[24];
+	for (int b0 = 0; b0 < 2; b0++)
+		for (int b1 = 0; b1 < 3; b1++)
+			for (int i = 0; i < 2; i++)
+				for (int k = 0; k < 2; k++) {
+					double s = 0;
+					for (int j = 0; j < 3; j++)
+						s += (double)pv[b0 * 6 + i * 3 + j] * qv[b1 * 6 + j * 2 + k];
+					w[((b0 * 3 + b1) * 2 + i) * 2 + k] = s;
+				}
+	assert_close(&y, w, 24, 1e-6);
+	wh_tensor_release(&y);
+	struct attr_spec badeq[] = {A_STR("equation", "...ij,...jk->...iz")};
+	ck_assert_int_eq(run_op("Einsum", 12, 2, mm, 1, badeq, 1, &y), WH_ERR_INVALID);
+	wh_tensor_release(&p);
+	wh_tensor_release(&q);
+	/* Det of a singular and a permuted matrix */
+	ck_assert_int_eq(run_op("Det", 11, 1, ins, 1, NULL, 0, &y), WH_OK);
+	ck_assert_float_eq_tol(((const float *)y.data)[0], 0.0f, 1e-5f);
+	wh_tensor_release(&y);
+	float perm[9] = {0, 1, 0, 2, 0, 0, 0, 0, 3};
+	struct wh_tensor pm;
+	tensor_f32(&pm, 2, d33, perm);
+	const struct wh_tensor *pins[1] = {&pm};
+	ck_assert_int_eq(run_op("Det", 11, 1, pins, 1, NULL, 0, &y), WH_OK);
+	ck_assert_float_eq_tol(((const float *)y.data)[0], -6.0f, 1e-6f);
+	wh_tensor_release(&y);
+	wh_tensor_release(&pm);
+	wh_tensor_release(&a);
+}
+END_TEST
+
+START_TEST(nll_loss_weighted_mean)
+{
+	int64_t dims[2] = {3, 2}, td[1] = {3}, wdim[1] = {2};
+	float lp[6] = {-1, -2, -3, -4, -5, -6};
+	int64_t t[3] = {1, 0, -1};
+	float wv[2] = {0.5f, 2};
+	struct wh_tensor x, tg, w, y;
+	tensor_f32(&x, 2, dims, lp);
+	tensor_i64(&tg, 1, td, t);
+	tensor_f32(&w, 1, wdim, wv);
+	const struct wh_tensor *ins[3] = {&x, &tg, &w};
+	struct attr_spec a[] = {A_INT("ignore_index", -1)};
+	ck_assert_int_eq(run_op("NegativeLogLikelihoodLoss", 13, 3, ins, 1, a, 1, &y), WH_OK);
+	/* (2*2 + 0.5*3) / (2 + 0.5): the ignored target counts in neither sum */
+	ck_assert_int_eq(y.rank, 0);
+	ck_assert_float_eq_tol(((const float *)y.data)[0], 5.5f / 2.5f, 1e-6f);
+	wh_tensor_release(&y);
+	wh_tensor_release(&x);
+	wh_tensor_release(&tg);
+	wh_tensor_release(&w);
+}
+END_TEST
+
+/* ---- determinism across thread counts ---- */
+
+static void same_for_threads(const char *op, int64_t opset, uint32_t n_in, const struct wh_tensor *const *ins,
+			     const struct attr_spec *attrs, uint32_t n_attrs)
+{
+	struct wh_tensor y1, y3;
+	ck_assert_int_eq(run_op_threads(op, opset, n_in, ins, 1, attrs, n_attrs, 1, &y1), WH_OK);
+	ck_assert_int_eq(run_op_threads(op, opset, n_in, ins, 1, attrs, n_attrs, 3, &y3), WH_OK);
+	ck_assert_msg(wh_tensor_same_shape(&y1, &y3) && !memcmp(y1.data, y3.data, wh_tensor_nbytes(&y1)),
+		      "%s differs between 1 and 3 threads", op);
+	wh_tensor_release(&y1);
+	wh_tensor_release(&y3);
+}
+
+START_TEST(thread_count_invariance)
+{
+	int64_t dims[4] = {2, 37, 29, 31}, cd[1] = {37};
+	struct wh_tensor x, sc, b, m, v;
+	tensor_random(&x, 4, dims, 99);
+	tensor_random(&sc, 1, cd, 1);
+	tensor_random(&b, 1, cd, 2);
+	tensor_random(&m, 1, cd, 3);
+	tensor_random(&v, 1, cd, 4);
+	for (int i = 0; i < 37; i++)
+		((float *)v.data)[i] = fabsf(((float *)v.data)[i]);
+	const struct wh_tensor *ins[5] = {&x, &sc, &b, &m, &v};
+	same_for_threads("GlobalAveragePool", 1, 1, ins, NULL, 0);
+	same_for_threads("BatchNormalization", 9, 5, ins, NULL, 0);
+	same_for_threads("Softmax", 13, 1, ins, NULL, 0);
+	struct attr_spec ax1[] = {A_INT("axis", 1)};
+	same_for_threads("Softmax", 13, 1, ins, ax1, 1);
+	static const int64_t last[] = {-1}, mid[] = {1, 2};
+	struct attr_spec rl[] = {A_INTS("axes", last)}, rm[] = {A_INTS("axes", mid)};
+	same_for_threads("ReduceMean", 13, 1, ins, rl, 1);
+	same_for_threads("ReduceSum", 11, 1, ins, rm, 1);
+	static const int64_t k[] = {3, 3}, s[] = {2, 2}, p[] = {1, 1, 1, 1};
+	struct attr_spec pa[] = {A_INTS("kernel_shape", k), A_INTS("strides", s), A_INTS("pads", p)};
+	same_for_threads("AveragePool", 11, 1, ins, pa, 3);
+	same_for_threads("MaxPool", 12, 1, ins, pa, 3);
+	same_for_threads("InstanceNormalization", 6, 3, ins, NULL, 0);
+	wh_tensor_release(&x);
+	wh_tensor_release(&sc);
+	wh_tensor_release(&b);
+	wh_tensor_release(&m);
+	wh_tensor_release(&v);
+}
+END_TEST
+
+/* ---- SIMD row primitives against the scalar reference ---- */
+
+START_TEST(simd_vs_scalar)
+{
+	const struct wh_cpu_features *cpu = wh_cpu();
+	enum wh_isa isas[2] = {WH_ISA_AVX2, WH_ISA_AVX512};
+	size_t n_max = 1031 + 3;
+	float *buf = malloc(n_max * sizeof *buf), *y0 = malloc(n_max * sizeof *y0), *y1 = malloc(n_max * sizeof *y1);
+	ck_assert_ptr_nonnull(buf);
+	uint64_t seed = 42;
+	for (size_t i = 0; i < n_max; i++)
+		buf[i] = rng_float(&seed, -100, 100);
+	int tested = 0;
+	for (int k = 0; k < 2; k++) {
+		struct wh_cpu_features c = wh_cpu_capped(isas[k]);
+		if (c.isa != isas[k])
+			continue; /* the machine lacks it */
+		tested++;
+		for (size_t off = 0; off < 3; off++)
+			for (size_t n = 0; n + off <= n_max; n = n < 70 ? n + 1 : n * 2 + 7) {
+				const float *x = buf + off;
+				double s0 = wh_nn_sum_f32_scalar(x, n), s1 = wh_nn_sum_f32(c.isa, x, n);
+				ck_assert_msg(fabs(s0 - s1) <= 1e-9 * (1 + fabs(s0)), "sum n=%zu isa=%s: %.17g vs %.17g", n,
+					      wh_isa_name(c.isa), s0, s1);
+				double q0 = wh_nn_sqdev_f32_scalar(x, n, 1.25), q1 = wh_nn_sqdev_f32(c.isa, x, n, 1.25);
+				ck_assert_msg(fabs(q0 - q1) <= 1e-9 * (1 + fabs(q0)), "sqdev n=%zu isa=%s", n,
+					      wh_isa_name(c.isa));
+				/* the affine map is a multiply then an add on every ISA: bit-identical */
+				wh_nn_affine_f32_scalar(x, y0, n, 0.37f, -1.5f);
+				wh_nn_affine_f32(c.isa, x, y1, n, 0.37f, -1.5f);
+				ck_assert_msg(!memcmp(y0, y1, n * sizeof *y0), "affine n=%zu isa=%s", n, wh_isa_name(c.isa));
+			}
+	}
+	(void)cpu;
+	/* a sum that float accumulation gets wrong: 1e8 followed by many ones */
+	buf[0] = 1e8f;
+	for (size_t i = 1; i < 1025; i++)
+		buf[i] = 1.0f;
+	ck_assert(wh_nn_sum_f32_scalar(buf, 1025) == 1e8 + 1024);
+	if (tested)
+		ck_assert(wh_nn_sum_f32(wh_cpu()->isa, buf, 1025) == 1e8 + 1024);
+	free(buf);
+	free(y0);
+	free(y1);
+}
+END_TEST
+
+static Suite *nn_suite(void)
+{
+	Suite *s = suite_create("nn");
+	TCase *tc = tcase_create("kernels");
+	tcase_add_test(tc, softmax_coerced_vs_axis);
+	tcase_add_test(tc, logsoftmax_hardmax);
+	tcase_add_test(tc, avgpool_count_include_pad);
+	tcase_add_test(tc, maxpool_ceil_mode);
+	tcase_add_test(tc, maxpool_indices_storage_order);
+	tcase_add_test(tc, pool_auto_pad_and_global);
+	tcase_add_test(tc, reduce_empty_set);
+	tcase_add_test(tc, reduce_axes_attr_vs_input);
+	tcase_add_test(tc, reduce_integers);
+	tcase_add_test(tc, batchnorm_inference);
+	tcase_add_test(tc, layernorm_stats);
+	tcase_add_test(tc, groupnorm_param_forms);
+	tcase_add_test(tc, dropout_modes);
+	tcase_add_test(tc, einsum_forms);
+	tcase_add_test(tc, nll_loss_weighted_mean);
+	tcase_add_test(tc, thread_count_invariance);
+	tcase_add_test(tc, simd_vs_scalar);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	wh_cpu_init();
+	SRunner *sr = srunner_create(nn_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,64 @@
+#!/bin/bash
+# Hostile input: every model of scripts/gen-hostile.py (truncated, random bytes, empty, dims
+# of 2^62, external data through "..", an absolute path, a symlink, a missing file, beyond
+# the file's end, a cycle, a tensor nothing produces, one produced twice) must make
+# `whittle inspect` and `whittle sanitize` exit 3 with exactly one line on stderr of the
+# form "whittle: <what>: <why> (<what to do>)", never crash (signal, sanitizer report).
+# Environment (set by ctest): WHITTLE, WHITTLE_SRC.
+set -euo pipefail
+
+whittle=${WHITTLE:?set by ctest}
+src=${WHITTLE_SRC:?set by ctest}
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/whittle-e2e-hostile.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+/usr/bin/python3 "$src/scripts/gen-hostile.py" "$tmp/cases" >"$tmp/cases.txt"
+n_cases=$(wc -l <"$tmp/cases.txt")
+[ "$n_cases" -ge 15 ] || { echo "FAIL: gen-hostile.py wrote only $n_cases cases"; exit 1; }
+
+pass=0
+fail=0
+# check LABEL CMD...: exit 3 and one well-formed error line.
+check() {
+	local label=$1
+	shift
+	local rc=0
+	"$@" >"$tmp/out" 2>"$tmp/err" </dev/null || rc=$?
+	local lines why=""
+	lines=$(wc -l <"$tmp/err")
+	if [ "$rc" -ge 128 ]; then
+		why="killed by signal $((rc - 128))"
+	elif grep -qE 'Sanitizer|runtime error:' "$tmp/err"; then
+		why="sanitizer report"
+	elif [ "$rc" -ne 3 ]; then
+		why="exit $rc, 3 expected"
+	elif [ "$lines" -ne 1 ] || [ -n "$(tail -c1 "$tmp/err")" ]; then
+		why="$lines lines on stderr, exactly one expected"
+	elif ! grep -qE '^whittle: .+: .+ \(.+\)$' "$tmp/err"; then
+		why="error line not of the form 'whittle: <what>: <why> (<what to do>)'"
+	fi
+	if [ -n "$why" ]; then
+		echo "FAIL $label: $why"
+		head -c 600 "$tmp/err" | sed 's/^/    /'
+		fail=$((fail + 1))
+	else
+		echo "ok   $label: $(cat "$tmp/err")"
+		pass=$((pass + 1))
+	fi
+}
+
+while read -r name model why; do
+	echo "-- $name ($why)"
+	check "inspect $name" "$whittle" inspect "$model"
+	check "inspect --json $name" "$whittle" inspect "$model" --json
+	check "sanitize $name" "$whittle" sanitize "$model" -o "$tmp/sanitized.onnx"
+	if [ -e "$tmp/sanitized.onnx" ]; then
+		echo "FAIL sanitize $name: wrote $tmp/sanitized.onnx although it failed"
+		fail=$((fail + 1))
+		rm -f "$tmp/sanitized.onnx"
+	fi
+done <"$tmp/cases.txt"
+
+echo "hostile: $n_cases models, $((pass + fail)) runs: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

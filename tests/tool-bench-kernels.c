@@ -1,0 +1,150 @@
+/* Micro-benchmark of the convolution and GEMM drivers on the heaviest shapes of PaddleOCR
+ * PP-OCRv4 det (1x3x640x640) and rec (1x3x48x320).
+ *
+ *   tool-bench-kernels [--threads N] [--iters N] [--filter SUBSTR]
+ *
+ * Prints per shape the median time of N runs and GFLOP/s (2 flops per multiply-add);
+ * WHITTLE_ISA caps the ISA as everywhere. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "executor/cpu.h"
+#include "executor/ops/conv-internal.h"
+#include "executor/ops/gemm-internal.h"
+#include "executor/threadpool.h"
+
+struct bench {
+	const char *name;
+	int kind; /* 0 conv, 1 convtranspose, 2 matmul */
+	int64_t C, M, G, H, W, k, s, pad; /* matmul: M=M, C=K, W=N */
+};
+
+static const struct bench benches[] = {
+	{"det conv3x3 s2 3->16 @640", 0, 3, 16, 1, 640, 640, 3, 2, 1},
+	{"det dw3x3 16 @320", 0, 16, 16, 16, 320, 320, 3, 1, 1},
+	{"det 1x1 16->32 @320", 0, 16, 32, 1, 320, 320, 1, 1, 0},
+	{"det dw3x3 s2 32 @320", 0, 32, 32, 32, 320, 320, 3, 2, 1},
+	{"det 1x1 48->48 @160", 0, 48, 48, 1, 160, 160, 1, 1, 0},
+	{"det 1x1 96->96 @80", 0, 96, 96, 1, 80, 80, 1, 1, 0},
+	{"det 1x1 192->192 @40", 0, 192, 192, 1, 40, 40, 1, 1, 0},
+	{"det dw5x5 192 @40", 0, 192, 192, 192, 40, 40, 5, 1, 2},
+	{"det 1x1 384->384 @20", 0, 384, 384, 1, 20, 20, 1, 1, 0},
+	{"det 1x1 12->96 @160", 0, 12, 96, 1, 160, 160, 1, 1, 0},
+	{"det conv3x3 96->24 @160", 0, 96, 24, 1, 160, 160, 3, 1, 1},
+	{"det conv3x3 96->24 @80", 0, 96, 24, 1, 80, 80, 3, 1, 1},
+	{"det conv3x3 96->24 @40", 0, 96, 24, 1, 40, 40, 3, 1, 1},
+	{"det convT2x2 24->24 @160", 1, 24, 24, 1, 160, 160, 2, 2, 0},
+	{"det convT2x2 24->1 @320", 1, 24, 1, 1, 320, 320, 2, 2, 0},
+	{"rec 1x1 480->480 6x80", 0, 480, 480, 1, 6, 80, 1, 1, 0},
+	{"rec 1x1 240->240 12x80", 0, 240, 240, 1, 12, 80, 1, 1, 0},
+	{"rec dw5x5 240 12x80", 0, 240, 240, 240, 12, 80, 5, 1, 2},
+	{"rec matmul 40x120 * 120x6625", 2, 120, 40, 1, 1, 6625, 0, 0, 0},
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+	int threads = 2, iters = 20;
+	const char *filter = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+			threads = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--iters") && i + 1 < argc)
+			iters = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--filter") && i + 1 < argc)
+			filter = argv[++i];
+		else {
+			fprintf(stderr, "usage: tool-bench-kernels [--threads N] [--iters N] [--filter SUBSTR]\n");
+			return 2;
+		}
+	}
+	if (iters < 1)
+		iters = 1;
+	wh_cpu_init();
+	const struct wh_cpu_features *cpu = wh_cpu();
+	struct wh_threadpool *pool = NULL;
+	if (wh_threadpool_create(threads, &pool) != WH_OK)
+		return 1;
+	printf("isa %s, %d threads\n", wh_isa_name(cpu->isa), threads);
+	double total = 0;
+	for (size_t bi = 0; bi < sizeof benches / sizeof benches[0]; bi++) {
+		const struct bench *b = &benches[bi];
+		if (filter && !strstr(b->name, filter))
+			continue;
+		size_t nx, nw, ny;
+		double flops;
+		struct wh_conv_shape s = {0};
+		if (b->kind == 2) {
+			nx = (size_t)(b->M * b->C), nw = (size_t)(b->C * b->W), ny = (size_t)(b->M * b->W);
+			flops = 2.0 * b->M * b->C * b->W;
+		} else {
+			s.nsp = 2, s.N = 1, s.C = b->C, s.M = b->M, s.G = b->G;
+			for (int d = 0; d < 2; d++) {
+				s.in[d] = d ? b->W : b->H, s.k[d] = b->k, s.stride[d] = b->s, s.dil[d] = 1;
+				s.pad0[d] = s.pad1[d] = b->pad;
+				s.out[d] = b->kind == 0 ? (s.in[d] + 2 * b->pad - b->k) / b->s + 1
+							: (s.in[d] - 1) * b->s + b->k - 2 * b->pad;
+			}
+			nx = (size_t)(b->C * b->H * b->W);
+			nw = (size_t)(b->M / b->G * b->C * b->k * b->k);
+			ny = (size_t)(b->M * s.out[0] * s.out[1]);
+			flops = b->kind == 0 ? 2.0 * (double)ny * (double)(b->C / b->G * b->k * b->k)
+					     : 2.0 * (double)nx * (double)(b->M * b->k * b->k);
+		}
+		float *x = malloc(nx * sizeof(float)), *w = malloc(nw * sizeof(float));
+		float *bias = malloc((size_t)b->M * sizeof(float)), *y = malloc(ny * sizeof(float));
+		for (size_t i = 0; i < nx; i++)
+			x[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
+		for (size_t i = 0; i < nw; i++)
+			w[i] = (float)((i * 104729) % 1000) * 1e-3f - 0.5f;
+		for (int64_t i = 0; i < b->M; i++)
+			bias[i] = 0.01f * (float)i;
+		double *t = malloc((size_t)iters * sizeof(double));
+		for (int it = -1; it < iters; it++) {
+			double t0 = now_s();
+			enum wh_status st;
+			if (b->kind == 0)
+				st = wh_conv_f32(cpu, pool, &s, x, w, bias, y);
+			else if (b->kind == 1)
+				st = wh_convt_f32(cpu, pool, &s, x, w, bias, y);
+			else {
+				struct wh_sgemm_desc d = {.M = (size_t)b->M, .N = (size_t)b->W, .K = (size_t)b->C,
+							  .batch = 1, .a = x, .rsa = (size_t)b->C, .csa = 1, .b = w,
+							  .ldb = (size_t)b->W, .c = y, .ldc = (size_t)b->W};
+				st = wh_sgemm_run(cpu, pool, &d);
+			}
+			if (st != WH_OK) {
+				fprintf(stderr, "%s: %s\n", b->name, wh_error_message());
+				return 1;
+			}
+			if (it >= 0)
+				t[it] = now_s() - t0;
+		}
+		qsort(t, (size_t)iters, sizeof(double), cmp_d);
+		double med = t[iters / 2];
+		total += med;
+		printf("%-32s %9.3f ms %8.1f GFLOP/s\n", b->name, med * 1e3, flops / med * 1e-9);
+		free(t);
+		free(x);
+		free(w);
+		free(bias);
+		free(y);
+	}
+	printf("total %.3f ms\n", total * 1e3);
+	wh_threadpool_destroy(pool);
+	return 0;
+}
