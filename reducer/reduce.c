@@ -24,6 +24,7 @@
 struct cache_entry {
 	struct wh_hash h;
 	enum wh_verdict v;
+	uint16_t runs, fails; /* real runs of this candidate in this session */
 };
 
 struct driver {
@@ -242,6 +243,8 @@ static enum wh_status cache_add(struct driver *d, struct wh_hash h, enum wh_verd
 	}
 	d->cache[d->n_cache].h = h;
 	d->cache[d->n_cache].v = v;
+	d->cache[d->n_cache].runs = 0;
+	d->cache[d->n_cache].fails = 0;
 	d->n_cache++;
 	return WH_OK;
 }
@@ -406,6 +409,7 @@ struct job {
 	double secs;
 	struct wh_check_result res; /* last run's result (external check) */
 	bool has_res;
+	bool rerun; /* a second run of a candidate, in a slot that would idle otherwise */
 };
 
 static enum wh_status builtin_check(struct driver *d, struct job *j)
@@ -573,6 +577,15 @@ static void record_verdict(struct driver *d, struct job *j, bool cached)
 {
 	struct wh_reduce_report *r = d->rep;
 	uint32_t cnt = mask_count(d, j->mask);
+	struct cache_entry *ce = cache_find(d, j->h);
+	if (!cached && ce) {
+		ce->runs++;
+		ce->fails += j->v == WH_VERDICT_FAIL;
+		if (ce->runs > 1 && ce->fails && ce->fails != ce->runs && !r->inconsistent) {
+			r->inconsistent = true;
+			snprintf(r->note, sizeof r->note, "a candidate of %u layers failed %u of %u runs", cnt, ce->fails, ce->runs);
+		}
+	}
 	if (cached) {
 		r->checks_cached++;
 	} else {
@@ -592,8 +605,8 @@ static void record_verdict(struct driver *d, struct job *j, bool cached)
 	}
 	if (!cached) {
 		if (!d->tty)
-			logf_(d, "check %u: %s, %u nodes, %.2f s%s%s", r->checks_run, wh_verdict_name(j->v), cnt, j->secs,
-			      j->has_res ? ", " : "", j->has_res ? j->res.why : "");
+			logf_(d, "check %u: %s, %u nodes, %.2f s%s%s%s", r->checks_run, wh_verdict_name(j->v), cnt, j->secs,
+			      j->has_res ? ", " : "", j->has_res ? j->res.why : "", j->rerun ? " (second run)" : "");
 		json_t *e = json_object();
 		json_object_set_new(e, "event", json_string("check"));
 		json_object_set_new(e, "n", json_integer(r->checks_run));
@@ -611,7 +624,7 @@ static enum wh_status eval_masks(void *ctx, const uint8_t *const *masks, uint32_
 {
 	struct driver *d = ctx;
 	struct job *jobs = calloc(n, sizeof *jobs);
-	struct job **todo = calloc(n, sizeof *todo);
+	struct job **todo = calloc((size_t)n + (d->o->jobs > 1 ? (size_t)d->o->jobs : 1), sizeof *todo);
 	enum wh_status st = WH_OK;
 	if (!jobs || !todo) {
 		free(jobs);
@@ -637,11 +650,55 @@ static enum wh_status eval_masks(void *ctx, const uint8_t *const *masks, uint32_
 			todo[m++] = &jobs[i];
 		}
 	}
+	/* Slots that would idle run second runs of this batch's candidates, smallest first:
+	 * a result that failed twice needs no separate verification at the end, and a flaky
+	 * check shows as a disagreement. */
+	struct job *reruns = NULL;
+	uint32_t n_re = 0;
+	uint32_t slots = d->o->jobs > 1 ? (uint32_t)d->o->jobs : 1;
+	if (st == WH_OK && m && m < slots && d->o->check) {
+		reruns = calloc(slots - m, sizeof *reruns);
+		uint32_t *idx = calloc(m, sizeof *idx);
+		for (uint32_t i = 0; reruns && idx && i < m; i++)
+			idx[i] = i;
+		for (uint32_t a = 0; reruns && idx && a < m; a++)
+			for (uint32_t b = a + 1; b < m; b++)
+				if (mask_count(d, todo[idx[b]]->mask) < mask_count(d, todo[idx[a]]->mask)) {
+					uint32_t t = idx[a];
+					idx[a] = idx[b];
+					idx[b] = t;
+				}
+		for (uint32_t i = 0; reruns && idx && i < m && m + n_re < slots; i++) {
+			struct job *src = todo[idx[i]];
+			struct job *r = &reruns[n_re];
+			r->d = d;
+			r->mask = src->mask;
+			r->h = src->h;
+			r->rerun = true;
+			if (build_candidate(d, src->mask, &r->cand, &r->h) != WH_OK)
+				break;
+			r->seq = ++d->seq;
+			todo[m + n_re] = r;
+			n_re++;
+		}
+		free(idx);
+	}
 	if (st == WH_OK)
-		st = run_jobs(d, todo, m);
-	for (uint32_t i = 0; i < m && st == WH_OK; i++) {
-		if ((st = cache_add(d, todo[i]->h, todo[i]->v)) == WH_OK)
-			record_verdict(d, todo[i], false);
+		st = run_jobs(d, todo, m + n_re);
+	for (uint32_t i = 0; i < m + n_re && st == WH_OK; i++) {
+		struct job *j = todo[i];
+		if (j->rerun) {
+			record_verdict(d, j, false);
+			continue;
+		}
+		if (j->has_res && mask_count(d, j->mask) == d->n && !j->res.signal &&
+		    (j->res.exit_code == 126 || j->res.exit_code == 127)) {
+			st = wh_error(WH_ERR_CHECK, "check: exited %d on the original model (a command inside the check was not found or is not executable; output: %.200s)",
+				      j->res.exit_code, j->res.output ? j->res.output : "");
+			break;
+		}
+		if ((st = cache_add(d, j->h, j->v)) == WH_OK)
+			record_verdict(d, j, false);
 	}
 	for (uint32_t i = 0; i < n && st == WH_OK; i++) {
 		struct cache_entry *c = cache_find(d, jobs[i].h);
@@ -652,6 +709,12 @@ static enum wh_status eval_masks(void *ctx, const uint8_t *const *masks, uint32_
 		if (jobs[i].has_res)
 			wh_check_result_release(&jobs[i].res);
 	}
+	for (uint32_t i = 0; i < n_re; i++) {
+		wh_model_destroy(reruns[i].cand);
+		if (reruns[i].has_res)
+			wh_check_result_release(&reruns[i].res);
+	}
+	free(reruns);
 	free(jobs);
 	free(todo);
 	return st;
@@ -965,29 +1028,27 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 	logf_(d, "reduce: %u layers (%u constants aside), check: %s", d->n, g->n_nodes - d->n,
 	      o->check_display ? o->check_display : "built-in comparison with FP32");
 
-	/* 1. the original must fail, consistently */
+	/* 1. the original must fail, consistently (with -j > 1 and one confirmation run, the
+	 * search checks it in its first batch, saving a round) */
+	struct wh_hash full_hash;
 	{
+		struct wh_model *c;
+		if ((st = build_candidate(d, full, &c, &full_hash)) != WH_OK)
+			goto out;
+		wh_model_destroy(c);
+	}
+	bool confirm_in_search = o->jobs > 1 && o->confirm_runs <= 1 && !cache_find(d, full_hash);
+	if (!confirm_in_search) {
 		int runs = o->confirm_runs > 0 ? o->confirm_runs : 1;
 		enum wh_verdict first = WH_VERDICT_SKIP, v = WH_VERDICT_SKIP;
 		int fails = 0;
-		struct wh_hash h;
-		struct wh_model *c;
-		if ((st = build_candidate(d, full, &c, &h)) != WH_OK)
-			goto out;
-		wh_model_destroy(c);
-		struct cache_entry *ce = cache_find(d, h);
+		struct cache_entry *ce = cache_find(d, full_hash);
 		for (int r = 0; r < runs; r++) {
 			struct wh_check_result res = {0};
 			if (r == 0 && ce) {
 				v = ce->v;
 				rep->checks_cached++;
 			} else if ((st = run_uncached(d, full, &v, &res)) != WH_OK) {
-				goto out;
-			}
-			if (r == 0 && o->check && (res.exit_code == 126 || res.exit_code == 127) && !res.signal && !ce) {
-				st = wh_error(WH_ERR_CHECK, "check: exited %d on the original model (command not found or not executable inside the check; output: %.200s)",
-					      res.exit_code, res.output ? res.output : "");
-				wh_check_result_release(&res);
 				goto out;
 			}
 			wh_check_result_release(&res);
@@ -1018,16 +1079,35 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 		.reduce_inputs = o->reduce_inputs,
 		.reduce_outputs = o->reduce_outputs,
 		.fixed = fixed,
+		.confirm_full = confirm_in_search,
 	};
 	struct wh_search_ops ops = {.ctx = d, .eval = eval_masks, .progress = on_progress};
 	struct wh_search_report sr;
-	if ((st = wh_search_run(d->n, &so, &ops, result, &sr)) != WH_OK)
+	if ((st = wh_search_run(d->n, &so, &ops, result, &sr)) != WH_OK) {
+		if (confirm_in_search && st == WH_ERR_INVALID)
+			st = wh_error(WH_ERR_INVALID, "%s: the original model passes the check, so there is nothing to reduce (make sure the check fails on the original first)",
+				      o->model_path ? o->model_path : "model");
+		else if (confirm_in_search && st == WH_ERR_CHECK && !*wh_error_message())
+			st = wh_error(WH_ERR_CHECK, "check: cannot tell whether the original model fails (exit 125 or timeout; fix the check or raise --timeout)");
 		goto out;
+	}
 	rep->one_minimal = sr.one_minimal;
-	rep->inconsistent = sr.inconsistent;
-	snprintf(rep->note, sizeof rep->note, "%s", sr.note);
-	/* the result must still fail when run again (not from the cache): a flaky check shows here */
+	if (sr.inconsistent && !rep->inconsistent) {
+		rep->inconsistent = true;
+		snprintf(rep->note, sizeof rep->note, "%s", sr.note);
+	}
+	/* the result must still fail when run again (not from the cache): a flaky check shows
+	 * here; a result that already failed twice (a second run in an idle slot) is done */
+	struct cache_entry *rce = NULL;
 	{
+		struct wh_model *c;
+		struct wh_hash h;
+		if ((st = build_candidate(d, result, &c, &h)) != WH_OK)
+			goto out;
+		wh_model_destroy(c);
+		rce = cache_find(d, h);
+	}
+	if (!rep->inconsistent && !(rce && rce->fails >= 2)) {
 		enum wh_verdict v;
 		if ((st = run_uncached(d, result, &v, NULL)) != WH_OK)
 			goto out;

@@ -79,10 +79,19 @@ static enum wh_status boundary_search(struct search *s, const uint8_t *base, uin
 			st = wh_error(WH_ERR_NOMEM, "reduce: out of memory");
 			goto out;
 		}
-	while (hi - lo > 1) {
+	bool first = true;
+	while (hi - lo > 1 || (first && s->o->confirm_full)) {
 		uint32_t k = 0;
 		uint32_t span = hi - lo;
-		uint32_t probes = (uint32_t)s->jobs < span - 1 ? (uint32_t)s->jobs : span - 1;
+		/* the full set's confirmation takes one slot of the first batch */
+		bool with_full = first && s->o->confirm_full && !suffix;
+		uint32_t slots = (uint32_t)s->jobs - (with_full ? 1 : 0);
+		uint32_t probes = slots < span - 1 ? slots : span - 1;
+		first = false;
+		if (with_full) {
+			make_range(s, base, start, end, masks[k]);
+			lens[k++] = hi;
+		}
 		for (uint32_t j = 1; j <= probes; j++) {
 			uint32_t len = lo + (uint32_t)(((uint64_t)span * j) / (probes + 1));
 			if (len <= lo || len >= hi || (k && lens[k - 1] == len))
@@ -96,6 +105,16 @@ static enum wh_status boundary_search(struct search *s, const uint8_t *base, uin
 		}
 		if ((st = eval_batch(s, masks, k, v)) != WH_OK)
 			goto out;
+		if (with_full) {
+			if (v[0] != WH_VERDICT_FAIL) {
+				st = v[0] == WH_VERDICT_PASS ? WH_ERR_INVALID : WH_ERR_CHECK;
+				goto out;
+			}
+			/* drop the full set's slot: its length is hi, which changes nothing below */
+			memmove(lens, lens + 1, (k - 1) * sizeof *lens);
+			memmove(v, v + 1, (k - 1) * sizeof *v);
+			k--;
+		}
 		uint32_t new_lo = lo, new_hi = hi;
 		for (uint32_t j = 0; j < k; j++) {
 			if (v[j] == WH_VERDICT_FAIL) {
@@ -122,6 +141,101 @@ out:
 	free(masks);
 	free(v);
 	free(lens);
+	return st;
+}
+
+/* With several jobs, the outputs-side search (prefixes of the full list) and an inputs-side
+ * search over suffixes of the full list run side by side, sharing each round's slots: the
+ * shortest failing prefix [0, p) and suffix [s, n) bound the culprits, and [s, p) is then
+ * checked once. For a consistent check this is what the sequential search finds, in about
+ * half the rounds. *ok_out is false when [s, p) is empty (the caller falls back). */
+static enum wh_status dual_search(struct search *s, const uint8_t *base, uint32_t *p_out, uint32_t *s_out)
+{
+	uint32_t n = s->n;
+	uint32_t lo[2] = {0, 0}, hi[2] = {n, n}; /* [0]: prefix lengths, [1]: suffix lengths */
+	uint8_t **masks = calloc((size_t)s->jobs, sizeof *masks);
+	enum wh_verdict *v = calloc((size_t)s->jobs, sizeof *v);
+	uint32_t *lens = calloc((size_t)s->jobs, sizeof *lens);
+	int *side = calloc((size_t)s->jobs, sizeof *side);
+	enum wh_status st = WH_OK;
+	bool first = s->o->confirm_full;
+	if (!masks || !v || !lens || !side) {
+		st = wh_error(WH_ERR_NOMEM, "reduce: out of memory");
+		goto out;
+	}
+	for (int j = 0; j < s->jobs; j++)
+		if (!(masks[j] = malloc(n))) {
+			st = wh_error(WH_ERR_NOMEM, "reduce: out of memory");
+			goto out;
+		}
+	while (hi[0] - lo[0] > 1 || hi[1] - lo[1] > 1 || first) {
+		uint32_t k = 0, slots = (uint32_t)s->jobs;
+		if (first) {
+			make_range(s, base, 0, n, masks[k]);
+			side[k] = -1;
+			lens[k++] = n;
+			slots--;
+		}
+		uint32_t open0 = hi[0] - lo[0] > 1, open1 = hi[1] - lo[1] > 1;
+		uint32_t want[2];
+		want[0] = open0 ? (open1 ? (slots + 1) / 2 : slots) : 0;
+		want[1] = open1 ? slots - want[0] : 0;
+		for (int sd = 0; sd < 2; sd++) {
+			uint32_t span = hi[sd] - lo[sd];
+			uint32_t probes = want[sd] < span - 1 ? want[sd] : span - 1;
+			for (uint32_t j = 1; j <= probes; j++) {
+				uint32_t len = lo[sd] + (uint32_t)(((uint64_t)span * j) / (probes + 1));
+				if (len <= lo[sd] || len >= hi[sd] || (k && side[k - 1] == sd && lens[k - 1] == len))
+					continue;
+				side[k] = sd;
+				lens[k] = len;
+				if (sd == 0)
+					make_range(s, base, 0, len, masks[k]);
+				else
+					make_range(s, base, n - len, n, masks[k]);
+				k++;
+			}
+		}
+		if ((st = eval_batch(s, masks, k, v)) != WH_OK)
+			goto out;
+		for (int sd = 0; sd < 2; sd++) {
+			uint32_t new_lo = lo[sd], new_hi = hi[sd];
+			bool seen_fail = false;
+			for (uint32_t j = 0; j < k; j++) {
+				if (side[j] != sd)
+					continue;
+				if (v[j] == WH_VERDICT_FAIL && !seen_fail) {
+					new_hi = lens[j];
+					seen_fail = true;
+				} else if (!seen_fail) {
+					new_lo = lens[j];
+				} else if (v[j] == WH_VERDICT_PASS && !s->rep->inconsistent) {
+					s->rep->inconsistent = true;
+					snprintf(s->rep->note, sizeof s->rep->note,
+						 "a larger candidate (%u layers) passed while a smaller one (%u layers) failed", lens[j], new_hi);
+				}
+			}
+			lo[sd] = new_lo;
+			hi[sd] = new_hi;
+		}
+		if (first) {
+			first = false;
+			if (v[0] != WH_VERDICT_FAIL) {
+				st = v[0] == WH_VERDICT_PASS ? WH_ERR_INVALID : WH_ERR_CHECK;
+				goto out;
+			}
+		}
+	}
+	*p_out = hi[0];
+	*s_out = n - hi[1];
+out:
+	if (masks)
+		for (int j = 0; j < s->jobs; j++)
+			free(masks[j]);
+	free(masks);
+	free(v);
+	free(lens);
+	free(side);
 	return st;
 }
 
@@ -250,19 +364,62 @@ enum wh_status wh_search_run(uint32_t n, const struct wh_search_options *o, cons
 	}
 	memset(all, 1, n);
 	uint32_t lo = 0, hi = n;
+	bool coarse_done = false;
+	if (s.jobs > 1 && o->reduce_outputs && o->reduce_inputs && n > 2) {
+		uint32_t p = n, q = 0;
+		if ((st = dual_search(&s, all, &p, &q)) != WH_OK)
+			goto out;
+		if (q < p) {
+			enum wh_verdict v;
+			make_range(&s, all, q, p, result_mask);
+			if ((st = eval_one(&s, result_mask, &v)) != WH_OK)
+				goto out;
+			if (v == WH_VERDICT_FAIL) {
+				lo = q;
+				hi = p;
+				coarse_done = true;
+			} else {
+				/* the two sides do not combine (the failure needs layers outside
+				 * [q, p)): continue sequentially from the prefix */
+				hi = p;
+			}
+		} else {
+			hi = p;
+		}
+		if (!coarse_done) {
+			uint32_t len;
+			if (o->reduce_inputs && hi - lo > 1) {
+				if ((st = boundary_search(&s, all, lo, hi, true, &len)) != WH_OK)
+					goto out;
+				lo = hi - len;
+			}
+			coarse_done = true;
+		}
+	}
 	/* coarse, outputs side: the shortest failing prefix */
-	if (o->reduce_outputs && n > 1) {
+	if (coarse_done) {
+		/* done above */
+	} else if (o->reduce_outputs && n > 1) {
 		uint32_t len;
 		if ((st = boundary_search(&s, all, 0, n, false, &len)) != WH_OK)
 			goto out;
 		hi = len;
+	} else if (o->confirm_full) {
+		enum wh_verdict v;
+		make_range(&s, all, 0, n, result_mask);
+		if ((st = eval_one(&s, result_mask, &v)) != WH_OK)
+			goto out;
+		if (v != WH_VERDICT_FAIL) {
+			st = v == WH_VERDICT_PASS ? WH_ERR_INVALID : WH_ERR_CHECK;
+			goto out;
+		}
 	}
-	if (ops->progress) {
+	if (ops->progress && !coarse_done) {
 		make_range(&s, all, lo, hi, result_mask);
 		ops->progress(ops->ctx, "bisect-outputs", result_mask);
 	}
 	/* coarse, inputs side: the shortest failing suffix of that prefix */
-	if (o->reduce_inputs && hi - lo > 1) {
+	if (!coarse_done && o->reduce_inputs && hi - lo > 1) {
 		uint32_t len;
 		if ((st = boundary_search(&s, all, lo, hi, true, &len)) != WH_OK)
 			goto out;

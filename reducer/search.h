@@ -39,6 +39,10 @@ struct wh_search_options {
 	bool reduce_inputs;     /* bisect from the inputs side */
 	bool reduce_outputs;    /* bisect from the outputs side */
 	const uint8_t *fixed;   /* nodes every candidate keeps (may be NULL) */
+	/* The full set has not been checked yet: with jobs > 1 its check rides in the first
+	 * batch of the search (saving a round); if it does not fail, the search stops with
+	 * WH_ERR_INVALID. With jobs == 1 the caller confirms it first. */
+	bool confirm_full;
 };
 
 struct wh_search_report {
