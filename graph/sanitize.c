@@ -245,9 +245,10 @@ enum wh_status wh_model_sanitize(const struct wh_model *m, const struct wh_sanit
 	unsigned char *act = calloc((size_t)g->n_nodes + 1, 1);
 	bool *live = calloc((size_t)g->n_values + 1, sizeof *live);
 	bool *node_live = calloc((size_t)g->n_nodes + 1, sizeof *node_live);
+	bool *fold_input = calloc((size_t)g->n_values + 1, sizeof *fold_input);
 	enum wh_status st = WH_OK;
 	*out = NULL;
-	if (!order || !act || !live || !node_live) {
+	if (!order || !act || !live || !node_live || !fold_input) {
 		st = oom();
 		goto out;
 	}
@@ -270,6 +271,13 @@ enum wh_status wh_model_sanitize(const struct wh_model *m, const struct wh_sanit
 			act[order[i]] = FOLD;
 			stats.nodes_folded++;
 		}
+	}
+
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct wh_node *n = &g->nodes[i];
+		for (uint32_t k = 0; act[i] == FOLD && k < n->n_inputs; k++)
+			if (n->inputs[k] != WH_NONE)
+				fold_input[n->inputs[k]] = true;
 	}
 
 	/* liveness, walking back from the graph outputs; lifted and folded nodes need no inputs */
@@ -312,10 +320,11 @@ enum wh_status wh_model_sanitize(const struct wh_model *m, const struct wh_sanit
 		uint32_t nid = order[i];
 		const struct wh_node *n = &g->nodes[nid];
 		if (!node_live[nid]) {
-			if (act[nid] == KEEP)
+			/* a Constant only folded nodes read was folded away; otherwise it was dead */
+			if (act[nid] == KEEP || (act[nid] == LIFT && !fold_input[n->outputs[0]]))
 				stats.dead_removed++;
 			else if (act[nid] == LIFT)
-				stats.dead_removed++;
+				stats.nodes_folded++;
 			continue;
 		}
 		if (act[nid] == KEEP) {
@@ -377,5 +386,6 @@ out:
 	free(act);
 	free(live);
 	free(node_live);
+	free(fold_input);
 	return st;
 }

@@ -114,11 +114,11 @@ static enum wh_status read_pb_mem(const void *data, size_t len, const char *dir,
 		st = wh_error(WH_ERR_UNSUPPORTED, "%s: segmented tensors are not supported (write the tensor in one piece)", label);
 		goto out;
 	}
-	const char *tname = tp->name && *tp->name ? tp->name : label;
 	enum wh_dtype dt;
 	int32_t rank;
 	int64_t dims[WH_MAX_RANK];
-	if ((st = wh_pb_tensor_decode(tp, dir, tname, &dt, &rank, dims, &raw)) != WH_OK)
+	/* errors name the file rather than the tensor: the file is what the user can find */
+	if ((st = wh_pb_tensor_decode(tp, dir, label, &dt, &rank, dims, &raw)) != WH_OK)
 		goto out;
 	if (dt == WH_DT_STRING) {
 		/* decode checked that there is one string per element */
@@ -232,6 +232,10 @@ enum wh_status wh_tensor_write_pb(const char *path, const char *name, const stru
 		tp.has_raw_data = 1;
 	}
 	size_t n = onnx__tensor_proto__get_packed_size(&tp);
+	if (n > PB_MAX_BYTES) {
+		st = wh_error(WH_ERR_UNSUPPORTED, "%s: %zu bytes is above the 2 GiB limit of a .pb file (write it as .npy)", path, n);
+		goto out;
+	}
 	if (!(buf = malloc(n ? n : 1))) {
 		st = wh_error(WH_ERR_NOMEM, "%s: cannot allocate %zu bytes (free some memory)", path, n);
 		goto out;
@@ -684,6 +688,17 @@ enum wh_status wh_tensor_read_file(const char *path, struct wh_tensor *t, char *
 	size_t l = strlen(path);
 	if (l >= 4 && !strcmp(path + l - 4, ".npy"))
 		return wh_tensor_read_npy(path, t);
+	if (l >= 3 && !strcmp(path + l - 3, ".pb"))
+		return wh_tensor_read_pb(path, t, name_out);
+	/* another extension: a .npy says so in its first bytes; anything else is tried as .pb */
+	uint8_t head[sizeof npy_magic] = {0};
+	FILE *f = fopen(path, "rb");
+	if (f) {
+		size_t got = fread(head, 1, sizeof head, f);
+		fclose(f);
+		if (got == sizeof head && !memcmp(head, npy_magic, sizeof head))
+			return wh_tensor_read_npy(path, t);
+	}
 	return wh_tensor_read_pb(path, t, name_out);
 }
 

@@ -91,12 +91,16 @@ EOF
 
 run_one() { # run_one TARGET
 	local t=$1 extra=()
+	# artifacts are per run: the report lists what this run found
+	rm -rf "$BUILD/artifacts/$t"
 	mkdir -p "$BUILD/corpus/$t" "$BUILD/artifacts/$t"
 	[ "$t" = fuzz-tensor ] && extra=(-dict="$BUILD/npy.dict")
+	# -fork=1 -ignore_*: one finding does not end the run; every crashing input is kept.
 	# -malloc_limit_mb: a small input that asks for a gigabyte is a finding, not a slow run.
 	"$BUILD/tests/$t" "$BUILD/corpus/$t" "$BUILD/seeds/$t" \
+		-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
 		-max_total_time="$SECONDS_EACH" -max_len=65536 -timeout=20 -rss_limit_mb=2048 \
-		-malloc_limit_mb=1024 -print_final_stats=1 -artifact_prefix="$BUILD/artifacts/$t/" \
+		-malloc_limit_mb=1024 -artifact_prefix="$BUILD/artifacts/$t/" \
 		"${extra[@]}" ${FUZZ_ARGS:-} >"$BUILD/$t.log" 2>&1
 	echo $? >"$BUILD/$t.rc"
 }
@@ -119,16 +123,24 @@ echo "== report"
 found=0
 for t in "${TARGETS[@]}"; do
 	rc=$(cat "$BUILD/$t.rc" 2>/dev/null || echo '?')
-	runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$BUILD/$t.log" | grep -o '[0-9]*$')
-	cov=$(grep -oE 'cov: [0-9]+' "$BUILD/$t.log" | tail -1)
+	# fork mode's status line: "#N: cov: C ft: F corp: K exec/s E oom/timeout/crash: a/b/c time: ..."
+	last=$(grep -E '^#[0-9]+: cov:' "$BUILD/$t.log" | tail -1)
+	runs=$(echo "$last" | sed -nE 's/^#([0-9]+):.*/\1/p')
+	cov=$(echo "$last" | sed -nE 's/.* cov: ([0-9]+).*/\1/p')
+	otc=$(echo "$last" | sed -nE 's|.*oom/timeout/crash: ([0-9/]+).*|\1|p')
 	corpus=$(ls "$BUILD/corpus/$t" | wc -l)
 	arts=$(ls "$BUILD/artifacts/$t" 2>/dev/null | wc -l)
-	echo "$t: exit $rc, ${runs:-?} runs, ${cov:-cov: ?}, corpus $corpus files, $arts artifacts (log: $BUILD/$t.log)"
+	echo "$t: exit $rc, ${runs:-?} runs, cov ${cov:-?}, oom/timeout/crash ${otc:-?}, corpus $corpus new files, $arts artifacts (log: $BUILD/$t.log)"
 	if [ "$rc" != 0 ] || [ "$arts" -gt 0 ]; then
 		found=1
-		grep -E '^==[0-9]+==ERROR|SUMMARY|runtime error|deadly signal|out-of-memory|malloc\(' "$BUILD/$t.log" | head -5 | sed 's/^/    /'
-		ls "$BUILD/artifacts/$t" | head -5 | sed "s|^|    $BUILD/artifacts/$t/|"
-		echo "    reproduce: $BUILD/tests/$t <artifact>"
+		# group the saved inputs by what they trigger, so one bug found 50 times reads as one
+		for a in "$BUILD/artifacts/$t"/*; do
+			[ -f "$a" ] || continue
+			why=$("$BUILD/tests/$t" -runs=1 "$a" 2>&1 | grep -m1 -E "^$t: |runtime error|^SUMMARY: (Address|Undefined|Leak)|^==[0-9]+== ERROR: libFuzzer: (out-of-memory|timeout|malloc)" |
+				sed -E 's/^==[0-9]+== //; s/0x[0-9a-f]+/ADDR/g; s/[0-9]+ bytes/N bytes/g; s/[0-9]+/N/g')
+			printf '%s\t%s\n' "${why:-no longer reproduces}" "$a"
+		done | sort | awk -F'\t' '$1 != prev { if (n) printf "    (%d inputs)\n", n; print "    " $1; print "      e.g. " $2; prev = $1; n = 0 } { n++ } END { if (n) printf "    (%d inputs)\n", n }'
+		echo "    reproduce: $BUILD/tests/$t <input>"
 	fi
 done
 exit $found

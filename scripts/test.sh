@@ -8,6 +8,7 @@
 # as well, and the two passes must fit in 15 minutes on 2 cores.
 # Options: --no-asan skips the second pass (a quicker local run; CI runs both).
 # WHITTLE_ONNX_TESTS points at the ONNX backend test data (default ../shared/onnx-tests).
+# WHITTLE_BUILD_PREFIX moves the trees: $WHITTLE_BUILD_PREFIX and $WHITTLE_BUILD_PREFIX-asan.
 # Exits non-zero when a build or any test fails; the last line sums up both passes.
 set -euo pipefail
 
@@ -70,14 +71,15 @@ run_pass() {
 	[ "$rc" -eq 0 ] && [ "$failed" -eq 0 ] && [ "$all" -gt 0 ]
 }
 
+prefix=${WHITTLE_BUILD_PREFIX:-$repo/build}
 start=$SECONDS
-if ! run_pass release "$repo/build"; then
+if ! run_pass release "$prefix"; then
 	status=1
 	# a build that does not compile will not compile with sanitizers either
-	[ -f "$repo/build/whittle" ] || asan=0
+	[ -f "$prefix/whittle" ] || asan=0
 fi
 if [ "$asan" -eq 1 ]; then
-	if ! WHITTLE_TEST_QUICK=1 run_pass asan "$repo/build-asan" -DWHITTLE_SANITIZE=ON; then
+	if ! WHITTLE_TEST_QUICK=1 run_pass asan "$prefix-asan" -DWHITTLE_SANITIZE=ON; then
 		status=1
 	fi
 fi

@@ -467,9 +467,19 @@ START_TEST(convtranspose_output_shape_and_padding)
 	int64_t d2[4] = {1, 2, 6, 5};
 	assert_dims(&y, 4, d2);
 	wh_tensor_release(&y);
+	/* a larger output_shape pads with zeros on both sides (total -2: one before, one after) */
 	int64_t big[2] = {9, 9};
 	struct attr_spec a3[] = {A_INTS("strides", st), A_INTS("output_shape", big)};
-	ck_assert_int_eq(run_op("ConvTranspose", 11, 2, ins, a3, 2, &y), WH_ERR_SHAPE);
+	ck_assert_int_eq(run_op("ConvTranspose", 11, 2, ins, a3, 2, &y), WH_OK);
+	int64_t d3[4] = {1, 2, 9, 9};
+	assert_dims(&y, 4, d3);
+	ck_assert_float_eq(((float *)y.data)[0], 0);
+	ck_assert_float_eq(((float *)y.data)[7 * 9 + 7], natural);
+	ck_assert_float_eq(((float *)y.data)[8 * 9 + 8], 0);
+	wh_tensor_release(&y);
+	int64_t zero[2] = {0, 9};
+	struct attr_spec a4[] = {A_INTS("strides", st), A_INTS("output_shape", zero)};
+	ck_assert_int_eq(run_op("ConvTranspose", 11, 2, ins, a4, 2, &y), WH_ERR_SHAPE);
 	wh_tensor_release(&x);
 	wh_tensor_release(&w);
 }

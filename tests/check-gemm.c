@@ -62,7 +62,9 @@ static void check_product(enum wh_isa isa, struct wh_threadpool *pool, size_t M,
 {
 	float *a = random_floats(M * K, seed), *b = random_floats(K * N, seed + 1);
 	float *bi = bias ? random_floats(M, seed + 2) : NULL;
-	size_t mn = M * N ? M * N : 1;
+	size_t mn = M * N;
+	if (!mn)
+		mn = 1;
 	float *c = malloc(mn * sizeof(float)), *r = malloc(mn * sizeof(float));
 	size_t rsa = trans_a ? 1 : K, csa = trans_a ? M : 1;
 	struct wh_cpu_features cpu = wh_cpu_capped(isa);

@@ -119,7 +119,7 @@ static void attr_ints(struct wh_model *m, uint32_t nid, const char *name, size_t
 {
 	struct wh_attr *a = add_attr(m, nid, name, WH_ATTR_INTS);
 	a->n = n;
-	a->ints = wh_arena_memdup(m->arena, v, n * sizeof *v + 1);
+	a->ints = n ? wh_arena_memdup(m->arena, v, n * sizeof *v) : wh_arena_calloc(m->arena, 1, sizeof *v);
 }
 
 static void attr_str(struct wh_model *m, uint32_t nid, const char *name, const char *s)

@@ -378,6 +378,7 @@ START_TEST(resize_fast_path_matches_general)
 		{"linear", "align_corners", ""},
 		{"linear", "pytorch_half_pixel", ""},
 		{"linear", "asymmetric", ""},
+		{"linear", "tf_half_pixel_for_nn", ""},
 	};
 	static const float scales[][2] = {{2, 2}, {1.7f, 0.6f}, {0.5f, 3}, {1, 1.3f}};
 	int64_t dims[4] = {2, 3, 5, 7};

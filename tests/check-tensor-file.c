@@ -792,6 +792,34 @@ START_TEST(test_set_errors)
 }
 END_TEST
 
+START_TEST(test_read_file_by_content)
+{
+	const int64_t dims[1] = {3};
+	struct wh_tensor t, u;
+	wh_tensor_init(&t);
+	wh_tensor_init(&u);
+	make_pattern(&t, WH_DT_INT16, 1, dims);
+	char path[PATH_MAX];
+	/* an unknown extension: .npy is recognised by its magic, anything else read as .pb */
+	tmp_path(path, sizeof path, "data.bin");
+	ck_assert_int_eq(wh_tensor_write_npy(path, &t), WH_OK);
+	ck_assert_int_eq(wh_tensor_read_file(path, &u, NULL), WH_OK);
+	assert_same_tensor(&t, &u);
+	tmp_path(path, sizeof path, "data.tensor");
+	ck_assert_int_eq(wh_tensor_write_pb(path, "d", &t), WH_OK);
+	ck_assert_int_eq(wh_tensor_read_file(path, &u, NULL), WH_OK);
+	assert_same_tensor(&t, &u);
+	/* a .pb whose contents are wrong is named by its path in the error */
+	tmp_path(path, sizeof path, "wrong.pb");
+	write_all(path, "\x08\x05\x10\x01\x4a\x04\0\0\0\0", 10);
+	ck_assert_int_eq(wh_tensor_read_file(path, &u, NULL), WH_ERR_INVALID);
+	ck_assert_ptr_nonnull(strstr(wh_error_message(), path));
+	ck_assert_ptr_nonnull(strstr(wh_error_message(), "needs 20"));
+	wh_tensor_release(&t);
+	wh_tensor_release(&u);
+}
+END_TEST
+
 START_TEST(test_name_to_file)
 {
 	char buf[64];
@@ -1152,6 +1180,7 @@ static Suite *tensor_file_suite(void)
 	tcase_add_test(tc, test_set_named);
 	tcase_add_test(tc, test_set_errors);
 	tcase_add_test(tc, test_name_to_file);
+	tcase_add_test(tc, test_read_file_by_content);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("hostile");

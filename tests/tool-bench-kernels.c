@@ -50,6 +50,14 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* CPU time of the whole process: on a loaded machine wall time says little. */
+static double cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 static int cmp_d(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -113,9 +121,9 @@ int main(int argc, char **argv)
 			w[i] = (float)((i * 104729) % 1000) * 1e-3f - 0.5f;
 		for (int64_t i = 0; i < b->M; i++)
 			bias[i] = 0.01f * (float)i;
-		double *t = malloc((size_t)iters * sizeof(double));
+		double *t = malloc((size_t)iters * sizeof(double)), *tc = malloc((size_t)iters * sizeof(double));
 		for (int it = -1; it < iters; it++) {
-			double t0 = now_s();
+			double t0 = now_s(), c0 = cpu_s();
 			enum wh_status st;
 			if (b->kind == 0)
 				st = wh_conv_f32(cpu, pool, &s, x, w, bias, y);
@@ -131,14 +139,19 @@ int main(int argc, char **argv)
 				fprintf(stderr, "%s: %s\n", b->name, wh_error_message());
 				return 1;
 			}
-			if (it >= 0)
+			if (it >= 0) {
 				t[it] = now_s() - t0;
+				tc[it] = cpu_s() - c0;
+			}
 		}
 		qsort(t, (size_t)iters, sizeof(double), cmp_d);
+		qsort(tc, (size_t)iters, sizeof(double), cmp_d);
 		double med = t[iters / 2];
 		total += med;
-		printf("%-32s %9.3f ms %8.1f GFLOP/s\n", b->name, med * 1e3, flops / med * 1e-9);
+		printf("%-30s %8.3f ms (min %8.3f) %7.1f GFLOP/s  cpu %8.3f ms %7.1f GFLOP/s/thread\n", b->name,
+		       med * 1e3, t[0] * 1e3, flops / med * 1e-9, tc[iters / 2] * 1e3, flops / tc[iters / 2] * 1e-9);
 		free(t);
+		free(tc);
 		free(x);
 		free(w);
 		free(bias);

@@ -544,5 +544,10 @@ int main(int argc, char **argv)
 	printf("conformance: %d cases, %.1f%% passed\n", total, total ? 100.0 * r.pass / total : 0.0);
 	printf("%d passed, %d failed, %d unsupported\n", r.pass, r.fail, r.unsup);
 	free(r.rows);
+	for (size_t i = 0; i < o.index.n; i++) {
+		free(o.index.e[i].name);
+		free(o.index.e[i].ops);
+	}
+	free(o.index.e);
 	return r.fail ? 1 : 0;
 }

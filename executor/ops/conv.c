@@ -236,12 +236,45 @@ static enum wh_status plan_init(const struct wh_conv_shape *s, enum wh_isa isa, 
 	return WH_OK;
 }
 
+/* Writes one padded, phase-split row from input row src (NULL: a row of padding). */
+static void prep_row(const struct conv_plan *pl, const float *src, float *dr)
+{
+	const struct wh_conv_shape *s = pl->s;
+	int last = s->nsp - 1;
+	size_t sw = pl->sw, wq = pl->wq, W = (size_t)s->in[last], p0 = (size_t)s->pad0[last];
+	if (!src) {
+		memset(dr, 0, sw * wq * sizeof(float));
+		return;
+	}
+	if (sw == 1) {
+		size_t n = W < wq - p0 ? W : wq - p0;
+		memset(dr, 0, p0 * sizeof(float));
+		memcpy(dr + p0, src, n * sizeof(float));
+		memset(dr + p0 + n, 0, (wq - p0 - n) * sizeof(float));
+		return;
+	}
+	for (size_t ph = 0; ph < sw; ph++) {
+		float *dp = dr + ph * wq;
+		/* q whose padded column q*sw + ph falls inside the input row */
+		size_t qlo = ph >= p0 ? 0 : (p0 - ph + sw - 1) / sw;
+		size_t qhi = p0 + W > ph ? (p0 + W - ph + sw - 1) / sw : 0;
+		if (qhi > wq)
+			qhi = wq;
+		if (qlo > qhi)
+			qlo = qhi;
+		memset(dp, 0, qlo * sizeof(float));
+		for (size_t q = qlo; q < qhi; q++)
+			dp[q] = src[q * sw + ph - p0];
+		memset(dp + qhi, 0, (wq - qhi) * sizeof(float));
+	}
+}
+
 /* Copies input channel plane xc into its padded, phase-split layout at dst. */
 static void prep_plane(const struct conv_plan *pl, const float *xc, float *dst)
 {
 	const struct wh_conv_shape *s = pl->s;
 	int last = s->nsp - 1;
-	size_t row = pl->sw * pl->wq, W = (size_t)s->in[last], p0 = (size_t)s->pad0[last];
+	size_t row = pl->sw * pl->wq;
 	size_t rows = pl->plane / row;
 	int64_t instr[WH_MAX_RANK];
 	wh_shape_strides(s->in, s->nsp, instr);
@@ -249,39 +282,18 @@ static void prep_plane(const struct conv_plan *pl, const float *xc, float *dst)
 	for (int d = 0; d < last; d++)
 		pdim[d] = (int64_t)pl->pdim[d];
 	for (size_t r = 0; r < rows; r++, next_index(rp, pdim, last)) {
-		float *dr = dst + r * row;
 		const float *src = xc;
-		bool inside = true;
-		for (int d = 0; d < last; d++) {
+		for (int d = 0; d < last && src; d++) {
 			int64_t i = rp[d] - s->pad0[d];
-			if (i < 0 || i >= s->in[d])
-				inside = false;
-			src += i * instr[d];
+			src = i < 0 || i >= s->in[d] ? NULL : src + i * instr[d];
 		}
-		if (!inside) {
-			memset(dr, 0, row * sizeof(float));
-			continue;
-		}
-		if (pl->sw == 1) {
-			size_t n = W < pl->wq - p0 ? W : pl->wq - p0;
-			memset(dr, 0, p0 * sizeof(float));
-			memcpy(dr + p0, src, n * sizeof(float));
-			memset(dr + p0 + n, 0, (pl->wq - p0 - n) * sizeof(float));
-			continue;
-		}
-		for (size_t ph = 0; ph < pl->sw; ph++) {
-			float *dp = dr + ph * pl->wq;
-			for (size_t q = 0; q < pl->wq; q++) {
-				size_t iwp = q * pl->sw + ph;
-				dp[q] = iwp >= p0 && iwp - p0 < W ? src[iwp - p0] : 0.0f;
-			}
-		}
+		prep_row(pl, src, dst + r * row);
 	}
 }
 
 /* Offset in the planes (from the group's first channel) of the input that output (0, ..)
  * reads for k = (channel, tap). */
-static void plan_koff(const struct conv_plan *pl, ptrdiff_t *koff)
+static void plan_koff(const struct conv_plan *pl, size_t chan_stride, ptrdiff_t *koff)
 {
 	const struct wh_conv_shape *s = pl->s;
 	int last = s->nsp - 1;
@@ -295,7 +307,7 @@ static void plan_koff(const struct conv_plan *pl, ptrdiff_t *koff)
 			off += (t % pl->sw) * pl->wq + t / pl->sw;
 		}
 		for (int64_t ci = 0; ci < pl->Cg; ci++)
-			koff[ci * pl->KS + kp] = (ptrdiff_t)((size_t)ci * pl->plane + off);
+			koff[ci * pl->KS + kp] = (ptrdiff_t)((size_t)ci * chan_stride + off);
 	}
 }
 
@@ -357,6 +369,53 @@ static void gemm_task(void *arg, size_t begin, size_t end)
 	}
 }
 
+/* 2-D convolutions that need padded planes copy, per task, only the band of input rows
+ * that its output rows read, for all channels of the group, so the GEMM reads a buffer
+ * that is still in L2 instead of missing on a plane-sized copy. */
+struct band_job {
+	const struct conv_plan *pl;
+	const float *apack, *bias, *x; /* x: batch item */
+	const ptrdiff_t *koff;
+	float *y;
+	size_t rt, nbands, band_plane;
+	atomic_int failed;
+};
+
+static void band_task(void *arg, size_t begin, size_t end)
+{
+	struct band_job *j = arg;
+	const struct conv_plan *pl = j->pl;
+	const struct wh_conv_shape *s = pl->s;
+	size_t Cg = (size_t)pl->Cg, Mg = (size_t)pl->Mg, K = (size_t)pl->K, P = (size_t)pl->P;
+	size_t row = pl->sw * pl->wq, sh = (size_t)s->stride[0];
+	size_t dkh = (size_t)((s->k[0] - 1) * s->dil[0] + 1), H = (size_t)s->in[0], W = (size_t)s->in[1];
+	float *buf = malloc(Cg * j->band_plane * sizeof(float));
+	if (!buf) {
+		atomic_store(&j->failed, 1);
+		return;
+	}
+	for (size_t t = begin; t < end; t++) {
+		size_t g = t / j->nbands, b = t % j->nbands;
+		size_t r0 = b * j->rt, r1 = r0 + j->rt < pl->R ? r0 + j->rt : pl->R;
+		size_t pr0 = r0 * sh, nrows = (r1 - r0 - 1) * sh + dkh;
+		for (size_t ci = 0; ci < Cg; ci++) {
+			const float *xc = j->x + (g * Cg + ci) * (size_t)pl->Pin;
+			for (size_t i = 0; i < nrows; i++) {
+				size_t pr = pr0 + i;
+				const float *src = pr >= (size_t)s->pad0[0] && pr - (size_t)s->pad0[0] < H
+							   ? xc + (pr - (size_t)s->pad0[0]) * W : NULL;
+				prep_row(pl, src, buf + ci * j->band_plane + i * row);
+			}
+		}
+		const float *a = j->apack + g * Mg * K;
+		const float *bias = j->bias ? j->bias + g * Mg : NULL;
+		for (size_t r = r0; r < r1; r++)
+			wh_sgemm_block(&pl->kern, Mg, pl->L, K, a, buf + (r - r0) * sh * row, j->koff,
+				       j->y + g * Mg * P + r * pl->L, P, bias);
+	}
+	free(buf);
+}
+
 struct dw_job {
 	const struct conv_plan *pl;
 	const float *x, *w, *b;
@@ -407,6 +466,55 @@ static void dw_task(void *arg, size_t begin, size_t end)
 	free(scratch);
 }
 
+#define WH_BAND_FLOATS ((size_t)128 * 1024)
+
+static enum wh_status conv_bands(const struct conv_plan *pl, struct wh_threadpool *pool, int threads,
+				 const float *x, const float *w, const float *b, float *y)
+{
+	const struct wh_conv_shape *s = pl->s;
+	size_t K = (size_t)pl->K, Mg = (size_t)pl->Mg, G = (size_t)s->G, Cg = (size_t)pl->Cg;
+	size_t row = pl->sw * pl->wq, sh = (size_t)s->stride[0];
+	size_t dkh = (size_t)((s->k[0] - 1) * s->dil[0] + 1);
+	size_t per_row = Cg * row;
+	size_t fit = WH_BAND_FLOATS / (per_row ? per_row : 1);
+	size_t rt = fit > dkh ? (fit - dkh) / sh + 1 : 1;
+	if (rt > pl->R)
+		rt = pl->R;
+	while (threads > 1 && rt > 1 && G * ((pl->R + rt - 1) / rt) < 4 * (size_t)threads)
+		rt = (rt + 1) / 2;
+	struct band_job j = {.pl = pl, .bias = b, .rt = rt, .nbands = (pl->R + rt - 1) / rt};
+	uint64_t bp;
+	if (!wh_mul_u64((rt - 1) * sh + dkh, row, &bp) || bp > WH_MAX_ELEMENTS / (Cg ? Cg : 1))
+		return wh_error(WH_ERR_OVERFLOW, "conv: padded input rows are too large (use smaller inputs)");
+	j.band_plane = (size_t)bp;
+	atomic_init(&j.failed, 0);
+	enum wh_status st = WH_OK;
+	size_t na = (size_t)s->M * K;
+	float *apack = malloc((na ? na : 1) * sizeof(float));
+	ptrdiff_t *koff = malloc((K ? K : 1) * sizeof(ptrdiff_t));
+	if (!apack || !koff) {
+		st = wh_error(WH_ERR_NOMEM, "conv: out of memory for packed weights");
+		goto out;
+	}
+	for (size_t g = 0; g < G; g++)
+		wh_sgemm_pack_a(&pl->kern, Mg, K, w + g * Mg * K, K, 1, apack + g * Mg * K);
+	plan_koff(pl, j.band_plane, koff);
+	j.apack = apack;
+	j.koff = koff;
+	size_t ntasks = G * j.nbands, grain = ntasks / (4 * (size_t)threads);
+	for (int64_t n = 0; n < s->N && !st; n++) {
+		j.x = x + (size_t)n * (size_t)s->C * (size_t)pl->Pin;
+		j.y = y + (size_t)n * (size_t)s->M * (size_t)pl->P;
+		wh_parallel_for(pool, ntasks, grain ? grain : 1, band_task, &j);
+		if (atomic_load(&j.failed))
+			st = wh_error(WH_ERR_NOMEM, "conv: out of memory for a band of padded input rows");
+	}
+out:
+	free(apack);
+	free(koff);
+	return st;
+}
+
 enum wh_status wh_conv_f32(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
 			   const struct wh_conv_shape *s, const float *x, const float *w,
 			   const float *b, float *y)
@@ -432,6 +540,8 @@ enum wh_status wh_conv_f32(const struct wh_cpu_features *cpu, struct wh_threadpo
 	}
 
 	size_t K = (size_t)pl.K, Mg = (size_t)pl.Mg, G = (size_t)s->G;
+	if (s->nsp == 2 && pl.prep)
+		return conv_bands(&pl, pool, threads, x, w, b, y);
 	size_t na = (size_t)s->M * K, np = pl.plane * (size_t)s->C;
 	float *apack = malloc((na ? na : 1) * sizeof(float));
 	ptrdiff_t *koff = malloc((K ? K : 1) * sizeof(ptrdiff_t));
@@ -444,7 +554,7 @@ enum wh_status wh_conv_f32(const struct wh_cpu_features *cpu, struct wh_threadpo
 	}
 	for (size_t g = 0; g < G; g++)
 		wh_sgemm_pack_a(&pl.kern, Mg, K, w + g * Mg * K, K, 1, apack + g * Mg * K);
-	plan_koff(&pl, koff);
+	plan_koff(&pl, pl.plane, koff);
 
 	struct gemm_job gj = {.pl = &pl, .apack = apack, .koff = koff, .bias = b};
 	size_t NR = pl.kern.nr, MR = pl.kern.mr;
@@ -711,16 +821,19 @@ static enum wh_status conv_geometry(struct wh_kernel_ctx *ctx, const struct wh_t
 					out = oshape[n_oshape - nsp + d];
 				else if (!wh_mul_i64(in, sd, &out))
 					return wh_kernel_fail(ctx, WH_ERR_OVERFLOW, "output of ConvTranspose is too large");
+				if (out < 1 || out > WH_ATTR_MAX)
+					return wh_kernel_fail(ctx, WH_ERR_SHAPE, "output_shape %lld is out of range",
+							      (long long)out);
+				/* A negative total (a larger output) pads with zeros; halves round
+				 * down as in the ONNX reference (Python's //). */
 				int64_t total = full - out;
-				if (total < 0 || out < 1)
-					return wh_kernel_fail(ctx, WH_ERR_SHAPE, "output_shape %lld is not reachable from input size %lld",
-							      (long long)out, (long long)in);
+				int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
 				if (mode == PAD_SAME_UPPER) {
-					s->pad0[d] = total / 2;
-					s->pad1[d] = total - total / 2;
+					s->pad0[d] = half;
+					s->pad1[d] = total - half;
 				} else {
-					s->pad0[d] = total - total / 2;
-					s->pad1[d] = total / 2;
+					s->pad0[d] = total - half;
+					s->pad1[d] = half;
 				}
 			}
 			s->out[d] = full - s->pad0[d] - s->pad1[d];

@@ -300,7 +300,7 @@ static enum wh_status gather_nd_run(struct wh_kernel_ctx *ctx)
 
 enum reduction { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN };
 
-static enum wh_status parse_reduction(const struct wh_kernel_ctx *ctx, enum reduction *out)
+static enum wh_status parse_reduction(const struct wh_kernel_ctx *ctx, enum wh_dtype dt, enum reduction *out)
 {
 	char buf[16];
 	const char *s = wh_node_attr_string(ctx->node, "reduction", "none", buf, sizeof buf);
@@ -316,6 +316,8 @@ static enum wh_status parse_reduction(const struct wh_kernel_ctx *ctx, enum redu
 		*out = RED_MIN;
 	else
 		return wh_kernel_fail(ctx, WH_ERR_INVALID, "reduction '%s' is not none, add, mul, max or min (fix the model)", s);
+	if (*out != RED_NONE && !wh_dtype_is_float(dt) && !wh_dtype_is_int(dt) && dt != WH_DT_BOOL)
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "reduction '%s' needs numeric data, got %s (fix the model)", s, wh_dtype_name(dt));
 	return WH_OK;
 }
 
@@ -367,7 +369,7 @@ static enum wh_status scatter_elements_run(struct wh_kernel_ctx *ctx)
 	    (st = need_input(ctx, 2, &upd)) != WH_OK)
 		return st;
 	enum reduction red = RED_NONE;
-	if (ctx->opset >= 16 && (st = parse_reduction(ctx, &red)) != WH_OK)
+	if (ctx->opset >= 16 && (st = parse_reduction(ctx, data->dtype, &red)) != WH_OK)
 		return st;
 	if (upd->dtype != data->dtype || !wh_tensor_same_shape(upd, ind)) {
 		char b1[64], b2[64];
@@ -402,7 +404,7 @@ static enum wh_status scatter_nd_run(struct wh_kernel_ctx *ctx)
 	    (st = need_input(ctx, 2, &upd)) != WH_OK)
 		return st;
 	enum reduction red = RED_NONE;
-	if (ctx->opset >= 16 && (st = parse_reduction(ctx, &red)) != WH_OK)
+	if (ctx->opset >= 16 && (st = parse_reduction(ctx, data->dtype, &red)) != WH_OK)
 		return st;
 	char b1[64], b2[64], b3[64];
 	if (ind->dtype != WH_DT_INT64 || ind->rank < 1)
@@ -481,7 +483,16 @@ static enum wh_status one_hot_run(struct wh_kernel_ctx *ctx)
 	for (int32_t d = axis + 1; d < r; d++)
 		inner *= (uint64_t)dims[d];
 	for (uint64_t i = 0; i < ind->count; i++) {
-		int64_t v = wh_dtype_is_int(ind->dtype) ? wh_tensor_get_i64(ind, i) : (int64_t)wh_tensor_get_f64(ind, i);
+		int64_t v;
+		if (wh_dtype_is_int(ind->dtype)) {
+			v = wh_tensor_get_i64(ind, i);
+		} else {
+			/* float indices truncate; NaN and far-out values select nothing */
+			double dv = wh_tensor_get_f64(ind, i);
+			if (!(fabs(dv) < (double)depth + 1))
+				continue;
+			v = (int64_t)dv;
+		}
 		if (v < 0)
 			v += depth;
 		if (v < 0 || v >= depth)

@@ -559,7 +559,9 @@ static enum wh_status run_unary(struct wh_kernel_ctx *ctx, const struct ew_un_de
 	return WH_OK;
 }
 
-/* float and double versions of one formula */
+/* Float and double versions of one formula. The activations below evaluate their float
+ * version in double (double parameters, double libm) and round once, which is at least as
+ * accurate as float32 evaluation; none of them has a SIMD variant to agree with. */
 #define UN_FD(NAME, EXPR)                                                         \
 	static float NAME##_f(float x, const struct ew_par *p) { return (EXPR); } \
 	static double NAME##_d(double x, const struct ew_par *p) { return (EXPR); }
@@ -661,6 +663,9 @@ static double u_gelu_d(double x, const struct ew_par *p)
 		return 0.5 * x * (1 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
 	return 0.5 * x * (1 + erf(x * 0.70710678118654752440));
 }
+/* Swish: the sigmoid of the float32 path, as for Sigmoid itself */
+static float u_swish_f(float x, const struct ew_par *p) { return x * wh_ew_sigmoidf(x * p->f1); }
+static double u_swish_d(double x, const struct ew_par *p) { return x * u_sigmoid_d(x * p->d1, p); }
 static float u_not_f(float x, const struct ew_par *p) { return x == 0; }
 static double u_not_d(double x, const struct ew_par *p) { return x == 0; }
 
@@ -720,6 +725,7 @@ static const struct ew_un_def UN_SOFTSIGN = {T_FLT, -1, false, u_softsign_f, u_s
 static const struct ew_un_def UN_TANH = {T_FLT, WH_EW_TANH, false, u_tanh_fr, u_tanh_d, NULL};
 static const struct ew_un_def UN_THRELU = {T_FLT, -1, false, u_threlu_f, u_threlu_d, NULL};
 static const struct ew_un_def UN_GELU = {T_FLT, -1, false, u_gelu_f, u_gelu_d, NULL};
+static const struct ew_un_def UN_SWISH = {T_FLT, -1, false, u_swish_f, u_swish_d, NULL};
 static const struct ew_un_def UN_MISH = {T_FLT, -1, false, u_mish_f, u_mish_d, NULL};
 static const struct ew_un_def UN_SHRINK = {T_NUM, -1, false, u_shrink_f, u_shrink_d, NULL};
 static const struct ew_un_def UN_CLIP = {T_NUM, WH_EW_CLIP, false, u_clip_fr, u_clip_d, ui_clip};
@@ -806,6 +812,12 @@ static enum wh_status op_celu(struct wh_kernel_ctx *ctx)
 	return run_unary(ctx, &UN_CELU, &p);
 }
 
+static enum wh_status op_swish(struct wh_kernel_ctx *ctx)
+{
+	struct ew_par p = par_attrs(ctx, "alpha", 1.0f, NULL, 0);
+	return run_unary(ctx, &UN_SWISH, &p);
+}
+
 static enum wh_status op_hard_sigmoid(struct wh_kernel_ctx *ctx)
 {
 	struct ew_par p = par_attrs(ctx, "alpha", 0.2f, "beta", 0.5f);
@@ -879,6 +891,18 @@ static uint64_t int_limit(enum wh_dtype dt, bool hi)
 	}
 }
 
+/* A float attribute as an integer bound, saturating instead of overflowing. */
+static uint64_t sat_i64(double v)
+{
+	if (v != v)
+		return 0;
+	if (v >= 9.2233720368547758e18)
+		return (uint64_t)INT64_MAX;
+	if (v <= -9.2233720368547758e18)
+		return (uint64_t)INT64_MIN;
+	return (uint64_t)(int64_t)v;
+}
+
 static enum wh_status op_clip(struct wh_kernel_ctx *ctx)
 {
 	const struct wh_tensor *x = NULL, *lo = NULL, *hi = NULL;
@@ -893,8 +917,8 @@ static enum wh_status op_clip(struct wh_kernel_ctx *ctx)
 		p.d1 = p.f1;
 		p.d2 = p.f2;
 		if (dom_of(x->dtype) == DOM_SINT || dom_of(x->dtype) == DOM_UINT) {
-			p.i1 = wh_node_attr(ctx->node, "min") ? (uint64_t)(int64_t)p.d1 : int_limit(x->dtype, false);
-			p.i2 = wh_node_attr(ctx->node, "max") ? (uint64_t)(int64_t)p.d2 : int_limit(x->dtype, true);
+			p.i1 = wh_node_attr(ctx->node, "min") ? sat_i64(p.d1) : int_limit(x->dtype, false);
+			p.i2 = wh_node_attr(ctx->node, "max") ? sat_i64(p.d2) : int_limit(x->dtype, true);
 		}
 		return run_unary(ctx, &UN_CLIP, &p);
 	}
@@ -1535,6 +1559,7 @@ const struct wh_op_def wh_ops_elementwise[] = {
 	{"", "ThresholdedRelu", 10, op_thresholded_relu},
 	{"", "Gelu", 20, op_gelu},
 	{"", "Mish", 18, op_mish},
+	{"", "Swish", 24, op_swish},
 	{"", "Clip", 1, op_clip},
 	{"", "Shrink", 9, op_shrink},
 };

@@ -784,27 +784,25 @@ struct smax_job {
 	uint64_t n, inner;
 };
 
+/* A NaN never becomes the maximum, but exp(NaN - max) makes the sum NaN and with it the
+ * whole line, as the definition gives. */
 static void smax_line_f32(const struct smax_job *j, const float *x, float *y, uint64_t st)
 {
 	uint64_t n = j->n;
 	float mx = -INFINITY;
 	uint64_t arg = 0;
-	bool nan = false;
 	for (uint64_t i = 0; i < n; i++) {
 		float v = x[i * st];
 		if (v > mx) {
 			mx = v;
 			arg = i;
 		}
-		nan |= isnan(v);
 	}
 	if (j->kind == SM_HARDMAX) {
 		for (uint64_t i = 0; i < n; i++)
 			y[i * st] = i == arg ? 1.0f : 0.0f;
 		return;
 	}
-	if (nan)
-		mx = NAN;
 	double sum = 0;
 	if (j->kind == SM_SOFTMAX) {
 		for (uint64_t i = 0; i < n; i++) {
@@ -812,14 +810,16 @@ static void smax_line_f32(const struct smax_job *j, const float *x, float *y, ui
 			y[i * st] = e;
 			sum += e;
 		}
+		/* one rounding of e * (1 / sum) computed in double: within an ulp of e / sum */
+		double inv = 1.0 / sum;
 		for (uint64_t i = 0; i < n; i++)
-			y[i * st] = (float)((double)y[i * st] / sum);
+			y[i * st] = (float)((double)y[i * st] * inv);
 	} else {
 		for (uint64_t i = 0; i < n; i++)
 			sum += exp((double)x[i * st] - (double)mx);
-		double ls = log(sum);
+		double shift = (double)mx + log(sum);
 		for (uint64_t i = 0; i < n; i++)
-			y[i * st] = (float)((double)x[i * st] - (double)mx - ls);
+			y[i * st] = (float)((double)x[i * st] - shift);
 	}
 }
 
@@ -828,22 +828,18 @@ static void smax_line_f64(const struct smax_job *j, double *x, uint64_t st)
 	uint64_t n = j->n;
 	double mx = -INFINITY;
 	uint64_t arg = 0;
-	bool nan = false;
 	for (uint64_t i = 0; i < n; i++) {
 		double v = x[i * st];
 		if (v > mx) {
 			mx = v;
 			arg = i;
 		}
-		nan |= isnan(v);
 	}
 	if (j->kind == SM_HARDMAX) {
 		for (uint64_t i = 0; i < n; i++)
 			x[i * st] = i == arg ? 1.0 : 0.0;
 		return;
 	}
-	if (nan)
-		mx = NAN;
 	double sum = 0;
 	if (j->kind == SM_SOFTMAX) {
 		for (uint64_t i = 0; i < n; i++) {
@@ -1117,7 +1113,10 @@ static enum wh_status pool_geometry(const struct wh_kernel_ctx *ctx, const struc
 		int64_t out, pb = pads[i], pe = pads[g->ns + i];
 		if (!strcmp(auto_pad, "SAME_UPPER") || !strcmp(auto_pad, "SAME_LOWER")) {
 			out = ceil_div(in, s);
-			int64_t total = (out - 1) * s + dk - in;
+			int64_t total;
+			if (!wh_add_i64((out - 1) * s, dk, &total))
+				return wh_kernel_fail(ctx, WH_ERR_OVERFLOW, "kernel extent of spatial dim %d overflows", i);
+			total -= in;
 			if (total < 0)
 				total = 0;
 			pb = !strcmp(auto_pad, "SAME_UPPER") ? total / 2 : total - total / 2;
@@ -1129,7 +1128,10 @@ static enum wh_status pool_geometry(const struct wh_kernel_ctx *ctx, const struc
 						      (long long)dk, (long long)in);
 			out = (in - dk) / s + 1;
 		} else if (!strcmp(auto_pad, "NOTSET") || !*auto_pad) {
-			int64_t span = in + pb + pe - dk;
+			int64_t span;
+			if (!wh_add_i64(in, pb, &span) || !wh_add_i64(span, pe, &span))
+				return wh_kernel_fail(ctx, WH_ERR_OVERFLOW, "padded size of spatial dim %d overflows", i);
+			span -= dk;
 			if (span < 0)
 				return wh_kernel_fail(ctx, WH_ERR_SHAPE,
 						      "kernel extent %lld exceeds padded input size %lld",
@@ -1459,9 +1461,9 @@ static void gpool_range(void *p, size_t lo, size_t hi)
 				r = wh_nn_sum_f32(j->isa, x, j->S) / (double)j->S;
 			} else if (j->kind == PK_MAX) {
 				float m = -INFINITY;
+				/* NaN is skipped, as in MaxPool */
 				for (uint64_t i = 0; i < j->S; i++)
-					if (x[i] > m || isnan(x[i]))
-						m = isnan(m) ? m : x[i];
+					m = x[i] > m ? x[i] : m;
 				r = m;
 			} else {
 				double s = 0;
@@ -1476,7 +1478,7 @@ static void gpool_range(void *p, size_t lo, size_t hi)
 		for (uint64_t i = 0; i < j->S; i++) {
 			double v = wh_tensor_get_f64(j->x, base + i);
 			if (j->kind == PK_MAX)
-				acc = (v > acc || isnan(v)) && !isnan(acc) ? v : acc;
+				acc = v > acc ? v : acc;
 			else
 				acc += j->kind == PK_LP ? lp_term(v, j->p) : v;
 		}
@@ -1531,6 +1533,20 @@ static enum wh_status glppool_run(struct wh_kernel_ctx *ctx)
 
 /* ---- MaxRoiPool ---- */
 
+/* Rounded roi coordinate; coordinates far outside any image are clamped (the window is
+ * clipped to the image anyway), NaN becomes 0, so the conversion is always defined. */
+static int64_t roi_coord(double v)
+{
+	v = round(v);
+	if (!(v == v))
+		return 0;
+	if (v > 4.5e15)
+		return (int64_t)4.5e15;
+	if (v < -4.5e15)
+		return (int64_t)-4.5e15;
+	return (int64_t)v;
+}
+
 static enum wh_status maxroipool_run(struct wh_kernel_ctx *ctx)
 {
 	const struct wh_tensor *x = wh_kin(ctx, 0), *rois = wh_kin(ctx, 1);
@@ -1560,12 +1576,12 @@ static enum wh_status maxroipool_run(struct wh_kernel_ctx *ctx)
 		double rv[5];
 		for (int k = 0; k < 5; k++)
 			rv[k] = wh_tensor_get_f64(rois, (uint64_t)(r * 5 + k));
-		int64_t b = (int64_t)rv[0];
-		if (!(rv[0] >= 0) || b >= N)
+		if (!(rv[0] >= 0 && rv[0] < (double)N))
 			return wh_kernel_fail(ctx, WH_ERR_INVALID, "roi %lld has batch index %g, expected [0, %lld)",
 					      (long long)r, rv[0], (long long)N);
-		int64_t x1 = (int64_t)round(rv[1] * scale), y1 = (int64_t)round(rv[2] * scale);
-		int64_t x2 = (int64_t)round(rv[3] * scale), y2 = (int64_t)round(rv[4] * scale);
+		int64_t b = (int64_t)rv[0];
+		int64_t x1 = roi_coord(rv[1] * scale), y1 = roi_coord(rv[2] * scale);
+		int64_t x2 = roi_coord(rv[3] * scale), y2 = roi_coord(rv[4] * scale);
 		int64_t rh = y2 - y1 + 1 > 1 ? y2 - y1 + 1 : 1, rw = x2 - x1 + 1 > 1 ? x2 - x1 + 1 : 1;
 		double bh = (double)rh / (double)PH, bw = (double)rw / (double)PW;
 		for (int64_t c = 0; c < C; c++)

@@ -67,31 +67,34 @@ static double cubic_kernel(double x, double A)
 	return 0;
 }
 
-/* Source coordinate of output index x on one axis, as the ONNX reference computes it. */
+/* Source coordinate of output index x on one axis. Computed in float32 like ONNX Runtime
+ * (the golden runner for real models): nearest rounding at exact ties depends on it. The
+ * lengths follow the ONNX reference: align_corners and tf_crop_and_resize divide by
+ * scale * length, which differs from the integer output length for fractional scales. */
 static double source_coord(const struct rs_params *p, const struct rs_axis *a, int64_t xo, bool *outside)
 {
-	double x = (double)xo, s = a->scale, L = (double)a->in, ow = s * L;
+	float x = (float)xo, s = (float)a->scale, L = (float)a->in, ow = s * L;
 	*outside = false;
 	switch (p->coord) {
 	case RS_HALF_PIXEL:
-		return (x + 0.5) / s - 0.5;
+		return (x + 0.5f) / s - 0.5f;
 	case RS_HALF_PIXEL_SYMMETRIC: {
-		double adj = (double)a->out / ow, center = L / 2;
-		return center * (1 - adj) + (x + 0.5) / s - 0.5;
+		float adj = (float)a->out / ow, center = L / 2;
+		return center * (1 - adj) + (x + 0.5f) / s - 0.5f;
 	}
 	case RS_PYTORCH_HALF_PIXEL:
-		return a->out > 1 ? (x + 0.5) / s - 0.5 : 0;
+		return a->out > 1 ? (x + 0.5f) / s - 0.5f : 0;
 	case RS_ALIGN_CORNERS:
 		return ow == 1 ? 0 : x * (L - 1) / (ow - 1);
 	case RS_ASYMMETRIC:
 		return x / s;
 	case RS_TF_HALF_PIXEL_FOR_NN:
-		return (x + 0.5) / s;
+		return (x + 0.5f) / s;
 	case RS_TF_CROP_AND_RESIZE:
 	default: {
-		double r = a->roi1 - a->roi0, v;
+		float r = (float)(a->roi1 - a->roi0), v;
 		v = ow == 1 ? r * (L - 1) / 2 : x * r * (L - 1) / (ow - 1);
-		v += a->roi0 * (L - 1);
+		v += (float)a->roi0 * (L - 1);
 		*outside = v < 0 || v > L - 1;
 		return v;
 	}
@@ -112,21 +115,19 @@ static enum wh_status build_axis(const struct rs_params *p, struct rs_axis *a)
 	int32_t taps = 1;
 	double sa = a->scale < 1 ? a->scale : 1;
 	int64_t start = 0;
-	if (p->mode == RS_LINEAR) {
-		taps = 2;
+	if (p->mode != RS_NEAREST) {
+		taps = p->mode == RS_LINEAR ? 2 : 4;
+		start = p->mode == RS_LINEAR ? 0 : -1;
 		if (p->antialias) {
-			start = (int64_t)floor(-1 / sa) + 1;
-			taps = (int32_t)(2 - 2 * start);
-		}
-	} else if (p->mode == RS_CUBIC) {
-		taps = 4;
-		start = -1;
-		if (p->antialias) {
-			start = (int64_t)floor(-2 / sa) + 1;
+			/* the filter widens as 1/scale; bound it before converting */
+			double s0 = floor((p->mode == RS_LINEAR ? -1 : -2) / sa) + 1;
+			if (!(2 - 2 * s0 <= (double)(1 << 20)))
+				return wh_error(WH_ERR_UNSUPPORTED, "resize: the antialias filter for scale %g is too wide (use a larger scale)", a->scale);
+			start = (int64_t)s0;
 			taps = (int32_t)(2 - 2 * start);
 		}
 	}
-	if (taps < 1 || (double)taps * (double)(a->out ? a->out : 1) > (double)(1 << 26))
+	if ((double)taps * (double)(a->out ? a->out : 1) > (double)(1 << 27))
 		return wh_error(WH_ERR_UNSUPPORTED, "resize: the antialias filter for scale %g is too wide (use a larger scale)", a->scale);
 	size_t n = (size_t)(a->out ? a->out : 1);
 	a->stride = taps;
@@ -141,9 +142,22 @@ static enum wh_status build_axis(const struct rs_params *p, struct rs_axis *a)
 		free(ci);
 		return wh_error(WH_ERR_NOMEM, "resize: out of memory (free some memory)");
 	}
+	/* an axis kept at its size maps each index to itself in every mode but
+	 * tf_crop_and_resize (its roi crops); ONNX Runtime resizes only such axes, which
+	 * matters for tf_half_pixel_for_nn, whose half-pixel shift would blend neighbours */
+	bool identity = a->in == a->out && a->scale == 1 && p->coord != RS_TF_CROP_AND_RESIZE;
 	for (int64_t o = 0; o < a->out; o++) {
+		if (identity) {
+			a->idx[o * taps] = o;
+			a->w[o * taps] = 1;
+			a->count[o] = 1;
+			continue;
+		}
 		bool outside;
 		double x = source_coord(p, a, o, &outside);
+		/* extreme scales: keep the coordinate where integer conversions are defined */
+		if (!(fabs(x) < 1e15))
+			x = x < 0 ? -1e15 : 1e15;
 		a->outside[o] = outside;
 		int64_t *oi = a->idx + o * taps;
 		double *owt = a->w + o * taps;
@@ -433,11 +447,11 @@ static enum wh_status rs_execute(struct wh_kernel_ctx *ctx, const struct rs_para
 	struct wh_tensor *out = &ctx->outputs[0];
 	if ((st = wh_tensor_alloc(out, in->dtype, r, dims)) != WH_OK)
 		return st;
+	if (out->count == 0)
+		return WH_OK;
 	for (int32_t d = 0; d < r; d++)
 		if ((st = build_axis(p, &ax[d])) != WH_OK)
 			return st;
-	if (out->count == 0)
-		return WH_OK;
 	if (r == 0) {
 		memcpy(out->data, in->data, wh_dtype_size(in->dtype));
 		return wh_dm_own_strings(out);
@@ -777,6 +791,10 @@ enum wh_status wh_gridsample_run(struct wh_kernel_ctx *ctx)
 	struct wh_tensor *out = &ctx->outputs[0];
 	if ((st = wh_tensor_alloc(out, X->dtype, X->rank, dims)) != WH_OK)
 		return st;
+	if (nin == 0 && out->count) {
+		memset(out->data, 0, wh_tensor_nbytes(out));
+		return pad == GS_ZEROS ? WH_OK : wh_kernel_fail(ctx, WH_ERR_SHAPE, "cannot sample an empty input with %s padding (fix the input)", ps);
+	}
 	int64_t istr[WH_MAX_RANK];
 	wh_shape_strides(X->dims + 2, k, istr);
 	int32_t ntap = mode == RS_NEAREST ? 1 : mode == RS_LINEAR ? 2 : 4;
@@ -801,8 +819,8 @@ enum wh_status wh_gridsample_run(struct wh_kernel_ctx *ctx)
 					else if (pad == GS_REFLECTION)
 						x = gs_reflect(x, lo, hi);
 				}
-				if (!isfinite(x))
-					x = -2; /* reads padding */
+				if (!(fabs(x) < 1e15)) /* NaN or far outside: reads padding */
+					x = x > 0 ? 1e15 : -1e15;
 				if (mode == RS_NEAREST) {
 					tvalid[d][0] = gs_tap(pad, (int64_t)x, L, lo, hi, &tidx[d][0]);
 					tw[d][0] = 1;

@@ -982,20 +982,30 @@ static void pad_copy(struct wh_tensor *out, const struct wh_tensor *in, int64_t 
 	}
 }
 
-static enum wh_status alloc_maps(int32_t r, const int64_t *dims, int64_t **maps)
+/* Allocates the output, then maps every output index to its source and copies. */
+static enum wh_status pad_fill(struct wh_tensor *out, const struct wh_tensor *in, const int64_t *dims,
+			       const int64_t *before, enum pad_mode m, const void *value)
 {
+	int32_t r = in->rank;
+	enum wh_status st = wh_tensor_alloc(out, in->dtype, r, dims);
+	if (st != WH_OK || out->count == 0)
+		return st;
+	int64_t *maps[WH_MAX_RANK] = {NULL};
 	for (int32_t d = 0; d < r; d++) {
-		maps[d] = malloc((size_t)(dims[d] ? dims[d] : 1) * sizeof(int64_t));
-		if (!maps[d])
-			return wh_error(WH_ERR_NOMEM, "pad: out of memory (free some memory)");
+		maps[d] = malloc((size_t)dims[d] * sizeof(int64_t));
+		if (!maps[d]) {
+			st = wh_error(WH_ERR_NOMEM, "pad: out of memory (free some memory)");
+			goto out;
+		}
+		for (int64_t o = 0; o < dims[d]; o++)
+			maps[d][o] = pad_src(m, o, before[d], in->dims[d]);
 	}
-	return WH_OK;
-}
-
-static void free_maps(int32_t r, int64_t **maps)
-{
+	pad_copy(out, in, maps, value);
+	st = wh_dm_own_strings(out);
+out:
 	for (int32_t d = 0; d < r; d++)
 		free(maps[d]);
+	return st;
 }
 
 static enum wh_status pad_run(struct wh_kernel_ctx *ctx)
@@ -1083,20 +1093,7 @@ static enum wh_status pad_run(struct wh_kernel_ctx *ctx)
 	} else if (in->dtype == WH_DT_STRING) {
 		value.s = "";
 	}
-	struct wh_tensor *out = &ctx->outputs[0];
-	int64_t *maps[WH_MAX_RANK] = {NULL};
-	if ((st = alloc_maps(r, dims, maps)) != WH_OK)
-		goto out;
-	for (int32_t d = 0; d < r; d++)
-		for (int64_t o = 0; o < dims[d]; o++)
-			maps[d][o] = pad_src(m, o, before[d], in->dims[d]);
-	if ((st = wh_tensor_alloc(out, in->dtype, r, dims)) != WH_OK)
-		goto out;
-	pad_copy(out, in, maps, &value);
-	st = wh_dm_own_strings(out);
-out:
-	free_maps(r, maps);
-	return st;
+	return pad_fill(&ctx->outputs[0], in, dims, before, m, &value);
 }
 
 static enum wh_status center_crop_pad_run(struct wh_kernel_ctx *ctx)
@@ -1141,20 +1138,7 @@ static enum wh_status center_crop_pad_run(struct wh_kernel_ctx *ctx)
 	memset(&zero, 0, sizeof zero);
 	if (in->dtype == WH_DT_STRING)
 		zero.s = "";
-	struct wh_tensor *out = &ctx->outputs[0];
-	int64_t *maps[WH_MAX_RANK] = {NULL};
-	if ((st = alloc_maps(r, dims, maps)) != WH_OK)
-		goto out;
-	for (int32_t d = 0; d < r; d++)
-		for (int64_t o = 0; o < dims[d]; o++)
-			maps[d][o] = pad_src(PAD_CONSTANT, o, before[d], in->dims[d]);
-	if ((st = wh_tensor_alloc(out, in->dtype, r, dims)) != WH_OK)
-		goto out;
-	pad_copy(out, in, maps, &zero);
-	st = wh_dm_own_strings(out);
-out:
-	free_maps(r, maps);
-	return st;
+	return pad_fill(&ctx->outputs[0], in, dims, before, PAD_CONSTANT, &zero);
 }
 
 /* ---- Range, ConstantOfShape, EyeLike ---- */
@@ -1283,8 +1267,10 @@ static enum wh_status eye_like_run(struct wh_kernel_ctx *ctx)
 		return st;
 	memset(out->data, 0, wh_tensor_nbytes(out));
 	for (int64_t i = 0; i < in->dims[0]; i++) {
+		if (k > INT64_MAX - i)
+			continue;
 		int64_t j = i + k;
-		if (k > INT64_MAX - i || j < 0 || j >= in->dims[1])
+		if (j < 0 || j >= in->dims[1])
 			continue;
 		wh_tensor_set_f64(out, (uint64_t)(i * in->dims[1] + j), 1.0);
 	}
@@ -1404,8 +1390,8 @@ static enum wh_status compress_run(struct wh_kernel_ctx *ctx)
 	enum wh_status st;
 	if ((st = need_input(ctx, 0, &in)) != WH_OK || (st = need_input(ctx, 1, &cond)) != WH_OK)
 		return st;
-	if (cond->rank != 1)
-		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "condition must be 1-D (fix the model)");
+	if (cond->rank != 1 || cond->dtype != WH_DT_BOOL)
+		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "condition must be a 1-D bool tensor (fix the model)");
 	const struct wh_attr *aa = wh_node_attr(ctx->node, "axis");
 	bool flat = !aa;
 	int32_t axis = 0;
