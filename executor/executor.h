@@ -4,7 +4,8 @@
  * each, and the initializers as tensors sharing the model's weight blobs. The engine
  * borrows the model (which must outlive it) and owns its thread pool.
  * wh_engine_create fails with WH_ERR_UNSUPPORTED and one message naming every unsupported
- * op of the model (including ops inside subgraphs). */
+ * op of the model (including ops inside subgraphs). An engine runs one inference at a time
+ * (it caches converted weights between runs); use one engine per thread. */
 #ifndef WH_EXECUTOR_H
 #define WH_EXECUTOR_H
 
@@ -16,8 +17,12 @@
 
 struct wh_engine;
 
+struct wh_precision_config;
+
 struct wh_engine_options {
 	int threads; /* <= 0: all cores */
+	/* reduced-precision emulation (executor/precision.h), borrowed; NULL: FP32 */
+	const struct wh_precision_config *precision;
 };
 
 enum wh_status wh_engine_create(const struct wh_model *m, const struct wh_engine_options *opt,

@@ -283,7 +283,7 @@ enum wh_status wh_precision_resolve(const struct wh_model *m, const struct wh_pr
 			break;
 		}
 		exec_out[found] = (uint8_t)lp->exec;
-		out_out[found] = (uint8_t)(lp->output >= 0 ? lp->output : lp->exec);
+		out_out[found] = (uint8_t)(lp->output >= 0 ? (unsigned)lp->output : (unsigned)lp->exec);
 	}
 	/* tf32 changes nothing but the products of MatMul-like layers: its outputs are FP32 */
 	for (uint32_t i = 0; i < g->n_nodes; i++)

@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "executor/cpu.h"
+#include "executor/emulate.h"
+#include "executor/precision.h"
 #include "executor/executor.h"
 #include "executor/kernel.h"
 #include "executor/threadpool.h"
@@ -16,10 +18,13 @@ struct plan {
 	int64_t *opsets;                    /* per node id */
 	uint32_t *last_use;                 /* per value id: last step reading it, or WH_NONE */
 	struct wh_tensor *inits;            /* per value id: initializer tensors (shared blobs) */
+	uint8_t *exec_prec, *out_prec;      /* per node id (main graph), NULL: all FP32 */
+	struct wh_emul_cache emul;
 };
 
 struct wh_engine {
 	const struct wh_model *m;
+	const struct wh_precision_config *precision;
 	struct wh_threadpool *pool;
 	const struct wh_cpu_features *cpu;
 	struct plan **plans;
@@ -107,6 +112,9 @@ static void plan_destroy(struct plan *p)
 		for (uint32_t v = 0; v < p->g->n_values; v++)
 			wh_tensor_release(&p->inits[v]);
 	free(p->inits);
+	free(p->exec_prec);
+	free(p->out_prec);
+	wh_emul_cache_release(&p->emul);
 	free(p->order);
 	free(p->kernels);
 	free(p->opsets);
@@ -135,6 +143,18 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 	}
 	if ((st = wh_graph_topo_order(g, p->order)) != WH_OK)
 		goto out;
+	if (g == e->m->graph && e->precision) {
+		p->exec_prec = calloc(nn, 1);
+		p->out_prec = calloc(nn, 1);
+		if (!p->exec_prec || !p->out_prec) {
+			st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+			goto out;
+		}
+		if ((st = wh_precision_resolve(e->m, e->precision, p->exec_prec, p->out_prec)) != WH_OK)
+			goto out;
+		if ((st = wh_emul_cache_init(&p->emul, g->n_values)) != WH_OK)
+			goto out;
+	}
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
 		const struct wh_node *n = &g->nodes[i];
 		p->opsets[i] = wh_model_opset(e->m, n->domain);
@@ -227,6 +247,7 @@ enum wh_status wh_engine_create(const struct wh_model *m, const struct wh_engine
 		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
 	e->m = m;
 	e->cpu = wh_cpu();
+	e->precision = opt ? opt->precision : NULL;
 	enum wh_status st = wh_threadpool_create(opt ? opt->threads : 0, &e->pool);
 	if (st == WH_OK)
 		st = build_plan(e, m->graph);
@@ -343,7 +364,18 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			.cpu = f->e->cpu,
 			.frame = f,
 		};
-		st = p->kernels[nid]->run(&ctx);
+		if (p->exec_prec && (p->exec_prec[nid] != WH_PREC_FP32 || p->out_prec[nid] != WH_PREC_FP32)) {
+			struct wh_emul_node en = {
+				.exec = (enum wh_precision)p->exec_prec[nid],
+				.out = (enum wh_precision)p->out_prec[nid],
+				.calib = f->e->precision->calib,
+				.cache = (struct wh_emul_cache *)&p->emul,
+				.fp16_accumulate = f->e->precision->fp16_accumulate,
+			};
+			st = wh_emulate_node(&ctx, p->kernels[nid]->run, &en);
+		} else {
+			st = p->kernels[nid]->run(&ctx);
+		}
 		for (uint32_t k = 0; k < n->n_outputs; k++) {
 			if (st == WH_OK && wanted[k]) {
 				if (!outs[k].dtype) {

@@ -43,6 +43,18 @@ void wh_fold_slice_range(int64_t dim, int64_t start, int64_t end, int64_t step,
 
 /* ---- inference state shared by shape.c and sanitize.c ---- */
 
+/* A small integer vector derived from shapes (Shape, then Gather/Slice/Concat/...) whose
+ * elements may be unknown or symbolic dimensions: it lets Reshape/Expand targets keep the
+ * names of dynamic dimensions before they are bound. */
+struct wh_symvec {
+	bool valid;
+	bool scalar; /* 0-D (then n is 1) */
+	int32_t n;
+	int64_t v[WH_MAX_RANK];     /* element value, when k */
+	const char *p[WH_MAX_RANK]; /* else the dimension's name, or NULL when unknown */
+	bool k[WH_MAX_RANK];
+};
+
 /* What inference knows about one value: element type, shape (dims -1 when unknown, with the
  * symbolic name if any), and, for small tensors computable from constants and static
  * shapes, the contents. */
@@ -53,6 +65,7 @@ struct wh_vstate {
 	const char *params[WH_MAX_RANK]; /* point into the model's arena or a node attribute */
 	bool known;
 	struct wh_tensor value; /* valid when known */
+	struct wh_symvec sym;   /* partly known contents, when not known */
 };
 
 /* Infers the main graph of m into states[g->n_values] (allocated here, free with

@@ -161,6 +161,11 @@ static enum wh_status add_init(struct wh_model *dm, const char *name, const stru
 		dst->values[id].tensor_rest.data = p;
 		dst->values[id].tensor_rest.len = l->rest_len;
 	}
+	/* before IR version 4 every initializer must also be listed as a graph input */
+	if (dm->ir_version < 4) {
+		dst->values[id].flags |= WH_VALUE_HAS_INFO;
+		return wh_graph_add_input(dst, id);
+	}
 	return WH_OK;
 }
 

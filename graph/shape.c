@@ -1543,7 +1543,8 @@ static enum wh_status r_reduce(struct ictx *c)
 static enum wh_status r_resize(struct ictx *c)
 {
 	const struct wh_vstate *x = IN(c, 0);
-	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, x ? x->rank : -1);
+	out_like(c, 0, x, x ? x->dtype : WH_DT_UNDEFINED);
+	struct wh_vstate *o = OUT(c, 0);
 	if (!o || !ranked(x))
 		return WH_OK;
 	bool upsample = !strcmp(c->n->op_type, "Upsample");
@@ -2323,9 +2324,11 @@ static enum wh_status infer_graph(const struct wh_model *m, const struct wh_grap
 		}
 		if (v->flags & (WH_VALUE_INPUT | WH_VALUE_INITIALIZER))
 			state_from_value(vs, v);
-		/* initializers that are not also inputs are constants (inputs may override them) */
-		if ((v->flags & WH_VALUE_INITIALIZER) && !(v->flags & WH_VALUE_INPUT) && wh_fold_dtype_ok(v->dtype) &&
-		    all_static(vs)) {
+		/* initializers are constants unless also listed as inputs, which may override them;
+		 * before IR version 4 every initializer had to be listed as an input, so there the
+		 * listing means nothing */
+		bool overridable = (v->flags & WH_VALUE_INPUT) && m->ir_version >= 4;
+		if ((v->flags & WH_VALUE_INITIALIZER) && !overridable && wh_fold_dtype_ok(v->dtype) && all_static(vs)) {
 			if (wh_tensor_from_raw(&vs->value, v->dtype, vs->rank, vs->dims, v->data) == WH_OK)
 				vs->known = true;
 			else

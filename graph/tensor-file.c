@@ -90,6 +90,30 @@ static enum wh_status write_whole(const char *path, const void *data, size_t len
 /* protobuf messages cannot exceed 2 GiB */
 #define PB_MAX_BYTES ((uint64_t)2 << 30)
 
+/* Kernels read bool as exactly 0 or 1; files may hold any non-zero byte for true (numpy
+ * and ONNX Runtime both read those as true). Replaces *raw by a cleaned copy if needed. */
+static enum wh_status bool_normalise(struct wh_blob **raw)
+{
+	if (!*raw)
+		return WH_OK;
+	const uint8_t *p = (*raw)->data;
+	size_t n = (*raw)->size, i = 0;
+	while (i < n && p[i] <= 1)
+		i++;
+	if (i == n)
+		return WH_OK;
+	struct wh_blob *b;
+	void *w;
+	enum wh_status st = wh_blob_create(n, &b, &w);
+	if (st != WH_OK)
+		return st;
+	for (i = 0; i < n; i++)
+		((uint8_t *)w)[i] = p[i] != 0;
+	wh_blob_release(*raw);
+	*raw = b;
+	return WH_OK;
+}
+
 static enum wh_status read_pb_mem(const void *data, size_t len, const char *dir, const char *label,
 				  struct wh_tensor *t, char **name_out)
 {
@@ -141,6 +165,8 @@ static enum wh_status read_pb_mem(const void *data, size_t len, const char *dir,
 		else
 			st = wh_tensor_alloc(&tmp, WH_DT_STRING, rank, dims);
 	} else {
+		if (dt == WH_DT_BOOL && (st = bool_normalise(&raw)) != WH_OK)
+			goto out;
 		st = wh_tensor_from_raw(&tmp, dt, rank, dims, raw);
 	}
 	if (st != WH_OK)

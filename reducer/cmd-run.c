@@ -1,3 +1,4 @@
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -5,6 +6,8 @@
 
 #include "executor/compare.h"
 #include "executor/executor.h"
+#include "executor/precision.h"
+#include <jansson.h>
 #include "executor/kernel.h"
 #include "graph/tensor-file.h"
 #include "graph/topo.h"
@@ -23,8 +26,14 @@ static const char run_help[] =
 	"  --save-outputs DIR      write the outputs (every tensor with --mark-all)\n"
 	"  --mark-all              make every tensor an output (does not change what is computed)\n"
 	"  --validate              fail when an output holds NaN or Inf, naming the first such tensor\n"
+	"precision:\n"
+	"  --precision P           fp32 (default), tf32, fp16, bf16, fp8, fp8e5m2, int8 for every float layer\n"
+	"  --layer-precisions S    per-layer NAME:P[/OUT],... or a JSON file (docs/formats.md)\n"
 	"comparison:\n"
-	"  --compare DIR           compare the outputs with the tensors of DIR (by name)\n"
+	"  --compare DIR|fp32      compare the outputs with the tensors of DIR (by name), or with an FP32\n"
+	"                          run of the same model in the same process\n"
+	"  --json                  print the comparison as JSON instead of a table\n"
+	"  --report FILE           also write the comparison table (markdown) to FILE\n"
 	"  --atol X, --rtol X      tolerances (default 1e-5 each); an element fails when both are exceeded\n"
 	"  --check-error-stat S    elemwise (default), max, mean, median, quantile[=Q]\n"
 	"  --show-histogram        print an error histogram per compared tensor\n"
@@ -62,6 +71,10 @@ int wh_cmd_run(int argc, char **argv)
 		{"rtol", required_argument, NULL, 'R'},
 		{"check-error-stat", required_argument, NULL, 'E'},
 		{"show-histogram", no_argument, NULL, 'H'},
+		{"precision", required_argument, NULL, 'p'},
+		{"layer-precisions", required_argument, NULL, 'P'},
+		{"json", no_argument, NULL, 'J'},
+		{"report", required_argument, NULL, 'W'},
 		{"threads", required_argument, NULL, 't'},
 		{"iterations", required_argument, NULL, 'n'},
 		{"help", no_argument, NULL, 'h'},
@@ -70,7 +83,13 @@ int wh_cmd_run(int argc, char **argv)
 	const char *load = NULL, *shapes = NULL, *save_in = NULL, *save_out = NULL, *compare_dir = NULL;
 	long long seed = 1, threads = 0, iterations = 0;
 	double lo = 0, hi = 1;
-	bool mark_all = false, validate = false, histogram = false;
+	bool mark_all = false, validate = false, histogram = false, json = false;
+	const char *report = NULL;
+	struct wh_precision_config pc;
+	wh_precision_config_init(&pc);
+	bool reduced = false;
+	int rc = 0;
+	enum wh_status st = WH_OK;
 	struct wh_compare_options co;
 	wh_compare_options_default(&co);
 	int c;
@@ -109,6 +128,22 @@ int wh_cmd_run(int argc, char **argv)
 				return wh_cli_usage_error("run", "--check-error-stat takes elemwise, max, mean, median or quantile[=Q], not '%s'", optarg);
 			break;
 		case 'H': histogram = true; break;
+		case 'p':
+			if (!wh_precision_parse(optarg, &pc.dflt)) {
+				wh_precision_config_release(&pc);
+				return wh_cli_usage_error("run", "--precision takes fp32, tf32, fp16, bf16, fp8, fp8e5m2 or int8, not '%s'", optarg);
+			}
+			reduced |= pc.dflt != WH_PREC_FP32;
+			break;
+		case 'P':
+			if ((st = wh_precision_config_parse(&pc, optarg)) != WH_OK) {
+				wh_precision_config_release(&pc);
+				return wh_cli_fail(st);
+			}
+			reduced = true;
+			break;
+		case 'J': json = true; break;
+		case 'W': report = optarg; break;
 		case 't':
 			if (!wh_cli_parse_int(optarg, 1, 1024, &threads))
 				return wh_cli_usage_error("run", "--threads takes 1..1024, not '%s'", optarg);
@@ -121,19 +156,21 @@ int wh_cmd_run(int argc, char **argv)
 		default: return wh_cli_bad_option("run", c, argv);
 		}
 	}
-	if (optind != argc - 1)
+	if (optind != argc - 1) {
+		wh_precision_config_release(&pc);
 		return wh_cli_usage_error("run", "expects exactly one MODEL (see whittle run --help)");
+	}
+	bool compare_fp32 = compare_dir && !strcmp(compare_dir, "fp32");
 	struct wh_model *m = NULL;
-	struct wh_engine *e = NULL;
+	struct wh_engine *e = NULL, *ref_engine = NULL;
 	struct wh_tensor_set inputs, results, ref;
 	wh_tensor_set_init(&inputs);
 	wh_tensor_set_init(&results);
 	wh_tensor_set_init(&ref);
-	int rc = 0;
-	enum wh_status st = wh_cli_load_model(argv[optind], shapes, &m);
-	if (st != WH_OK)
+	FILE *rep = NULL;
+	if ((st = wh_cli_load_model(argv[optind], shapes, &m)) != WH_OK)
 		goto fail;
-	struct wh_engine_options eo = {.threads = (int)threads};
+	struct wh_engine_options eo = {.threads = (int)threads, .precision = reduced ? &pc : NULL};
 	if ((st = wh_engine_create(m, &eo, &e)) != WH_OK)
 		goto fail;
 	if (load && (st = wh_tensor_set_read_dir(load, NULL, &inputs)) != WH_OK)
@@ -165,14 +202,16 @@ int wh_cmd_run(int argc, char **argv)
 			goto fail;
 		printf("median_ms %.3f\n", med);
 	}
-	for (size_t i = 0; i < results.n; i++) {
-		char buf[128];
-		const struct wh_tensor *t = &results.items[i].t;
-		if (!mark_all || results.n <= 64)
-			printf("output %s %s[%s]\n", results.items[i].name, wh_dtype_name(t->dtype), wh_shape_str(t->dims, t->rank, buf, sizeof buf));
+	if (!json) {
+		for (size_t i = 0; i < results.n; i++) {
+			char buf[128];
+			const struct wh_tensor *t = &results.items[i].t;
+			if (!mark_all || results.n <= 64)
+				printf("output %s %s[%s]\n", results.items[i].name, wh_dtype_name(t->dtype), wh_shape_str(t->dims, t->rank, buf, sizeof buf));
+		}
+		if (mark_all && results.n > 64)
+			printf("%zu tensors computed\n", results.n);
 	}
-	if (mark_all && results.n > 64)
-		printf("%zu tensors computed\n", results.n);
 	if (save_out && (st = wh_tensor_set_write_dir(save_out, NULL, &results)) != WH_OK)
 		goto fail;
 	if (validate) {
@@ -197,44 +236,133 @@ int wh_cmd_run(int argc, char **argv)
 			printf("validate: PASS: no NaN or Inf in %zu tensor%s\n", results.n, results.n == 1 ? "" : "s");
 	}
 	if (compare_dir) {
-		if ((st = wh_tensor_set_read_dir(compare_dir, NULL, &ref)) != WH_OK)
+		if (compare_fp32) {
+			struct wh_engine_options ro = {.threads = (int)threads};
+			if ((st = wh_engine_create(m, &ro, &ref_engine)) != WH_OK)
+				goto fail;
+			if ((st = wh_engine_run(ref_engine, &inputs, mark_all ? WH_KEEP_ALL : WH_KEEP_OUTPUTS, &ref)) != WH_OK)
+				goto fail;
+		} else if ((st = wh_tensor_set_read_dir(compare_dir, NULL, &ref)) != WH_OK) {
 			goto fail;
+		}
+		if (report && !(rep = fopen(report, "w"))) {
+			st = wh_error(WH_ERR_IO, "%s: cannot write the report: %s (check the folder)", report, strerror(errno));
+			goto fail;
+		}
+		if (rep) {
+			fprintf(rep, "# whittle run --compare %s\n\nmodel `%s`, precision %s, atol %g, rtol %g\n\n", compare_dir, argv[optind],
+				wh_precision_name(pc.dflt), co.atol, co.rtol);
+			fprintf(rep, "| # | tensor | layer | op | max abs | mean abs | median abs | max rel | mean rel | median rel | cosine | SQNR dB | rel>10%% | rel>1%% | rel>0.1%% | NaN/Inf | verdict |\n");
+			fprintf(rep, "| ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
+		}
+		json_t *jt = json ? json_array() : NULL;
 		size_t compared = 0, failed = 0;
 		const char *first_fail = NULL;
+		const struct wh_graph *g = m->graph;
 		for (size_t i = 0; i < results.n; i++) {
-			const struct wh_tensor *r = wh_tensor_set_find(&ref, results.items[i].name);
-			if (!r)
+			const char *name = results.items[i].name;
+			const struct wh_tensor *r = wh_tensor_set_find(&ref, name);
+			if (!r || results.items[i].t.dtype == WH_DT_STRING)
 				continue;
 			struct wh_compare_stats s;
 			if ((st = wh_compare_tensors(&results.items[i].t, r, &co, &s)) != WH_OK)
 				goto fail;
-			wh_compare_print(stdout, results.items[i].name, &s, histogram);
+			uint32_t vid = wh_graph_find_value(g, name);
+			const struct wh_node *pn = vid != WH_NONE && g->values[vid].producer != WH_NONE ? &g->nodes[g->values[vid].producer] : NULL;
+			if (pn && !strcmp(pn->op_type, "Constant"))
+				continue; /* weights, not computed */
 			compared++;
-			if (!s.pass || !s.comparable) {
+			bool bad = !s.pass || !s.comparable;
+			if (bad) {
 				failed++;
 				if (!first_fail)
-					first_fail = results.items[i].name;
+					first_fail = name;
 			}
+			if (json) {
+				json_t *o = json_object();
+				json_object_set_new(o, "tensor", json_string(name));
+				json_object_set_new(o, "layer", json_string(pn ? pn->name : ""));
+				json_object_set_new(o, "op", json_string(pn ? pn->op_type : ""));
+				json_object_set_new(o, "pass", json_boolean(!bad));
+				json_object_set_new(o, "max_abs", json_real(s.max_abs));
+				json_object_set_new(o, "mean_abs", json_real(s.mean_abs));
+				json_object_set_new(o, "median_abs", json_real(s.median_abs));
+				json_object_set_new(o, "max_rel", isfinite(s.max_rel) ? json_real(s.max_rel) : json_null());
+				json_object_set_new(o, "mean_rel", isfinite(s.mean_rel) ? json_real(s.mean_rel) : json_null());
+				json_object_set_new(o, "median_rel", isfinite(s.median_rel) ? json_real(s.median_rel) : json_null());
+				json_object_set_new(o, "cosine", isfinite(s.cosine) ? json_real(s.cosine) : json_null());
+				json_object_set_new(o, "sqnr_db", isfinite(s.sqnr_db) ? json_real(s.sqnr_db) : json_null());
+				json_object_set_new(o, "share_rel_10", json_real(s.share_rel_10));
+				json_object_set_new(o, "share_rel_1", json_real(s.share_rel_1));
+				json_object_set_new(o, "share_rel_01", json_real(s.share_rel_01));
+				json_object_set_new(o, "nan", json_integer((json_int_t)s.nan_actual));
+				json_object_set_new(o, "inf", json_integer((json_int_t)s.inf_actual));
+				json_array_append_new(jt, o);
+			} else {
+				wh_compare_print(stdout, name, &s, histogram);
+			}
+			if (rep)
+				fprintf(rep, "| %zu | %s | %s | %s | %.3g | %.3g | %.3g | %.3g | %.3g | %.3g | %.6f | %.1f | %.2f%% | %.2f%% | %.2f%% | %llu/%llu | %s |\n",
+					compared, name, pn ? pn->name : "", pn ? pn->op_type : "", s.max_abs, s.mean_abs, s.median_abs, s.max_rel,
+					s.mean_rel, s.median_rel, s.cosine, s.sqnr_db, 100 * s.share_rel_10, 100 * s.share_rel_1,
+					100 * s.share_rel_01, (unsigned long long)s.nan_actual, (unsigned long long)s.inf_actual, bad ? "FAIL" : "pass");
 		}
 		if (!compared) {
+			json_decref(jt);
 			st = wh_error(WH_ERR_NOT_FOUND, "%s: holds none of the model's output tensors (name the files after the outputs)", compare_dir);
 			goto fail;
 		}
+		const struct wh_node *ff = NULL;
+		if (first_fail) {
+			uint32_t vid = wh_graph_find_value(g, first_fail);
+			if (vid != WH_NONE && g->values[vid].producer != WH_NONE)
+				ff = &g->nodes[g->values[vid].producer];
+		}
+		if (json) {
+			json_t *root = json_object();
+			json_object_set_new(root, "model", json_string(argv[optind]));
+			json_object_set_new(root, "precision", json_string(wh_precision_name(pc.dflt)));
+			json_object_set_new(root, "compare", json_string(compare_dir));
+			json_object_set_new(root, "atol", json_real(co.atol));
+			json_object_set_new(root, "rtol", json_real(co.rtol));
+			json_object_set_new(root, "pass", json_boolean(!failed));
+			json_object_set_new(root, "first_failing_tensor", first_fail ? json_string(first_fail) : json_null());
+			json_object_set_new(root, "first_failing_layer", ff ? json_string(ff->name) : json_null());
+			json_object_set_new(root, "tensors", jt);
+			char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+			if (text)
+				puts(text);
+			free(text);
+			json_decref(root);
+		}
 		if (failed) {
-			printf("compare: FAIL: %zu of %zu tensors differ; first in topological order: %s\n", failed, compared, first_fail);
+			if (!json)
+				printf("compare: FAIL: %zu of %zu tensors differ; first in topological order: %s%s%s%s%s%s\n", failed, compared, first_fail,
+				       ff ? " (layer " : "", ff ? ff->name : "", ff ? ", " : "", ff ? ff->op_type : "", ff ? ")" : "");
+			if (ff && !json)
+				printf("compare: try --layer-precisions %s:fp32\n", ff->name);
 			rc = WH_EXIT_FAILS;
-		} else {
+		} else if (!json) {
 			printf("compare: PASS: %zu tensors within atol %g rtol %g\n", compared, co.atol, co.rtol);
+		}
+		if (rep) {
+			fprintf(rep, "\n%s\n", failed ? "" : "All tensors pass.");
+			if (first_fail)
+				fprintf(rep, "First failing tensor in topological order: `%s` (layer `%s`, %s).\n", first_fail, ff ? ff->name : "?", ff ? ff->op_type : "?");
 		}
 	}
 	goto out;
 fail:
 	rc = wh_cli_fail(st);
 out:
+	if (rep)
+		fclose(rep);
 	wh_tensor_set_release(&inputs);
 	wh_tensor_set_release(&results);
 	wh_tensor_set_release(&ref);
 	wh_engine_destroy(e);
+	wh_engine_destroy(ref_engine);
 	wh_model_destroy(m);
+	wh_precision_config_release(&pc);
 	return rc;
 }

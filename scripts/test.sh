@@ -9,7 +9,8 @@
 # Options: --no-asan skips the second pass (a quicker local run; CI runs both).
 # WHITTLE_ONNX_TESTS points at the ONNX backend test data (default ../shared/onnx-tests).
 # WHITTLE_BUILD_PREFIX moves the trees: $WHITTLE_BUILD_PREFIX and $WHITTLE_BUILD_PREFIX-asan.
-# Exits non-zero when a build or any test fails; the last line sums up both passes.
+# Exits non-zero when a build or any test fails; the last line sums up both passes
+# ("total: N passed, N failed", a failed build counting as one failure).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -49,6 +50,7 @@ run_pass() {
 	if ! "$repo/scripts/build.sh" "$dir" "$@" >"$dir/whittle-build.log" 2>&1; then
 		tail -40 "$dir/whittle-build.log"
 		echo "== $name: build failed (full log: $dir/whittle-build.log)"
+		total_fail=$((total_fail + 1))
 		return 1
 	fi
 	echo "== $name: ctest"
@@ -60,6 +62,7 @@ run_pass() {
 	rm -f "$out"
 	if [ -z "$line" ]; then
 		echo "== $name: ctest printed no summary"
+		total_fail=$((total_fail + 1))
 		return 1
 	fi
 	local failed all

@@ -189,6 +189,10 @@ END_TEST
 static const struct geo convt_geos[] = {
 	{2, 1, 24, 24, 1, {{9, 2, 2, 1, 0, 0}, {10, 2, 2, 1, 0, 0}}},
 	{2, 1, 24, 1, 1, {{7, 2, 2, 1, 0, 0}, {5, 2, 2, 1, 0, 0}}},
+	/* 2-wide rows at stride 2 that do not cover the output (gaps, cropped rows) */
+	{2, 1, 5, 3, 1, {{5, 1, 2, 1, 0, 0}, {19, 2, 2, 1, 0, 0}}},
+	{2, 2, 4, 6, 2, {{6, 2, 2, 1, 1, 0}, {7, 2, 2, 1, 0, 0}}},
+	{2, 1, 3, 2, 1, {{6, 2, 3, 1, 0, 2}, {7, 2, 2, 1, 0, 1}}},
 	{2, 2, 3, 5, 1, {{4, 3, 1, 1, 0, 0}, {5, 3, 2, 1, 1, 1}}},
 	{2, 1, 4, 6, 2, {{5, 3, 2, 2, 1, 0}, {6, 4, 3, 1, 2, 1}}},
 	{2, 1, 6, 6, 6, {{5, 3, 2, 1, 1, 1}, {5, 3, 2, 1, 1, 1}}},
@@ -323,7 +327,7 @@ static enum wh_status run_op(const char *op, int64_t opset, uint32_t n_in, const
 		}
 	}
 	struct wh_engine *e;
-	struct wh_engine_options opt = {1};
+	struct wh_engine_options opt = {.threads = 1};
 	ck_assert_int_eq(wh_engine_create(m, &opt, &e), WH_OK);
 	enum wh_status st = wh_engine_run(e, &set, WH_KEEP_OUTPUTS, &res);
 	if (st == WH_OK) {

@@ -223,7 +223,7 @@ static enum wh_status run_op(const char *op, int64_t opset, uint32_t n_in, const
 		nd->attrs[i].f = attrs[i].f;
 	}
 	struct wh_engine *e;
-	struct wh_engine_options opt = {threads};
+	struct wh_engine_options opt = {.threads = threads};
 	ck_assert_int_eq(wh_engine_create(m, &opt, &e), WH_OK);
 	enum wh_status st = wh_engine_run(e, &set, WH_KEEP_OUTPUTS, &res);
 	if (st == WH_OK) {

@@ -125,7 +125,7 @@ static enum wh_status run_op_threads(const char *op, int64_t opset, uint32_t n_i
 		}
 	}
 	struct wh_engine *e;
-	struct wh_engine_options opt = {threads};
+	struct wh_engine_options opt = {.threads = threads};
 	ck_assert_int_eq(wh_engine_create(m, &opt, &e), WH_OK);
 	enum wh_status st = wh_engine_run(e, &set, WH_KEEP_OUTPUTS, &res);
 	for (uint32_t i = 0; st == WH_OK && i < n_out; i++) {

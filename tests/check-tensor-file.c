@@ -920,6 +920,11 @@ START_TEST(test_npy_bool_normalised)
 	write_all(path, b, len);
 	ck_assert_int_eq(wh_tensor_read_npy(path, &t), WH_OK);
 	ck_assert_mem_eq(t.data, "\0\1\1\1", 4);
+	/* the same in a .pb */
+	static const uint8_t pb[] = {0x08, 4, 0x10, 9, 0x4a, 4, 0, 1, 2, 255};
+	ck_assert_int_eq(wh_tensor_read_pb_buffer(pb, sizeof pb, "bool.pb", &t, NULL), WH_OK);
+	ck_assert_int_eq(t.dtype, WH_DT_BOOL);
+	ck_assert_mem_eq(t.data, "\0\1\1\1", 4);
 	wh_tensor_release(&t);
 	free(b);
 }

@@ -57,6 +57,13 @@ struct wh_dw_plane {
 	float *y;
 };
 void wh_dwconv_plane_scalar(const struct wh_dw_plane *p);
+/* dst[2i] = bias + c0[i], dst[2i+1] = bias + c1[i] for i < n (ConvTranspose with a
+ * 2-wide kernel at stride 2). */
+void wh_interleave2_avx2(const float *c0, const float *c1, float bias, size_t n, float *dst);
+void wh_interleave2_avx512(const float *c0, const float *c1, float bias, size_t n, float *dst);
+/* even[i] = src[2i], odd[i] = src[2i+1] for i < n (stride-2 phase split). */
+void wh_deinterleave2_avx2(const float *src, size_t n, float *even, float *odd);
+void wh_deinterleave2_avx512(const float *src, size_t n, float *even, float *odd);
 void wh_dwconv_plane_avx2(const struct wh_dw_plane *p);
 void wh_dwconv_plane_avx512(const struct wh_dw_plane *p);
 

@@ -253,6 +253,31 @@ static void prep_row(const struct conv_plan *pl, const float *src, float *dr)
 		memset(dr + p0 + n, 0, (wq - p0 - n) * sizeof(float));
 		return;
 	}
+	if (sw == 2 && pl->kern.isa >= WH_ISA_AVX2 && wq >= 2) {
+		/* interior q (both phases inside the input): vector deinterleave; edges: below */
+		size_t qa = (p0 + 1) / 2, qb = (p0 + W - 1) / 2;
+		if (qb > wq)
+			qb = wq;
+		if (qa < qb) {
+			const float *sp = src + 2 * qa - p0;
+			if (pl->kern.isa >= WH_ISA_AVX512)
+				wh_deinterleave2_avx512(sp, qb - qa, dr + qa, dr + wq + qa);
+			else
+				wh_deinterleave2_avx2(sp, qb - qa, dr + qa, dr + wq + qa);
+			for (size_t ph = 0; ph < 2; ph++) {
+				float *dp = dr + ph * wq;
+				for (size_t q = 0; q < qa; q++) {
+					size_t j = 2 * q + ph;
+					dp[q] = j >= p0 && j - p0 < W ? src[j - p0] : 0.0f;
+				}
+				for (size_t q = qb; q < wq; q++) {
+					size_t j = 2 * q + ph;
+					dp[q] = j >= p0 && j - p0 < W ? src[j - p0] : 0.0f;
+				}
+			}
+			return;
+		}
+	}
 	for (size_t ph = 0; ph < sw; ph++) {
 		float *dp = dr + ph * wq;
 		/* q whose padded column q*sw + ph falls inside the input row */
@@ -651,11 +676,147 @@ static void col2im_task(void *arg, size_t begin, size_t end)
 	}
 }
 
+/* 2-D ConvTranspose whose kernel rows never overlap (dilated kernel height <= stride):
+ * each output row receives contributions from one input row only, so tasks over bands of
+ * input rows own disjoint output rows. A task computes one input row's columns into a
+ * small buffer (still in cache) and scatters them at once, instead of a plane-sized
+ * column buffer. Each output starts from its bias and adds its taps in (kh, kw) order. */
+static void interleave2_scalar(const float *c0, const float *c1, float bias, size_t n, float *dst)
+{
+	for (size_t i = 0; i < n; i++) {
+		dst[2 * i] = bias + c0[i];
+		dst[2 * i + 1] = bias + c1[i];
+	}
+}
+
+struct convt_band_job {
+	const struct wh_conv_shape *s;
+	const struct wh_sgemm_kernel *kern;
+	void (*interleave2)(const float *c0, const float *c1, float bias, size_t n, float *dst);
+	const float *apack, *x, *b; /* x, y: batch item */
+	const ptrdiff_t *koff;
+	float *y;
+	size_t rows, nbands;
+	atomic_int failed;
+};
+
+static void convt_band_task(void *arg, size_t begin, size_t end)
+{
+	struct convt_band_job *j = arg;
+	const struct wh_conv_shape *s = j->s;
+	int64_t Cg = s->C / s->G, Mg = s->M / s->G, KH = s->k[0], KW = s->k[1], KS = KH * KW;
+	int64_t IH = s->in[0], IW = s->in[1], OH = s->out[0], OW = s->out[1];
+	int64_t P = OH * OW, Pin = IH * IW, sh = s->stride[0], sw = s->stride[1];
+	float *col = malloc((size_t)(Mg * KS * IW) * sizeof(float));
+	if (!col) {
+		atomic_store(&j->failed, 1);
+		return;
+	}
+	for (size_t t = begin; t < end; t++) {
+		int64_t g = (int64_t)(t / j->nbands), band = (int64_t)(t % j->nbands);
+		int64_t i0 = band * (int64_t)j->rows, i1 = i0 + (int64_t)j->rows < IH ? i0 + (int64_t)j->rows : IH;
+		/* output rows owned: those whose input row floor((oh + pad0) / sh), clamped, is ours */
+		int64_t lo = i0 == 0 ? 0 : i0 * sh - s->pad0[0], hi = i1 == IH ? OH : i1 * sh - s->pad0[0];
+		lo = lo < 0 ? 0 : lo > OH ? OH : lo;
+		hi = hi < lo ? lo : hi > OH ? OH : hi;
+		/* a 2x2 kernel at stride 2 without padding writes every output once: each row
+		 * is two interleaved column rows plus the bias, no fill needed */
+		bool il = KW == 2 && s->dil[1] == 1 && sw == 2 && s->pad0[1] == 0 && OW >= 2 * IW;
+		bool cover = il && OW == 2 * IW && KH == sh && s->dil[0] == 1 && s->pad0[0] == 0 && OH == IH * sh;
+		for (int64_t m = 0; m < Mg && !cover; m++) {
+			int64_t co = g * Mg + m;
+			float v = j->b ? j->b[co] : 0.0f;
+			float *yr = j->y + co * P + lo * OW;
+			for (int64_t i = 0; i < (hi - lo) * OW; i++)
+				yr[i] = v;
+		}
+		const float *a = j->apack + g * Mg * KS * Cg;
+		const float *xg = j->x + g * Cg * Pin;
+		for (int64_t ih = i0; ih < i1; ih++) {
+			wh_sgemm_block(j->kern, (size_t)(Mg * KS), (size_t)IW, (size_t)Cg, a, xg + ih * IW, j->koff,
+				       col, (size_t)IW, NULL);
+			for (int64_t m = 0; m < Mg; m++) {
+				float *yc = j->y + (g * Mg + m) * P;
+				for (int64_t kh = 0; kh < KH; kh++) {
+					int64_t oh = ih * sh + kh * s->dil[0] - s->pad0[0];
+					if (oh < 0 || oh >= OH)
+						continue;
+					if (il) {
+						const float *cr = col + (m * KS + kh * KW) * IW;
+						j->interleave2(cr, cr + IW, j->b ? j->b[g * Mg + m] : 0.0f, (size_t)IW,
+							       yc + oh * OW);
+						continue;
+					}
+					for (int64_t kw = 0; kw < KW; kw++) {
+						const float *cr = col + (m * KS + kh * KW + kw) * IW;
+						int64_t o0 = kw * s->dil[1] - s->pad0[1];
+						int64_t q0 = o0 >= 0 ? 0 : (-o0 + sw - 1) / sw;
+						int64_t q1 = OW - o0 <= 0 ? 0 : (OW - o0 + sw - 1) / sw;
+						if (q1 > IW)
+							q1 = IW;
+						float *yr = yc + oh * OW + o0;
+						for (int64_t q = q0; q < q1; q++)
+							yr[q * sw] += cr[q];
+					}
+				}
+			}
+		}
+	}
+	free(col);
+}
+
+static enum wh_status convt_bands(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
+				  const struct wh_conv_shape *s, const float *x, const float *w,
+				  const float *b, float *y)
+{
+	struct wh_sgemm_kernel kern;
+	wh_sgemm_kernel_get(cpu->isa, &kern);
+	size_t Cg = (size_t)(s->C / s->G), Mg = (size_t)(s->M / s->G), G = (size_t)s->G;
+	size_t KS = (size_t)(s->k[0] * s->k[1]), IH = (size_t)s->in[0], Pin = IH * (size_t)s->in[1];
+	int threads = wh_threadpool_size(pool);
+	uint64_t work = (uint64_t)s->M * KS * Cg * Pin;
+	if (work < ((uint64_t)1 << 16))
+		pool = NULL, threads = 1;
+	size_t rows = IH * G / (8 * (size_t)threads);
+	rows = rows < 1 ? 1 : rows > IH ? IH : rows;
+	struct convt_band_job j = {.s = s, .kern = &kern, .b = b, .rows = rows, .nbands = (IH + rows - 1) / rows};
+	j.interleave2 = kern.isa >= WH_ISA_AVX512 ? wh_interleave2_avx512 :
+			kern.isa >= WH_ISA_AVX2 ? wh_interleave2_avx2 : interleave2_scalar;
+	atomic_init(&j.failed, 0);
+	enum wh_status st = WH_OK;
+	size_t na = G * Mg * KS * Cg;
+	float *apack = malloc((na ? na : 1) * sizeof(float));
+	ptrdiff_t *koff = malloc((Cg ? Cg : 1) * sizeof(ptrdiff_t));
+	if (!apack || !koff) {
+		st = wh_error(WH_ERR_NOMEM, "convtranspose: out of memory for packed weights");
+		goto out;
+	}
+	for (size_t g = 0; g < G; g++)
+		wh_sgemm_pack_a(&kern, Mg * KS, Cg, w + g * Cg * Mg * KS, 1, Mg * KS, apack + g * Mg * KS * Cg);
+	for (size_t c = 0; c < Cg; c++)
+		koff[c] = (ptrdiff_t)(c * Pin);
+	j.apack = apack;
+	j.koff = koff;
+	for (int64_t n = 0; n < s->N && !st; n++) {
+		j.x = x + (size_t)n * (size_t)s->C * Pin;
+		j.y = y + (size_t)n * (size_t)s->M * (size_t)(s->out[0] * s->out[1]);
+		wh_parallel_for(pool, G * j.nbands, 1, convt_band_task, &j);
+		if (atomic_load(&j.failed))
+			st = wh_error(WH_ERR_NOMEM, "convtranspose: out of memory for a row of columns");
+	}
+out:
+	free(apack);
+	free(koff);
+	return st;
+}
+
 enum wh_status wh_convt_f32(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
 			    const struct wh_conv_shape *s, const float *x, const float *w,
 			    const float *b, float *y)
 {
 	int nsp = s->nsp;
+	if (nsp == 2 && (s->k[0] - 1) * s->dil[0] < s->stride[0] && s->N > 0 && s->M > 0)
+		return convt_bands(cpu, pool, s, x, w, b, y);
 	size_t Cg = (size_t)(s->C / s->G), Mg = (size_t)(s->M / s->G);
 	size_t KS = (size_t)prod_dims(s->k, nsp), Pin = (size_t)prod_dims(s->in, nsp);
 	size_t P = (size_t)prod_dims(s->out, nsp);

@@ -188,6 +188,62 @@ static void bn_range(void *p, size_t lo, size_t hi)
 	}
 }
 
+/* Training mode (opset 14+): normalizes with the batch statistics (population variance,
+ * as the ONNX reference computes them) and outputs the running statistics blended by
+ * momentum. */
+static enum wh_status batchnorm_training(struct wh_kernel_ctx *ctx, const struct wh_tensor *x, const double *scale,
+					 const double *bias, const double *mean, const double *var, double eps,
+					 double momentum)
+{
+	enum wh_status st;
+	uint64_t N = (uint64_t)x->dims[0], C = (uint64_t)x->dims[1], S = prod_dims(x->dims, 2, x->rank);
+	double *xd = NULL;
+	double *bm = calloc(C ? C : 1, sizeof *bm), *bv = calloc(C ? C : 1, sizeof *bv);
+	if (!bm || !bv) {
+		st = wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	if ((st = load_f64(ctx, x, &xd)))
+		goto out;
+	double cnt = (double)N * (double)S;
+	for (uint64_t pl = 0; pl < N * C; pl++)
+		for (uint64_t i = 0; i < S; i++)
+			bm[pl % C] += xd[pl * S + i];
+	for (uint64_t c = 0; c < C; c++)
+		bm[c] /= cnt;
+	for (uint64_t pl = 0; pl < N * C; pl++)
+		for (uint64_t i = 0; i < S; i++) {
+			double d = xd[pl * S + i] - bm[pl % C];
+			bv[pl % C] += d * d;
+		}
+	for (uint64_t c = 0; c < C; c++)
+		bv[c] /= cnt;
+	for (uint64_t pl = 0; pl < N * C; pl++) {
+		uint64_t c = pl % C;
+		double inv = 1.0 / sqrt(bv[c] + eps);
+		for (uint64_t i = 0; i < S; i++)
+			xd[pl * S + i] = (xd[pl * S + i] - bm[c]) * inv * scale[c] + bias[c];
+	}
+	store_f64(&ctx->outputs[0], xd);
+	for (uint32_t o = 1; o < 3; o++) {
+		if (!wanted(ctx, o))
+			continue;
+		const struct wh_tensor *like = wh_kin(ctx, o == 1 ? 3 : 4);
+		if ((st = wh_tensor_alloc(&ctx->outputs[o], like->dtype, like->rank, like->dims)))
+			goto out;
+		for (uint64_t c = 0; c < C; c++) {
+			double run = o == 1 ? mean[c] * momentum + bm[c] * (1 - momentum)
+					    : var[c] * momentum + bv[c] * (1 - momentum);
+			wh_tensor_set_f64(&ctx->outputs[o], c, run);
+		}
+	}
+out:
+	free(xd);
+	free(bm);
+	free(bv);
+	return st;
+}
+
 static enum wh_status batchnorm_run(struct wh_kernel_ctx *ctx)
 {
 	const struct wh_tensor *x = wh_kin(ctx, 0);
@@ -226,61 +282,7 @@ static enum wh_status batchnorm_run(struct wh_kernel_ctx *ctx)
 	if ((st = alloc_like(ctx, 0, x)))
 		goto out;
 	if (training) {
-		/* batch statistics (population variance), as the ONNX reference computes them */
-		double *bm = calloc(C ? C : 1, sizeof *bm), *bv = calloc(C ? C : 1, sizeof *bv);
-		if (!bm || !bv) {
-			free(bm);
-			free(bv);
-			st = wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory");
-			goto out;
-		}
-		if ((st = load_f64(ctx, x, &xd))) {
-			free(bm);
-			free(bv);
-			goto out;
-		}
-		double cnt = (double)N * (double)S;
-		for (uint64_t n = 0; n < N; n++)
-			for (uint64_t c = 0; c < C; c++)
-				for (uint64_t i = 0; i < S; i++)
-					bm[c] += xd[(n * C + c) * S + i];
-		for (uint64_t c = 0; c < C; c++)
-			bm[c] /= cnt;
-		for (uint64_t n = 0; n < N; n++)
-			for (uint64_t c = 0; c < C; c++)
-				for (uint64_t i = 0; i < S; i++) {
-					double d = xd[(n * C + c) * S + i] - bm[c];
-					bv[c] += d * d;
-				}
-		for (uint64_t c = 0; c < C; c++)
-			bv[c] /= cnt;
-		for (uint64_t n = 0; n < N; n++)
-			for (uint64_t c = 0; c < C; c++) {
-				double inv = 1.0 / sqrt(bv[c] + eps);
-				for (uint64_t i = 0; i < S; i++) {
-					double *v = &xd[(n * C + c) * S + i];
-					*v = (*v - bm[c]) * inv * scale[c] + bias[c];
-				}
-			}
-		store_f64(&ctx->outputs[0], xd);
-		const struct wh_tensor *mt = wh_kin(ctx, 3), *vt = wh_kin(ctx, 4);
-		for (uint32_t o = 1; o < 3 && st == WH_OK; o++) {
-			if (!wanted(ctx, o))
-				continue;
-			const struct wh_tensor *like = o == 1 ? mt : vt;
-			st = wh_tensor_alloc(&ctx->outputs[o], like->dtype, like->rank, like->dims);
-			if (st)
-				break;
-			for (uint64_t c = 0; c < C; c++) {
-				double run = o == 1 ? mean[c] * momentum + bm[c] * (1 - momentum)
-						    : var[c] * momentum + bv[c] * (1 - momentum);
-				wh_tensor_set_f64(&ctx->outputs[o], c, run);
-			}
-		}
-		free(bm);
-		free(bv);
-		if (st)
-			st = wh_kernel_fail(ctx, st, "cannot allocate the running statistics");
+		st = batchnorm_training(ctx, x, scale, bias, mean, var, eps, momentum);
 		goto out;
 	}
 	if (x->dtype == WH_DT_FLOAT) {

@@ -336,6 +336,12 @@ static void rs2d_rows(void *arg, size_t begin, size_t end)
 		const float *in = J->src + plane * p->ih * p->iw;
 		float *out = J->dst + (int64_t)row * p->ow;
 		if (!p->linear) {
+			/* upsampling repeats source rows: copy the row just written (same chunk, so
+			 * no other thread is still writing it) instead of gathering again */
+			if (row > begin && oy > 0 && p->y0[oy] == p->y0[oy - 1]) {
+				memcpy(out, out - p->ow, (size_t)p->ow * sizeof *out);
+				continue;
+			}
 			const float *s = in + p->y0[oy] * p->iw;
 			for (int64_t ox = 0; ox < p->ow; ox++)
 				out[ox] = s[p->x0[ox]];

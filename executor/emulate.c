@@ -1,0 +1,402 @@
+#include "executor/emulate.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "executor/numfmt-bulk.h"
+#include "executor/numfmt.h"
+
+enum wh_status wh_emul_cache_init(struct wh_emul_cache *c, uint32_t n_values)
+{
+	c->n = n_values;
+	c->e = calloc((size_t)n_values + 1, sizeof *c->e);
+	if (!c->e)
+		return wh_error(WH_ERR_NOMEM, "engine: out of memory");
+	return WH_OK;
+}
+
+void wh_emul_cache_release(struct wh_emul_cache *c)
+{
+	if (!c || !c->e)
+		return;
+	for (uint32_t i = 0; i < c->n; i++) {
+		wh_tensor_release(&c->e[i].t);
+		free(c->e[i].scales);
+	}
+	free(c->e);
+	c->e = NULL;
+}
+
+static bool is_gemm_like(const char *op)
+{
+	return !strcmp(op, "Conv") || !strcmp(op, "ConvTranspose") || !strcmp(op, "MatMul") || !strcmp(op, "Gemm");
+}
+
+/* The bias / addend input of a gemm-like op, or -1. */
+static int bias_input(const char *op)
+{
+	if (!strcmp(op, "Conv") || !strcmp(op, "ConvTranspose") || !strcmp(op, "Gemm"))
+		return 2;
+	return -1;
+}
+
+static float qmax_of(enum wh_precision p)
+{
+	switch (p) {
+	case WH_PREC_INT8: return 127.0f;
+	case WH_PREC_FP8: return 448.0f;
+	case WH_PREC_FP8E5M2: return 57344.0f;
+	default: return 1.0f;
+	}
+}
+
+static float amax_of(const float *x, uint64_t n)
+{
+	float m = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		float a = fabsf(x[i]);
+		if (a > m && !isinf(a))
+			m = a;
+	}
+	return m;
+}
+
+/* Quantizes x/scale onto the format's grid and returns the grid value (an integer for int8,
+ * an fp8 value for fp8); saturating. */
+static inline float quant(float x, float inv_scale, enum wh_precision p)
+{
+	float y = x * inv_scale;
+	switch (p) {
+	case WH_PREC_INT8: {
+		if (isnan(y))
+			return 0;
+		float r = nearbyintf(y); /* round half to even in the default mode */
+		return r > 127.0f ? 127.0f : (r < -127.0f ? -127.0f : r);
+	}
+	case WH_PREC_FP8: return wh_e4m3fn_to_f32(wh_f32_to_e4m3fn(y, true));
+	case WH_PREC_FP8E5M2: return wh_e5m2_to_f32(wh_f32_to_e5m2(y, true));
+	default: return y;
+	}
+}
+
+/* dst = fake-quantized src (per-tensor scale). */
+static void fake_quant(const float *src, float *dst, uint64_t n, float scale, enum wh_precision p)
+{
+	if (scale <= 0) {
+		memcpy(dst, src, n * sizeof *dst);
+		return;
+	}
+	float inv = 1.0f / scale;
+	for (uint64_t i = 0; i < n; i++)
+		dst[i] = quant(src[i], inv, p) * scale;
+}
+
+static void round_to(const float *src, float *dst, uint64_t n, enum wh_precision p, const struct wh_cpu_features *cpu)
+{
+	switch (p) {
+	case WH_PREC_FP16: wh_round_f16_n(src, dst, n, cpu); break;
+	case WH_PREC_BF16: wh_round_bf16_n(src, dst, n, cpu); break;
+	case WH_PREC_TF32:
+		for (uint64_t i = 0; i < n; i++)
+			dst[i] = wh_round_tf32(src[i]);
+		break;
+	default:
+		if (dst != src)
+			memcpy(dst, src, n * sizeof *dst);
+		break;
+	}
+}
+
+static float act_scale(const struct wh_emul_node *en, const char *name, const struct wh_tensor *t, enum wh_precision p)
+{
+	float amax = wh_calib_get(en->calib, name);
+	if (amax < 0)
+		amax = amax_of(t->data, t->count);
+	return amax > 0 ? amax / qmax_of(p) : 0;
+}
+
+/* Integer (int8) or grid (fp8) values of a weight with per-channel scales on axis. */
+static enum wh_status quant_weight(const struct wh_tensor *w, int axis, enum wh_precision p, struct wh_tensor *q,
+				   float **scales_out, uint32_t *n_out)
+{
+	uint32_t channels = axis >= 0 ? (uint32_t)w->dims[axis] : 1;
+	uint64_t inner = 1;
+	for (int32_t d = axis + 1; axis >= 0 && d < w->rank; d++)
+		inner *= (uint64_t)w->dims[d];
+	float *scales = calloc(channels ? channels : 1, sizeof *scales);
+	if (!scales)
+		return wh_error(WH_ERR_NOMEM, "engine: out of memory");
+	enum wh_status st = wh_tensor_alloc(q, WH_DT_FLOAT, w->rank, w->dims);
+	if (st != WH_OK) {
+		free(scales);
+		return st;
+	}
+	const float *src = w->data;
+	float *dst = q->data;
+	/* element i belongs to channel (i / inner) % channels */
+	float *amax = calloc(channels ? channels : 1, sizeof *amax);
+	if (!amax) {
+		free(scales);
+		wh_tensor_release(q);
+		return wh_error(WH_ERR_NOMEM, "engine: out of memory");
+	}
+	for (uint64_t i = 0; i < w->count; i++) {
+		uint32_t c = axis >= 0 ? (uint32_t)((i / inner) % channels) : 0;
+		float a = fabsf(src[i]);
+		if (a > amax[c] && !isinf(a))
+			amax[c] = a;
+	}
+	for (uint32_t c = 0; c < channels; c++)
+		scales[c] = amax[c] > 0 ? amax[c] / qmax_of(p) : 0;
+	for (uint64_t i = 0; i < w->count; i++) {
+		uint32_t c = axis >= 0 ? (uint32_t)((i / inner) % channels) : 0;
+		dst[i] = scales[c] > 0 ? quant(src[i], 1.0f / scales[c], p) : 0;
+	}
+	free(amax);
+	*scales_out = scales;
+	*n_out = channels;
+	return WH_OK;
+}
+
+/* Output-channel axis of a gemm-like weight. */
+static int weight_axis(const struct wh_kernel_ctx *ctx, const struct wh_tensor *w)
+{
+	const char *op = ctx->node->op_type;
+	if (!strcmp(op, "Conv"))
+		return 0;
+	if (!strcmp(op, "ConvTranspose"))
+		return w->rank > 1 ? 1 : -1; /* [C, M/group, ...]: exact per-channel only for group 1 */
+	if (!strcmp(op, "Gemm"))
+		return wh_node_attr_int(ctx->node, "transB", 0) ? 0 : 1;
+	/* MatMul: columns of a 2-D weight */
+	return w->rank == 2 ? 1 : -1;
+}
+
+static bool value_is_const(const struct wh_kernel_ctx *ctx, uint32_t k)
+{
+	uint32_t v = ctx->node->inputs[k];
+	if (v == WH_NONE)
+		return false;
+	const struct wh_value *val = &ctx->graph->values[v];
+	return (val->flags & WH_VALUE_INITIALIZER) ||
+	       (val->producer != WH_NONE && !strcmp(ctx->graph->nodes[val->producer].op_type, "Constant"));
+}
+
+/* Adds beta * C (unidirectionally broadcast) to y [M, N]. */
+static void add_gemm_c(struct wh_tensor *y, const struct wh_tensor *c, float beta)
+{
+	int64_t strides[WH_MAX_RANK];
+	wh_broadcast_strides(c, y->rank, y->dims, strides);
+	int64_t M = y->rank >= 2 ? y->dims[0] : 1, N = y->dims[y->rank - 1];
+	float *py = y->data;
+	const float *pc = c->data;
+	for (int64_t i = 0; i < M; i++)
+		for (int64_t j = 0; j < N; j++)
+			py[i * N + j] += beta * pc[(y->rank >= 2 ? i * strides[0] : 0) + j * strides[y->rank - 1]];
+}
+
+enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, const struct wh_emul_node *en)
+{
+	const struct wh_node *node = ctx->node;
+	enum wh_precision p = en->exec;
+	bool gemm = is_gemm_like(node->op_type);
+	bool integer_gemm = gemm && p == WH_PREC_INT8;
+	int bias = bias_input(node->op_type);
+	uint32_t n = ctx->n_inputs;
+	const struct wh_tensor *orig_fixed[16], **orig = orig_fixed;
+	struct wh_tensor tmp_fixed[16], *tmp = tmp_fixed;
+	enum wh_status st = WH_OK;
+	if (n > 16) {
+		orig = calloc(n, sizeof *orig);
+		tmp = calloc(n, sizeof *tmp);
+		if (!orig || !tmp) {
+			free(orig);
+			free(tmp);
+			return wh_error(WH_ERR_NOMEM, "engine: out of memory");
+		}
+	}
+	for (uint32_t k = 0; k < n; k++) {
+		orig[k] = ctx->inputs[k];
+		wh_tensor_init(&tmp[k]);
+	}
+	float in_scale = 0, *w_scales = NULL;
+	uint32_t n_w_scales = 0;
+	int w_axis = -1;
+	const struct wh_tensor *bias_t = NULL;
+	const struct wh_tensor **ins = (const struct wh_tensor **)ctx->inputs;
+	for (uint32_t k = 0; k < n && st == WH_OK && p != WH_PREC_FP32; k++) {
+		const struct wh_tensor *t = orig[k];
+		if (!t || t->dtype != WH_DT_FLOAT)
+			continue;
+		uint32_t vid = node->inputs[k];
+		bool is_bias = gemm && (int)k == bias;
+		bool cacheable = value_is_const(ctx, k) && en->cache && vid < en->cache->n;
+		struct wh_emul_entry *ce = cacheable ? &en->cache->e[vid] : NULL;
+		if (p == WH_PREC_TF32 && (!gemm || is_bias))
+			continue;
+		if ((p == WH_PREC_FP16 || p == WH_PREC_BF16 || p == WH_PREC_TF32)) {
+			if (ce && ce->valid && ce->prec == p) {
+				ins[k] = &ce->t;
+				continue;
+			}
+			if ((st = wh_tensor_alloc(&tmp[k], WH_DT_FLOAT, t->rank, t->dims)) != WH_OK)
+				break;
+			round_to(t->data, tmp[k].data, t->count, p, ctx->cpu);
+			if (ce) {
+				wh_tensor_release(&ce->t);
+				wh_tensor_ref(&ce->t, &tmp[k]);
+				ce->prec = (uint8_t)p;
+				ce->valid = true;
+			}
+			ins[k] = &tmp[k];
+			continue;
+		}
+		/* int8 / fp8 */
+		if (is_bias) {
+			bias_t = t;
+			if (integer_gemm)
+				ins[k] = NULL; /* added after scaling */
+			continue;
+		}
+		bool weight = gemm && k == 1 && value_is_const(ctx, k);
+		if (weight) {
+			int axis = p == WH_PREC_INT8 ? weight_axis(ctx, t) : -1;
+			if (!strcmp(node->op_type, "ConvTranspose") && wh_node_attr_int(node, "group", 1) != 1)
+				axis = -1;
+			if (!(ce && ce->valid && ce->prec == p)) {
+				struct wh_tensor q;
+				wh_tensor_init(&q);
+				float *sc = NULL;
+				uint32_t ns = 0;
+				if ((st = quant_weight(t, axis, p, &q, &sc, &ns)) != WH_OK)
+					break;
+				if (!integer_gemm) {
+					/* fp8: back to real values (the kernel accumulates in FP32) */
+					float *d = q.data;
+					for (uint64_t i = 0; i < q.count; i++)
+						d[i] *= sc[0];
+				}
+				if (ce) {
+					wh_tensor_release(&ce->t);
+					free(ce->scales);
+					ce->t = q;
+					ce->scales = sc;
+					ce->n_scales = ns;
+					ce->axis = (int8_t)axis;
+					ce->prec = (uint8_t)p;
+					ce->valid = true;
+				} else {
+					tmp[k] = q;
+					w_scales = sc;
+				}
+				n_w_scales = ns;
+			}
+			if (ce) {
+				ins[k] = &ce->t;
+				if (!w_scales) {
+					w_scales = malloc((ce->n_scales ? ce->n_scales : 1) * sizeof *w_scales);
+					if (!w_scales) {
+						st = wh_error(WH_ERR_NOMEM, "engine: out of memory");
+						break;
+					}
+					memcpy(w_scales, ce->scales, ce->n_scales * sizeof *w_scales);
+				}
+				n_w_scales = ce->n_scales;
+				w_axis = ce->axis;
+			} else {
+				ins[k] = &tmp[k];
+				w_axis = axis;
+			}
+			continue;
+		}
+		/* an activation (or a non-constant weight): per-tensor */
+		float scale = act_scale(en, ctx->graph->values[vid].name, t, p);
+		if ((st = wh_tensor_alloc(&tmp[k], WH_DT_FLOAT, t->rank, t->dims)) != WH_OK)
+			break;
+		if (integer_gemm && (k == 0 || k == 1)) {
+			float inv = scale > 0 ? 1.0f / scale : 0;
+			const float *s = t->data;
+			float *d = tmp[k].data;
+			for (uint64_t i = 0; i < t->count; i++)
+				d[i] = scale > 0 ? quant(s[i], inv, p) : 0;
+			if (k == 0)
+				in_scale = scale;
+			else {
+				free(w_scales);
+				w_scales = malloc(sizeof *w_scales);
+				if (!w_scales) {
+					st = wh_error(WH_ERR_NOMEM, "engine: out of memory");
+					break;
+				}
+				w_scales[0] = scale;
+				n_w_scales = 1;
+				w_axis = -1;
+			}
+		} else {
+			fake_quant(t->data, tmp[k].data, t->count, scale, p);
+		}
+		ins[k] = &tmp[k];
+	}
+	if (st == WH_OK)
+		st = run(ctx);
+	/* integer GEMM: y = acc * s_x * s_w[c] + bias */
+	if (st == WH_OK && integer_gemm && ctx->outputs[0].dtype == WH_DT_FLOAT) {
+		struct wh_tensor *y = &ctx->outputs[0];
+		float *py = y->data;
+		const char *op = node->op_type;
+		/* output channel axis: 1 for Conv/ConvTranspose, last for MatMul/Gemm */
+		bool conv = !strcmp(op, "Conv") || !strcmp(op, "ConvTranspose");
+		int64_t C = conv ? (y->rank > 1 ? y->dims[1] : 1) : (y->rank ? y->dims[y->rank - 1] : 1);
+		uint64_t inner = 1;
+		for (int32_t d = 2; conv && d < y->rank; d++)
+			inner *= (uint64_t)y->dims[d];
+		bool per_channel = w_axis >= 0 && n_w_scales == (uint32_t)C;
+		for (uint64_t i = 0; i < y->count; i++) {
+			uint64_t c = conv ? (i / inner) % (uint64_t)C : i % (uint64_t)C;
+			float sw = w_scales ? w_scales[per_channel ? c : 0] : 0;
+			py[i] *= in_scale * sw;
+		}
+		if (bias_t) {
+			if (conv) {
+				const float *b = bias_t->data;
+				for (uint64_t i = 0; i < y->count; i++)
+					py[i] += b[(i / inner) % (uint64_t)C];
+			} else {
+				add_gemm_c(y, bias_t, wh_node_attr_float(node, "beta", 1.0f));
+			}
+		}
+	}
+	/* outputs in the output format */
+	for (uint32_t k = 0; st == WH_OK && k < ctx->n_outputs; k++) {
+		struct wh_tensor *y = &ctx->outputs[k];
+		if (y->dtype != WH_DT_FLOAT || !y->count)
+			continue;
+		uint32_t vid = node->outputs[k];
+		switch (en->out) {
+		case WH_PREC_FP16:
+		case WH_PREC_BF16:
+			round_to(y->data, y->data, y->count, en->out, ctx->cpu);
+			break;
+		case WH_PREC_INT8:
+		case WH_PREC_FP8:
+		case WH_PREC_FP8E5M2: {
+			float scale = act_scale(en, vid != WH_NONE ? ctx->graph->values[vid].name : "", y, en->out);
+			fake_quant(y->data, y->data, y->count, scale, en->out);
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	for (uint32_t k = 0; k < n; k++) {
+		ins[k] = orig[k];
+		wh_tensor_release(&tmp[k]);
+	}
+	free(w_scales);
+	if (orig != orig_fixed)
+		free(orig);
+	if (tmp != tmp_fixed)
+		free(tmp);
+	return st;
+}

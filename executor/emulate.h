@@ -1,0 +1,38 @@
+/* Private to executor/: runs one node under a reduced precision (see executor/precision.h
+ * for the semantics). The runtime calls wh_emulate_node instead of the kernel for every
+ * node whose execution or output precision is not FP32. Converted weights are kept in a
+ * per-plan cache (struct wh_emul_cache, one entry per value id) so they are converted once
+ * per engine, not per run. Not thread-safe: an engine runs one inference at a time. */
+#ifndef WH_EMULATE_H
+#define WH_EMULATE_H
+
+#include "executor/kernel.h"
+#include "executor/precision.h"
+
+struct wh_emul_entry {
+	bool valid;
+	uint8_t prec;   /* enum wh_precision the entry was made for */
+	int8_t axis;    /* per-channel axis, -1 for per-tensor */
+	struct wh_tensor t;
+	float *scales;  /* per channel (or one) */
+	uint32_t n_scales;
+};
+
+struct wh_emul_cache {
+	uint32_t n;
+	struct wh_emul_entry *e; /* per value id */
+};
+
+enum wh_status wh_emul_cache_init(struct wh_emul_cache *c, uint32_t n_values);
+void wh_emul_cache_release(struct wh_emul_cache *c);
+
+struct wh_emul_node {
+	enum wh_precision exec, out;
+	const struct wh_calib *calib;
+	struct wh_emul_cache *cache;
+	bool fp16_accumulate;
+};
+
+enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, const struct wh_emul_node *en);
+
+#endif
