@@ -117,6 +117,7 @@ static struct wh_vstate *out_set(struct ictx *c, uint32_t k, enum wh_dtype dt, i
 	if (!o)
 		return NULL;
 	st_clear_value(o);
+	o->sym.valid = false;
 	o->dtype = dt;
 	o->rank = rank > WH_MAX_RANK ? -1 : rank;
 	for (int32_t i = 0; i < WH_MAX_RANK; i++) {
@@ -211,6 +212,166 @@ static int64_t static_len(const struct wh_vstate *s)
 	if (s->rank == 0)
 		return 1;
 	return s->rank == 1 ? s->dims[0] : -1;
+}
+
+/* ---- symbolic shape vectors ---- */
+
+/* The contents of a small integer vector, fully known or symbolic. */
+static bool sym_of(const struct wh_vstate *s, struct wh_symvec *out)
+{
+	if (!s)
+		return false;
+	if (s->known) {
+		const struct wh_tensor *t = &s->value;
+		if (!wh_dtype_is_int(t->dtype) || t->rank > 1 || t->count > WH_MAX_RANK)
+			return false;
+		out->valid = true;
+		out->scalar = t->rank == 0;
+		out->n = (int32_t)t->count;
+		for (int32_t i = 0; i < out->n; i++) {
+			out->v[i] = wh_fold_get_i(t, (uint64_t)i);
+			out->p[i] = NULL;
+			out->k[i] = true;
+		}
+		return true;
+	}
+	if (!s->sym.valid)
+		return false;
+	*out = s->sym;
+	return true;
+}
+
+static void sym_elem_dim(struct wh_symvec *v, int32_t i, const struct wh_vstate *x, int32_t d)
+{
+	v->k[i] = x->dims[d] >= 0;
+	v->v[i] = x->dims[d];
+	v->p[i] = x->dims[d] >= 0 ? NULL : x->params[d];
+}
+
+static bool sym_arith(const char *op, const struct wh_symvec *a, int32_t i, const struct wh_symvec *b, int32_t j,
+		      struct wh_symvec *o, int32_t k)
+{
+	o->k[k] = false;
+	o->p[k] = NULL;
+	o->v[k] = -1;
+	bool mul = !strcmp(op, "Mul"), add = !strcmp(op, "Add"), sub = !strcmp(op, "Sub"), div = !strcmp(op, "Div");
+	if (a->k[i] && b->k[j]) {
+		int64_t x = a->v[i], y = b->v[j], r;
+		if ((mul && !wh_mul_i64(x, y, &r)) || (add && !wh_add_i64(x, y, &r)) ||
+		    (sub && __builtin_sub_overflow(x, y, &r)) || (div && (y == 0 || (x == INT64_MIN && y == -1))))
+			return true;
+		if (div)
+			r = x / y;
+		o->k[k] = true;
+		o->v[k] = r;
+		return true;
+	}
+	/* x*1, 1*x, x+0, 0+x, x-0, x/1 keep the symbolic element */
+	if (b->k[j] && ((mul && b->v[j] == 1) || ((add || sub) && b->v[j] == 0) || (div && b->v[j] == 1)))
+		o->p[k] = a->p[i];
+	else if (a->k[i] && ((mul && a->v[i] == 1) || (add && a->v[i] == 0)))
+		o->p[k] = b->p[j];
+	return true;
+}
+
+/* Partly known contents of the node's first output, for ops that move shape elements. */
+static void infer_sym(struct ictx *c)
+{
+	struct wh_vstate *o = OUT(c, 0);
+	const struct wh_vstate *x = IN(c, 0);
+	if (!o || o->known || !x || (o->dtype != WH_DT_INT64 && o->dtype != WH_DT_INT32))
+		return;
+	const char *op = c->n->op_type;
+	struct wh_symvec in, r = {0};
+	r.valid = true;
+	if (!strcmp(op, "Shape")) {
+		if (!ranked(x))
+			return;
+		int64_t start = wh_node_attr_int(c->n, "start", 0), end = wh_node_attr_int(c->n, "end", x->rank);
+		if (start < 0)
+			start += x->rank;
+		if (end < 0)
+			end += x->rank;
+		start = start < 0 ? 0 : (start > x->rank ? x->rank : start);
+		end = end < 0 ? 0 : (end > x->rank ? x->rank : end);
+		r.n = end > start ? (int32_t)(end - start) : 0;
+		for (int32_t i = 0; i < r.n; i++)
+			sym_elem_dim(&r, i, x, (int32_t)start + i);
+	} else if (!strcmp(op, "Cast") || !strcmp(op, "Identity")) {
+		if (!sym_of(x, &r))
+			return;
+	} else if (!strcmp(op, "Gather")) {
+		int64_t idx[WH_MAX_RANK];
+		uint32_t ni;
+		const struct wh_vstate *is = IN(c, 1);
+		if (!sym_of(x, &in) || in.scalar || wh_node_attr_int(c->n, "axis", 0) != 0 || !st_ints(is, idx, WH_MAX_RANK, &ni))
+			return;
+		r.scalar = is->value.rank == 0;
+		r.n = (int32_t)ni;
+		for (uint32_t i = 0; i < ni; i++) {
+			int64_t j = idx[i] < 0 ? idx[i] + in.n : idx[i];
+			if (j < 0 || j >= in.n)
+				return;
+			r.v[i] = in.v[j];
+			r.p[i] = in.p[j];
+			r.k[i] = in.k[j];
+		}
+	} else if (!strcmp(op, "Unsqueeze") || !strcmp(op, "Squeeze")) {
+		if (!sym_of(x, &r) || r.n != 1 || o->rank > 1 || o->rank < 0)
+			return;
+		r.scalar = o->rank == 0;
+	} else if (!strcmp(op, "Slice")) {
+		int64_t st[1], en[1], ax[1] = {0}, sp[1] = {1};
+		uint32_t n1 = 0, n2 = 0, n3 = 1, n4 = 1;
+		if (!sym_of(x, &in) || in.scalar)
+			return;
+		bool ok;
+		if (c->opset < 10) {
+			ok = attr_ints(c->n, "starts", st, 1, &n1) && attr_ints(c->n, "ends", en, 1, &n2);
+			if (ok && !attr_ints(c->n, "axes", ax, 1, &n3))
+				n3 = 1;
+		} else {
+			ok = st_ints(IN(c, 1), st, 1, &n1) && st_ints(IN(c, 2), en, 1, &n2) &&
+			     (!IN(c, 3) || st_ints(IN(c, 3), ax, 1, &n3)) && (!IN(c, 4) || st_ints(IN(c, 4), sp, 1, &n4));
+		}
+		if (!ok || n1 != 1 || n2 != 1 || n3 != 1 || n4 != 1 || (ax[0] != 0 && ax[0] != -1) || sp[0] == 0)
+			return;
+		int64_t first, cnt;
+		wh_fold_slice_range(in.n, st[0], en[0], sp[0], &first, &cnt);
+		r.n = (int32_t)cnt;
+		for (int32_t i = 0; i < r.n; i++) {
+			int64_t j = first + i * sp[0];
+			r.v[i] = in.v[j];
+			r.p[i] = in.p[j];
+			r.k[i] = in.k[j];
+		}
+	} else if (!strcmp(op, "Concat")) {
+		r.n = 0;
+		for (uint32_t i = 0; i < c->n->n_inputs; i++) {
+			if (!IN(c, i))
+				continue;
+			if (!sym_of(IN(c, i), &in) || in.scalar || r.n + in.n > WH_MAX_RANK)
+				return;
+			for (int32_t j = 0; j < in.n; j++, r.n++) {
+				r.v[r.n] = in.v[j];
+				r.p[r.n] = in.p[j];
+				r.k[r.n] = in.k[j];
+			}
+		}
+	} else if (!strcmp(op, "Mul") || !strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Div")) {
+		struct wh_symvec b;
+		if (!sym_of(x, &in) || !sym_of(IN(c, 1), &b))
+			return;
+		if (in.n != b.n && in.n != 1 && b.n != 1)
+			return;
+		r.n = in.n > b.n ? in.n : b.n;
+		r.scalar = in.scalar && b.scalar;
+		for (int32_t i = 0; i < r.n; i++)
+			sym_arith(op, &in, in.n == 1 ? 0 : i, &b, b.n == 1 ? 0 : i, &r, i);
+	} else {
+		return;
+	}
+	o->sym = r;
 }
 
 /* ---- elementwise and broadcasting ---- */
@@ -768,62 +929,77 @@ static enum wh_status r_reshape(struct ictx *c)
 {
 	const struct wh_vstate *x = IN(c, 0), *sh = IN(c, 1);
 	enum wh_dtype dt = x ? x->dtype : WH_DT_UNDEFINED;
-	int64_t shape[WH_MAX_RANK];
-	uint32_t n;
+	struct wh_symvec sv = {0};
 	bool have;
-	if (c->opset < 5)
-		have = attr_ints(c->n, "shape", shape, WH_MAX_RANK, &n);
-	else
-		have = st_ints(sh, shape, WH_MAX_RANK, &n);
+	if (c->opset < 5) {
+		uint32_t n;
+		have = attr_ints(c->n, "shape", sv.v, WH_MAX_RANK, &n);
+		sv.n = (int32_t)n;
+		for (int32_t i = 0; i < sv.n; i++)
+			sv.k[i] = true;
+	} else {
+		have = sym_of(sh, &sv) && !sv.scalar;
+	}
 	if (!have) {
 		out_set(c, 0, dt, c->opset < 5 ? -1 : (int32_t)static_len(sh));
 		return WH_OK;
 	}
-	struct wh_vstate *o = out_set(c, 0, dt, (int32_t)n);
+	int32_t n = sv.n;
+	struct wh_vstate *o = out_set(c, 0, dt, n);
 	if (!o)
 		return WH_OK;
 	bool allowzero = wh_node_attr_int(c->n, "allowzero", 0) != 0;
 	int32_t infer = -1;
-	/* product of the output dims we know, and of the input dims not copied by a 0 */
+	/* product of the output dims we know, and of the input dims no output dim accounts for */
 	uint64_t out_prod = 1, in_prod = 1;
-	bool in_static = ranked(x);
-	bool copied[WH_MAX_RANK] = {false};
-	for (uint32_t i = 0; i < n; i++) {
-		if (shape[i] == 0 && !allowzero) {
-			if (!ranked(x) || (int32_t)i >= x->rank) {
+	bool out_ok = true, in_ok = ranked(x);
+	bool used[WH_MAX_RANK] = {false};
+	for (int32_t i = 0; i < n; i++) {
+		if (!sv.k[i]) {
+			o->dims[i] = -1;
+			o->params[i] = sv.p[i];
+			/* a named dimension of the input cancels out of the element count */
+			bool matched = false;
+			for (int32_t j = 0; sv.p[i] && ranked(x) && j < x->rank && !matched; j++)
+				if (!used[j] && x->dims[j] < 0 && x->params[j] && !strcmp(x->params[j], sv.p[i]))
+					used[j] = matched = true;
+			out_ok = out_ok && matched;
+			continue;
+		}
+		int64_t v = sv.v[i];
+		if (v == 0 && !allowzero) {
+			if (!ranked(x) || i >= x->rank) {
 				if (ranked(x))
-					return node_err(c, WH_ERR_SHAPE, "shape[%u] is 0 (copy) but the input has rank %d", i, x->rank);
+					return node_err(c, WH_ERR_SHAPE, "shape[%d] is 0 (copy) but the input has rank %d", i, x->rank);
 				continue;
 			}
-			dim_copy(o, (int32_t)i, x, (int32_t)i);
-			copied[i] = true;
+			dim_copy(o, i, x, i);
+			used[i] = true;
 			continue;
 		}
-		if (shape[i] == -1) {
+		if (v == -1) {
 			if (infer >= 0)
 				return node_err(c, WH_ERR_SHAPE, "shape has more than one -1");
-			infer = (int32_t)i;
+			infer = i;
 			continue;
 		}
-		if (shape[i] < 0)
-			return node_err(c, WH_ERR_SHAPE, "shape[%u] is %lld", i, (long long)shape[i]);
-		dim_set(o, (int32_t)i, shape[i]);
-		if (!wh_mul_u64(out_prod, (uint64_t)shape[i], &out_prod))
+		if (v < 0)
+			return node_err(c, WH_ERR_SHAPE, "shape[%d] is %lld", i, (long long)v);
+		dim_set(o, i, v);
+		if (!wh_mul_u64(out_prod, (uint64_t)v, &out_prod))
 			return node_err(c, WH_ERR_OVERFLOW, "target shape overflows");
 	}
 	if (!ranked(x))
 		return WH_OK;
-	for (int32_t i = 0; i < x->rank; i++) {
-		if (i < (int32_t)n && copied[i])
+	for (int32_t i = 0; i < x->rank && in_ok; i++) {
+		if (used[i])
 			continue;
-		if (x->dims[i] < 0) {
-			in_static = false;
-			break;
-		}
-		if (!wh_mul_u64(in_prod, (uint64_t)x->dims[i], &in_prod))
+		if (x->dims[i] < 0)
+			in_ok = false;
+		else if (!wh_mul_u64(in_prod, (uint64_t)x->dims[i], &in_prod))
 			return node_err(c, WH_ERR_OVERFLOW, "input size overflows");
 	}
-	if (!in_static)
+	if (!in_ok || !out_ok)
 		return WH_OK;
 	char b1[256];
 	if (infer >= 0) {
@@ -1253,19 +1429,23 @@ static enum wh_status r_expand(struct ictx *c)
 {
 	const struct wh_vstate *x = IN(c, 0), *sh = IN(c, 1);
 	enum wh_dtype dt = x ? x->dtype : WH_DT_UNDEFINED;
-	int64_t shape[WH_MAX_RANK];
-	uint32_t n;
-	if (!st_ints(sh, shape, WH_MAX_RANK, &n)) {
+	struct wh_symvec sv;
+	if (!sym_of(sh, &sv) || sv.scalar) {
 		int64_t len = static_len(sh);
 		out_set(c, 0, dt, ranked(x) && len >= 0 ? (x->rank > len ? x->rank : (int32_t)len) : -1);
 		return WH_OK;
 	}
 	struct wh_vstate t = {0};
-	t.rank = (int32_t)n;
-	for (uint32_t i = 0; i < n; i++) {
-		if (shape[i] < 0)
-			return node_err(c, WH_ERR_SHAPE, "shape[%u] is %lld", i, (long long)shape[i]);
-		dim_set(&t, (int32_t)i, shape[i]);
+	t.rank = sv.n;
+	for (int32_t i = 0; i < sv.n; i++) {
+		if (!sv.k[i]) {
+			t.dims[i] = -1;
+			t.params[i] = sv.p[i];
+			continue;
+		}
+		if (sv.v[i] < 0)
+			return node_err(c, WH_ERR_SHAPE, "shape[%d] is %lld", i, (long long)sv.v[i]);
+		dim_set(&t, i, sv.v[i]);
 	}
 	const struct wh_vstate *ins[2] = {x, &t};
 	if (!x) {
@@ -1366,17 +1546,20 @@ static enum wh_status r_constant_of_shape(struct ictx *c)
 {
 	const struct wh_vstate *sh = IN(c, 0);
 	enum wh_dtype dt = attr_tensor_dtype(c->n, "value", WH_DT_FLOAT);
-	int64_t shape[WH_MAX_RANK];
-	uint32_t n;
-	if (!st_ints(sh, shape, WH_MAX_RANK, &n)) {
+	struct wh_symvec sv;
+	if (!sym_of(sh, &sv) || sv.scalar) {
 		out_set(c, 0, dt, (int32_t)static_len(sh));
 		return WH_OK;
 	}
-	struct wh_vstate *o = out_set(c, 0, dt, (int32_t)n);
-	for (uint32_t i = 0; o && i < n; i++) {
-		if (shape[i] < 0)
-			return node_err(c, WH_ERR_SHAPE, "shape[%u] is %lld", i, (long long)shape[i]);
-		dim_set(o, (int32_t)i, shape[i]);
+	struct wh_vstate *o = out_set(c, 0, dt, sv.n);
+	for (int32_t i = 0; o && i < sv.n; i++) {
+		if (!sv.k[i]) {
+			o->params[i] = sv.p[i];
+			continue;
+		}
+		if (sv.v[i] < 0)
+			return node_err(c, WH_ERR_SHAPE, "shape[%d] is %lld", i, (long long)sv.v[i]);
+		dim_set(o, i, sv.v[i]);
 	}
 	return WH_OK;
 }
@@ -2159,6 +2342,7 @@ static enum wh_status try_eval(struct ictx *c, bool *done)
 			if (!o)
 				continue;
 			st_clear_value(o);
+			o->sym.valid = false;
 			o->dtype = outs[k].dtype;
 			o->rank = outs[k].rank;
 			for (int32_t i = 0; i < WH_MAX_RANK; i++) {
@@ -2227,6 +2411,7 @@ static enum wh_status infer_node(struct ictx *c)
 		if (fn) {
 			if ((st = fn(c)) != WH_OK)
 				return st;
+			infer_sym(c);
 		} else {
 			note_unknown(c);
 		}
@@ -2315,6 +2500,7 @@ static enum wh_status infer_graph(const struct wh_model *m, const struct wh_grap
 			const struct wh_vstate *o = outer_lookup(parent, v->name);
 			if (o) {
 				copy_shape(vs, o);
+				vs->sym = o->sym;
 				if (o->known) {
 					wh_tensor_ref(&vs->value, &o->value);
 					vs->known = true;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "executor/compare.h"
+#include "executor/precision.h"
 #include "graph/tensor-file.h"
 #include "reducer/cli-internal.h"
 #include "reducer/reduce.h"
@@ -47,6 +48,8 @@ static const char reduce_help[] =
 	"  --seed N, --val-range LO,HI   generated inputs (default seed 1, range 0,1)\n"
 	"  --input-shapes S         bind dynamic input dimensions\n"
 	"built-in check:\n"
+	"  --precision P            precision of the candidates: fp32, tf32, fp16, bf16, fp8, fp8e5m2, int8\n"
+	"  --layer-precisions S     per-layer precisions (NAME:P,... or a JSON file)\n"
 	"  --atol X, --rtol X, --check-error-stat S   as in whittle run\n"
 	"  --threads N              executor threads\n"
 	"exit status: 0 reduced, 2 usage, 3 bad input or the original passes, 4 the check is broken\n"
@@ -143,6 +146,8 @@ int wh_cmd_reduce(int argc, char **argv)
 		{"rtol", required_argument, NULL, 2},
 		{"check-error-stat", required_argument, NULL, 3},
 		{"threads", required_argument, NULL, 't'},
+		{"precision", required_argument, NULL, 4},
+		{"layer-precisions", required_argument, NULL, 5},
 		{"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0},
 	};
@@ -155,6 +160,10 @@ int wh_cmd_reduce(int argc, char **argv)
 	int n_regex = 0, n_artifacts = 0, n_fail = 0, n_ignore = 0;
 	const char *load = NULL, *reference = NULL, *shapes = NULL;
 	long long seed = 1, v;
+	struct wh_precision_config pc;
+	wh_precision_config_init(&pc);
+	bool reduced = false;
+	const char *layer_prec = NULL;
 	double lo = 0, hi = 1, d;
 	int c;
 	while ((c = getopt_long(nargs, argv, ":ho:j:", longopts, NULL)) != -1) {
@@ -249,6 +258,13 @@ int wh_cmd_reduce(int argc, char **argv)
 				return wh_cli_usage_error("reduce", "--threads takes 1..1024, not '%s'", optarg);
 			ro.engine.threads = (int)v;
 			break;
+		case 4:
+			if (!wh_precision_parse(optarg, &pc.dflt)) {
+				return wh_cli_usage_error("reduce", "--precision takes fp32, tf32, fp16, bf16, fp8, fp8e5m2 or int8, not '%s'", optarg);
+			}
+			reduced |= pc.dflt != WH_PREC_FP32;
+			break;
+		case 5: layer_prec = optarg; break;
 		case 'h': fputs(reduce_help, stdout); return 0;
 		default: return wh_cli_bad_option("reduce", c, argv);
 		}
@@ -264,6 +280,16 @@ int wh_cmd_reduce(int argc, char **argv)
 	if (check_at < 0 && (n_regex || n_fail || n_ignore || co.timeout_s > 0 || co.shell))
 		return wh_cli_usage_error("reduce", "check options given without --check (put --check CMD ... last)");
 	ro.model_path = argv[optind];
+	if (layer_prec) {
+		enum wh_status pst = wh_precision_config_parse(&pc, layer_prec);
+		if (pst != WH_OK) {
+			wh_precision_config_release(&pc);
+			return wh_cli_fail(pst);
+		}
+		reduced = true;
+	}
+	if (reduced)
+		ro.engine.precision = &pc;
 	ro.artifacts = artifacts;
 	ro.n_artifacts = n_artifacts;
 	if (n_artifacts && !ro.artifacts_dir)
@@ -339,5 +365,6 @@ out:
 	free(display);
 	wh_check_destroy(check);
 	wh_model_destroy(m);
+	wh_precision_config_release(&pc);
 	return rc;
 }

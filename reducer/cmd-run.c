@@ -88,6 +88,7 @@ int wh_cmd_run(int argc, char **argv)
 	struct wh_precision_config pc;
 	wh_precision_config_init(&pc);
 	bool reduced = false;
+	const char *layer_prec = NULL;
 	int rc = 0;
 	enum wh_status st = WH_OK;
 	struct wh_compare_options co;
@@ -130,18 +131,11 @@ int wh_cmd_run(int argc, char **argv)
 		case 'H': histogram = true; break;
 		case 'p':
 			if (!wh_precision_parse(optarg, &pc.dflt)) {
-				wh_precision_config_release(&pc);
 				return wh_cli_usage_error("run", "--precision takes fp32, tf32, fp16, bf16, fp8, fp8e5m2 or int8, not '%s'", optarg);
 			}
 			reduced |= pc.dflt != WH_PREC_FP32;
 			break;
-		case 'P':
-			if ((st = wh_precision_config_parse(&pc, optarg)) != WH_OK) {
-				wh_precision_config_release(&pc);
-				return wh_cli_fail(st);
-			}
-			reduced = true;
-			break;
+		case 'P': layer_prec = optarg; break;
 		case 'J': json = true; break;
 		case 'W': report = optarg; break;
 		case 't':
@@ -156,9 +150,14 @@ int wh_cmd_run(int argc, char **argv)
 		default: return wh_cli_bad_option("run", c, argv);
 		}
 	}
-	if (optind != argc - 1) {
-		wh_precision_config_release(&pc);
+	if (optind != argc - 1)
 		return wh_cli_usage_error("run", "expects exactly one MODEL (see whittle run --help)");
+	if (layer_prec) {
+		if ((st = wh_precision_config_parse(&pc, layer_prec)) != WH_OK) {
+			wh_precision_config_release(&pc);
+			return wh_cli_fail(st);
+		}
+		reduced = true;
 	}
 	bool compare_fp32 = compare_dir && !strcmp(compare_dir, "fp32");
 	struct wh_model *m = NULL;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "executor/cpu.h"
+#include "executor/precision.h"
 #include "graph/extract.h"
 #include "graph/hash.h"
 #include "graph/onnx-io.h"
@@ -821,7 +822,8 @@ static enum wh_status write_repro(struct driver *d, const struct wh_model *c, co
 			fprintf(f, "%s\n", cmd);
 		else
 			fprintf(f, "whittle run model.onnx --load-inputs inputs --compare golden --precision %s --atol %g --rtol %g\n",
-				"fp32", d->o->compare.atol, d->o->compare.rtol);
+				wh_precision_name(d->o->engine.precision ? d->o->engine.precision->dflt : WH_PREC_FP32),
+				d->o->compare.atol, d->o->compare.rtol);
 		fclose(f);
 		chmod(p, 0755);
 	}

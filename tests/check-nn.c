@@ -601,6 +601,19 @@ START_TEST(layernorm_stats)
 	assert_close(&y[2], wi, 2, 1e-6);
 	for (int i = 0; i < 3; i++)
 		wh_tensor_release(&y[i]);
+	/* a Scale of shape [5] broadcasts over the normalized 3 x 5; B may be omitted */
+	int64_t d5[1] = {5};
+	struct wh_tensor s5, yb;
+	tensor_random(&s5, 1, d5, 9);
+	const struct wh_tensor *bins[2] = {&x, &s5};
+	ck_assert_int_eq(run_op("LayerNormalization", 17, 2, bins, 1, a, 1, &yb), WH_OK);
+	const float *s5v = s5.data;
+	for (int r = 0; r < 2; r++)
+		for (int i = 0; i < 15; i++)
+			w[r * 15 + i] = (xv[r * 15 + i] - wm[r]) * wi[r] * s5v[i % 5];
+	assert_close(&yb, w, 30, 1e-6);
+	wh_tensor_release(&yb);
+	wh_tensor_release(&s5);
 	/* RMSNormalization: no mean subtraction */
 	struct wh_tensor r;
 	const struct wh_tensor *rins[2] = {&x, &sc};

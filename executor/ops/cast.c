@@ -672,6 +672,36 @@ static void quant_chunk(void *arg, size_t begin, size_t end)
 	}
 }
 
+/* QDQ models quantize float32 activations to 8 bits per tensor or per channel: the same
+ * arithmetic as quant_chunk, without the per-element type dispatch. */
+static void quant_chunk_f32_u8(void *arg, size_t begin, size_t end)
+{
+	const struct quant_job *j = arg;
+	const float *x = j->x->data, *s = j->scale->data;
+	const uint8_t *zp = j->zp ? j->zp->data : NULL;
+	uint8_t *y = j->y->data;
+
+	for (size_t k = begin; k < end; k++) {
+		uint64_t si = j->l.mode == Q_TENSOR ? 0 : (k / j->l.inner) % j->l.axis_len;
+		float v = nearbyintf(x[k] / s[si]) + (zp ? (float)zp[si] : 0.0f);
+		y[k] = (uint8_t)(v != v ? 0 : v < 0 ? 0 : v > 255 ? 255 : v);
+	}
+}
+
+static void quant_chunk_f32_i8(void *arg, size_t begin, size_t end)
+{
+	const struct quant_job *j = arg;
+	const float *x = j->x->data, *s = j->scale->data;
+	const int8_t *zp = j->zp ? j->zp->data : NULL;
+	int8_t *y = j->y->data;
+
+	for (size_t k = begin; k < end; k++) {
+		uint64_t si = j->l.mode == Q_TENSOR ? 0 : (k / j->l.inner) % j->l.axis_len;
+		float v = nearbyintf(x[k] / s[si]) + (zp ? (float)zp[si] : 0.0f);
+		y[k] = (int8_t)(v != v ? 0 : v < -128 ? -128 : v > 127 ? 127 : v);
+	}
+}
+
 static enum wh_dtype precision_attr(struct wh_kernel_ctx *ctx, enum wh_dtype dflt)
 {
 	int64_t p = ctx->opset >= 23 ? wh_node_attr_int(ctx->node, "precision", 0) : 0;
@@ -722,7 +752,14 @@ static enum wh_status quantize_run(struct wh_kernel_ctx *ctx)
 	if ((st = wh_tensor_alloc(&ctx->outputs[0], out_dt, x->rank, x->dims)) != WH_OK)
 		return st;
 	j.y = &ctx->outputs[0];
-	wh_parallel_for(ctx->pool, (size_t)x->count, CHUNK_ELEMS, quant_chunk, &j);
+	wh_range_fn fn = quant_chunk;
+	if (x->dtype == WH_DT_FLOAT && scale->dtype == WH_DT_FLOAT && j.prec == WH_DT_FLOAT && j.l.mode != Q_BLOCKED) {
+		if (out_dt == WH_DT_UINT8)
+			fn = quant_chunk_f32_u8;
+		else if (out_dt == WH_DT_INT8)
+			fn = quant_chunk_f32_i8;
+	}
+	wh_parallel_for(ctx->pool, (size_t)x->count, CHUNK_ELEMS, fn, &j);
 	return WH_OK;
 }
 
@@ -755,6 +792,23 @@ static void dequant_chunk(void *arg, size_t begin, size_t end)
 		double v = j->in_double ? diff * s : (double)((float)diff * (float)s);
 		struct elem e = {false, 0, v, (float)v, wh_f64_to_f32_odd(v)};
 		put_elem(j->y, k, &e, &o);
+	}
+}
+
+/* The 8-bit to float32 case of dequant_chunk, per tensor or per channel. */
+static void dequant_chunk_8_f32(void *arg, size_t begin, size_t end)
+{
+	const struct dequant_job *j = arg;
+	const float *s = j->scale->data;
+	float *y = j->y->data;
+	bool is_signed = j->x->dtype == WH_DT_INT8;
+	const uint8_t *xu = j->x->data, *zu = j->zp ? j->zp->data : NULL;
+	const int8_t *xs = j->x->data, *zs = j->zp ? j->zp->data : NULL;
+
+	for (size_t k = begin; k < end; k++) {
+		uint64_t si = j->l.mode == Q_TENSOR ? 0 : (k / j->l.inner) % j->l.axis_len;
+		int d = is_signed ? xs[k] - (zs ? zs[si] : 0) : xu[k] - (zu ? zu[si] : 0);
+		y[k] = (float)d * s[si];
 	}
 }
 
@@ -792,7 +846,11 @@ static enum wh_status dequantize_run(struct wh_kernel_ctx *ctx)
 	if ((st = wh_tensor_alloc(&ctx->outputs[0], out_dt, x->rank, x->dims)) != WH_OK)
 		return st;
 	j.y = &ctx->outputs[0];
-	wh_parallel_for(ctx->pool, (size_t)x->count, CHUNK_ELEMS, dequant_chunk, &j);
+	wh_range_fn fn = dequant_chunk;
+	if ((x->dtype == WH_DT_UINT8 || x->dtype == WH_DT_INT8) && scale->dtype == WH_DT_FLOAT &&
+	    out_dt == WH_DT_FLOAT && j.l.mode != Q_BLOCKED)
+		fn = dequant_chunk_8_f32;
+	wh_parallel_for(ctx->pool, (size_t)x->count, CHUNK_ELEMS, fn, &j);
 	return WH_OK;
 }
 
