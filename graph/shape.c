@@ -256,7 +256,7 @@ static bool sym_arith(const char *op, const struct wh_symvec *a, int32_t i, cons
 	o->v[k] = -1;
 	bool mul = !strcmp(op, "Mul"), add = !strcmp(op, "Add"), sub = !strcmp(op, "Sub"), div = !strcmp(op, "Div");
 	if (a->k[i] && b->k[j]) {
-		int64_t x = a->v[i], y = b->v[j], r;
+		int64_t x = a->v[i], y = b->v[j], r = 0;
 		if ((mul && !wh_mul_i64(x, y, &r)) || (add && !wh_add_i64(x, y, &r)) ||
 		    (sub && __builtin_sub_overflow(x, y, &r)) || (div && (y == 0 || (x == INT64_MIN && y == -1))))
 			return true;

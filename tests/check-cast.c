@@ -673,6 +673,74 @@ START_TEST(quantize_per_axis_and_blocked)
 }
 END_TEST
 
+/* The 8-bit float32 paths (per tensor and per channel, with a pool) against the
+ * definition, on values with ties, NaN, infinities and out-of-range magnitudes. */
+START_TEST(quantize_8bit_paths_match_definition)
+{
+	enum { C = 7, W = 1531 };
+	int64_t dx[] = {2, C, W}, dc = C;
+	float *v = malloc(sizeof(float) * 2 * C * W);
+	float sc[C];
+	uint8_t zu[C];
+	int8_t zs[C];
+	uint64_t r = 5;
+	for (int c = 0; c < C; c++) {
+		sc[c] = 0.25f * (float)(c + 1);
+		zu[c] = (uint8_t)(c * 37);
+		zs[c] = (int8_t)(c * 19 - 60);
+	}
+	for (int i = 0; i < 2 * C * W; i++) {
+		r = r * 6364136223846793005ull + 1442695040888963407ull;
+		int k = (int)(r >> 59);
+		v[i] = k == 0 ? NAN : k == 1 ? INFINITY : k == 2 ? -1e30f : k < 8 ? 0.125f * (float)((int)(r >> 40 & 0x3FF) - 512)
+										  : (float)((int64_t)(r >> 32) % 20000) / 37.0f;
+	}
+	struct wh_tensor x, s, z, y, back;
+	struct wh_threadpool *pool = NULL;
+	ck_assert_int_eq(wh_threadpool_create(2, &pool), WH_OK);
+	mk_f32(&x, 3, dx, v);
+	for (int per_axis = 0; per_axis < 2; per_axis++) {
+		for (int sgn = 0; sgn < 2; sgn++) {
+			if (per_axis)
+				mk_f32(&s, 1, &dc, sc);
+			else
+				mk_f32(&s, 0, NULL, &sc[2]);
+			if (sgn)
+				mk(&z, WH_DT_INT8, per_axis, &dc, per_axis ? (const void *)zs : (const void *)&zs[2]);
+			else
+				mk(&z, WH_DT_UINT8, per_axis, &dc, per_axis ? (const void *)zu : (const void *)&zu[2]);
+			const struct wh_tensor *ins[] = {&x, &s, &z};
+			ck_assert_int_eq(run_kernel_isa("QuantizeLinear", 13, 3, ins, NULL, 0, WH_ISA_SCALAR, pool, 1, &y), WH_OK);
+			const struct wh_tensor *dins[] = {&y, &s, &z};
+			ck_assert_int_eq(run_kernel_isa("DequantizeLinear", 13, 3, dins, NULL, 0, WH_ISA_SCALAR, pool, 1, &back),
+					 WH_OK);
+			for (int i = 0; i < 2 * C * W; i++) {
+				int c = per_axis ? (i / W) % C : 2;
+				float zp = sgn ? zs[c] : zu[c];
+				double q = nearbyint((double)(v[i] / sc[c])) + zp;
+				double lo = sgn ? -128 : 0, hi = sgn ? 127 : 255;
+				q = q != q ? 0 : q < lo ? lo : q > hi ? hi : q;
+				int got = sgn ? ((int8_t *)y.data)[i] : ((uint8_t *)y.data)[i];
+				if (got != (int)q)
+					ck_abort_msg("quantize %g (scale %g zp %g): %d, want %d", (double)v[i], (double)sc[c],
+						     (double)zp, got, (int)q);
+				float want_back = (float)(got - (int)zp) * sc[c];
+				if (((float *)back.data)[i] != want_back)
+					ck_abort_msg("dequantize %d: %g, want %g", got, (double)((float *)back.data)[i],
+						     (double)want_back);
+			}
+			wh_tensor_release(&back);
+			wh_tensor_release(&y);
+			wh_tensor_release(&z);
+			wh_tensor_release(&s);
+		}
+	}
+	wh_threadpool_destroy(pool);
+	wh_tensor_release(&x);
+	free(v);
+}
+END_TEST
+
 START_TEST(dequantize_types)
 {
 	/* int32 input (zero point 0), int4 with zero point, float8 and fp16 scale */
@@ -781,6 +849,7 @@ static Suite *cast_suite(void)
 	tcase_add_test(q, quantize_rounding_and_clamping);
 	tcase_add_test(q, quantize_divides_in_scale_precision);
 	tcase_add_test(q, quantize_per_axis_and_blocked);
+	tcase_add_test(q, quantize_8bit_paths_match_definition);
 	tcase_add_test(q, dequantize_types);
 	tcase_add_test(q, dynamic_quantize);
 	suite_add_tcase(s, q);

@@ -10,6 +10,8 @@
 #include "graph/ir.h"
 #include "graph/onnx-io.h"
 #include "graph/shape.h"
+#include "graph/tensor-file.h"
+#include <dirent.h>
 
 /* ---- building models ---- */
 
@@ -757,6 +759,206 @@ START_TEST(test_ocr_unbound)
 }
 END_TEST
 
+/* Dynamic dims keep their names through shape arithmetic before they are bound. */
+START_TEST(test_symbolic)
+{
+	struct wh_model *m = new_model(13);
+	const int64_t x[] = {-1, 3, 4, -1};
+	const char *px[] = {"N", NULL, NULL, "W"};
+	input(m, "x", WH_DT_FLOAT, 4, x, px);
+	init_i64(m, "s0", 1, (const int64_t[]){0}, 1);
+	init_i64(m, "s1", 1, (const int64_t[]){1}, 1);
+	init_i64(m, "m1", 1, (const int64_t[]){-1}, 1);
+	init_i64(m, "three", 1, (const int64_t[]){3}, 1);
+	const float sc[] = {1, 1, 2, 1};
+	init_f32(m, "scales", sc, 4);
+	node(m, "Shape", "shape", "x", "sh");
+	node(m, "Slice", "slice", "sh,s0,s1", "n");         /* [N] */
+	uint32_t cat = node(m, "Concat", "cat", "n,m1", "tgt"); /* [N, -1] */
+	attr_int(m, cat, "axis", 0);
+	node(m, "Reshape", "r", "x,tgt", "y");              /* N x (12 W): unknown */
+	uint32_t cat2 = node(m, "Concat", "cat2", "n,three,m1", "tgt2");
+	attr_int(m, cat2, "axis", 0);
+	node(m, "Transpose", "tr", "x", "xt");              /* W x 4 x 3 x N */
+	node(m, "ConstantOfShape", "cos", "sh", "z");       /* N x 3 x 4 x W */
+	uint32_t cast = node(m, "Cast", "cast", "sh", "sh32");
+	attr_int(m, cast, "to", WH_DT_INT32);
+	node(m, "Gather", "gather", "sh,s1", "g1");         /* [3] */
+	uint32_t cat3 = node(m, "Concat", "cat3", "n,g1", "tgt3"); /* [N, 3] */
+	attr_int(m, cat3, "axis", 0);
+	node(m, "Expand", "ex", "three,tgt3", "e");         /* N x 3 */
+	node(m, "Resize", "rs", "x,,scales", "rz");         /* N x 3 x 8 x W */
+	output(m, "y");
+	ck_assert_int_eq(wh_model_infer_shapes(m), WH_OK);
+	expect(m, "y", WH_DT_FLOAT, "Nx?");
+	expect(m, "z", WH_DT_FLOAT, "Nx3x4xW");
+	expect(m, "e", WH_DT_INT64, "Nx3");
+	expect(m, "rz", WH_DT_FLOAT, "Nx3x8xW");
+	expect(m, "sh32", WH_DT_INT32, "4");
+	expect(m, "xt", WH_DT_FLOAT, "Wx4x3xN");
+	wh_model_destroy(m);
+
+	/* -1 is computable when the named dims cancel: [N, 3, 4, W] -> [N, -1, W] */
+	m = new_model(13);
+	input(m, "x", WH_DT_FLOAT, 4, x, px);
+	init_i64(m, "s0", 1, (const int64_t[]){0}, 1);
+	init_i64(m, "s1", 1, (const int64_t[]){1}, 1);
+	init_i64(m, "s3", 1, (const int64_t[]){3}, 1);
+	init_i64(m, "s4", 1, (const int64_t[]){4}, 1);
+	init_i64(m, "m1", 1, (const int64_t[]){-1}, 1);
+	node(m, "Shape", "shape", "x", "sh");
+	node(m, "Slice", "slice", "sh,s0,s1", "n");
+	node(m, "Slice", "slice2", "sh,s3,s4", "w");
+	cat = node(m, "Concat", "cat", "n,m1,w", "tgt");
+	attr_int(m, cat, "axis", 0);
+	node(m, "Reshape", "r", "x,tgt", "y");
+	output(m, "y");
+	ck_assert_int_eq(wh_model_infer_shapes(m), WH_OK);
+	expect(m, "y", WH_DT_FLOAT, "Nx12xW");
+	wh_model_destroy(m);
+}
+END_TEST
+
+static const char *onnx_tests(void)
+{
+	const char *d = getenv("WHITTLE_ONNX_TESTS");
+	ck_assert_msg(d && *d, "WHITTLE_ONNX_TESTS is not set (run through ctest)");
+	return d;
+}
+
+/* Forgets what the model declares about its outputs and intermediate tensors, so that the
+ * comparison tests inference, not the file. */
+static void forget_declared(struct wh_model *m)
+{
+	struct wh_graph *g = m->graph;
+	for (uint32_t i = 0; i < g->n_values; i++) {
+		struct wh_value *v = &g->values[i];
+		if (v->flags & (WH_VALUE_INPUT | WH_VALUE_INITIALIZER))
+			continue;
+		v->flags &= ~(uint32_t)WH_VALUE_HAS_INFO;
+		v->dtype = WH_DT_UNDEFINED;
+		v->rank = -1;
+		v->dims = NULL;
+	}
+}
+
+static bool value_matches(const struct wh_value *v, const struct wh_tensor *t, bool *is_static)
+{
+	*is_static = v->rank >= 0;
+	for (int32_t i = 0; i < v->rank; i++)
+		*is_static = *is_static && v->dims[i].value >= 0;
+	if (!*is_static)
+		return true;
+	if (v->dtype != t->dtype || v->rank != t->rank)
+		return false;
+	for (int32_t i = 0; i < v->rank; i++)
+		if (v->dims[i].value != t->dims[i])
+			return false;
+	return true;
+}
+
+/* The classic image models (weights made by ConstantOfShape from IR-3 initializer inputs):
+ * every tensor gets a static shape and the output's is the expected one. */
+START_TEST(test_light_models)
+{
+	const char *names[] = {"bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50",
+			       "shufflenet", "squeezenet", "vgg19", "zfnet512"};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/light/light_%s.onnx", onnx_tests(), names[i]);
+		struct wh_model *m;
+		ck_assert_msg(wh_model_load(path, &m) == WH_OK, "%s: %s", path, wh_error_message());
+		forget_declared(m);
+		ck_assert_msg(wh_model_infer_shapes(m) == WH_OK, "%s: %s", names[i], wh_error_message());
+		ck_assert_msg(wh_model_count_static(m) == m->graph->n_values, "%s: %u of %u static", names[i],
+			      wh_model_count_static(m), m->graph->n_values);
+		snprintf(path, sizeof path, "%s/light/light_%s_output_0.pb", onnx_tests(), names[i]);
+		struct wh_tensor t;
+		wh_tensor_init(&t);
+		ck_assert_int_eq(wh_tensor_read_pb(path, &t, NULL), WH_OK);
+		bool st;
+		ck_assert_msg(value_matches(&m->graph->values[m->graph->outputs[0]], &t, &st) && st, "%s: output differs", names[i]);
+		wh_tensor_release(&t);
+		wh_model_destroy(m);
+	}
+}
+END_TEST
+
+/* Every ONNX backend node test: inference never fails on a valid model, and wherever it
+ * finds a static output shape, that shape and type are the expected output's. */
+START_TEST(test_node_sweep)
+{
+	char dir[4096];
+	snprintf(dir, sizeof dir, "%s/node", onnx_tests());
+	DIR *d = opendir(dir);
+	ck_assert_msg(d != NULL, "%s: cannot open", dir);
+	struct dirent *e;
+	uint32_t cases = 0, agree = 0, unknown = 0, wrong = 0;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char path[8192];
+		snprintf(path, sizeof path, "%s/%s/model.onnx", dir, e->d_name);
+		struct wh_model *m;
+		if (wh_model_load(path, &m) != WH_OK) {
+			wh_error_clear();
+			continue;
+		}
+		cases++;
+		struct wh_graph *g = m->graph;
+		/* bind the inputs to the test data's shapes */
+		struct wh_input_shape sh[16];
+		uint32_t ns = 0, k = 0;
+		for (uint32_t i = 0; i < g->n_inputs && ns < 16; i++) {
+			const struct wh_value *v = &g->values[g->inputs[i]];
+			if (v->flags & WH_VALUE_INITIALIZER)
+				continue;
+			snprintf(path, sizeof path, "%s/%s/test_data_set_0/input_%u.pb", dir, e->d_name, k++);
+			struct wh_tensor t;
+			wh_tensor_init(&t);
+			if (v->type_rest.len || wh_tensor_read_pb(path, &t, NULL) != WH_OK) {
+				wh_error_clear();
+				continue;
+			}
+			sh[ns].name = (char *)v->name;
+			sh[ns].rank = t.rank;
+			memcpy(sh[ns].dims, t.dims, sizeof t.dims);
+			ns++;
+			wh_tensor_release(&t);
+		}
+		ck_assert_msg(wh_model_bind_inputs(m, sh, ns) == WH_OK, "%s: %s", e->d_name, wh_error_message());
+		forget_declared(m);
+		ck_assert_msg(wh_model_infer_shapes(m) == WH_OK, "%s: %s", e->d_name, wh_error_message());
+		for (uint32_t i = 0; i < g->n_outputs; i++) {
+			snprintf(path, sizeof path, "%s/%s/test_data_set_0/output_%u.pb", dir, e->d_name, i);
+			struct wh_tensor t;
+			wh_tensor_init(&t);
+			if (wh_tensor_read_pb(path, &t, NULL) != WH_OK) {
+				wh_error_clear();
+				continue;
+			}
+			bool st;
+			if (!value_matches(&g->values[g->outputs[i]], &t, &st)) {
+				if (wrong++ < 10)
+					fprintf(stderr, "%s: output %u differs from the expected one\n", e->d_name, i);
+			} else if (st) {
+				agree++;
+			} else {
+				unknown++;
+			}
+			wh_tensor_release(&t);
+		}
+		wh_model_destroy(m);
+	}
+	closedir(d);
+	ck_assert_uint_gt(cases, 1000);
+	ck_assert_uint_eq(wrong, 0);
+	/* most outputs are inferred; the rest depend on input values (axes, shapes, k) or on
+	 * ops without a rule */
+	ck_assert_msg(agree >= 1350, "%u outputs inferred, %u unknown", agree, unknown);
+}
+END_TEST
+
 static Suite *shape_suite(void)
 {
 	Suite *s = suite_create("shape");
@@ -776,6 +978,12 @@ static Suite *shape_suite(void)
 	tcase_add_test(tc, test_shape_values);
 	tcase_add_test(tc, test_misc_ops);
 	tcase_add_test(tc, test_overflow);
+	tcase_add_test(tc, test_symbolic);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("conformance");
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_light_models);
+	tcase_add_test(tc, test_node_sweep);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("onnxruntime");
 	tcase_set_timeout(tc, 300);

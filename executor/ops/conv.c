@@ -521,8 +521,7 @@ static enum wh_status conv_bands(const struct conv_plan *pl, struct wh_threadpoo
 		st = wh_error(WH_ERR_NOMEM, "conv: out of memory for packed weights");
 		goto out;
 	}
-	for (size_t g = 0; g < G; g++)
-		wh_sgemm_pack_a(&pl->kern, Mg, K, w + g * Mg * K, K, 1, apack + g * Mg * K);
+	wh_sgemm_pack_groups(&pl->kern, pool, G, Mg, K, w, Mg * K, K, 1, apack);
 	plan_koff(pl, j.band_plane, koff);
 	j.apack = apack;
 	j.koff = koff;
@@ -577,8 +576,7 @@ enum wh_status wh_conv_f32(const struct wh_cpu_features *cpu, struct wh_threadpo
 		st = wh_error(WH_ERR_NOMEM, "conv: out of memory for packed weights or padded input");
 		goto out;
 	}
-	for (size_t g = 0; g < G; g++)
-		wh_sgemm_pack_a(&pl.kern, Mg, K, w + g * Mg * K, K, 1, apack + g * Mg * K);
+	wh_sgemm_pack_groups(&pl.kern, pool, G, Mg, K, w, Mg * K, K, 1, apack);
 	plan_koff(&pl, pl.plane, koff);
 
 	struct gemm_job gj = {.pl = &pl, .apack = apack, .koff = koff, .bias = b};
@@ -791,8 +789,7 @@ static enum wh_status convt_bands(const struct wh_cpu_features *cpu, struct wh_t
 		st = wh_error(WH_ERR_NOMEM, "convtranspose: out of memory for packed weights");
 		goto out;
 	}
-	for (size_t g = 0; g < G; g++)
-		wh_sgemm_pack_a(&kern, Mg * KS, Cg, w + g * Cg * Mg * KS, 1, Mg * KS, apack + g * Mg * KS * Cg);
+	wh_sgemm_pack_groups(&kern, pool, G, Mg * KS, Cg, w, Cg * Mg * KS, 1, Mg * KS, apack);
 	for (size_t c = 0; c < Cg; c++)
 		koff[c] = (ptrdiff_t)(c * Pin);
 	j.apack = apack;

@@ -58,6 +58,11 @@ void wh_sgemm_kernel_get(enum wh_isa isa, struct wh_sgemm_kernel *out);
 void wh_sgemm_pack_a(const struct wh_sgemm_kernel *kern, size_t M, size_t K, const float *a,
 		     size_t rsa, size_t csa, float *dst);
 
+/* Packs G matrices (g-th at a + g*a_stride) into dst + g*M*K, in parallel on pool. */
+void wh_sgemm_pack_groups(const struct wh_sgemm_kernel *kern, struct wh_threadpool *pool, size_t G,
+			  size_t M, size_t K, const float *a, size_t a_stride, size_t rsa, size_t csa,
+			  float *dst);
+
 /* Serially computes the M x N block at c from packed A (its first row is a panel start)
  * and B rows b + boff[k]; bias (per row) may be NULL. */
 void wh_sgemm_block(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size_t K,

@@ -56,8 +56,14 @@ void wh_sgemm_pack_a(const struct wh_sgemm_kernel *kern, size_t M, size_t K, con
 		float *d = dst + i0 * K;
 		const float *s = a + i0 * rsa;
 		if (csa == 1 && mr > 1) {
+			/* blocks of 16 columns: contiguous reads per row, writes within 16 panel rows */
+			size_t k0 = 0;
+			for (; k0 + 16 <= K; k0 += 16)
+				for (size_t r = 0; r < mr; r++)
+					for (size_t k = k0; k < k0 + 16; k++)
+						d[k * mr + r] = s[r * rsa + k];
 			for (size_t r = 0; r < mr; r++)
-				for (size_t k = 0; k < K; k++)
+				for (size_t k = k0; k < K; k++)
 					d[k * mr + r] = s[r * rsa + k];
 		} else {
 			for (size_t k = 0; k < K; k++)
@@ -128,13 +134,43 @@ struct sgemm_job {
 	size_t mc, nc, mt, nt;
 };
 
-static void sgemm_pack_task(void *arg, size_t begin, size_t end)
+/* Packing panel by panel in parallel: a panel packed alone has the layout it has in the
+ * whole matrix. */
+struct pack_job {
+	const struct wh_sgemm_kernel *kern;
+	size_t M, K, rsa, csa, np; /* np: panels per matrix */
+	const float *a;
+	size_t a_stride;     /* matrix g at a + g*a_stride, unless a_off */
+	const size_t *a_off;
+	float *dst;
+};
+
+static void pack_task(void *arg, size_t begin, size_t end)
 {
-	struct sgemm_job *j = arg;
-	const struct wh_sgemm_desc *d = j->d;
-	for (size_t bi = begin; bi < end; bi++)
-		wh_sgemm_pack_a(j->kern, d->M, d->K, d->a + (d->a_off ? d->a_off[bi] : 0), d->rsa, d->csa,
-				j->apack + bi * d->M * d->K);
+	struct pack_job *j = arg;
+	for (size_t t = begin; t < end; t++) {
+		size_t g = t / j->np, i0 = (t % j->np) * j->kern->mr;
+		size_t m = j->M - i0 < j->kern->mr ? j->M - i0 : j->kern->mr;
+		const float *a = j->a + (j->a_off ? j->a_off[g] : g * j->a_stride) + i0 * j->rsa;
+		wh_sgemm_pack_a(j->kern, m, j->K, a, j->rsa, j->csa, j->dst + g * j->M * j->K + i0 * j->K);
+	}
+}
+
+static void pack_parallel(struct pack_job *j, struct wh_threadpool *pool, size_t count)
+{
+	j->np = (j->M + j->kern->mr - 1) / j->kern->mr;
+	size_t per = j->kern->mr * (j->K ? j->K : 1);
+	size_t grain = ((size_t)1 << 15) / per;
+	wh_parallel_for(pool, count * j->np, grain ? grain : 1, pack_task, j);
+}
+
+void wh_sgemm_pack_groups(const struct wh_sgemm_kernel *kern, struct wh_threadpool *pool, size_t G,
+			  size_t M, size_t K, const float *a, size_t a_stride, size_t rsa, size_t csa,
+			  float *dst)
+{
+	struct pack_job j = {.kern = kern, .M = M, .K = K, .rsa = rsa, .csa = csa, .a = a,
+			     .a_stride = a_stride, .dst = dst};
+	pack_parallel(&j, pool, G);
 }
 
 static void sgemm_task(void *arg, size_t begin, size_t end)
@@ -178,8 +214,9 @@ enum wh_status wh_sgemm_run(const struct wh_cpu_features *cpu, struct wh_threadp
 	if (work < ((uint64_t)1 << 16))
 		pool = NULL;
 	struct sgemm_job job = {.kern = &kern, .d = d, .apack = apack, .boff = boff};
-	size_t grain = mk ? (size_t)(((uint64_t)1 << 16) / mk) : d->batch;
-	wh_parallel_for(pool, d->batch, grain ? grain : 1, sgemm_pack_task, &job);
+	struct pack_job pj = {.kern = &kern, .M = d->M, .K = d->K, .rsa = d->rsa, .csa = d->csa, .a = d->a,
+			      .a_off = d->a_off, .dst = apack};
+	pack_parallel(&pj, pool, d->batch);
 	wh_sgemm_tiles(&kern, d->M, d->N, d->K, wh_threadpool_size(pool), &job.mc, &job.nc);
 	job.mt = (d->M + job.mc - 1) / job.mc;
 	job.nt = (d->N + job.nc - 1) / job.nc;

@@ -1,0 +1,300 @@
+/* The reducer's parts: the check runner on the fault fixtures, and the search strategies
+ * on synthetic oracles (planted culprits), where check counts are exact. */
+#include <check.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "reducer/check.h"
+#include "reducer/search.h"
+
+static char fixture[4096];
+
+static const char *fx(const char *name)
+{
+	const char *src = getenv("WHITTLE_SRC");
+	snprintf(fixture, sizeof fixture, "%s/fixtures/checks/%s", src ? src : ".", name);
+	return fixture;
+}
+
+static struct wh_check *make_check(char **argv, int argc, const char *regex, double timeout)
+{
+	struct wh_check_options o = {.argv = argv, .argc = argc, .timeout_s = timeout, .kill_grace_s = 0.5};
+	const char *re[1] = {regex};
+	if (regex) {
+		o.fail_regex = re;
+		o.n_fail_regex = 1;
+	}
+	struct wh_check *c;
+	ck_assert_int_eq(wh_check_create(&o, &c), WH_OK);
+	return c;
+}
+
+START_TEST(test_runner_exit_codes)
+{
+	char *pass[] = {"/bin/true", NULL}, *fail[] = {"/bin/false", NULL};
+	struct wh_check_result r;
+	struct wh_check *c = make_check(pass, 1, NULL, 0);
+	ck_assert_int_eq(wh_check_run(c, NULL, &r), WH_OK);
+	ck_assert_int_eq(r.verdict, WH_VERDICT_PASS);
+	wh_check_result_release(&r);
+	wh_check_destroy(c);
+	c = make_check(fail, 1, NULL, 0);
+	ck_assert_int_eq(wh_check_run(c, NULL, &r), WH_OK);
+	ck_assert_int_eq(r.verdict, WH_VERDICT_FAIL);
+	ck_assert_int_eq(r.exit_code, 1);
+	wh_check_result_release(&r);
+	wh_check_destroy(c);
+	char *skip[] = {(char *)fx("skip.sh"), NULL};
+	c = make_check(skip, 1, NULL, 0);
+	ck_assert_int_eq(wh_check_run(c, NULL, &r), WH_OK);
+	ck_assert_int_eq(r.verdict, WH_VERDICT_SKIP);
+	wh_check_result_release(&r);
+	wh_check_destroy(c);
+}
+END_TEST
+
+START_TEST(test_runner_signal_is_failure)
+{
+	char *crash[] = {(char *)fx("crash.sh"), NULL};
+	struct wh_check *c = make_check(crash, 1, NULL, 0);
+	struct wh_check_result r;
+	ck_assert_int_eq(wh_check_run(c, NULL, &r), WH_OK);
+	ck_assert_int_eq(r.verdict, WH_VERDICT_FAIL);
+	ck_assert_int_eq(r.signal, SIGSEGV);
+	wh_check_result_release(&r);
+	wh_check_destroy(c);
+}
+END_TEST
+
+/* A killed orphan may stay a zombie until init reaps it: that is not a running process. */
+static bool alive(int pid)
+{
+	if (kill(pid, 0) != 0)
+		return false;
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *rp = strrchr(buf, ')');
+	return !(rp && rp[1] == ' ' && rp[2] == 'Z');
+}
+
+START_TEST(test_runner_hang_kills_group)
+{
+	char pids[256];
+	snprintf(pids, sizeof pids, "/tmp/whittle-hang-%d", (int)getpid());
+	unlink(pids);
+	setenv("WHITTLE_HANG_PIDS", pids, 1);
+	char *hang[] = {(char *)fx("hang.sh"), NULL};
+	struct wh_check *c = make_check(hang, 1, NULL, 1.0);
+	struct wh_check_result r;
+	ck_assert_int_eq(wh_check_run(c, NULL, &r), WH_OK);
+	ck_assert(r.timed_out);
+	ck_assert_int_eq(r.verdict, WH_VERDICT_SKIP);
+	ck_assert(r.seconds < 4.0);
+	wh_check_result_release(&r);
+	wh_check_destroy(c);
+	/* the background child and the script itself are gone */
+	FILE *f = fopen(pids, "r");
+	ck_assert_ptr_nonnull(f);
+	int child = 0, self = 0;
+	ck_assert_int_eq(fscanf(f, "%d %d", &child, &self), 2);
+	fclose(f);
+	unlink(pids);
+	usleep(200000);
+	ck_assert(!alive(child));
+	ck_assert(!alive(self));
+}
+END_TEST
+
+START_TEST(test_runner_big_output_capped_and_matched)
+{
+	char *loud[] = {(char *)fx("loud.sh"), NULL};
+	struct wh_check *c = make_check(loud, 1, "ACCURACY FAILURE", 0);
+	struct rusage before, after;
+	getrusage(RUSAGE_SELF, &before);
+	struct wh_check_result r;
+	ck_assert_int_eq(wh_check_run(c, NULL, &r), WH_OK);
+	getrusage(RUSAGE_SELF, &after);
+	ck_assert_int_eq(r.verdict, WH_VERDICT_FAIL);
+	ck_assert(r.output_bytes > 100000000u);
+	ck_assert(strlen(r.output) < 3u << 20);
+	/* memory stays flat: the peak grew by far less than the 100 MB printed */
+	ck_assert(after.ru_maxrss - before.ru_maxrss < 20 * 1024);
+	wh_check_result_release(&r);
+	wh_check_destroy(c);
+}
+END_TEST
+
+START_TEST(test_runner_not_executable_is_broken_check)
+{
+	char *bad[] = {(char *)fx("not-executable.sh"), NULL};
+	struct wh_check *c = make_check(bad, 1, NULL, 0);
+	struct wh_check_result r;
+	ck_assert_int_eq(wh_check_run(c, NULL, &r), WH_ERR_CHECK);
+	ck_assert_ptr_nonnull(strstr(wh_error_message(), "not-executable.sh"));
+	wh_check_destroy(c);
+}
+END_TEST
+
+START_TEST(test_runner_placeholders)
+{
+	char *argv[] = {"/bin/sh", "-c", "echo model={model} inputs={inputs}; exit 3", NULL};
+	struct wh_check *c = make_check(argv, 3, "model=/m\\.onnx inputs=/in", 0);
+	struct wh_check_vars v = {.model = "/m.onnx", .inputs = "/in"};
+	struct wh_check_result r;
+	ck_assert_int_eq(wh_check_run(c, &v, &r), WH_OK);
+	ck_assert_int_eq(r.verdict, WH_VERDICT_FAIL);
+	ck_assert_int_eq(r.exit_code, 3);
+	wh_check_result_release(&r);
+	wh_check_destroy(c);
+	struct wh_check_options o = {.argv = argv, .argc = 3};
+	const char *bad_re[1] = {"(unclosed"};
+	o.fail_regex = bad_re;
+	o.n_fail_regex = 1;
+	ck_assert_int_eq(wh_check_create(&o, &c), WH_ERR_USAGE);
+}
+END_TEST
+
+/* ---- search on a synthetic oracle: fails iff every culprit is kept ---- */
+
+struct oracle {
+	uint32_t n;
+	uint32_t culprits[8];
+	int k;
+	uint32_t checks;
+};
+
+static enum wh_status oracle_eval(void *ctx, const uint8_t *const *masks, uint32_t n, enum wh_verdict *v)
+{
+	struct oracle *o = ctx;
+	for (uint32_t i = 0; i < n; i++) {
+		bool all = true;
+		for (int c = 0; c < o->k; c++)
+			all &= masks[i][o->culprits[c]] != 0;
+		v[i] = all ? WH_VERDICT_FAIL : WH_VERDICT_PASS;
+		o->checks++;
+	}
+	return WH_OK;
+}
+
+static uint32_t ceil_log2(uint32_t n)
+{
+	uint32_t r = 0;
+	while ((1u << r) < n)
+		r++;
+	return r;
+}
+
+static void run_planted(uint32_t n, const uint32_t *culprits, int k, int jobs)
+{
+	struct oracle o = {.n = n, .k = k};
+	memcpy(o.culprits, culprits, sizeof(uint32_t) * (size_t)k);
+	struct wh_search_options so = {.mode = WH_SEARCH_DDMIN, .jobs = jobs, .reduce_inputs = true, .reduce_outputs = true};
+	struct wh_search_ops ops = {.ctx = &o, .eval = oracle_eval};
+	uint8_t *res = malloc(n);
+	struct wh_search_report rep;
+	ck_assert_int_eq(wh_search_run(n, &so, &ops, res, &rep), WH_OK);
+	uint32_t cnt = 0;
+	for (uint32_t i = 0; i < n; i++)
+		cnt += res[i];
+	ck_assert_uint_eq(cnt, (uint32_t)k);
+	for (int c = 0; c < k; c++)
+		ck_assert(res[culprits[c]]);
+	ck_assert(rep.one_minimal);
+	ck_assert(!rep.inconsistent);
+	/* +1 for confirming the original, +1 for re-running the result: the driver's checks */
+	uint32_t total = o.checks + 2;
+	if (jobs == 1) {
+		if (k == 1)
+			ck_assert_msg(total <= 2 * ceil_log2(n) + 4, "n=%u culprit=%u: %u checks", n, culprits[0], total);
+		else
+			ck_assert_msg(total <= 4 * (uint32_t)k * ceil_log2(n) + 10, "n=%u k=%d: %u checks", n, k, total);
+	}
+	free(res);
+}
+
+START_TEST(test_search_one_culprit_everywhere)
+{
+	uint32_t sizes[] = {2, 3, 17, 64, 200, 672, 1000};
+	for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+		for (uint32_t c = 0; c < sizes[s]; c += sizes[s] / 13 + 1)
+			for (int jobs = 1; jobs <= 3; jobs++)
+				run_planted(sizes[s], &c, 1, jobs);
+}
+END_TEST
+
+START_TEST(test_search_k_culprits)
+{
+	unsigned seed = 7;
+	for (int trial = 0; trial < 200; trial++) {
+		uint32_t n = 20 + rand_r(&seed) % 700;
+		int k = 2 + (int)(rand_r(&seed) % 3);
+		uint32_t cul[8];
+		for (int i = 0; i < k; i++) {
+			bool dup;
+			do {
+				cul[i] = (uint32_t)rand_r(&seed) % n;
+				dup = false;
+				for (int j = 0; j < i; j++)
+					dup |= cul[j] == cul[i];
+			} while (dup);
+		}
+		/* adjacent culprits too */
+		if (trial % 5 == 0 && cul[0] + 1 < n) {
+			cul[1] = cul[0] + 1;
+			k = 2;
+		}
+		run_planted(n, cul, k, 1 + trial % 3);
+	}
+}
+END_TEST
+
+START_TEST(test_search_bisect_mode_is_contiguous)
+{
+	struct oracle o = {.n = 100, .k = 2, .culprits = {20, 60}};
+	struct wh_search_options so = {.mode = WH_SEARCH_BISECT, .jobs = 1, .reduce_inputs = true, .reduce_outputs = true};
+	struct wh_search_ops ops = {.ctx = &o, .eval = oracle_eval};
+	uint8_t res[100];
+	struct wh_search_report rep;
+	ck_assert_int_eq(wh_search_run(100, &so, &ops, res, &rep), WH_OK);
+	ck_assert_uint_eq(rep.bisect_lo, 20);
+	ck_assert_uint_eq(rep.bisect_hi, 61);
+	ck_assert(!rep.one_minimal);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("reducer");
+	TCase *tr = tcase_create("runner");
+	tcase_set_timeout(tr, 120);
+	tcase_add_test(tr, test_runner_exit_codes);
+	tcase_add_test(tr, test_runner_signal_is_failure);
+	tcase_add_test(tr, test_runner_hang_kills_group);
+	tcase_add_test(tr, test_runner_big_output_capped_and_matched);
+	tcase_add_test(tr, test_runner_not_executable_is_broken_check);
+	tcase_add_test(tr, test_runner_placeholders);
+	suite_add_tcase(s, tr);
+	TCase *ts = tcase_create("search");
+	tcase_set_timeout(ts, 120);
+	tcase_add_test(ts, test_search_one_culprit_everywhere);
+	tcase_add_test(ts, test_search_k_culprits);
+	tcase_add_test(ts, test_search_bisect_mode_is_contiguous);
+	suite_add_tcase(s, ts);
+	SRunner *sr = srunner_create(s);
+	srunner_set_fork_status(sr, CK_NOFORK);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
