@@ -3,6 +3,7 @@
 
 #include "executor/kernel.h"
 #include "executor/numfmt.h"
+#include "executor/numfmt-bulk.h"
 
 bool wh_broadcast_shapes(uint32_t n, const struct wh_tensor *const *ts, int32_t *rank_out, int64_t *dims_out)
 {
@@ -122,14 +123,14 @@ void wh_tensor_set_f64(struct wh_tensor *t, uint64_t i, double v)
 	switch (t->dtype) {
 	case WH_DT_FLOAT: ((float *)p)[i] = (float)v; break;
 	case WH_DT_DOUBLE: ((double *)p)[i] = v; break;
-	case WH_DT_FLOAT16: ((uint16_t *)p)[i] = wh_f32_to_f16((float)v); break;
-	case WH_DT_BFLOAT16: ((uint16_t *)p)[i] = wh_f32_to_bf16((float)v); break;
-	case WH_DT_FLOAT8E4M3FN: ((uint8_t *)p)[i] = wh_f32_to_e4m3fn((float)v, true); break;
-	case WH_DT_FLOAT8E4M3FNUZ: ((uint8_t *)p)[i] = wh_f32_to_e4m3fnuz((float)v, true); break;
-	case WH_DT_FLOAT8E5M2: ((uint8_t *)p)[i] = wh_f32_to_e5m2((float)v, true); break;
-	case WH_DT_FLOAT8E5M2FNUZ: ((uint8_t *)p)[i] = wh_f32_to_e5m2fnuz((float)v, true); break;
-	case WH_DT_FLOAT4E2M1: ((uint8_t *)p)[i] = wh_f32_to_e2m1((float)v, true); break;
-	case WH_DT_FLOAT8E8M0: ((uint8_t *)p)[i] = wh_f32_to_e8m0((float)v, false, true); break;
+	case WH_DT_FLOAT16: ((uint16_t *)p)[i] = wh_f32_to_f16(wh_f64_to_f32_odd(v)); break;
+	case WH_DT_BFLOAT16: ((uint16_t *)p)[i] = wh_f32_to_bf16(wh_f64_to_f32_odd(v)); break;
+	case WH_DT_FLOAT8E4M3FN: ((uint8_t *)p)[i] = wh_f32_to_e4m3fn(wh_f64_to_f32_odd(v), true); break;
+	case WH_DT_FLOAT8E4M3FNUZ: ((uint8_t *)p)[i] = wh_f32_to_e4m3fnuz(wh_f64_to_f32_odd(v), true); break;
+	case WH_DT_FLOAT8E5M2: ((uint8_t *)p)[i] = wh_f32_to_e5m2(wh_f64_to_f32_odd(v), true); break;
+	case WH_DT_FLOAT8E5M2FNUZ: ((uint8_t *)p)[i] = wh_f32_to_e5m2fnuz(wh_f64_to_f32_odd(v), true); break;
+	case WH_DT_FLOAT4E2M1: ((uint8_t *)p)[i] = wh_f32_to_e2m1(wh_f64_to_f32_odd(v), true); break;
+	case WH_DT_FLOAT8E8M0: ((uint8_t *)p)[i] = wh_f32_to_e8m0(wh_f64_to_f32_odd(v), true, true); break;
 	case WH_DT_BOOL: ((uint8_t *)p)[i] = v != 0; break;
 	case WH_DT_INT64: ((int64_t *)p)[i] = f64_to_i64(v); break;
 	case WH_DT_UINT64: ((uint64_t *)p)[i] = v < 0 ? (uint64_t)f64_to_i64(v) : (v >= 1.8446744073709552e19 ? UINT64_MAX : (uint64_t)v); break;

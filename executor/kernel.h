@@ -37,15 +37,31 @@ struct wh_kernel_ctx {
 	struct wh_threadpool *pool;  /* may be NULL */
 	const struct wh_cpu_features *cpu;
 	struct wh_frame *frame;      /* for control-flow kernels */
+	const struct wh_tactic *tactic; /* the pinned tactic, or NULL (run picks) */
 };
 
 typedef enum wh_status (*wh_kernel_fn)(struct wh_kernel_ctx *ctx);
+
+/* A tactic: one implementation of an op, with its own speed and numerics (summation order,
+ * accumulation format, ISA). The builder times the eligible tactics of a layer and keeps
+ * the fastest; a tactic replay pins them. Names and ids are stable across versions: they
+ * are written to replay files. */
+struct wh_tactic {
+	uint32_t id;
+	const char *name;       /* e.g. "conv-winograd-f2x2-3x3-avx2" */
+	const char *numerics;   /* one line: how it computes, for docs and `inspect --tactics` */
+	/* Whether the tactic can run this node with these inputs and this CPU; NULL: always. */
+	bool (*eligible)(const struct wh_kernel_ctx *ctx);
+	wh_kernel_fn run;
+};
 
 struct wh_op_def {
 	const char *domain;  /* "" for ai.onnx */
 	const char *op_type;
 	int since_version;   /* lowest opset this entry handles */
-	wh_kernel_fn run;
+	wh_kernel_fn run;    /* the default: picks an implementation by itself */
+	const struct wh_tactic *tactics; /* may be NULL */
+	uint32_t n_tactics;
 };
 
 /* Finds the kernel for (domain, op_type) at the given opset; NULL if none. */

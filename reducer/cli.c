@@ -1,6 +1,7 @@
 #include "reducer/cli.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +206,11 @@ static void usage(FILE *f)
 int wh_cli_main(int argc, char **argv)
 {
 	wh_cpu_init();
+	/* Tensors are allocated and freed per layer; glibc would mmap each large one afresh and
+	 * pay its page faults on every run. Keeping them in the heap lets freed buffers be
+	 * reused (process-wide setting, made once here like the CPU table). */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 512 << 20);
 	int i = 1;
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {

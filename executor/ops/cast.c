@@ -430,11 +430,7 @@ enum wh_status wh_cast_tensor(const struct wh_tensor *src, enum wh_dtype to, con
 	if ((st = wh_tensor_alloc(out, to, src->rank, src->dims)) != WH_OK)
 		return st;
 	struct cast_job job = {src, out, opts, cpu};
-	/* string parsing calls strtod, which reads the locale: keep it on one thread */
-	if (src->dtype == WH_DT_STRING)
-		cast_chunk_generic(&job, 0, (size_t)src->count);
-	else
-		wh_parallel_for(pool, (size_t)src->count, CHUNK_ELEMS, cast_chunk_fast, &job);
+	wh_parallel_for(pool, (size_t)src->count, CHUNK_ELEMS, cast_chunk_fast, &job);
 	return WH_OK;
 }
 

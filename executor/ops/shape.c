@@ -1240,7 +1240,7 @@ static enum wh_status constant_of_shape_run(struct wh_kernel_ctx *ctx)
 	bool zero = true;
 	for (size_t i = 0; i < es; i++)
 		zero = zero && value.b[i] == 0;
-	if (zero)
+	if (zero && out->count)
 		memset(out->data, 0, wh_tensor_nbytes(out));
 	else
 		for (uint64_t i = 0; i < out->count; i++)
@@ -1265,7 +1265,8 @@ static enum wh_status eye_like_run(struct wh_kernel_ctx *ctx)
 	struct wh_tensor *out = &ctx->outputs[0];
 	if ((st = wh_tensor_alloc(out, (enum wh_dtype)dt, 2, in->dims)) != WH_OK)
 		return st;
-	memset(out->data, 0, wh_tensor_nbytes(out));
+	if (out->count)
+		memset(out->data, 0, wh_tensor_nbytes(out));
 	for (int64_t i = 0; i < in->dims[0]; i++) {
 		if (k > INT64_MAX - i)
 			continue;

@@ -1,0 +1,65 @@
+/* The builder: chooses a tactic for every layer that has several, by timing them on real
+ * inputs, like TensorRT's builder; and the tactic replay file that records and pins the
+ * choices.
+ *
+ * Timing noise is what makes real builds differ. whittle's timings are noisy too, and
+ * `timing_tolerance` makes the effect reproducible: every tactic within that fraction of
+ * the fastest one counts as equally fast, and the build seed picks among them. With
+ * tolerance 0 the fastest measured tactic wins.
+ *
+ * struct wh_tactic_plan is caller-owned (_init/_release). */
+#ifndef WH_BUILDER_H
+#define WH_BUILDER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "executor/executor.h"
+#include "graph/ir.h"
+#include "graph/tensor-file.h"
+
+struct wh_tactic_choice {
+	char *layer;   /* node name */
+	char *op;
+	char *tactic;  /* tactic name */
+	uint32_t id;
+	double ms;     /* measured median time, or -1 when pinned without timing */
+};
+
+struct wh_tactic_plan {
+	uint32_t n, cap;
+	struct wh_tactic_choice *c;
+	char precision[16];   /* the build's default precision */
+	char model_hash[33];
+	uint64_t seed;
+};
+
+void wh_tactic_plan_init(struct wh_tactic_plan *p);
+void wh_tactic_plan_release(struct wh_tactic_plan *p);
+enum wh_status wh_tactic_plan_set(struct wh_tactic_plan *p, const char *layer, const char *op, const char *tactic,
+				  uint32_t id, double ms);
+const struct wh_tactic_choice *wh_tactic_plan_find(const struct wh_tactic_plan *p, const char *layer);
+/* Reads whittle's replay JSON, or Polygraphy's tactic replay ({"replay": {layer:
+ * {"implementation", "tactic", ...}}}), where the tactic name is "implementation:tactic". */
+enum wh_status wh_tactic_plan_read(const char *path, struct wh_tactic_plan *p);
+enum wh_status wh_tactic_plan_write(const struct wh_tactic_plan *p, const char *path);
+
+struct wh_build_options {
+	int timing_iterations;   /* runs per tactic (median kept); default 3 */
+	double timing_tolerance; /* see above; default 0.05 */
+	uint64_t seed;           /* picks among equally fast tactics */
+	const char *timing_cache;/* JSON file of measured times, read and updated; may be NULL */
+};
+
+/* Builds: runs the model once on inputs, timing the eligible tactics of every layer that
+ * has some, and fills plan. */
+enum wh_status wh_engine_build(const struct wh_model *m, const struct wh_engine_options *eo,
+			       const struct wh_tensor_set *inputs, const struct wh_build_options *bo,
+			       struct wh_tactic_plan *plan);
+
+/* Every layer's eligible tactics for the given inputs, printed one line per layer
+ * ("layer op: tactic (id) [numerics], ..."). */
+enum wh_status wh_engine_list_tactics(const struct wh_model *m, const struct wh_engine_options *eo,
+				      const struct wh_tensor_set *inputs, FILE *out);
+
+#endif
