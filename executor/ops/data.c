@@ -882,22 +882,25 @@ out:
 	return st;
 }
 
+/* ai.onnx entries without alternative tactics */
+#define OP(name, since, fn) {.domain = "", .op_type = name, .since_version = since, .run = fn}
+
 const struct wh_op_def wh_ops_data[] = {
-	{"", "Gather", 1, gather_run},
-	{"", "GatherElements", 11, gather_elements_run},
-	{"", "GatherND", 11, gather_nd_run},
-	{"", "Scatter", 9, scatter_elements_run},
-	{"", "ScatterElements", 11, scatter_elements_run},
-	{"", "ScatterND", 11, scatter_nd_run},
-	{"", "OneHot", 9, one_hot_run},
-	{"", "NonZero", 9, nonzero_run},
-	{"", "TopK", 1, topk_run},
-	{"", "ArgMax", 1, argmax_run},
-	{"", "ArgMin", 1, argmin_run},
-	{"", "CumSum", 11, cumsum_run},
-	{"", "Unique", 11, unique_run},
-	{"", "Upsample", 7, wh_upsample_run},
-	{"", "Resize", 10, wh_resize_run},
-	{"", "GridSample", 16, wh_gridsample_run},
+	OP("Gather", 1, gather_run),
+	OP("GatherElements", 11, gather_elements_run),
+	OP("GatherND", 11, gather_nd_run),
+	OP("Scatter", 9, scatter_elements_run),
+	OP("ScatterElements", 11, scatter_elements_run),
+	OP("ScatterND", 11, scatter_nd_run),
+	OP("OneHot", 9, one_hot_run),
+	OP("NonZero", 9, nonzero_run),
+	OP("TopK", 1, topk_run),
+	OP("ArgMax", 1, argmax_run),
+	OP("ArgMin", 1, argmin_run),
+	OP("CumSum", 11, cumsum_run),
+	OP("Unique", 11, unique_run),
+	OP("Upsample", 7, wh_upsample_run),
+	OP("Resize", 10, wh_resize_run),
+	OP("GridSample", 16, wh_gridsample_run),
 };
 const size_t wh_ops_data_count = sizeof wh_ops_data / sizeof wh_ops_data[0];
