@@ -4,7 +4,9 @@
 #include <string.h>
 
 #include "executor/cpu.h"
+#include "executor/builder.h"
 #include "executor/emulate.h"
+#include "executor/build-internal.h"
 #include "executor/precision.h"
 #include "executor/executor.h"
 #include "executor/kernel.h"
@@ -19,12 +21,17 @@ struct plan {
 	uint32_t *last_use;                 /* per value id: last step reading it, or WH_NONE */
 	struct wh_tensor *inits;            /* per value id: initializer tensors (shared blobs) */
 	uint8_t *exec_prec, *out_prec;      /* per node id (main graph), NULL: all FP32 */
+	const struct wh_tactic **pinned;    /* per node id (main graph), NULL entries: default */
 	struct wh_emul_cache emul;
 };
 
 struct wh_engine {
 	const struct wh_model *m;
 	const struct wh_precision_config *precision;
+	const struct wh_tactic_plan *tactics;
+	bool tactics_strict;
+	char faulty_tactic[128], faulty_layer[256];
+	struct wh_build_state *build;
 	struct wh_threadpool *pool;
 	const struct wh_cpu_features *cpu;
 	struct plan **plans;
@@ -114,6 +121,7 @@ static void plan_destroy(struct plan *p)
 	free(p->inits);
 	free(p->exec_prec);
 	free(p->out_prec);
+	free(p->pinned);
 	wh_emul_cache_release(&p->emul);
 	free(p->order);
 	free(p->kernels);
@@ -155,6 +163,12 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 		if ((st = wh_emul_cache_init(&p->emul, g->n_values)) != WH_OK)
 			goto out;
 	}
+	if (g == e->m->graph && e->tactics) {
+		if (!(p->pinned = calloc(nn, sizeof *p->pinned))) {
+			st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+			goto out;
+		}
+	}
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
 		const struct wh_node *n = &g->nodes[i];
 		p->opsets[i] = wh_model_opset(e->m, n->domain);
@@ -164,6 +178,24 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 		if (!p->kernels[i]) {
 			st = wh_error(WH_ERR_UNSUPPORTED, "node '%s': op %s is not supported (internal: missed by the op scan)", n->name, n->op_type);
 			goto out;
+		}
+		if (p->pinned && p->kernels[i]->n_tactics) {
+			const struct wh_tactic_choice *ch = wh_tactic_plan_find(e->tactics, n->name);
+			if (!ch) {
+				if (e->tactics_strict) {
+					st = wh_error(WH_ERR_NOT_FOUND, "layer '%s' (%s): not in the tactic replay (rebuild it, or load it without --strict-tactics)", n->name, n->op_type);
+					goto out;
+				}
+				wh_warn("layer '%s' (%s): not in the tactic replay; it uses its default tactic", n->name, n->op_type);
+				continue;
+			}
+			for (uint32_t t = 0; t < p->kernels[i]->n_tactics; t++)
+				if (!strcmp(p->kernels[i]->tactics[t].name, ch->tactic))
+					p->pinned[i] = &p->kernels[i]->tactics[t];
+			if (!p->pinned[i]) {
+				st = wh_error(WH_ERR_INVALID, "layer '%s' (%s): tactic '%s' in the replay does not exist for this op (list them with `whittle inspect --tactics`)", n->name, n->op_type, ch->tactic);
+				goto out;
+			}
 		}
 	}
 	for (uint32_t v = 0; v < g->n_values; v++) {
@@ -248,6 +280,16 @@ enum wh_status wh_engine_create(const struct wh_model *m, const struct wh_engine
 	e->m = m;
 	e->cpu = wh_cpu();
 	e->precision = opt ? opt->precision : NULL;
+	e->tactics = opt ? opt->tactics : NULL;
+	e->tactics_strict = opt && opt->tactics_strict;
+	e->build = opt ? opt->build : NULL;
+	if (opt && opt->faulty_tactic && *opt->faulty_tactic) {
+		const char *colon = strchr(opt->faulty_tactic, ':');
+		size_t len = colon ? (size_t)(colon - opt->faulty_tactic) : strlen(opt->faulty_tactic);
+		snprintf(e->faulty_tactic, sizeof e->faulty_tactic, "%.*s", (int)len, opt->faulty_tactic);
+		if (colon)
+			snprintf(e->faulty_layer, sizeof e->faulty_layer, "%s", colon + 1);
+	}
 	enum wh_status st = wh_threadpool_create(opt ? opt->threads : 0, &e->pool);
 	if (st == WH_OK)
 		st = build_plan(e, m->graph);
@@ -364,6 +406,22 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			.cpu = f->e->cpu,
 			.frame = f,
 		};
+		wh_kernel_fn run = p->kernels[nid]->run;
+		if (p->pinned && p->pinned[nid]) {
+			ctx.tactic = p->pinned[nid];
+			if (ctx.tactic->eligible && !ctx.tactic->eligible(&ctx)) {
+				st = wh_error(WH_ERR_INVALID, "layer '%s' (%s): tactic '%s' is not eligible for its inputs (rebuild the tactic replay)", n->name, n->op_type, ctx.tactic->name);
+				goto step_out;
+			}
+			run = ctx.tactic->run;
+		}
+		if (f->e->build && g == f->e->m->graph && p->kernels[nid]->n_tactics) {
+			const struct wh_tactic *chosen = NULL;
+			if ((st = wh_build_choose(f->e->build, &ctx, p->kernels[nid], &chosen)) != WH_OK)
+				goto step_out;
+			ctx.tactic = chosen;
+			run = chosen ? chosen->run : run;
+		}
 		if (p->exec_prec && (p->exec_prec[nid] != WH_PREC_FP32 || p->out_prec[nid] != WH_PREC_FP32)) {
 			struct wh_emul_node en = {
 				.exec = (enum wh_precision)p->exec_prec[nid],
@@ -372,10 +430,13 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 				.cache = (struct wh_emul_cache *)&p->emul,
 				.fp16_accumulate = f->e->precision->fp16_accumulate,
 			};
-			st = wh_emulate_node(&ctx, p->kernels[nid]->run, &en);
+			st = wh_emulate_node(&ctx, run, &en);
 		} else {
-			st = p->kernels[nid]->run(&ctx);
+			st = run(&ctx);
 		}
+		if (st == WH_OK && ctx.tactic && f->e->faulty_tactic[0] && !strcmp(ctx.tactic->name, f->e->faulty_tactic) &&
+		    (!f->e->faulty_layer[0] || !strcmp(f->e->faulty_layer, n->name)))
+			wh_corrupt_outputs(&ctx);
 		for (uint32_t k = 0; k < n->n_outputs; k++) {
 			if (st == WH_OK && wanted[k]) {
 				if (!outs[k].dtype) {

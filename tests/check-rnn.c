@@ -502,7 +502,8 @@ static void g_output(struct wh_graph *g, const char *name, enum wh_dtype dt, int
 /* A value of an enclosing graph, read by name in this subgraph. */
 static void g_outer(struct wh_graph *g, const char *name)
 {
-	g->values[vid(g, name)].flags |= WH_VALUE_OUTER;
+	uint32_t id = vid(g, name); /* may grow g->values */
+	g->values[id].flags |= WH_VALUE_OUTER;
 }
 
 /* ins/outs: names separated by spaces, "-" for an omitted one. */
