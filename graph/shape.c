@@ -487,6 +487,19 @@ static enum wh_status r_cast(struct ictx *c)
 	return WH_OK;
 }
 
+static enum wh_status r_bitcast(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	int64_t to = wh_node_attr_int(c->n, "to", 0);
+	enum wh_dtype dt = wh_dtype_valid((int)to) ? (enum wh_dtype)to : WH_DT_UNDEFINED;
+	/* same element size: same shape; otherwise the last dimension changes */
+	if (x && x->dtype && dt && wh_dtype_size(x->dtype) == wh_dtype_size(dt))
+		out_like(c, 0, x, dt);
+	else
+		out_set(c, 0, dt, -1);
+	return WH_OK;
+}
+
 static enum wh_status r_castlike(struct ictx *c)
 {
 	const struct wh_vstate *t = IN(c, 1);
@@ -2238,7 +2251,8 @@ static const struct {
 	{"GroupNormalization", r_unary}, {"CumSum", r_unary}, {"Trilu", r_unary},
 	{"ReverseSequence", r_unary}, {"ScatterND", r_unary}, {"ScatterElements", r_unary},
 	{"Scatter", r_unary}, {"IsNaN", r_unary_bool}, {"IsInf", r_unary_bool}, {"Dropout", r_dropout},
-	{"Cast", r_cast}, {"CastLike", r_castlike},
+	{"Cast", r_cast}, {"CastLike", r_castlike}, {"Swish", r_unary}, {"CumProd", r_unary},
+	{"RMSNormalization", r_unary}, {"RegexFullMatch", r_unary_bool}, {"BitCast", r_bitcast},
 	/* broadcasting */
 	{"Add", r_arith}, {"Sub", r_arith}, {"Mul", r_arith}, {"Div", r_arith}, {"Pow", r_arith},
 	{"Mod", r_arith}, {"Max", r_arith}, {"Min", r_arith}, {"Sum", r_arith}, {"Mean", r_arith},

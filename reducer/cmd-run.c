@@ -8,6 +8,7 @@
 #include "executor/executor.h"
 #include "executor/precision.h"
 #include <jansson.h>
+#include <xxhash.h>
 #include "executor/kernel.h"
 #include "graph/tensor-file.h"
 #include "graph/topo.h"
@@ -40,6 +41,9 @@ static const char run_help[] =
 	"execution:\n"
 	"  --threads N             worker threads (default: all cores); results do not depend on it\n"
 	"  --iterations N          time N runs after a warm-up and print `median_ms <x>`\n"
+	"  --repeat N              run N times and check that every output (every tensor with\n"
+	"                          --mark-all) is bit-identical across runs (XXH3), naming any that differs\n"
+	"  --hash-outputs          print `xxh3 <tensor> <hash>` for every output\n"
 	"exit status: 0 pass, 1 a comparison or validation failed, 2 usage, 3 bad input\n";
 
 static double now_ms(void)
@@ -75,6 +79,8 @@ int wh_cmd_run(int argc, char **argv)
 		{"layer-precisions", required_argument, NULL, 'P'},
 		{"json", no_argument, NULL, 'J'},
 		{"report", required_argument, NULL, 'W'},
+		{"repeat", required_argument, NULL, 'X'},
+		{"hash-outputs", no_argument, NULL, 'Y'},
 		{"threads", required_argument, NULL, 't'},
 		{"iterations", required_argument, NULL, 'n'},
 		{"help", no_argument, NULL, 'h'},
@@ -83,7 +89,8 @@ int wh_cmd_run(int argc, char **argv)
 	const char *load = NULL, *shapes = NULL, *save_in = NULL, *save_out = NULL, *compare_dir = NULL;
 	long long seed = 1, threads = 0, iterations = 0;
 	double lo = 0, hi = 1;
-	bool mark_all = false, validate = false, histogram = false, json = false;
+	bool mark_all = false, validate = false, histogram = false, json = false, hash_outputs = false;
+	long long repeat = 0;
 	const char *report = NULL;
 	struct wh_precision_config pc;
 	wh_precision_config_init(&pc);
@@ -138,6 +145,11 @@ int wh_cmd_run(int argc, char **argv)
 		case 'P': layer_prec = optarg; break;
 		case 'J': json = true; break;
 		case 'W': report = optarg; break;
+		case 'X':
+			if (!wh_cli_parse_int(optarg, 2, 1000000, &repeat))
+				return wh_cli_usage_error("run", "--repeat takes an integer >= 2, not '%s'", optarg);
+			break;
+		case 'Y': hash_outputs = true; break;
 		case 't':
 			if (!wh_cli_parse_int(optarg, 1, 1024, &threads))
 				return wh_cli_usage_error("run", "--threads takes 1..1024, not '%s'", optarg);
@@ -200,6 +212,47 @@ int wh_cmd_run(int argc, char **argv)
 		if (st != WH_OK)
 			goto fail;
 		printf("median_ms %.3f\n", med);
+	}
+	if (hash_outputs || repeat) {
+		uint64_t *h0 = calloc(results.n + 1, sizeof *h0);
+		if (!h0) {
+			st = wh_error(WH_ERR_NOMEM, "run: out of memory");
+			goto fail;
+		}
+		for (size_t i = 0; i < results.n; i++) {
+			const struct wh_tensor *t = &results.items[i].t;
+			h0[i] = t->dtype == WH_DT_STRING ? 0 : XXH3_64bits(t->data, wh_tensor_nbytes(t));
+			if (hash_outputs)
+				printf("xxh3 %s %016llx\n", results.items[i].name, (unsigned long long)h0[i]);
+		}
+		size_t differ = 0;
+		for (long long r = 1; r < repeat && st == WH_OK; r++) {
+			struct wh_tensor_set again;
+			wh_tensor_set_init(&again);
+			st = wh_engine_run(e, &inputs, mark_all ? WH_KEEP_ALL : WH_KEEP_OUTPUTS, &again);
+			for (size_t i = 0; st == WH_OK && i < again.n && i < results.n; i++) {
+				const struct wh_tensor *t = &again.items[i].t;
+				uint64_t h = t->dtype == WH_DT_STRING ? 0 : XXH3_64bits(t->data, wh_tensor_nbytes(t));
+				if (h != h0[i]) {
+					if (differ < 20)
+						printf("repeat: run %lld: tensor '%s' differs from run 1 (xxh3 %016llx vs %016llx)\n", r + 1,
+						       again.items[i].name, (unsigned long long)h, (unsigned long long)h0[i]);
+					differ++;
+				}
+			}
+			wh_tensor_set_release(&again);
+		}
+		free(h0);
+		if (st != WH_OK)
+			goto fail;
+		if (repeat) {
+			if (differ) {
+				printf("repeat: FAIL: %zu differences over %lld runs\n", differ, repeat);
+				rc = WH_EXIT_FAILS;
+			} else {
+				printf("repeat: PASS: %lld runs, %zu tensors bit-identical\n", repeat, results.n);
+			}
+		}
 	}
 	if (!json) {
 		for (size_t i = 0; i < results.n; i++) {

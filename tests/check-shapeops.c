@@ -612,6 +612,102 @@ START_TEST(scatter_and_gather_nd)
 }
 END_TEST
 
+/* Hostile attribute and input values end in an error status, never a crash. */
+START_TEST(hostile_inputs_fail_cleanly)
+{
+	struct harness h;
+	float x[6] = {1, 2, 3, 4, 5, 6};
+	int64_t d2[2] = {2, 3};
+
+	/* Slice step 0 */
+	h_init(&h, "Slice", 13, 5, 1);
+	in_f32(&h, 0, 2, d2, x);
+	int64_t z = 0, big = 5;
+	in_vec_i64(&h, 1, 1, &z);
+	in_vec_i64(&h, 2, 1, &big);
+	in_vec_i64(&h, 3, 1, &z);
+	in_vec_i64(&h, 4, 1, &z);
+	ck_assert_int_eq(h_run(&h), WH_ERR_INVALID);
+	h_free(&h);
+
+	/* Tile with a negative repeat */
+	h_init(&h, "Tile", 13, 2, 1);
+	in_f32(&h, 0, 2, d2, x);
+	int64_t reps[2] = {1, -2};
+	in_vec_i64(&h, 1, 2, reps);
+	ck_assert_int_eq(h_run(&h), WH_ERR_INVALID);
+	h_free(&h);
+
+	/* Expand to a shape too large to allocate */
+	h_init(&h, "Expand", 13, 2, 1);
+	in_f32(&h, 0, 2, d2, x);
+	int64_t huge[3] = {INT64_C(1) << 40, INT64_C(1) << 40, 3};
+	in_vec_i64(&h, 1, 3, huge);
+	ck_assert_int_ne(h_run(&h), WH_OK);
+	h_free(&h);
+
+	/* wrap-padding an empty axis has nothing to repeat */
+	h_init(&h, "Pad", 19, 2, 1);
+	int64_t d0[2] = {2, 0};
+	in_f32(&h, 0, 2, d0, x);
+	int64_t pads[4] = {0, 1, 0, 1};
+	in_vec_i64(&h, 1, 4, pads);
+	attr_str(&h, "mode", "wrap");
+	ck_assert_int_eq(h_run(&h), WH_ERR_SHAPE);
+	h_free(&h);
+
+	/* Resize with an absurd scale: an overflow error, not a giant allocation */
+	float sc[2] = {1, 1e30f};
+	resize_setup(&h, 13, 2, d2, x, sc, NULL);
+	ck_assert_int_eq(h_run(&h), WH_ERR_OVERFLOW);
+	h_free(&h);
+
+	/* Resize with a tiny antialias scale: the filter width is refused */
+	float tiny[2] = {1, 1e-6f};
+	int64_t wide[2] = {1, 2000000};
+	h_init(&h, "Resize", 19, 3, 1);
+	ck_assert_int_eq(wh_tensor_alloc(&h.in[0], WH_DT_FLOAT, 2, wide), WH_OK);
+	memset(h.in[0].data, 0, wh_tensor_nbytes(&h.in[0]));
+	omit_input(&h, 1);
+	int64_t two = 2;
+	in_f32(&h, 2, 1, &two, tiny);
+	attr_str(&h, "mode", "linear");
+	attr_int(&h, "antialias", 1);
+	ck_assert_int_eq(h_run(&h), WH_ERR_UNSUPPORTED);
+	h_free(&h);
+
+	/* OneHot with NaN and huge float indices selects nothing */
+	h_init(&h, "OneHot", 11, 3, 1);
+	float idx[3] = {NAN, 1e30f, 1};
+	int64_t three = 3;
+	in_f32(&h, 0, 1, &three, idx);
+	float depth = 3;
+	in_f32(&h, 1, 0, NULL, &depth);
+	float vals[2] = {0, 1};
+	in_f32(&h, 2, 1, &two, vals);
+	run_ok(&h);
+	float want[9] = {0, 0, 0, 0, 0, 0, 0, 1, 0};
+	expect_f32(&h.out[0], want, 9, 0);
+	h_free(&h);
+
+	/* GatherElements with indices larger than data off the axis (axis 0 may differ) */
+	h_init(&h, "GatherElements", 13, 2, 1);
+	in_f32(&h, 0, 2, d2, x);
+	int64_t id[2] = {1, 4}, iv[4] = {0, 0, 0, 0};
+	in_i64(&h, 1, 2, id, iv);
+	ck_assert_int_eq(h_run(&h), WH_ERR_SHAPE);
+	h_free(&h);
+
+	/* empty outputs need no data */
+	h_init(&h, "EyeLike", 22, 1, 1);
+	int64_t e0[2] = {0, 4};
+	in_f32(&h, 0, 2, e0, x);
+	run_ok(&h);
+	ck_assert_uint_eq(h.out[0].count, 0);
+	h_free(&h);
+}
+END_TEST
+
 static Suite *shapeops_suite(void)
 {
 	Suite *s = suite_create("shapeops");
@@ -628,6 +724,7 @@ static Suite *shapeops_suite(void)
 	tcase_add_test(tc, unique_orders);
 	tcase_add_test(tc, strings_survive_their_input);
 	tcase_add_test(tc, scatter_and_gather_nd);
+	tcase_add_test(tc, hostile_inputs_fail_cleanly);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -733,7 +733,41 @@ out:
 	return st;
 }
 
+/* ---- Optional, for tensors only ----
+ *
+ * The runtime has no optional or sequence values: a present optional is its tensor, and
+ * the only empty optional it can see is an omitted input. */
+
+static enum wh_status optional_run(struct wh_kernel_ctx *ctx)
+{
+	const struct wh_tensor *in = wh_kin(ctx, 0);
+	if (!in)
+		return wh_kernel_fail(ctx, WH_ERR_UNSUPPORTED, "an empty optional cannot be represented: whittle has tensor values only (extract the part without it)");
+	wh_tensor_ref(&ctx->outputs[0], in);
+	return WH_OK;
+}
+
+static enum wh_status optional_get_run(struct wh_kernel_ctx *ctx)
+{
+	const struct wh_tensor *in = wh_kin(ctx, 0);
+	if (!in)
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "input is an empty optional (fix the model)");
+	wh_tensor_ref(&ctx->outputs[0], in);
+	return WH_OK;
+}
+
+static enum wh_status optional_has_run(struct wh_kernel_ctx *ctx)
+{
+	enum wh_status st = wh_tensor_alloc(&ctx->outputs[0], WH_DT_BOOL, 0, NULL);
+	if (st == WH_OK)
+		*(uint8_t *)ctx->outputs[0].data = wh_kin(ctx, 0) != NULL;
+	return st;
+}
+
 const struct wh_op_def wh_ops_control[] = {
+	{"", "Optional", 15, optional_run},
+	{"", "OptionalGetElement", 15, optional_get_run},
+	{"", "OptionalHasElement", 15, optional_has_run},
 	{"", "If", 1, if_run},
 	{"", "Loop", 1, loop_run},
 	{"", "Scan", 8, scan8_run},
