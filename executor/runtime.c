@@ -132,6 +132,26 @@ static void plan_destroy(struct plan *p)
 
 static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g);
 
+/* Values of g read by name from inside sg or any graph nested in it live until step s. */
+static void extend_captures(const struct wh_graph *g, const struct wh_graph *sg, uint32_t *last_use, uint32_t s)
+{
+	for (uint32_t v = 0; v < sg->n_values; v++)
+		if (sg->values[v].flags & WH_VALUE_OUTER) {
+			uint32_t ov = wh_graph_find_value(g, sg->values[v].name);
+			if (ov != WH_NONE && (last_use[ov] == WH_NONE || last_use[ov] < s))
+				last_use[ov] = s;
+		}
+	for (uint32_t n = 0; n < sg->n_nodes; n++)
+		for (uint32_t a = 0; a < sg->nodes[n].n_attrs; a++) {
+			const struct wh_attr *at = &sg->nodes[n].attrs[a];
+			if (at->type == WH_ATTR_GRAPH && at->g)
+				extend_captures(g, at->g, last_use, s);
+			if (at->type == WH_ATTR_GRAPHS)
+				for (size_t k = 0; k < at->n; k++)
+					extend_captures(g, at->graphs[k], last_use, s);
+		}
+}
+
 static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 {
 	enum wh_status st = WH_OK;
@@ -229,13 +249,7 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 				if (!sg)
 					continue;
 				/* any name the subgraph (or its nested subgraphs) captures */
-				for (const struct wh_graph *q = sg; q; q = NULL)
-					for (uint32_t v = 0; v < q->n_values; v++)
-						if (q->values[v].flags & WH_VALUE_OUTER) {
-							uint32_t ov = wh_graph_find_value(g, q->values[v].name);
-							if (ov != WH_NONE && (p->last_use[ov] == WH_NONE || p->last_use[ov] < s))
-								p->last_use[ov] = s;
-						}
+				extend_captures(g, sg, p->last_use, s);
 				if ((st = build_plan(e, sg)) != WH_OK)
 					goto out;
 			}

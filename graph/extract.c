@@ -70,7 +70,8 @@ enum wh_status wh_graph_copy_value(struct wh_model *dst_model, struct wh_graph *
 		}
 	}
 	dv->flags = sv->flags & WH_VALUE_HAS_INFO;
-	if (!copy_bytes(A, &dv->type_rest, &sv->type_rest) || !copy_bytes(A, &dv->info_rest, &sv->info_rest))
+	if (!copy_bytes(A, &dv->type_rest, &sv->type_rest) || !copy_bytes(A, &dv->info_rest, &sv->info_rest) ||
+	    !copy_bytes(A, &dv->type_orig, &sv->type_orig))
 		return oom();
 	if (sv->flags & WH_VALUE_INITIALIZER) {
 		int64_t dims[WH_MAX_RANK];

@@ -236,6 +236,8 @@ enum wh_status wh_graph_set_shape(struct wh_graph *g, uint32_t value, enum wh_dt
 				  int32_t rank, const int64_t *dims)
 {
 	struct wh_value *v = &g->values[value];
+	v->type_orig.data = NULL;
+	v->type_orig.len = 0;
 	v->dtype = dtype;
 	if (rank < 0) {
 		v->rank = -1;

@@ -54,6 +54,8 @@ struct wh_value {
 	struct wh_blob *data;      /* initializer bytes in ONNX raw_data layout, or NULL */
 	struct wh_bytes tensor_rest; /* initializer: unmodelled TensorProto fields (and string_data) */
 	struct wh_bytes type_rest;   /* a non-tensor TypeProto (sequence/map/optional), serialized */
+	struct wh_bytes type_orig;   /* a tensor TypeProto as loaded (keeps its unknown fields and
+				      * denotations); dropped when the type or shape is changed */
 	struct wh_bytes info_rest;   /* unmodelled ValueInfoProto fields */
 };
 

@@ -391,7 +391,8 @@ static enum wh_status apply_type(struct loader *L, struct wh_graph *g, uint32_t 
 				v->dims[i].param = wh_arena_strdup(g->arena, d->dim_param);
 			}
 		}
-		return WH_OK;
+		/* keep the message as loaded, for what the IR does not model */
+		return pack_rest(L->m->arena, &tp->base, &g->values[id].type_orig);
 	}
 	/* sequences, maps, optionals: kept verbatim */
 	return pack_rest(L->m->arena, &tp->base, &g->values[id].type_rest);
@@ -701,6 +702,8 @@ static Onnx__TypeProto *encode_type(struct saver *S, const struct wh_value *v)
 {
 	if (v->type_rest.len)
 		return onnx__type_proto__unpack(&S->alloc, v->type_rest.len, v->type_rest.data);
+	if (v->type_orig.len)
+		return onnx__type_proto__unpack(&S->alloc, v->type_orig.len, v->type_orig.data);
 	Onnx__TypeProto *tp = wh_arena_alloc(S->tmp, sizeof *tp);
 	Onnx__TypeProto__Tensor *tt = wh_arena_alloc(S->tmp, sizeof *tt);
 	if (!tp || !tt)
@@ -748,7 +751,7 @@ static Onnx__ValueInfoProto *encode_value_info(struct saver *S, const struct wh_
 	if (!vi)
 		return NULL;
 	vi->name = (char *)v->name;
-	if (v->dtype || v->rank >= 0 || v->type_rest.len)
+	if (v->dtype || v->rank >= 0 || v->type_rest.len || v->type_orig.len)
 		if (!(vi->type = encode_type(S, v)))
 			return NULL;
 	return vi;

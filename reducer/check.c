@@ -83,10 +83,11 @@ void wh_check_result_release(struct wh_check_result *r)
 /* Replaces the placeholders of one word (malloc'd result). */
 static char *substitute(const char *word, const struct wh_check_vars *v)
 {
-	static const char *const names[] = {"{model}", "{inputs}", "{golden}", "{tactics}"};
-	const char *vals[] = {v ? v->model : NULL, v ? v->inputs : NULL, v ? v->golden : NULL, v ? v->tactics : NULL};
+	static const char *const names[] = {"{model}", "{inputs}", "{golden}", "{tactics}", "{precisions}"};
+	const char *vals[] = {v ? v->model : NULL, v ? v->inputs : NULL, v ? v->golden : NULL, v ? v->tactics : NULL,
+			      v ? v->precisions : NULL};
 	size_t cap = strlen(word) + 1;
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		if (vals[i])
 			for (const char *p = strstr(word, names[i]); p; p = strstr(p + 1, names[i]))
 				cap += strlen(vals[i]);
@@ -96,7 +97,7 @@ static char *substitute(const char *word, const struct wh_check_vars *v)
 	size_t n = 0;
 	for (const char *p = word; *p;) {
 		bool done = false;
-		for (int i = 0; i < 4 && !done; i++) {
+		for (int i = 0; i < 5 && !done; i++) {
 			size_t len = strlen(names[i]);
 			if (vals[i] && !strncmp(p, names[i], len)) {
 				size_t vl = strlen(vals[i]);

@@ -2,7 +2,7 @@
  * a verdict.
  *
  * The command is an argv (or, with shell, one string run by /bin/sh -c) whose words may hold
- * the placeholders {model}, {inputs}, {golden} and {tactics}, replaced per run. The child
+ * the placeholders {model}, {inputs}, {golden}, {tactics} and {precisions}, replaced per run. The child
  * runs in its own process group; at the timeout the whole group gets SIGTERM, then SIGKILL
  * after a grace period, and the group is killed again after the child exits so that no
  * grandchild outlives the check. stdout and stderr are drained together through one pipe;
@@ -47,7 +47,8 @@ struct wh_check_options {
 };
 
 struct wh_check_vars {
-	const char *model, *inputs, *golden, *tactics; /* NULL: placeholder left as is */
+	/* NULL: placeholder left as is */
+	const char *model, *inputs, *golden, *tactics, *precisions;
 };
 
 struct wh_check_result {

@@ -208,6 +208,12 @@ int wh_cmd_inspect(int argc, char **argv)
 		json_object_set_new(root, "unsupported_ops", json_string(n_unsup ? unsup : ""));
 		json_object_set_new(root, "hash", json_string(hex));
 		json_t *ts = json_array();
+		for (uint32_t i = 0; i < g->n_inputs; i++)
+			if (!(g->values[g->inputs[i]].flags & WH_VALUE_INITIALIZER)) {
+				json_t *o = value_json(g, g->inputs[i]);
+				json_object_set_new(o, "producer", json_null());
+				json_array_append_new(ts, o);
+			}
 		for (uint32_t s = 0; s < g->n_nodes; s++) {
 			const struct wh_node *n = &g->nodes[order[s]];
 			for (uint32_t k = 0; k < n->n_outputs; k++) {

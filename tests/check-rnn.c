@@ -693,6 +693,45 @@ START_TEST(loop_cond_trip_count_and_scan_outputs)
 }
 END_TEST
 
+/* A loop-carried value may change shape; a scan output may not. */
+START_TEST(loop_scan_output_shape_change_is_an_error)
+{
+	struct mb b;
+	struct wh_tensor_set res;
+	mb_init(&b, 13);
+	struct wh_graph *g = b.m->graph;
+	int64_t one = 1;
+	struct wh_tensor tm, tx;
+	float x0[1] = {4.0f};
+	t_scalar(&tm, WH_DT_INT64, 3);
+	t_f32(&tx, 1, &one, x0);
+	g_input(&b, g, "M", WH_DT_INT64, 0, NULL, &tm);
+	g_input(&b, g, "x0", WH_DT_FLOAT, 1, &one, &tx);
+	struct wh_node *loop = g_node(g, "Loop", "M - x0", "xf ys");
+	g_output(g, "xf", WH_DT_UNDEFINED, -1, NULL);
+	g_output(g, "ys", WH_DT_UNDEFINED, -1, NULL);
+	struct wh_graph *body = subgraph(&b, "body");
+	g_input(&b, body, "i", WH_DT_INT64, 0, NULL, NULL);
+	g_input(&b, body, "c", WH_DT_BOOL, 0, NULL, NULL);
+	g_input(&b, body, "x", WH_DT_FLOAT, -1, NULL, NULL);
+	struct wh_node *cat = g_node(body, "Concat", "x x", "x2");
+	n_int(&b, cat, "axis", 0);
+	g_node(body, "Identity", "c", "c_out");
+	g_node(body, "Identity", "x2", "y");
+	g_output(body, "c_out", WH_DT_BOOL, 0, NULL);
+	g_output(body, "x2", WH_DT_FLOAT, -1, NULL);
+	g_output(body, "y", WH_DT_FLOAT, -1, NULL);
+	n_graph(&b, loop, "body", body);
+	ck_assert_int_eq(mb_run(&b, &res), WH_ERR_SHAPE);
+	ck_assert_msg(strstr(wh_error_message(), "iteration 1 gives float32 4, iteration 0 gave float32 2") != NULL,
+		      "%s", wh_error_message());
+	wh_tensor_set_release(&res);
+	wh_tensor_release(&tm);
+	wh_tensor_release(&tx);
+	mb_free(&b);
+}
+END_TEST
+
 START_TEST(if_branches_of_different_shapes)
 {
 	for (int c = 0; c < 2; c++) {
@@ -849,6 +888,7 @@ static Suite *rnn_suite(void)
 	suite_add_tcase(s, tc);
 	TCase *cf = tcase_create("control");
 	tcase_add_test(cf, loop_cond_trip_count_and_scan_outputs);
+	tcase_add_test(cf, loop_scan_output_shape_change_is_an_error);
 	tcase_add_test(cf, if_branches_of_different_shapes);
 	tcase_add_test(cf, scan9_directions_and_axes);
 	tcase_add_test(cf, scan8_batch_and_sequence_lens);

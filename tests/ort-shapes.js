@@ -62,7 +62,7 @@ function makeInput(type, dims, next) {
     case 'uint8': return new ort.Tensor(type, Uint8Array.from({ length: n }, () => Math.floor(next() * 256)), dims);
     case 'int8': return new ort.Tensor(type, Int8Array.from({ length: n }, () => Math.floor(next() * 256) - 128), dims);
     case 'bool': return new ort.Tensor(type, Uint8Array.from({ length: n }, () => (next() < 0.5 ? 1 : 0)), dims);
-    default: usage(`input type ${type} is not supported by this script`);
+    default: throw new Error(`input type ${type} is not supported by this script`);
   }
   return null;
 }

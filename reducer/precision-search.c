@@ -1,0 +1,364 @@
+#include "reducer/precision-search.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "executor/executor.h"
+#include "graph/topo.h"
+
+struct verdict_entry {
+	uint64_t h;
+	enum wh_verdict v;
+};
+
+struct psearch {
+	const struct wh_model *m;
+	const struct wh_tensor_set *inputs;
+	const struct wh_precision_search_options *o;
+	struct wh_precision_search_report *rep;
+	uint32_t n;          /* candidate layers */
+	uint32_t *layers;    /* node ids, in search order */
+	uint32_t *topo_pos;  /* position of each candidate in topological order */
+	struct wh_tensor_set ref; /* FP32 outputs */
+	struct verdict_entry *cache;
+	size_t n_cache, cap_cache;
+	char tmpdir[256];
+	uint32_t seq;
+	double t0;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static enum wh_status make_config(const struct psearch *p, const uint8_t *mask, struct wh_precision_config *c)
+{
+	wh_precision_config_init(c);
+	c->dflt = p->o->target;
+	c->calib = p->o->calib;
+	for (uint32_t i = 0; i < p->n; i++)
+		if (mask[i]) {
+			enum wh_status st = wh_precision_config_set(c, p->m->graph->nodes[p->layers[i]].name, p->o->higher, -1);
+			if (st != WH_OK)
+				return st;
+		}
+	return WH_OK;
+}
+
+/* The real verdict of a configuration: pass or fail of the check. */
+static enum wh_status check_config(struct psearch *p, const uint8_t *mask, enum wh_verdict *out)
+{
+	struct wh_precision_config c;
+	enum wh_status st = make_config(p, mask, &c);
+	if (st != WH_OK)
+		goto out;
+	if (p->o->check) {
+		char path[600];
+		snprintf(path, sizeof path, "%s/precisions-%u.json", p->tmpdir, ++p->seq);
+		if ((st = wh_precision_config_write(&c, path)) != WH_OK)
+			goto out;
+		struct wh_check_vars v = {.model = p->o->model_path, .inputs = p->o->inputs_dir, .precisions = path};
+		struct wh_check_result r;
+		if ((st = wh_check_run(p->o->check, &v, &r)) == WH_OK)
+			*out = r.verdict;
+		wh_check_result_release(&r);
+		unlink(path);
+		goto out;
+	}
+	struct wh_engine *e = NULL;
+	struct wh_engine_options eo = {.threads = p->o->threads, .precision = &c};
+	struct wh_tensor_set res;
+	wh_tensor_set_init(&res);
+	if ((st = wh_engine_create(p->m, &eo, &e)) == WH_OK)
+		st = wh_engine_run(e, p->inputs, WH_KEEP_OUTPUTS, &res);
+	*out = WH_VERDICT_PASS;
+	for (size_t i = 0; st == WH_OK && i < res.n; i++) {
+		const struct wh_tensor *r = wh_tensor_set_find(&p->ref, res.items[i].name);
+		struct wh_compare_stats cs;
+		if (r && (st = wh_compare_tensors(&res.items[i].t, r, &p->o->compare, &cs)) == WH_OK && (!cs.pass || !cs.comparable))
+			*out = WH_VERDICT_FAIL;
+	}
+	wh_tensor_set_release(&res);
+	wh_engine_destroy(e);
+out:
+	wh_precision_config_release(&c);
+	return st;
+}
+
+/* The search looks for the smallest set with the property "passes": its FAIL means pass. */
+static enum wh_status eval(void *ctx, const uint8_t *const *masks, uint32_t n, enum wh_verdict *verdicts)
+{
+	struct psearch *p = ctx;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t h = XXH3_64bits(masks[i], p->n);
+		enum wh_verdict v = WH_VERDICT_SKIP;
+		bool cached = false;
+		for (size_t k = 0; k < p->n_cache; k++)
+			if (p->cache[k].h == h) {
+				v = p->cache[k].v;
+				cached = true;
+			}
+		if (!cached) {
+			double t0 = now_s();
+			enum wh_status st = check_config(p, masks[i], &v);
+			if (st != WH_OK)
+				return st;
+			p->rep->checks_run++;
+			if (p->n_cache == p->cap_cache) {
+				size_t cap = p->cap_cache ? p->cap_cache * 2 : 64;
+				struct verdict_entry *nc = realloc(p->cache, cap * sizeof *nc);
+				if (!nc)
+					return wh_error(WH_ERR_NOMEM, "precision: out of memory");
+				p->cache = nc;
+				p->cap_cache = cap;
+			}
+			p->cache[p->n_cache++] = (struct verdict_entry){h, v};
+			uint32_t cnt = 0;
+			for (uint32_t k = 0; k < p->n; k++)
+				cnt += masks[i][k] != 0;
+			if (p->o->log)
+				fprintf(p->o->log, "check %u: %s with %u layer%s at %s, %.2f s\n", p->rep->checks_run, wh_verdict_name(v), cnt,
+					cnt == 1 ? "" : "s", wh_precision_name(p->o->higher), now_s() - t0);
+			if (p->o->json) {
+				printf("{\"event\":\"check\",\"n\":%u,\"verdict\":\"%s\",\"layers_high\":%u,\"elapsed_s\":%.3f}\n",
+				       p->rep->checks_run, wh_verdict_name(v), cnt, now_s() - p->t0);
+				fflush(stdout);
+			}
+		} else {
+			p->rep->checks_cached++;
+		}
+		verdicts[i] = v == WH_VERDICT_PASS ? WH_VERDICT_FAIL : (v == WH_VERDICT_FAIL ? WH_VERDICT_PASS : WH_VERDICT_SKIP);
+	}
+	return WH_OK;
+}
+
+/* Error each layer adds: relative L2 error of its output minus the largest of its inputs',
+ * from one layerwise comparison of the target precision against FP32. */
+static enum wh_status layer_errors(struct psearch *p, double *err_out)
+{
+	struct wh_precision_config c;
+	wh_precision_config_init(&c);
+	c.dflt = p->o->target;
+	c.calib = p->o->calib;
+	struct wh_engine *e = NULL, *f = NULL;
+	struct wh_engine_options eo = {.threads = p->o->threads, .precision = &c}, fo = {.threads = p->o->threads};
+	struct wh_tensor_set a, b;
+	wh_tensor_set_init(&a);
+	wh_tensor_set_init(&b);
+	enum wh_status st;
+	if ((st = wh_engine_create(p->m, &eo, &e)) == WH_OK && (st = wh_engine_create(p->m, &fo, &f)) == WH_OK &&
+	    (st = wh_engine_run(e, p->inputs, WH_KEEP_ALL, &a)) == WH_OK)
+		st = wh_engine_run(f, p->inputs, WH_KEEP_ALL, &b);
+	const struct wh_graph *g = p->m->graph;
+	double *vals = calloc((size_t)g->n_values + 1, sizeof *vals);
+	if (st == WH_OK && !vals)
+		st = wh_error(WH_ERR_NOMEM, "precision: out of memory");
+	for (size_t i = 0; st == WH_OK && i < a.n; i++) {
+		const struct wh_tensor *r = wh_tensor_set_find(&b, a.items[i].name);
+		uint32_t v = wh_graph_find_value(g, a.items[i].name);
+		if (!r || v == WH_NONE || !wh_dtype_is_float(r->dtype))
+			continue;
+		struct wh_compare_stats cs;
+		struct wh_compare_options co;
+		wh_compare_options_default(&co);
+		if (wh_compare_tensors(&a.items[i].t, r, &co, &cs) == WH_OK && cs.comparable)
+			vals[v] = isinf(cs.sqnr_db) ? 0 : (isnan(cs.sqnr_db) ? 1 : pow(10.0, -cs.sqnr_db / 20.0));
+		if (cs.nan_actual || cs.inf_actual)
+			vals[v] = 1e6;
+	}
+	for (uint32_t i = 0; st == WH_OK && i < p->n; i++) {
+		const struct wh_node *n = &g->nodes[p->layers[i]];
+		double in = 0, out = 0;
+		for (uint32_t k = 0; k < n->n_inputs; k++)
+			if (n->inputs[k] != WH_NONE && vals[n->inputs[k]] > in)
+				in = vals[n->inputs[k]];
+		for (uint32_t k = 0; k < n->n_outputs; k++)
+			if (n->outputs[k] != WH_NONE && vals[n->outputs[k]] > out)
+				out = vals[n->outputs[k]];
+		err_out[i] = out - in;
+	}
+	free(vals);
+	wh_tensor_set_release(&a);
+	wh_tensor_set_release(&b);
+	wh_engine_destroy(e);
+	wh_engine_destroy(f);
+	wh_precision_config_release(&c);
+	return st;
+}
+
+enum wh_status wh_precision_search(const struct wh_model *m, const struct wh_tensor_set *inputs,
+				   const struct wh_precision_search_options *o, struct wh_precision_config *result,
+				   struct wh_precision_search_report *rep)
+{
+	struct psearch ps = {.m = m, .inputs = inputs, .o = o, .rep = rep};
+	struct psearch *p = &ps;
+	memset(rep, 0, sizeof *rep);
+	p->t0 = now_s();
+	wh_tensor_set_init(&p->ref);
+	const struct wh_graph *g = m->graph;
+	enum wh_status st = WH_OK;
+	uint32_t *order = calloc((size_t)g->n_nodes + 1, sizeof *order);
+	uint8_t *kinds = calloc((size_t)g->n_nodes + 1, 1);
+	p->layers = calloc((size_t)g->n_nodes + 1, sizeof *p->layers);
+	double *err = NULL;
+	uint8_t *mask = NULL, *full = NULL;
+	if (!order || !kinds || !p->layers) {
+		st = wh_error(WH_ERR_NOMEM, "precision: out of memory");
+		goto out;
+	}
+	if ((st = wh_graph_topo_order(g, order)) != WH_OK || (st = wh_model_layer_kinds(m, kinds)) != WH_OK)
+		goto out;
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		if (kinds[order[i]] == WH_LAYER_FLOAT)
+			p->layers[p->n++] = order[i];
+	rep->candidates = p->n;
+	if (!p->n) {
+		st = wh_error(WH_ERR_INVALID, "model: has no float layers whose precision could change");
+		goto out;
+	}
+	snprintf(p->tmpdir, sizeof p->tmpdir, "%s/whittle-precision-XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (o->check && !mkdtemp(p->tmpdir)) {
+		st = wh_error(WH_ERR_IO, "%s: cannot create a work folder (set TMPDIR)", p->tmpdir);
+		p->tmpdir[0] = '\0';
+		goto out;
+	}
+	if (!o->check) {
+		struct wh_engine *f = NULL;
+		struct wh_engine_options fo = {.threads = o->threads};
+		if ((st = wh_engine_create(m, &fo, &f)) == WH_OK)
+			st = wh_engine_run(f, inputs, WH_KEEP_OUTPUTS, &p->ref);
+		wh_engine_destroy(f);
+		if (st != WH_OK)
+			goto out;
+	}
+	mask = calloc(p->n, 1);
+	full = malloc(p->n);
+	err = calloc(p->n, sizeof *err);
+	if (!mask || !full || !err) {
+		st = wh_error(WH_ERR_NOMEM, "precision: out of memory");
+		goto out;
+	}
+	memset(full, 1, p->n);
+	/* the ends: everything low must fail, everything high must pass */
+	enum wh_verdict v;
+	if ((st = check_config(p, mask, &v)) != WH_OK)
+		goto out;
+	rep->checks_run++;
+	if (v != WH_VERDICT_FAIL) {
+		st = wh_error(WH_ERR_INVALID, "%s: already passes at %s (nothing to keep in higher precision)",
+			      o->model_path ? o->model_path : "model", wh_precision_name(o->target));
+		goto out;
+	}
+	if ((st = check_config(p, full, &v)) != WH_OK)
+		goto out;
+	rep->checks_run++;
+	if (v != WH_VERDICT_PASS) {
+		st = wh_error(WH_ERR_INVALID, "%s: still fails with every float layer at %s (the failure is not a precision problem, or the tolerance is too tight)",
+			      o->model_path ? o->model_path : "model", wh_precision_name(o->higher));
+		goto out;
+	}
+	uint64_t hz = XXH3_64bits(mask, p->n), hf = XXH3_64bits(full, p->n);
+	p->cache = calloc(64, sizeof *p->cache);
+	if (!p->cache) {
+		st = wh_error(WH_ERR_NOMEM, "precision: out of memory");
+		goto out;
+	}
+	p->cap_cache = 64;
+	p->cache[p->n_cache++] = (struct verdict_entry){hz, WH_VERDICT_FAIL};
+	p->cache[p->n_cache++] = (struct verdict_entry){hf, WH_VERDICT_PASS};
+	/* reverse: the search's prefixes become suffixes of the topological order */
+	if (o->reverse)
+		for (uint32_t i = 0; i < p->n / 2; i++) {
+			uint32_t t = p->layers[i];
+			p->layers[i] = p->layers[p->n - 1 - i];
+			p->layers[p->n - 1 - i] = t;
+		}
+	struct wh_search_options so = {.mode = WH_SEARCH_BISECT, .jobs = 1, .reduce_inputs = o->mode != WH_SEARCH_BISECT, .reduce_outputs = true};
+	struct wh_search_ops ops = {.ctx = p, .eval = eval};
+	struct wh_search_report sr;
+	if ((st = wh_search_run(p->n, &so, &ops, mask, &sr)) != WH_OK)
+		goto out;
+	if (o->mode != WH_SEARCH_BISECT) {
+		/* fine phase over the layers of the coarse range, most harmful first */
+		if ((st = layer_errors(p, err)) != WH_OK)
+			goto out;
+		uint32_t k = 0;
+		uint32_t *sub = calloc(p->n + 1, sizeof *sub);
+		if (!sub) {
+			st = wh_error(WH_ERR_NOMEM, "precision: out of memory");
+			goto out;
+		}
+		for (uint32_t i = 0; i < p->n; i++)
+			if (mask[i])
+				sub[k++] = i;
+		for (uint32_t a = 0; a < k; a++)
+			for (uint32_t b = a + 1; b < k; b++)
+				if (err[sub[b]] > err[sub[a]]) {
+					uint32_t t = sub[a];
+					sub[a] = sub[b];
+					sub[b] = t;
+				}
+		/* reorder the layer list so that the range comes first, by error */
+		uint32_t *nl = calloc(p->n + 1, sizeof *nl);
+		if (!nl) {
+			free(sub);
+			st = wh_error(WH_ERR_NOMEM, "precision: out of memory");
+			goto out;
+		}
+		for (uint32_t i = 0; i < k; i++)
+			nl[i] = p->layers[sub[i]];
+		uint32_t nn = k;
+		for (uint32_t i = 0; i < p->n; i++)
+			if (!mask[i])
+				nl[nn++] = p->layers[i];
+		memcpy(p->layers, nl, p->n * sizeof *nl);
+		free(nl);
+		free(sub);
+		/* the cache is keyed by masks over the old order: start it afresh */
+		p->n_cache = 0;
+		struct wh_search_options fo = {.mode = WH_SEARCH_DDMIN, .jobs = 1, .reduce_inputs = false, .reduce_outputs = false};
+		uint8_t *fixed = calloc(p->n, 1);
+		if (!fixed) {
+			st = wh_error(WH_ERR_NOMEM, "precision: out of memory");
+			goto out;
+		}
+		/* layers outside the range are never candidates: search only the first k */
+		uint32_t saved_n = p->n;
+		p->n = k;
+		st = wh_search_run(k, &fo, &ops, mask, &sr);
+		p->n = saved_n;
+		for (uint32_t i = k; i < p->n; i++)
+			mask[i] = 0;
+		free(fixed);
+		if (st != WH_OK)
+			goto out;
+		rep->one_minimal = sr.one_minimal;
+	}
+	if ((st = make_config(p, mask, result)) != WH_OK)
+		goto out;
+	if (sr.inconsistent)
+		snprintf(rep->note, sizeof rep->note, "%.200s", sr.note);
+
+
+out:
+	rep->seconds = now_s() - p->t0;
+	if (p->tmpdir[0] && o->check)
+		rmdir(p->tmpdir);
+	wh_tensor_set_release(&p->ref);
+	free(p->cache);
+	free(p->layers);
+	free(order);
+	free(kinds);
+	free(err);
+	free(mask);
+	free(full);
+	return st;
+}

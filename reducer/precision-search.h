@@ -1,0 +1,53 @@
+/* `whittle precision`: the layers to keep in higher precision.
+ *
+ * Among the float layers, finds a set S such that running the model at the target precision
+ * with the layers of S at the higher one passes the check, and dropping any single layer of
+ * S makes it fail (1-minimal). Coarse phase: Polygraphy's bisection over a prefix (forward)
+ * or suffix (reverse) of the layers in topological order; fine phase: divide and conquer
+ * (reducer/search.h, with "passes" as the property searched) over the layers that remain,
+ * ordered by the error each layer adds (measured once, layerwise, against FP32); then the
+ * 1-minimality pass. */
+#ifndef WH_PRECISION_SEARCH_H
+#define WH_PRECISION_SEARCH_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "executor/compare.h"
+#include "executor/precision.h"
+#include "graph/ir.h"
+#include "graph/tensor-file.h"
+#include "reducer/check.h"
+#include "reducer/search.h"
+
+struct wh_precision_search_options {
+	enum wh_precision target, higher;
+	enum wh_search_mode mode;       /* bisect or ddmin */
+	bool reverse;                   /* --direction reverse: suffixes */
+	const struct wh_check *check;   /* NULL: built-in comparison with FP32 */
+	const char *check_display;
+	const char *model_path;
+	const char *inputs_dir;         /* for {inputs} of an external check */
+	struct wh_compare_options compare;
+	int threads;
+	const struct wh_calib *calib;
+	FILE *log;
+	bool json;
+};
+
+struct wh_precision_search_report {
+	uint32_t candidates;     /* float layers searched */
+	uint32_t checks_run, checks_cached;
+	bool one_minimal;
+	double seconds;
+	char note[256];
+};
+
+/* result receives dflt = target and one entry per layer kept at `higher`. WH_ERR_INVALID
+ * when the model already passes at the target precision, or still fails with every float
+ * layer at the higher precision. */
+enum wh_status wh_precision_search(const struct wh_model *m, const struct wh_tensor_set *inputs,
+				   const struct wh_precision_search_options *o, struct wh_precision_config *result,
+				   struct wh_precision_search_report *rep);
+
+#endif
