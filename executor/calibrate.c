@@ -182,7 +182,8 @@ static void fold_linear(struct tstat *s, const float *x, uint64_t n)
 	double *h = s->hist;
 	for (uint64_t i = 0; i < n; i++) {
 		float a = fabsf(x[i]);
-		if (!isfinite(a))
+		/* int8 holds 0 exactly: a ReLU's spike of zeros would only drag the threshold down */
+		if (!isfinite(a) || a == 0)
 			continue;
 		double b = a * inv;
 		uint32_t k = b >= WH_CALIB_HIST_BINS ? WH_CALIB_HIST_BINS - 1 : (uint32_t)b;

@@ -15,7 +15,8 @@
  *    Q = the first i bins merged into 128 levels and spread back evenly over the bins
  *    where P is not zero; the threshold is (i + 0.5) bin widths (at most the maximum) for
  *    the i of the smallest KL(P||Q). A level that is empty where P has clipped mass gets
- *    probability 1e-4 instead of 0 (so clipping a tiny isolated tail is possible).
+ *    probability 1e-4 instead of 0 (so clipping a tiny isolated tail is possible). Exact
+ *    zeros are left out of this histogram: int8 represents them exactly.
  * Non-finite values are skipped (and counted in a warning).
  *
  * The cache: first line "TRT-<version>-<algorithm>", then "<tensor>: <8 hex digits>", the

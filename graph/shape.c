@@ -2228,6 +2228,84 @@ static enum wh_status r_loop(struct ictx *c)
 	return WH_OK;
 }
 
+/* Scan (opset 9+): N state inputs then M scanned inputs; outputs are the N final states and
+ * K scan outputs, each stacking one body output per iteration along its scan axis. */
+static enum wh_status r_scan(struct ictx *c)
+{
+	const struct wh_graph *body = attr_graph(c->n, "body");
+	for (uint32_t k = 0; k < c->n->n_outputs; k++)
+		out_set(c, k, WH_DT_UNDEFINED, -1);
+	int64_t m = wh_node_attr_int(c->n, "num_scan_inputs", -1);
+	if (!body || c->opset < 9 || m < 0 || m > c->n->n_inputs || c->n->n_inputs > 64)
+		return WH_OK;
+	uint32_t n_state = c->n->n_inputs - (uint32_t)m;
+	int64_t in_axes[64], out_axes[64];
+	uint32_t n_in_axes = 0, n_out_axes = 0;
+	if (!attr_ints(c->n, "scan_input_axes", in_axes, 64, &n_in_axes))
+		n_in_axes = 0;
+	if (!attr_ints(c->n, "scan_output_axes", out_axes, 64, &n_out_axes))
+		n_out_axes = 0;
+	struct wh_vstate seeds[64];
+	memset(seeds, 0, sizeof seeds);
+	int64_t seq = -1;
+	for (uint32_t i = 0; i < c->n->n_inputs; i++) {
+		const struct wh_vstate *s = IN(c, i);
+		seeds[i].rank = -1;
+		if (!s)
+			continue;
+		copy_shape(&seeds[i], s);
+		if (i < n_state || !ranked(s))
+			continue;
+		uint32_t j = i - n_state;
+		int32_t axis;
+		if (!norm_axis(j < n_in_axes ? in_axes[j] : 0, s->rank, &axis))
+			return bad_axis(c, j < n_in_axes ? in_axes[j] : 0, s->rank);
+		if (seq < 0)
+			seq = s->dims[axis];
+		seeds[i].rank = s->rank - 1;
+		for (int32_t d = 0, k = 0; d < s->rank; d++)
+			if (d != axis) {
+				seeds[i].dims[k] = s->dims[d];
+				seeds[i].params[k++] = s->params[d];
+			}
+	}
+	struct wh_vstate *bs = NULL;
+	enum wh_status st = sub_infer(c, body, seeds, c->n->n_inputs, &bs);
+	if (st != WH_OK || !bs)
+		return st;
+	for (uint32_t k = 0; k < c->n->n_outputs && k < body->n_outputs; k++) {
+		struct wh_vstate *o = OUT(c, k);
+		const struct wh_vstate *b = &bs[body->outputs[k]];
+		if (!o)
+			continue;
+		if (k < n_state) {
+			copy_shape(o, b);
+			if (IN(c, k))
+				merge_into(o, IN(c, k));
+			continue;
+		}
+		o->dtype = b->dtype;
+		if (!ranked(b) || b->rank >= WH_MAX_RANK)
+			continue;
+		uint32_t j = k - n_state;
+		int32_t axis;
+		if (!norm_axis(j < n_out_axes ? out_axes[j] : 0, b->rank + 1, &axis)) {
+			int32_t r = b->rank + 1;
+			wh_infer_states_free(bs, body->n_values);
+			return bad_axis(c, j < n_out_axes ? out_axes[j] : 0, r);
+		}
+		o->rank = b->rank + 1;
+		for (int32_t d = 0, i = 0; d < o->rank; d++) {
+			if (d == axis)
+				dim_set(o, d, seq);
+			else
+				dim_copy(o, d, b, i++);
+		}
+	}
+	wh_infer_states_free(bs, body->n_values);
+	return WH_OK;
+}
+
 /* ---- dispatch ---- */
 
 typedef enum wh_status (*rule_fn)(struct ictx *c);
@@ -2287,7 +2365,7 @@ static const struct {
 	{"RandomNormalLike", r_random_like}, {"RandomUniformLike", r_random_like},
 	{"Bernoulli", r_random_like}, {"Multinomial", r_multinomial}, {"LSTM", r_rnn}, {"GRU", r_rnn},
 	{"RNN", r_rnn}, {"RoiAlign", r_roialign}, {"GridSample", r_grid_sample}, {"Det", r_det},
-	{"If", r_if}, {"Loop", r_loop},
+	{"If", r_if}, {"Loop", r_loop}, {"Scan", r_scan},
 };
 
 /* Ops whose results differ from run to run: never evaluated at inference time. */

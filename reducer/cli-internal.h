@@ -50,6 +50,7 @@ enum wh_status wh_cli_random_inputs(const struct wh_model *m, uint64_t seed, dou
 				    struct wh_tensor_set *set);
 
 int wh_cmd_reduce(int argc, char **argv);
+int wh_cmd_precision(int argc, char **argv);
 int wh_cmd_inspect(int argc, char **argv);
 int wh_cmd_extract(int argc, char **argv);
 int wh_cmd_sanitize(int argc, char **argv);

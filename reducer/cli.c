@@ -20,6 +20,7 @@ static const struct wh_cmd commands[] = {
 	{"run", wh_cmd_run, "run a model on whittle's executor, compare precisions"},
 	{"compare", wh_cmd_compare, "compare two folders of tensors"},
 	{"reduce", wh_cmd_reduce, "find the smallest subgraph that still fails a check"},
+	{"precision", wh_cmd_precision, "find the layers to keep in higher precision"},
 };
 
 int wh_exit_for(enum wh_status st)

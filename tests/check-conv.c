@@ -330,6 +330,8 @@ static enum wh_status run_op(const char *op, int64_t opset, uint32_t n_in, const
 	struct wh_engine_options opt = {.threads = 1};
 	ck_assert_int_eq(wh_engine_create(m, &opt, &e), WH_OK);
 	enum wh_status st = wh_engine_run(e, &set, WH_KEEP_OUTPUTS, &res);
+	if (st != WH_OK && getenv("WH_TEST_VERBOSE"))
+		fprintf(stderr, "%s: %s\n", op, wh_error_message());
 	if (st == WH_OK) {
 		const struct wh_tensor *t = wh_tensor_set_find(&res, "out");
 		ck_assert_ptr_nonnull(t);

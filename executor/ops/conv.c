@@ -218,6 +218,10 @@ static enum wh_status plan_init(const struct wh_conv_shape *s, enum wh_isa isa, 
 			wp = v;
 	}
 	pl->sw = pl->prep ? (size_t)s->stride[last] : 1;
+	/* With a single output column only phases below the padded width are ever read, so
+	 * a stride beyond it must not blow up the row. */
+	if (s->out[last] == 1 && pl->sw > wp)
+		pl->sw = (size_t)wp;
 	pl->wp = (size_t)wp;
 	pl->wq = (size_t)((wp + pl->sw - 1) / pl->sw);
 	if (!wh_mul_u64(pl->sw, pl->wq, &plane))
@@ -414,7 +418,7 @@ static void band_task(void *arg, size_t begin, size_t end)
 	size_t Cg = (size_t)pl->Cg, Mg = (size_t)pl->Mg, K = (size_t)pl->K, P = (size_t)pl->P;
 	size_t row = pl->sw * pl->wq, sh = (size_t)s->stride[0];
 	size_t dkh = (size_t)((s->k[0] - 1) * s->dil[0] + 1), H = (size_t)s->in[0], W = (size_t)s->in[1];
-	float *buf = malloc(Cg * j->band_plane * sizeof(float));
+	float *buf = malloc((Cg * j->band_plane + 1) * sizeof(float));
 	if (!buf) {
 		atomic_store(&j->failed, 1);
 		return;
@@ -705,7 +709,7 @@ static void convt_band_task(void *arg, size_t begin, size_t end)
 	int64_t Cg = s->C / s->G, Mg = s->M / s->G, KH = s->k[0], KW = s->k[1], KS = KH * KW;
 	int64_t IH = s->in[0], IW = s->in[1], OH = s->out[0], OW = s->out[1];
 	int64_t P = OH * OW, Pin = IH * IW, sh = s->stride[0], sw = s->stride[1];
-	float *col = malloc((size_t)(Mg * KS * IW) * sizeof(float));
+	float *col = malloc((size_t)(Mg * KS * IW + 1) * sizeof(float));
 	if (!col) {
 		atomic_store(&j->failed, 1);
 		return;
@@ -772,6 +776,10 @@ static enum wh_status convt_bands(const struct wh_cpu_features *cpu, struct wh_t
 	size_t Cg = (size_t)(s->C / s->G), Mg = (size_t)(s->M / s->G), G = (size_t)s->G;
 	size_t KS = (size_t)(s->k[0] * s->k[1]), IH = (size_t)s->in[0], Pin = IH * (size_t)s->in[1];
 	int threads = wh_threadpool_size(pool);
+	uint64_t colsz;
+	if (!wh_mul_u64(Mg * KS, (uint64_t)s->in[1], &colsz) || colsz > WH_MAX_ELEMENTS)
+		return wh_error(WH_ERR_OVERFLOW, "convtranspose: a row of %zux%lld columns is too large",
+				Mg * KS, (long long)s->in[1]);
 	uint64_t work = (uint64_t)s->M * KS * Cg * Pin;
 	if (work < ((uint64_t)1 << 16))
 		pool = NULL, threads = 1;
@@ -1242,9 +1250,9 @@ out:
 }
 
 const struct wh_op_def wh_ops_conv[] = {
-	{"", "Conv", 1, conv_run},
-	{"", "ConvTranspose", 1, conv_transpose_run},
-	{"", "ConvInteger", 10, conv_integer_run},
-	{"", "QLinearConv", 10, qlinear_conv_run},
+	{"", "Conv", 1, conv_run, NULL, 0},
+	{"", "ConvTranspose", 1, conv_transpose_run, NULL, 0},
+	{"", "ConvInteger", 10, conv_integer_run, NULL, 0},
+	{"", "QLinearConv", 10, qlinear_conv_run, NULL, 0},
 };
 const size_t wh_ops_conv_count = sizeof wh_ops_conv / sizeof wh_ops_conv[0];

@@ -770,9 +770,9 @@ out:
 }
 
 const struct wh_op_def wh_ops_gemm[] = {
-	{"", "Gemm", 1, gemm_run},
-	{"", "MatMul", 1, matmul_run},
-	{"", "MatMulInteger", 10, matmul_integer_run},
-	{"", "QLinearMatMul", 10, qlinear_matmul_run},
+	{"", "Gemm", 1, gemm_run, NULL, 0},
+	{"", "MatMul", 1, matmul_run, NULL, 0},
+	{"", "MatMulInteger", 10, matmul_integer_run, NULL, 0},
+	{"", "QLinearMatMul", 10, qlinear_matmul_run, NULL, 0},
 };
 const size_t wh_ops_gemm_count = sizeof wh_ops_gemm / sizeof wh_ops_gemm[0];

@@ -1,0 +1,409 @@
+#include <dirent.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "executor/compare.h"
+#include "executor/precision.h"
+#include "graph/tensor-file.h"
+#include "graph/topo.h"
+#include "reducer/calib-opts.h"
+#include "reducer/cli-internal.h"
+#include "reducer/precision-search.h"
+
+static const char precision_help[] =
+	"usage: whittle precision MODEL --precision P [options] [--check CMD ARGS...]\n\n"
+	"Finds a small set of layers to keep in --higher precision so that MODEL, run at --precision\n"
+	"with those layers at the higher one, passes the check; prints their names (one a line, with\n"
+	"their op) and writes them as a --layer-precisions file for whittle run. In ddmin mode the set\n"
+	"is 1-minimal: moving any one of its layers back to --precision makes the check fail.\n"
+	"Without --check, the built-in check compares the outputs with an FP32 run (--atol/--rtol).\n"
+	"--check takes the rest of the command line; in it {model} is MODEL, {inputs} a folder with\n"
+	"the input tensors, {precisions} a layer-precisions JSON file for the candidate.\n\n"
+	"search:\n"
+	"  --precision P            precision of every other float layer: tf32, fp16, bf16, fp8,\n"
+	"                           fp8e5m2, int8 (required)\n"
+	"  --higher P               precision of the kept layers: fp32 (default), fp16, bf16\n"
+	"  --mode M                 ddmin (default: bisection, then divide and conquer over layers\n"
+	"                           ordered by their error, then a 1-minimality pass), bisect\n"
+	"                           (coarse only, like Polygraphy: a prefix or suffix of the layers)\n"
+	"  --direction D            forward (default: prefixes of the topological order) or reverse\n"
+	"                           (suffixes)\n"
+	"  -o, --output FILE        write the layer precisions (JSON, docs/formats.md)\n"
+	"  --json                   machine-readable events and result on stdout (JSON lines)\n"
+	"check:\n"
+	"  --check CMD ...          the check command (argv; the rest of the line)\n"
+	"  --shell                  run the check command through /bin/sh -c\n"
+	"  --fail-regex RE          the check fails when RE (PCRE2) matches its output (repeatable)\n"
+	"  --fail-code N            with --fail-regex: also require one of these exit codes; alone:\n"
+	"                           the check fails on these exit codes only (repeatable)\n"
+	"  --ignore-fail-code N     a non-zero exit that does not mean failure (repeatable)\n"
+	"  --timeout S              kill the check (and its children) after S seconds\n"
+	"  --timeout-is V           skip (default), fail or pass\n"
+	"built-in check:\n"
+	"  --atol X, --rtol X       tolerances (default 1e-5 each); an element fails when both are\n"
+	"                           exceeded\n"
+	"  --check-error-stat S     elemwise (default), max, mean, median, quantile[=Q]\n"
+	"data:\n"
+	"  --load-inputs DIR        input tensors (a folder of .pb/.npy files)\n"
+	"  --seed N, --val-range LO,HI   generated inputs (default seed 1, range 0,1)\n"
+	"  --input-shapes S         bind dynamic input dimensions, e.g. x:1x3x48x320\n"
+	"  --threads N              executor threads (default: all cores)\n"
+	WH_CALIB_HELP
+	"exit status: 0 found, 2 usage, 3 bad input, or the model already passes at --precision, or\n"
+	"still fails with every float layer at --higher, 4 the check command is broken\n";
+
+/* Removes the files of a work folder this command created, then the folder. */
+static void remove_dir(const char *dir)
+{
+	DIR *dh = opendir(dir);
+	if (dh) {
+		struct dirent *de;
+		while ((de = readdir(dh))) {
+			char p[PATH_MAX];
+			if (de->d_name[0] == '.' || (size_t)snprintf(p, sizeof p, "%s/%s", dir, de->d_name) >= sizeof p)
+				continue;
+			unlink(p);
+		}
+		closedir(dh);
+	}
+	rmdir(dir);
+}
+
+/* The kept layers in topological order, so that the list reads like the model. */
+static enum wh_status kept_in_order(const struct wh_model *m, const struct wh_precision_config *c, uint32_t **out,
+				    uint32_t *n_out)
+{
+	const struct wh_graph *g = m->graph;
+	uint32_t *order = calloc((size_t)g->n_nodes + 1, sizeof *order);
+	uint32_t *kept = calloc((size_t)c->n_layers + 1, sizeof *kept);
+	uint32_t n = 0;
+	enum wh_status st = WH_OK;
+	if (!order || !kept) {
+		st = wh_error(WH_ERR_NOMEM, "precision: out of memory");
+		goto out;
+	}
+	if ((st = wh_graph_topo_order(g, order)) != WH_OK)
+		goto out;
+	for (uint32_t i = 0; i < g->n_nodes && n < c->n_layers; i++) {
+		const char *name = g->nodes[order[i]].name;
+		for (uint32_t k = 0; name && k < c->n_layers; k++)
+			if (!strcmp(c->layers[k].layer, name)) {
+				kept[n++] = order[i];
+				break;
+			}
+	}
+out:
+	free(order);
+	if (st != WH_OK) {
+		free(kept);
+		return st;
+	}
+	*out = kept;
+	*n_out = n;
+	return WH_OK;
+}
+
+static void print_result_json(const struct wh_model *m, const uint32_t *kept, uint32_t n_kept,
+			      const struct wh_precision_search_options *so, const struct wh_precision_search_report *rep,
+			      const char *output_path)
+{
+	json_t *root = json_object();
+	json_t *layers = json_array();
+	for (uint32_t i = 0; i < n_kept; i++) {
+		const struct wh_node *nd = &m->graph->nodes[kept[i]];
+		json_t *o = json_object();
+		json_object_set_new(o, "layer", json_string(nd->name));
+		json_object_set_new(o, "op", json_string(nd->op_type));
+		json_array_append_new(layers, o);
+	}
+	json_object_set_new(root, "event", json_string("result"));
+	json_object_set_new(root, "precision", json_string(wh_precision_name(so->target)));
+	json_object_set_new(root, "higher", json_string(wh_precision_name(so->higher)));
+	json_object_set_new(root, "mode", json_string(so->mode == WH_SEARCH_BISECT ? "bisect" : "ddmin"));
+	json_object_set_new(root, "direction", json_string(so->reverse ? "reverse" : "forward"));
+	json_object_set_new(root, "layers", layers);
+	json_object_set_new(root, "candidates", json_integer(rep->candidates));
+	json_object_set_new(root, "checks_run", json_integer(rep->checks_run));
+	json_object_set_new(root, "checks_cached", json_integer(rep->checks_cached));
+	json_object_set_new(root, "one_minimal", json_boolean(rep->one_minimal));
+	json_object_set_new(root, "seconds", json_real(rep->seconds));
+	json_object_set_new(root, "output", output_path ? json_string(output_path) : json_null());
+	if (rep->note[0])
+		json_object_set_new(root, "note", json_string(rep->note));
+	char *text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	if (text)
+		puts(text);
+	free(text);
+	json_decref(root);
+}
+
+int wh_cmd_precision(int argc, char **argv)
+{
+	/* --check takes the rest of the line */
+	int check_at = -1;
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--check")) {
+			check_at = i;
+			break;
+		}
+	int nargs = check_at >= 0 ? check_at : argc;
+	static const struct option longopts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"precision", required_argument, NULL, 'p'},
+		{"higher", required_argument, NULL, 'H'},
+		{"mode", required_argument, NULL, 'm'},
+		{"direction", required_argument, NULL, 'd'},
+		{"json", no_argument, NULL, 'J'},
+		{"shell", no_argument, NULL, 'S'},
+		{"fail-regex", required_argument, NULL, 'r'},
+		{"fail-code", required_argument, NULL, 'f'},
+		{"ignore-fail-code", required_argument, NULL, 'i'},
+		{"timeout", required_argument, NULL, 'T'},
+		{"timeout-is", required_argument, NULL, 'U'},
+		{"load-inputs", required_argument, NULL, 'L'},
+		{"seed", required_argument, NULL, 'e'},
+		{"val-range", required_argument, NULL, 'v'},
+		{"input-shapes", required_argument, NULL, 'I'},
+		{"atol", required_argument, NULL, 1},
+		{"rtol", required_argument, NULL, 2},
+		{"check-error-stat", required_argument, NULL, 3},
+		{"threads", required_argument, NULL, 't'},
+		{"help", no_argument, NULL, 'h'},
+		WH_CALIB_LONGOPTS,
+		{0, 0, 0, 0},
+	};
+	struct wh_precision_search_options so = {.target = WH_PREC_FP32, .higher = WH_PREC_FP32, .mode = WH_SEARCH_DDMIN,
+						 .log = stderr};
+	wh_compare_options_default(&so.compare);
+	struct wh_check_options co = {0};
+	const char *regex[64];
+	int fail_codes[64], ignore_codes[64];
+	int n_regex = 0, n_fail = 0, n_ignore = 0;
+	const char *load = NULL, *shapes = NULL, *output_path = NULL;
+	long long seed = 1, v;
+	double lo = 0, hi = 1, d;
+	bool target_given = false;
+	struct wh_calib_opts cal;
+	wh_calib_opts_init(&cal);
+	enum wh_status st = WH_OK;
+	int c;
+	while ((c = getopt_long(nargs, argv, ":ho:", longopts, NULL)) != -1) {
+		if (wh_calib_opts_parse(&cal, c, optarg, &st)) {
+			if (st != WH_OK) {
+				wh_calib_opts_release(&cal);
+				return wh_cli_fail(st);
+			}
+			continue;
+		}
+		switch (c) {
+		case 'o': output_path = optarg; break;
+		case 'p':
+			if (!wh_precision_parse(optarg, &so.target))
+				return wh_cli_usage_error("precision", "--precision takes tf32, fp16, bf16, fp8, fp8e5m2 or int8, not '%s'", optarg);
+			target_given = true;
+			break;
+		case 'H':
+			if (!wh_precision_parse(optarg, &so.higher) ||
+			    (so.higher != WH_PREC_FP32 && so.higher != WH_PREC_FP16 && so.higher != WH_PREC_BF16))
+				return wh_cli_usage_error("precision", "--higher takes fp32, fp16 or bf16, not '%s'", optarg);
+			break;
+		case 'm':
+			if (!strcmp(optarg, "ddmin")) so.mode = WH_SEARCH_DDMIN;
+			else if (!strcmp(optarg, "bisect")) so.mode = WH_SEARCH_BISECT;
+			else return wh_cli_usage_error("precision", "--mode takes ddmin or bisect, not '%s'", optarg);
+			break;
+		case 'd':
+			if (!strcmp(optarg, "forward")) so.reverse = false;
+			else if (!strcmp(optarg, "reverse")) so.reverse = true;
+			else return wh_cli_usage_error("precision", "--direction takes forward or reverse, not '%s'", optarg);
+			break;
+		case 'J': so.json = true; break;
+		case 'S': co.shell = true; break;
+		case 'r':
+			if (n_regex == 64)
+				return wh_cli_usage_error("precision", "too many --fail-regex (64 at most)");
+			regex[n_regex++] = optarg;
+			break;
+		case 'f':
+		case 'i':
+			if (!wh_cli_parse_int(optarg, -255, 255, &v))
+				return wh_cli_usage_error("precision", "--%s takes an exit code, not '%s'", c == 'f' ? "fail-code" : "ignore-fail-code", optarg);
+			if ((c == 'f' ? n_fail : n_ignore) == 64)
+				return wh_cli_usage_error("precision", "too many exit codes (64 at most)");
+			if (c == 'f')
+				fail_codes[n_fail++] = (int)v;
+			else
+				ignore_codes[n_ignore++] = (int)v;
+			break;
+		case 'T':
+			if (!wh_cli_parse_double(optarg, &d) || d <= 0)
+				return wh_cli_usage_error("precision", "--timeout takes seconds > 0, not '%s'", optarg);
+			co.timeout_s = d;
+			break;
+		case 'U':
+			if (!strcmp(optarg, "skip")) co.timeout_is = WH_TIMEOUT_SKIP;
+			else if (!strcmp(optarg, "fail")) co.timeout_is = WH_TIMEOUT_FAIL;
+			else if (!strcmp(optarg, "pass")) co.timeout_is = WH_TIMEOUT_PASS;
+			else return wh_cli_usage_error("precision", "--timeout-is takes skip, fail or pass, not '%s'", optarg);
+			break;
+		case 'L': load = optarg; break;
+		case 'e':
+			if (!wh_cli_parse_int(optarg, 0, INT64_MAX, &seed))
+				return wh_cli_usage_error("precision", "--seed takes a non-negative integer, not '%s'", optarg);
+			break;
+		case 'v': {
+			char *comma = strchr(optarg, ',');
+			if (!comma)
+				return wh_cli_usage_error("precision", "--val-range takes LO,HI, not '%s'", optarg);
+			*comma = '\0';
+			if (!wh_cli_parse_double(optarg, &lo) || !wh_cli_parse_double(comma + 1, &hi) || hi < lo)
+				return wh_cli_usage_error("precision", "--val-range takes LO,HI with LO <= HI");
+			break;
+		}
+		case 'I': shapes = optarg; break;
+		case 1:
+			if (!wh_cli_parse_double(optarg, &so.compare.atol) || so.compare.atol < 0)
+				return wh_cli_usage_error("precision", "--atol takes a non-negative number, not '%s'", optarg);
+			break;
+		case 2:
+			if (!wh_cli_parse_double(optarg, &so.compare.rtol) || so.compare.rtol < 0)
+				return wh_cli_usage_error("precision", "--rtol takes a non-negative number, not '%s'", optarg);
+			break;
+		case 3:
+			if (!wh_error_stat_parse(optarg, &so.compare.stat, &so.compare.quantile))
+				return wh_cli_usage_error("precision", "--check-error-stat takes elemwise, max, mean, median or quantile[=Q], not '%s'", optarg);
+			break;
+		case 't':
+			if (!wh_cli_parse_int(optarg, 1, 1024, &v))
+				return wh_cli_usage_error("precision", "--threads takes 1..1024, not '%s'", optarg);
+			so.threads = (int)v;
+			cal.threads = (int)v;
+			break;
+		case 'h':
+			fputs(precision_help, stdout);
+			wh_calib_opts_release(&cal);
+			return 0;
+		default: wh_calib_opts_release(&cal); return wh_cli_bad_option("precision", c, argv);
+		}
+	}
+	/* usage errors below return before anything is allocated but the calibration table */
+	int urc = -1;
+	if (optind != nargs - 1)
+		urc = wh_cli_usage_error("precision", "expects exactly one MODEL before --check (see whittle precision --help)");
+	else if (!target_given)
+		urc = wh_cli_usage_error("precision", "no target precision (give --precision fp16, bf16, int8, ...)");
+	else if (so.target == so.higher)
+		urc = wh_cli_usage_error("precision", "--precision and --higher are both %s (keep layers in a higher precision, e.g. --higher fp32)",
+					 wh_precision_name(so.target));
+	else if (so.target == WH_PREC_FP32)
+		urc = wh_cli_usage_error("precision", "--precision fp32 has nothing higher to keep layers in (give fp16, bf16, int8, ...)");
+	else if (check_at >= 0 && check_at + 1 >= argc)
+		urc = wh_cli_usage_error("precision", "--check needs a command (e.g. --check ./my-check.sh {model} {precisions})");
+	else if (check_at < 0 && (n_regex || n_fail || n_ignore || co.timeout_s > 0 || co.shell))
+		urc = wh_cli_usage_error("precision", "check options given without --check (put --check CMD ... last)");
+	if (urc >= 0) {
+		wh_calib_opts_release(&cal);
+		return urc;
+	}
+	so.model_path = argv[optind];
+
+	struct wh_model *m = NULL;
+	struct wh_check *check = NULL;
+	struct wh_tensor_set inputs;
+	wh_tensor_set_init(&inputs);
+	struct wh_precision_config calib_cfg, result;
+	wh_precision_config_init(&calib_cfg);
+	wh_precision_config_init(&result);
+	char *display = NULL;
+	uint32_t *kept = NULL, n_kept = 0;
+	char inputs_tmp[PATH_MAX] = "";
+	int rc = 0;
+	if (check_at >= 0) {
+		co.argv = argv + check_at + 1;
+		co.argc = argc - check_at - 1;
+		co.fail_regex = regex;
+		co.n_fail_regex = n_regex;
+		co.fail_codes = fail_codes;
+		co.n_fail_codes = n_fail;
+		co.ignore_codes = ignore_codes;
+		co.n_ignore_codes = n_ignore;
+		if ((st = wh_check_create(&co, &check)) != WH_OK)
+			goto fail;
+		display = wh_check_command_line(check, NULL);
+		so.check = check;
+		so.check_display = display;
+	}
+	if ((st = wh_cli_load_model(so.model_path, shapes, &m)) != WH_OK)
+		goto fail;
+	if (load && (st = wh_tensor_set_read_dir(load, NULL, &inputs)) != WH_OK)
+		goto fail;
+	size_t n_loaded = inputs.n;
+	if ((st = wh_cli_random_inputs(m, (uint64_t)seed, lo, hi, &inputs)) != WH_OK)
+		goto fail;
+	if (check) {
+		/* an external check reads {inputs}: the user's folder, or the generated inputs */
+		if (load && inputs.n == n_loaded) {
+			so.inputs_dir = load;
+		} else {
+			const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+			if ((size_t)snprintf(inputs_tmp, sizeof inputs_tmp, "%s/whittle-precision-inputs-XXXXXX", tmp) >= sizeof inputs_tmp ||
+			    !mkdtemp(inputs_tmp)) {
+				st = wh_error(WH_ERR_IO, "%s: cannot create a folder for the inputs (set TMPDIR)", tmp);
+				inputs_tmp[0] = '\0';
+				goto fail;
+			}
+			if ((st = wh_tensor_set_write_dir(inputs_tmp, NULL, &inputs)) != WH_OK)
+				goto fail;
+			so.inputs_dir = inputs_tmp;
+		}
+	}
+	calib_cfg.dflt = so.target;
+	if ((st = wh_calib_opts_apply(&cal, m, &calib_cfg, &inputs)) != WH_OK)
+		goto fail;
+	so.calib = calib_cfg.calib;
+	if (!so.json)
+		fprintf(stderr, "precision: %s at %s, searching layers to keep at %s (%s, %s); check: %s\n", so.model_path,
+			wh_precision_name(so.target), wh_precision_name(so.higher), so.mode == WH_SEARCH_BISECT ? "bisect" : "ddmin",
+			so.reverse ? "reverse" : "forward", display ? display : "built-in comparison with fp32");
+	struct wh_precision_search_report rep;
+	if ((st = wh_precision_search(m, &inputs, &so, &result, &rep)) != WH_OK)
+		goto fail;
+	if ((st = kept_in_order(m, &result, &kept, &n_kept)) != WH_OK)
+		goto fail;
+	if (output_path && (st = wh_precision_config_write(&result, output_path)) != WH_OK)
+		goto fail;
+	if (so.json) {
+		print_result_json(m, kept, n_kept, &so, &rep, output_path);
+	} else {
+		for (uint32_t i = 0; i < n_kept; i++)
+			printf("%s\t%s\n", m->graph->nodes[kept[i]].name, m->graph->nodes[kept[i]].op_type);
+		fflush(stdout);
+		fprintf(stderr, "precision: keep %u of %u float layers at %s; %u checks run (%u from the cache), %.1f s; %s\n", n_kept,
+			rep.candidates, wh_precision_name(so.higher), rep.checks_run, rep.checks_cached, rep.seconds,
+			rep.one_minimal ? "1-minimal" : (so.mode == WH_SEARCH_BISECT ? "not verified 1-minimal (bisect mode)" : "not verified 1-minimal"));
+		if (rep.note[0])
+			fprintf(stderr, "precision: warning: the check contradicted itself: %s\n", rep.note);
+		if (output_path)
+			fprintf(stderr, "precision: wrote %s (use: whittle run %s --precision %s --layer-precisions %s)\n", output_path,
+				so.model_path, wh_precision_name(so.target), output_path);
+	}
+	goto out;
+fail:
+	rc = wh_cli_fail(st);
+out:
+	if (inputs_tmp[0])
+		remove_dir(inputs_tmp);
+	free(kept);
+	free(display);
+	wh_check_destroy(check);
+	wh_tensor_set_release(&inputs);
+	wh_precision_config_release(&result);
+	wh_precision_config_release(&calib_cfg);
+	wh_calib_opts_release(&cal);
+	wh_model_destroy(m);
+	return rc;
+}
