@@ -2558,6 +2558,13 @@ static enum wh_status write_back(const struct wh_graph *cg, const struct wh_vsta
 			continue;
 		if (!s->dtype && s->rank < 0)
 			continue;
+		/* an unchanged type keeps the declaration as loaded (set_shape would drop it) */
+		bool same = v->dtype == s->dtype && v->rank == s->rank;
+		for (int32_t i = 0; same && i < s->rank; i++)
+			same = same_dim(v->dims[i].value, v->dims[i].param, s->dims[i], s->params[i]) ||
+			       (v->dims[i].value < 0 && s->dims[i] < 0 && !v->dims[i].param && !s->params[i]);
+		if (same)
+			continue;
 		enum wh_status e = wh_graph_set_shape(g, id, s->dtype, s->rank, s->dims);
 		if (e != WH_OK)
 			return e;

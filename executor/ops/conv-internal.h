@@ -34,6 +34,14 @@ struct wh_conv_shape {
 enum wh_status wh_conv_f32(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
 			   const struct wh_conv_shape *s, const float *x, const float *w,
 			   const float *b, float *y);
+/* The same with the algorithm forced (tactics): GEMM over planes for every geometry, or the
+ * direct depthwise kernel where it applies (one input channel per group, 1-D/2-D, not 1x1
+ * pointwise; elsewhere it falls back to GEMM). Both sum each output's taps in the same
+ * order with the same operations, so they give identical bits. */
+enum wh_conv_algo { WH_CONV_AUTO = 0, WH_CONV_GEMM = 1, WH_CONV_DIRECT_DW = 2 };
+enum wh_status wh_conv_f32_algo(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
+				const struct wh_conv_shape *s, const float *x, const float *w,
+				const float *b, float *y, enum wh_conv_algo algo);
 /* Plain loops: each output sums its products over (input channel, kernel tap) in order,
  * skipping taps in the padding, then adds the bias. */
 void wh_conv_f32_ref(const struct wh_conv_shape *s, const float *x, const float *w, const float *b,

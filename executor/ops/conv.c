@@ -547,6 +547,13 @@ enum wh_status wh_conv_f32(const struct wh_cpu_features *cpu, struct wh_threadpo
 			   const struct wh_conv_shape *s, const float *x, const float *w,
 			   const float *b, float *y)
 {
+	return wh_conv_f32_algo(cpu, pool, s, x, w, b, y, WH_CONV_AUTO);
+}
+
+enum wh_status wh_conv_f32_algo(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
+				const struct wh_conv_shape *s, const float *x, const float *w,
+				const float *b, float *y, enum wh_conv_algo algo)
+{
 	struct conv_plan pl;
 	enum wh_status st = plan_init(s, cpu->isa, &pl);
 	if (st)
@@ -558,7 +565,7 @@ enum wh_status wh_conv_f32(const struct wh_cpu_features *cpu, struct wh_threadpo
 	if (work < ((uint64_t)1 << 16))
 		pool = NULL, threads = 1;
 
-	if (pl.Cg == 1 && s->nsp <= 2 && !pl.flat) {
+	if (pl.Cg == 1 && s->nsp <= 2 && !pl.flat && algo != WH_CONV_GEMM) {
 		struct dw_job dj = {.pl = &pl, .x = x, .w = w, .b = b, .y = y};
 		atomic_init(&dj.failed, 0);
 		wh_parallel_for(pool, (size_t)(s->N * s->M), 1, dw_task, &dj);
@@ -1056,7 +1063,8 @@ static enum wh_status half_to_f32(const struct wh_tensor *t, float **out)
 
 /* ---- Conv / ConvTranspose ---- */
 
-static enum wh_status conv_common(struct wh_kernel_ctx *ctx, bool transpose)
+static enum wh_status conv_common(struct wh_kernel_ctx *ctx, bool transpose,
+				  const struct wh_cpu_features *cpu, enum wh_conv_algo algo)
 {
 	const struct wh_tensor *x = wh_kin(ctx, 0), *w = wh_kin(ctx, 1), *b = wh_kin(ctx, 2);
 	if (!x || !w)
@@ -1091,8 +1099,8 @@ static enum wh_status conv_common(struct wh_kernel_ctx *ctx, bool transpose)
 	}
 	if (dt == WH_DT_FLOAT) {
 		if (transpose)
-			return wh_convt_f32(ctx->cpu, ctx->pool, &s, x->data, w->data, b ? b->data : NULL, y->data);
-		return wh_conv_f32(ctx->cpu, ctx->pool, &s, x->data, w->data, b ? b->data : NULL, y->data);
+			return wh_convt_f32(cpu, ctx->pool, &s, x->data, w->data, b ? b->data : NULL, y->data);
+		return wh_conv_f32_algo(cpu, ctx->pool, &s, x->data, w->data, b ? b->data : NULL, y->data, algo);
 	}
 	float *fx = NULL, *fw = NULL, *fb = NULL, *fy = NULL;
 	if ((st = half_to_f32(x, &fx)) || (st = half_to_f32(w, &fw)) || (st = half_to_f32(b, &fb)))
@@ -1103,9 +1111,9 @@ static enum wh_status conv_common(struct wh_kernel_ctx *ctx, bool transpose)
 		goto out;
 	}
 	if (transpose)
-		st = wh_convt_f32(ctx->cpu, ctx->pool, &s, fx, fw, fb, fy);
+		st = wh_convt_f32(cpu, ctx->pool, &s, fx, fw, fb, fy);
 	else
-		st = wh_conv_f32(ctx->cpu, ctx->pool, &s, fx, fw, fb, fy);
+		st = wh_conv_f32_algo(cpu, ctx->pool, &s, fx, fw, fb, fy, algo);
 	if (!st) {
 		uint16_t *h = y->data;
 		for (uint64_t i = 0; i < y->count; i++)
@@ -1121,13 +1129,92 @@ out:
 
 static enum wh_status conv_run(struct wh_kernel_ctx *ctx)
 {
-	return conv_common(ctx, false);
+	return conv_common(ctx, false, ctx->cpu, WH_CONV_AUTO);
 }
 
 static enum wh_status conv_transpose_run(struct wh_kernel_ctx *ctx)
 {
-	return conv_common(ctx, true);
+	return conv_common(ctx, true, ctx->cpu, WH_CONV_AUTO);
 }
+
+/* ---- tactics: the float32 paths with the ISA and (Conv) the algorithm forced ---- */
+
+static bool tac_float(const struct wh_kernel_ctx *ctx)
+{
+	const struct wh_tensor *x = wh_kin(ctx, 0);
+	return x && (x->dtype == WH_DT_FLOAT || is_half(x->dtype));
+}
+
+static bool tac_isa_ok(const struct wh_kernel_ctx *ctx, enum wh_isa isa)
+{
+	return tac_float(ctx) && ctx->cpu->isa >= isa;
+}
+
+static bool tac_depthwise(const struct wh_kernel_ctx *ctx)
+{
+	const struct wh_tensor *x = wh_kin(ctx, 0), *w = wh_kin(ctx, 1);
+	return x && w && w->rank >= 3 && w->rank <= 4 && w->dims[1] == 1 &&
+	       wh_node_attr_int(ctx->node, "group", 1) > 1;
+}
+
+static enum wh_status tac_run(struct wh_kernel_ctx *ctx, bool transpose, enum wh_isa isa, enum wh_conv_algo algo)
+{
+	struct wh_cpu_features cpu = *ctx->cpu;
+	cpu.isa = isa;
+	return conv_common(ctx, transpose, &cpu, algo);
+}
+
+#define WH_CONV_TACTICS(ISA, NAME)                                                                  \
+	static bool conv_gemm_ok_##NAME(const struct wh_kernel_ctx *ctx)                            \
+	{                                                                                           \
+		return tac_isa_ok(ctx, ISA);                                                        \
+	}                                                                                           \
+	static bool conv_dw_ok_##NAME(const struct wh_kernel_ctx *ctx)                              \
+	{                                                                                           \
+		return tac_isa_ok(ctx, ISA) && tac_depthwise(ctx);                                  \
+	}                                                                                           \
+	static enum wh_status conv_gemm_##NAME(struct wh_kernel_ctx *ctx)                           \
+	{                                                                                           \
+		return tac_run(ctx, false, ISA, WH_CONV_GEMM);                                      \
+	}                                                                                           \
+	static enum wh_status conv_dw_##NAME(struct wh_kernel_ctx *ctx)                             \
+	{                                                                                           \
+		return tac_run(ctx, false, ISA, WH_CONV_DIRECT_DW);                                 \
+	}                                                                                           \
+	static enum wh_status convt_gemm_##NAME(struct wh_kernel_ctx *ctx)                          \
+	{                                                                                           \
+		return tac_run(ctx, true, ISA, WH_CONV_AUTO);                                       \
+	}
+WH_CONV_TACTICS(WH_ISA_SCALAR, scalar)
+WH_CONV_TACTICS(WH_ISA_AVX2, avx2)
+WH_CONV_TACTICS(WH_ISA_AVX512, avx512)
+
+#define WH_NUM_FMA "float32 fused multiply-adds"
+#define WH_NUM_MULADD "float32 multiply then add (two roundings), the reference's order"
+
+static const struct wh_tactic conv_tactics[] = {
+	{1, "conv-gemm-scalar", "GEMM over padded planes; " WH_NUM_MULADD ": (channel, tap) in order, bias last",
+	 conv_gemm_ok_scalar, conv_gemm_scalar},
+	{2, "conv-gemm-avx2", "GEMM over padded planes, 6x16 tiles; " WH_NUM_FMA " over (channel, tap) in order, bias last",
+	 conv_gemm_ok_avx2, conv_gemm_avx2},
+	{3, "conv-gemm-avx512", "GEMM over padded planes, 12x32 tiles; " WH_NUM_FMA " over (channel, tap) in order, bias last",
+	 conv_gemm_ok_avx512, conv_gemm_avx512},
+	{4, "conv-dw-direct-scalar", "direct depthwise; " WH_NUM_MULADD " over taps, bias last (same bits as conv-gemm-scalar)",
+	 conv_dw_ok_scalar, conv_dw_scalar},
+	{5, "conv-dw-direct-avx2", "direct depthwise; " WH_NUM_FMA " over taps in order, bias last (same bits as conv-gemm-avx2)",
+	 conv_dw_ok_avx2, conv_dw_avx2},
+	{6, "conv-dw-direct-avx512", "direct depthwise; " WH_NUM_FMA " over taps in order, bias last (same bits as conv-gemm-avx512)",
+	 conv_dw_ok_avx512, conv_dw_avx512},
+};
+
+static const struct wh_tactic convt_tactics[] = {
+	{1, "convtranspose-gemm-scalar", "GEMM into columns, " WH_NUM_MULADD " over input channels; taps added per output in (kh, kw) order",
+	 conv_gemm_ok_scalar, convt_gemm_scalar},
+	{2, "convtranspose-gemm-avx2", "GEMM into columns, " WH_NUM_FMA " over input channels; taps added per output in (kh, kw) order",
+	 conv_gemm_ok_avx2, convt_gemm_avx2},
+	{3, "convtranspose-gemm-avx512", "GEMM into columns, " WH_NUM_FMA " over input channels; taps added per output in (kh, kw) order",
+	 conv_gemm_ok_avx512, convt_gemm_avx512},
+};
 
 /* ---- ConvInteger / QLinearConv ---- */
 
@@ -1250,8 +1337,8 @@ out:
 }
 
 const struct wh_op_def wh_ops_conv[] = {
-	{"", "Conv", 1, conv_run, NULL, 0},
-	{"", "ConvTranspose", 1, conv_transpose_run, NULL, 0},
+	{"", "Conv", 1, conv_run, conv_tactics, sizeof conv_tactics / sizeof conv_tactics[0]},
+	{"", "ConvTranspose", 1, conv_transpose_run, convt_tactics, sizeof convt_tactics / sizeof convt_tactics[0]},
 	{"", "ConvInteger", 10, conv_integer_run, NULL, 0},
 	{"", "QLinearConv", 10, qlinear_conv_run, NULL, 0},
 };

@@ -425,8 +425,8 @@ static void mm_double(const struct mm_shape *s, const double *A, const double *B
 }
 
 /* float32 product of a batch described by s (fast path). */
-static enum wh_status mm_f32(struct wh_kernel_ctx *ctx, const struct mm_shape *s, const float *A,
-			     const float *B, float *Y)
+static enum wh_status mm_f32(struct wh_kernel_ctx *ctx, const struct wh_cpu_features *cpu,
+			     const struct mm_shape *s, const float *A, const float *B, float *Y)
 {
 	struct wh_sgemm_desc d = {
 		.M = (size_t)s->M, .N = (size_t)s->N, .K = (size_t)s->K, .batch = s->batch,
@@ -440,10 +440,10 @@ static enum wh_status mm_f32(struct wh_kernel_ctx *ctx, const struct mm_shape *s
 		d.batch = 1;
 		d.a_off = d.b_off = d.c_off = NULL;
 	}
-	return wh_sgemm_run(ctx->cpu, ctx->pool, &d);
+	return wh_sgemm_run(cpu, ctx->pool, &d);
 }
 
-static enum wh_status matmul_run(struct wh_kernel_ctx *ctx)
+static enum wh_status matmul_common(struct wh_kernel_ctx *ctx, const struct wh_cpu_features *cpu)
 {
 	const struct wh_tensor *A = wh_kin(ctx, 0), *B = wh_kin(ctx, 1);
 	if (!A || !B)
@@ -465,7 +465,7 @@ static enum wh_status matmul_run(struct wh_kernel_ctx *ctx)
 		goto out;
 	struct wh_tensor *Y = &ctx->outputs[0];
 	if (dt == WH_DT_FLOAT) {
-		st = mm_f32(ctx, &s, A->data, B->data, Y->data);
+		st = mm_f32(ctx, cpu, &s, A->data, B->data, Y->data);
 	} else if (is_half(dt)) {
 		if ((st = half_to_f32(A, &fa)) || (st = half_to_f32(B, &fb)))
 			goto out;
@@ -474,7 +474,7 @@ static enum wh_status matmul_run(struct wh_kernel_ctx *ctx)
 			st = wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the float32 result");
 			goto out;
 		}
-		if ((st = mm_f32(ctx, &s, fa, fb, fy)))
+		if ((st = mm_f32(ctx, cpu, &s, fa, fb, fy)))
 			goto out;
 		f32_to_half(fy, Y);
 	} else if (dt == WH_DT_DOUBLE) {
@@ -492,7 +492,7 @@ out:
 
 /* ---- Gemm ---- */
 
-static enum wh_status gemm_run(struct wh_kernel_ctx *ctx)
+static enum wh_status gemm_common(struct wh_kernel_ctx *ctx, const struct wh_cpu_features *cpu)
 {
 	const struct wh_tensor *A = wh_kin(ctx, 0), *B = wh_kin(ctx, 1), *C = wh_kin(ctx, 2);
 	char sa[64], sb[64], sc[64];
@@ -573,7 +573,7 @@ static enum wh_status gemm_run(struct wh_kernel_ctx *ctx)
 			.a = a, .rsa = ta ? 1 : (size_t)K, .csa = ta ? (size_t)M : 1,
 			.b = b, .ldb = (size_t)N, .c = y, .ldc = (size_t)N,
 		};
-		if ((st = wh_sgemm_run(ctx->cpu, ctx->pool, &d)))
+		if ((st = wh_sgemm_run(cpu, ctx->pool, &d)))
 			goto out;
 		if (alpha != 1.0f || c) {
 			for (int64_t i = 0; i < M; i++)
@@ -617,6 +617,61 @@ out:
 	free(bt);
 	return st;
 }
+
+static enum wh_status matmul_run(struct wh_kernel_ctx *ctx)
+{
+	return matmul_common(ctx, ctx->cpu);
+}
+
+static enum wh_status gemm_run(struct wh_kernel_ctx *ctx)
+{
+	return gemm_common(ctx, ctx->cpu);
+}
+
+/* ---- tactics: the float32 engine with its micro-kernel forced ---- */
+
+static bool tac_ok(const struct wh_kernel_ctx *ctx, enum wh_isa isa)
+{
+	const struct wh_tensor *a = wh_kin(ctx, 0);
+	return a && (a->dtype == WH_DT_FLOAT || is_half(a->dtype)) && ctx->cpu->isa >= isa;
+}
+
+#define WH_GEMM_TACTICS(ISA, NAME)                                                 \
+	static bool tac_ok_##NAME(const struct wh_kernel_ctx *ctx)                 \
+	{                                                                          \
+		return tac_ok(ctx, ISA);                                           \
+	}                                                                          \
+	static enum wh_status gemm_##NAME(struct wh_kernel_ctx *ctx)               \
+	{                                                                          \
+		struct wh_cpu_features cpu = *ctx->cpu;                            \
+		cpu.isa = ISA;                                                     \
+		return gemm_common(ctx, &cpu);                                     \
+	}                                                                          \
+	static enum wh_status matmul_##NAME(struct wh_kernel_ctx *ctx)             \
+	{                                                                          \
+		struct wh_cpu_features cpu = *ctx->cpu;                            \
+		cpu.isa = ISA;                                                     \
+		return matmul_common(ctx, &cpu);                                   \
+	}
+WH_GEMM_TACTICS(WH_ISA_SCALAR, scalar)
+WH_GEMM_TACTICS(WH_ISA_AVX2, avx2)
+WH_GEMM_TACTICS(WH_ISA_AVX512, avx512)
+
+#define WH_NUM_SCALAR "packed GEMM, 4x16 tiles; float32 multiply then add (two roundings) over k in order"
+#define WH_NUM_AVX2 "packed GEMM, 6x16 tiles; float32 fused multiply-adds over k in order"
+#define WH_NUM_AVX512 "packed GEMM, 12x32 tiles; float32 fused multiply-adds over k in order"
+
+static const struct wh_tactic gemm_tactics[] = {
+	{1, "gemm-scalar", WH_NUM_SCALAR "; then alpha*sum + beta*C", tac_ok_scalar, gemm_scalar},
+	{2, "gemm-avx2", WH_NUM_AVX2 "; then alpha*sum + beta*C", tac_ok_avx2, gemm_avx2},
+	{3, "gemm-avx512", WH_NUM_AVX512 "; then alpha*sum + beta*C", tac_ok_avx512, gemm_avx512},
+};
+
+static const struct wh_tactic matmul_tactics[] = {
+	{1, "matmul-scalar", WH_NUM_SCALAR, tac_ok_scalar, matmul_scalar},
+	{2, "matmul-avx2", WH_NUM_AVX2, tac_ok_avx2, matmul_avx2},
+	{3, "matmul-avx512", WH_NUM_AVX512, tac_ok_avx512, matmul_avx512},
+};
 
 /* ---- MatMulInteger and QLinearMatMul ---- */
 
@@ -770,8 +825,8 @@ out:
 }
 
 const struct wh_op_def wh_ops_gemm[] = {
-	{"", "Gemm", 1, gemm_run, NULL, 0},
-	{"", "MatMul", 1, matmul_run, NULL, 0},
+	{"", "Gemm", 1, gemm_run, gemm_tactics, sizeof gemm_tactics / sizeof gemm_tactics[0]},
+	{"", "MatMul", 1, matmul_run, matmul_tactics, sizeof matmul_tactics / sizeof matmul_tactics[0]},
 	{"", "MatMulInteger", 10, matmul_integer_run, NULL, 0},
 	{"", "QLinearMatMul", 10, qlinear_matmul_run, NULL, 0},
 };
