@@ -867,8 +867,22 @@ bool wh_calib_warn_algorithm(const struct wh_calib *c, enum wh_calib_method aske
 	return true;
 }
 
-uint32_t wh_calib_warn_inputs(const struct wh_model *m, const struct wh_calib *ref, const struct wh_tensor_set *inputs,
-			      const char *label)
+bool wh_calib_algorithm_method(const char *algorithm, enum wh_calib_method *out)
+{
+	static const struct {
+		const char *prefix;
+		enum wh_calib_method m;
+	} known[] = {{"Entropy", WH_CALIB_ENTROPY}, {"MinMax", WH_CALIB_MINMAX}, {"Percentile", WH_CALIB_PERCENTILE}};
+	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+		if (!strncmp(algorithm, known[i].prefix, strlen(known[i].prefix))) {
+			*out = known[i].m;
+			return true;
+		}
+	return false;
+}
+
+uint32_t wh_calib_warn_inputs(const struct wh_model *m, const struct wh_calib *ref, enum wh_calib_method method,
+			      double percentile, const struct wh_tensor_set *inputs, const char *label)
 {
 	const struct wh_graph *g = m->graph;
 	uint32_t pos = 0, warned = 0;
@@ -881,13 +895,22 @@ uint32_t wh_calib_warn_inputs(const struct wh_model *m, const struct wh_calib *r
 		if (!t || r < 0 || !dtype_is_calibrated(t->dtype))
 			continue;
 		float a = tensor_amax(t);
+		if (method != WH_CALIB_MINMAX) {
+			float *tmp = NULL;
+			const float *x = NULL;
+			if (float_view(t, &tmp, &x) != WH_OK || wh_calib_amax_of_data(x, t->count, method, percentile, &a) != WH_OK) {
+				free(tmp);
+				continue; /* a warning is not worth failing the run */
+			}
+			free(tmp);
+		}
 		if (a > 2 * r) {
-			wh_warn("input '%s': the run's values reach %g but the calibration (%s) covers only %g: int8/fp8 layers will clip them (calibrate on data like the run's)",
-				val->name, (double)a, label, (double)r);
+			wh_warn("input '%s': the run's values reach %g (%s) but the calibration (%s) covers only %g: int8/fp8 layers will clip them (calibrate on data like the run's)",
+				val->name, (double)a, wh_calib_method_name(method), label, (double)r);
 			warned++;
 		} else if (a < 0.5f * r) {
-			wh_warn("input '%s': the run's values reach only %g but the calibration (%s) covers %g: int8/fp8 layers waste most of their levels (calibrate on data like the run's)",
-				val->name, (double)a, label, (double)r);
+			wh_warn("input '%s': the run's values reach only %g (%s) but the calibration (%s) covers %g: int8/fp8 layers waste most of their levels (calibrate on data like the run's)",
+				val->name, (double)a, wh_calib_method_name(method), label, (double)r);
 			warned++;
 		}
 	}

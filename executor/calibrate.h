@@ -99,9 +99,13 @@ enum wh_status wh_calib_cache_parse(const char *text, size_t len, const char *la
 uint32_t wh_calib_warn_names(const struct wh_calib *c, const struct wh_model *m, const char *label);
 /* Warns when the table's algorithm is not the one the method writes. Returns true if so. */
 bool wh_calib_warn_algorithm(const struct wh_calib *c, enum wh_calib_method asked, const char *label);
-/* Warns for each float graph input whose largest |x| in `inputs` (the run's) is more than
- * twice or less than half the calibration's amax in ref. Returns the count. */
-uint32_t wh_calib_warn_inputs(const struct wh_model *m, const struct wh_calib *ref, const struct wh_tensor_set *inputs,
-			      const char *label);
+/* Warns for each float graph input whose amax in `inputs` (the run's, by `method`, so that a
+ * clipping method is compared with its own kind) is more than twice or less than half the
+ * amax in ref. Returns the count. */
+uint32_t wh_calib_warn_inputs(const struct wh_model *m, const struct wh_calib *ref, enum wh_calib_method method,
+			      double percentile, const struct wh_tensor_set *inputs, const char *label);
+/* The method a cache header's algorithm names (Entropy*, MinMax*, Percentile*); false for
+ * others (e.g. LegacyCalibration). */
+bool wh_calib_algorithm_method(const char *algorithm, enum wh_calib_method *out);
 
 #endif

@@ -855,7 +855,7 @@ static int ev_concat(struct ev *e)
 			return EV_SKIP;
 	}
 	int r = alloc_out(e, 0, x0->dtype, x0->rank, dims);
-	if (r != EV_DONE)
+	if (r != EV_DONE || e->out[0].count == 0)
 		return r;
 	size_t es = wh_dtype_size(x0->dtype);
 	uint64_t outer = 1;
@@ -895,7 +895,7 @@ static int ev_gather(struct ev *e)
 	for (int32_t i = axis + 1; i < x->rank; i++)
 		dims[k++] = x->dims[i];
 	int rr = alloc_out(e, 0, x->dtype, r, dims);
-	if (rr != EV_DONE)
+	if (rr != EV_DONE || e->out[0].count == 0)
 		return rr;
 	size_t es = wh_dtype_size(x->dtype);
 	uint64_t outer = 1, inner = 1, d = (uint64_t)x->dims[axis];
@@ -935,7 +935,8 @@ void wh_fold_slice_range(int64_t dim, int64_t start, int64_t end, int64_t step,
 		start = start > dim - 1 ? dim - 1 : start;
 		end = end > dim - 1 ? dim - 1 : end;
 		*first_out = start;
-		*count_out = start > end ? (start - end - 1) / (-step) + 1 : 0;
+		uint64_t down = step == INT64_MIN ? (uint64_t)1 << 63 : (uint64_t)(-step);
+		*count_out = start > end ? (int64_t)((uint64_t)(start - end - 1) / down) + 1 : 0;
 	}
 }
 
@@ -1177,7 +1178,7 @@ static int ev_split(struct ev *e)
 			return EV_SKIP;
 	} else {
 		ns = e->nout;
-		int64_t chunk = (d + ns - 1) / ns;
+		int64_t chunk = d / ns + (d % ns != 0);
 		if (wh_node_attr_int(e->n, "num_outputs", 0) <= 0 && d % ns)
 			return EV_SKIP;
 		for (uint32_t i = 0; i < ns; i++) {
@@ -1200,6 +1201,8 @@ static int ev_split(struct ev *e)
 		outer *= (uint64_t)x->dims[i];
 	for (int32_t i = axis + 1; i < x->rank; i++)
 		inner *= (uint64_t)x->dims[i];
+	if (x->count == 0)
+		outer = 0; /* the products above may have wrapped; nothing to copy anyway */
 	int64_t pos = 0;
 	for (uint32_t k = 0; k < ns; k++) {
 		int64_t dims[WH_MAX_RANK];

@@ -579,9 +579,10 @@ static enum wh_status window_out(struct ictx *c, const struct window *win, int32
 		return node_err(c, WH_ERR_SHAPE, "window of %lld (kernel %lld, dilation %lld) is larger than the padded input %lld",
 				(long long)ek, (long long)k, (long long)d, (long long)(total + ek));
 	if (win->ceil_mode && !valid) {
-		*out = (total + s - 1) / s + 1;
+		*out = total / s + (total % s != 0) + 1;
 		/* ONNX Runtime (like PyTorch) drops a last window that would start in the end padding */
-		if ((*out - 1) * s >= in + pb)
+		int64_t last_start, in_pb;
+		if (wh_mul_i64(*out - 1, s, &last_start) && wh_add_i64(in, pb, &in_pb) && last_start >= in_pb)
 			(*out)--;
 	} else {
 		*out = total / s + 1;
@@ -684,10 +685,11 @@ static enum wh_status r_conv_transpose(struct ictx *c)
 		} else {
 			bool valid = !strcmp(win.auto_pad, "VALID");
 			if (!wh_mul_i64(win.strides[i], in - 1, &v) || !wh_mul_i64(k - 1, win.dilations[i], &ek) ||
-			    !wh_add_i64(v, ek + 1, &v) || !wh_add_i64(v, win.out_pad[i], &v))
+			    !wh_add_i64(ek, 1, &ek) || !wh_add_i64(v, ek, &v) || !wh_add_i64(v, win.out_pad[i], &v))
 				return node_err(c, WH_ERR_OVERFLOW, "output size overflows");
-			if (!valid)
-				v -= win.pads[i] + win.pads[win.nsp + i];
+			int64_t pads;
+			if (!valid && (!wh_add_i64(win.pads[i], win.pads[win.nsp + i], &pads) || __builtin_sub_overflow(v, pads, &v)))
+				return node_err(c, WH_ERR_OVERFLOW, "output size overflows");
 			if (v < 0)
 				return node_err(c, WH_ERR_SHAPE, "output dimension %d would be %lld", 2 + i, (long long)v);
 		}
@@ -1292,7 +1294,7 @@ static enum wh_status r_split(struct ictx *c)
 		}
 		int64_t num = wh_node_attr_int(c->n, "num_outputs", 0);
 		ns = nout;
-		int64_t chunk = (d + ns - 1) / ns;
+		int64_t chunk = d / ns + (d % ns != 0);
 		if (num <= 0 && d % ns)
 			return node_err(c, WH_ERR_SHAPE, "dimension %lld does not split evenly into %u outputs", (long long)d, ns);
 		for (uint32_t i = 0; i < ns; i++) {

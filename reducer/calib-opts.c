@@ -204,8 +204,9 @@ enum wh_status wh_calib_opts_apply(struct wh_calib_opts *o, const struct wh_mode
 		wh_calib_warn_names(&o->table, m, o->cache_path);
 		if (o->method_given)
 			wh_calib_warn_algorithm(&o->table, o->method, o->cache_path);
-		if (inputs)
-			wh_calib_warn_inputs(m, &o->table, inputs, o->cache_path);
+		enum wh_calib_method cm = WH_CALIB_ENTROPY;
+		if (inputs && wh_calib_algorithm_method(o->table.algorithm, &cm))
+			wh_calib_warn_inputs(m, &o->table, cm, WH_CALIB_DEFAULT_PERCENTILE, inputs, o->cache_path);
 		wh_info("calibration: read %u scales from %s (%s)", o->table.n, o->cache_path, o->table.algorithm);
 	} else {
 		if (o->data_dir) {
@@ -216,7 +217,7 @@ enum wh_status wh_calib_opts_apply(struct wh_calib_opts *o, const struct wh_mode
 			if (inputs) {
 				if ((st = wh_calib_input_amax(m, smp.sets, smp.n, &ref)) != WH_OK)
 					goto out;
-				wh_calib_warn_inputs(m, &ref, inputs, o->data_dir);
+				wh_calib_warn_inputs(m, &ref, WH_CALIB_MINMAX, 0, inputs, o->data_dir);
 			}
 			st = wh_calibrate(m, smp.sets, smp.n, o->method, o->percentile, o->threads, &o->table);
 		} else if (inputs) {

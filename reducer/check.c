@@ -356,7 +356,8 @@ enum wh_status wh_check_run(const struct wh_check *c, const struct wh_check_vars
 					eof = true;
 			}
 		} else {
-			struct timespec ts = {0, 20 * 1000 * 1000};
+			/* the output is closed; the child is about to exit */
+			struct timespec ts = {0, 1000 * 1000};
 			nanosleep(&ts, NULL);
 		}
 		if (!reaped) {

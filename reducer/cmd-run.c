@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "executor/compare.h"
@@ -212,6 +213,9 @@ int wh_cmd_run(int argc, char **argv)
 		if (st != WH_OK)
 			goto fail;
 		printf("median_ms %.3f\n", med);
+		struct rusage ru;
+		if (getrusage(RUSAGE_SELF, &ru) == 0)
+			printf("peak_rss_mb %.1f\n", (double)ru.ru_maxrss / 1024.0);
 	}
 	if (hash_outputs || repeat) {
 		uint64_t *h0 = calloc(results.n + 1, sizeof *h0);

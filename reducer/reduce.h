@@ -63,6 +63,8 @@ struct wh_reduce_report {
 	uint32_t checks_run, checks_cached, n_pass, n_fail, n_skip;
 	double seconds;
 	bool one_minimal, inconsistent;
+	double driver_ms_per_candidate; /* cut, hash, save and stage, not the check */
+	double tensor_write_s;          /* one-time: reference tensors written on first use */
 	char note[512];
 };
 

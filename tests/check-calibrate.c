@@ -407,15 +407,36 @@ START_TEST(cache_warnings)
 	v[3] = 3.0f;
 	struct wh_tensor_set s;
 	make_sample(&s, "x", v, 2, dims);
-	ck_assert_uint_eq(wh_calib_warn_inputs(m, &c, &s, "w.cache"), 1);
+	ck_assert_uint_eq(wh_calib_warn_inputs(m, &c, WH_CALIB_MINMAX, 0, &s, "w.cache"), 1);
 	wh_tensor_set_release(&s);
 	v[3] = 0.8f;
 	make_sample(&s, "x", v, 2, dims);
-	ck_assert_uint_eq(wh_calib_warn_inputs(m, &c, &s, "w.cache"), 0);
+	ck_assert_uint_eq(wh_calib_warn_inputs(m, &c, WH_CALIB_MINMAX, 0, &s, "w.cache"), 0);
 	wh_tensor_set_release(&s);
 	v[3] = 0.2f;
 	make_sample(&s, "x", v, 2, dims);
-	ck_assert_uint_eq(wh_calib_warn_inputs(m, &c, &s, "w.cache"), 1);
+	ck_assert_uint_eq(wh_calib_warn_inputs(m, &c, WH_CALIB_MINMAX, 0, &s, "w.cache"), 1);
+	wh_tensor_set_release(&s);
+	/* an entropy cache is compared with the entropy amax of the run's inputs: one outlier
+	 * beyond the clipped range is what the method expects, not a different distribution */
+	enum wh_calib_method em;
+	ck_assert(wh_calib_algorithm_method("EntropyCalibration2", &em) && em == WH_CALIB_ENTROPY);
+	ck_assert(wh_calib_algorithm_method("MinMaxCalibration", &em) && em == WH_CALIB_MINMAX);
+	ck_assert(!wh_calib_algorithm_method("LegacyCalibration", &em));
+	float big[16];
+	for (int i = 0; i < 16; i++)
+		big[i] = (float)(i % 8) / 8;
+	big[5] = 50.0f;
+	make_sample(&s, "x", big, 2, dims);
+	ck_assert_uint_eq(wh_calib_warn_inputs(m, &c, WH_CALIB_MINMAX, 0, &s, "w.cache"), 1);
+	float e;
+	ck_assert_int_eq(wh_calib_amax_of_data(big, 16, WH_CALIB_ENTROPY, 0, &e), WH_OK);
+	wh_calib_release(&c);
+	wh_calib_init(&c);
+	ck_assert_int_eq(wh_calib_set(&c, "x", e), WH_OK);
+	ck_assert_msg(e < 10, "entropy amax %g does not clip the outlier", (double)e);
+	ck_assert_uint_eq(wh_calib_warn_inputs(m, &c, WH_CALIB_ENTROPY, 0, &s, "w.cache"), 0);
+	ck_assert_uint_eq(wh_calib_warn_inputs(m, &c, WH_CALIB_MINMAX, 0, &s, "w.cache"), 1);
 	wh_tensor_set_release(&s);
 	wh_calib_release(&c);
 	wh_model_destroy(m);

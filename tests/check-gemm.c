@@ -18,6 +18,7 @@
 
 #include "executor/cpu.h"
 #include "executor/executor.h"
+#include "executor/kernel.h"
 #include "executor/numfmt.h"
 #include "executor/ops/gemm-internal.h"
 #include "executor/threadpool.h"
@@ -491,6 +492,52 @@ START_TEST(matmul_threads_bit_identical)
 }
 END_TEST
 
+/* Every eligible Gemm / MatMul tactic runs and matches the reference; the scalar ones
+ * bit for bit (same order, no fused multiply-add). */
+START_TEST(tactics_run_and_match)
+{
+	const int64_t M = 13, K = 37, N = 45;
+	int64_t ad[2] = {M, K}, bd[2] = {K, N};
+	struct wh_tensor a, b, y;
+	tensor_random(&a, 2, ad, 50);
+	tensor_random(&b, 2, bd, 51);
+	float *ref = malloc((size_t)(M * N) * sizeof(float));
+	wh_sgemm_ref((size_t)M, (size_t)N, (size_t)K, a.data, (size_t)K, 1, b.data, (size_t)N, 1, ref, (size_t)N, NULL);
+	const char *ops[2] = {"Gemm", "MatMul"};
+	for (int o = 0; o < 2; o++) {
+		const struct wh_op_def *op = wh_op_lookup("", ops[o], 13);
+		ck_assert_ptr_nonnull(op);
+		ck_assert_uint_ge(op->n_tactics, 3);
+		struct wh_node node = {.name = "n", .op_type = op->op_type, .domain = ""};
+		const struct wh_tensor *ins[2] = {&a, &b};
+		bool wanted = true;
+		struct wh_kernel_ctx ctx = {.node = &node, .opset = 13, .n_inputs = 2, .inputs = ins, .n_outputs = 1,
+					    .outputs = &y, .output_wanted = &wanted, .cpu = wh_cpu()};
+		int ran = 0;
+		for (uint32_t t = 0; t < op->n_tactics; t++) {
+			const struct wh_tactic *tc = &op->tactics[t];
+			ctx.tactic = tc;
+			if (tc->eligible && !tc->eligible(&ctx))
+				continue;
+			wh_tensor_init(&y);
+			ck_assert_msg(tc->run(&ctx) == WH_OK, "tactic %s: %s", tc->name, wh_error_message());
+			ck_assert_uint_eq(y.count, (uint64_t)(M * N));
+			const float *yv = y.data;
+			bool scalar = strstr(tc->name, "scalar") != NULL;
+			for (int64_t i = 0; i < M * N; i++)
+				ck_assert_msg(scalar ? yv[i] == ref[i] : fabsf(yv[i] - ref[i]) <= 1e-4f,
+					      "tactic %s: y[%lld] = %.9g, reference %.9g", tc->name, (long long)i, yv[i], ref[i]);
+			wh_tensor_release(&y);
+			ran++;
+		}
+		ck_assert_int_ge(ran, 1);
+	}
+	free(ref);
+	wh_tensor_release(&a);
+	wh_tensor_release(&b);
+}
+END_TEST
+
 static Suite *gemm_suite(void)
 {
 	Suite *s = suite_create("gemm");
@@ -509,6 +556,7 @@ static Suite *gemm_suite(void)
 	tcase_add_test(ops, matmul_int_and_half_types);
 	tcase_add_test(ops, matmul_integer_zero_points);
 	tcase_add_test(ops, matmul_threads_bit_identical);
+	tcase_add_test(ops, tactics_run_and_match);
 	suite_add_tcase(s, ops);
 	return s;
 }
