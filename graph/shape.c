@@ -135,7 +135,8 @@ static void dim_copy(struct wh_vstate *o, int32_t oi, const struct wh_vstate *s,
 
 static void dim_set(struct wh_vstate *o, int32_t i, int64_t v)
 {
-	o->dims[i] = v;
+	/* attribute values (sample_size, output_height, ...) may be negative in a bad model */
+	o->dims[i] = v < 0 ? -1 : v;
 	o->params[i] = NULL;
 }
 
@@ -364,7 +365,8 @@ static void infer_sym(struct ictx *c)
 			return;
 		if (in.n != b.n && in.n != 1 && b.n != 1)
 			return;
-		r.n = in.n > b.n ? in.n : b.n;
+		/* numpy broadcast of lengths: 1 stretches, 0 wins */
+		r.n = (in.n == 0 || b.n == 0) ? 0 : (in.n > b.n ? in.n : b.n);
 		r.scalar = in.scalar && b.scalar;
 		for (int32_t i = 0; i < r.n; i++)
 			sym_arith(op, &in, in.n == 1 ? 0 : i, &b, b.n == 1 ? 0 : i, &r, i);
@@ -574,10 +576,10 @@ static enum wh_status window_out(struct ictx *c, const struct window *win, int32
 	int64_t pb = valid ? 0 : win->pads[i], pe = valid ? 0 : win->pads[win->nsp + i];
 	if (!wh_add_i64(in, pb, &total) || !wh_add_i64(total, pe, &total))
 		return node_err(c, WH_ERR_OVERFLOW, "padded size overflows");
-	total -= ek;
-	if (total < 0)
+	if (total < ek)
 		return node_err(c, WH_ERR_SHAPE, "window of %lld (kernel %lld, dilation %lld) is larger than the padded input %lld",
-				(long long)ek, (long long)k, (long long)d, (long long)(total + ek));
+				(long long)ek, (long long)k, (long long)d, (long long)total);
+	total -= ek;
 	if (win->ceil_mode && !valid) {
 		*out = total / s + (total % s != 0) + 1;
 		/* ONNX Runtime (like PyTorch) drops a last window that would start in the end padding */
@@ -610,12 +612,13 @@ static enum wh_status r_conv_like(struct ictx *c, uint32_t xi, uint32_t wi, enum
 	if (ranked(w))
 		dim_copy(o, 1, w, 0);
 	int64_t group = wh_node_attr_int(c->n, "group", 1);
+	int64_t expect_ch;
 	if (ranked(x) && ranked(w) && x->dims[1] >= 0 && w->dims[1] >= 0 && group > 0 &&
-	    x->dims[1] != w->dims[1] * group) {
+	    (!wh_mul_i64(w->dims[1], group, &expect_ch) || x->dims[1] != expect_ch)) {
 		char b1[256], b2[256];
-		return node_err(c, WH_ERR_SHAPE, "input %s has %lld channels, weight %s with group %lld expects %lld",
+		return node_err(c, WH_ERR_SHAPE, "input %s has %lld channels, weight %s with group %lld expects %lld x %lld",
 				dims_str(x, b1, sizeof b1), (long long)x->dims[1], dims_str(w, b2, sizeof b2),
-				(long long)group, (long long)(w->dims[1] * group));
+				(long long)group, (long long)w->dims[1], (long long)group);
 	}
 	for (int32_t i = 0; i < win.nsp; i++) {
 		int64_t v;
@@ -1360,7 +1363,7 @@ static enum wh_status r_gather_nd(struct ictx *c)
 		return WH_OK;
 	}
 	int64_t last = idx->dims[idx->rank - 1];
-	if (b < 0 || b + last > x->rank)
+	if (b < 0 || b > x->rank || last > x->rank - b)
 		return node_err(c, WH_ERR_SHAPE, "index depth %lld with batch_dims %lld exceeds the data rank %d",
 				(long long)last, (long long)b, x->rank);
 	struct wh_vstate *o = out_set(c, 0, dt, idx->rank - 1 + x->rank - (int32_t)(b + last));
@@ -1800,7 +1803,10 @@ static enum wh_status r_resize(struct ictx *c)
 		for (uint32_t i = 0; i < cnt; i++) {
 			int32_t a = 0;
 			norm_axis(na ? axes[i] : (int64_t)i, x->rank, &a);
-			dim_set(o, a, (int64_t)floor(s * (double)x->dims[a] + 0.5));
+			double v = floor(s * (double)x->dims[a] + 0.5);
+			if (!(v >= 0 && v < 9.0e18))
+				return node_err(c, WH_ERR_OVERFLOW, "resized dimension %d overflows", a);
+			dim_set(o, a, (int64_t)v);
 		}
 		return WH_OK;
 	}

@@ -20,6 +20,9 @@ static const struct wh_cmd commands[] = {
 	{"run", wh_cmd_run, "run a model on whittle's executor, compare precisions"},
 	{"compare", wh_cmd_compare, "compare two folders of tensors"},
 	{"reduce", wh_cmd_reduce, "find the smallest subgraph that still fails a check"},
+	{"build", wh_cmd_build, "rebuild until builds differ, find and prove the flaky tactic"},
+	{"diff-tactics", wh_cmd_diff_tactics, "tactics seen only in bad builds, ranked"},
+	{"repeat", wh_cmd_repeat, "rerun a check and count good and bad runs"},
 	{"precision", wh_cmd_precision, "find the layers to keep in higher precision"},
 };
 

@@ -629,6 +629,23 @@ static void record_verdict(struct driver *d, struct job *j, bool cached)
 	}
 }
 
+/* Exit 126/127 on the original model: the check itself is broken (a command inside it was
+ * not found or cannot run), not a verdict. */
+static enum wh_status broken_check(const struct driver *d, const struct job *j)
+{
+	if (j->has_res && mask_count(d, j->mask) == d->n && !j->res.signal &&
+	    (j->res.exit_code == 126 || j->res.exit_code == 127)) {
+		char out[201];
+		snprintf(out, sizeof out, "%s", j->res.output ? j->res.output : "");
+		for (char *c = out; *c; c++)
+			if (*c == '\n')
+				*c = ' ';
+		return wh_error(WH_ERR_CHECK, "check: exited %d on the original model (a command inside the check was not found or is not executable; it printed: %s)",
+				j->res.exit_code, out);
+	}
+	return WH_OK;
+}
+
 static enum wh_status eval_masks(void *ctx, const uint8_t *const *masks, uint32_t n, enum wh_verdict *verdicts)
 {
 	struct driver *d = ctx;
@@ -756,7 +773,7 @@ static enum wh_status run_uncached(struct driver *d, const uint8_t *mask, enum w
 		return st;
 	j.seq = ++d->seq;
 	struct job *p = &j;
-	if ((st = run_jobs(d, &p, 1)) == WH_OK) {
+	if ((st = run_jobs(d, &p, 1)) == WH_OK && (st = broken_check(d, &j)) == WH_OK) {
 		*v = j.v;
 		if ((st = cache_add(d, j.h, j.v)) == WH_OK)
 			record_verdict(d, &j, false);

@@ -58,6 +58,7 @@ struct wh_tactic_suspect {
 	int32_t good_build, bad_build;
 	enum wh_verdict forward, reverse;
 	bool forward_run, reverse_run;
+	uint32_t forward_seq, reverse_seq; /* the swaps' numbers (struct wh_tactic_swap.seq) */
 };
 
 struct wh_tactic_diff {
@@ -74,6 +75,11 @@ void wh_tactic_diff_release(struct wh_tactic_diff *d);
 enum wh_status wh_tactic_diff_compute(const struct wh_tactic_plan *const *plans, const enum wh_verdict *verdicts,
 				      uint32_t n, const bool *skip_bad, struct wh_tactic_diff *out);
 
+/* Copies the confirmation results of old's suspects into the same suspects of d (the
+ * builds of old must be the first builds of d's, so their indices stay valid): a suspect
+ * already tested is not tested again. */
+void wh_tactic_diff_inherit(struct wh_tactic_diff *d, const struct wh_tactic_diff *old);
+
 /* The suspect (layer, tactic) of d, or NULL. */
 struct wh_tactic_suspect *wh_tactic_diff_find(const struct wh_tactic_diff *d, const char *layer, const char *tactic);
 
@@ -85,7 +91,7 @@ struct wh_tactic_swap {
 	const char *layer;
 	const char *tactic;   /* the donor's tactic for the layer */
 	bool forward;         /* base good, donor bad (else the reverse swap) */
-	uint32_t seq;         /* 1, 2, ...: the swap's number in this confirmation */
+	uint32_t seq;         /* the swap's number: first_seq, first_seq + 1, ... */
 };
 
 struct wh_confirm_ops {
@@ -99,6 +105,7 @@ struct wh_confirm_ops {
 
 struct wh_confirm_options {
 	uint32_t max_suspects; /* suspects tested at most; 0: all */
+	uint32_t first_seq;    /* number of the first swap (0 counts as 1) */
 };
 
 struct wh_confirm_report {
@@ -160,6 +167,7 @@ struct wh_build_loop_options {
 	struct wh_build_options build;     /* .seed: the first build's seed */
 	struct wh_compare_options compare; /* built-in check */
 	const char *model_path;
+	const char *input_shapes;          /* as given, for the commands in the report; may be NULL */
 	const char *artifacts_dir;         /* required */
 	const char *const *artifacts;      /* files the check writes, sorted into good/ and bad/ */
 	int n_artifacts;

@@ -398,7 +398,7 @@ static void gemm_task(void *arg, size_t begin, size_t end)
 	}
 }
 
-/* 2-D convolutions that need padded planes copy, per task, only the band of input rows
+/* 2-D convolutions (other than 1x1 pointwise) copy, per task, only the band of input rows
  * that its output rows read, for all channels of the group, so the GEMM reads a buffer
  * that is still in L2 instead of missing on a plane-sized copy. */
 struct band_job {
@@ -575,7 +575,7 @@ enum wh_status wh_conv_f32_algo(const struct wh_cpu_features *cpu, struct wh_thr
 	}
 
 	size_t K = (size_t)pl.K, Mg = (size_t)pl.Mg, G = (size_t)s->G;
-	if (s->nsp == 2 && pl.prep)
+	if (s->nsp == 2 && !pl.flat)
 		return conv_bands(&pl, pool, threads, x, w, b, y);
 	size_t na = (size_t)s->M * K, np = pl.plane * (size_t)s->C;
 	float *apack = malloc((na ? na : 1) * sizeof(float));

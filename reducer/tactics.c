@@ -155,6 +155,25 @@ enum wh_status wh_tactic_diff_compute(const struct wh_tactic_plan *const *plans,
 	return WH_OK;
 }
 
+void wh_tactic_diff_inherit(struct wh_tactic_diff *d, const struct wh_tactic_diff *old)
+{
+	for (uint32_t i = 0; old && i < d->n; i++) {
+		const struct wh_tactic_suspect *o = wh_tactic_diff_find(old, d->s[i].layer, d->s[i].tactic);
+		if (!o || o->state == WH_SUSPECT_UNTESTED)
+			continue;
+		/* the swaps stay valid: the builds they used are still there */
+		d->s[i].state = o->state;
+		d->s[i].good_build = o->good_build;
+		d->s[i].bad_build = o->bad_build;
+		d->s[i].forward = o->forward;
+		d->s[i].reverse = o->reverse;
+		d->s[i].forward_run = o->forward_run;
+		d->s[i].reverse_run = o->reverse_run;
+		d->s[i].forward_seq = o->forward_seq;
+		d->s[i].reverse_seq = o->reverse_seq;
+	}
+}
+
 struct wh_tactic_suspect *wh_tactic_diff_find(const struct wh_tactic_diff *d, const char *layer, const char *tactic)
 {
 	for (uint32_t i = 0; i < d->n; i++)
@@ -228,7 +247,7 @@ static int32_t pick_base(const struct wh_tactic_plan *const *plans, const enum w
 /* Tests one suspect (two swaps at most). */
 static enum wh_status test_suspect(const struct wh_tactic_plan *const *plans, const enum wh_verdict *verdicts, uint32_t n,
 				   const bool *explained, const struct wh_tactic_diff *cur, const struct wh_confirm_ops *ops,
-				   struct wh_tactic_suspect *s, struct wh_confirm_report *rep)
+				   uint32_t first_seq, struct wh_tactic_suspect *s, struct wh_confirm_report *rep)
 {
 	int32_t donor = pick_donor(plans, verdicts, n, explained, cur, s);
 	int32_t base = donor >= 0 ? pick_base(plans, verdicts, n, (uint32_t)donor, s->layer) : -1;
@@ -240,23 +259,25 @@ static enum wh_status test_suspect(const struct wh_tactic_plan *const *plans, co
 	s->good_build = base;
 	s->bad_build = donor;
 	struct wh_tactic_swap sw = {.base = (uint32_t)base, .donor = (uint32_t)donor, .layer = s->layer, .tactic = s->tactic,
-				    .forward = true, .seq = rep->checks + 1};
+				    .forward = true, .seq = first_seq + rep->checks};
 	enum wh_status st = ops->check_swap(ops->ctx, &sw, &s->forward);
 	if (st != WH_OK)
 		return st;
 	rep->checks++;
 	s->forward_run = true;
+	s->forward_seq = sw.seq;
 	if (s->forward != WH_VERDICT_FAIL) {
 		s->state = s->forward == WH_VERDICT_PASS ? WH_SUSPECT_CLEARED : WH_SUSPECT_UNCLEAR;
 		return WH_OK;
 	}
 	const struct wh_tactic_choice *good = wh_tactic_plan_find(plans[base], s->layer);
 	sw = (struct wh_tactic_swap){.base = (uint32_t)donor, .donor = (uint32_t)base, .layer = s->layer,
-				     .tactic = good->tactic, .forward = false, .seq = rep->checks + 1};
+				     .tactic = good->tactic, .forward = false, .seq = first_seq + rep->checks};
 	if ((st = ops->check_swap(ops->ctx, &sw, &s->reverse)) != WH_OK)
 		return st;
 	rep->checks++;
 	s->reverse_run = true;
+	s->reverse_seq = sw.seq;
 	if (s->reverse == WH_VERDICT_PASS)
 		s->state = WH_SUSPECT_CONFIRMED;
 	else if (s->reverse == WH_VERDICT_FAIL)
@@ -276,6 +297,7 @@ enum wh_status wh_tactic_confirm(const struct wh_tactic_plan *const *plans, cons
 		return wh_error(WH_ERR_NOMEM, "confirm: out of memory");
 	enum wh_status st = WH_OK;
 	uint32_t max = o && o->max_suspects ? o->max_suspects : UINT32_MAX;
+	uint32_t first_seq = o && o->first_seq ? o->first_seq : 1;
 	bool more = true;
 	while (more && st == WH_OK) {
 		more = false;
@@ -291,7 +313,7 @@ enum wh_status wh_tactic_confirm(const struct wh_tactic_plan *const *plans, cons
 			if (rep->tested >= max)
 				break;
 			rep->tested++;
-			if ((st = test_suspect(plans, verdicts, n, explained, &cur, ops, s, rep)) != WH_OK)
+			if ((st = test_suspect(plans, verdicts, n, explained, &cur, ops, first_seq, s, rep)) != WH_OK)
 				break;
 			if (ops->on_suspect)
 				ops->on_suspect(ops->ctx, s);
@@ -510,7 +532,6 @@ struct loop {
 	char inputs_dir[PATH_MAX + 16], golden_dir[PATH_MAX + 16], precisions[PATH_MAX + 32];
 	struct wh_tactic_diff diff;          /* over the builds of the last confirmation */
 	uint32_t diff_builds;
-	uint32_t swaps;
 	double t0;
 	bool tty;
 };
@@ -883,7 +904,7 @@ static enum wh_status swap_check(void *ctx, const struct wh_tactic_swap *sw, enu
 {
 	struct loop *L = ctx;
 	char path[PATH_MAX + 64], why[160];
-	uint32_t seq = ++L->swaps;
+	uint32_t seq = sw->seq;
 	pathf(path, sizeof path, "%s/confirm/swap_%u_%s.json", L->dir, seq, sw->forward ? "forward" : "reverse");
 	enum wh_status st = wh_tactic_replay_swap(L->b[sw->base]->path, L->b[sw->donor]->path, sw->layer, path);
 	if (st != WH_OK)
@@ -960,26 +981,14 @@ static enum wh_status confirm_now(struct loop *L, bool run_swaps)
 	enum wh_status st = wh_tactic_diff_compute(L->plans, L->verdicts, L->n, NULL, &d);
 	if (st != WH_OK)
 		return st;
-	for (uint32_t i = 0; i < d.n; i++) {
-		const struct wh_tactic_suspect *old = wh_tactic_diff_find(&L->diff, d.s[i].layer, d.s[i].tactic);
-		if (old && old->state != WH_SUSPECT_UNTESTED) {
-			/* its swaps stay valid: the builds they used are still there */
-			d.s[i].state = old->state;
-			d.s[i].good_build = old->good_build;
-			d.s[i].bad_build = old->bad_build;
-			d.s[i].forward = old->forward;
-			d.s[i].reverse = old->reverse;
-			d.s[i].forward_run = old->forward_run;
-			d.s[i].reverse_run = old->reverse_run;
-		}
-	}
+	wh_tactic_diff_inherit(&d, &L->diff);
 	wh_tactic_diff_release(&L->diff);
 	L->diff = d;
 	L->diff_builds = L->n;
 	L->rep->n_suspects = d.n;
 	if (!run_swaps || !d.n_good || !d.n_bad)
 		return WH_OK;
-	struct wh_confirm_options co = {.max_suspects = L->o->max_suspects};
+	struct wh_confirm_options co = {.max_suspects = L->o->max_suspects, .first_seq = L->rep->confirm.checks + 1};
 	struct wh_confirm_ops ops = {.ctx = L, .check_swap = swap_check, .on_suspect = on_suspect};
 	struct wh_confirm_report cr;
 	uint32_t before = L->rep->confirm.checks;
@@ -1011,6 +1020,40 @@ static void print_suspects(struct loop *L, FILE *f, bool markdown)
 	}
 	if (!markdown && d->n > shown)
 		fprintf(f, "  ... and %u more (all in %s/report.md)\n", d->n - shown, L->dir);
+}
+
+/* The command that checks one replay by hand, for the report (malloc'd). */
+static char *repro_cmd(const struct loop *L, const char *replay)
+{
+	const struct wh_build_loop_options *o = L->o;
+	if (o->check) {
+		struct wh_check_vars vars = {.model = o->model_path, .tactics = replay,
+					     .inputs = L->inputs_dir[0] ? L->inputs_dir : NULL,
+					     .golden = L->golden_dir[0] ? L->golden_dir : NULL,
+					     .precisions = L->precisions[0] ? L->precisions : NULL};
+		return wh_check_command_line(o->check, &vars);
+	}
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	fprintf(f, "whittle run %s", o->model_path ? o->model_path : "MODEL");
+	if (o->input_shapes && *o->input_shapes)
+		fprintf(f, " --input-shapes %s", o->input_shapes);
+	fprintf(f, " --load-inputs %s --load-tactics %s", L->inputs_dir, replay);
+	if (L->precisions[0])
+		fprintf(f, " --layer-precisions %s", L->precisions);
+	fprintf(f, " --compare fp32 --atol %g --rtol %g", o->compare.atol, o->compare.rtol);
+	if (o->compare.stat == WH_STAT_QUANTILE)
+		fprintf(f, " --check-error-stat quantile=%g", o->compare.quantile);
+	else if (o->compare.stat != WH_STAT_ELEMWISE)
+		fprintf(f, " --check-error-stat %s", o->compare.stat == WH_STAT_MAX ? "max" : o->compare.stat == WH_STAT_MEAN ? "mean" : "median");
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
 }
 
 static void write_report(struct loop *L, int32_t fixed)
@@ -1062,18 +1105,29 @@ static void write_report(struct loop *L, int32_t fixed)
 			fprintf(f, "; bad build %d without it is %s", s->bad_build,
 				s->reverse == WH_VERDICT_PASS ? "good" : s->reverse == WH_VERDICT_FAIL ? "still bad" : "undecided");
 		fprintf(f, "\n");
+		if (s->state == WH_SUSPECT_CONFIRMED) {
+			char p1[PATH_MAX + 64], p2[PATH_MAX + 64];
+			pathf(p1, sizeof p1, "%s/confirm/swap_%u_forward.json", L->dir, s->forward_seq);
+			pathf(p2, sizeof p2, "%s/confirm/swap_%u_reverse.json", L->dir, s->reverse_seq);
+			char *c1 = repro_cmd(L, p1), *c2 = repro_cmd(L, p2);
+			fprintf(f, "  - fails (good build %d with the suspect):\n\n        %s\n\n  - passes (bad build %d without it):\n\n        %s\n\n",
+				s->good_build, c1 ? c1 : "?", s->bad_build, c2 ? c2 : "?");
+			free(c1);
+			free(c2);
+		}
 	}
 	if (!seq)
 		fprintf(f, "No swap was run%s.\n", !r->n_good || !r->n_bad ? " (it needs both good and bad builds)" : "");
 	fprintf(f, "\nThe swapped replays are in `%s/confirm/` (swap_<n>_forward.json, swap_<n>_reverse.json).\n", L->dir);
 	if (fixed >= 0) {
-		fprintf(f, "\n## Fixed replay\n\n`%s/fixed.json` is good build %d (the fastest good build; it avoids every\nconfirmed tactic). Use it with:\n\n", L->dir, fixed);
-		if (!o->build_cmd)
-			fprintf(f, "    whittle run %s --load-tactics %s/fixed.json%s%s --compare fp32\n", o->model_path ? o->model_path : "MODEL", L->dir,
-				o->engine.precision ? " --precision " : "",
-				o->engine.precision ? wh_precision_name(o->engine.precision->dflt) : "");
-		else
-			fprintf(f, "    (your builder's option to load a tactic replay, e.g. polygraphy --load-tactics)\n");
+		char p1[PATH_MAX + 64];
+		pathf(p1, sizeof p1, "%s/fixed.json", L->dir);
+		char *c1 = repro_cmd(L, p1);
+		fprintf(f, "\n## Fixed replay\n\n`%s` is good build %d (the fastest good build; it avoids every\nconfirmed tactic). Check it with:\n\n    %s\n",
+			p1, fixed, c1 ? c1 : "?");
+		if (o->build_cmd)
+			fprintf(f, "\nand load it into your builder (e.g. `polygraphy ... --load-tactics %s`).\n", p1);
+		free(c1);
 	}
 	fclose(f);
 }
@@ -1127,7 +1181,7 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 				goto out;
 		}
 	}
-	if (o->check && o->engine.precision) {
+	if (o->engine.precision) {
 		pathf(L->precisions, sizeof L->precisions, "%s/layer-precisions.json", L->dir);
 		if ((st = wh_precision_config_write(o->engine.precision, L->precisions)) != WH_OK)
 			goto out;
@@ -1169,7 +1223,8 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 		      o->until == WH_UNTIL_GOOD ? "a good build" : o->until == WH_UNTIL_BAD ? "a bad build" : "a confirmed culprit");
 	if (L->tty)
 		fputs("\r\033[K", o->log);
-	logf_(L, "build: %u builds: %u good, %u bad, %u skipped", rep->builds, rep->n_good, rep->n_bad, rep->n_skip);
+	if (!o->out)
+		logf_(L, "build: %u builds: %u good, %u bad, %u skipped", rep->builds, rep->n_good, rep->n_bad, rep->n_skip);
 	bool can_confirm = o->confirm && rep->n_good && rep->n_bad && (!o->build_cmd || o->pin_cmd);
 	if (L->diff_builds != L->n || (can_confirm && !rep->confirmed_run)) {
 		if ((st = confirm_now(L, can_confirm)) != WH_OK)
@@ -1210,9 +1265,10 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 					s->layer, s->tactic, s->good_build, s->bad_build);
 		}
 		if (rep->confirmed_run)
-			fprintf(f, "confirmation: %u confirmed, %u suspect%s tested, %u swap checks, %u bad build%s unexplained\n",
+			fprintf(f, "confirmation: %u confirmed, %u suspect%s tested, %u swap checks, %u bad build%s unexplained%s\n",
 				rep->confirm.confirmed, rep->confirm.tested, rep->confirm.tested == 1 ? "" : "s", rep->confirm.checks,
-				rep->confirm.bad_unexplained, rep->confirm.bad_unexplained == 1 ? "" : "s");
+				rep->confirm.bad_unexplained, rep->confirm.bad_unexplained == 1 ? "" : "s",
+				!rep->confirm.bad_unexplained && rep->confirm.tested < L->diff.n ? " (so the other suspects need no test)" : "");
 		if (rep->fixed_build >= 0)
 			fprintf(f, "fixed: %s/fixed.json (good build %d)\n", L->dir, rep->fixed_build);
 		fprintf(f, "report: %s/report.md\n", L->dir);

@@ -358,6 +358,7 @@ int wh_cmd_build(int argc, char **argv)
 		goto out;
 	}
 	lo.model_path = argv[optind];
+	lo.input_shapes = shapes;
 	lo.artifacts = artifacts;
 	lo.n_artifacts = n_artifacts;
 	lo.need_inputs = mentions(cargv, cargc, "{inputs}") || (lo.build_cmd && strstr(lo.build_cmd, "{inputs}")) ||

@@ -1,0 +1,153 @@
+#include <jansson.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reducer/cli-internal.h"
+#include "reducer/tactics.h"
+
+static const char diff_help[] =
+	"usage: whittle diff-tactics --good DIR|FILE --bad DIR|FILE [--json]\n"
+	"       whittle diff-tactics --dir DIR [--json]        (DIR/good and DIR/bad)\n\n"
+	"Lists, per layer, the tactics seen only in bad builds, ranked by how strongly they\n"
+	"separate bad from good builds: the share of bad builds that use the tactic (a suspect is\n"
+	"never used by a good build), ties by layer and tactic name. Reads whittle's tactic replays\n"
+	"and Polygraphy's (`{\"replay\": {layer: {\"implementation\", \"tactic\", ...}}}`, where a\n"
+	"tactic is named implementation:tactic). A folder means every .json file in it.\n"
+	"`whittle build` also confirms the suspects by swapping them between builds.\n\n"
+	"  --good DIR|FILE   replays of good builds (repeatable)\n"
+	"  --bad DIR|FILE    replays of bad builds (repeatable)\n"
+	"  --dir DIR         DIR/good and DIR/bad, as `whittle build` and `polygraphy debug build`\n"
+	"                    write them\n"
+	"  --top N           show the N most likely suspects (default 50; 0: all)\n"
+	"  --json            machine-readable output\n"
+	"exit status: 0 done (with or without suspects), 2 usage, 3 unreadable replays\n";
+
+int wh_cmd_diff_tactics(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"good", required_argument, NULL, 'g'},
+		{"bad", required_argument, NULL, 'b'},
+		{"dir", required_argument, NULL, 'd'},
+		{"top", required_argument, NULL, 'n'},
+		{"json", no_argument, NULL, 'J'},
+		{"help", no_argument, NULL, 'h'},
+		{0, 0, 0, 0},
+	};
+	const char *good[64], *bad[64];
+	int n_good = 0, n_bad = 0;
+	const char *dir = NULL;
+	bool json = false;
+	long long top = 50;
+	int c;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'g':
+		case 'b':
+			if ((c == 'g' ? n_good : n_bad) == 64)
+				return wh_cli_usage_error("diff-tactics", "too many --%s (64 at most; give folders)", c == 'g' ? "good" : "bad");
+			if (c == 'g')
+				good[n_good++] = optarg;
+			else
+				bad[n_bad++] = optarg;
+			break;
+		case 'd': dir = optarg; break;
+		case 'n':
+			if (!wh_cli_parse_int(optarg, 0, INT32_MAX, &top))
+				return wh_cli_usage_error("diff-tactics", "--top takes a non-negative integer, not '%s'", optarg);
+			break;
+		case 'J': json = true; break;
+		case 'h': fputs(diff_help, stdout); return 0;
+		default: return wh_cli_bad_option("diff-tactics", c, argv);
+		}
+	}
+	if (optind != argc)
+		return wh_cli_usage_error("diff-tactics", "unexpected argument '%s' (give --good DIR --bad DIR)", argv[optind]);
+	if (dir && (n_good || n_bad))
+		return wh_cli_usage_error("diff-tactics", "--dir replaces --good and --bad (give one or the other)");
+	char gdir[PATH_MAX], bdir[PATH_MAX];
+	if (dir) {
+		if ((size_t)snprintf(gdir, sizeof gdir, "%s/good", dir) >= sizeof gdir ||
+		    (size_t)snprintf(bdir, sizeof bdir, "%s/bad", dir) >= sizeof bdir)
+			return wh_cli_usage_error("diff-tactics", "--dir: path too long");
+		good[n_good++] = gdir;
+		bad[n_bad++] = bdir;
+	}
+	if (!n_good || !n_bad)
+		return wh_cli_usage_error("diff-tactics", "needs both good and bad replays (give --good DIR --bad DIR, or --dir DIR)");
+
+	struct wh_tactic_replays r;
+	wh_tactic_replays_init(&r);
+	struct wh_tactic_diff d;
+	wh_tactic_diff_init(&d);
+	const struct wh_tactic_plan **plans = NULL;
+	enum wh_verdict *verdicts = NULL;
+	enum wh_status st = WH_OK;
+	int rc = 0;
+	for (int i = 0; i < n_good && st == WH_OK; i++)
+		st = wh_tactic_replays_add(&r, good[i]);
+	uint32_t first_bad = r.n;
+	for (int i = 0; i < n_bad && st == WH_OK; i++)
+		st = wh_tactic_replays_add(&r, bad[i]);
+	if (st != WH_OK)
+		goto fail;
+	plans = calloc(r.n ? r.n : 1, sizeof *plans);
+	verdicts = calloc(r.n ? r.n : 1, sizeof *verdicts);
+	if (!plans || !verdicts) {
+		st = wh_error(WH_ERR_NOMEM, "diff-tactics: out of memory");
+		goto fail;
+	}
+	for (uint32_t i = 0; i < r.n; i++) {
+		plans[i] = &r.plans[i];
+		verdicts[i] = i < first_bad ? WH_VERDICT_PASS : WH_VERDICT_FAIL;
+	}
+	if ((st = wh_tactic_diff_compute(plans, verdicts, r.n, NULL, &d)) != WH_OK)
+		goto fail;
+	uint32_t shown = top && d.n > (uint32_t)top ? (uint32_t)top : d.n;
+	if (json) {
+		json_t *root = json_object();
+		json_object_set_new(root, "good", json_integer(d.n_good));
+		json_object_set_new(root, "bad", json_integer(d.n_bad));
+		json_object_set_new(root, "n_suspects", json_integer(d.n));
+		json_t *a = json_array();
+		for (uint32_t i = 0; i < shown; i++) {
+			const struct wh_tactic_suspect *s = &d.s[i];
+			json_t *o = json_object();
+			json_object_set_new(o, "rank", json_integer(i + 1));
+			json_object_set_new(o, "layer", json_string(s->layer));
+			json_object_set_new(o, "tactic", json_string(s->tactic));
+			json_object_set_new(o, "bad", json_integer(s->n_bad));
+			json_object_set_new(o, "good", json_integer(s->n_good));
+			json_object_set_new(o, "score", json_real(s->score));
+			json_array_append_new(a, o);
+		}
+		json_object_set_new(root, "suspects", a);
+		char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+		if (text)
+			puts(text);
+		free(text);
+		json_decref(root);
+	} else {
+		printf("diff-tactics: %u good, %u bad replays\n", d.n_good, d.n_bad);
+		if (!d.n)
+			printf("diff-tactics: no suspect: the bad builds use no tactic that the good builds never use\n");
+		else
+			printf("suspects (tactics used only in bad builds, most likely first):\n");
+		for (uint32_t i = 0; i < shown; i++) {
+			const struct wh_tactic_suspect *s = &d.s[i];
+			printf("  %u. layer '%s' tactic '%s': %u of %u bad builds, %u of %u good; score %.3f\n", i + 1, s->layer,
+			       s->tactic, s->n_bad, d.n_bad, s->n_good, d.n_good, s->score);
+		}
+		if (shown < d.n)
+			printf("  ... and %u more (--top 0 shows all)\n", d.n - shown);
+	}
+	goto out;
+fail:
+	rc = wh_cli_fail(st);
+out:
+	free(plans);
+	free(verdicts);
+	wh_tactic_diff_release(&d);
+	wh_tactic_replays_release(&r);
+	return rc;
+}

