@@ -53,13 +53,38 @@ static float qmax_of(enum wh_precision p)
 
 static float amax_of(const float *x, uint64_t n)
 {
-	float m = 0;
-	for (uint64_t i = 0; i < n; i++) {
+	/* eight running maxima so the loop vectorizes; infinities and NaN do not count */
+	float m[8] = {0};
+	uint64_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		for (int k = 0; k < 8; k++) {
+			float a = fabsf(x[i + k]);
+			m[k] = (a > m[k] && a <= 3.4028234663852886e38f) ? a : m[k];
+		}
+	for (; i < n; i++) {
 		float a = fabsf(x[i]);
-		if (a > m && !isinf(a))
-			m = a;
+		m[0] = (a > m[0] && a <= 3.4028234663852886e38f) ? a : m[0];
 	}
-	return m;
+	float r = 0;
+	for (int k = 0; k < 8; k++)
+		r = m[k] > r ? m[k] : r;
+	return r;
+}
+
+/* Round half to even of a value already clamped to [-127, 127]: adding and subtracting
+ * 1.5 * 2^23 rounds in the FPU's default mode, without a libm call per element. */
+static inline float rne_small(float y)
+{
+	volatile float magic = 12582912.0f; /* volatile: the compiler must not fold the pair */
+	float m = magic;
+	return (y + m) - m;
+}
+
+static inline float quant_int8(float x, float inv_scale)
+{
+	float y = x * inv_scale;
+	y = y > 127.0f ? 127.0f : (y < -127.0f ? -127.0f : y);
+	return y == y ? rne_small(y) : 0.0f;
 }
 
 /* Quantizes x/scale onto the format's grid and returns the grid value (an integer for int8,
@@ -68,12 +93,8 @@ static inline float quant(float x, float inv_scale, enum wh_precision p)
 {
 	float y = x * inv_scale;
 	switch (p) {
-	case WH_PREC_INT8: {
-		if (isnan(y))
-			return 0;
-		float r = nearbyintf(y); /* round half to even in the default mode */
-		return r > 127.0f ? 127.0f : (r < -127.0f ? -127.0f : r);
-	}
+	case WH_PREC_INT8:
+		return quant_int8(x, inv_scale);
 	case WH_PREC_FP8: return wh_e4m3fn_to_f32(wh_f32_to_e4m3fn(y, true));
 	case WH_PREC_FP8E5M2: return wh_e5m2_to_f32(wh_f32_to_e5m2(y, true));
 	default: return y;
@@ -88,6 +109,11 @@ static void fake_quant(const float *src, float *dst, uint64_t n, float scale, en
 		return;
 	}
 	float inv = 1.0f / scale;
+	if (p == WH_PREC_INT8) {
+		for (uint64_t i = 0; i < n; i++)
+			dst[i] = quant_int8(src[i], inv) * scale;
+		return;
+	}
 	for (uint64_t i = 0; i < n; i++)
 		dst[i] = quant(src[i], inv, p) * scale;
 }
@@ -235,6 +261,13 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 		struct wh_emul_entry *ce = cacheable ? &en->cache->e[vid] : NULL;
 		if (p == WH_PREC_TF32 && (!gemm || is_bias))
 			continue;
+		/* an activation its producer already rounded to this format needs nothing more */
+		uint32_t prod = vid != WH_NONE ? ctx->graph->values[vid].producer : WH_NONE;
+		bool in_format = en->node_out_prec && prod != WH_NONE && !cacheable && en->node_out_prec[prod] == (uint8_t)p;
+		if (in_format && (p == WH_PREC_FP16 || p == WH_PREC_BF16 || (p == WH_PREC_TF32 && false)))
+			continue;
+		if (in_format && !gemm && (p == WH_PREC_INT8 || p == WH_PREC_FP8 || p == WH_PREC_FP8E5M2))
+			continue; /* fake quantization with the same tensor's scale is idempotent */
 		if ((p == WH_PREC_FP16 || p == WH_PREC_BF16 || p == WH_PREC_TF32)) {
 			if (ce && ce->valid && ce->prec == p) {
 				ins[k] = &ce->t;
@@ -352,16 +385,23 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 		for (int32_t d = 2; conv && d < y->rank; d++)
 			inner *= (uint64_t)y->dims[d];
 		bool per_channel = w_axis >= 0 && n_w_scales == (uint32_t)C;
-		for (uint64_t i = 0; i < y->count; i++) {
-			uint64_t c = conv ? (i / inner) % (uint64_t)C : i % (uint64_t)C;
-			float sw = w_scales ? w_scales[per_channel ? c : 0] : 0;
-			py[i] *= in_scale * sw;
-		}
+		uint64_t outer = C && inner ? y->count / ((uint64_t)C * inner) : 0;
+		const float *b = bias_t && conv ? bias_t->data : NULL;
+		for (uint64_t o = 0; o < outer; o++)
+			for (int64_t c = 0; c < C; c++) {
+				float sc = in_scale * (w_scales ? w_scales[per_channel ? c : 0] : 0);
+				float bb = b ? b[c] : 0.0f;
+				float *row = py + (o * (uint64_t)C + (uint64_t)c) * inner;
+				if (conv) {
+					for (uint64_t k = 0; k < inner; k++)
+						row[k] = row[k] * sc + bb;
+				} else {
+					row[0] *= sc; /* inner == 1: channels are the last axis */
+				}
+			}
 		if (bias_t) {
 			if (conv) {
-				const float *b = bias_t->data;
-				for (uint64_t i = 0; i < y->count; i++)
-					py[i] += b[(i / inner) % (uint64_t)C];
+				/* added above */
 			} else {
 				add_gemm_c(y, bias_t, wh_node_attr_float(node, "beta", 1.0f));
 			}

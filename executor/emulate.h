@@ -31,6 +31,9 @@ struct wh_emul_node {
 	const struct wh_calib *calib;
 	struct wh_emul_cache *cache;
 	bool fp16_accumulate;
+	/* output precision of every node of the graph (to know which inputs are already in the
+	 * layer's format and need no second rounding); NULL: unknown */
+	const uint8_t *node_out_prec;
 };
 
 enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, const struct wh_emul_node *en);

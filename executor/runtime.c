@@ -443,6 +443,7 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 				.calib = f->e->precision->calib,
 				.cache = (struct wh_emul_cache *)&p->emul,
 				.fp16_accumulate = f->e->precision->fp16_accumulate,
+				.node_out_prec = p->out_prec,
 			};
 			st = wh_emulate_node(&ctx, run, &en);
 		} else {

@@ -56,6 +56,7 @@ int wh_cmd_extract(int argc, char **argv);
 int wh_cmd_sanitize(int argc, char **argv);
 int wh_cmd_run(int argc, char **argv);
 int wh_cmd_compare(int argc, char **argv);
+int wh_cmd_triage(int argc, char **argv);
 int wh_cmd_build(int argc, char **argv);
 int wh_cmd_diff_tactics(int argc, char **argv);
 int wh_cmd_repeat(int argc, char **argv);

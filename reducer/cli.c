@@ -24,6 +24,7 @@ static const struct wh_cmd commands[] = {
 	{"diff-tactics", wh_cmd_diff_tactics, "tactics seen only in bad builds, ranked"},
 	{"repeat", wh_cmd_repeat, "rerun a check and count good and bad runs"},
 	{"precision", wh_cmd_precision, "find the layers to keep in higher precision"},
+	{"triage", wh_cmd_triage, "walk the accuracy-debugging flowchart, write a report and a repro"},
 };
 
 int wh_exit_for(enum wh_status st)

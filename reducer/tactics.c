@@ -777,9 +777,11 @@ static enum wh_status check_replay(struct loop *L, const char *replay, const str
 			      r.exit_code, r.output ? r.output : "");
 	}
 	if (r.signal)
-		pathf(why, wsize, "%s (signal %d)", r.why ? r.why : "", r.signal);
+		pathf(why, wsize, "check: %s (signal %d)", r.why ? r.why : "", r.signal);
+	else if (r.exit_code == 0 || r.exit_code == 125)
+		pathf(why, wsize, "check: %s", r.why ? r.why : "");
 	else
-		pathf(why, wsize, "%s (exit %d)", r.why ? r.why : "", r.exit_code);
+		pathf(why, wsize, "check: %s (exit %d)", r.why ? r.why : "", r.exit_code);
 	wh_check_result_release(&r);
 	return st;
 }

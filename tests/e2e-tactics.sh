@@ -261,6 +261,23 @@ if build_case "case A ($tactic_a:$layer_a)" "$layer_a" "$tactic_a" "$tmp/a"; the
 	else
 		bad "external check: exit $rc; built-in: $(echo $want); external: $(echo $got)"
 	fi
+	# an external builder (here whittle run --save-tactics, standing in for trtexec or
+	# Polygraphy) writes {tactics}; the check pins it itself, so --pin-cmd true; stop as
+	# soon as the culprit is confirmed
+	run env WHITTLE_FAULTY_TACTIC="$tactic_a:$layer_a" "$whittle" build "$model" --until confirmed --max-builds 12 \
+		--artifacts-dir "$tmp/extb" \
+		--build-cmd "'$whittle' run {model} --input-shapes $shapes --save-tactics {tactics} --build-seed {seed} ${timing[*]} >/dev/null" \
+		--pin-cmd true \
+		--check "$whittle" run {model} --input-shapes $shapes --load-tactics {tactics} --compare fp32 "${tol[@]}"
+	n=$(($(ls "$tmp/extb/good" | wc -l) + $(ls "$tmp/extb/bad" | wc -l)))
+	want=$(for k in $(seq 0 $((n - 1))); do [ -f "$tmp/a/bad/build_$k.json" ] && echo "bad $k" || echo "good $k"; done)
+	got=$(for k in $(seq 0 $((n - 1))); do [ -f "$tmp/extb/bad/build_$k.json" ] && echo "bad $k" || echo "good $k"; done)
+	if [ "$rc" -eq 0 ] && [ "$(grep -c '^confirmed: ' "$tmp/out")" -eq 1 ] &&
+		grep -q "^confirmed: layer '$layer_a' tactic '$tactic_a' " "$tmp/out" && [ "$want" = "$got" ]; then
+		ok "external builder, --until confirmed: the culprit after $n builds, same verdicts as whittle's builder"
+	else
+		bad "external builder: exit $rc; $(grep -E '^(confirmed|confirmation|build:)' "$tmp/out" | tr '\n' '|'); want $(echo $want); got $(echo $got)"
+	fi
 fi
 
 # case B, JSON events

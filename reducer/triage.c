@@ -111,7 +111,7 @@ struct tri {
 	uint32_t n_keep;
 
 	/* the answer */
-	struct wh_model *answer;       /* the repro model */
+	const struct wh_model *answer; /* the repro model */
 	uint8_t *answer_nodes;         /* its layers, as nodes of the original */
 	uint32_t n_answer;
 	bool repro_tactics;            /* the repro pins a tactic replay */
@@ -1262,4 +1262,696 @@ static void compose_finding(struct tri *T)
 	}
 	bcat(N, NS, " The repro bundle %s/repro/ holds the %s as a standalone model with its inputs and reference outputs; `sh command.sh` reruns the check.",
 	     T->dir, rep->outcome == WH_TRIAGE_SINGLE_LAYER ? "failing layer" : rep->outcome == WH_TRIAGE_SUBGRAPH ? "minimal failing subgraph" : "model");
+}
+
+/* ---- pictures ---- */
+
+static bool find_in_path(const char *prog, char *out, size_t size)
+{
+	const char *path = getenv("PATH");
+	if (!path)
+		return false;
+	const char *p = path;
+	while (*p) {
+		const char *end = strchr(p, ':');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (len && len + strlen(prog) + 2 < size) {
+			bprintf(out, size, "%.*s/%s", (int)len, p, prog);
+			if (access(out, X_OK) == 0)
+				return true;
+		}
+		p += len + (end ? 1 : 0);
+	}
+	return false;
+}
+
+static enum wh_status write_plot(struct tri *T)
+{
+	if (!T->n_lw)
+		return WH_OK;
+	struct wh_svg_layer_error *pts = calloc(T->n_lw, sizeof *pts);
+	if (!pts)
+		return wh_error(WH_ERR_NOMEM, "triage: out of memory");
+	for (uint32_t i = 0; i < T->n_lw; i++) {
+		const struct wh_node *n = &T->g->nodes[T->lw[i].node];
+		pts[i] = (struct wh_svg_layer_error){.layer = node_name(n), .op = n->op_type, .value = T->lw[i].rel, .fails = T->lw[i].fails};
+	}
+	const char *base = strrchr(T->o->model_path ? T->o->model_path : "model", '/');
+	base = base ? base + 1 : T->o->model_path ? T->o->model_path : "model";
+	char title[512], thr[64], ylab[128];
+	bprintf(title, sizeof title, "%s at %s vs FP32: error per layer%s", base, pname(T->o->precision),
+		T->rep->outcome == WH_TRIAGE_FLAKY ? " (a bad build)" : "");
+	bprintf(thr, sizeof thr, "rtol %g", T->o->compare.rtol);
+	bprintf(ylab, sizeof ylab, "relative L2 error vs FP32 (log scale)");
+	struct wh_svg_plot plot = {.title = title, .x_label = "layers in topological order", .y_label = ylab, .layers = pts, .n = T->n_lw,
+				   .marked = T->first_fail, .threshold = T->o->compare.rtol, .threshold_label = thr};
+	bprintf(T->plot_path, sizeof T->plot_path, "%s/layer-errors.svg", T->dir);
+	FILE *f = fopen(T->plot_path, "w");
+	enum wh_status st;
+	if (!f) {
+		st = wh_error(WH_ERR_IO, "%s: cannot write: %s (check the folder)", T->plot_path, strerror(errno));
+	} else {
+		st = wh_svg_write_error_plot(f, &plot);
+		if (fclose(f) != 0 && st == WH_OK)
+			st = wh_error(WH_ERR_IO, "%s: write failed (check free disk space)", T->plot_path);
+	}
+	free(pts);
+	T->plot_ok = st == WH_OK;
+	return st;
+}
+
+/* The repro model, its alarming layers in red: the culprit, the first failing layer, and
+ * the layers to keep in fp32. Large models are drawn around those layers only. */
+static enum wh_status write_picture(struct tri *T)
+{
+	const struct wh_model *am = T->answer;
+	if (!am)
+		return WH_OK;
+	const struct wh_graph *ag = am->graph, *g = T->g;
+	uint8_t *hl = calloc((size_t)ag->n_nodes + 1, 1), *draw = calloc((size_t)ag->n_nodes + 1, 1);
+	uint32_t *uses = NULL;
+	enum wh_status st = WH_OK;
+	FILE *f = NULL;
+	if (!hl || !draw) {
+		st = wh_error(WH_ERR_NOMEM, "triage: out of memory");
+		goto out;
+	}
+	for (uint32_t i = 0; i < ag->n_nodes; i++) {
+		const struct wh_node *an = &ag->nodes[i];
+		if (!an->name)
+			continue;
+		if (T->rep->outcome == WH_TRIAGE_FLAKY && T->culprit >= 0 && !strcmp(an->name, T->diff.s[T->culprit].layer))
+			hl[i] = 1;
+		if (T->rep->outcome != WH_TRIAGE_FLAKY && T->first_fail >= 0 && !strcmp(an->name, node_name(&g->nodes[T->lw[T->first_fail].node])))
+			hl[i] = 1;
+		for (uint32_t k = 0; T->keep_mask && k < T->keep.n_layers; k++)
+			if (!strcmp(an->name, T->keep.layers[k].layer))
+				hl[i] = 1;
+		draw[i] = !is_constant(an);
+	}
+	if (ag->n_nodes > 150) {
+		/* the highlighted layers and their neighbours */
+		memset(draw, 0, ag->n_nodes);
+		for (uint32_t i = 0; i < ag->n_nodes; i++) {
+			if (!hl[i])
+				continue;
+			draw[i] = 1;
+			const struct wh_node *an = &ag->nodes[i];
+			for (uint32_t j = 0; j < an->n_inputs; j++)
+				if (an->inputs[j] != WH_NONE && ag->values[an->inputs[j]].producer != WH_NONE)
+					draw[ag->values[an->inputs[j]].producer] = 1;
+			for (uint32_t c = 0; c < ag->n_nodes; c++)
+				for (uint32_t j = 0; j < ag->nodes[c].n_inputs; j++)
+					for (uint32_t o = 0; o < an->n_outputs; o++)
+						if (an->outputs[o] != WH_NONE && ag->nodes[c].inputs[j] == an->outputs[o])
+							draw[c] = 1;
+		}
+		for (uint32_t i = 0; i < ag->n_nodes; i++)
+			if (is_constant(&ag->nodes[i]))
+				draw[i] = 0;
+	}
+	char title[512];
+	const char *what = T->rep->outcome == WH_TRIAGE_SINGLE_LAYER ? "the failing layer" :
+			   T->rep->outcome == WH_TRIAGE_SUBGRAPH ? "the minimal failing subgraph" :
+			   T->rep->outcome == WH_TRIAGE_FLAKY ? "the layer with the flaky tactic" : "the repro model";
+	bprintf(title, sizeof title, "%s (%u layer%s; red: %s)", what, T->n_answer, T->n_answer == 1 ? "" : "s",
+		T->rep->outcome == WH_TRIAGE_FLAKY ? "the culprit" : T->n_keep ? "first failing, and layers to keep in fp32" : "first failing");
+	struct wh_graph_picture gp = {.title = title, .draw = draw, .highlight = hl};
+	bprintf(T->dot_path, sizeof T->dot_path, "%s/subgraph.dot", T->dir);
+	bprintf(T->pic_path, sizeof T->pic_path, "%s/subgraph.svg", T->dir);
+	if (!(f = fopen(T->dot_path, "w"))) {
+		st = wh_error(WH_ERR_IO, "%s: cannot write: %s (check the folder)", T->dot_path, strerror(errno));
+		goto out;
+	}
+	st = wh_dot_write_graph(f, am, &gp);
+	if (fclose(f) != 0 && st == WH_OK)
+		st = wh_error(WH_ERR_IO, "%s: write failed (check free disk space)", T->dot_path);
+	f = NULL;
+	if (st != WH_OK)
+		goto out;
+	char dot[PATH_MAX];
+	if (T->o->graphviz && find_in_path("dot", dot, sizeof dot)) {
+		char *argv[] = {dot, "-Tsvg", "-o", T->pic_path, T->dot_path, NULL};
+		struct wh_check_options co = {.argv = argv, .argc = 5, .timeout_s = 120};
+		struct wh_check *c = NULL;
+		struct wh_check_result r = {0};
+		if (wh_check_create(&co, &c) == WH_OK && wh_check_run(c, NULL, &r) == WH_OK && r.verdict == WH_VERDICT_PASS &&
+		    access(T->pic_path, R_OK) == 0)
+			T->pic_graphviz = true;
+		else
+			say(T, "graphviz: `dot` failed (%s); drawing the picture without it", r.why ? r.why : "could not run");
+		wh_check_result_release(&r);
+		wh_check_destroy(c);
+	}
+	if (!T->pic_graphviz) {
+		if (!(f = fopen(T->pic_path, "w"))) {
+			st = wh_error(WH_ERR_IO, "%s: cannot write: %s (check the folder)", T->pic_path, strerror(errno));
+			goto out;
+		}
+		st = wh_svg_write_graph(f, am, &gp);
+		if (fclose(f) != 0 && st == WH_OK)
+			st = wh_error(WH_ERR_IO, "%s: write failed (check free disk space)", T->pic_path);
+		f = NULL;
+	}
+	T->pic_ok = st == WH_OK;
+out:
+	free(uses);
+	free(hl);
+	free(draw);
+	return st;
+}
+
+/* ---- report.md ---- */
+
+static const char *outcome_words(enum wh_triage_outcome o)
+{
+	switch (o) {
+	case WH_TRIAGE_PASSES: return "nothing fails";
+	case WH_TRIAGE_FLAKY: return "intermittent: a flaky tactic";
+	case WH_TRIAGE_SINGLE_LAYER: return "a single-layer failure";
+	case WH_TRIAGE_SUBGRAPH: return "a failure that needs several layers";
+	default: return "fails, not localized";
+	}
+}
+
+static void write_layer_table(const struct tri *T, FILE *f)
+{
+	const struct wh_graph *g = T->g;
+	fprintf(f, "| # | layer | op | tensor | max abs | max rel | rel. L2 | SQNR dB | inf/NaN | verdict |\n");
+	fprintf(f, "| ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n");
+	uint32_t shown = 0;
+	for (uint32_t i = 0; i < T->n_lw && shown < 12; i++) {
+		const struct lw_layer *L = &T->lw[i];
+		/* the failing layers first of all, and the layers of the answer */
+		bool in_answer = T->answer_nodes && T->answer_nodes[L->node];
+		if (!L->fails && !in_answer)
+			continue;
+		const struct wh_node *n = &g->nodes[L->node];
+		fprintf(f, "| %u | `%s` | %s | `%s` | %.4g | %.4g | %.3g | %.1f | %llu | %s%s |\n", i + 1, node_name(n), n->op_type,
+			g->values[L->value].name, L->s.max_abs, L->s.max_rel, L->rel, L->s.sqnr_db,
+			(unsigned long long)(L->s.inf_actual + L->s.nan_actual), L->fails ? "fails" : "passes",
+			(int32_t)i == T->first_fail ? " (first)" : "");
+		shown++;
+	}
+	if (!shown)
+		fprintf(f, "| | (no layer fails) | | | | | | | | |\n");
+}
+
+static void write_report(struct tri *T)
+{
+	char p[PATH_MAX + 32];
+	bprintf(p, sizeof p, "%s/report.md", T->dir);
+	FILE *f = fopen(p, "w");
+	if (!f) {
+		wh_warn("%s: cannot write the report: %s", p, strerror(errno));
+		return;
+	}
+	const struct wh_triage_options *o = T->o;
+	const struct wh_triage_report *r = T->rep;
+	const struct wh_graph *g = T->g;
+	const struct wh_cpu_features *cpu = wh_cpu();
+	uint32_t layers = 0;
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		layers += !is_constant(&g->nodes[i]);
+	fprintf(f, "# whittle triage: `%s`\n\n**Outcome: %s.**\n\n", o->model_path ? o->model_path : "model", outcome_words(r->outcome));
+	fprintf(f, "## What was found\n\n%s\n\n## What to do next\n\n%s\n\n", T->finding, T->next);
+
+	fprintf(f, "## Key numbers\n\n| | |\n| --- | --- |\n");
+	fprintf(f, "| model | `%s`: %u layers |\n", o->model_path ? o->model_path : "?", layers);
+	fprintf(f, "| precision | %s against FP32; atol %g, rtol %g |\n", pname(o->precision), o->compare.atol, o->compare.rtol);
+	fprintf(f, "| check | %s |\n", T->check_display ? T->check_display : "built-in: outputs compared with FP32");
+	if (o->faulty_tactic && *o->faulty_tactic)
+		fprintf(f, "| fault injection | `WHITTLE_FAULTY_TACTIC=%s` (a test setting: that tactic corrupts its output) |\n", o->faulty_tactic);
+	fprintf(f, "| builds | %u (seeds 0..%u): %u good, %u bad%s |\n", T->n_builds, T->n_builds ? T->n_builds - 1 : 0, T->n_good, T->n_bad,
+		T->no_tactics ? " (no layer has a choice of tactics)" : "");
+	if (r->outcome == WH_TRIAGE_FLAKY && T->culprit >= 0) {
+		const struct wh_tactic_suspect *s = &T->diff.s[T->culprit];
+		fprintf(f, "| culprit | layer `%s` (%s), tactic `%s`: %s; in %u of %u bad builds, %u of %u good |\n", s->layer, r->op, s->tactic,
+			wh_suspect_state_name(s->state), s->n_bad, T->diff.n_bad, s->n_good, T->diff.n_good);
+	}
+	if (T->first_fail >= 0) {
+		const struct lw_layer *L = &T->lw[T->first_fail];
+		fprintf(f, "| first failing tensor | `%s` (layer `%s`, %s): max abs error %.4g, max rel %.4g, %llu inf/NaN of %llu |\n",
+			g->values[L->value].name, node_name(&g->nodes[L->node]), g->nodes[L->node].op_type, L->s.max_abs, L->s.max_rel,
+			(unsigned long long)(L->s.inf_actual + L->s.nan_actual), (unsigned long long)L->s.count);
+	}
+	if (T->n_lw)
+		fprintf(f, "| failing layers (layerwise) | %u of %u compared |\n", T->lw_failing, T->n_lw);
+	if (T->answer && r->outcome != WH_TRIAGE_FLAKY)
+		fprintf(f, "| %s | %u of %u layers |\n", r->outcome == WH_TRIAGE_SINGLE_LAYER ? "failing layer" : "minimal failing subgraph", T->n_answer,
+			layers);
+	if (T->prec_run)
+		fprintf(f, "| layers to keep in fp32 | %s |\n", T->prec_st == WH_OK ? (T->n_keep ? "see below" : "none") : "none found");
+	if (T->prec_run && T->prec_st == WH_OK) {
+		fprintf(f, "| | ");
+		bool first = true;
+		for (uint32_t k = 0; k < g->n_nodes; k++)
+			if (T->keep_mask && T->keep_mask[T->order[k]]) {
+				fprintf(f, "%s`%s` (%s)", first ? "" : ", ", node_name(&g->nodes[T->order[k]]), g->nodes[T->order[k]].op_type);
+				first = false;
+			}
+		fprintf(f, " |\n");
+	}
+	fprintf(f, "| checks run | %u: builds %u, swaps %u, layer alone %u, reduce %u, precision %u, repro %u |\n", T->checks, T->n_builds,
+		T->swaps, T->single_run ? 1u : 0u, T->reduce_run ? T->rr.checks_run : 0u, T->prec_run ? T->pr.checks_run : 0u,
+		T->repro_checked ? 1u : 0u);
+	fprintf(f, "| time | %.2f s |\n", now_s() - T->t0);
+	if (T->repro_checked)
+		fprintf(f, "| repro command | `sh repro/command.sh` exits %d: %s |\n", T->repro_exit,
+			T->repro_exit ? "it still fails" : "**it passes: the repro does not reproduce**");
+	fprintf(f, "| whittle | %s on %s (ISA %s) |\n\n", WHITTLE_VERSION, cpu->brand[0] ? cpu->brand : "unknown CPU", wh_isa_name(cpu->isa));
+
+	fprintf(f, "## What was tried\n\n");
+	for (uint32_t i = 0; i < T->n_steps; i++)
+		fprintf(f, "%u. **%s** %s\n", i + 1, T->steps[i].name, T->steps[i].text);
+	fprintf(f, "\n");
+
+	if (T->plot_ok) {
+		fprintf(f, "## Per-layer error\n\n![relative L2 error per layer](layer-errors.svg)\n\n");
+		fprintf(f, "Relative L2 error of each layer's output against FP32 (%s), in topological order; red bars fail the tolerance%s. ",
+			r->outcome == WH_TRIAGE_FLAKY ? "a bad build, pinned" : "the failing run", T->first_fail >= 0 ? ", the dashed line marks the first failing layer" : "");
+		fprintf(f, "Failing layers%s:\n\n", T->answer && r->outcome != WH_TRIAGE_FLAKY ? " and the layers of the answer" : "");
+		write_layer_table(T, f);
+		fprintf(f, "\n");
+	}
+	if (T->pic_ok) {
+		fprintf(f, "## The layers of the answer\n\n![the repro model](subgraph.svg)\n\n");
+		fprintf(f, "Drawn %s; the Graphviz source is `subgraph.dot`.\n\n",
+			T->pic_graphviz ? "with Graphviz" : "by whittle (Graphviz's `dot` is not installed, or --no-graphviz)");
+	}
+	fprintf(f, "## Files\n\n");
+	fprintf(f, "- `repro/`: `model.onnx`, `inputs/`, `golden/` (FP32 reference outputs), `command.sh`%s, `report.md`\n",
+		T->repro_tactics ? ", `tactics.json` (the bad build's tactic replay)" : "");
+	fprintf(f, "- `builds/`: the tactic replay of every build (`build_<k>.json`)%s\n", T->swaps ? " and of every confirmation swap" : "");
+	if (T->fixed_build >= 0)
+		fprintf(f, "- `fixed.json`: the fastest good build (build %d)\n", T->fixed_build);
+	if (T->prec_run && T->prec_st == WH_OK)
+		fprintf(f, "- `layer-precisions.json`: the layers to keep in fp32 (`--layer-precisions`)\n");
+	if (T->reduce_run)
+		fprintf(f, "- `reduce/`: the reduction's artifacts (`reduced.onnx`, `replay.jsonl`)\n");
+	fprintf(f, "- `inputs/`, `golden/`: the model's inputs and FP32 outputs; `triage.log`: every step's progress\n");
+	fclose(f);
+
+	/* the bundle's own report: what it is and how to run it */
+	bprintf(p, sizeof p, "%s/repro/report.md", T->dir);
+	if (!(f = fopen(p, "w")))
+		return;
+	fprintf(f, "# whittle triage repro\n\n%s\n\n", T->finding);
+	fprintf(f, "- from: `%s`, at %s against FP32 (atol %g, rtol %g)\n", o->model_path ? o->model_path : "?", pname(o->precision),
+		o->compare.atol, o->compare.rtol);
+	fprintf(f, "- model.onnx: %u layer%s:", T->n_answer, T->n_answer == 1 ? "" : "s");
+	if (T->answer) {
+		const struct wh_graph *ag = T->answer->graph;
+		uint32_t shown = 0;
+		for (uint32_t i = 0; i < ag->n_nodes && shown < 40; i++)
+			if (!is_constant(&ag->nodes[i])) {
+				fprintf(f, "%s `%s` (%s)", shown ? "," : "", node_name(&ag->nodes[i]), ag->nodes[i].op_type);
+				shown++;
+			}
+		if (shown == 40)
+			fprintf(f, ", ...");
+	}
+	fprintf(f, "\n- inputs/: its inputs (FP32 reference values); golden/: its FP32 reference outputs\n");
+	if (T->repro_tactics)
+		fprintf(f, "- tactics.json: the tactic replay of a bad build\n");
+	if (o->faulty_tactic && *o->faulty_tactic)
+		fprintf(f, "- fault injection: `WHITTLE_FAULTY_TACTIC=%s` (set by command.sh)\n", o->faulty_tactic);
+	fprintf(f, "- whittle %s, CPU %s (ISA %s)\n\n## Rerun\n\n    sh command.sh\n\nruns\n\n    %s\n\nwhich exits non-zero while the failure is there",
+		WHITTLE_VERSION, cpu->brand[0] ? cpu->brand : "unknown", wh_isa_name(cpu->isa), T->repro_cmd);
+	if (T->repro_checked)
+		fprintf(f, " (triage ran it: exit %d)", T->repro_exit);
+	fprintf(f, ".\n");
+	fclose(f);
+}
+
+/* ---- the result on stdout ---- */
+
+static void print_json(struct tri *T)
+{
+	const struct wh_triage_report *r = T->rep;
+	const struct wh_graph *g = T->g;
+	json_t *o = json_object();
+	json_object_set_new(o, "outcome", json_string(wh_triage_outcome_name(r->outcome)));
+	json_object_set_new(o, "model", json_string(T->o->model_path ? T->o->model_path : ""));
+	json_object_set_new(o, "precision", json_string(pname(T->o->precision)));
+	json_object_set_new(o, "builds", json_integer(T->n_builds));
+	json_object_set_new(o, "good", json_integer(T->n_good));
+	json_object_set_new(o, "bad", json_integer(T->n_bad));
+	if (r->outcome == WH_TRIAGE_FLAKY && T->culprit >= 0) {
+		json_t *c = json_object();
+		const struct wh_tactic_suspect *s = &T->diff.s[T->culprit];
+		json_object_set_new(c, "layer", json_string(s->layer));
+		json_object_set_new(c, "op", json_string(r->op));
+		json_object_set_new(c, "tactic", json_string(s->tactic));
+		json_object_set_new(c, "state", json_string(wh_suspect_state_name(s->state)));
+		json_object_set_new(o, "culprit", c);
+	}
+	if (T->fixed_build >= 0) {
+		char p[PATH_MAX + 32];
+		bprintf(p, sizeof p, "%s/fixed.json", T->dir);
+		json_object_set_new(o, "fixed", json_string(p));
+	}
+	if (T->first_fail >= 0) {
+		const struct lw_layer *L = &T->lw[T->first_fail];
+		json_t *ff = json_object();
+		json_object_set_new(ff, "tensor", json_string(g->values[L->value].name));
+		json_object_set_new(ff, "layer", json_string(node_name(&g->nodes[L->node])));
+		json_object_set_new(ff, "op", json_string(g->nodes[L->node].op_type));
+		json_object_set_new(ff, "max_abs", isfinite(L->s.max_abs) ? json_real(L->s.max_abs) : json_null());
+		json_object_set_new(ff, "max_rel", isfinite(L->s.max_rel) ? json_real(L->s.max_rel) : json_null());
+		json_object_set_new(o, "first_failing", ff);
+	}
+	if (T->single_run)
+		json_object_set_new(o, "layer_alone", json_string(wh_verdict_name(T->single_v)));
+	if (T->answer_nodes) {
+		json_t *a = json_array();
+		for (uint32_t k = 0; k < g->n_nodes; k++)
+			if (T->answer_nodes[T->order[k]])
+				json_array_append_new(a, json_string(node_name(&g->nodes[T->order[k]])));
+		json_object_set_new(o, "layers", a);
+	}
+	if (T->prec_run && T->prec_st == WH_OK) {
+		json_t *a = json_array();
+		for (uint32_t k = 0; k < g->n_nodes; k++)
+			if (T->keep_mask[T->order[k]])
+				json_array_append_new(a, json_string(node_name(&g->nodes[T->order[k]])));
+		json_object_set_new(o, "keep_fp32", a);
+		char p[PATH_MAX + 32];
+		bprintf(p, sizeof p, "%s/layer-precisions.json", T->dir);
+		json_object_set_new(o, "layer_precisions", json_string(p));
+	}
+	char p[PATH_MAX + 32];
+	bprintf(p, sizeof p, "%s/repro", T->dir);
+	json_object_set_new(o, "repro", json_string(p));
+	if (T->repro_checked)
+		json_object_set_new(o, "repro_exit", json_integer(T->repro_exit));
+	bprintf(p, sizeof p, "%s/report.md", T->dir);
+	json_object_set_new(o, "report", json_string(p));
+	json_object_set_new(o, "finding", json_string(T->finding));
+	json_object_set_new(o, "next", json_string(T->next));
+	json_object_set_new(o, "checks", json_integer(T->checks));
+	json_object_set_new(o, "seconds", json_real(now_s() - T->t0));
+	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	if (s) {
+		puts(s);
+		fflush(stdout);
+	}
+	free(s);
+	json_decref(o);
+}
+
+static void print_summary(struct tri *T, FILE *f)
+{
+	fprintf(f, "triage: %s\n%s\nnext: %s\n", outcome_words(T->rep->outcome), T->finding, T->next);
+	if (T->repro_checked)
+		fprintf(f, "repro: %s/repro/command.sh exits %d (%s)\n", T->dir, T->repro_exit, T->repro_exit ? "still fails" : "PASSES: not a repro");
+	fprintf(f, "report: %s/report.md (%u checks, %.1f s)\n", T->dir, T->checks, now_s() - T->t0);
+	fflush(f);
+}
+
+/* Removes what an earlier triage into the same folder left and this one may not write. */
+static void remove_stale(struct tri *T)
+{
+	static const char *const files[] = {"fixed.json", "layer-precisions.json", "layer-errors.svg", "subgraph.svg", "subgraph.dot",
+					    "report.md", "repro/tactics.json", "repro/command.sh"};
+	char p[PATH_MAX + 64];
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		bprintf(p, sizeof p, "%s/%s", T->dir, files[i]);
+		remove(p);
+	}
+	for (uint32_t k = 0; k < 100000; k++) {
+		bprintf(p, sizeof p, "%s/build_%u.json", T->builds_dir, k);
+		if (remove(p) != 0)
+			break;
+	}
+	for (uint32_t k = 1; k < 100000; k++) {
+		int gone = 0;
+		bprintf(p, sizeof p, "%s/swap_%u_forward.json", T->builds_dir, k);
+		gone += remove(p) == 0;
+		bprintf(p, sizeof p, "%s/swap_%u_reverse.json", T->builds_dir, k);
+		gone += remove(p) == 0;
+		if (!gone)
+			break;
+	}
+}
+
+static uint32_t find_node(const struct wh_graph *g, const char *name)
+{
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		if (g->nodes[i].name && !strcmp(g->nodes[i].name, name))
+			return i;
+	return WH_NONE;
+}
+
+/* The flaky branch's repro: the culprit layer alone with the bad build's tactics, when that
+ * fails; else the whole model with them. */
+static enum wh_status flaky_answer(struct tri *T, struct wh_model **owned)
+{
+	struct step *S = add_step(T, "Culprit layer alone");
+	uint32_t node = T->culprit >= 0 ? find_node(T->g, T->diff.s[T->culprit].layer) : WH_NONE;
+	if (node == WH_NONE) {
+		bprintf(S->text, sizeof S->text, "No confirmed culprit: the repro is the whole model with a bad build's tactics.");
+		return WH_OK;
+	}
+	struct wh_model *single = NULL;
+	enum wh_status st = extract_layer(T, node, &single);
+	if (st != WH_OK)
+		return st;
+	enum wh_verdict v = WH_VERDICT_SKIP;
+	struct wh_compare_stats s;
+	bool valid;
+	char why[256], dir[PATH_MAX + 16];
+	bprintf(dir, sizeof dir, "%s/single", T->dir);
+	if (single->graph->n_outputs)
+		st = check_part(T, single, T->pin, dir, &v, &s, &valid, why, sizeof why);
+	else
+		bprintf(why, sizeof why, "it has no output the rest of the model reads");
+	if (st == WH_OK && v == WH_VERDICT_FAIL) {
+		*owned = single;
+		bprintf(S->text, sizeof S->text, "Extracted layer `%s` alone (inputs fed with FP32 reference values) and pinned tactic `%s`: it fails on its own (%s), so the repro is that layer alone with the bad build's tactics.",
+			T->diff.s[T->culprit].layer, T->diff.s[T->culprit].tactic, why);
+		return WH_OK;
+	}
+	wh_model_destroy(single);
+	if (st == WH_OK)
+		bprintf(S->text, sizeof S->text, "Layer `%s` alone with tactic `%s` does not fail (%s): the repro is the whole model with the bad build's tactics.",
+			T->diff.s[T->culprit].layer, T->diff.s[T->culprit].tactic, why);
+	return st;
+}
+
+enum wh_status wh_triage_run(const struct wh_model *m, const struct wh_tensor_set *inputs, const struct wh_triage_options *o,
+			     struct wh_triage_report *rep)
+{
+	struct tri TT = {.m = m, .g = m->graph, .inputs = inputs, .o = o, .rep = rep};
+	struct tri *T = &TT;
+	memset(rep, 0, sizeof *rep);
+	rep->outcome = WH_TRIAGE_UNLOCALIZED;
+	T->culprit = T->fixed_build = T->bad_build = T->first_fail = -1;
+	T->t0 = now_s();
+	wh_precision_config_init(&T->pc);
+	wh_precision_config_init(&T->keep);
+	wh_tensor_set_init(&T->ref);
+	wh_tactic_diff_init(&T->diff);
+	struct wh_model *owned = NULL;     /* the repro model when it is a part of m */
+	enum wh_status st = WH_OK;
+	const struct wh_graph *g = m->graph;
+	if (!o->artifacts_dir || !*o->artifacts_dir)
+		return wh_error(WH_ERR_USAGE, "triage: no artifacts folder (give --artifacts-dir DIR)");
+	if (strlen(o->artifacts_dir) >= sizeof T->dir - 64)
+		return wh_error(WH_ERR_INVALID, "%s: path too long (use a shorter --artifacts-dir)", o->artifacts_dir);
+	bprintf(T->dir, sizeof T->dir, "%s", o->artifacts_dir);
+	bprintf(T->inputs_dir, sizeof T->inputs_dir, "%s/inputs", T->dir);
+	bprintf(T->golden_dir, sizeof T->golden_dir, "%s/golden", T->dir);
+	bprintf(T->prec_path, sizeof T->prec_path, "%s/precisions.json", T->dir);
+	bprintf(T->builds_dir, sizeof T->builds_dir, "%s/builds", T->dir);
+	T->pc.dflt = o->precision;
+	T->pc.calib = o->calib;
+	T->order = calloc((size_t)g->n_nodes + 1, sizeof *T->order);
+	T->pos = calloc((size_t)g->n_nodes + 1, sizeof *T->pos);
+	T->answer_nodes = calloc((size_t)g->n_nodes + 1, 1);
+	if (!T->order || !T->pos || !T->answer_nodes) {
+		st = wh_error(WH_ERR_NOMEM, "triage: out of memory");
+		goto out;
+	}
+	if ((st = wh_graph_topo_order(g, T->order)) != WH_OK)
+		goto out;
+	for (uint32_t k = 0; k < g->n_nodes; k++)
+		T->pos[T->order[k]] = k;
+	if ((st = make_dir(T->dir)) != WH_OK || (st = make_dir(T->builds_dir)) != WH_OK)
+		goto out;
+	remove_stale(T);
+	{
+		char p[PATH_MAX + 32];
+		bprintf(p, sizeof p, "%s/triage.log", T->dir);
+		if (!(T->logf = fopen(p, "w"))) {
+			st = wh_error(WH_ERR_IO, "%s: cannot write: %s (check the folder)", p, strerror(errno));
+			goto out;
+		}
+	}
+	if ((st = wh_tensor_set_write_dir(T->inputs_dir, NULL, inputs)) != WH_OK)
+		goto out;
+	if ((st = reference_run(T)) != WH_OK)
+		goto out;
+	if ((st = write_ref_tensors(T, m, true, T->golden_dir)) != WH_OK)
+		goto out;
+	if ((st = wh_precision_config_write(&T->pc, T->prec_path)) != WH_OK)
+		goto out;
+	if (o->check) {
+		if ((st = wh_check_create(o->check, &T->c_raw)) != WH_OK)
+			goto out;
+		T->check_display = wh_check_command_line(T->c_raw, NULL);
+	}
+	say(T, "%s at %s; check: %s%s", o->model_path ? o->model_path : "model", pname(o->precision),
+	    T->check_display ? T->check_display : "built-in comparison with FP32",
+	    o->faulty_tactic && *o->faulty_tactic ? " (fault injection on: WHITTLE_FAULTY_TACTIC)" : "");
+
+	/* 1. intermittent? */
+	if ((st = step_builds(T)) != WH_OK)
+		goto out;
+	const struct wh_model *answer = m;
+	const struct wh_tactic_plan *repro_plan = NULL;
+	if (!T->n_bad) {
+		rep->outcome = WH_TRIAGE_PASSES;
+		answer = NULL;
+	} else if (T->n_good) {
+		rep->outcome = WH_TRIAGE_FLAKY;
+		if (T->culprit >= 0) {
+			const struct wh_tactic_suspect *s = &T->diff.s[T->culprit];
+			uint32_t node = find_node(g, s->layer);
+			bprintf(rep->layer, sizeof rep->layer, "%s", s->layer);
+			bprintf(rep->tactic, sizeof rep->tactic, "%s", s->tactic);
+			bprintf(rep->op, sizeof rep->op, "%s", node != WH_NONE ? g->nodes[node].op_type : "?");
+		}
+		say(T, "step 2: layerwise comparison of bad build %d (for the report)", T->bad_build);
+		if ((st = layerwise(T, true)) != WH_OK)
+			goto out;
+		if ((st = flaky_answer(T, &owned)) != WH_OK)
+			goto out;
+		if (owned)
+			answer = owned;
+		repro_plan = T->pin;
+	} else {
+		/* the checks of the later steps see the failing build's replay as {tactics} */
+		if (o->check) {
+			char tac[PATH_MAX + 64];
+			bprintf(tac, sizeof tac, "%s/build_%d.json", T->builds_dir, T->bad_build);
+			const char *k1[] = {"{tactics}", "{precisions}"}, *v1[] = {tac, T->prec_path};
+			const char *k2[] = {"{tactics}", "{golden}"}, *v2[] = {tac, T->golden_dir};
+			if ((st = derived_check(o->check, k1, v1, 2, &T->w_reduce, &T->c_reduce)) != WH_OK ||
+			    (st = derived_check(o->check, k2, v2, 2, &T->w_prec, &T->c_prec)) != WH_OK)
+				goto out;
+		}
+		say(T, "step 2: layerwise comparison with every tensor kept");
+		if ((st = layerwise(T, true)) != WH_OK)
+			goto out;
+		if (T->first_fail >= 0) {
+			const struct lw_layer *L = &T->lw[T->first_fail];
+			say(T, "  first failing tensor: '%s' (layer '%s', %s)", g->values[L->value].name, node_name(&g->nodes[L->node]),
+			    g->nodes[L->node].op_type);
+			if ((st = step_single(T, &owned)) != WH_OK)
+				goto out;
+		} else {
+			struct step *S = add_step(T, "First failing layer alone");
+			bprintf(S->text, sizeof S->text, "Skipped: no layer fails the layerwise comparison.");
+		}
+		if (owned) {
+			rep->outcome = WH_TRIAGE_SINGLE_LAYER;
+			answer = owned;
+			struct step *S = add_step(T, "Reduce");
+			bprintf(S->text, sizeof S->text, "Skipped: the layer fails on its own, nothing smaller exists.");
+		} else {
+			if ((st = step_reduce(T, &owned)) != WH_OK)
+				goto out;
+			if (owned) {
+				rep->outcome = WH_TRIAGE_SUBGRAPH;
+				answer = owned;
+			}
+		}
+		if (o->precision_search) {
+			if ((st = step_precision(T)) != WH_OK)
+				goto out;
+		}
+		if (o->faulty_tactic && *o->faulty_tactic && T->pin && T->pin->n)
+			repro_plan = T->pin;
+	}
+	if (rep->outcome == WH_TRIAGE_SINGLE_LAYER || rep->outcome == WH_TRIAGE_SUBGRAPH || rep->outcome == WH_TRIAGE_UNLOCALIZED) {
+		uint32_t node = WH_NONE;
+		if (rep->outcome != WH_TRIAGE_SUBGRAPH && T->first_fail >= 0)
+			node = T->lw[T->first_fail].node;
+		if (node != WH_NONE) {
+			bprintf(rep->layer, sizeof rep->layer, "%s", node_name(&g->nodes[node]));
+			bprintf(rep->op, sizeof rep->op, "%s", g->nodes[node].op_type);
+		}
+	}
+	/* the repro bundle */
+	if (answer) {
+		T->answer = answer;
+		T->n_answer = mark_part(T, answer, T->answer_nodes);
+		rep->subgraph_layers = T->n_answer;
+		if (rep->outcome == WH_TRIAGE_SUBGRAPH && T->n_answer == 1) {
+			/* the reduction found one layer (the layerwise comparison pointed elsewhere) */
+			rep->outcome = WH_TRIAGE_SINGLE_LAYER;
+			for (uint32_t i = 0; i < g->n_nodes; i++)
+				if (T->answer_nodes[i]) {
+					bprintf(rep->layer, sizeof rep->layer, "%s", node_name(&g->nodes[i]));
+					bprintf(rep->op, sizeof rep->op, "%s", g->nodes[i].op_type);
+					for (uint32_t k = 0; k < T->n_lw; k++)
+						if (T->lw[k].node == i)
+							T->first_fail = (int32_t)k;
+				}
+		}
+		say(T, "step 6: repro bundle in %s/repro", T->dir);
+		if ((st = write_bundle(T, answer, repro_plan)) != WH_OK)
+			goto out;
+		if ((st = check_bundle(T)) != WH_OK)
+			goto out;
+		struct step *S = add_step(T, "Repro bundle");
+		bprintf(S->text, sizeof S->text, "Wrote `repro/` (%u layer%s%s) and ran `sh repro/command.sh` ", T->n_answer, T->n_answer == 1 ? "" : "s",
+			repro_plan ? ", with the bad build's tactic replay" : "");
+		if (T->repro_checked)
+			bcat(S->text, sizeof S->text, "as a user would: it exits %d, %s.", T->repro_exit,
+			     T->repro_exit ? "so it still fails" : "**so it does not reproduce the failure**");
+		else
+			bcat(S->text, sizeof S->text, "(not run: the whittle binary is unknown).");
+	}
+	compose_finding(T);
+	if (T->n_lw && (st = write_plot(T)) != WH_OK)
+		goto out;
+	if ((st = write_picture(T)) != WH_OK)
+		goto out;
+	rep->checks = T->checks;
+	rep->seconds = now_s() - T->t0;
+	write_report(T);
+	say(T, "done: %s; %u checks, %.1f s", outcome_words(rep->outcome), T->checks, rep->seconds);
+	if (o->json)
+		print_json(T);
+	else if (o->out)
+		print_summary(T, o->out);
+out:
+	rep->checks = T->checks;
+	rep->seconds = now_s() - T->t0;
+	if (T->logf)
+		fclose(T->logf);
+	wh_model_destroy(owned);
+	free(T->order);
+	free(T->pos);
+	free(T->answer_nodes);
+	free(T->lw);
+	free(T->keep_mask);
+	for (uint32_t k = 0; T->plans && k < (o->builds ? o->builds : 1); k++)
+		wh_tactic_plan_release(&T->plans[k]);
+	free(T->plans);
+	free(T->verdicts);
+	free(T->why);
+	wh_tactic_diff_release(&T->diff);
+	wh_precision_config_release(&T->pc);
+	wh_precision_config_release(&T->keep);
+	wh_tensor_set_release(&T->ref);
+	wh_check_destroy(T->c_raw);
+	wh_check_destroy(T->c_reduce);
+	wh_check_destroy(T->c_prec);
+	free_words(T->w_reduce);
+	free_words(T->w_prec);
+	free(T->check_display);
+	return st;
 }
