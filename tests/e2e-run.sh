@@ -1,0 +1,46 @@
+#!/bin/bash
+# whittle run / compare on bad input and verdicts: unsupported ops named in one line (exit 3),
+# an input of the wrong shape named with both shapes (exit 3), --validate naming the first
+# tensor with NaN (exit 1), compare's exit codes, precision options' errors.
+set -euo pipefail
+: "${WHITTLE:?}" "${WHITTLE_SRC:?}"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/whittle-e2e-run.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+/usr/bin/python3 "$WHITTLE_SRC/tests/gen-run-fixtures.py" "$tmp"
+pass=0
+fail=0
+# expect WHAT EXIT REGEX(one stderr line) CMD...
+expect() {
+	local what=$1 want=$2 re=$3
+	shift 3
+	local rc=0
+	"$@" > "$tmp/out.txt" 2> "$tmp/err.txt" || rc=$?
+	local n
+	n=$(wc -l < "$tmp/err.txt")
+	if [ "$rc" != "$want" ]; then
+		echo "FAIL $what: exit $rc, expected $want: $(cat "$tmp/err.txt" | head -3)"; fail=$((fail + 1))
+	elif [ -n "$re" ] && { [ "$n" != 1 ] || ! grep -q -E "$re" "$tmp/err.txt"; }; then
+		echo "FAIL $what: expected one line matching /$re/ on stderr, got: $(cat "$tmp/err.txt")"; fail=$((fail + 1))
+	else
+		echo "ok $what: exit $rc ${re:+: $(cat "$tmp/err.txt")}"; pass=$((pass + 1))
+	fi
+}
+line='^whittle: .+: .+ \(.+\)$'
+expect "unsupported ops listed" 3 'FancyOpA' "$WHITTLE" run "$tmp/unsupported.onnx"
+grep -q 'FancyOpB' "$tmp/err.txt" && grep -q -E "$line" "$tmp/err.txt" && { echo "ok: both unsupported ops named in the error line"; pass=$((pass + 1)); } || { echo "FAIL: not every unsupported op named: $(cat "$tmp/err.txt")"; fail=$((fail + 1)); }
+expect "input of the wrong shape" 3 "input 'x': shape 1x3x5x5, the model expects 1x3x4x4" "$WHITTLE" run "$tmp/fixed.onnx" --load-inputs "$tmp/wrong_shape"
+expect "validate finds the first NaN" 1 '' "$WHITTLE" run "$tmp/nan.onnx" --val-range 1,2 --mark-all --validate
+grep -q "tensor 's' is the first" "$tmp/out.txt" && { echo "ok: --validate names tensor s (layer sqrt_of_negative)"; pass=$((pass + 1)); } || { echo "FAIL: --validate: $(cat "$tmp/out.txt")"; fail=$((fail + 1)); }
+expect "validate passes on finite values" 0 '' "$WHITTLE" run "$tmp/nan.onnx" --val-range -2,-1 --validate
+"$WHITTLE" run "$tmp/fixed.onnx" --seed 1 --save-outputs "$tmp/a" > /dev/null
+"$WHITTLE" run "$tmp/fixed.onnx" --seed 1 --save-outputs "$tmp/b" > /dev/null
+"$WHITTLE" run "$tmp/fixed.onnx" --seed 2 --save-outputs "$tmp/c" > /dev/null
+expect "compare equal folders" 0 '' "$WHITTLE" compare "$tmp/a" "$tmp/b"
+expect "compare different folders" 1 '' "$WHITTLE" compare "$tmp/a" "$tmp/c"
+expect "run --compare DIR" 1 '' "$WHITTLE" run "$tmp/fixed.onnx" --seed 1 --compare "$tmp/c"
+expect "layer precisions: unknown layer" 3 "layer 'nope'" "$WHITTLE" run "$tmp/fixed.onnx" --precision fp16 --layer-precisions nope:fp32
+expect "layer precisions: bad precision" 2 "precision 'fp12'" "$WHITTLE" run "$tmp/fixed.onnx" --layer-precisions relu:fp12
+expect "missing model" 3 'cannot open' "$WHITTLE" run "$tmp/none.onnx"
+expect "bad option" 2 "unknown option" "$WHITTLE" run "$tmp/fixed.onnx" --frobnicate
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
