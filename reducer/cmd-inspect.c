@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "executor/executor.h"
+#include "executor/precision.h"
 #include "graph/hash.h"
 #include "graph/topo.h"
 #include "reducer/cli-internal.h"
@@ -151,6 +152,7 @@ int wh_cmd_inspect(int argc, char **argv)
 	if (st != WH_OK)
 		return wh_cli_fail(st);
 	const struct wh_graph *g = m->graph;
+	uint8_t *kinds = NULL;
 	uint32_t *order = calloc((size_t)g->n_nodes + 1, sizeof *order);
 	const char **ops = calloc((size_t)g->n_nodes + 1, sizeof *ops);
 	int rc = 0;
@@ -174,6 +176,12 @@ int wh_cmd_inspect(int argc, char **argv)
 	qsort(ops, g->n_nodes, sizeof *ops, cmp_op);
 	char unsup[1024];
 	uint32_t n_unsup = wh_model_unsupported_ops(m, unsup, sizeof unsup);
+	kinds = calloc((size_t)g->n_nodes + 1, 1);
+	if (!kinds || (st = wh_model_layer_kinds(m, kinds)) != WH_OK) {
+		free(kinds);
+		rc = wh_cli_fail(kinds ? st : wh_error(WH_ERR_NOMEM, "inspect: out of memory"));
+		goto out;
+	}
 
 	if (json) {
 		json_t *root = json_object();
@@ -232,6 +240,7 @@ int wh_cmd_inspect(int argc, char **argv)
 				json_t *o = json_object();
 				json_object_set_new(o, "name", json_string(n->name));
 				json_object_set_new(o, "op", json_string(n->op_type));
+				json_object_set_new(o, "kind", json_string(wh_layer_kind_name((enum wh_layer_kind)kinds[order[s]])));
 				json_t *li = json_array(), *lo = json_array();
 				for (uint32_t k = 0; k < n->n_inputs; k++)
 					json_array_append_new(li, json_string(n->inputs[k] == WH_NONE ? "" : g->values[n->inputs[k]].name));
@@ -306,6 +315,13 @@ int wh_cmd_inspect(int argc, char **argv)
 		printf("executor  cannot run: %s\n", unsup);
 	else
 		printf("executor  every op is supported\n");
+	uint32_t n_fixed = 0, n_float = 0;
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		n_fixed += kinds[i] == WH_LAYER_SHAPE || kinds[i] == WH_LAYER_OTHER;
+		n_float += kinds[i] == WH_LAYER_FLOAT;
+	}
+	printf("precision %u layers take a reduced precision; %u compute shapes, indices or integers and keep their types\n",
+	       n_float, n_fixed);
 	if (layers) {
 		printf("\n");
 		for (uint32_t s = 0; s < g->n_nodes; s++) {
@@ -329,6 +345,8 @@ int wh_cmd_inspect(int argc, char **argv)
 				shape_text(&g->values[n->outputs[k]], buf, sizeof buf);
 				printf(" %s %s", g->values[n->outputs[k]].name, buf);
 			}
+			if (kinds[order[s]] == WH_LAYER_SHAPE || kinds[order[s]] == WH_LAYER_OTHER)
+				printf("  (%s: keeps its own types at every precision)", wh_layer_kind_name((enum wh_layer_kind)kinds[order[s]]));
 			printf("\n");
 			if (attrs)
 				for (uint32_t a = 0; a < n->n_attrs; a++) {
@@ -348,6 +366,7 @@ int wh_cmd_inspect(int argc, char **argv)
 out:
 	free(order);
 	free(ops);
+	free(kinds);
 	wh_model_destroy(m);
 	return rc;
 }

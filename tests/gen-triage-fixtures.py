@@ -1,0 +1,129 @@
+#!/usr/bin/python3
+"""Writes the models of the triage end-to-end test, one per branch of the flowchart, and
+their inputs (python3-onnx).
+
+usage: gen-triage-fixtures.py OUT_DIR
+
+For each model OUT_DIR/<name>.onnx the inputs are OUT_DIR/<name>/<input name>.pb. Layers
+are named like PaddleOCR's exported models (p2o.<Op>.<k>).
+
+  flaky_matmul   x[16,64] in [0,1) -> MatMul (p2o.MatMul.0) -> Relu -> MatMul (p2o.MatMul.1)
+                 -> Add bias -> y. Passes at fp16 with atol/rtol 1e-2 whatever tactic each
+                 MatMul uses; with WHITTLE_FAULTY_TACTIC=matmul-avx2:p2o.MatMul.1 the builds
+                 that pick matmul-avx2 for p2o.MatMul.1 fail, the others pass.
+  overflow       x[4,64] even integers 200..600 -> Mul 0.5 (p2o.Mul.0; exact) -> Relu ->
+                 Pow 2 (p2o.Pow.0) -> ReduceMean (p2o.ReduceMean.0) -> Sqrt -> Mul 0.01 -> y.
+                 The squares reach 90000 > 65504: at fp16 p2o.Pow.0 is the first failing
+                 layer and fails on its own (a single-layer overflow). Its consumer rounds
+                 its input to fp16 again, so p2o.Pow.0 and p2o.ReduceMean.0 must both stay
+                 in fp32 (the means stay below 65504).
+  two_layers     x[4,32] = 2048 + m + 0.9 (m even, 512..2046) and t[4,32] = m. The first
+                 layer p2o.Sub.0 = x - 2048: at fp16 x rounds to 2048 + m (values are 2
+                 apart there), so it outputs m instead of m + 0.9: within rtol 1e-2. Eight
+                 exact layers on t follow (p2o.Relu.0 ... p2o.Add.2), then p2o.Sub.1 = a - t
+                 cancels: FP32 gives 0.9, fp16 gives 0 (fails atol 0.5). Alone, fed the FP32
+                 value m + 0.9 (rounded to m + 1 at fp16), p2o.Sub.1 is off by 0.1 only and
+                 passes. So the failure needs p2o.Sub.0 and p2o.Sub.1, nine layers apart;
+                 keeping p2o.Sub.0 alone in fp32 fixes it. Tolerances: atol 0.5, rtol 1e-2.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 13
+
+
+def save_model(out_dir, name, nodes, inputs, outputs, inits):
+    g = helper.make_graph(nodes, name, inputs, outputs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="gen-triage-fixtures")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(out_dir, name + ".onnx"))
+
+
+def save_inputs(folder, arrays):
+    os.makedirs(folder, exist_ok=True)
+    for name, arr in arrays:
+        t = numpy_helper.from_array(arr, name)
+        with open(os.path.join(folder, name + ".pb"), "wb") as f:
+            f.write(t.SerializeToString())
+
+
+def vi(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def const(name, arr):
+    return numpy_helper.from_array(np.asarray(arr, np.float32), name)
+
+
+def flaky_matmul(out_dir, rng):
+    x = rng.random((16, 64)).astype(np.float32)
+    w1 = (rng.random((64, 64)) - 0.5).astype(np.float32) * 0.25
+    w2 = (rng.random((64, 32)) - 0.5).astype(np.float32) * 0.25
+    b = (rng.random((32,)) - 0.5).astype(np.float32)
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h1"], name="p2o.MatMul.0"),
+        helper.make_node("Relu", ["h1"], ["h2"], name="p2o.Relu.0"),
+        helper.make_node("MatMul", ["h2", "w2"], ["h3"], name="p2o.MatMul.1"),
+        helper.make_node("Add", ["h3", "b"], ["y"], name="p2o.Add.0"),
+    ]
+    save_model(out_dir, "flaky_matmul", nodes, [vi("x", [16, 64])], [vi("y", [16, 32])],
+               [const("w1", w1), const("w2", w2), const("b", b)])
+    save_inputs(os.path.join(out_dir, "flaky_matmul"), [("x", x)])
+
+
+def overflow(out_dir, rng):
+    x = (2 * rng.integers(100, 301, size=(4, 64))).astype(np.float32)
+    x[:, 0] = 600.0  # every row reaches 300 after the halving: 90000 > 65504
+    nodes = [
+        helper.make_node("Mul", ["x", "half"], ["m0"], name="p2o.Mul.0"),
+        helper.make_node("Relu", ["m0"], ["r0"], name="p2o.Relu.0"),
+        helper.make_node("Pow", ["r0", "two"], ["sq"], name="p2o.Pow.0"),
+        helper.make_node("ReduceMean", ["sq"], ["ms"], name="p2o.ReduceMean.0", axes=[-1], keepdims=1),
+        helper.make_node("Sqrt", ["ms"], ["rms"], name="p2o.Sqrt.0"),
+        helper.make_node("Mul", ["rms", "scale"], ["y"], name="p2o.Mul.1"),
+    ]
+    save_model(out_dir, "overflow", nodes, [vi("x", [4, 64])], [vi("y", [4, 1])],
+               [const("half", 0.5), const("two", 2.0), const("scale", 0.01)])
+    save_inputs(os.path.join(out_dir, "overflow"), [("x", x)])
+
+
+def two_layers(out_dir, rng):
+    m = (2 * rng.integers(256, 1024, size=(4, 32))).astype(np.float32)
+    x = (2048.0 + m + 0.9).astype(np.float32)
+    nodes = [helper.make_node("Sub", ["x", "c2048"], ["a"], name="p2o.Sub.0")]
+    # eight exact layers on t (integers below 2048 are exact in fp16)
+    prev = "t"
+    chain = [("Relu", None), ("Mul", "one"), ("Add", "zero"), ("Relu", None), ("Mul", "one"), ("Add", "zero"),
+             ("Relu", None), ("Add", "zero")]
+    count = {}
+    for k, (op, c) in enumerate(chain):
+        i = count.get(op, 0)
+        count[op] = i + 1
+        out = "t%d" % (k + 1)
+        nodes.append(helper.make_node(op, [prev] + ([c] if c else []), [out], name="p2o.%s.%d" % (op, i)))
+        prev = out
+    nodes.append(helper.make_node("Sub", ["a", prev], ["d"], name="p2o.Sub.1"))
+    nodes.append(helper.make_node("Relu", ["d"], ["y"], name="p2o.Relu.%d" % count["Relu"]))
+    save_model(out_dir, "two_layers", nodes, [vi("x", [4, 32]), vi("t", [4, 32])], [vi("y", [4, 32])],
+               [const("c2048", 2048.0), const("one", 1.0), const("zero", 0.0)])
+    save_inputs(os.path.join(out_dir, "two_layers"), [("x", x), ("t", m)])
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    rng = np.random.default_rng(7)
+    flaky_matmul(out, rng)
+    overflow(out, rng)
+    two_layers(out, rng)
+
+
+if __name__ == "__main__":
+    main()
