@@ -458,17 +458,26 @@ static enum wh_status convert_graph(struct loader *L, Onnx__GraphProto *gp, stru
 		struct wh_blob *blob;
 		if ((st = wh_pb_tensor_decode(tp, L->dir, nm, &dt, &rank, dims, &blob)) != WH_OK)
 			return st;
-		/* keep the declared input type if the initializer doubles as an input */
+		/* an initializer that doubles as a graph input (its default value) must agree with
+		 * the input's declaration; the declaration itself is kept as loaded */
 		struct wh_value keep = g->values[id];
+		if (keep.flags & WH_VALUE_HAS_INFO) {
+			bool ok = !keep.dtype || keep.dtype == dt;
+			if (keep.rank >= 0) {
+				ok = ok && keep.rank == rank;
+				for (int32_t d = 0; ok && d < rank; d++)
+					ok = keep.dims[d].value < 0 || keep.dims[d].value == dims[d];
+			}
+			if (!ok) {
+				wh_blob_release(blob);
+				return wh_error(WH_ERR_INVALID, "input '%s': its declared type or shape differs from its initializer's (fix the model)", nm);
+			}
+		}
 		st = wh_graph_set_initializer(g, id, dt, rank, dims, blob);
 		wh_blob_release(blob);
 		if (st != WH_OK)
 			return st;
-		if (keep.flags & WH_VALUE_HAS_INFO) {
-			g->values[id].dtype = keep.dtype;
-			g->values[id].rank = keep.rank;
-			g->values[id].dims = keep.dims;
-		}
+		g->values[id].type_orig = keep.type_orig;
 		tensor_clear_modelled(tp);
 		if ((st = pack_rest(A, &tp->base, &g->values[id].tensor_rest)) != WH_OK)
 			return st;
@@ -559,6 +568,28 @@ static enum wh_status convert_graph(struct loader *L, Onnx__GraphProto *gp, stru
 			return st;
 		if ((st = wh_graph_add_output(g, id)) != WH_OK)
 			return st;
+	}
+	/* every tensor read must come from somewhere: a node, a graph input, an initializer or
+	 * (in a subgraph) an enclosing graph; a value_info alone produces nothing */
+	for (uint32_t n = 0; n < g->n_nodes; n++)
+		for (uint32_t i = 0; i < g->nodes[n].n_inputs; i++) {
+			uint32_t v = g->nodes[n].inputs[i];
+			if (v == WH_NONE)
+				continue;
+			struct wh_value *val = &g->values[v];
+			if (val->producer != WH_NONE || (val->flags & (WH_VALUE_INPUT | WH_VALUE_INITIALIZER | WH_VALUE_OUTER)))
+				continue;
+			if (g->parent && outer_has(g, val->name)) {
+				val->flags |= WH_VALUE_OUTER;
+				continue;
+			}
+			return wh_error(WH_ERR_INVALID, "node '%s' (%s): input '%s' is produced by nothing (fix the model or extract a subgraph that includes its source)",
+					g->nodes[n].name, g->nodes[n].op_type, val->name);
+		}
+	for (uint32_t i = 0; i < g->n_outputs; i++) {
+		struct wh_value *val = &g->values[g->outputs[i]];
+		if (val->producer == WH_NONE && !(val->flags & (WH_VALUE_INPUT | WH_VALUE_INITIALIZER | WH_VALUE_OUTER)))
+			return wh_error(WH_ERR_INVALID, "graph output '%s': is produced by nothing (fix the model)", val->name);
 	}
 	gp->n_node = gp->n_initializer = gp->n_input = gp->n_output = gp->n_value_info = 0;
 	gp->name = NULL;

@@ -70,6 +70,9 @@ enum wh_status wh_tensor_alloc_strings(struct wh_tensor *t, int32_t rank, const 
 	void *w;
 	if ((st = wh_blob_create((size_t)total, &t->blob, &w)) != WH_OK)
 		return st;
+	t->data = w;
+	if (!t->count)
+		return WH_OK;
 	const char **ptrs = w;
 	char *p = (char *)w + t->count * sizeof(char *);
 	for (uint64_t i = 0; i < t->count; i++) {
@@ -151,6 +154,8 @@ enum wh_status wh_tensor_to_raw(const struct wh_tensor *t, struct wh_blob **raw_
 		return st;
 	uint8_t *dst = w;
 	const uint8_t *src = t->data;
+	if (!bytes)
+		return WH_OK;
 	memset(dst, 0, (size_t)bytes);
 	int bits = wh_dtype_bits(t->dtype), per = 8 / bits;
 	uint8_t mask = (uint8_t)((1u << bits) - 1);

@@ -71,15 +71,19 @@ enum wh_status wh_svg_write_error_plot(FILE *f, const struct wh_svg_plot *p)
 		vmin = p->threshold < vmin ? p->threshold : vmin;
 		vmax = p->threshold > vmax ? p->threshold : vmax;
 	}
-	double lo = isfinite(vmin) ? floor(log10(vmin)) : -8, hi = vmax > 0 ? ceil(log10(vmax)) : 0;
+	/* one decade below the smallest error, so that its bar shows */
+	double lo = isfinite(vmin) ? floor(log10(vmin)) - 1 : -8, hi = vmax > 0 ? ceil(log10(vmax)) : 0;
 	lo = clampd(lo, -30, 30);
 	hi = clampd(hi, lo + 1, 40);
 	if (hi - lo < 2)
 		lo = hi - 2;
 	const bool names = n <= 40;
-	const double left = 86, right = 24, top = 58, band = 26;
+	const double left = 86, right = 24, top = 80, band = 26;
 	const double bottom = names ? 150 : 62;
-	const double plot_w = clampd(n * 16.0, 480, 1600), plot_h = 300;
+	double plot_w = clampd(n * 16.0, 480, 1600);
+	const double plot_h = 300;
+	if (p->title && 9.0 * (double)strlen(p->title) > plot_w + left + right - 20)
+		plot_w = 9.0 * (double)strlen(p->title) - left - right + 20; /* room for the title */
 	const double width = left + plot_w + right, height = top + band + plot_h + bottom;
 	const double y0 = top + band + plot_h; /* the floor */
 	const double step = n ? plot_w / n : plot_w;
@@ -94,6 +98,18 @@ enum wh_status wh_svg_write_error_plot(FILE *f, const struct wh_svg_plot *p)
 	fprintf(f, "%.1f\" y=\"24\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\">", width / 2);
 	wh_svg_escape(f, p->title ? p->title : "per-layer error");
 	fputs("</text>\n", f);
+	{
+		static const char *const keys[][2] = {{"#d62728", "fails"}, {"#1f77b4", "passes"}, {"#2ca02c", "exact"},
+						      {"#8b0000", "inf/NaN"}, {"#bbb", "not compared"}};
+		double x = left;
+		fputs("<g class=\"legend\">\n", f);
+		for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+			fprintf(f, "<rect x=\"%.1f\" y=\"38\" width=\"10\" height=\"10\" fill=\"%s\"/><text x=\"%.1f\" y=\"47\">%s</text>\n", x,
+				keys[k][0], x + 14, keys[k][1]);
+			x += 24 + 7.0 * (double)strlen(keys[k][1]);
+		}
+		fputs("</g>\n", f);
+	}
 
 	/* grid and y axis: one line per decade */
 	fputs("<g class=\"axis y\">\n", f);
@@ -114,15 +130,6 @@ enum wh_status wh_svg_write_error_plot(FILE *f, const struct wh_svg_plot *p)
 	fprintf(f, "<text class=\"axis-label x\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", left + plot_w / 2, height - 10);
 	wh_svg_escape(f, p->x_label ? p->x_label : "layer");
 	fputs("</text>\n", f);
-
-	if (p->threshold > 0 && isfinite(p->threshold)) {
-		double y = YPOS(log10(p->threshold));
-		fprintf(f, "<line class=\"threshold\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" stroke-dasharray=\"6 4\"/>\n",
-			left, y, left + plot_w, y);
-		fprintf(f, "<text class=\"threshold-label\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#555\">", left + plot_w - 4, y - 4);
-		wh_svg_escape(f, p->threshold_label ? p->threshold_label : "threshold");
-		fputs("</text>\n", f);
-	}
 
 	/* bars */
 	fputs("<g class=\"bars\">\n", f);
@@ -171,6 +178,15 @@ enum wh_status wh_svg_write_error_plot(FILE *f, const struct wh_svg_plot *p)
 	}
 	fputs("</g>\n", f);
 
+	if (p->threshold > 0 && isfinite(p->threshold)) {
+		double y = YPOS(log10(p->threshold));
+		fprintf(f, "<line class=\"threshold\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" stroke-dasharray=\"6 4\"/>\n",
+			left, y, left + plot_w, y);
+		fprintf(f, "<text class=\"threshold-label\" x=\"%.1f\" y=\"%.1f\" fill=\"#333\" stroke=\"white\" stroke-width=\"3\" paint-order=\"stroke\">", left + 6, y - 5);
+		wh_svg_escape(f, p->threshold_label ? p->threshold_label : "threshold");
+		fputs("</text>\n", f);
+	}
+
 	/* x axis: names when they fit, else every k-th index */
 	fputs("<g class=\"axis x\">\n", f);
 	uint32_t every = names ? 1 : (n + 19) / 20;
@@ -194,10 +210,10 @@ enum wh_status wh_svg_write_error_plot(FILE *f, const struct wh_svg_plot *p)
 		const struct wh_svg_layer_error *l = &p->layers[p->marked];
 		double x = left + (double)p->marked * step + step / 2;
 		fprintf(f, "<line class=\"marker\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\" stroke-dasharray=\"3 3\"/>\n", x,
-			top - 4, x, y0);
+			top - 14, x, y0);
 		bool right_half = x > left + plot_w / 2;
 		fprintf(f, "<text class=\"marker-label\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" font-weight=\"bold\">first failing: ",
-			right_half ? x - 4 : x + 4, top + 6, right_half ? "end" : "start");
+			right_half ? x - 4 : x + 4, top - 6, right_half ? "end" : "start");
 		wh_svg_escape(f, l->layer);
 		fputs(" (", f);
 		wh_svg_escape(f, l->op);
@@ -301,7 +317,7 @@ static enum wh_status pic_layout(struct pic *P, const struct wh_model *m, const 
 				struct pic_item *t = &P->items[P->n];
 				t->kind = PIC_INPUT;
 				t->id = v;
-				t->rank = 0;
+				t->rank = UINT32_MAX; /* set below, from its readers */
 				P->value_item[v] = P->n++;
 			}
 		}
@@ -311,6 +327,22 @@ static enum wh_status pic_layout(struct pic *P, const struct wh_model *m, const 
 		it->rank = rank;
 		P->node_item[id] = P->n++;
 		max_rank = rank > max_rank ? rank : max_rank;
+	}
+	/* an input tensor sits one rank above its first reader, not at the very top, so that
+	 * its edge is short */
+	for (uint32_t i = 0; i < P->n; i++) {
+		struct pic_item *it = &P->items[i];
+		if (it->kind != PIC_NODE)
+			continue;
+		const struct wh_node *nd = &g->nodes[it->id];
+		for (uint32_t j = 0; j < nd->n_inputs; j++) {
+			uint32_t v = nd->inputs[j];
+			if (v == WH_NONE || P->value_item[v] == WH_NONE)
+				continue;
+			struct pic_item *t = &P->items[P->value_item[v]];
+			if (t->kind == PIC_INPUT && t->rank > it->rank - 1)
+				t->rank = it->rank - 1;
+		}
 	}
 	/* graph outputs computed by drawn nodes, one rank below their producer */
 	for (uint32_t i = 0; i < g->n_outputs; i++) {
@@ -368,11 +400,19 @@ enum wh_status wh_svg_write_graph(FILE *f, const struct wh_model *m, const struc
 	if (st != WH_OK)
 		goto out;
 	const struct wh_graph *g = m->graph;
-	double width = 320, height = 120;
+	const char *title = gp && gp->title ? gp->title : "graph";
+	double width = 40 + 8.5 * (double)strlen(title), height = 120, content = 0;
 	for (uint32_t i = 0; i < P.n; i++) {
 		double r = P.items[i].x + P.items[i].w / 2 + 20, b = P.items[i].y + P.items[i].h / 2 + 30;
-		width = r > width ? r : width;
+		content = r > content ? r : content;
 		height = b > height ? b : height;
+	}
+	if (content < width) {
+		/* a title wider than the drawing: centre the drawing under it */
+		for (uint32_t i = 0; i < P.n; i++)
+			P.items[i].x += (width - content) / 2;
+	} else {
+		width = content;
 	}
 	fputs(svg_head, f);
 	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n",
@@ -381,7 +421,7 @@ enum wh_status wh_svg_write_graph(FILE *f, const struct wh_model *m, const struc
 	      "<path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#444\"/></marker></defs>\n", f);
 	fprintf(f, "<rect class=\"background\" x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n", width, height);
 	fprintf(f, "<text class=\"title\" x=\"%.1f\" y=\"26\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">", width / 2);
-	wh_svg_escape(f, gp && gp->title ? gp->title : "graph");
+	wh_svg_escape(f, title);
 	fputs("</text>\n", f);
 	/* edges first, so that boxes cover their ends */
 	for (uint32_t i = 0; i < P.n; i++) {
@@ -478,14 +518,14 @@ enum wh_status wh_dot_write_graph(FILE *f, const struct wh_model *m, const struc
 		if (it->kind == PIC_NODE) {
 			const struct wh_node *nd = &g->nodes[it->id];
 			bool hl = gp && gp->highlight && gp->highlight[it->id];
-			fprintf(f, "  n%u [shape=box, style=\"rounded,filled\", fillcolor=\"%s\", color=\"%s\", label=\"", it->id,
+			fprintf(f, "  layer%u [shape=box, style=\"rounded,filled\", fillcolor=\"%s\", color=\"%s\", label=\"", it->id,
 				hl ? "#ffdddd" : "#e8f0fb", hl ? "#cc0000" : "#4a6fa5");
 			dot_escape(f, nd->op_type);
 			fputs("\\n", f);
 			dot_escape(f, nd->name);
 			fputs("\"];\n", f);
 		} else {
-			fprintf(f, "  t%u [shape=ellipse, style=filled, fillcolor=\"#f4f4f4\", label=\"", it->id);
+			fprintf(f, "  tensor%u [shape=ellipse, style=filled, fillcolor=\"#f4f4f4\", label=\"", it->id);
 			dot_escape(f, g->values[it->id].name);
 			fputs("\"];\n", f);
 		}
@@ -502,15 +542,15 @@ enum wh_status wh_dot_write_graph(FILE *f, const struct wh_model *m, const struc
 				continue;
 			uint32_t pr = g->values[v].producer;
 			if (pr != WH_NONE && P.drawn[pr])
-				fprintf(f, "  n%u -> ", pr);
+				fprintf(f, "  layer%u -> ", pr);
 			else if (nd && P.value_item[v] != WH_NONE)
-				fprintf(f, "  t%u -> ", v);
+				fprintf(f, "  tensor%u -> ", v);
 			else
 				continue;
 			if (nd)
-				fprintf(f, "n%u;\n", dst->id);
+				fprintf(f, "layer%u;\n", dst->id);
 			else
-				fprintf(f, "t%u;\n", dst->id);
+				fprintf(f, "tensor%u;\n", dst->id);
 		}
 	}
 	fputs("}\n", f);

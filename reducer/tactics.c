@@ -151,7 +151,8 @@ enum wh_status wh_tactic_diff_compute(const struct wh_tactic_plan *const *plans,
 		wh_tactic_diff_release(out);
 		return st;
 	}
-	qsort(out->s, out->n, sizeof *out->s, cmp_suspect);
+	if (out->n > 1)
+		qsort(out->s, out->n, sizeof *out->s, cmp_suspect);
 	return WH_OK;
 }
 

@@ -90,6 +90,7 @@ struct tri {
 
 	/* step 3 */
 	bool single_run;
+	uint32_t alone_checks;     /* a layer checked alone (step 3, or the flaky culprit) */
 	enum wh_verdict single_v;
 	struct wh_compare_stats single_s;
 	bool single_s_valid;
@@ -117,6 +118,7 @@ struct tri {
 	bool repro_tactics;            /* the repro pins a tactic replay */
 	char repro_cmd[4096];
 	bool repro_checked;
+	bool repro_fails;          /* command.sh still fails (its exit is a failing verdict) */
 	int repro_exit;
 	char repro_out[512];
 	char plot_path[PATH_MAX + 32], pic_path[PATH_MAX + 32], dot_path[PATH_MAX + 32];
@@ -519,8 +521,8 @@ static enum wh_status step_builds(struct tri *T)
 	T->rep->n_good = T->n_good;
 	T->rep->n_bad = T->n_bad;
 	if (T->no_tactics)
-		bprintf(S->text, sizeof S->text, "No layer of the model has several tactics, so every build is the same: built and checked once: %s (%s). Not intermittent.",
-			T->n_bad ? "fails" : T->n_good ? "passes" : "cannot tell", T->why[0]);
+		bprintf(S->text, sizeof S->text, "No layer of the model has a choice of tactics, so every build is the same: built and checked once: %s (%s). Not intermittent%s.",
+			T->n_bad ? "fails" : T->n_good ? "passes" : "cannot tell", T->why[0], T->n_bad ? ": go on with the layerwise comparison" : "");
 	else
 		bprintf(S->text, sizeof S->text, "Built %u times (seeds 0..%u; %u layers choose among tactics) and checked each build: %u good, %u bad%s%s.",
 			T->n_builds, T->n_builds - 1, T->plans[0].n, T->n_good, T->n_bad, T->n_skip ? ", cannot tell: " : "",
@@ -532,7 +534,8 @@ static enum wh_status step_builds(struct tri *T)
 		return WH_OK;
 	}
 	if (!T->n_good) {
-		bcat(S->text, sizeof S->text, " Every build fails: the failure is not intermittent, so the tactics are not the cause; go on with the layerwise comparison.");
+		if (!T->no_tactics)
+			bcat(S->text, sizeof S->text, " Every build fails: the failure is not intermittent, so the tactic choice is not the cause; go on with the layerwise comparison.");
 		for (uint32_t k = 0; k < T->n_builds; k++)
 			if (T->verdicts[k] == WH_VERDICT_FAIL) {
 				T->pin = &T->plans[k];
@@ -587,9 +590,9 @@ static enum wh_status step_builds(struct tri *T)
 		     T->cr.checks, T->cr.confirmed);
 	if (T->culprit >= 0) {
 		const struct wh_tactic_suspect *s = &T->diff.s[T->culprit];
-		bcat(S2->text, sizeof S2->text, " %s: layer `%s` with tactic `%s` (good build %d turns bad with it%s).",
-		     s->state == WH_SUSPECT_CONFIRMED ? "Confirmed" : "Breaks builds", s->layer, s->tactic, s->good_build,
-		     s->state == WH_SUSPECT_CONFIRMED ? "; bad build turns good without it" : "; the bad build stays bad without it, so it has another cause too");
+		bcat(S2->text, sizeof S2->text, " %s: layer `%s` with tactic `%s` (good build %d turns bad with it; bad build %d %s without it).",
+		     s->state == WH_SUSPECT_CONFIRMED ? "Confirmed" : "Breaks builds", s->layer, s->tactic, s->good_build, s->bad_build,
+		     s->state == WH_SUSPECT_CONFIRMED ? "turns good" : "stays bad, so it has another cause too");
 	} else {
 		bcat(S2->text, sizeof S2->text, " No suspect could be confirmed.");
 	}
@@ -788,6 +791,7 @@ static enum wh_status step_single(struct tri *T, struct wh_model **single_out)
 		return st;
 	}
 	T->single_run = true;
+	T->alone_checks++;
 	say(T, "  alone: %s (%s)", T->single_v == WH_VERDICT_FAIL ? "fails" : T->single_v == WH_VERDICT_PASS ? "passes" : "cannot tell",
 	    T->single_why);
 	bprintf(S->text, sizeof S->text, "Extracted layer `%s` (%s) alone, its inputs fed with their FP32 reference values, and ran the check at %s: ",
@@ -1033,7 +1037,10 @@ static enum wh_status write_bundle(struct tri *T, const struct wh_model *model, 
 	return WH_OK;
 }
 
-/* Runs repro/command.sh as a user would, with WHITTLE pointing at this binary. */
+/* Runs repro/command.sh as a user would, with WHITTLE pointing at this binary. Its verdict
+ * follows the check's own rules (fail patterns, exit codes); for the built-in check,
+ * `whittle run --compare` exits 1 when the comparison fails, and any other non-zero exit is
+ * a broken command, not a failure. */
 static enum wh_status check_bundle(struct tri *T)
 {
 	if (!T->o->whittle_path)
@@ -1041,7 +1048,13 @@ static enum wh_status check_bundle(struct tri *T)
 	char cmd[PATH_MAX + 32];
 	bprintf(cmd, sizeof cmd, "%s/repro/command.sh", T->dir);
 	char *argv[] = {"/bin/sh", "-c", "WHITTLE=\"$0\" exec /bin/sh \"$1\"", (char *)T->o->whittle_path, cmd, NULL};
-	struct wh_check_options co = {.argv = argv, .argc = 5, .timeout_s = 600};
+	struct wh_check_options co = {.timeout_s = 600};
+	if (T->o->check) {
+		co = *T->o->check;
+		co.shell = false;
+	}
+	co.argv = argv;
+	co.argc = 5;
 	struct wh_check *c = NULL;
 	struct wh_check_result r = {0};
 	enum wh_status st = wh_check_create(&co, &c);
@@ -1051,6 +1064,7 @@ static enum wh_status check_bundle(struct tri *T)
 		T->checks++;
 		T->repro_checked = true;
 		T->repro_exit = r.signal ? 128 + r.signal : r.exit_code;
+		T->repro_fails = T->o->check ? r.verdict == WH_VERDICT_FAIL : !r.signal && r.exit_code == 1;
 		const char *o = r.output ? r.output : "";
 		size_t len = strlen(o);
 		while (len && (o[len - 1] == '\n' || o[len - 1] == ' '))
@@ -1061,10 +1075,23 @@ static enum wh_status check_bundle(struct tri *T)
 		bprintf(T->repro_out, sizeof T->repro_out, "%.*s", (int)(len - start > 400 ? 400 : len - start), o + start);
 		T->rep->repro_checked = true;
 		T->rep->repro_exit = T->repro_exit;
+		T->rep->repro_fails = T->repro_fails;
 	}
 	wh_check_result_release(&r);
 	wh_check_destroy(c);
 	return st;
+}
+
+/* How repro/command.sh ended, in words. */
+static void repro_words(const struct tri *T, char *buf, size_t size)
+{
+	if (T->repro_fails)
+		bprintf(buf, size, "exits %d: it still fails", T->repro_exit);
+	else if (T->repro_exit == 0)
+		bprintf(buf, size, "exits 0: **it passes, so it does not reproduce the failure**");
+	else
+		bprintf(buf, size, "exits %d, which is not a failing verdict: **the command is broken** (its output ends: %s)", T->repro_exit,
+			T->repro_out);
 }
 
 /* ---- what was found, in words ---- */
@@ -1237,7 +1264,7 @@ static void compose_finding(struct tri *T)
 		if (first != WH_NONE && first != last) {
 			const struct lw_layer *A = lw_of(T, first);
 			explain(T, first, &A->s, A->value, why, sizeof why);
-			bcat(F, FS, " The error starts at layer `%s` (%s), %u layers earlier in topological order: %s%s. Later layers amplify it up to `%s` (%s).",
+			bcat(F, FS, " The error starts at layer `%s` (%s), %u layers earlier in topological order: %s%s. It is carried to `%s` (%s), where it exceeds the tolerance.",
 			     node_name(&g->nodes[first]), g->nodes[first].op_type, T->pos[last] - T->pos[first], why,
 			     A->fails ? "" : " (within tolerance there, so a layerwise comparison alone does not point at it)",
 			     node_name(&g->nodes[last]), g->nodes[last].op_type);
@@ -1374,8 +1401,8 @@ static enum wh_status write_picture(struct tri *T)
 	const char *what = T->rep->outcome == WH_TRIAGE_SINGLE_LAYER ? "the failing layer" :
 			   T->rep->outcome == WH_TRIAGE_SUBGRAPH ? "the minimal failing subgraph" :
 			   T->rep->outcome == WH_TRIAGE_FLAKY ? "the layer with the flaky tactic" : "the repro model";
-	bprintf(title, sizeof title, "%s (%u layer%s; red: %s)", what, T->n_answer, T->n_answer == 1 ? "" : "s",
-		T->rep->outcome == WH_TRIAGE_FLAKY ? "the culprit" : T->n_keep ? "first failing, and layers to keep in fp32" : "first failing");
+	bprintf(title, sizeof title, "%s, %u layer%s (red: %s)", what, T->n_answer, T->n_answer == 1 ? "" : "s",
+		T->rep->outcome == WH_TRIAGE_FLAKY ? "the culprit" : T->n_keep ? "first failing, keep in fp32" : "first failing");
 	struct wh_graph_picture gp = {.title = title, .draw = draw, .highlight = hl};
 	bprintf(T->dot_path, sizeof T->dot_path, "%s/subgraph.dot", T->dir);
 	bprintf(T->pic_path, sizeof T->pic_path, "%s/subgraph.svg", T->dir);
@@ -1447,8 +1474,13 @@ static void write_layer_table(const struct tri *T, FILE *f)
 		if (!L->fails && !in_answer)
 			continue;
 		const struct wh_node *n = &g->nodes[L->node];
-		fprintf(f, "| %u | `%s` | %s | `%s` | %.4g | %.4g | %.3g | %.1f | %llu | %s%s |\n", i + 1, node_name(n), n->op_type,
-			g->values[L->value].name, L->s.max_abs, L->s.max_rel, L->rel, L->s.sqnr_db,
+		char sq[32];
+		if (isinf(L->rel))
+			bprintf(sq, sizeof sq, "-");
+		else
+			bprintf(sq, sizeof sq, "%.1f", L->s.sqnr_db);
+		fprintf(f, "| %u | `%s` | %s | `%s` | %.4g | %.4g | %.3g | %s | %llu | %s%s |\n", i + 1, node_name(n), n->op_type,
+			g->values[L->value].name, L->s.max_abs, L->s.max_rel, L->rel, sq,
 			(unsigned long long)(L->s.inf_actual + L->s.nan_actual), L->fails ? "fails" : "passes",
 			(int32_t)i == T->first_fail ? " (first)" : "");
 		shown++;
@@ -1500,25 +1532,27 @@ static void write_report(struct tri *T)
 	if (T->answer && r->outcome != WH_TRIAGE_FLAKY)
 		fprintf(f, "| %s | %u of %u layers |\n", r->outcome == WH_TRIAGE_SINGLE_LAYER ? "failing layer" : "minimal failing subgraph", T->n_answer,
 			layers);
-	if (T->prec_run)
-		fprintf(f, "| layers to keep in fp32 | %s |\n", T->prec_st == WH_OK ? (T->n_keep ? "see below" : "none") : "none found");
-	if (T->prec_run && T->prec_st == WH_OK) {
-		fprintf(f, "| | ");
-		bool first = true;
-		for (uint32_t k = 0; k < g->n_nodes; k++)
-			if (T->keep_mask && T->keep_mask[T->order[k]]) {
-				fprintf(f, "%s`%s` (%s)", first ? "" : ", ", node_name(&g->nodes[T->order[k]]), g->nodes[T->order[k]].op_type);
-				first = false;
-			}
-		fprintf(f, " |\n");
+	if (T->prec_run) {
+		fprintf(f, "| layers to keep in fp32 | ");
+		if (T->prec_st != WH_OK)
+			fprintf(f, "none found |\n");
+		else {
+			fprintf(f, "%u:", T->n_keep);
+			for (uint32_t k = 0; k < g->n_nodes; k++)
+				if (T->keep_mask[T->order[k]])
+					fprintf(f, " `%s` (%s)", node_name(&g->nodes[T->order[k]]), g->nodes[T->order[k]].op_type);
+			fprintf(f, " |\n");
+		}
 	}
 	fprintf(f, "| checks run | %u: builds %u, swaps %u, layer alone %u, reduce %u, precision %u, repro %u |\n", T->checks, T->n_builds,
-		T->swaps, T->single_run ? 1u : 0u, T->reduce_run ? T->rr.checks_run : 0u, T->prec_run ? T->pr.checks_run : 0u,
+		T->swaps, T->alone_checks, T->reduce_run ? T->rr.checks_run : 0u, T->prec_run ? T->pr.checks_run : 0u,
 		T->repro_checked ? 1u : 0u);
 	fprintf(f, "| time | %.2f s |\n", now_s() - T->t0);
-	if (T->repro_checked)
-		fprintf(f, "| repro command | `sh repro/command.sh` exits %d: %s |\n", T->repro_exit,
-			T->repro_exit ? "it still fails" : "**it passes: the repro does not reproduce**");
+	if (T->repro_checked) {
+		char w[768];
+		repro_words(T, w, sizeof w);
+		fprintf(f, "| repro command | `sh repro/command.sh` %s |\n", w);
+	}
 	fprintf(f, "| whittle | %s on %s (ISA %s) |\n\n", WHITTLE_VERSION, cpu->brand[0] ? cpu->brand : "unknown CPU", wh_isa_name(cpu->isa));
 
 	fprintf(f, "## What was tried\n\n");
@@ -1526,6 +1560,29 @@ static void write_report(struct tri *T)
 		fprintf(f, "%u. **%s** %s\n", i + 1, T->steps[i].name, T->steps[i].text);
 	fprintf(f, "\n");
 
+	if (r->outcome == WH_TRIAGE_FLAKY) {
+		fprintf(f, "## Tactic suspects\n\nTactics that layers use only in bad builds, most likely first (score: the share of bad builds using\nit); each was swapped into a good build (forward) and, when that turned it bad, out of a bad build\n(reverse).\n\n");
+		if (!T->diff.n)
+			fprintf(f, "None.\n\n");
+		else {
+			fprintf(f, "| # | layer | tactic | bad builds | good builds | score | forward | reverse | state |\n");
+			fprintf(f, "| ---: | --- | --- | ---: | ---: | ---: | --- | --- | --- |\n");
+			for (uint32_t i = 0; i < T->diff.n && i < 20; i++) {
+				const struct wh_tactic_suspect *s = &T->diff.s[i];
+				fprintf(f, "| %u | `%s` | `%s` | %u of %u | %u of %u | %.3f | %s | %s | %s |\n", i + 1, s->layer, s->tactic, s->n_bad,
+					T->diff.n_bad, s->n_good, T->diff.n_good, s->score,
+					s->forward_run ? (s->forward == WH_VERDICT_FAIL ? "turns bad" : s->forward == WH_VERDICT_PASS ? "stays good" : "?") : "-",
+					s->reverse_run ? (s->reverse == WH_VERDICT_PASS ? "turns good" : s->reverse == WH_VERDICT_FAIL ? "stays bad" : "?") : "-",
+					wh_suspect_state_name(s->state));
+			}
+			fprintf(f, "\n");
+		}
+		fprintf(f, "Builds:\n\n| build | seed | verdict | why |\n| ---: | ---: | --- | --- |\n");
+		for (uint32_t k = 0; k < T->n_builds; k++)
+			fprintf(f, "| %u | %llu | %s | %s |\n", k, (unsigned long long)T->plans[k].seed,
+				T->verdicts[k] == WH_VERDICT_PASS ? "good" : T->verdicts[k] == WH_VERDICT_FAIL ? "bad" : "cannot tell", T->why[k]);
+		fprintf(f, "\n");
+	}
 	if (T->plot_ok) {
 		fprintf(f, "## Per-layer error\n\n![relative L2 error per layer](layer-errors.svg)\n\n");
 		fprintf(f, "Relative L2 error of each layer's output against FP32 (%s), in topological order; red bars fail the tolerance%s. ",
@@ -1579,7 +1636,7 @@ static void write_report(struct tri *T)
 	fprintf(f, "- whittle %s, CPU %s (ISA %s)\n\n## Rerun\n\n    sh command.sh\n\nruns\n\n    %s\n\nwhich exits non-zero while the failure is there",
 		WHITTLE_VERSION, cpu->brand[0] ? cpu->brand : "unknown", wh_isa_name(cpu->isa), T->repro_cmd);
 	if (T->repro_checked)
-		fprintf(f, " (triage ran it: exit %d)", T->repro_exit);
+		fprintf(f, " (triage ran it: exit %d%s)", T->repro_exit, T->repro_fails ? ", fails" : ", which is not a failure");
 	fprintf(f, ".\n");
 	fclose(f);
 }
@@ -1643,8 +1700,10 @@ static void print_json(struct tri *T)
 	char p[PATH_MAX + 32];
 	bprintf(p, sizeof p, "%s/repro", T->dir);
 	json_object_set_new(o, "repro", json_string(p));
-	if (T->repro_checked)
+	if (T->repro_checked) {
 		json_object_set_new(o, "repro_exit", json_integer(T->repro_exit));
+		json_object_set_new(o, "repro_fails", json_boolean(T->repro_fails));
+	}
 	bprintf(p, sizeof p, "%s/report.md", T->dir);
 	json_object_set_new(o, "report", json_string(p));
 	json_object_set_new(o, "finding", json_string(T->finding));
@@ -1663,8 +1722,11 @@ static void print_json(struct tri *T)
 static void print_summary(struct tri *T, FILE *f)
 {
 	fprintf(f, "triage: %s\n%s\nnext: %s\n", outcome_words(T->rep->outcome), T->finding, T->next);
-	if (T->repro_checked)
-		fprintf(f, "repro: %s/repro/command.sh exits %d (%s)\n", T->dir, T->repro_exit, T->repro_exit ? "still fails" : "PASSES: not a repro");
+	if (T->repro_checked) {
+		char w[768];
+		repro_words(T, w, sizeof w);
+		fprintf(f, "repro: %s/repro/command.sh %s\n", T->dir, w);
+	}
 	fprintf(f, "report: %s/report.md (%u checks, %.1f s)\n", T->dir, T->checks, now_s() - T->t0);
 	fflush(f);
 }
@@ -1722,8 +1784,10 @@ static enum wh_status flaky_answer(struct tri *T, struct wh_model **owned)
 	bool valid;
 	char why[256], dir[PATH_MAX + 16];
 	bprintf(dir, sizeof dir, "%s/single", T->dir);
-	if (single->graph->n_outputs)
+	if (single->graph->n_outputs) {
 		st = check_part(T, single, T->pin, dir, &v, &s, &valid, why, sizeof why);
+		T->alone_checks++;
+	}
 	else
 		bprintf(why, sizeof why, "it has no output the rest of the model reads");
 	if (st == WH_OK && v == WH_VERDICT_FAIL) {
@@ -1909,8 +1973,11 @@ enum wh_status wh_triage_run(const struct wh_model *m, const struct wh_tensor_se
 		bprintf(S->text, sizeof S->text, "Wrote `repro/` (%u layer%s%s) and ran `sh repro/command.sh` ", T->n_answer, T->n_answer == 1 ? "" : "s",
 			repro_plan ? ", with the bad build's tactic replay" : "");
 		if (T->repro_checked)
-			bcat(S->text, sizeof S->text, "as a user would: it exits %d, %s.", T->repro_exit,
-			     T->repro_exit ? "so it still fails" : "**so it does not reproduce the failure**");
+		{
+			char w[768];
+			repro_words(T, w, sizeof w);
+			bcat(S->text, sizeof S->text, "as a user would: it %s.", w);
+		}
 		else
 			bcat(S->text, sizeof S->text, "(not run: the whittle binary is unknown).");
 	}

@@ -77,7 +77,8 @@ struct wh_triage_report {
 	uint32_t checks;           /* every check run, all steps */
 	double seconds;
 	bool repro_checked;        /* command.sh was run */
-	int repro_exit;            /* its exit status (non-zero: it still fails) */
+	int repro_exit;            /* its exit status */
+	bool repro_fails;          /* it still fails (the check's verdict on its exit) */
 };
 
 /* inputs: the model's inputs (one data sample). WH_ERR_CHECK when the check is broken or

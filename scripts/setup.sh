@@ -12,7 +12,7 @@ apt_packages=(
 	protobuf-c-compiler libprotobuf-c-dev libonnx-dev
 	libpcre2-dev libxxhash-dev check libjansson-dev
 	python3-onnx python3-numpy
-	clang
+	clang libclang-rt-14-dev
 )
 
 sudo_cmd=()
