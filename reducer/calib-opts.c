@@ -142,7 +142,8 @@ static enum wh_status load_samples(const char *dir, struct samples *out)
 			files, files == 1 ? "" : "s");
 	uint32_t n = ns ? ns : 1;
 	if (st == WH_OK) {
-		qsort(subs, ns, sizeof *subs, cmp_str);
+		if (ns > 1)
+			qsort(subs, ns, sizeof *subs, cmp_str);
 		out->sets = calloc(n, sizeof *out->sets);
 		out->labels = calloc(n, sizeof *out->labels);
 		if (!out->sets || !out->labels)

@@ -343,6 +343,10 @@ int wh_cmd_build(int argc, char **argv)
 		rc = wh_cli_usage_error("build", "--pin-cmd goes with --build-cmd (whittle pins its own builds)");
 		goto out;
 	}
+	if (lo.until == WH_UNTIL_CONFIRMED && (!lo.confirm || (lo.build_cmd && !lo.pin_cmd))) {
+		rc = wh_cli_usage_error("build", "--until confirmed needs the swap checks (drop --no-confirm; with --build-cmd, give --pin-cmd)");
+		goto out;
+	}
 	if (lo.build_cmd && !strstr(lo.build_cmd, "{tactics}")) {
 		rc = wh_cli_usage_error("build", "--build-cmd must write its tactic replay to {tactics} (e.g. --build-cmd 'polygraphy convert {model} --save-tactics {tactics} -o engine.plan')");
 		goto out;

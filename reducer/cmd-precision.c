@@ -296,11 +296,11 @@ int wh_cmd_precision(int argc, char **argv)
 		urc = wh_cli_usage_error("precision", "expects exactly one MODEL before --check (see whittle precision --help)");
 	else if (!target_given)
 		urc = wh_cli_usage_error("precision", "no target precision (give --precision fp16, bf16, int8, ...)");
+	else if (so.target == WH_PREC_FP32)
+		urc = wh_cli_usage_error("precision", "--precision fp32 has nothing higher to keep layers in (give fp16, bf16, int8, ...)");
 	else if (so.target == so.higher)
 		urc = wh_cli_usage_error("precision", "--precision and --higher are both %s (keep layers in a higher precision, e.g. --higher fp32)",
 					 wh_precision_name(so.target));
-	else if (so.target == WH_PREC_FP32)
-		urc = wh_cli_usage_error("precision", "--precision fp32 has nothing higher to keep layers in (give fp16, bf16, int8, ...)");
 	else if (check_at >= 0 && check_at + 1 >= argc)
 		urc = wh_cli_usage_error("precision", "--check needs a command (e.g. --check ./my-check.sh {model} {precisions})");
 	else if (check_at < 0 && (n_regex || n_fail || n_ignore || co.timeout_s > 0 || co.shell))

@@ -656,6 +656,14 @@ static void remove_stale(const char *dir, const char *prefix)
 	closedir(dh);
 }
 
+/* Error lines are one line: a tool's output is folded into it. */
+static void one_line(char *s)
+{
+	for (; *s; s++)
+		if (*s == '\n' || *s == '\r')
+			*s = ' ';
+}
+
 static const char *verdict_dir(enum wh_verdict v)
 {
 	return v == WH_VERDICT_PASS ? "good" : v == WH_VERDICT_FAIL ? "bad" : "skipped";
@@ -705,7 +713,9 @@ static enum wh_status run_tool(struct loop *L, const char *what, const char *tmp
 	if (st == WH_OK && (r.verdict != WH_VERDICT_PASS || r.exit_code != 0)) {
 		const char *out = r.output ? r.output : "";
 		size_t len = strlen(out);
-		const char *tail = len > 300 ? out + len - 300 : out;
+		char tail[301];
+		pathf(tail, sizeof tail, "%s", len > 300 ? out + len - 300 : out);
+		one_line(tail);
 		char *line = wh_check_command_line(c, &vars);
 		st = wh_error(WH_ERR_CHECK, "%s: %s (%s; run it by hand: %s; its output ends: %s)", what,
 			      r.timed_out ? "timed out" : r.signal ? "killed by a signal" : "exited non-zero", r.why ? r.why : "",
@@ -774,8 +784,11 @@ static enum wh_status check_replay(struct loop *L, const char *replay, const str
 		return st;
 	*v = r.verdict;
 	if (!r.signal && (r.exit_code == 126 || r.exit_code == 127) && L->rep->builds == 0) {
-		st = wh_error(WH_ERR_CHECK, "check: exited %d on the first build (a command inside the check was not found or is not executable; output: %.200s)",
-			      r.exit_code, r.output ? r.output : "");
+		char head[201];
+		pathf(head, sizeof head, "%s", r.output ? r.output : "");
+		one_line(head);
+		st = wh_error(WH_ERR_CHECK, "check: exited %d on the first build (a command inside the check was not found or is not executable; output: %s)",
+			      r.exit_code, head);
 	}
 	if (r.signal)
 		pathf(why, wsize, "check: %s (signal %d)", r.why ? r.why : "", r.signal);
@@ -1313,6 +1326,12 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 out:
 	if (L->tty && o->log)
 		fputs("\r\033[K", o->log);
+	if (L->dir[0]) {
+		/* empty unless a build stopped half-way; then its replay stays for a look */
+		char p[PATH_MAX + 16];
+		pathf(p, sizeof p, "%s/work", L->dir);
+		rmdir(p);
+	}
 	for (uint32_t i = 0; i < L->n; i++) {
 		wh_tactic_plan_release(&L->b[i]->plan);
 		free(L->b[i]);

@@ -1,7 +1,8 @@
 /* float32 GEMM micro-kernel for AVX2+FMA: up to 6 rows x 16 columns (12 accumulators), one
  * fused multiply-add per term in k order. Partial tiles read through masked loads (which
  * never fault on masked-out lanes) and write through a small stack tile, because masked
- * stores are slow on some AMD cores. */
+ * stores are slow on some AMD cores. Also the single-row kernel in MLAS's order (no fused
+ * multiply-add: the same bits as wh_sgemm_m1_ref). */
 #include <immintrin.h>
 #include <string.h>
 
@@ -48,6 +49,14 @@ WH_AI void ukr(const size_t MR, const int NV, const int FULL, size_t nr, size_t 
 				acc1[r] = _mm256_fmadd_ps(av, b1, acc1[r]);
 		}
 		a += MR;
+	}
+	if (flags & WH_SGEMM_ADD_C) {
+		_Pragma("GCC unroll 16")
+		for (size_t r = 0; r < MR; r++) {
+			acc0[r] = _mm256_add_ps(acc0[r], load8(FULL, c + r * ldc, m0));
+			if (NV == 2)
+				acc1[r] = _mm256_add_ps(acc1[r], load8(FULL, c + r * ldc + 8, m1));
+		}
 	}
 	if (flags & WH_SGEMM_BIAS) {
 		_Pragma("GCC unroll 16")
@@ -110,4 +119,72 @@ void wh_sgemm_ukernel_avx2(size_t mr, size_t nr, size_t kc, const float *a, cons
 	__m256i m1 = _mm256_loadu_si256((const __m256i *)(lanes + 8));
 	int v = nr >= 16 ? 2 : nr > 8 ? 1 : 0;
 	table[mr - 1][v](nr, kc, a, b, boff, c, ldc, bias, flags, m0, m1);
+}
+
+/* Columns [j, j + 8 * NV) of the single-row product (masks m0/m1 unless FULL). */
+WH_AI void m1_cols(const int NV, const int FULL, size_t nr, size_t j, size_t K, const float *a, const float *b,
+		   const ptrdiff_t *boff, float *c, const float *bias, __m256i m0, __m256i m1)
+{
+	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+	size_t k = 0;
+#define WH_P(kk, v) _mm256_mul_ps(_mm256_broadcast_ss(a + (kk)), load8(FULL, b + boff[kk] + j + 8 * v, v ? m1 : m0))
+	for (; k + 4 <= K; k += 4) {
+		__m256 t0 = _mm256_add_ps(WH_P(k, 0), WH_P(k + 1, 0));
+		t0 = _mm256_add_ps(t0, WH_P(k + 2, 0));
+		t0 = _mm256_add_ps(t0, WH_P(k + 3, 0));
+		acc0 = _mm256_add_ps(t0, acc0);
+		if (NV == 2) {
+			__m256 t1 = _mm256_add_ps(WH_P(k, 1), WH_P(k + 1, 1));
+			t1 = _mm256_add_ps(t1, WH_P(k + 2, 1));
+			t1 = _mm256_add_ps(t1, WH_P(k + 3, 1));
+			acc1 = _mm256_add_ps(t1, acc1);
+		}
+	}
+	if (K - k >= 2) {
+		acc0 = _mm256_add_ps(_mm256_add_ps(WH_P(k, 0), WH_P(k + 1, 0)), acc0);
+		if (NV == 2)
+			acc1 = _mm256_add_ps(_mm256_add_ps(WH_P(k, 1), WH_P(k + 1, 1)), acc1);
+		k += 2;
+	}
+	if (K - k == 1) {
+		acc0 = _mm256_add_ps(WH_P(k, 0), acc0);
+		if (NV == 2)
+			acc1 = _mm256_add_ps(WH_P(k, 1), acc1);
+	}
+#undef WH_P
+	if (bias) {
+		acc0 = _mm256_add_ps(acc0, _mm256_broadcast_ss(bias));
+		acc1 = _mm256_add_ps(acc1, _mm256_broadcast_ss(bias));
+	}
+	if (FULL) {
+		_mm256_storeu_ps(c + j, acc0);
+		if (NV == 2)
+			_mm256_storeu_ps(c + j + 8, acc1);
+	} else {
+		float tile[16];
+		_mm256_storeu_ps(tile, acc0);
+		_mm256_storeu_ps(tile + 8, acc1);
+		memcpy(c + j, tile, nr * sizeof(float));
+	}
+}
+
+void wh_sgemm_m1_avx2(size_t n, size_t K, const float *a, const float *b, const ptrdiff_t *boff, float *c,
+		      const float *bias)
+{
+	__m256i ones = _mm256_set1_epi32(-1);
+	size_t j = 0;
+	for (; j + 16 <= n; j += 16)
+		m1_cols(2, 1, 16, j, K, a, b, boff, c, bias, ones, ones);
+	if (j < n) {
+		size_t r = n - j;
+		int32_t lanes[16];
+		for (size_t i = 0; i < 16; i++)
+			lanes[i] = i < r ? -1 : 0;
+		__m256i m0 = _mm256_loadu_si256((const __m256i *)lanes);
+		__m256i m1 = _mm256_loadu_si256((const __m256i *)(lanes + 8));
+		if (r > 8)
+			m1_cols(2, 0, r, j, K, a, b, boff, c, bias, m0, m1);
+		else
+			m1_cols(1, 0, r, j, K, a, b, boff, c, bias, m0, m1);
+	}
 }

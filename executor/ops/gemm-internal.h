@@ -13,7 +13,13 @@
  * with the bias added last. How M and N are cut into tiles and which thread runs a tile
  * never changes that chain, so results are bit-identical for any thread count. The SIMD
  * kernels fuse each multiply-add (one rounding), the scalar kernel and the reference
- * round twice: they differ by rounding only. */
+ * round twice: they differ by rounding only.
+ *
+ * ONNX Runtime's order (the convolutions use it, so that whittle agrees with ORT on CPU):
+ * MLAS cuts K into blocks (wh_sgemm_ort_kblock), sums each block in its own chain from
+ * zero and adds the block's sum to C (wh_sgemm_block_kb). For a single row of A (M = 1)
+ * it uses a dedicated kernel without fused multiply-adds whose order wh_sgemm_m1_ref
+ * spells out; all variants of that kernel give identical bits. */
 #ifndef WH_GEMM_INTERNAL_H
 #define WH_GEMM_INTERNAL_H
 
@@ -26,6 +32,7 @@
 
 #define WH_SGEMM_LOAD_C 1u /* start from the values in C instead of zero */
 #define WH_SGEMM_BIAS 2u   /* add bias[i] to row i after the sum */
+#define WH_SGEMM_ADD_C 4u  /* start from zero, then add the values in C to the sum (before the bias) */
 
 /* Computes the mr x nr tile c (row stride ldc) from kc steps of packed A (a[k*mr + i]) and
  * B rows b + boff[k] (columns 0..nr-1). mr <= MR, nr <= NR of the kernel. */
@@ -33,10 +40,16 @@ typedef void (*wh_sgemm_ukernel_fn)(size_t mr, size_t nr, size_t kc, const float
 				    const ptrdiff_t *boff, float *c, size_t ldc, const float *bias,
 				    unsigned flags);
 
+/* c[j] = the M = 1 product of a (K floats) with B rows b + boff[k], columns j < n, in
+ * MLAS's single-row order (see wh_sgemm_m1_ref), then + *bias when bias is not NULL. */
+typedef void (*wh_sgemm_m1_fn)(size_t n, size_t K, const float *a, const float *b, const ptrdiff_t *boff,
+			       float *c, const float *bias);
+
 struct wh_sgemm_kernel {
 	enum wh_isa isa;
 	size_t mr, nr;
 	wh_sgemm_ukernel_fn ukernel;
+	wh_sgemm_m1_fn m1;
 };
 
 #define WH_SGEMM_MR_AVX512 12
@@ -50,6 +63,21 @@ void wh_sgemm_ukernel_avx512(size_t mr, size_t nr, size_t kc, const float *a, co
 			     const ptrdiff_t *boff, float *c, size_t ldc, const float *bias, unsigned flags);
 void wh_sgemm_ukernel_avx2(size_t mr, size_t nr, size_t kc, const float *a, const float *b,
 			   const ptrdiff_t *boff, float *c, size_t ldc, const float *bias, unsigned flags);
+
+/* MLAS's single-row order: each group of 4 products (k = 4g..4g+3) is summed left to right
+ * (each product rounded, no fused multiply-add), and the group's sum is added to the
+ * running sum (started at zero); 2 and then 1 leftover products are handled the same way. */
+void wh_sgemm_m1_ref(size_t n, size_t K, const float *a, const float *b, const ptrdiff_t *boff, float *c,
+		     const float *bias);
+void wh_sgemm_m1_avx2(size_t n, size_t K, const float *a, const float *b, const ptrdiff_t *boff, float *c,
+		      const float *bias);
+void wh_sgemm_m1_avx512(size_t n, size_t K, const float *a, const float *b, const ptrdiff_t *boff, float *c,
+			const float *bias);
+
+/* MLAS's K block for a product with K steps and N columns (N: the whole column count; ORT
+ * with more threads may cut N and with it the block, for shapes with K > 128 and few
+ * columns): 0 when K is summed in one chain, else the block size (a multiple of 128). */
+size_t wh_sgemm_ort_kblock(size_t K, size_t N);
 
 /* The micro-kernel for an ISA (the best one not above isa). */
 void wh_sgemm_kernel_get(enum wh_isa isa, struct wh_sgemm_kernel *out);
@@ -68,6 +96,12 @@ void wh_sgemm_pack_groups(const struct wh_sgemm_kernel *kern, struct wh_threadpo
 void wh_sgemm_block(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size_t K,
 		    const float *apack, const float *b, const ptrdiff_t *boff, float *c, size_t ldc,
 		    const float *bias);
+
+/* The same with K cut into blocks of kb (kb = 0: one chain, as wh_sgemm_block): each block
+ * is summed from zero and added to the previous blocks' sum, as MLAS does. */
+void wh_sgemm_block_kb(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size_t K, size_t kb,
+		       const float *apack, const float *b, const ptrdiff_t *boff, float *c, size_t ldc,
+		       const float *bias);
 
 /* Tile sizes for splitting an M x N x K product among threads: mc a multiple of MR, nc of
  * NR. Only speed depends on them. */

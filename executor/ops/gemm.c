@@ -30,22 +30,73 @@ static void ukernel_scalar(size_t mr, size_t nr, size_t kc, const float *a, cons
 				acc[i][j] += ai * bp[j];
 		}
 	}
+	if (flags & WH_SGEMM_ADD_C)
+		for (size_t i = 0; i < mr; i++)
+			for (size_t j = 0; j < nr; j++)
+				acc[i][j] += c[i * ldc + j];
 	for (size_t i = 0; i < mr; i++)
 		for (size_t j = 0; j < nr; j++)
 			c[i * ldc + j] = (flags & WH_SGEMM_BIAS) ? acc[i][j] + bias[i] : acc[i][j];
+}
+
+void wh_sgemm_m1_ref(size_t n, size_t K, const float *a, const float *b, const ptrdiff_t *boff, float *c,
+		     const float *bias)
+{
+	for (size_t j = 0; j < n; j++)
+		c[j] = 0.0f;
+	size_t k = 0;
+	for (; k + 4 <= K; k += 4) {
+		const float *b0 = b + boff[k], *b1 = b + boff[k + 1], *b2 = b + boff[k + 2], *b3 = b + boff[k + 3];
+		for (size_t j = 0; j < n; j++) {
+			float t = a[k] * b0[j] + a[k + 1] * b1[j];
+			t = t + a[k + 2] * b2[j];
+			t = t + a[k + 3] * b3[j];
+			c[j] = t + c[j];
+		}
+	}
+	if (K - k >= 2) {
+		const float *b0 = b + boff[k], *b1 = b + boff[k + 1];
+		for (size_t j = 0; j < n; j++)
+			c[j] = (a[k] * b0[j] + a[k + 1] * b1[j]) + c[j];
+		k += 2;
+	}
+	if (K - k == 1) {
+		const float *b0 = b + boff[k];
+		for (size_t j = 0; j < n; j++)
+			c[j] = a[k] * b0[j] + c[j];
+	}
+	if (bias)
+		for (size_t j = 0; j < n; j++)
+			c[j] = c[j] + *bias;
+}
+
+size_t wh_sgemm_ort_kblock(size_t K, size_t N)
+{
+	/* MlasSgemmOperation: StrideN = StrideK = 128; a wide N shrinks StrideK down to K, a
+	 * narrow N trades StrideN for StrideK (never below 16 columns) */
+	if (K <= 128)
+		return 0;
+	if (N >= K)
+		return 128;
+	size_t sn = 128, sk = 128;
+	while (sn > 16 && sn / 2 >= N) {
+		sk *= 2;
+		sn /= 2;
+	}
+	return sk >= K ? 0 : sk;
 }
 
 void wh_sgemm_kernel_get(enum wh_isa isa, struct wh_sgemm_kernel *out)
 {
 	if (isa >= WH_ISA_AVX512)
 		*out = (struct wh_sgemm_kernel){WH_ISA_AVX512, WH_SGEMM_MR_AVX512, WH_SGEMM_NR_AVX512,
-						wh_sgemm_ukernel_avx512};
+						wh_sgemm_ukernel_avx512, wh_sgemm_m1_avx512};
 	else if (isa >= WH_ISA_AVX2)
 		*out = (struct wh_sgemm_kernel){WH_ISA_AVX2, WH_SGEMM_MR_AVX2, WH_SGEMM_NR_AVX2,
-						wh_sgemm_ukernel_avx2};
+						wh_sgemm_ukernel_avx2, wh_sgemm_m1_avx2};
 	else
 		*out = (struct wh_sgemm_kernel){WH_ISA_SCALAR, WH_SGEMM_MR_SCALAR, WH_SGEMM_NR_SCALAR,
-						ukernel_scalar};
+						ukernel_scalar, wh_sgemm_m1_ref};
 }
 
 void wh_sgemm_pack_a(const struct wh_sgemm_kernel *kern, size_t M, size_t K, const float *a,
@@ -93,6 +144,28 @@ void wh_sgemm_block(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size
 		}
 		k0 += kk;
 	} while (k0 < K);
+}
+
+void wh_sgemm_block_kb(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size_t K, size_t kb,
+		       const float *apack, const float *b, const ptrdiff_t *boff, float *c, size_t ldc,
+		       const float *bias)
+{
+	if (kb == 0 || kb >= K) {
+		wh_sgemm_block(kern, M, N, K, apack, b, boff, c, ldc, bias);
+		return;
+	}
+	for (size_t k0 = 0; k0 < K; k0 += kb) {
+		size_t kk = K - k0 < kb ? K - k0 : kb;
+		unsigned flags = (k0 ? WH_SGEMM_ADD_C : 0) | (k0 + kk == K && bias ? WH_SGEMM_BIAS : 0);
+		for (size_t j = 0; j < N; j += kern->nr) {
+			size_t nr = N - j < kern->nr ? N - j : kern->nr;
+			for (size_t i = 0; i < M; i += kern->mr) {
+				size_t mr = M - i < kern->mr ? M - i : kern->mr;
+				kern->ukernel(mr, nr, kk, apack + i * K + k0 * mr, b + j, boff + k0,
+					      c + i * ldc + j, ldc, bias ? bias + i : NULL, flags);
+			}
+		}
+	}
 }
 
 static size_t round_up(size_t x, size_t m)
