@@ -36,13 +36,40 @@ bool wh_error_stat_parse(const char *s, enum wh_error_stat *out, double *quantil
 	return true;
 }
 
-static int cmp_double(const void *a, const void *b)
+/* The k-th smallest of v[0..n) (Hoare's selection; v is reordered). */
+static double select_kth(double *v, uint64_t n, uint64_t k)
 {
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
+	uint64_t lo = 0, hi = n - 1;
+	while (lo < hi) {
+		double pivot = v[lo + (hi - lo) / 2];
+		uint64_t i = lo, j = hi;
+		while (i <= j) {
+			while (v[i] < pivot)
+				i++;
+			while (v[j] > pivot)
+				j--;
+			if (i <= j) {
+				double t = v[i];
+				v[i] = v[j];
+				v[j] = t;
+				i++;
+				if (j == 0)
+					break;
+				j--;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			return v[k];
+	}
+	return v[k];
 }
 
-static double quantile_sorted(const double *v, uint64_t n, double q)
+/* The q-quantile with linear interpolation between order statistics (numpy's default). */
+static double quantile_of(double *v, uint64_t n, double q)
 {
 	if (!n)
 		return 0;
@@ -50,7 +77,15 @@ static double quantile_sorted(const double *v, uint64_t n, double q)
 	uint64_t lo = (uint64_t)pos;
 	uint64_t hi = lo + 1 < n ? lo + 1 : lo;
 	double frac = pos - (double)lo;
-	return v[lo] + (v[hi] - v[lo]) * frac;
+	double a = select_kth(v, n, lo);
+	if (hi == lo || frac == 0)
+		return a;
+	/* after selecting lo, the next order statistic is the minimum of what lies above */
+	double b = v[hi];
+	for (uint64_t i = hi; i < n; i++)
+		if (v[i] < b)
+			b = v[i];
+	return a + (b - a) * frac;
 }
 
 enum wh_status wh_compare_tensors(const struct wh_tensor *actual, const struct wh_tensor *ref,
@@ -127,12 +162,11 @@ enum wh_status wh_compare_tensors(const struct wh_tensor *actual, const struct w
 		out->share_rel_1 /= (double)n;
 		out->share_rel_01 /= (double)n;
 	}
-	qsort(abs_e, m, sizeof *abs_e, cmp_double);
-	qsort(rel_e, m, sizeof *rel_e, cmp_double);
-	out->median_abs = quantile_sorted(abs_e, m, 0.5);
-	out->median_rel = quantile_sorted(rel_e, m, 0.5);
-	out->quantile_abs = quantile_sorted(abs_e, m, o->quantile);
-	out->quantile_rel = quantile_sorted(rel_e, m, o->quantile);
+	/* NaN never enters: non-finite pairs were turned into 0 or inf above */
+	out->median_abs = quantile_of(abs_e, m, 0.5);
+	out->median_rel = quantile_of(rel_e, m, 0.5);
+	out->quantile_abs = quantile_of(abs_e, m, o->quantile);
+	out->quantile_rel = quantile_of(rel_e, m, o->quantile);
 	out->cosine = (na > 0 && nr > 0) ? dot / (sqrt(na) * sqrt(nr)) : (na == nr ? 1.0 : NAN);
 	out->sqnr_db = err2 > 0 ? 10 * log10(nr / err2) : INFINITY;
 	free(abs_e);

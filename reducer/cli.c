@@ -204,7 +204,7 @@ static void usage(FILE *f)
 		   "whittle shrinks failing neural-network models: the smallest failing subgraph, the\n"
 		   "layers that need higher precision, and the tactic that breaks some builds.\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\nwhittle <command> --help shows a command's options. whittle --version prints the version.\n");
 }
 

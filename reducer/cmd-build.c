@@ -27,6 +27,7 @@ static const char build_help[] =
 	"  --artifacts-dir DIR      where replays, fixed.json and report.md go (default whittle-build)\n"
 	"  --artifacts FILE         a file the check writes, sorted into DIR/good and DIR/bad (repeatable)\n"
 	"  --no-confirm             diff only: do not run the swap checks\n"
+	"  --mark-all               built-in check: compare every tensor with FP32, not only the outputs\n"
 	"  --max-suspects N         suspects confirmed at most (default 32; 0: all)\n"
 	"  --json                   machine-readable events on stdout (one JSON object a line)\n"
 	"builder:\n"
@@ -89,6 +90,7 @@ int wh_cmd_build(int argc, char **argv)
 		{"artifacts-dir", required_argument, NULL, 'A'},
 		{"artifacts", required_argument, NULL, 'a'},
 		{"no-confirm", no_argument, NULL, 'N'},
+		{"mark-all", no_argument, NULL, 'M'},
 		{"max-suspects", required_argument, NULL, 'x'},
 		{"json", no_argument, NULL, 'J'},
 		{"seed", required_argument, NULL, 'e'},
@@ -183,6 +185,7 @@ int wh_cmd_build(int argc, char **argv)
 			artifacts[n_artifacts++] = optarg;
 			break;
 		case 'N': lo.confirm = false; break;
+		case 'M': lo.mark_all = true; break;
 		case 'x':
 			if (!wh_cli_parse_int(optarg, 0, UINT32_MAX, &v)) {
 				rc = wh_cli_usage_error("build", "--max-suspects takes a non-negative integer, not '%s'", optarg);

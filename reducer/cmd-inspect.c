@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "executor/builder.h"
 #include "executor/executor.h"
 #include "executor/precision.h"
 #include "graph/hash.h"
@@ -9,14 +10,17 @@
 #include "reducer/cli-internal.h"
 
 static const char inspect_help[] =
-	"usage: whittle inspect MODEL [--show layers|attrs|weights] [--json] [--input-shapes SHAPES]\n\n"
+	"usage: whittle inspect MODEL [--show layers|attrs|weights] [--json] [--input-shapes SHAPES]\n"
+	"       whittle inspect --tactics MODEL [--input-shapes SHAPES]\n\n"
 	"Shows a model's inputs, outputs, opsets, op counts, canonical hash and, with --show,\n"
 	"every layer (node) with its tensors' inferred types and shapes.\n\n"
 	"  --show layers     one line per layer: name, op, inputs -> outputs with shapes\n"
 	"  --show attrs      layers with their attributes\n"
 	"  --show weights    initializers with type, shape and size\n"
 	"  --json            machine-readable output (every tensor with dtype and shape)\n"
-	"  --input-shapes S  bind dynamic input dimensions, e.g. x:1x3x640x640,y:4\n";
+	"  --input-shapes S  bind dynamic input dimensions, e.g. x:1x3x640x640,y:4\n"
+	"  --tactics         every layer's eligible tactics (name, id, numerics): runs the model\n"
+	"                    once on seeded random inputs, so dynamic inputs need --input-shapes\n";
 
 static json_t *shape_json(const struct wh_value *v)
 {
@@ -105,17 +109,49 @@ static int cmp_op(const void *a, const void *b)
 	return strcmp(*x, *y);
 }
 
+/* The builder's view of the model: it runs the model once, so eligibility sees real shapes. */
+static enum wh_status list_tactics(const struct wh_model *m)
+{
+	struct wh_tensor_set in;
+	wh_tensor_set_init(&in);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = NULL;
+	struct wh_engine_options eo = {0};
+	enum wh_status st = wh_cli_random_inputs(m, 1, 0, 1, &in);
+	if (st == WH_OK && !(mem = open_memstream(&text, &len)))
+		st = wh_error(WH_ERR_NOMEM, "inspect: out of memory");
+	if (st == WH_OK)
+		st = wh_engine_list_tactics(m, &eo, &in, mem);
+	if (mem && fclose(mem) != 0 && st == WH_OK)
+		st = wh_error(WH_ERR_NOMEM, "inspect: out of memory");
+	if (st == WH_OK) {
+		uint32_t lines = 0;
+		for (size_t i = 0; i < len; i++)
+			lines += text[i] == '\n';
+		fputs(text ? text : "", stdout);
+		if (lines)
+			printf("tactics: %u layer%s with a choice of tactics\n", lines, lines == 1 ? "" : "s");
+		else
+			printf("tactics: no layer has a choice of tactics (each op runs its default kernel)\n");
+	}
+	free(text);
+	wh_tensor_set_release(&in);
+	return st;
+}
+
 int wh_cmd_inspect(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"show", required_argument, NULL, 's'},
 		{"json", no_argument, NULL, 'j'},
 		{"input-shapes", required_argument, NULL, 'I'},
+		{"tactics", no_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0},
 	};
 	const char *shapes = NULL;
-	bool json = false, layers = false, attrs = false, weights = false;
+	bool json = false, layers = false, attrs = false, weights = false, tactics = false;
 	int c;
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -140,6 +176,7 @@ int wh_cmd_inspect(int argc, char **argv)
 		}
 		case 'j': json = true; break;
 		case 'I': shapes = optarg; break;
+		case 'T': tactics = true; break;
 		case 'h': fputs(inspect_help, stdout); return 0;
 		default: return wh_cli_bad_option("inspect", c, argv);
 		}
@@ -151,6 +188,11 @@ int wh_cmd_inspect(int argc, char **argv)
 	enum wh_status st = wh_cli_load_model(path, shapes, &m);
 	if (st != WH_OK)
 		return wh_cli_fail(st);
+	if (tactics) {
+		st = list_tactics(m);
+		wh_model_destroy(m);
+		return st == WH_OK ? 0 : wh_cli_fail(st);
+	}
 	const struct wh_graph *g = m->graph;
 	uint8_t *kinds = NULL;
 	uint32_t *order = calloc((size_t)g->n_nodes + 1, sizeof *order);

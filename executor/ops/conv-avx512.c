@@ -1,78 +1,8 @@
-/* Depthwise convolution plane kernel for AVX-512: blocks of up to 4 output rows x 32
- * columns (or 8 rows x 16 columns) keep 8 independent accumulator chains; each tap is one
- * fused multiply-add per output, taps in (kh, kw) order. Masked loads and stores cover
- * the column tail without touching memory outside the plane. */
+/* AVX-512 helpers of the float32 convolutions: the stride-2 phase split of input rows and
+ * the interleaved stores of 2-wide ConvTranspose kernels (pure data movement and one add
+ * per element, so they match the scalar code bit for bit). */
 #include <immintrin.h>
-
 #include "executor/ops/conv-internal.h"
-
-#define WH_AI static inline __attribute__((always_inline))
-
-WH_AI void dw_block(const size_t RB, const int NV, const struct wh_dw_plane *p, size_t oh0,
-		    size_t ow0, __mmask16 m0, __mmask16 m1)
-{
-	__m512 acc0[8], acc1[8];
-	_Pragma("GCC unroll 8")
-	for (size_t r = 0; r < RB; r++) {
-		acc0[r] = _mm512_setzero_ps();
-		acc1[r] = _mm512_setzero_ps();
-	}
-	const float *w = p->w;
-	for (size_t kh = 0; kh < p->kh; kh++) {
-		const float *row = p->x + (oh0 * p->sh + kh * p->dh) * p->row_stride + ow0;
-		size_t rstep = p->sh * p->row_stride;
-		for (size_t kw = 0; kw < p->kw; kw++) {
-			size_t t = kw * p->dw;
-			const float *src = row + (t % p->sw) * p->wq + t / p->sw;
-			__m512 wv = _mm512_set1_ps(*w++);
-			_Pragma("GCC unroll 8")
-			for (size_t r = 0; r < RB; r++) {
-				acc0[r] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m0, src + r * rstep), acc0[r]);
-				if (NV == 2)
-					acc1[r] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m1, src + r * rstep + 16), acc1[r]);
-			}
-		}
-	}
-	__m512 bv = _mm512_set1_ps(p->bias);
-	_Pragma("GCC unroll 8")
-	for (size_t r = 0; r < RB; r++) {
-		float *y = p->y + (oh0 + r) * p->ow + ow0;
-		_mm512_mask_storeu_ps(y, m0, _mm512_add_ps(acc0[r], bv));
-		if (NV == 2)
-			_mm512_mask_storeu_ps(y + 16, m1, _mm512_add_ps(acc1[r], bv));
-	}
-}
-
-typedef void (*blk_fn)(const struct wh_dw_plane *p, size_t oh0, size_t ow0, __mmask16 m0, __mmask16 m1);
-
-#define WH_BLK(RB, NV)                                                                             \
-	static void blk_##RB##_##NV(const struct wh_dw_plane *p, size_t oh0, size_t ow0, __mmask16 m0, \
-				    __mmask16 m1)                                                  \
-	{                                                                                          \
-		dw_block(RB, NV, p, oh0, ow0, m0, m1);                                             \
-	}
-WH_BLK(1, 1) WH_BLK(2, 1) WH_BLK(3, 1) WH_BLK(4, 1) WH_BLK(5, 1) WH_BLK(6, 1) WH_BLK(7, 1) WH_BLK(8, 1)
-WH_BLK(1, 2) WH_BLK(2, 2) WH_BLK(3, 2) WH_BLK(4, 2)
-
-static const blk_fn blk1[8] = {blk_1_1, blk_2_1, blk_3_1, blk_4_1, blk_5_1, blk_6_1, blk_7_1, blk_8_1};
-static const blk_fn blk2[4] = {blk_1_2, blk_2_2, blk_3_2, blk_4_2};
-
-void wh_dwconv_plane_avx512(const struct wh_dw_plane *p)
-{
-	for (size_t ow0 = 0; ow0 < p->ow; ow0 += 32) {
-		size_t nr = p->ow - ow0 < 32 ? p->ow - ow0 : 32;
-		__mmask16 m0 = nr >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << nr) - 1);
-		__mmask16 m1 = nr >= 32 ? (__mmask16)0xffff : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1) : 0;
-		size_t rbmax = nr > 16 ? 4 : 8;
-		for (size_t oh0 = 0; oh0 < p->oh; oh0 += rbmax) {
-			size_t rb = p->oh - oh0 < rbmax ? p->oh - oh0 : rbmax;
-			if (nr > 16)
-				blk2[rb - 1](p, oh0, ow0, m0, m1);
-			else
-				blk1[rb - 1](p, oh0, ow0, m0, m1);
-		}
-	}
-}
 
 void wh_deinterleave2_avx512(const float *src, size_t n, float *even, float *odd)
 {

@@ -5,9 +5,19 @@
  * "plane" per channel whose last dimension is split into stride phases, so that for every
  * kernel tap the inputs of consecutive outputs of a row are consecutive floats; the GEMM
  * engine (gemm-internal.h) then reads B's row for tap k at base + koff[k]. Depthwise
- * convolutions (one input channel per group) use a direct kernel over the same planes.
- * ConvTranspose runs a GEMM into a column buffer followed by a col2im that each output
- * channel performs alone, in a fixed order. Results never depend on the thread count. */
+ * convolutions (one input and one output channel per group) run plane by plane over the
+ * same planes. ConvTranspose runs a GEMM into a column buffer followed by a col2im that
+ * each output channel performs alone, in a fixed order. Results never depend on the
+ * thread count.
+ *
+ * Conv sums in ONNX Runtime's order (MLAS on x86-64), so that whittle agrees with ORT's
+ * CPU results bit for bit where the operations are the same: K = (input channel, tap) is
+ * cut into MLAS's blocks (wh_sgemm_ort_kblock, summed separately then added), one output
+ * channel per group uses MLAS's single-row order (wh_sgemm_m1_ref: groups of 4 products,
+ * no fused multiply-add), and one output position with several output channels MLAS's
+ * single-column order (8 lanes, reduced by a rule that depends on the channel's place in
+ * its group). The bias comes last. The GEMM chains fuse each multiply-add in the SIMD
+ * kernels, as MLAS does; the scalar kernel rounds twice. */
 #ifndef WH_CONV_INTERNAL_H
 #define WH_CONV_INTERNAL_H
 
@@ -35,15 +45,16 @@ enum wh_status wh_conv_f32(const struct wh_cpu_features *cpu, struct wh_threadpo
 			   const struct wh_conv_shape *s, const float *x, const float *w,
 			   const float *b, float *y);
 /* The same with the algorithm forced (tactics): GEMM over planes for every geometry, or the
- * direct depthwise kernel where it applies (one input channel per group, 1-D/2-D, not 1x1
- * pointwise; elsewhere it falls back to GEMM). Both sum each output's taps in the same
- * order with the same operations, so they give identical bits. */
+ * direct depthwise path where it applies (one input and one output channel per group,
+ * 1-D/2-D, not 1x1 pointwise; elsewhere it falls back to GEMM). Both sum each output's taps
+ * in the same order with the same operations, so they give identical bits. */
 enum wh_conv_algo { WH_CONV_AUTO = 0, WH_CONV_GEMM = 1, WH_CONV_DIRECT_DW = 2 };
 enum wh_status wh_conv_f32_algo(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
 				const struct wh_conv_shape *s, const float *x, const float *w,
 				const float *b, float *y, enum wh_conv_algo algo);
-/* Plain loops: each output sums its products over (input channel, kernel tap) in order,
- * skipping taps in the padding, then adds the bias. */
+/* Plain loops in ONNX Runtime's order (see above) with the products and sums rounded
+ * separately: the padding contributes zero products (they keep their place in MLAS's
+ * groups of 4 and lanes of 8), then the bias is added. */
 void wh_conv_f32_ref(const struct wh_conv_shape *s, const float *x, const float *w, const float *b,
 		     float *y);
 
@@ -53,18 +64,6 @@ enum wh_status wh_convt_f32(const struct wh_cpu_features *cpu, struct wh_threadp
 void wh_convt_f32_ref(const struct wh_conv_shape *s, const float *x, const float *w,
 		      const float *b, float *y);
 
-/* One output plane of a 2-D depthwise convolution from a prepared input plane:
- * y[oh][ow] = sum over kh, kw (in order) of w[kh*kw_n + kw] *
- *   x[(oh*sh + kh*dh)*row_stride + ((kw*dw) % sw)*wq + (kw*dw)/sw + ow], then + bias. */
-struct wh_dw_plane {
-	const float *x;
-	size_t row_stride, wq;
-	size_t oh, ow, kh, kw, sh, sw, dh, dw;
-	const float *w;
-	float bias;
-	float *y;
-};
-void wh_dwconv_plane_scalar(const struct wh_dw_plane *p);
 /* dst[2i] = bias + c0[i], dst[2i+1] = bias + c1[i] for i < n (ConvTranspose with a
  * 2-wide kernel at stride 2). */
 void wh_interleave2_avx2(const float *c0, const float *c1, float bias, size_t n, float *dst);
@@ -72,7 +71,5 @@ void wh_interleave2_avx512(const float *c0, const float *c1, float bias, size_t 
 /* even[i] = src[2i], odd[i] = src[2i+1] for i < n (stride-2 phase split). */
 void wh_deinterleave2_avx2(const float *src, size_t n, float *even, float *odd);
 void wh_deinterleave2_avx512(const float *src, size_t n, float *even, float *odd);
-void wh_dwconv_plane_avx2(const struct wh_dw_plane *p);
-void wh_dwconv_plane_avx512(const struct wh_dw_plane *p);
 
 #endif

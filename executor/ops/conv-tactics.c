@@ -226,17 +226,16 @@ static void tap_index(const struct wh_conv_shape *s, int64_t kp, int64_t *kx)
 	}
 }
 
-/* ---- direct loops (float32 and fp16 accumulation) ---- */
+/* ---- direct loops ---- */
 
 struct direct_job {
 	struct tx_geo g;
 	const float *x, *w, *b;
 	float *y;
-	bool fp16;
 };
 
-/* yp[o] (+)= x * wv over the rows of one (channel, tap) pair. */
-static void direct_pass(const struct tx_geo *g, const float *xc, float wv, const int64_t *kx, float *yp, bool fp16)
+/* yp[o] += x * wv over the rows of one (channel, tap) pair. */
+static void direct_pass(const struct tx_geo *g, const float *xc, float wv, const int64_t *kx, float *yp)
 {
 	int64_t st = g->s->stride[g->nsp - 1];
 	for (int64_t r = 0; r < g->rows; r++) {
@@ -244,19 +243,13 @@ static void direct_pass(const struct tx_geo *g, const float *xc, float wv, const
 		if (!row_span(g, kx, r, &off, &lo, &hi))
 			continue;
 		float *yr = yp + r * g->L;
-		if (fp16) {
-			for (int64_t o = lo; o < hi; o++)
-				yr[o] = wh_tx_round_f16d((double)yr[o] + (double)xc[off + o * st] * (double)wv);
-		} else {
-			for (int64_t o = lo; o < hi; o++)
-				yr[o] += xc[off + o * st] * wv;
-		}
+		for (int64_t o = lo; o < hi; o++)
+			yr[o] += xc[off + o * st] * wv;
 	}
 }
 
-/* One output plane (image, output channel). float32: every output sums over taps in
- * order, and for each tap over its group's input channels in order. fp16: the
- * reference's order (channels, then taps), every step rounded to fp16. */
+/* One output plane (image, output channel): every output sums over taps in order, and for
+ * each tap over its group's input channels in order, skipping the padding. */
 static void direct_task(void *arg, size_t begin, size_t end)
 {
 	const struct direct_job *j = arg;
@@ -269,61 +262,29 @@ static void direct_task(void *arg, size_t begin, size_t end)
 			yp[p] = 0.0f;
 		const float *x0 = j->x + (n * s->C + grp * g->Cg) * g->Pin, *w0 = j->w + co * g->Cg * g->KS;
 		int64_t kx[WH_MAX_RANK];
-		if (j->fp16) {
+		for (int64_t kp = 0; kp < g->KS; kp++) {
+			tap_index(s, kp, kx);
 			for (int64_t ci = 0; ci < g->Cg; ci++)
-				for (int64_t kp = 0; kp < g->KS; kp++) {
-					tap_index(s, kp, kx);
-					direct_pass(g, x0 + ci * g->Pin, w0[ci * g->KS + kp], kx, yp, true);
-				}
-		} else {
-			for (int64_t kp = 0; kp < g->KS; kp++) {
-				tap_index(s, kp, kx);
-				for (int64_t ci = 0; ci < g->Cg; ci++)
-					direct_pass(g, x0 + ci * g->Pin, w0[ci * g->KS + kp], kx, yp, false);
-			}
+				direct_pass(g, x0 + ci * g->Pin, w0[ci * g->KS + kp], kx, yp);
 		}
 		if (j->b) {
 			float bv = j->b[co];
 			for (int64_t p = 0; p < g->P; p++)
-				yp[p] = j->fp16 ? wh_tx_round_f16d((double)yp[p] + (double)bv) : yp[p] + bv;
+				yp[p] += bv;
 		}
 	}
-}
-
-static float *round_copy(const float *src, size_t n)
-{
-	float *d = malloc((n ? n : 1) * sizeof(float));
-	if (d)
-		wh_round_f16_n(src, d, n, NULL);
-	return d;
 }
 
 static enum wh_status conv_direct(struct wh_threadpool *pool, const struct wh_conv_shape *s, const float *x,
-				  const float *w, const float *b, float *y, bool fp16)
+				  const float *w, const float *b, float *y)
 {
-	struct direct_job j = {.x = x, .w = w, .b = b, .y = y, .fp16 = fp16};
+	struct direct_job j = {.x = x, .w = w, .b = b, .y = y};
 	geo_init(s, &j.g);
-	float *rx = NULL, *rw = NULL, *rb = NULL;
-	if (fp16) {
-		/* fp16 hardware multiplies fp16 operands */
-		size_t nx = (size_t)(s->N * s->C * j.g.Pin), nw = (size_t)(s->M * j.g.Cg * j.g.KS);
-		rx = round_copy(x, nx);
-		rw = round_copy(w, nw);
-		rb = b ? round_copy(b, (size_t)s->M) : NULL;
-		if (!rx || !rw || (b && !rb)) {
-			free(rx);
-			free(rw);
-			free(rb);
-			return wh_error(WH_ERR_NOMEM, "conv: out of memory for fp16 copies of the operands");
-		}
-		j.x = rx, j.w = rw, j.b = rb;
-	}
-	size_t work = (size_t)(j.g.P * j.g.KS * j.g.Cg);
-	size_t grain = work ? ((size_t)1 << 16) / work : 1;
+	uint64_t work;
+	if (!wh_mul_u64((uint64_t)j.g.P, (uint64_t)(j.g.KS * j.g.Cg), &work))
+		work = UINT64_MAX;
+	size_t grain = work ? (size_t)(((uint64_t)1 << 16) / work) : 1;
 	wh_parallel_for(pool, (size_t)(s->N * s->M), grain ? grain : 1, direct_task, &j);
-	free(rx);
-	free(rw);
-	free(rb);
 	return WH_OK;
 }
 
@@ -368,8 +329,38 @@ static void col_task(void *arg, size_t begin, size_t end)
 	}
 }
 
-static enum wh_status conv_im2col(enum wh_isa isa, struct wh_threadpool *pool, const struct wh_conv_shape *s,
-				  const float *x, const float *w, const float *b, float *y)
+/* fp16 accumulation over a column chunk, in segments of TX_F16_SEG outputs: for every
+ * (channel, tap) row of the buffer in order, one fp16 step for each of the group's output
+ * channels, then the bias; a segment's rows stay in cache across the output channels. */
+#define TX_F16_SEG 256
+
+struct f16_job {
+	const float *col, *w, *b; /* w: the group's first filter; b: the group's first bias or NULL */
+	float *y;                 /* the group's first output plane at the chunk */
+	size_t kc, pc, P, mg;
+	wh_tx_axpy_f16_fn axpy;
+};
+
+static void f16_task(void *arg, size_t begin, size_t end)
+{
+	const struct f16_job *j = arg;
+	for (size_t sg = begin; sg < end; sg++) {
+		size_t o0 = sg * TX_F16_SEG, n = j->pc - o0 < TX_F16_SEG ? j->pc - o0 : TX_F16_SEG;
+		for (size_t m = 0; m < j->mg; m++)
+			memset(j->y + m * j->P + o0, 0, n * sizeof(float));
+		for (size_t k = 0; k < j->kc; k++)
+			for (size_t m = 0; m < j->mg; m++)
+				j->axpy(j->y + m * j->P + o0, j->col + k * j->pc + o0, 1, j->w[m * j->kc + k], n);
+		for (size_t m = 0; j->b && m < j->mg; m++)
+			j->axpy(j->y + m * j->P + o0, &j->b[m], 0, 1.0f, n); /* bias * 1 is exact */
+	}
+}
+
+/* Fills the column buffer chunk by chunk and runs the product on each: the GEMM engine, or
+ * (axpy set) fp16-accumulating rows. */
+static enum wh_status conv_columns(enum wh_isa isa, wh_tx_axpy_f16_fn axpy, struct wh_threadpool *pool,
+				   const struct wh_conv_shape *s, const float *x, const float *w, const float *b,
+				   float *y)
 {
 	struct col_job j;
 	geo_init(s, &j.g);
@@ -403,16 +394,49 @@ static enum wh_status conv_im2col(enum wh_isa isa, struct wh_threadpool *pool, c
 				size_t pc = (size_t)(j.nr * g->L);
 				size_t grain = ((size_t)1 << 14) / (pc ? pc : 1);
 				wh_parallel_for(pool, kc, grain ? grain : 1, col_task, &j);
+				float *yc = y + (n * s->M + grp * g->Mg) * g->P + r0 * g->L;
+				const float *wg = w + grp * g->Mg * (int64_t)kc, *bg = b ? b + grp * g->Mg : NULL;
+				if (axpy) {
+					struct f16_job fj = {col, wg, bg, yc, kc, pc, (size_t)g->P, (size_t)g->Mg, axpy};
+					wh_parallel_for(pool, (pc + TX_F16_SEG - 1) / TX_F16_SEG, 1, f16_task, &fj);
+					continue;
+				}
 				struct wh_sgemm_desc d = {
 					.M = (size_t)g->Mg, .N = pc, .K = kc, .batch = 1,
-					.a = w + grp * g->Mg * (int64_t)kc, .rsa = kc, .csa = 1,
+					.a = wg, .rsa = kc, .csa = 1,
 					.b = col, .ldb = pc,
-					.c = y + (n * s->M + grp * g->Mg) * g->P + r0 * g->L, .ldc = (size_t)g->P,
-					.bias = b ? b + grp * g->Mg : NULL,
+					.c = yc, .ldc = (size_t)g->P,
+					.bias = bg,
 				};
 				st = wh_sgemm_run(&cpu, pool, &d);
 			}
 	free(col);
+	return st;
+}
+
+static float *round_copy(const float *src, size_t n)
+{
+	float *d = malloc((n ? n : 1) * sizeof(float));
+	if (d)
+		wh_round_f16_n(src, d, n, NULL);
+	return d;
+}
+
+/* fp16 hardware multiplies fp16 operands: round them once. */
+static enum wh_status conv_fp16acc(enum wh_isa isa, struct wh_threadpool *pool, const struct wh_conv_shape *s,
+				   const float *x, const float *w, const float *b, float *y)
+{
+	int64_t KS = prod_dims(s->k, s->nsp);
+	size_t nx = (size_t)(s->N * s->C * prod_dims(s->in, s->nsp)), nw = (size_t)(s->M * (s->C / s->G) * KS);
+	float *rx = round_copy(x, nx), *rw = round_copy(w, nw), *rb = b ? round_copy(b, (size_t)s->M) : NULL;
+	enum wh_status st;
+	if (!rx || !rw || (b && !rb))
+		st = wh_error(WH_ERR_NOMEM, "conv: out of memory for fp16 copies of the operands");
+	else
+		st = conv_columns(isa, wh_tx_axpy_f16_get(isa), pool, s, rx, rw, rb, y);
+	free(rx);
+	free(rw);
+	free(rb);
 	return st;
 }
 
@@ -513,36 +537,50 @@ struct wino_job {
 	size_t C, M, th_n, tw_n, tiles, rs, half, plane_n;
 	size_t T, nblk, total, nb;
 	const float *x, *w, *b;
-	float *planes, *u, *upack, *scratch;
+	float *planes, *wt, *u, *upack, *scratch;
 	float *y;
 	const ptrdiff_t *boff;
+	void (*w_fn)(const float *, size_t, float *, size_t);
 	void (*in_fn)(const struct wh_wino_in *);
 	void (*out_fn)(const struct wh_wino_out *);
 };
 
-/* U = G g G^T for output channel m (all input channels), stored as u[xi][m][c]. */
+void wh_wino_weights_scalar(const float *gt, size_t C, float *u, size_t u_stride)
+{
+	const float *g0 = gt, *g1 = gt + C, *g2 = gt + 2 * C, *g3 = gt + 3 * C, *g4 = gt + 4 * C;
+	const float *g5 = gt + 5 * C, *g6 = gt + 6 * C, *g7 = gt + 7 * C, *g8 = gt + 8 * C;
+	for (size_t c = 0; c < C; c++) {
+		/* rows of G g: row 0, (r0 + r1 + r2)/2, (r0 - r1 + r2)/2, row 2 */
+		float t[4][3] = {
+			{g0[c], g1[c], g2[c]},
+			{0.5f * ((g0[c] + g3[c]) + g6[c]), 0.5f * ((g1[c] + g4[c]) + g7[c]), 0.5f * ((g2[c] + g5[c]) + g8[c])},
+			{0.5f * ((g0[c] - g3[c]) + g6[c]), 0.5f * ((g1[c] - g4[c]) + g7[c]), 0.5f * ((g2[c] - g5[c]) + g8[c])},
+			{g6[c], g7[c], g8[c]},
+		};
+		for (size_t a = 0; a < 4; a++) {
+			u[(4 * a) * u_stride + c] = t[a][0];
+			u[(4 * a + 1) * u_stride + c] = 0.5f * ((t[a][0] + t[a][1]) + t[a][2]);
+			u[(4 * a + 2) * u_stride + c] = 0.5f * ((t[a][0] - t[a][1]) + t[a][2]);
+			u[(4 * a + 3) * u_stride + c] = t[a][2];
+		}
+	}
+}
+
+/* U = G g G^T for output channel m (all input channels), stored as u[xi][m][c]. The taps
+ * are first gathered per tap (into wt[m][tap][c]) so that the transform runs along the
+ * channels, vectorised. */
 static void wino_weight_task(void *arg, size_t begin, size_t end)
 {
 	const struct wino_job *j = arg;
-	for (size_t m = begin; m < end; m++)
-		for (size_t c = 0; c < j->C; c++) {
-			const float *g = j->w + (m * j->C + c) * 9;
-			float t[4][3], u[4][4];
-			for (int k = 0; k < 3; k++) {
-				t[0][k] = g[k];
-				t[1][k] = 0.5f * ((g[k] + g[3 + k]) + g[6 + k]);
-				t[2][k] = 0.5f * ((g[k] - g[3 + k]) + g[6 + k]);
-				t[3][k] = g[6 + k];
-			}
-			for (int a = 0; a < 4; a++) {
-				u[a][0] = t[a][0];
-				u[a][1] = 0.5f * ((t[a][0] + t[a][1]) + t[a][2]);
-				u[a][2] = 0.5f * ((t[a][0] - t[a][1]) + t[a][2]);
-				u[a][3] = t[a][2];
-			}
-			for (int xi = 0; xi < 16; xi++)
-				j->u[((size_t)xi * j->M + m) * j->C + c] = u[xi / 4][xi % 4];
-		}
+	size_t C = j->C;
+	for (size_t m = begin; m < end; m++) {
+		float *gt = j->wt + m * 9 * C;
+		const float *wm = j->w + m * C * 9;
+		for (size_t c = 0; c < C; c++)
+			for (size_t k = 0; k < 9; k++)
+				gt[k * C + c] = wm[c * 9 + k];
+		j->w_fn(gt, C, j->u + m * C, j->M * C);
+	}
 }
 
 /* The zero-padded, column-split plane of channel (n, c) = index t. */
@@ -618,22 +656,23 @@ static enum wh_status conv_winograd(enum wh_isa isa, struct wh_threadpool *pool,
 		return WH_OK;
 	switch (isa) {
 	case WH_ISA_AVX512:
-		j.in_fn = wh_wino_input_avx512, j.out_fn = wh_wino_output_avx512;
+		j.w_fn = wh_wino_weights_avx512, j.in_fn = wh_wino_input_avx512, j.out_fn = wh_wino_output_avx512;
 		break;
 	case WH_ISA_AVX2:
-		j.in_fn = wh_wino_input_avx2, j.out_fn = wh_wino_output_avx2;
+		j.w_fn = wh_wino_weights_avx2, j.in_fn = wh_wino_input_avx2, j.out_fn = wh_wino_output_avx2;
 		break;
 	default:
-		j.in_fn = wh_wino_input_scalar, j.out_fn = wh_wino_output_scalar;
+		j.w_fn = wh_wino_weights_scalar, j.in_fn = wh_wino_input_scalar, j.out_fn = wh_wino_output_scalar;
 	}
 	/* Tile blocks are the GEMMs' N: only speed depends on T and on the bands. */
 	size_t cm = j.C + j.M;
-	j.T = ((size_t)1 << 20) / (16 * cm);
-	j.T = j.T > 128 ? 128 : j.T < 16 ? 16 : j.T / 16 * 16;
+	j.T = ((size_t)1 << 18) / (16 * cm);
+	j.T = j.T > 64 ? 64 : j.T < 16 ? 16 : j.T / 16 * 16;
 	j.nblk = (j.tiles + j.T - 1) / j.T;
 	j.total = (size_t)s->N * j.nblk;
+	/* one band per thread: each band's scratch is touched by one thread only */
 	size_t threads = (size_t)wh_threadpool_size(pool);
-	j.nb = j.total < 4 * threads ? j.total : 4 * threads;
+	j.nb = j.total < threads ? j.total : threads;
 	uint64_t planes_n, u_n, scratch_n;
 	if (!wh_mul_u64((uint64_t)s->N * j.C, j.plane_n, &planes_n) || planes_n > WH_MAX_ELEMENTS ||
 	    !wh_mul_u64(16 * (uint64_t)j.M, j.C, &u_n) || u_n > WH_MAX_ELEMENTS ||
@@ -644,6 +683,7 @@ static enum wh_status conv_winograd(enum wh_isa isa, struct wh_threadpool *pool,
 	j.planes = malloc((planes_n ? planes_n : 1) * sizeof(float));
 	j.u = malloc((u_n ? u_n : 1) * sizeof(float));
 	j.upack = malloc((u_n ? u_n : 1) * sizeof(float));
+	j.wt = j.upack; /* 9*M*C floats, dead before the packing overwrites them */
 	j.scratch = malloc((scratch_n ? scratch_n : 1) * sizeof(float));
 	ptrdiff_t *boff = malloc((j.C ? j.C : 1) * sizeof(ptrdiff_t));
 	if (!j.planes || !j.u || !j.upack || !j.scratch || !boff) {
@@ -675,11 +715,11 @@ enum wh_status wh_tx_conv_f32(enum wh_tx_conv_algo algo, enum wh_isa isa, struct
 		return wh_error(WH_ERR_UNSUPPORTED, "conv: this tactic cannot run the geometry (pick one whose eligibility holds)");
 	switch (algo) {
 	case WH_TX_CONV_DIRECT:
-		return conv_direct(pool, s, x, w, b, y, false);
+		return conv_direct(pool, s, x, w, b, y);
 	case WH_TX_CONV_FP16ACC:
-		return conv_direct(pool, s, x, w, b, y, true);
+		return conv_fp16acc(isa, pool, s, x, w, b, y);
 	case WH_TX_CONV_IM2COL:
-		return conv_im2col(isa, pool, s, x, w, b, y);
+		return conv_columns(isa, NULL, pool, s, x, w, b, y);
 	case WH_TX_CONV_1X1:
 		return conv_1x1(isa, pool, s, x, w, b, y);
 	case WH_TX_CONV_WINOGRAD:
@@ -757,11 +797,11 @@ static bool tx_conv_ok(const struct wh_kernel_ctx *ctx, enum wh_tx_conv_algo alg
 }
 
 #define WH_TX_CONV(NAME, ALGO, ISA)                                         \
-	static bool ok_##NAME(const struct wh_kernel_ctx *ctx)              \
+	bool wh_tx_ok_conv_##NAME(const struct wh_kernel_ctx *ctx)          \
 	{                                                                   \
 		return tx_conv_ok(ctx, ALGO, ISA);                          \
 	}                                                                   \
-	static enum wh_status run_##NAME(struct wh_kernel_ctx *ctx)         \
+	enum wh_status wh_tx_run_conv_##NAME(struct wh_kernel_ctx *ctx)     \
 	{                                                                   \
 		return tx_conv_run(ctx, ALGO, ISA);                         \
 	}
@@ -772,33 +812,12 @@ WH_TX_CONV(im2col_avx512, WH_TX_CONV_IM2COL, WH_ISA_AVX512)
 WH_TX_CONV(wino_scalar, WH_TX_CONV_WINOGRAD, WH_ISA_SCALAR)
 WH_TX_CONV(wino_avx2, WH_TX_CONV_WINOGRAD, WH_ISA_AVX2)
 WH_TX_CONV(wino_avx512, WH_TX_CONV_WINOGRAD, WH_ISA_AVX512)
-WH_TX_CONV(pw_scalar, WH_TX_CONV_1X1, WH_ISA_SCALAR)
-WH_TX_CONV(pw_avx2, WH_TX_CONV_1X1, WH_ISA_AVX2)
-WH_TX_CONV(pw_avx512, WH_TX_CONV_1X1, WH_ISA_AVX512)
+WH_TX_CONV(1x1_scalar, WH_TX_CONV_1X1, WH_ISA_SCALAR)
+WH_TX_CONV(1x1_avx2, WH_TX_CONV_1X1, WH_ISA_AVX2)
+WH_TX_CONV(1x1_avx512, WH_TX_CONV_1X1, WH_ISA_AVX512)
 WH_TX_CONV(fp16acc_scalar, WH_TX_CONV_FP16ACC, WH_ISA_SCALAR)
+WH_TX_CONV(fp16acc_avx2, WH_TX_CONV_FP16ACC, WH_ISA_AVX2)
+WH_TX_CONV(fp16acc_avx512, WH_TX_CONV_FP16ACC, WH_ISA_AVX512)
 
-#define WH_TX_MULADD "float32 multiply then add (two roundings)"
-#define WH_TX_FMA "float32 fused multiply-adds"
-#define WH_TX_IM2COL(K) "explicit im2col buffer, then the packed GEMM (" K "); (channel, tap) in order, bias last"
-#define WH_TX_WINO(K)                                                                                        \
-	"Winograd F(2x2,3x3): U = G g G^T, V = B^T d B per 4x4 tile (float32 adds), 16 GEMMs over channels (" K \
-	"), Y = A^T M A, bias last; differs from direct by up to ~1e-6 of sum |x*w|"
-#define WH_TX_1X1(K) "one GEMM per image and group (" K "); channels in order, bias last"
-
-const struct wh_tactic wh_conv_extra_tactics[] = {
-	{1000, "conv-direct-scalar", "plain loops; " WH_TX_MULADD "; taps in order, for each tap the channels in order, bias last",
-	 ok_direct_scalar, run_direct_scalar},
-	{1001, "conv-im2col-gemm-scalar", WH_TX_IM2COL("4x16 tiles, " WH_TX_MULADD), ok_im2col_scalar, run_im2col_scalar},
-	{1002, "conv-im2col-gemm-avx2", WH_TX_IM2COL("6x16 tiles, " WH_TX_FMA), ok_im2col_avx2, run_im2col_avx2},
-	{1003, "conv-im2col-gemm-avx512", WH_TX_IM2COL("12x32 tiles, " WH_TX_FMA), ok_im2col_avx512, run_im2col_avx512},
-	{1004, "conv-winograd-f2x2-3x3-scalar", WH_TX_WINO(WH_TX_MULADD), ok_wino_scalar, run_wino_scalar},
-	{1005, "conv-winograd-f2x2-3x3-avx2", WH_TX_WINO(WH_TX_FMA), ok_wino_avx2, run_wino_avx2},
-	{1006, "conv-winograd-f2x2-3x3-avx512", WH_TX_WINO(WH_TX_FMA), ok_wino_avx512, run_wino_avx512},
-	{1007, "conv-1x1-gemm-scalar", WH_TX_1X1("4x16 tiles, " WH_TX_MULADD), ok_pw_scalar, run_pw_scalar},
-	{1008, "conv-1x1-gemm-avx2", WH_TX_1X1("6x16 tiles, " WH_TX_FMA), ok_pw_avx2, run_pw_avx2},
-	{1009, "conv-1x1-gemm-avx512", WH_TX_1X1("12x32 tiles, " WH_TX_FMA), ok_pw_avx512, run_pw_avx512},
-	{1010, "conv-fp16acc-scalar",
-	 "plain loops; operands rounded to fp16, each step acc = fp16(acc + x*w) (an fp16 fused multiply-add), (channel, tap) in order, bias added the same way",
-	 ok_fp16acc_scalar, run_fp16acc_scalar},
-};
+const struct wh_tactic wh_conv_extra_tactics[] = {WH_CONV_EXTRA_TACTICS};
 const uint32_t wh_conv_extra_tactics_count = sizeof wh_conv_extra_tactics / sizeof wh_conv_extra_tactics[0];

@@ -76,14 +76,134 @@ static void next_index(int64_t *idx, const int64_t *dims, int n)
 			}                                                                       \
 	}
 
-WH_CONV_REF(conv_ref_f32, float, float)
 WH_CONV_REF(conv_ref_f64, double, double)
 WH_CONV_REF(conv_ref_i32, int32_t, int64_t)
 
+/* ---- ONNX Runtime's summation order (MLAS on x86-64) ----
+ *
+ * ORT runs a float32 Conv as GEMMs of the weights (Mg x K per group, K = (channel, tap)
+ * in order) with the im2col columns (padding contributes zeros): one output channel per
+ * group (Mg = 1) goes through MLAS's single-row kernel (wh_sgemm_m1_ref); a single output
+ * position through its single-column kernel (n1_dot) when the columns are contiguous;
+ * anything else through the blocked GEMM (wh_sgemm_ort_kblock). The bias is added last. */
+
+/* MLAS's single-column kernel (M1TransposeB): 8 lanes, lane l summing the products of
+ * k = l, l + 8, ... (product rounded, then added); rows are reduced 4, then 2, then 1 at a
+ * time, each block size with its own order of the lanes, so the order depends on the
+ * row's place m among the Mg rows. The result is added to a zero C. */
+static float n1_dot(const float *wr, const float *v, size_t K, size_t m, size_t Mg)
+{
+	float l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+	for (size_t i = 0; i < K; i += 8)
+		for (size_t j = 0; j < 8; j++)
+			l[j] = l[j] + (i + j < K ? wr[i + j] * v[i + j] : 0.0f);
+	size_t full4 = Mg / 4 * 4;
+	float r;
+	if (m < full4)
+		r = (((l[0] + l[1]) + l[2]) + l[3]) + (((l[4] + l[5]) + l[6]) + l[7]);
+	else if (Mg - full4 >= 2 && m < full4 + 2)
+		r = ((l[0] + l[2]) + (l[4] + l[6])) + ((l[1] + l[3]) + (l[5] + l[7]));
+	else
+		r = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+	return r + 0.0f;
+}
+
+/* Whether MLAS computes this convolution through its single-column kernel: one output
+ * position, several output channels per group, and im2col columns that are contiguous
+ * (not so for a one-channel kernel covering the whole unpadded input, which MLAS feeds
+ * to the GEMM straight from the input rows). */
+static bool ort_n1(const struct wh_conv_shape *s)
+{
+	int64_t P = prod_dims(s->out, s->nsp), KS = prod_dims(s->k, s->nsp);
+	if (P != 1 || s->M / s->G <= 1)
+		return false;
+	if (s->C / s->G != 1 || KS == 1 || s->nsp > 2)
+		return true;
+	for (int d = 0; d < s->nsp; d++)
+		if (s->stride[d] != 1 || s->pad0[d] || s->pad1[d] || s->dil[d] != 1)
+			return true;
+	return s->in[s->nsp - 1] == 1;
+}
+
+/* The im2col column of output position o (multi-index) for batch item n and group g:
+ * v[ci * KS + kp] = the input that tap kp of channel ci reads, 0 in the padding. */
+static void conv_column(const struct wh_conv_shape *s, const float *x, int64_t n, int64_t g, const int64_t *o,
+			float *v)
+{
+	int nsp = s->nsp;
+	int64_t Cg = s->C / s->G, KS = prod_dims(s->k, nsp), Pin = prod_dims(s->in, nsp);
+	int64_t instr[WH_MAX_RANK];
+	wh_shape_strides(s->in, nsp, instr);
+	for (int64_t ci = 0; ci < Cg; ci++) {
+		const float *xc = x + (n * s->C + g * Cg + ci) * Pin;
+		int64_t kx[WH_MAX_RANK] = {0};
+		for (int64_t kp = 0; kp < KS; kp++, next_index(kx, s->k, nsp)) {
+			int64_t off = 0;
+			bool ok = true;
+			for (int d = 0; d < nsp; d++) {
+				int64_t i = o[d] * s->stride[d] + kx[d] * s->dil[d] - s->pad0[d];
+				if (i < 0 || i >= s->in[d])
+					ok = false;
+				off += i * instr[d];
+			}
+			v[ci * KS + kp] = ok ? xc[off] : 0.0f;
+		}
+	}
+}
+
+/* The reference: each output in ORT's order (above) with plain multiplies and adds. */
 void wh_conv_f32_ref(const struct wh_conv_shape *s, const float *x, const float *w, const float *b,
 		     float *y)
 {
-	conv_ref_f32(s, x, w, b, y);
+	int nsp = s->nsp;
+	int64_t Mg = s->M / s->G, P = prod_dims(s->out, nsp);
+	size_t K = (size_t)(s->C / s->G * prod_dims(s->k, nsp));
+	size_t kb = wh_sgemm_ort_kblock(K, (size_t)P);
+	bool n1 = ort_n1(s);
+	float *v = malloc((K ? K : 1) * sizeof(float));
+	if (!v) {
+		for (int64_t i = 0; i < s->N * s->M * P; i++)
+			y[i] = NAN;
+		return;
+	}
+	for (int64_t n = 0; n < s->N; n++)
+		for (int64_t co = 0; co < s->M; co++) {
+			int64_t g = co / Mg;
+			const float *wr = w + co * (int64_t)K;
+			int64_t o[WH_MAX_RANK] = {0};
+			for (int64_t p = 0; p < P; p++, next_index(o, s->out, nsp)) {
+				conv_column(s, x, n, g, o, v);
+				float acc;
+				if (Mg == 1) {
+					acc = 0.0f;
+					size_t k = 0;
+					for (; k + 4 <= K; k += 4)
+						acc = (((wr[k] * v[k] + wr[k + 1] * v[k + 1]) + wr[k + 2] * v[k + 2]) +
+						       wr[k + 3] * v[k + 3]) + acc;
+					if (K - k >= 2) {
+						acc = (wr[k] * v[k] + wr[k + 1] * v[k + 1]) + acc;
+						k += 2;
+					}
+					if (K - k == 1)
+						acc = wr[k] * v[k] + acc;
+				} else if (n1) {
+					acc = n1_dot(wr, v, K, (size_t)(co % Mg), (size_t)Mg);
+				} else {
+					size_t blk = kb ? kb : (K ? K : 1);
+					acc = 0.0f;
+					for (size_t k0 = 0; k0 < K; k0 += blk) {
+						float part = 0.0f;
+						for (size_t k = k0; k < K && k < k0 + blk; k++)
+							part += wr[k] * v[k];
+						acc = k0 ? part + acc : part;
+					}
+				}
+				if (b)
+					acc = acc + b[co];
+				y[(n * s->M + co) * P + p] = acc;
+			}
+		}
+	free(v);
 }
 
 /* Each output channel: zero, then scatter every (input channel, input position, tap)
@@ -138,30 +258,6 @@ void wh_convt_f32_ref(const struct wh_conv_shape *s, const float *x, const float
 	convt_ref_f32(s, x, w, b, y);
 }
 
-/* ---- depthwise plane kernel, scalar ---- */
-
-void wh_dwconv_plane_scalar(const struct wh_dw_plane *p)
-{
-	for (size_t oh = 0; oh < p->oh; oh++) {
-		float *y = p->y + oh * p->ow;
-		for (size_t ow = 0; ow < p->ow; ow++)
-			y[ow] = 0.0f;
-		const float *w = p->w;
-		for (size_t kh = 0; kh < p->kh; kh++) {
-			const float *row = p->x + (oh * p->sh + kh * p->dh) * p->row_stride;
-			for (size_t kw = 0; kw < p->kw; kw++) {
-				size_t t = kw * p->dw;
-				const float *src = row + (t % p->sw) * p->wq + t / p->sw;
-				float wv = *w++;
-				for (size_t ow = 0; ow < p->ow; ow++)
-					y[ow] += wv * src[ow];
-			}
-		}
-		for (size_t ow = 0; ow < p->ow; ow++)
-			y[ow] += p->bias;
-	}
-}
-
 /* ---- fast float32 Conv ---- */
 
 /* How the input is laid out for the kernels. An input "plane" per channel: the outer
@@ -171,6 +267,7 @@ struct conv_plan {
 	const struct wh_conv_shape *s;
 	struct wh_sgemm_kernel kern;
 	int64_t Cg, Mg, KS, K, P, Pin;
+	size_t kb; /* MLAS's K block (wh_sgemm_ort_kblock) */
 	bool flat; /* 1x1, stride 1, no padding: the input channels are B's rows as they are */
 	bool prep; /* the planes are a padded copy (else the input itself) */
 	size_t plane, sw, wq, wp;
@@ -190,6 +287,7 @@ static enum wh_status plan_init(const struct wh_conv_shape *s, enum wh_isa isa, 
 	pl->K = pl->Cg * pl->KS;
 	pl->P = prod_dims(s->out, nsp);
 	pl->Pin = prod_dims(s->in, nsp);
+	pl->kb = wh_sgemm_ort_kblock((size_t)pl->K, (size_t)pl->P);
 	bool flat = true, pads = false;
 	for (int d = 0; d < nsp; d++) {
 		if (s->k[d] != 1 || s->stride[d] != 1 || s->pad0[d] || s->pad1[d])
@@ -353,6 +451,19 @@ static size_t row_base(const struct conv_plan *pl, size_t r)
 	return off;
 }
 
+/* One block of output rows: m output channels (from row m0 of the group's packed weights
+ * a) x n columns, reading B's rows at base + koff[k]; one output channel per group goes
+ * through the single-row kernel, as in MLAS. */
+static void conv_block(const struct conv_plan *pl, size_t m, size_t n, const float *a, const float *base,
+		       const ptrdiff_t *koff, float *c, const float *bias)
+{
+	size_t K = (size_t)pl->K;
+	if (pl->Mg == 1)
+		pl->kern.m1(n, K, a, base, koff, c, bias);
+	else
+		wh_sgemm_block_kb(&pl->kern, m, n, K, pl->kb, a, base, koff, c, (size_t)pl->P, bias);
+}
+
 struct prep_job {
 	const struct conv_plan *pl;
 	const float *x; /* batch item */
@@ -393,7 +504,7 @@ static void gemm_task(void *arg, size_t begin, size_t end)
 		for (size_t r = rb * j->rt; r < r1; r++) {
 			const float *base = j->planes + g * (size_t)pl->Cg * pl->plane + row_base(pl, r) + n0;
 			float *c = j->y + (g * Mg + m0) * P + r * pl->L + n0;
-			wh_sgemm_block(&pl->kern, m, n, K, a, base, j->koff, c, P, bias);
+			conv_block(pl, m, n, a, base, j->koff, c, bias);
 		}
 	}
 }
@@ -439,8 +550,8 @@ static void band_task(void *arg, size_t begin, size_t end)
 		const float *a = j->apack + g * Mg * K;
 		const float *bias = j->bias ? j->bias + g * Mg : NULL;
 		for (size_t r = r0; r < r1; r++)
-			wh_sgemm_block(&pl->kern, Mg, pl->L, K, a, buf + (r - r0) * sh * row, j->koff,
-				       j->y + g * Mg * P + r * pl->L, P, bias);
+			conv_block(pl, Mg, pl->L, a, buf + (r - r0) * sh * row, j->koff, j->y + g * Mg * P + r * pl->L,
+				   bias);
 	}
 	free(buf);
 }
@@ -448,10 +559,13 @@ static void band_task(void *arg, size_t begin, size_t end)
 struct dw_job {
 	const struct conv_plan *pl;
 	const float *x, *w, *b;
+	const ptrdiff_t *toff; /* tap offsets in a plane */
 	float *y;
 	atomic_int failed;
 };
 
+/* Depthwise with one output channel per group: each plane (prepared when padded or
+ * strided) row by row through the single-row kernel, which sums the taps in MLAS's order. */
 static void dw_task(void *arg, size_t begin, size_t end)
 {
 	struct dw_job *j = arg;
@@ -465,32 +579,18 @@ static void dw_task(void *arg, size_t begin, size_t end)
 			return;
 		}
 	}
-	void (*plane_fn)(const struct wh_dw_plane *) =
-		pl->kern.isa >= WH_ISA_AVX512 ? wh_dwconv_plane_avx512 :
-		pl->kern.isa >= WH_ISA_AVX2 ? wh_dwconv_plane_avx2 : wh_dwconv_plane_scalar;
+	size_t KS = (size_t)pl->KS, P = (size_t)pl->P;
 	for (size_t t = begin; t < end; t++) {
 		size_t n = t / (size_t)s->M, co = t % (size_t)s->M;
-		size_t ci = co / (size_t)pl->Mg;
-		const float *xc = j->x + (n * (size_t)s->C + ci) * (size_t)pl->Pin;
+		const float *xc = j->x + (n * (size_t)s->C + co) * (size_t)pl->Pin;
 		if (pl->prep) {
 			prep_plane(pl, xc, scratch);
 			xc = scratch;
 		}
-		struct wh_dw_plane p = {
-			.x = xc, .row_stride = pl->sw * pl->wq, .wq = pl->wq,
-			.w = j->w + co * (size_t)pl->KS, .bias = j->b ? j->b[co] : 0.0f,
-			.y = j->y + (n * (size_t)s->M + co) * (size_t)pl->P,
-		};
-		if (s->nsp == 2) {
-			p.oh = (size_t)s->out[0], p.kh = (size_t)s->k[0], p.sh = (size_t)s->stride[0];
-			p.dh = (size_t)s->dil[0], p.row_stride = pl->ostr[0];
-			p.ow = (size_t)s->out[1], p.kw = (size_t)s->k[1], p.dw = (size_t)s->dil[1];
-		} else {
-			p.oh = 1, p.kh = 1, p.sh = 1, p.dh = 1;
-			p.ow = (size_t)s->out[0], p.kw = (size_t)s->k[0], p.dw = (size_t)s->dil[0];
-		}
-		p.sw = pl->sw;
-		plane_fn(&p);
+		float *y = j->y + (n * (size_t)s->M + co) * P;
+		const float *bias = j->b ? j->b + co : NULL;
+		for (size_t r = 0; r < pl->R; r++)
+			pl->kern.m1(pl->L, KS, j->w + co * KS, xc + row_base(pl, r), j->toff, y + r * pl->L, bias);
 	}
 	free(scratch);
 }
@@ -543,6 +643,30 @@ out:
 	return st;
 }
 
+/* One output position with several output channels per group: MLAS's single-column
+ * kernel, serially (the product is small: Mg x K per group). */
+static enum wh_status conv_n1(const struct wh_conv_shape *s, const float *x, const float *w, const float *b,
+			      float *y)
+{
+	int64_t Mg = s->M / s->G;
+	size_t K = (size_t)(s->C / s->G * prod_dims(s->k, s->nsp));
+	float *v = malloc((K ? K : 1) * sizeof(float));
+	if (!v)
+		return wh_error(WH_ERR_NOMEM, "conv: out of memory for a column of %zu inputs", K);
+	int64_t o[WH_MAX_RANK] = {0};
+	for (int64_t n = 0; n < s->N; n++)
+		for (int64_t g = 0; g < s->G; g++) {
+			conv_column(s, x, n, g, o, v);
+			for (int64_t m = 0; m < Mg; m++) {
+				int64_t co = g * Mg + m;
+				float acc = n1_dot(w + co * (int64_t)K, v, K, (size_t)m, (size_t)Mg);
+				y[n * s->M + co] = b ? acc + b[co] : acc;
+			}
+		}
+	free(v);
+	return WH_OK;
+}
+
 enum wh_status wh_conv_f32(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
 			   const struct wh_conv_shape *s, const float *x, const float *w,
 			   const float *b, float *y)
@@ -565,10 +689,17 @@ enum wh_status wh_conv_f32_algo(const struct wh_cpu_features *cpu, struct wh_thr
 	if (work < ((uint64_t)1 << 16))
 		pool = NULL, threads = 1;
 
-	if (pl.Cg == 1 && s->nsp <= 2 && !pl.flat && algo != WH_CONV_GEMM) {
-		struct dw_job dj = {.pl = &pl, .x = x, .w = w, .b = b, .y = y};
+	if (ort_n1(s))
+		return conv_n1(s, x, w, b, y);
+	if (pl.Cg == 1 && pl.Mg == 1 && s->nsp <= 2 && !pl.flat && algo != WH_CONV_GEMM) {
+		ptrdiff_t *toff = malloc((size_t)pl.KS * sizeof(ptrdiff_t));
+		if (!toff)
+			return wh_error(WH_ERR_NOMEM, "conv: out of memory for tap offsets");
+		plan_koff(&pl, pl.plane, toff);
+		struct dw_job dj = {.pl = &pl, .x = x, .w = w, .b = b, .y = y, .toff = toff};
 		atomic_init(&dj.failed, 0);
 		wh_parallel_for(pool, (size_t)(s->N * s->M), 1, dw_task, &dj);
+		free(toff);
 		if (atomic_load(&dj.failed))
 			return wh_error(WH_ERR_NOMEM, "conv: out of memory for a padded input plane");
 		return WH_OK;

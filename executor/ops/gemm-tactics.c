@@ -52,6 +52,19 @@ void wh_tx_store_half(const struct wh_kernel_ctx *ctx, const float *src, struct 
 		wh_f32_to_bf16_n(src, dst->data, (size_t)dst->count, ctx->cpu);
 }
 
+/* ---- fp16 accumulation ---- */
+
+void wh_tx_axpy_f16_scalar(float *y, const float *x, size_t xs, float w, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		y[i] = wh_tx_round_f16d((double)y[i] + (double)x[i * xs] * (double)w);
+}
+
+wh_tx_axpy_f16_fn wh_tx_axpy_f16_get(enum wh_isa isa)
+{
+	return isa >= WH_ISA_AVX512 ? wh_tx_axpy_f16_avx512 : isa >= WH_ISA_AVX2 ? wh_tx_axpy_f16_avx2 : wh_tx_axpy_f16_scalar;
+}
+
 /* ---- the products ---- */
 
 /* A batch of C_b = A_b B_b: A_b element (i, k) at a[a_off[b] + i*rsa + k*csa], B_b row-major
@@ -66,6 +79,7 @@ struct tx_prod {
 	const size_t *b_off;
 	float *c;
 	const size_t *c_off; /* b*M*N, or NULL for one matrix */
+	wh_tx_axpy_f16_fn axpy; /* fp16 accumulation only */
 };
 
 enum tx_mm_algo { TX_MM_REF, TX_MM_SPLITK, TX_MM_FP16ACC };
@@ -101,12 +115,8 @@ static void fp16acc_task(void *arg, size_t begin, size_t end)
 		float *c = p->c + bi * p->M * p->N + i * p->N;
 		for (size_t j = 0; j < p->N; j++)
 			c[j] = 0.0f;
-		for (size_t k = 0; k < p->K; k++) {
-			double aik = a[k * p->csa];
-			const float *bk = b + k * p->ldb;
-			for (size_t j = 0; j < p->N; j++)
-				c[j] = wh_tx_round_f16d((double)c[j] + aik * (double)bk[j]);
-		}
+		for (size_t k = 0; k < p->K; k++)
+			p->axpy(c, b + k * p->ldb, 1, a[k * p->csa], p->N);
 	}
 }
 
@@ -180,6 +190,7 @@ static enum wh_status prod_run(const struct wh_kernel_ctx *ctx, enum tx_mm_algo 
 	struct tx_prod q = *p;
 	q.a = ra;
 	q.b = rb;
+	q.axpy = wh_tx_axpy_f16_get(isa);
 	wh_parallel_for(ctx->pool, p->batch * p->M, row_grain(p), fp16acc_task, &q);
 	free(ra);
 	free(rb);
@@ -440,27 +451,27 @@ static bool tx_ok(const struct wh_kernel_ctx *ctx, enum wh_isa isa)
 	return a && wh_tx_float_dtype(a->dtype) && ctx->cpu->isa >= isa;
 }
 
-static bool ok_scalar(const struct wh_kernel_ctx *ctx)
+bool wh_tx_ok_mm_scalar(const struct wh_kernel_ctx *ctx)
 {
 	return tx_ok(ctx, WH_ISA_SCALAR);
 }
 
-static bool ok_avx2(const struct wh_kernel_ctx *ctx)
+bool wh_tx_ok_mm_avx2(const struct wh_kernel_ctx *ctx)
 {
 	return tx_ok(ctx, WH_ISA_AVX2);
 }
 
-static bool ok_avx512(const struct wh_kernel_ctx *ctx)
+bool wh_tx_ok_mm_avx512(const struct wh_kernel_ctx *ctx)
 {
 	return tx_ok(ctx, WH_ISA_AVX512);
 }
 
 #define WH_TX_MM(NAME, ALGO, ISA)                                                  \
-	static enum wh_status matmul_##NAME(struct wh_kernel_ctx *ctx)             \
+	enum wh_status wh_tx_run_matmul_##NAME(struct wh_kernel_ctx *ctx)          \
 	{                                                                          \
 		return mm_common(ctx, ALGO, ISA);                                  \
 	}                                                                          \
-	static enum wh_status gemm_##NAME(struct wh_kernel_ctx *ctx)               \
+	enum wh_status wh_tx_run_gemm_##NAME(struct wh_kernel_ctx *ctx)            \
 	{                                                                          \
 		return gemm_common(ctx, ALGO, ISA);                                \
 	}
@@ -469,30 +480,10 @@ WH_TX_MM(splitk_scalar, TX_MM_SPLITK, WH_ISA_SCALAR)
 WH_TX_MM(splitk_avx2, TX_MM_SPLITK, WH_ISA_AVX2)
 WH_TX_MM(splitk_avx512, TX_MM_SPLITK, WH_ISA_AVX512)
 WH_TX_MM(fp16acc_scalar, TX_MM_FP16ACC, WH_ISA_SCALAR)
+WH_TX_MM(fp16acc_avx2, TX_MM_FP16ACC, WH_ISA_AVX2)
+WH_TX_MM(fp16acc_avx512, TX_MM_FP16ACC, WH_ISA_AVX512)
 
-#define WH_TX_REF "plain loops; float32 multiply then add (two roundings) over k in order from zero"
-#define WH_TX_SPLITK(KERN)                                                                          \
-	"split-K: k cut at multiples of 64, each chunk summed from zero by the packed GEMM (" KERN \
-	"), chunk sums added in k order"
-#define WH_TX_FP16 "plain loops; operands rounded to fp16, each step acc = fp16(acc + a*b) (an fp16 fused multiply-add), k in order from zero"
-
-const struct wh_tactic wh_matmul_extra_tactics[] = {
-	{1000, "matmul-ref-scalar", WH_TX_REF, ok_scalar, matmul_ref_scalar},
-	{1001, "matmul-splitk-scalar", WH_TX_SPLITK("4x16 tiles, multiply then add"), ok_scalar, matmul_splitk_scalar},
-	{1002, "matmul-splitk-avx2", WH_TX_SPLITK("6x16 tiles, fused multiply-adds"), ok_avx2, matmul_splitk_avx2},
-	{1003, "matmul-splitk-avx512", WH_TX_SPLITK("12x32 tiles, fused multiply-adds"), ok_avx512, matmul_splitk_avx512},
-	{1004, "matmul-fp16acc-scalar", WH_TX_FP16, ok_scalar, matmul_fp16acc_scalar},
-};
+const struct wh_tactic wh_matmul_extra_tactics[] = {WH_MATMUL_EXTRA_TACTICS};
 const uint32_t wh_matmul_extra_tactics_count = sizeof wh_matmul_extra_tactics / sizeof wh_matmul_extra_tactics[0];
-
-const struct wh_tactic wh_gemm_extra_tactics[] = {
-	{1000, "gemm-ref-scalar", WH_TX_REF "; then alpha*sum + beta*C", ok_scalar, gemm_ref_scalar},
-	{1001, "gemm-splitk-scalar", WH_TX_SPLITK("4x16 tiles, multiply then add") "; then alpha*sum + beta*C", ok_scalar,
-	 gemm_splitk_scalar},
-	{1002, "gemm-splitk-avx2", WH_TX_SPLITK("6x16 tiles, fused multiply-adds") "; then alpha*sum + beta*C", ok_avx2,
-	 gemm_splitk_avx2},
-	{1003, "gemm-splitk-avx512", WH_TX_SPLITK("12x32 tiles, fused multiply-adds") "; then alpha*sum + beta*C",
-	 ok_avx512, gemm_splitk_avx512},
-	{1004, "gemm-fp16acc-scalar", WH_TX_FP16 "; then alpha*sum + beta*C in float32", ok_scalar, gemm_fp16acc_scalar},
-};
+const struct wh_tactic wh_gemm_extra_tactics[] = {WH_GEMM_EXTRA_TACTICS};
 const uint32_t wh_gemm_extra_tactics_count = sizeof wh_gemm_extra_tactics / sizeof wh_gemm_extra_tactics[0];

@@ -1,4 +1,5 @@
-/* AVX2 variants of the float32 row primitives in nn-internal.h. Called only when
+/* AVX2 variants of the float32 row primitives in nn-internal.h (the ONNX Runtime orders
+ * give the scalar bits exactly). Called only when
  * ctx->cpu->isa >= WH_ISA_AVX2. */
 #include <immintrin.h>
 
@@ -69,4 +70,65 @@ void wh_nn_affine_f32_avx2(const float *x, float *y, size_t n, float a, float b)
 		float t = x[i] * a;
 		y[i] = t + b;
 	}
+}
+
+/* MLAS's softmax exponential of v = x + negmax (see nn-internal.h); the scaling by 2^m
+ * goes through an exact product with 2^(m + 64), then one rounding by 2^-64, which gives
+ * VSCALEFPS's result. */
+static inline __m256 sumexp_exp8(__m256 v)
+{
+	v = _mm256_max_ps(_mm256_set1_ps(WH_NN_EXP_LO), v);
+	__m256 b = _mm256_fmadd_ps(v, _mm256_set1_ps(WH_NN_EXP_LOG2E), _mm256_set1_ps(WH_NN_EXP_BIAS));
+	__m256 m = _mm256_sub_ps(b, _mm256_set1_ps(WH_NN_EXP_BIAS));
+	v = _mm256_fmadd_ps(m, _mm256_set1_ps(WH_NN_EXP_LN2_HI), v);
+	v = _mm256_fmadd_ps(m, _mm256_set1_ps(WH_NN_EXP_LN2_LO), v);
+	__m256 p = _mm256_set1_ps(WH_NN_EXP_P0);
+	p = _mm256_fmadd_ps(p, v, _mm256_set1_ps(WH_NN_EXP_P1));
+	p = _mm256_fmadd_ps(p, v, _mm256_set1_ps(WH_NN_EXP_P2));
+	p = _mm256_fmadd_ps(p, v, _mm256_set1_ps(WH_NN_EXP_P3));
+	p = _mm256_fmadd_ps(p, v, _mm256_set1_ps(WH_NN_EXP_P4));
+	p = _mm256_fmadd_ps(p, v, _mm256_set1_ps(WH_NN_EXP_P56));
+	p = _mm256_fmadd_ps(p, v, _mm256_set1_ps(WH_NN_EXP_P56));
+	__m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(m), _mm256_set1_epi32(64 + 127));
+	e = _mm256_min_epi32(_mm256_max_epi32(e, _mm256_set1_epi32(1)), _mm256_set1_epi32(254));
+	__m256 s = _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
+	return _mm256_mul_ps(_mm256_mul_ps(p, s), _mm256_set1_ps(0x1p-64f));
+}
+
+/* Lanes 0..7 (acc0) and 8..15 (acc1) of MLAS's 16; r < 8 elements go through the mask. */
+static inline __m256 sumexp_part(const float *x, float *y, size_t r, __m256 nm, __m256 acc)
+{
+	if (r >= 8) {
+		__m256 e = sumexp_exp8(_mm256_add_ps(nm, _mm256_loadu_ps(x)));
+		if (y)
+			_mm256_storeu_ps(y, e);
+		return _mm256_add_ps(acc, e);
+	}
+	int32_t lanes[8];
+	for (size_t i = 0; i < 8; i++)
+		lanes[i] = i < r ? -1 : 0;
+	__m256i k = _mm256_loadu_si256((const __m256i *)lanes);
+	__m256 e = sumexp_exp8(_mm256_add_ps(nm, _mm256_maskload_ps(x, k)));
+	if (y)
+		_mm256_maskstore_ps(y, k, e);
+	return _mm256_blendv_ps(acc, _mm256_add_ps(acc, e), _mm256_castsi256_ps(k));
+}
+
+float wh_nn_sumexp_f32_avx2(const float *x, float *y, size_t n, float negmax)
+{
+	__m256 nm = _mm256_set1_ps(negmax), acc0 = _mm256_setzero_ps(), acc1 = acc0;
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		acc0 = sumexp_part(x + i, y ? y + i : NULL, 8, nm, acc0);
+		acc1 = sumexp_part(x + i + 8, y ? y + i + 8 : NULL, 8, nm, acc1);
+	}
+	if (i < n) {
+		size_t r = n - i;
+		acc0 = sumexp_part(x + i, y ? y + i : NULL, r < 8 ? r : 8, nm, acc0);
+		if (r > 8)
+			acc1 = sumexp_part(x + i + 8, y ? y + i + 8 : NULL, r - 8, nm, acc1);
+	}
+	float v[8];
+	_mm256_storeu_ps(v, _mm256_add_ps(acc1, acc0));
+	return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
 }

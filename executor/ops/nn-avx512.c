@@ -1,4 +1,5 @@
-/* AVX-512 variants of the float32 row primitives in nn-internal.h. Called only when
+/* AVX-512 variants of the float32 row primitives in nn-internal.h (the ONNX Runtime
+ * orders give the scalar bits exactly). Called only when
  * ctx->cpu->isa == WH_ISA_AVX512. */
 #include <immintrin.h>
 
@@ -73,4 +74,44 @@ void wh_nn_affine_f32_avx512(const float *x, float *y, size_t n, float a, float 
 		__m512 v = _mm512_maskz_loadu_ps(k, x + i);
 		_mm512_mask_storeu_ps(y + i, k, _mm512_add_ps(_mm512_mul_ps(v, va), vb));
 	}
+}
+
+/* MLAS's softmax exponential of v = x + negmax (see nn-internal.h). */
+static inline __m512 sumexp_exp16(__m512 v)
+{
+	v = _mm512_max_ps(_mm512_set1_ps(WH_NN_EXP_LO), v);
+	__m512 b = _mm512_fmadd_ps(v, _mm512_set1_ps(WH_NN_EXP_LOG2E), _mm512_set1_ps(WH_NN_EXP_BIAS));
+	__m512 m = _mm512_sub_ps(b, _mm512_set1_ps(WH_NN_EXP_BIAS));
+	v = _mm512_fmadd_ps(m, _mm512_set1_ps(WH_NN_EXP_LN2_HI), v);
+	v = _mm512_fmadd_ps(m, _mm512_set1_ps(WH_NN_EXP_LN2_LO), v);
+	__m512 p = _mm512_set1_ps(WH_NN_EXP_P0);
+	p = _mm512_fmadd_ps(p, v, _mm512_set1_ps(WH_NN_EXP_P1));
+	p = _mm512_fmadd_ps(p, v, _mm512_set1_ps(WH_NN_EXP_P2));
+	p = _mm512_fmadd_ps(p, v, _mm512_set1_ps(WH_NN_EXP_P3));
+	p = _mm512_fmadd_ps(p, v, _mm512_set1_ps(WH_NN_EXP_P4));
+	p = _mm512_fmadd_ps(p, v, _mm512_set1_ps(WH_NN_EXP_P56));
+	p = _mm512_fmadd_ps(p, v, _mm512_set1_ps(WH_NN_EXP_P56));
+	return _mm512_scalef_ps(p, m);
+}
+
+float wh_nn_sumexp_f32_avx512(const float *x, float *y, size_t n, float negmax)
+{
+	__m512 nm = _mm512_set1_ps(negmax), acc = _mm512_setzero_ps();
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m512 e = sumexp_exp16(_mm512_add_ps(nm, _mm512_loadu_ps(x + i)));
+		if (y)
+			_mm512_storeu_ps(y + i, e);
+		acc = _mm512_add_ps(acc, e);
+	}
+	if (i < n) {
+		__mmask16 k = (__mmask16)((1u << (n - i)) - 1);
+		__m512 e = sumexp_exp16(_mm512_add_ps(nm, _mm512_maskz_loadu_ps(k, x + i)));
+		if (y)
+			_mm512_mask_storeu_ps(y + i, k, e);
+		acc = _mm512_mask_add_ps(acc, k, acc, e);
+	}
+	float v[8];
+	_mm256_storeu_ps(v, _mm256_add_ps(_mm512_extractf32x8_ps(acc, 1), _mm512_castps512_ps256(acc)));
+	return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
 }

@@ -2,7 +2,8 @@
  * and tests/check-nn.c: float32 row primitives shared by the normalization, pooling and
  * reduction kernels, with a scalar reference and ISA variants chosen by the caller.
  *
- * Numerics: sums of float32 data are accumulated in double and rounded once by the caller,
+ * Numerics: sums of float32 data are accumulated in double and rounded once by the caller
+ * (except the ONNX Runtime orders at the end, used where ORT sums in float32),
  * so the result is within one float rounding of the exact value whatever the summation
  * order; the scalar and SIMD variants differ only in the order of the double additions
  * (fixed per ISA, never per thread count). The affine map is a multiply then an add, never
@@ -31,5 +32,34 @@ void wh_nn_affine_f32(enum wh_isa isa, const float *x, float *y, size_t n, float
 void wh_nn_affine_f32_scalar(const float *x, float *y, size_t n, float a, float b);
 void wh_nn_affine_f32_avx2(const float *x, float *y, size_t n, float a, float b);
 void wh_nn_affine_f32_avx512(const float *x, float *y, size_t n, float a, float b);
+
+/* ONNX Runtime's order for its float32 sums (so that whittle agrees with ORT on CPU):
+ *
+ * wh_nn_sum4_f32: MLAS's global pooling: 4 lanes, lane l adding x[l], x[l + 4], ... in
+ * order from zero, then (l0 + l2) + (l1 + l3), then the n % 4 last elements one by one.
+ *
+ * wh_nn_sumexp_f32: MLAS's softmax exponentials (its AVX-512 kernel): y[i] = exp(x[i] +
+ * negmax) by MLAS's polynomial (WH_NN_EXP_*: Cody-Waite reduction and a degree-6
+ * polynomial evaluated with fused multiply-adds, then an exact scaling by 2^m), and their
+ * sum: 16 lanes, lane l adding y[l], y[l + 16], ... in order from zero, then
+ * v[i] = lane[i + 8] + lane[i] and ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7)).
+ * y may be NULL. Every variant gives identical bits (the scalar one calls fmaf). */
+float wh_nn_sum4_f32(const float *x, size_t n);
+float wh_nn_sumexp_f32(enum wh_isa isa, const float *x, float *y, size_t n, float negmax);
+float wh_nn_sumexp_f32_scalar(const float *x, float *y, size_t n, float negmax);
+float wh_nn_sumexp_f32_avx2(const float *x, float *y, size_t n, float negmax);
+float wh_nn_sumexp_f32_avx512(const float *x, float *y, size_t n, float negmax);
+
+#define WH_NN_EXP_LO (-103.9720840454f)
+#define WH_NN_EXP_BIAS 12582912.0f
+#define WH_NN_EXP_LOG2E 1.44269504088896341f
+#define WH_NN_EXP_LN2_HI (-6.93145752e-1f)
+#define WH_NN_EXP_LN2_LO (-1.42860677e-6f)
+#define WH_NN_EXP_P0 0x1.694000p-10f
+#define WH_NN_EXP_P1 0x1.125edcp-7f
+#define WH_NN_EXP_P2 0x1.555b5ap-5f
+#define WH_NN_EXP_P3 0x1.555450p-3f
+#define WH_NN_EXP_P4 0x1.fffff6p-2f
+#define WH_NN_EXP_P56 1.0f
 
 #endif

@@ -7,10 +7,12 @@
  * for every thread count. */
 #include <float.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "executor/kernel.h"
+#include "executor/numfmt.h"
 #include "executor/ops/nn-internal.h"
 
 /* Elements per parallel chunk: large enough that scheduling costs little. */
@@ -59,6 +61,69 @@ void wh_nn_affine_f32_scalar(const float *x, float *y, size_t n, float a, float 
 		float t = x[i] * a;
 		y[i] = t + b;
 	}
+}
+
+float wh_nn_sum4_f32(const float *x, size_t n)
+{
+	float l0 = 0.0f, l1 = 0.0f, l2 = 0.0f, l3 = 0.0f;
+	size_t i = 0;
+	for (; i + 4 <= n; i += 4) {
+		l0 = l0 + x[i];
+		l1 = l1 + x[i + 1];
+		l2 = l2 + x[i + 2];
+		l3 = l3 + x[i + 3];
+	}
+	float r = (l0 + l2) + (l1 + l3);
+	for (; i < n; i++)
+		r = r + x[i];
+	return r;
+}
+
+/* MLAS's exp of v = x + negmax (v <= 0 or NaN in a softmax). */
+static float nn_exp_elem(float v)
+{
+	if (v != v)
+		return v;
+	v = WH_NN_EXP_LO > v ? WH_NN_EXP_LO : v;
+	float b = fmaf(v, WH_NN_EXP_LOG2E, WH_NN_EXP_BIAS);
+	float m = b - WH_NN_EXP_BIAS;
+	v = fmaf(m, WH_NN_EXP_LN2_HI, v);
+	v = fmaf(m, WH_NN_EXP_LN2_LO, v);
+	float p = WH_NN_EXP_P0;
+	p = fmaf(p, v, WH_NN_EXP_P1);
+	p = fmaf(p, v, WH_NN_EXP_P2);
+	p = fmaf(p, v, WH_NN_EXP_P3);
+	p = fmaf(p, v, WH_NN_EXP_P4);
+	p = fmaf(p, v, WH_NN_EXP_P56);
+	p = fmaf(p, v, WH_NN_EXP_P56);
+	/* p * 2^m rounded once, as VSCALEFPS does: the first factor keeps the product exact */
+	int32_t e = (int32_t)m + 64 + 127;
+	e = e < 1 ? 1 : e > 254 ? 254 : e;
+	return (p * wh_bits_f32((uint32_t)e << 23)) * 0x1p-64f;
+}
+
+float wh_nn_sumexp_f32_scalar(const float *x, float *y, size_t n, float negmax)
+{
+	float lane[16] = {0};
+	for (size_t i = 0; i < n; i++) {
+		float e = nn_exp_elem(x[i] + negmax);
+		if (y)
+			y[i] = e;
+		lane[i % 16] = lane[i % 16] + e;
+	}
+	float v[8];
+	for (int i = 0; i < 8; i++)
+		v[i] = lane[i + 8] + lane[i];
+	return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+}
+
+float wh_nn_sumexp_f32(enum wh_isa isa, const float *x, float *y, size_t n, float negmax)
+{
+	if (isa >= WH_ISA_AVX512)
+		return wh_nn_sumexp_f32_avx512(x, y, n, negmax);
+	if (isa >= WH_ISA_AVX2)
+		return wh_nn_sumexp_f32_avx2(x, y, n, negmax);
+	return wh_nn_sumexp_f32_scalar(x, y, n, negmax);
 }
 
 double wh_nn_sum_f32(enum wh_isa isa, const float *x, size_t n)
@@ -784,44 +849,39 @@ struct smax_job {
 	float *yf;
 	double *xd;
 	uint64_t n, inner;
+	enum wh_isa isa;
+	atomic_int failed;
 };
 
-/* A NaN never becomes the maximum, but exp(NaN - max) makes the sum NaN and with it the
- * whole line, as the definition gives. */
-static void smax_line_f32(const struct smax_job *j, const float *x, float *y, uint64_t st)
+/* float32 Softmax and LogSoftmax as ONNX Runtime computes them (MlasComputeSoftmax, on a
+ * contiguous line: ORT transposes a strided axis to the end): the maximum (from
+ * -FLT_MAX, as MLAS starts), MLAS's exponentials and sum (wh_nn_sumexp_f32), then
+ * y = e * (1 / sum), or y = (x - max) - log(sum). A NaN makes the whole line NaN. */
+static void smax_line_f32(const struct smax_job *j, const float *x, float *y)
 {
 	uint64_t n = j->n;
-	float mx = -INFINITY;
+	float mx = j->kind == SM_HARDMAX ? -INFINITY : -FLT_MAX;
 	uint64_t arg = 0;
 	for (uint64_t i = 0; i < n; i++) {
-		float v = x[i * st];
-		if (v > mx) {
-			mx = v;
+		if (x[i] > mx) {
+			mx = x[i];
 			arg = i;
 		}
 	}
 	if (j->kind == SM_HARDMAX) {
 		for (uint64_t i = 0; i < n; i++)
-			y[i * st] = i == arg ? 1.0f : 0.0f;
+			y[i] = i == arg ? 1.0f : 0.0f;
 		return;
 	}
-	double sum = 0;
+	float negmax = -mx;
 	if (j->kind == SM_SOFTMAX) {
-		for (uint64_t i = 0; i < n; i++) {
-			float e = expf(x[i * st] - mx);
-			y[i * st] = e;
-			sum += e;
-		}
-		/* one rounding of e * (1 / sum) computed in double: within an ulp of e / sum */
-		double inv = 1.0 / sum;
+		float scale = 1.0f / wh_nn_sumexp_f32(j->isa, x, y, n, negmax);
 		for (uint64_t i = 0; i < n; i++)
-			y[i * st] = (float)((double)y[i * st] * inv);
+			y[i] = y[i] * scale;
 	} else {
+		float lg = logf(wh_nn_sumexp_f32(j->isa, x, NULL, n, negmax));
 		for (uint64_t i = 0; i < n; i++)
-			sum += exp((double)x[i * st] - (double)mx);
-		double shift = (double)mx + log(sum);
-		for (uint64_t i = 0; i < n; i++)
-			y[i * st] = (float)((double)x[i * st] - shift);
+			y[i] = (x[i] + negmax) - lg;
 	}
 }
 
@@ -861,14 +921,31 @@ static void smax_line_f64(const struct smax_job *j, double *x, uint64_t st)
 
 static void smax_range(void *p, size_t lo, size_t hi)
 {
-	const struct smax_job *j = p;
+	struct smax_job *j = p;
+	float *tx = NULL;
+	if (j->xf && j->inner > 1) {
+		/* a strided line is gathered, computed and scattered back */
+		tx = malloc(2 * j->n * sizeof(float));
+		if (!tx) {
+			atomic_store(&j->failed, 1);
+			return;
+		}
+	}
 	for (size_t l = lo; l < hi; l++) {
 		uint64_t off = (l / j->inner) * j->n * j->inner + l % j->inner;
-		if (j->xf)
-			smax_line_f32(j, j->xf + off, j->yf + off, j->inner);
-		else
+		if (!j->xf) {
 			smax_line_f64(j, j->xd + off, j->inner);
+		} else if (!tx) {
+			smax_line_f32(j, j->xf + off, j->yf + off);
+		} else {
+			for (uint64_t i = 0; i < j->n; i++)
+				tx[i] = j->xf[off + i * j->inner];
+			smax_line_f32(j, tx, tx + j->n);
+			for (uint64_t i = 0; i < j->n; i++)
+				j->yf[off + i * j->inner] = tx[j->n + i];
+		}
 	}
+	free(tx);
 }
 
 static enum wh_status softmax_common(struct wh_kernel_ctx *ctx, enum smax_kind kind)
@@ -907,7 +984,8 @@ static enum wh_status softmax_common(struct wh_kernel_ctx *ctx, enum smax_kind k
 		return st;
 	if (x->count == 0)
 		return WH_OK;
-	struct smax_job job = {kind, NULL, NULL, NULL, n, inner};
+	struct smax_job job = {kind, NULL, NULL, NULL, n, inner, isa_of(ctx), 0};
+	atomic_init(&job.failed, 0);
 	if (x->dtype == WH_DT_FLOAT) {
 		job.xf = x->data;
 		job.yf = ctx->outputs[0].data;
@@ -917,6 +995,9 @@ static enum wh_status softmax_common(struct wh_kernel_ctx *ctx, enum smax_kind k
 		job.xd = xd;
 	}
 	wh_parallel_for(ctx->pool, outer * inner, grain_for(n), smax_range, &job);
+	if (atomic_load(&job.failed))
+		return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for a line of %llu elements",
+				      (unsigned long long)n);
 	if (xd) {
 		store_f64(&ctx->outputs[0], xd);
 		free(xd);
@@ -1344,11 +1425,121 @@ static void pool_generic_plane(const struct pool_job *j, uint64_t pl)
 	}
 }
 
+/* float32 AveragePool without dilation in ONNX Runtime's order (MlasPool), 1 to 3 spatial
+ * dims. MLAS picks one of three kernels: a window covering the whole unpadded input with
+ * unit strides is a global pooling (wh_nn_sum4_f32); 2-D and 3-D pooling with a last
+ * stride of at most 2, windows of at most 32 and rows that fit MLAS's buffer first sums
+ * each input column over the window's valid rows (2-D: from the first row; 3-D: from
+ * zero, planes then rows), then the window's columns left to right from the first one,
+ * padding columns counting as zeros; anything else sums the valid inputs row-major from
+ * zero. The sum is divided in float32 by the divisor ONNX defines. */
+static bool avg_ort_vector(const struct pool_geo *g)
+{
+	int32_t last = g->ns - 1;
+	if (g->ns < 2 || g->s[last] > 2)
+		return false;
+	for (int32_t i = 0; i < g->ns; i++)
+		if (g->k[i] > 32)
+			return false;
+	return g->pb[last] + g->pe[last] + g->in[last] <= 2048 - 3;
+}
+
+static void avgpool_f32_ort_plane(const struct pool_job *j, uint64_t pl)
+{
+	const struct pool_geo *g = j->g;
+	int32_t ns = g->ns, last = ns - 1;
+	const float *x = (const float *)j->x->data + pl * g->in_sp;
+	float *y = (float *)j->y->data + pl * g->out_sp;
+	bool global = true;
+	for (int32_t i = 0; i < ns; i++)
+		global &= g->k[i] == g->in[i] && g->s[i] == 1 && !g->pb[i] && !g->pe[i];
+	if (global) {
+		y[0] = wh_nn_sum4_f32(x, g->in_sp) / (float)g->in_sp;
+		return;
+	}
+	bool vec = avg_ort_vector(g);
+	int64_t st[WH_MAX_RANK];
+	st[last] = 1;
+	for (int32_t i = last - 1; i >= 0; i--)
+		st[i] = st[i + 1] * g->in[i + 1];
+	int64_t o[WH_MAX_RANK] = {0};
+	for (uint64_t oi = 0; oi < g->out_sp; oi++) {
+		/* valid input ranges [a, b) per dim */
+		int64_t a[WH_MAX_RANK], b[WH_MAX_RANK];
+		double nv = 1, np = 1;
+		for (int32_t i = 0; i < ns; i++) {
+			const int64_t *tp = j->taps[i] + 3 * o[i];
+			int64_t start = o[i] * g->s[i] - g->pb[i];
+			a[i] = start + tp[0];
+			b[i] = start + tp[1];
+			nv *= (double)(tp[1] - tp[0]);
+			np *= (double)tp[2];
+		}
+		float acc = 0.0f;
+		if (vec) {
+			int64_t w0 = o[last] * g->s[last] - g->pb[last];
+			int64_t rows = 1;
+			for (int32_t i = 0; i < last; i++)
+				rows *= b[i] - a[i];
+			for (int64_t t = 0; t < g->k[last]; t++) {
+				int64_t w = w0 + t;
+				float col = 0.0f;
+				if (w >= 0 && w < g->in[last] && rows > 0) {
+					int64_t idx[WH_MAX_RANK];
+					for (int32_t i = 0; i < last; i++)
+						idx[i] = a[i];
+					for (int64_t r = 0; r < rows; r++) {
+						int64_t off = w;
+						for (int32_t i = 0; i < last; i++)
+							off += idx[i] * st[i];
+						col = r == 0 && ns == 2 ? x[off] : col + x[off];
+						for (int32_t i = last - 1; i >= 0; i--) {
+							if (++idx[i] < b[i])
+								break;
+							idx[i] = a[i];
+						}
+					}
+				}
+				acc = t == 0 ? col : acc + col;
+			}
+		} else if (nv > 0) {
+			int64_t idx[WH_MAX_RANK];
+			for (int32_t i = 0; i < ns; i++)
+				idx[i] = a[i];
+			for (;;) {
+				int64_t off = 0;
+				for (int32_t i = 0; i < ns; i++)
+					off += idx[i] * st[i];
+				acc = acc + x[off];
+				int32_t i = last;
+				for (; i >= 0; i--) {
+					if (++idx[i] < b[i])
+						break;
+					idx[i] = a[i];
+				}
+				if (i < 0)
+					break;
+			}
+		}
+		y[oi] = acc / (float)(j->count_include_pad ? np : nv);
+		for (int32_t i = last; i >= 0; i--) {
+			if (++o[i] < g->out[i])
+				break;
+			o[i] = 0;
+		}
+	}
+}
+
 static void pool_range(void *p, size_t lo, size_t hi)
 {
 	const struct pool_job *j = p;
+	bool ort_avg = j->kind == PK_AVG && j->x->dtype == WH_DT_FLOAT && j->g->ns <= 3;
+	for (int32_t i = 0; ort_avg && i < j->g->ns; i++)
+		ort_avg = j->g->d[i] == 1;
 	for (size_t pl = lo; pl < hi; pl++) {
-		if (j->g->ns == 2 && j->x->dtype == WH_DT_FLOAT)
+		if (ort_avg)
+			avgpool_f32_ort_plane(j, pl);
+		else if (j->g->ns == 2 && j->x->dtype == WH_DT_FLOAT)
 			pool2d_f32_plane(j, pl);
 		else
 			pool_generic_plane(j, pl);
@@ -1460,7 +1651,9 @@ static void gpool_range(void *p, size_t lo, size_t hi)
 		if (j->x->dtype == WH_DT_FLOAT) {
 			const float *x = (const float *)j->x->data + base;
 			if (j->kind == PK_AVG) {
-				r = wh_nn_sum_f32(j->isa, x, j->S) / (double)j->S;
+				/* ONNX Runtime's order and float32 division (MLAS's global pooling) */
+				((float *)j->y->data)[pl] = wh_nn_sum4_f32(x, j->S) / (float)j->S;
+				continue;
 			} else if (j->kind == PK_MAX) {
 				float m = -INFINITY;
 				/* NaN is skipped, as in MaxPool */

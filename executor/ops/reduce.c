@@ -10,7 +10,9 @@
  * limits for Max/Min, log(0) = -inf for the log ops).
  *
  * Numerics: floating data (any floating type) is accumulated in double and rounded once
- * to the output type; integers are accumulated in 64 bits and wrap like the output type.
+ * to the output type, except float32 ReduceSum/ReduceMean over contiguous rows, which
+ * follow ONNX Runtime's float32 order (eigen_sum_f32) so that whittle agrees with ORT;
+ * integers are accumulated in 64 bits and wrap like the output type.
  * Each output element is reduced by a single chunk of the parallel loop, in a fixed order
  * over the reduced elements, so results do not depend on the thread count. */
 #include <math.h>
@@ -127,15 +129,64 @@ static double finish_f(enum red_op op, double acc, uint64_t n)
 	}
 }
 
+/* ONNX Runtime sums a contiguous float32 row (its fast reduction of trailing axes, or of
+ * all of them) with Eigen's vectorised sum, SSE packets of 4 floats: scalars before the
+ * first 16-byte boundary (ORT's buffers are 64-byte aligned, so that is where element
+ * `start` of the tensor falls) wait; two packet sums take alternate packets, then add up,
+ * then one more packet if there is an odd one; the packet's lanes are summed as
+ * (p0 + p2) + (p1 + p3); then the waiting scalars and the tail, one by one. A row shorter
+ * than a packet after the boundary is summed left to right. */
+static float eigen_sum_f32(const float *x, uint64_t n, uint64_t start)
+{
+	if (n == 0)
+		return 0.0f;
+	uint64_t a0 = (4 - start % 4) % 4;
+	if (a0 > n)
+		a0 = n;
+	uint64_t size1 = (n - a0) / 4 * 4, size2 = (n - a0) / 8 * 8;
+	float r;
+	if (size1 == 0) {
+		r = x[0];
+		for (uint64_t i = 1; i < n; i++)
+			r = r + x[i];
+		return r;
+	}
+	float p0[4], p1[4];
+	for (int l = 0; l < 4; l++)
+		p0[l] = x[a0 + (uint64_t)l];
+	if (size1 > 4) {
+		for (int l = 0; l < 4; l++)
+			p1[l] = x[a0 + 4 + (uint64_t)l];
+		for (uint64_t i = a0 + 8; i < a0 + size2; i += 8)
+			for (int l = 0; l < 4; l++) {
+				p0[l] = p0[l] + x[i + (uint64_t)l];
+				p1[l] = p1[l] + x[i + 4 + (uint64_t)l];
+			}
+		for (int l = 0; l < 4; l++)
+			p0[l] = p0[l] + p1[l];
+		if (size1 > size2)
+			for (int l = 0; l < 4; l++)
+				p0[l] = p0[l] + x[a0 + size2 + (uint64_t)l];
+	}
+	r = (p0[0] + p0[2]) + (p0[1] + p0[3]);
+	for (uint64_t i = 0; i < a0; i++)
+		r = r + x[i];
+	for (uint64_t i = a0 + size1; i < n; i++)
+		r = r + x[i];
+	return r;
+}
+
 static double reduce_one_f(const struct red_plan *p, uint64_t base)
 {
 	const struct wh_tensor *x = p->x;
 	bool f32 = x->dtype == WH_DT_FLOAT;
 	const float *xf = x->data;
 	enum red_op op = p->op;
-	/* contiguous rows: the vectorised sum */
-	if (f32 && (op == R_SUM || op == R_MEAN) && p->nr == 1 && p->rs[0] == 1)
-		return finish_f(op, wh_nn_sum_f32(p->isa, xf + base, p->red_count), p->red_count);
+	/* contiguous rows: ONNX Runtime's order, and its float32 division for the mean */
+	if (f32 && (op == R_SUM || op == R_MEAN) && p->nr == 1 && p->rs[0] == 1) {
+		float sum = eigen_sum_f32(xf + base, p->red_count, base);
+		return op == R_MEAN ? sum / (float)p->red_count : sum;
+	}
 #define GETF(off) (f32 ? (double)xf[off] : wh_tensor_get_f64(x, off))
 	double acc;
 	switch (op) {

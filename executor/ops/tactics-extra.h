@@ -21,12 +21,120 @@
 #include "executor/kernel.h"
 #include "executor/ops/conv-internal.h"
 
+/* The tactics, one array per op (for tests and listings). */
 extern const struct wh_tactic wh_conv_extra_tactics[];
 extern const uint32_t wh_conv_extra_tactics_count;
 extern const struct wh_tactic wh_gemm_extra_tactics[];
 extern const uint32_t wh_gemm_extra_tactics_count;
 extern const struct wh_tactic wh_matmul_extra_tactics[];
 extern const uint32_t wh_matmul_extra_tactics_count;
+
+/* An op entry points to one array, so the op tables (conv.c, gemm.c) append these
+ * initializers to their own: `static const struct wh_tactic conv_tactics[] = { {1, ...},
+ * ..., WH_CONV_EXTRA_TACTICS };`. The arrays above are made of the same initializers. */
+#define WH_TX_MULADD "float32 multiply then add (two roundings)"
+#define WH_TX_FMA "float32 fused multiply-adds"
+#define WH_TX_K_SCALAR "4x16 tiles, " WH_TX_MULADD
+#define WH_TX_K_AVX2 "6x16 tiles, " WH_TX_FMA
+#define WH_TX_K_AVX512 "12x32 tiles, " WH_TX_FMA
+#define WH_TX_NUM_DIRECT "plain loops; " WH_TX_MULADD "; taps in order, for each tap the group's channels in order, bias last"
+#define WH_TX_NUM_IM2COL(K) "explicit im2col buffer, then the packed GEMM (" K "): one chain over (channel, tap) in order from zero, bias last"
+#define WH_TX_NUM_WINO(K)                                                                                                 \
+	"Winograd F(2x2,3x3): U = G g G^T, V = B^T d B per 4x4 tile (float32 adds), 16 GEMMs over channels (" K      \
+	"), Y = A^T M A, bias last; error of direct's order (~1e-7 of sum |x*w|) but other bits in ~90% of outputs"
+#define WH_TX_NUM_1X1(K) "one GEMM per image and group (" K "): one chain over channels in order from zero, bias last"
+#define WH_TX_NUM_FP16                                                                                                    \
+	"plain loops; operands rounded to fp16, each step acc = fp16(acc + x*w) (an fp16 fused multiply-add), (channel, " \
+	"tap) in order from zero, bias added the same way"
+#define WH_TX_NUM_MMREF "plain loops; " WH_TX_MULADD " over k in order from zero"
+#define WH_TX_NUM_SPLITK(K)                                                                                               \
+	"split-K: k cut at multiples of 64, each chunk one chain from zero in the packed GEMM (" K "), the chunk sums " \
+	"added to the first in k order"
+#define WH_TX_NUM_MMFP16 "plain loops; operands rounded to fp16, each step acc = fp16(acc + a*b) (an fp16 fused multiply-add), k in order from zero"
+#define WH_TX_GEMM_EPI "; then alpha*sum + beta*C in float32"
+#define WH_TX_SAME16 " (vectorised: same bits as -scalar)"
+
+#define WH_CONV_EXTRA_TACTICS                                                                                            \
+	{1000, "conv-direct-scalar", WH_TX_NUM_DIRECT, wh_tx_ok_conv_direct_scalar, wh_tx_run_conv_direct_scalar},        \
+	{1001, "conv-im2col-gemm-scalar", WH_TX_NUM_IM2COL(WH_TX_K_SCALAR), wh_tx_ok_conv_im2col_scalar,                  \
+	 wh_tx_run_conv_im2col_scalar},                                                                                     \
+	{1002, "conv-im2col-gemm-avx2", WH_TX_NUM_IM2COL(WH_TX_K_AVX2), wh_tx_ok_conv_im2col_avx2,                        \
+	 wh_tx_run_conv_im2col_avx2},                                                                                       \
+	{1003, "conv-im2col-gemm-avx512", WH_TX_NUM_IM2COL(WH_TX_K_AVX512), wh_tx_ok_conv_im2col_avx512,                  \
+	 wh_tx_run_conv_im2col_avx512},                                                                                     \
+	{1004, "conv-winograd-f2x2-3x3-scalar", WH_TX_NUM_WINO(WH_TX_K_SCALAR), wh_tx_ok_conv_wino_scalar,                \
+	 wh_tx_run_conv_wino_scalar},                                                                                       \
+	{1005, "conv-winograd-f2x2-3x3-avx2", WH_TX_NUM_WINO(WH_TX_K_AVX2), wh_tx_ok_conv_wino_avx2,                      \
+	 wh_tx_run_conv_wino_avx2},                                                                                         \
+	{1006, "conv-winograd-f2x2-3x3-avx512", WH_TX_NUM_WINO(WH_TX_K_AVX512), wh_tx_ok_conv_wino_avx512,                \
+	 wh_tx_run_conv_wino_avx512},                                                                                       \
+	{1007, "conv-1x1-gemm-scalar", WH_TX_NUM_1X1(WH_TX_K_SCALAR), wh_tx_ok_conv_1x1_scalar, wh_tx_run_conv_1x1_scalar}, \
+	{1008, "conv-1x1-gemm-avx2", WH_TX_NUM_1X1(WH_TX_K_AVX2), wh_tx_ok_conv_1x1_avx2, wh_tx_run_conv_1x1_avx2},         \
+	{1009, "conv-1x1-gemm-avx512", WH_TX_NUM_1X1(WH_TX_K_AVX512), wh_tx_ok_conv_1x1_avx512, wh_tx_run_conv_1x1_avx512}, \
+	{1010, "conv-fp16acc-scalar", WH_TX_NUM_FP16, wh_tx_ok_conv_fp16acc_scalar, wh_tx_run_conv_fp16acc_scalar},       \
+	{1011, "conv-fp16acc-avx2", WH_TX_NUM_FP16 WH_TX_SAME16, wh_tx_ok_conv_fp16acc_avx2, wh_tx_run_conv_fp16acc_avx2},   \
+	{1012, "conv-fp16acc-avx512", WH_TX_NUM_FP16 WH_TX_SAME16, wh_tx_ok_conv_fp16acc_avx512,                            \
+	 wh_tx_run_conv_fp16acc_avx512}
+
+#define WH_MATMUL_EXTRA_TACTICS                                                                                          \
+	{1000, "matmul-ref-scalar", WH_TX_NUM_MMREF, wh_tx_ok_mm_scalar, wh_tx_run_matmul_ref_scalar},                    \
+	{1001, "matmul-splitk-scalar", WH_TX_NUM_SPLITK(WH_TX_K_SCALAR), wh_tx_ok_mm_scalar, wh_tx_run_matmul_splitk_scalar}, \
+	{1002, "matmul-splitk-avx2", WH_TX_NUM_SPLITK(WH_TX_K_AVX2), wh_tx_ok_mm_avx2, wh_tx_run_matmul_splitk_avx2},     \
+	{1003, "matmul-splitk-avx512", WH_TX_NUM_SPLITK(WH_TX_K_AVX512), wh_tx_ok_mm_avx512,                              \
+	 wh_tx_run_matmul_splitk_avx512},                                                                                   \
+	{1004, "matmul-fp16acc-scalar", WH_TX_NUM_MMFP16, wh_tx_ok_mm_scalar, wh_tx_run_matmul_fp16acc_scalar},           \
+	{1005, "matmul-fp16acc-avx2", WH_TX_NUM_MMFP16 WH_TX_SAME16, wh_tx_ok_mm_avx2, wh_tx_run_matmul_fp16acc_avx2},     \
+	{1006, "matmul-fp16acc-avx512", WH_TX_NUM_MMFP16 WH_TX_SAME16, wh_tx_ok_mm_avx512, wh_tx_run_matmul_fp16acc_avx512}
+
+#define WH_GEMM_EXTRA_TACTICS                                                                                            \
+	{1000, "gemm-ref-scalar", WH_TX_NUM_MMREF WH_TX_GEMM_EPI, wh_tx_ok_mm_scalar, wh_tx_run_gemm_ref_scalar},         \
+	{1001, "gemm-splitk-scalar", WH_TX_NUM_SPLITK(WH_TX_K_SCALAR) WH_TX_GEMM_EPI, wh_tx_ok_mm_scalar,                 \
+	 wh_tx_run_gemm_splitk_scalar},                                                                                     \
+	{1002, "gemm-splitk-avx2", WH_TX_NUM_SPLITK(WH_TX_K_AVX2) WH_TX_GEMM_EPI, wh_tx_ok_mm_avx2,                       \
+	 wh_tx_run_gemm_splitk_avx2},                                                                                       \
+	{1003, "gemm-splitk-avx512", WH_TX_NUM_SPLITK(WH_TX_K_AVX512) WH_TX_GEMM_EPI, wh_tx_ok_mm_avx512,                 \
+	 wh_tx_run_gemm_splitk_avx512},                                                                                     \
+	{1004, "gemm-fp16acc-scalar", WH_TX_NUM_MMFP16 WH_TX_GEMM_EPI, wh_tx_ok_mm_scalar, wh_tx_run_gemm_fp16acc_scalar}, \
+	{1005, "gemm-fp16acc-avx2", WH_TX_NUM_MMFP16 WH_TX_GEMM_EPI WH_TX_SAME16, wh_tx_ok_mm_avx2,                        \
+	 wh_tx_run_gemm_fp16acc_avx2},                                                                                      \
+	{1006, "gemm-fp16acc-avx512", WH_TX_NUM_MMFP16 WH_TX_GEMM_EPI WH_TX_SAME16, wh_tx_ok_mm_avx512,                    \
+	 wh_tx_run_gemm_fp16acc_avx512}
+
+/* The functions the initializers name (conv-tactics.c, gemm-tactics.c). */
+#define WH_TX_DECLARE(NAME)                                              \
+	bool wh_tx_ok_##NAME(const struct wh_kernel_ctx *ctx);           \
+	enum wh_status wh_tx_run_##NAME(struct wh_kernel_ctx *ctx);
+WH_TX_DECLARE(conv_direct_scalar)
+WH_TX_DECLARE(conv_im2col_scalar)
+WH_TX_DECLARE(conv_im2col_avx2)
+WH_TX_DECLARE(conv_im2col_avx512)
+WH_TX_DECLARE(conv_wino_scalar)
+WH_TX_DECLARE(conv_wino_avx2)
+WH_TX_DECLARE(conv_wino_avx512)
+WH_TX_DECLARE(conv_1x1_scalar)
+WH_TX_DECLARE(conv_1x1_avx2)
+WH_TX_DECLARE(conv_1x1_avx512)
+WH_TX_DECLARE(conv_fp16acc_scalar)
+WH_TX_DECLARE(conv_fp16acc_avx2)
+WH_TX_DECLARE(conv_fp16acc_avx512)
+#undef WH_TX_DECLARE
+bool wh_tx_ok_mm_scalar(const struct wh_kernel_ctx *ctx);
+bool wh_tx_ok_mm_avx2(const struct wh_kernel_ctx *ctx);
+bool wh_tx_ok_mm_avx512(const struct wh_kernel_ctx *ctx);
+enum wh_status wh_tx_run_matmul_ref_scalar(struct wh_kernel_ctx *ctx);
+enum wh_status wh_tx_run_matmul_splitk_scalar(struct wh_kernel_ctx *ctx);
+enum wh_status wh_tx_run_matmul_splitk_avx2(struct wh_kernel_ctx *ctx);
+enum wh_status wh_tx_run_matmul_splitk_avx512(struct wh_kernel_ctx *ctx);
+enum wh_status wh_tx_run_matmul_fp16acc_scalar(struct wh_kernel_ctx *ctx);
+enum wh_status wh_tx_run_matmul_fp16acc_avx2(struct wh_kernel_ctx *ctx);
+enum wh_status wh_tx_run_matmul_fp16acc_avx512(struct wh_kernel_ctx *ctx);
+enum wh_status wh_tx_run_gemm_ref_scalar(struct wh_kernel_ctx *ctx);
+enum wh_status wh_tx_run_gemm_splitk_scalar(struct wh_kernel_ctx *ctx);
+enum wh_status wh_tx_run_gemm_splitk_avx2(struct wh_kernel_ctx *ctx);
+enum wh_status wh_tx_run_gemm_splitk_avx512(struct wh_kernel_ctx *ctx);
+enum wh_status wh_tx_run_gemm_fp16acc_scalar(struct wh_kernel_ctx *ctx);
+enum wh_status wh_tx_run_gemm_fp16acc_avx2(struct wh_kernel_ctx *ctx);
+enum wh_status wh_tx_run_gemm_fp16acc_avx512(struct wh_kernel_ctx *ctx);
 
 /* K is cut at multiples of this many steps by the split-K tactics. */
 #define WH_TX_SPLITK_CHUNK 64
@@ -60,6 +168,17 @@ static inline float wh_tx_round_f16d(double v)
 	return sign ? -(float)r : (float)r;
 }
 
+/* One fp16-accumulating step over a row: y[i] = fp16(y[i] + x[i*xs] * w) for i < n, where
+ * y, x and w hold fp16 values (as floats). Every variant rounds exactly once per step, to
+ * nearest even, so all give the same bits: the scalar one through a double
+ * (wh_tx_round_f16d), the SIMD ones by an exact float sum (TwoSum) rounded to odd, then to
+ * fp16 by F16C. */
+void wh_tx_axpy_f16_scalar(float *y, const float *x, size_t xs, float w, size_t n);
+void wh_tx_axpy_f16_avx2(float *y, const float *x, size_t xs, float w, size_t n);
+void wh_tx_axpy_f16_avx512(float *y, const float *x, size_t xs, float w, size_t n);
+typedef void (*wh_tx_axpy_f16_fn)(float *y, const float *x, size_t xs, float w, size_t n);
+wh_tx_axpy_f16_fn wh_tx_axpy_f16_get(enum wh_isa isa);
+
 /* ---- float32 views of float32/float16/bfloat16 tensors (gemm-tactics.c) ---- */
 
 bool wh_tx_float_dtype(enum wh_dtype dt);
@@ -81,8 +200,8 @@ enum wh_tx_conv_algo {
 };
 /* Whether algo can run geometry s. */
 bool wh_tx_conv_supports(enum wh_tx_conv_algo algo, const struct wh_conv_shape *s);
-/* y = conv(x, w) (+ b) with the algorithm and the GEMM micro-kernel of isa (the direct and
- * fp16 algorithms are scalar whatever isa says). WH_ERR_UNSUPPORTED for a geometry the
+/* y = conv(x, w) (+ b) with the algorithm and the kernels of isa (the direct algorithm is
+ * scalar whatever isa says; the fp16 one gives the same bits at every isa). WH_ERR_UNSUPPORTED for a geometry the
  * algorithm cannot run. */
 enum wh_status wh_tx_conv_f32(enum wh_tx_conv_algo algo, enum wh_isa isa, struct wh_threadpool *pool,
 			      const struct wh_conv_shape *s, const float *x, const float *w, const float *b,
@@ -118,6 +237,11 @@ struct wh_wino_out {
 	float *y;
 	size_t oh, ow;
 };
+/* The weight transform U = G g G^T of one output channel: gt holds its taps as gt[tap*C + c]
+ * (tap = 3*row + column), U's 16 values for channel c go to u[xi*u_stride + c]. */
+void wh_wino_weights_scalar(const float *gt, size_t C, float *u, size_t u_stride);
+void wh_wino_weights_avx2(const float *gt, size_t C, float *u, size_t u_stride);
+void wh_wino_weights_avx512(const float *gt, size_t C, float *u, size_t u_stride);
 void wh_wino_input_scalar(const struct wh_wino_in *p);
 void wh_wino_output_scalar(const struct wh_wino_out *p);
 void wh_wino_input_avx2(const struct wh_wino_in *p);

