@@ -78,13 +78,15 @@ static double quantile_of(double *v, uint64_t n, double q)
 	uint64_t hi = lo + 1 < n ? lo + 1 : lo;
 	double frac = pos - (double)lo;
 	double a = select_kth(v, n, lo);
-	if (hi == lo || frac == 0)
+	if (hi == lo || frac == 0 || isinf(a))
 		return a;
 	/* after selecting lo, the next order statistic is the minimum of what lies above */
 	double b = v[hi];
 	for (uint64_t i = hi; i < n; i++)
 		if (v[i] < b)
 			b = v[i];
+	if (isinf(b) || a == b)
+		return b == a ? a : b; /* no inf - inf */
 	return a + (b - a) * frac;
 }
 

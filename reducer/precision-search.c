@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include "executor/executor.h"
+#include "executor/kernel.h"
 #include "graph/topo.h"
 
 struct verdict_entry {
@@ -69,6 +70,16 @@ static enum wh_status check_config(struct psearch *p, const uint8_t *mask, enum 
 		struct wh_check_result r;
 		if ((st = wh_check_run(p->o->check, &v, &r)) == WH_OK)
 			*out = r.verdict;
+		/* on the two ends, "not found"/"not executable" is the check's own failure */
+		if (st == WH_OK && p->seq <= 2 && !r.signal && (r.exit_code == 126 || r.exit_code == 127)) {
+			char said[201];
+			snprintf(said, sizeof said, "%s", r.output ? r.output : "");
+			for (char *q = said; *q; q++)
+				if (*q == '\n')
+					*q = ' ';
+			st = wh_error(WH_ERR_CHECK, "check: exited %d (a command inside the check was not found or is not executable; it printed: %s)",
+				      r.exit_code, said);
+		}
 		wh_check_result_release(&r);
 		unlink(path);
 		goto out;
@@ -140,6 +151,47 @@ static enum wh_status eval(void *ctx, const uint8_t *const *masks, uint32_t n, e
 	return WH_OK;
 }
 
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static enum wh_status check_unique_names(const struct wh_graph *g, const uint32_t *layers, uint32_t n)
+{
+	const char **names = calloc((size_t)n + 1, sizeof *names);
+	if (!names)
+		return wh_error(WH_ERR_NOMEM, "precision: out of memory");
+	for (uint32_t i = 0; i < n; i++)
+		names[i] = g->nodes[layers[i]].name;
+	qsort(names, n, sizeof *names, cmp_name);
+	enum wh_status st = WH_OK;
+	for (uint32_t i = 1; i < n && st == WH_OK; i++)
+		if (!strcmp(names[i - 1], names[i]))
+			st = wh_error(WH_ERR_INVALID, "model: several layers share the name '%s', and layer precisions name layers (give every node a unique name)",
+				      names[i]);
+	free(names);
+	return st;
+}
+
+/* ||a - r|| / ||r||; 1e6 when a holds NaN or Inf that r does not (an overflow). Cheaper
+ * than the full comparison statistics (no medians), which matters with every tensor kept. */
+static double rel_l2(const struct wh_tensor *a, const struct wh_tensor *r)
+{
+	if (a->count != r->count)
+		return 0;
+	double num = 0, den = 0;
+	for (uint64_t k = 0; k < a->count; k++) {
+		double x = wh_tensor_get_f64(a, k), y = wh_tensor_get_f64(r, k);
+		if (!isfinite(y))
+			continue;
+		if (!isfinite(x))
+			return 1e6;
+		num += (x - y) * (x - y);
+		den += y * y;
+	}
+	return den > 0 ? sqrt(num / den) : (num > 0 ? 1 : 0);
+}
+
 /* Error each layer adds: relative L2 error of its output minus the largest of its inputs',
  * from one layerwise comparison of the target precision against FP32. */
 static enum wh_status layer_errors(struct psearch *p, double *err_out)
@@ -166,13 +218,7 @@ static enum wh_status layer_errors(struct psearch *p, double *err_out)
 		uint32_t v = wh_graph_find_value(g, a.items[i].name);
 		if (!r || v == WH_NONE || !wh_dtype_is_float(r->dtype))
 			continue;
-		struct wh_compare_stats cs;
-		struct wh_compare_options co;
-		wh_compare_options_default(&co);
-		if (wh_compare_tensors(&a.items[i].t, r, &co, &cs) == WH_OK && cs.comparable)
-			vals[v] = isinf(cs.sqnr_db) ? 0 : (isnan(cs.sqnr_db) ? 1 : pow(10.0, -cs.sqnr_db / 20.0));
-		if (cs.nan_actual || cs.inf_actual)
-			vals[v] = 1e6;
+		vals[v] = rel_l2(&a.items[i].t, r);
 	}
 	for (uint32_t i = 0; st == WH_OK && i < p->n; i++) {
 		const struct wh_node *n = &g->nodes[p->layers[i]];
@@ -220,6 +266,17 @@ enum wh_status wh_precision_search(const struct wh_model *m, const struct wh_ten
 		if (kinds[order[i]] == WH_LAYER_FLOAT)
 			p->layers[p->n++] = order[i];
 	rep->candidates = p->n;
+	/* configurations name layers: an unnamed or shared name would stand for another layer */
+	for (uint32_t i = 0; i < p->n; i++) {
+		const struct wh_node *nd = &g->nodes[p->layers[i]];
+		if (!nd->name || !*nd->name) {
+			st = wh_error(WH_ERR_INVALID, "model: a %s layer has no name, and layer precisions name layers (give every node a unique name)",
+				      nd->op_type);
+			goto out;
+		}
+	}
+	if ((st = check_unique_names(g, p->layers, p->n)) != WH_OK)
+		goto out;
 	if (!p->n) {
 		st = wh_error(WH_ERR_INVALID, "model: has no float layers whose precision could change");
 		goto out;
@@ -252,6 +309,11 @@ enum wh_status wh_precision_search(const struct wh_model *m, const struct wh_ten
 	if ((st = check_config(p, mask, &v)) != WH_OK)
 		goto out;
 	rep->checks_run++;
+	if (v == WH_VERDICT_SKIP) {
+		st = wh_error(WH_ERR_CHECK, "check: cannot tell whether the model fails at %s (exit 125 or timeout; fix the check or raise --timeout)",
+			      wh_precision_name(o->target));
+		goto out;
+	}
 	if (v != WH_VERDICT_FAIL) {
 		st = wh_error(WH_ERR_INVALID, "%s: already passes at %s (nothing to keep in higher precision)",
 			      o->model_path ? o->model_path : "model", wh_precision_name(o->target));
@@ -260,6 +322,11 @@ enum wh_status wh_precision_search(const struct wh_model *m, const struct wh_ten
 	if ((st = check_config(p, full, &v)) != WH_OK)
 		goto out;
 	rep->checks_run++;
+	if (v == WH_VERDICT_SKIP) {
+		st = wh_error(WH_ERR_CHECK, "check: cannot tell whether the model passes with every float layer at %s (exit 125 or timeout; fix the check or raise --timeout)",
+			      wh_precision_name(o->higher));
+		goto out;
+	}
 	if (v != WH_VERDICT_PASS) {
 		st = wh_error(WH_ERR_INVALID, "%s: still fails with every float layer at %s (the failure is not a precision problem, or the tolerance is too tight)",
 			      o->model_path ? o->model_path : "model", wh_precision_name(o->higher));

@@ -1129,10 +1129,8 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 		goto out;
 	}
 	rep->one_minimal = sr.one_minimal;
-	if (sr.inconsistent && !rep->inconsistent) {
-		rep->inconsistent = true;
-		snprintf(rep->note, sizeof rep->note, "%s", sr.note);
-	}
+	if (sr.note[0])
+		logf_(d, "reduce: note: %s", sr.note);
 	/* the result must still fail when run again (not from the cache): a flaky check shows
 	 * here; a result that already failed twice (a second run in an idle slot) is done */
 	struct cache_entry *rce = NULL;

@@ -57,185 +57,215 @@ static void make_range(const struct search *s, const uint8_t *base, uint32_t lo,
 		out[i] = (s->o->fixed && s->o->fixed[i]) || (i >= lo && i < hi && base[i]);
 }
 
-/* Finds the boundary b in (lo, hi] such that probe(b) fails and probe(b-1) passes, where
- * probe(hi) is known to fail and probe(lo) to pass: (jobs+1)-ary search. from_end selects
- * prefixes [start, b) (false) or suffixes [b', end) with b' = end - b (true). */
-static enum wh_status boundary_search(struct search *s, const uint8_t *base, uint32_t start, uint32_t end,
-				      bool suffix, uint32_t *len_out)
+/* Bisection, made parallel without changing its decisions.
+ *
+ * A side searches the shortest failing length in (lo, hi] (hi known to fail, lo to pass) by
+ * plain binary search: the probe is always the midpoint, so the decisions are the same for
+ * any number of jobs. Slots a round does not need for those probes run the probes the
+ * search may need next (the midpoints of both halves, then of their halves): when their
+ * turn comes, their verdicts are already there. A side is either the prefixes of the list
+ * [start, start + len) or its suffixes [end - len, end). */
+struct side {
+	bool suffix, open;
+	uint32_t start, end, lo, hi;
+	int8_t *known; /* verdict per length: -1 unknown, else enum wh_verdict */
+};
+
+static uint32_t mid_of(uint32_t lo, uint32_t hi)
 {
-	/* len: number of base positions kept, counted from the start (prefix) or from the end
-	 * (suffix); fail(len) is monotone for a consistent check */
-	uint32_t lo = 0, hi = end - start;
-	uint8_t **masks = calloc((size_t)s->jobs, sizeof *masks);
-	enum wh_verdict *v = calloc((size_t)s->jobs, sizeof *v);
-	uint32_t *lens = calloc((size_t)s->jobs, sizeof *lens);
-	enum wh_status st = WH_OK;
-	if (!masks || !v || !lens) {
-		st = wh_error(WH_ERR_NOMEM, "reduce: out of memory");
-		goto out;
-	}
-	for (int j = 0; j < s->jobs; j++)
-		if (!(masks[j] = malloc(s->n))) {
-			st = wh_error(WH_ERR_NOMEM, "reduce: out of memory");
-			goto out;
-		}
-	bool first = true;
-	while (hi - lo > 1 || (first && s->o->confirm_full)) {
-		uint32_t k = 0;
-		uint32_t span = hi - lo;
-		/* the full set's confirmation takes one slot of the first batch */
-		bool with_full = first && s->o->confirm_full && !suffix;
-		uint32_t slots = (uint32_t)s->jobs - (with_full ? 1 : 0);
-		uint32_t probes = slots < span - 1 ? slots : span - 1;
-		first = false;
-		if (with_full) {
-			make_range(s, base, start, end, masks[k]);
-			lens[k++] = hi;
-		}
-		for (uint32_t j = 1; j <= probes; j++) {
-			uint32_t len = lo + (uint32_t)(((uint64_t)span * j) / (probes + 1));
-			if (len <= lo || len >= hi || (k && lens[k - 1] == len))
-				continue;
-			lens[k] = len;
-			if (suffix)
-				make_range(s, base, end - len, end, masks[k]);
-			else
-				make_range(s, base, start, start + len, masks[k]);
-			k++;
-		}
-		if ((st = eval_batch(s, masks, k, v)) != WH_OK)
-			goto out;
-		if (with_full) {
-			if (v[0] != WH_VERDICT_FAIL) {
-				st = v[0] == WH_VERDICT_PASS ? WH_ERR_INVALID : WH_ERR_CHECK;
-				goto out;
-			}
-			/* drop the full set's slot: its length is hi, which changes nothing below */
-			memmove(lens, lens + 1, (k - 1) * sizeof *lens);
-			memmove(v, v + 1, (k - 1) * sizeof *v);
-			k--;
-		}
-		uint32_t new_lo = lo, new_hi = hi;
-		for (uint32_t j = 0; j < k; j++) {
-			if (v[j] == WH_VERDICT_FAIL) {
-				new_hi = lens[j];
-				break;
-			}
-			new_lo = lens[j];
-		}
-		/* a failing probe below a passing one contradicts monotonicity */
-		for (uint32_t j = 0; j < k; j++)
-			if (lens[j] > new_hi && v[j] != WH_VERDICT_FAIL && v[j] != WH_VERDICT_SKIP && !s->rep->inconsistent) {
-				s->rep->inconsistent = true;
-				snprintf(s->rep->note, sizeof s->rep->note,
-					 "a larger candidate (%u nodes) passed while a smaller one (%u nodes) failed", lens[j], new_hi);
-			}
-		lo = new_lo;
-		hi = new_hi;
-	}
-	*len_out = hi;
-out:
-	if (masks)
-		for (int j = 0; j < s->jobs; j++)
-			free(masks[j]);
-	free(masks);
-	free(v);
-	free(lens);
-	return st;
+	return lo + (hi - lo) / 2 + ((hi - lo) % 2); /* in (lo, hi), rounded up */
 }
 
-/* With several jobs, the outputs-side search (prefixes of the full list) and an inputs-side
- * search over suffixes of the full list run side by side, sharing each round's slots: the
- * shortest failing prefix [0, p) and suffix [s, n) bound the culprits, and [s, p) is then
- * checked once. For a consistent check this is what the sequential search finds, in about
- * half the rounds. *ok_out is false when [s, p) is empty (the caller falls back). */
-static enum wh_status dual_search(struct search *s, const uint8_t *base, uint32_t *p_out, uint32_t *s_out)
+static void side_mask(const struct search *s, const struct side *sd, const uint8_t *base, uint32_t len, uint8_t *out)
 {
-	uint32_t n = s->n;
-	uint32_t lo[2] = {0, 0}, hi[2] = {n, n}; /* [0]: prefix lengths, [1]: suffix lengths */
-	uint8_t **masks = calloc((size_t)s->jobs, sizeof *masks);
-	enum wh_verdict *v = calloc((size_t)s->jobs, sizeof *v);
-	uint32_t *lens = calloc((size_t)s->jobs, sizeof *lens);
-	int *side = calloc((size_t)s->jobs, sizeof *side);
+	if (sd->suffix)
+		make_range(s, base, sd->end - len, sd->end, out);
+	else
+		make_range(s, base, sd->start, sd->start + len, out);
+}
+
+/* Applies known verdicts; returns whether the side still needs a probe. */
+static bool side_advance(struct search *s, struct side *sd)
+{
+	while (sd->hi - sd->lo > 1) {
+		uint32_t m = mid_of(sd->lo, sd->hi);
+		int8_t v = sd->known[m];
+		if (v < 0)
+			return true;
+		if (v == WH_VERDICT_FAIL)
+			sd->hi = m;
+		else
+			sd->lo = m;
+	}
+	sd->open = false;
+	(void)s;
+	return false;
+}
+
+/* Up to `room` lengths the side may probe next, breadth first below its current midpoint. */
+static uint32_t side_speculate(const struct side *sd, uint32_t room, uint32_t *lens)
+{
+	uint32_t k = 0;
+	uint32_t qlo[64], qhi[64], qn = 0, qi = 0;
+	qlo[qn] = sd->lo;
+	qhi[qn++] = sd->hi;
+	while (qi < qn && k < room) {
+		uint32_t lo = qlo[qi], hi = qhi[qi++];
+		if (hi - lo <= 1)
+			continue;
+		uint32_t m = mid_of(lo, hi);
+		if (sd->known[m] < 0) {
+			bool dup = false;
+			for (uint32_t i = 0; i < k; i++)
+				dup |= lens[i] == m;
+			if (!dup)
+				lens[k++] = m;
+		}
+		if (qn + 2 <= 64) {
+			qlo[qn] = lo;
+			qhi[qn++] = m;
+			qlo[qn] = m;
+			qhi[qn++] = hi;
+		}
+	}
+	return k;
+}
+
+/* Runs the open sides to the end. with_full: the full set's confirmation rides in the first
+ * batch (WH_ERR_INVALID when it passes). */
+static enum wh_status run_sides(struct search *s, const uint8_t *base, struct side *sides, int n_sides, bool with_full)
+{
 	enum wh_status st = WH_OK;
-	bool first = s->o->confirm_full;
-	if (!masks || !v || !lens || !side) {
+	uint32_t cap = (uint32_t)(s->jobs > 2 ? s->jobs : 2) + 1;
+	uint8_t **masks = calloc(cap, sizeof *masks);
+	enum wh_verdict *v = calloc(cap, sizeof *v);
+	uint32_t *lens = calloc(cap, sizeof *lens);
+	int *which = calloc(cap, sizeof *which);
+	if (!masks || !v || !lens || !which) {
 		st = wh_error(WH_ERR_NOMEM, "reduce: out of memory");
 		goto out;
 	}
-	for (int j = 0; j < s->jobs; j++)
-		if (!(masks[j] = malloc(n))) {
+	for (uint32_t j = 0; j < cap; j++)
+		if (!(masks[j] = malloc(s->n ? s->n : 1))) {
 			st = wh_error(WH_ERR_NOMEM, "reduce: out of memory");
 			goto out;
 		}
-	while (hi[0] - lo[0] > 1 || hi[1] - lo[1] > 1 || first) {
-		uint32_t k = 0, slots = (uint32_t)s->jobs;
-		if (first) {
-			make_range(s, base, 0, n, masks[k]);
-			side[k] = -1;
-			lens[k++] = n;
-			slots--;
+	for (;;) {
+		uint32_t k = 0;
+		if (with_full) {
+			make_range(s, base, 0, s->n, masks[k]);
+			which[k] = -1;
+			lens[k++] = s->n;
 		}
-		uint32_t open0 = hi[0] - lo[0] > 1, open1 = hi[1] - lo[1] > 1;
-		uint32_t want[2];
-		want[0] = open0 ? (open1 ? (slots + 1) / 2 : slots) : 0;
-		want[1] = open1 ? slots - want[0] : 0;
-		for (int sd = 0; sd < 2; sd++) {
-			uint32_t span = hi[sd] - lo[sd];
-			uint32_t probes = want[sd] < span - 1 ? want[sd] : span - 1;
-			for (uint32_t j = 1; j <= probes; j++) {
-				uint32_t len = lo[sd] + (uint32_t)(((uint64_t)span * j) / (probes + 1));
-				if (len <= lo[sd] || len >= hi[sd] || (k && side[k - 1] == sd && lens[k - 1] == len))
+		/* the probes the searches need now */
+		for (int i = 0; i < n_sides; i++)
+			if (sides[i].open && side_advance(s, &sides[i])) {
+				lens[k] = mid_of(sides[i].lo, sides[i].hi);
+				which[k] = i;
+				side_mask(s, &sides[i], base, lens[k], masks[k]);
+				k++;
+			}
+		if (!k)
+			break;
+		/* idle slots: what they may need next */
+		uint32_t slots = (uint32_t)s->jobs;
+		for (int i = 0; i < n_sides && k < slots; i++) {
+			if (!sides[i].open)
+				continue;
+			uint32_t spec[64];
+			uint32_t room = slots - k;
+			uint32_t ns = side_speculate(&sides[i], room + 1 > 64 ? 64 : room + 1, spec);
+			for (uint32_t j = 0; j < ns && k < slots; j++) {
+				bool dup = false;
+				for (uint32_t q = 0; q < k; q++)
+					dup |= which[q] == i && lens[q] == spec[j];
+				if (dup)
 					continue;
-				side[k] = sd;
-				lens[k] = len;
-				if (sd == 0)
-					make_range(s, base, 0, len, masks[k]);
-				else
-					make_range(s, base, n - len, n, masks[k]);
+				lens[k] = spec[j];
+				which[k] = i;
+				side_mask(s, &sides[i], base, lens[k], masks[k]);
 				k++;
 			}
 		}
 		if ((st = eval_batch(s, masks, k, v)) != WH_OK)
 			goto out;
-		for (int sd = 0; sd < 2; sd++) {
-			uint32_t new_lo = lo[sd], new_hi = hi[sd];
-			bool seen_fail = false;
-			for (uint32_t j = 0; j < k; j++) {
-				if (side[j] != sd)
-					continue;
-				if (v[j] == WH_VERDICT_FAIL && !seen_fail) {
-					new_hi = lens[j];
-					seen_fail = true;
-				} else if (!seen_fail) {
-					new_lo = lens[j];
-				} else if (v[j] == WH_VERDICT_PASS && !s->rep->inconsistent) {
-					s->rep->inconsistent = true;
-					snprintf(s->rep->note, sizeof s->rep->note,
-						 "a larger candidate (%u layers) passed while a smaller one (%u layers) failed", lens[j], new_hi);
+		for (uint32_t j = 0; j < k; j++) {
+			if (which[j] < 0) {
+				if (v[j] != WH_VERDICT_FAIL) {
+					st = v[j] == WH_VERDICT_PASS ? WH_ERR_INVALID : WH_ERR_CHECK;
+					goto out;
 				}
+				continue;
 			}
-			lo[sd] = new_lo;
-			hi[sd] = new_hi;
+			sides[which[j]].known[lens[j]] = (int8_t)v[j];
 		}
-		if (first) {
-			first = false;
-			if (v[0] != WH_VERDICT_FAIL) {
-				st = v[0] == WH_VERDICT_PASS ? WH_ERR_INVALID : WH_ERR_CHECK;
-				goto out;
-			}
-		}
+		with_full = false;
 	}
-	*p_out = hi[0];
-	*s_out = n - hi[1];
+	/* a larger length passing while a smaller one failed: the check is not monotone (not an
+	 * error: the bisection's answer is still a failing candidate; it is only a note) */
+	for (int i = 0; i < n_sides; i++)
+		for (uint32_t len = sides[i].hi + 1; len < sides[i].end - sides[i].start; len++)
+			if (sides[i].known[len] == WH_VERDICT_PASS && !s->rep->note[0])
+				snprintf(s->rep->note, sizeof s->rep->note,
+					 "the check is not monotone: a candidate of %u layers passed while one of %u failed", len, sides[i].hi);
 out:
 	if (masks)
-		for (int j = 0; j < s->jobs; j++)
+		for (uint32_t j = 0; j < cap; j++)
 			free(masks[j]);
 	free(masks);
 	free(v);
 	free(lens);
-	free(side);
+	free(which);
+	return st;
+}
+
+static enum wh_status side_init(struct side *sd, bool suffix, uint32_t start, uint32_t end)
+{
+	memset(sd, 0, sizeof *sd);
+	sd->suffix = suffix;
+	sd->start = start;
+	sd->end = end;
+	sd->lo = 0;
+	sd->hi = end - start;
+	sd->open = sd->hi > 1;
+	sd->known = malloc((size_t)(end - start) + 1);
+	if (!sd->known)
+		return wh_error(WH_ERR_NOMEM, "reduce: out of memory");
+	memset(sd->known, -1, (size_t)(end - start) + 1);
+	sd->known[0] = WH_VERDICT_PASS;
+	sd->known[end - start] = WH_VERDICT_FAIL;
+	return WH_OK;
+}
+
+/* The shortest failing prefix (or suffix) of [start, end) of base. */
+static enum wh_status boundary_search(struct search *s, const uint8_t *base, uint32_t start, uint32_t end,
+				      bool suffix, uint32_t *len_out)
+{
+	struct side sd;
+	enum wh_status st = side_init(&sd, suffix, start, end);
+	if (st == WH_OK)
+		st = run_sides(s, base, &sd, 1, false);
+	if (st == WH_OK)
+		*len_out = sd.hi;
+	free(sd.known);
+	return st;
+}
+
+/* Both ends at once: the shortest failing prefix [0, p) and suffix [q, n) of the whole
+ * list, searched side by side (their probes share each batch); the candidate is then
+ * [q, p). The same probes, and so the same answer, for any number of jobs. */
+static enum wh_status dual_search(struct search *s, const uint8_t *base, uint32_t *p_out, uint32_t *s_out)
+{
+	struct side sd[2];
+	enum wh_status st = side_init(&sd[0], false, 0, s->n);
+	if (st == WH_OK && (st = side_init(&sd[1], true, 0, s->n)) == WH_OK)
+		st = run_sides(s, base, sd, 2, s->o->confirm_full);
+	if (st == WH_OK) {
+		*p_out = sd[0].hi;
+		*s_out = s->n - sd[1].hi;
+	}
+	free(sd[0].known);
+	free(sd[1].known);
 	return st;
 }
 
@@ -289,8 +319,10 @@ static enum wh_status quickxplain(struct search *s, uint8_t *B, const uint32_t *
 	return st;
 }
 
-/* Removing any single node must make the check pass; a node whose removal still fails is
- * dropped and the pass repeats. All removals of one pass are evaluated as one batch. */
+/* Removing any single node must make the check pass. All single removals are checked as one
+ * batch; the nodes whose removal still fails are then dropped one at a time (each removal
+ * checked against what is left), and the batch is repeated until every single removal
+ * passes: O(|R|) checks per round instead of one round per dropped node. */
 static enum wh_status minimality_pass(struct search *s, uint8_t *R)
 {
 	enum wh_status st = WH_OK;
@@ -328,12 +360,22 @@ static enum wh_status minimality_pass(struct search *s, uint8_t *R)
 		/* evaluate in chunks of 64 (the batch limit) */
 		for (uint32_t b = 0; b < k && st == WH_OK; b += 64)
 			st = eval_batch(s, masks + b, k - b < 64 ? k - b : 64, v + b);
-		int32_t drop = -1;
-		for (uint32_t i = 0; i < k && st == WH_OK; i++)
-			if (v[i] == WH_VERDICT_FAIL) {
-				drop = (int32_t)which[i];
+		uint32_t dropped = 0;
+		for (uint32_t i = 0; i < k && st == WH_OK; i++) {
+			if (v[i] != WH_VERDICT_FAIL)
+				continue;
+			/* still fails without this node, given what was dropped before it? */
+			uint8_t *m = masks[i];
+			memcpy(m, R, s->n);
+			m[which[i]] = 0;
+			enum wh_verdict vv = WH_VERDICT_FAIL;
+			if (dropped && (st = eval_one(s, m, &vv)) != WH_OK)
 				break;
+			if (vv == WH_VERDICT_FAIL) {
+				R[which[i]] = 0;
+				dropped++;
 			}
+		}
 		for (uint32_t i = 0; i < k; i++)
 			free(masks[i]);
 		free(masks);
@@ -341,11 +383,10 @@ static enum wh_status minimality_pass(struct search *s, uint8_t *R)
 		free(v);
 		if (st != WH_OK)
 			return st;
-		if (drop < 0) {
+		if (!dropped) {
 			s->rep->one_minimal = true;
 			return WH_OK;
 		}
-		R[drop] = 0;
 	}
 }
 
@@ -365,7 +406,7 @@ enum wh_status wh_search_run(uint32_t n, const struct wh_search_options *o, cons
 	memset(all, 1, n);
 	uint32_t lo = 0, hi = n;
 	bool coarse_done = false;
-	if (s.jobs > 1 && o->reduce_outputs && o->reduce_inputs && n > 2) {
+	if (o->reduce_outputs && o->reduce_inputs && n > 2) {
 		uint32_t p = n, q = 0;
 		if ((st = dual_search(&s, all, &p, &q)) != WH_OK)
 			goto out;

@@ -5,10 +5,12 @@
  * subsets of the current failing set, so every candidate is a valid subgraph for a caller
  * that feeds cut tensors with reference values.
  *
- *  - bisect: from the outputs side the shortest failing prefix, then from the inputs side the
- *    shortest failing suffix of it (Polygraphy's bisect; O(log n) checks each). With jobs > 1
- *    each round probes `jobs` split points at once ((jobs+1)-ary search): the same answer
- *    for a consistent check in fewer rounds.
+ *  - bisect: the shortest failing prefix and the shortest failing suffix of the list,
+ *    searched side by side (their probes share each batch; O(log n) checks each), then the
+ *    range between them is checked once; if it does not fail (a check that is not
+ *    monotone), the shortest failing suffix of the prefix is searched instead, as
+ *    Polygraphy's bisect does. Probes are always midpoints, so the answer does not depend
+ *    on the number of jobs; idle slots run the probes the search may need next.
  *  - ddmin: bisect, then QuickXplain-style divide and conquer on what remains (O(k log(n/k))
  *    checks for k culprit nodes, any subset allowed, disconnected results included), then a
  *    1-minimality pass (removing any single node makes the check pass), run in parallel.
@@ -47,8 +49,8 @@ struct wh_search_options {
 
 struct wh_search_report {
 	bool one_minimal;        /* verified: removing any single node passes */
-	bool inconsistent;       /* the check contradicted itself (see note) */
-	char note[512];
+	bool inconsistent;       /* unused: contradictions are the caller's (re-runs) */
+	char note[512];          /* e.g. "the check is not monotone: ..." */
 	uint32_t bisect_lo, bisect_hi; /* range after the coarse phase [lo, hi) */
 };
 

@@ -21,6 +21,7 @@
 #include "reducer/precision-search.h"
 #include "reducer/reduce.h"
 #include "reducer/report-svg.h"
+#include "reducer/tactics.h"
 
 const char *wh_triage_outcome_name(enum wh_triage_outcome o)
 {
@@ -1404,9 +1405,15 @@ static enum wh_status write_picture(struct tri *T)
 						if (an->outputs[o] != WH_NONE && ag->nodes[c].inputs[j] == an->outputs[o])
 							draw[c] = 1;
 		}
-		for (uint32_t i = 0; i < ag->n_nodes; i++)
+		uint32_t drawn = 0;
+		for (uint32_t i = 0; i < ag->n_nodes; i++) {
 			if (is_constant(&ag->nodes[i]))
 				draw[i] = 0;
+			drawn += draw[i];
+		}
+		if (!drawn) /* nothing to centre on: the whole model, however large */
+			for (uint32_t i = 0; i < ag->n_nodes; i++)
+				draw[i] = !is_constant(&ag->nodes[i]);
 	}
 	char title[512];
 	const char *what = T->rep->outcome == WH_TRIAGE_SINGLE_LAYER ? "the failing layer" :
@@ -1608,8 +1615,9 @@ static void write_report(struct tri *T)
 			T->pic_graphviz ? "with Graphviz" : "by whittle (Graphviz's `dot` is not installed, or --no-graphviz)");
 	}
 	fprintf(f, "## Files\n\n");
-	fprintf(f, "- `repro/`: `model.onnx`, `inputs/`, `golden/` (FP32 reference outputs), `command.sh`%s, `report.md`\n",
-		T->repro_tactics ? ", `tactics.json` (the bad build's tactic replay)" : "");
+	if (T->answer)
+		fprintf(f, "- `repro/`: `model.onnx`, `inputs/`, `golden/` (FP32 reference outputs), `command.sh`%s, `report.md`\n",
+			T->repro_tactics ? ", `tactics.json` (the bad build's tactic replay)" : "");
 	fprintf(f, "- `builds/`: the tactic replay of every build (`build_<k>.json`)%s\n", T->swaps ? " and of every confirmation swap" : "");
 	if (T->fixed_build >= 0)
 		fprintf(f, "- `fixed.json`: the fastest good build (build %d)\n", T->fixed_build);
@@ -1710,7 +1718,8 @@ static void print_json(struct tri *T)
 	}
 	char p[PATH_MAX + 32];
 	bprintf(p, sizeof p, "%s/repro", T->dir);
-	json_object_set_new(o, "repro", json_string(p));
+	if (T->answer)
+		json_object_set_new(o, "repro", json_string(p));
 	if (T->repro_checked) {
 		json_object_set_new(o, "repro_exit", json_integer(T->repro_exit));
 		json_object_set_new(o, "repro_fails", json_boolean(T->repro_fails));
@@ -1964,8 +1973,10 @@ enum wh_status wh_triage_run(const struct wh_model *m, const struct wh_tensor_se
 		T->n_answer = mark_part(T, answer, T->answer_nodes);
 		rep->subgraph_layers = T->n_answer;
 		if (rep->outcome == WH_TRIAGE_SUBGRAPH && T->n_answer == 1) {
-			/* the reduction found one layer (the layerwise comparison pointed elsewhere) */
+			/* the reduction found one layer (the layerwise comparison pointed elsewhere):
+			 * the stats of step 3 belong to that other layer */
 			rep->outcome = WH_TRIAGE_SINGLE_LAYER;
+			T->single_s_valid = false;
 			for (uint32_t i = 0; i < g->n_nodes; i++)
 				if (T->answer_nodes[i]) {
 					bprintf(rep->layer, sizeof rep->layer, "%s", node_name(&g->nodes[i]));

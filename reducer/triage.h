@@ -34,7 +34,6 @@
 #include "graph/ir.h"
 #include "graph/tensor-file.h"
 #include "reducer/check.h"
-#include "reducer/tactics.h"
 
 enum wh_triage_outcome {
 	WH_TRIAGE_PASSES = 0,    /* every build passes the check: nothing to debug */

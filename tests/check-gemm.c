@@ -8,7 +8,8 @@
  * and the sum separately, so an element may differ by rounding: we accept
  * |got - ref| <= 1e-5 * sum_k |a_ik * b_kj| (+1e-30), a relative bound on the terms'
  * magnitude that stays meaningful under cancellation. The scalar kernel sums in the same
- * order without fusing, so it must equal the reference exactly. */
+ * order without fusing, so it must equal the reference exactly. The orders of ONNX Runtime
+ * (K blocks, the single-row kernel) are checked against plain restatements of them. */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
@@ -156,6 +157,129 @@ START_TEST(threads_bit_identical)
 	}
 	wh_threadpool_destroy(p2);
 	wh_threadpool_destroy(p3);
+}
+END_TEST
+
+/* ---- ONNX Runtime's orders (wh_sgemm_block_kb, the single-row kernel) ---- */
+
+/* MLAS's K blocks: one chain up to K = 128; wide N: blocks of 128; narrow N trades columns
+ * for longer blocks, never below 16 columns. */
+START_TEST(ort_kblock_rule)
+{
+	ck_assert_uint_eq(wh_sgemm_ort_kblock(128, 1), 0);
+	ck_assert_uint_eq(wh_sgemm_ort_kblock(27, 3840), 0);
+	ck_assert_uint_eq(wh_sgemm_ort_kblock(240, 960), 128);
+	ck_assert_uint_eq(wh_sgemm_ort_kblock(480, 480), 128);
+	ck_assert_uint_eq(wh_sgemm_ort_kblock(480, 100), 128);
+	ck_assert_uint_eq(wh_sgemm_ort_kblock(480, 64), 256);
+	ck_assert_uint_eq(wh_sgemm_ort_kblock(1440, 40), 256);
+	ck_assert_uint_eq(wh_sgemm_ort_kblock(1440, 32), 512);
+	ck_assert_uint_eq(wh_sgemm_ort_kblock(2880, 16), 1024);
+	ck_assert_uint_eq(wh_sgemm_ort_kblock(2880, 1), 1024);
+	ck_assert_uint_eq(wh_sgemm_ort_kblock(300, 40), 256);
+	ck_assert_uint_eq(wh_sgemm_ort_kblock(300, 20), 0); /* one block of 512 covers K */
+}
+END_TEST
+
+/* K blocks summed separately then added (ADD_C), through every micro-kernel: the scalar
+ * one equals a plain-loop restatement exactly, the fused ones are within rounding. */
+START_TEST(block_kb_matches_reference)
+{
+	static const size_t cases[][4] = {{5, 37, 300, 128}, {13, 70, 257, 128}, {1, 9, 600, 256}, {7, 33, 129, 128},
+					  {12, 32, 1030, 512}, {3, 17, 140, 0}};
+	enum wh_isa list[3];
+	int n = isas(list);
+	for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+		size_t M = cases[ci][0], N = cases[ci][1], K = cases[ci][2], kb = cases[ci][3];
+		float *a = random_floats(M * K, ci * 5), *b = random_floats(K * N, ci * 5 + 1);
+		float *bias = random_floats(M, ci * 5 + 2);
+		float *want = malloc(M * N * sizeof(float)), *got = malloc(M * N * sizeof(float));
+		float *apack = malloc(M * K * sizeof(float));
+		ptrdiff_t *boff = malloc(K * sizeof(ptrdiff_t));
+		for (size_t k = 0; k < K; k++)
+			boff[k] = (ptrdiff_t)(k * N);
+		for (size_t i = 0; i < M; i++)
+			for (size_t j = 0; j < N; j++) {
+				size_t blk = kb ? kb : K;
+				float acc = 0;
+				for (size_t k0 = 0; k0 < K; k0 += blk) {
+					float part = 0;
+					for (size_t k = k0; k < K && k < k0 + blk; k++)
+						part += a[i * K + k] * b[k * N + j];
+					acc = k0 ? part + acc : part;
+				}
+				want[i * N + j] = acc + bias[i];
+			}
+		for (int ii = 0; ii < n; ii++) {
+			struct wh_sgemm_kernel kern;
+			wh_sgemm_kernel_get(list[ii], &kern);
+			wh_sgemm_pack_a(&kern, M, K, a, K, 1, apack);
+			for (size_t i = 0; i < M * N; i++)
+				got[i] = NAN;
+			wh_sgemm_block_kb(&kern, M, N, K, kb, apack, b, boff, got, N, bias);
+			for (size_t i = 0; i < M; i++)
+				for (size_t j = 0; j < N; j++) {
+					double mag = fabs(bias[i]);
+					for (size_t k = 0; k < K; k++)
+						mag += fabs((double)a[i * K + k] * b[k * N + j]);
+					float g = got[i * N + j], w = want[i * N + j];
+					if (list[ii] == WH_ISA_SCALAR)
+						ck_assert_msg(g == w, "scalar %zux%zux%zu kb %zu at (%zu,%zu): %.9g, want %.9g", M,
+							      N, K, kb, i, j, g, w);
+					else
+						ck_assert_msg(fabs((double)g - w) <= 1e-5 * mag, "%s %zux%zux%zu kb %zu at (%zu,%zu)",
+							      wh_isa_name(list[ii]), M, N, K, kb, i, j);
+				}
+		}
+		free(a);
+		free(b);
+		free(bias);
+		free(want);
+		free(got);
+		free(apack);
+		free(boff);
+	}
+}
+END_TEST
+
+/* The single-row kernel: no fused multiply-add, so every variant gives the reference's bits
+ * (row offsets with gaps, every column tail, K with every remainder mod 4), and the order
+ * is MLAS's: groups of 4 summed before they meet the running sum. */
+START_TEST(m1_variants_bit_identical)
+{
+	enum wh_isa list[3];
+	int n = isas(list);
+	size_t kmax = 140, nmax = 75, stride = 80;
+	float *a = random_floats(kmax, 11), *b = random_floats(kmax * stride, 12);
+	float *want = malloc(nmax * sizeof(float)), *got = malloc(nmax * sizeof(float));
+	ptrdiff_t *boff = malloc(kmax * sizeof(ptrdiff_t));
+	for (size_t k = 0; k < kmax; k++)
+		boff[k] = (ptrdiff_t)(k * stride + (k % 3));
+	float bias = 0.375f;
+	for (size_t K = 1; K <= kmax; K += K < 20 ? 1 : 29)
+		for (size_t nn = 1; nn <= nmax; nn += nn < 40 ? 1 : 7)
+			for (int wb = 0; wb < 2; wb++) {
+				wh_sgemm_m1_ref(nn, K, a, b, boff, want, wb ? &bias : NULL);
+				for (int ii = 0; ii < n; ii++) {
+					struct wh_sgemm_kernel kern;
+					wh_sgemm_kernel_get(list[ii], &kern);
+					for (size_t j = 0; j < nn; j++)
+						got[j] = NAN;
+					kern.m1(nn, K, a, b, boff, got, wb ? &bias : NULL);
+					ck_assert_msg(!memcmp(got, want, nn * sizeof(float)), "%s m1 n=%zu K=%zu bias %d differs",
+						      wh_isa_name(list[ii]), nn, K, wb);
+				}
+			}
+	/* 1e8 then four groups of 2s: the group (8) survives, 2s added one by one would not */
+	float a8[8] = {1, 1, 1, 1, 1, 1, 1, 1}, b8[8] = {1e8f, 0, 0, 0, 2, 2, 2, 2}, c8;
+	ptrdiff_t o8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+	wh_sgemm_m1_ref(1, 8, a8, b8, o8, &c8, NULL);
+	ck_assert_float_eq(c8, 1e8f + 8.0f);
+	free(a);
+	free(b);
+	free(want);
+	free(got);
+	free(boff);
 }
 END_TEST
 
@@ -546,6 +670,9 @@ static Suite *gemm_suite(void)
 	tcase_add_test(tc, kernels_match_reference);
 	tcase_add_test(tc, kernel_tails_every_width);
 	tcase_add_test(tc, threads_bit_identical);
+	tcase_add_test(tc, ort_kblock_rule);
+	tcase_add_test(tc, block_kb_matches_reference);
+	tcase_add_test(tc, m1_variants_bit_identical);
 	suite_add_tcase(s, tc);
 	TCase *ops = tcase_create("ops");
 	tcase_set_timeout(ops, 600);

@@ -1,8 +1,9 @@
 /* Reductions, pooling, normalizations, the softmax family, Einsum and the losses
  * (executor/ops/{reduce,nn,misc}.c): semantics that the ONNX spec pins down and a broken
  * kernel gets wrong (coerced 2-D Softmax before opset 13, count_include_pad, ceil_mode,
- * reductions over zero elements, ...), bit-identical results for every thread count, and
- * the SIMD row primitives against their scalar reference. */
+ * reductions over zero elements, ...), ONNX Runtime's float32 summation orders where whittle
+ * follows them (pooling, ReduceSum/ReduceMean over rows, Softmax), bit-identical results for
+ * every thread count, and the SIMD row primitives against their scalar reference. */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
@@ -854,6 +855,128 @@ START_TEST(thread_count_invariance)
 }
 END_TEST
 
+/* ---- ONNX Runtime's float32 orders ---- */
+
+/* Eigen's sum as ORT runs it (SSE packets from the first 16-byte boundary, two packet
+ * sums, lanes (0 + 2) + (1 + 3), then the scalars before the boundary and the tail),
+ * restated here for rows starting at element `start` of an aligned tensor. */
+static float eigen_sum(const float *x, size_t n, size_t start)
+{
+	size_t a0 = (4 - start % 4) % 4;
+	if (a0 > n)
+		a0 = n;
+	size_t n4 = (n - a0) / 4, n8 = (n - a0) / 8;
+	if (n4 == 0) {
+		float r = x[0];
+		for (size_t i = 1; i < n; i++)
+			r += x[i];
+		return r;
+	}
+	float p[2][4];
+	memcpy(p[0], x + a0, sizeof p[0]);
+	if (n4 > 1) {
+		memcpy(p[1], x + a0 + 4, sizeof p[1]);
+		for (size_t q = 1; q < n8; q++)
+			for (int l = 0; l < 4; l++) {
+				p[0][l] += x[a0 + 8 * q + l];
+				p[1][l] += x[a0 + 8 * q + 4 + l];
+			}
+		for (int l = 0; l < 4; l++)
+			p[0][l] += p[1][l];
+		if (n4 > 2 * n8)
+			for (int l = 0; l < 4; l++)
+				p[0][l] += x[a0 + 8 * n8 + l];
+	}
+	float r = (p[0][0] + p[0][2]) + (p[0][1] + p[0][3]);
+	for (size_t i = 0; i < a0; i++)
+		r += x[i];
+	for (size_t i = a0 + 4 * n4; i < n; i++)
+		r += x[i];
+	return r;
+}
+
+START_TEST(ort_orders)
+{
+	/* 1e8, 1, 1, -1e8: MLAS's 4 lanes pair (1e8 + 1) with (1 + -1e8) and lose both ones;
+	 * the exact mean is 0.5 */
+	int64_t d4[4] = {1, 1, 2, 2};
+	float v4[4] = {1e8f, 1, 1, -1e8f};
+	struct wh_tensor x, y;
+	tensor_f32(&x, 4, d4, v4);
+	const struct wh_tensor *ins[1] = {&x};
+	ck_assert_int_eq(run_op("GlobalAveragePool", 1, 1, ins, 1, NULL, 0, &y), WH_OK);
+	ck_assert_float_eq(((float *)y.data)[0], 0.0f);
+	wh_tensor_release(&y);
+	/* AveragePool 2x2 (stride 2): columns first, (1e8 + 1) + (1 + -1e8) = 0; with stride 3
+	 * MLAS's generic kernel goes row-major: ((1e8 + 1) + 1) - 1e8 = 0 as well; 1e8, -1e8 on
+	 * the first row tells them apart */
+	float w4[4] = {1e8f, -1e8f, 1, 1};
+	wh_tensor_release(&x);
+	tensor_f32(&x, 4, d4, w4);
+	static const int64_t k2[] = {2, 2}, s2[] = {2, 2}, s3[] = {3, 3};
+	struct attr_spec av[] = {A_INTS("kernel_shape", k2), A_INTS("strides", s2)};
+	struct attr_spec ag[] = {A_INTS("kernel_shape", k2), A_INTS("strides", s3)};
+	ck_assert_int_eq(run_op("AveragePool", 11, 1, ins, 1, av, 2, &y), WH_OK);
+	ck_assert_float_eq(((float *)y.data)[0], 0.0f);
+	wh_tensor_release(&y);
+	ck_assert_int_eq(run_op("AveragePool", 11, 1, ins, 1, ag, 2, &y), WH_OK);
+	ck_assert_float_eq(((float *)y.data)[0], 0.5f);
+	wh_tensor_release(&y);
+	wh_tensor_release(&x);
+	/* ReduceMean / ReduceSum over the last axis: Eigen's order on rows of every length
+	 * (rows of odd length start off the 16-byte boundary), float32 division */
+	uint64_t seed = 5;
+	for (int64_t n = 1; n <= 41; n += (n < 12 ? 1 : 5)) {
+		int64_t dims[2] = {3, n};
+		tensor_random(&x, 2, dims, seed++);
+		float *xv = x.data;
+		xv[0] = 1e7f; /* make the order matter */
+		static const int64_t last[] = {-1};
+		struct attr_spec ax[] = {A_INTS("axes", last), A_INT("keepdims", 0)};
+		struct wh_tensor ym;
+		ck_assert_int_eq(run_op("ReduceMean", 13, 1, ins, 1, ax, 2, &ym), WH_OK);
+		ck_assert_int_eq(run_op("ReduceSum", 11, 1, ins, 1, ax, 2, &y), WH_OK);
+		for (int64_t r = 0; r < 3; r++) {
+			float sum = eigen_sum(xv + r * n, (size_t)n, (size_t)(r * n));
+			ck_assert_msg(((float *)y.data)[r] == sum, "ReduceSum n=%lld row %lld", (long long)n, (long long)r);
+			ck_assert_msg(((float *)ym.data)[r] == sum / (float)n, "ReduceMean n=%lld row %lld", (long long)n,
+				      (long long)r);
+		}
+		wh_tensor_release(&y);
+		wh_tensor_release(&ym);
+		wh_tensor_release(&x);
+	}
+	/* Softmax: the exponentials and sum of wh_nn_sumexp_f32, times 1 / sum; a strided axis
+	 * (opset 13, axis 0) gives the same bits as the contiguous one */
+	int64_t ds[2] = {5, 37}, dt[2] = {37, 5};
+	struct wh_tensor xt, yt;
+	tensor_random(&x, 2, ds, 99);
+	tensor_f32(&xt, 2, dt, NULL);
+	for (int i = 0; i < 5; i++)
+		for (int j = 0; j < 37; j++)
+			((float *)xt.data)[j * 5 + i] = ((float *)x.data)[i * 37 + j];
+	ck_assert_int_eq(run_op("Softmax", 13, 1, ins, 1, NULL, 0, &y), WH_OK);
+	const struct wh_tensor *inst[1] = {&xt};
+	struct attr_spec a0[] = {A_INT("axis", 0)};
+	ck_assert_int_eq(run_op("Softmax", 13, 1, inst, 1, a0, 1, &yt), WH_OK);
+	for (int i = 0; i < 5; i++) {
+		const float *row = (const float *)x.data + i * 37;
+		float mx = row[0], e[37];
+		for (int j = 1; j < 37; j++)
+			mx = row[j] > mx ? row[j] : mx;
+		float scale = 1.0f / wh_nn_sumexp_f32_scalar(row, e, 37, -mx);
+		for (int j = 0; j < 37; j++) {
+			ck_assert(((float *)y.data)[i * 37 + j] == e[j] * scale);
+			ck_assert(((float *)yt.data)[j * 5 + i] == e[j] * scale);
+		}
+	}
+	wh_tensor_release(&x);
+	wh_tensor_release(&xt);
+	wh_tensor_release(&y);
+	wh_tensor_release(&yt);
+}
+END_TEST
+
 /* ---- SIMD row primitives against the scalar reference ---- */
 
 START_TEST(simd_vs_scalar)
@@ -885,6 +1008,17 @@ START_TEST(simd_vs_scalar)
 				wh_nn_affine_f32_scalar(x, y0, n, 0.37f, -1.5f);
 				wh_nn_affine_f32(c.isa, x, y1, n, 0.37f, -1.5f);
 				ck_assert_msg(!memcmp(y0, y1, n * sizeof *y0), "affine n=%zu isa=%s", n, wh_isa_name(c.isa));
+				/* ONNX Runtime's softmax exponentials: fused multiply-adds (fmaf in the
+				 * scalar code) and exact scaling, so bit-identical; x - 100 reaches the
+				 * clamp and the subnormal results */
+				for (int withy = 0; withy < 2; withy++) {
+					float e0 = wh_nn_sumexp_f32_scalar(x, withy ? y0 : NULL, n, -100.0f);
+					float e1 = wh_nn_sumexp_f32(c.isa, x, withy ? y1 : NULL, n, -100.0f);
+					ck_assert_msg(!memcmp(&e0, &e1, sizeof e0), "sumexp n=%zu isa=%s: %.9g vs %.9g", n,
+						      wh_isa_name(c.isa), e0, e1);
+					ck_assert_msg(!withy || !memcmp(y0, y1, n * sizeof *y0), "sumexp values n=%zu isa=%s", n,
+						      wh_isa_name(c.isa));
+				}
 			}
 	}
 	(void)cpu;
@@ -921,6 +1055,7 @@ static Suite *nn_suite(void)
 	tcase_add_test(tc, einsum_forms);
 	tcase_add_test(tc, nll_loss_weighted_mean);
 	tcase_add_test(tc, thread_count_invariance);
+	tcase_add_test(tc, ort_orders);
 	tcase_add_test(tc, simd_vs_scalar);
 	suite_add_tcase(s, tc);
 	return s;

@@ -202,9 +202,9 @@ fi
 d=$tmp/flaky
 faulty=matmul-avx2:p2o.MatMul.1
 # every eligible tactic counts as equally fast, so the build seed alone decides: builds
-# 0..7 differ reproducibly
+# 0..11 differ reproducibly
 if WHITTLE_FAULTY_TACTIC=$faulty "$whittle" triage "$fx/flaky_matmul.onnx" --load-inputs "$fx/flaky_matmul" --atol 1e-2 --rtol 1e-2 \
-	--builds 8 --timing-tolerance 1000 --artifacts-dir "$d" --json >"$tmp/fl.json" 2>"$tmp/err"; then
+	--builds 12 --timing-tolerance 1000 --artifacts-dir "$d" --json >"$tmp/fl.json" 2>"$tmp/err"; then
 	ok "flaky: triage runs"
 else
 	bad "flaky: triage exits $?"
@@ -214,7 +214,7 @@ avx2=$("$whittle" inspect --tactics "$fx/flaky_matmul.onnx" 2>/dev/null | grep -
 if [ "$n_tac" -eq 0 ]; then
 	echo "SKIPPED: no tactics yet (the flaky case needs MatMul layers with several tactics)"
 elif ! grep -q '"matmul-avx2"' "$d"/builds/build_*.json && [ "$avx2" -eq 0 ]; then
-	echo "SKIPPED: no tactics yet (this CPU offers no matmul-avx2 tactic)"
+	echo "SKIPPED: flaky case: this CPU (or WHITTLE_ISA) offers no matmul-avx2 tactic"
 else
 	if [ "$(field "$tmp/fl.json" 'r["outcome"]')" = flaky-tactic ] &&
 		[ "$(field "$tmp/fl.json" 'r["good"] > 0 and r["bad"] > 0')" = True ] &&

@@ -790,6 +790,8 @@ static bool tx_conv_ok(const struct wh_kernel_ctx *ctx, enum wh_tx_conv_algo alg
 	const struct wh_tensor *x = wh_kin(ctx, 0), *w = wh_kin(ctx, 1);
 	if (!x || !w || !wh_tx_float_dtype(x->dtype) || w->dtype != x->dtype || ctx->cpu->isa < isa)
 		return false;
+	if (algo == WH_TX_CONV_FP16ACC)
+		return wh_tx_fp16_layer(ctx);
 	if (algo != WH_TX_CONV_WINOGRAD && algo != WH_TX_CONV_1X1)
 		return true;
 	struct wh_conv_shape s;
@@ -819,5 +821,5 @@ WH_TX_CONV(fp16acc_scalar, WH_TX_CONV_FP16ACC, WH_ISA_SCALAR)
 WH_TX_CONV(fp16acc_avx2, WH_TX_CONV_FP16ACC, WH_ISA_AVX2)
 WH_TX_CONV(fp16acc_avx512, WH_TX_CONV_FP16ACC, WH_ISA_AVX512)
 
-const struct wh_tactic wh_conv_extra_tactics[] = {WH_CONV_EXTRA_TACTICS};
+const struct wh_tactic wh_conv_extra_tactics[] = {WH_CONV_EXTRA_TACTICS, WH_CONV_FP16ACC_TACTICS};
 const uint32_t wh_conv_extra_tactics_count = sizeof wh_conv_extra_tactics / sizeof wh_conv_extra_tactics[0];

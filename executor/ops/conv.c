@@ -94,9 +94,13 @@ WH_CONV_REF(conv_ref_i32, int32_t, int64_t)
 static float n1_dot(const float *wr, const float *v, size_t K, size_t m, size_t Mg)
 {
 	float l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-	for (size_t i = 0; i < K; i += 8)
+	size_t i = 0;
+	for (; i + 8 <= K; i += 8)
 		for (size_t j = 0; j < 8; j++)
-			l[j] = l[j] + (i + j < K ? wr[i + j] * v[i + j] : 0.0f);
+			l[j] = l[j] + wr[i + j] * v[i + j];
+	/* the last partial block adds zero products (masked loads) in the other lanes */
+	for (size_t j = 0; i < K && j < 8; j++)
+		l[j] = l[j] + (i + j < K ? wr[i + j] * v[i + j] : 0.0f);
 	size_t full4 = Mg / 4 * 4;
 	float r;
 	if (m < full4)
@@ -123,6 +127,21 @@ static bool ort_n1(const struct wh_conv_shape *s)
 		if (s->stride[d] != 1 || s->pad0[d] || s->pad1[d] || s->dil[d] != 1)
 			return true;
 	return s->in[s->nsp - 1] == 1;
+}
+
+/* One input and one output channel per group, unit strides, no padding or dilation, and a
+ * kernel as wide as the input: MLAS runs its GEMM on the input rows as they are, as a
+ * transposed B, and a single output channel then goes through the single-column kernel
+ * with the output positions as its rows (n1_dot with the position's place among them). */
+static bool ort_m1t(const struct wh_conv_shape *s)
+{
+	int last = s->nsp - 1;
+	if (s->C / s->G != 1 || s->M / s->G != 1 || s->nsp > 2 || prod_dims(s->k, s->nsp) == 1)
+		return false;
+	for (int d = 0; d < s->nsp; d++)
+		if (s->stride[d] != 1 || s->pad0[d] || s->pad1[d] || s->dil[d] != 1)
+			return false;
+	return s->k[last] == s->in[last];
 }
 
 /* The im2col column of output position o (multi-index) for batch item n and group g:
@@ -159,7 +178,7 @@ void wh_conv_f32_ref(const struct wh_conv_shape *s, const float *x, const float 
 	int64_t Mg = s->M / s->G, P = prod_dims(s->out, nsp);
 	size_t K = (size_t)(s->C / s->G * prod_dims(s->k, nsp));
 	size_t kb = wh_sgemm_ort_kblock(K, (size_t)P);
-	bool n1 = ort_n1(s);
+	bool n1 = ort_n1(s), m1t = ort_m1t(s);
 	float *v = malloc((K ? K : 1) * sizeof(float));
 	if (!v) {
 		for (int64_t i = 0; i < s->N * s->M * P; i++)
@@ -174,7 +193,9 @@ void wh_conv_f32_ref(const struct wh_conv_shape *s, const float *x, const float 
 			for (int64_t p = 0; p < P; p++, next_index(o, s->out, nsp)) {
 				conv_column(s, x, n, g, o, v);
 				float acc;
-				if (Mg == 1) {
+				if (m1t) {
+					acc = n1_dot(wr, v, K, (size_t)p, (size_t)P);
+				} else if (Mg == 1) {
 					acc = 0.0f;
 					size_t k = 0;
 					for (; k + 4 <= K; k += 4)
@@ -644,25 +665,44 @@ out:
 }
 
 /* One output position with several output channels per group: MLAS's single-column
- * kernel, serially (the product is small: Mg x K per group). */
-static enum wh_status conv_n1(const struct wh_conv_shape *s, const float *x, const float *w, const float *b,
-			      float *y)
+ * kernel, the columns of every (batch item, group) gathered first, then the output
+ * channels in parallel. */
+struct n1_job {
+	const struct wh_conv_shape *s;
+	const float *v, *w, *b; /* v: the column of (n, g) at (n * G + g) * K */
+	float *y;
+	size_t K;
+};
+
+static void n1_task(void *arg, size_t begin, size_t end)
 {
-	int64_t Mg = s->M / s->G;
-	size_t K = (size_t)(s->C / s->G * prod_dims(s->k, s->nsp));
-	float *v = malloc((K ? K : 1) * sizeof(float));
+	struct n1_job *j = arg;
+	size_t M = (size_t)j->s->M, Mg = M / (size_t)j->s->G;
+	for (size_t t = begin; t < end; t++) {
+		size_t n = t / M, co = t % M, g = co / Mg;
+		const float *v = j->v + (n * (size_t)j->s->G + g) * j->K;
+		float acc = n1_dot(j->w + co * j->K, v, j->K, co % Mg, Mg);
+		j->y[t] = j->b ? acc + j->b[co] : acc;
+	}
+}
+
+static enum wh_status conv_n1(const struct wh_conv_shape *s, struct wh_threadpool *pool, const float *x,
+			      const float *w, const float *b, float *y)
+{
+	size_t K = (size_t)(s->C / s->G * prod_dims(s->k, s->nsp)), cols = (size_t)(s->N * s->G);
+	uint64_t nv;
+	if (!wh_mul_u64(cols, K, &nv) || nv > WH_MAX_ELEMENTS)
+		return wh_error(WH_ERR_OVERFLOW, "conv: %zu columns of %zu inputs are too large", cols, K);
+	float *v = malloc((nv ? nv : 1) * sizeof(float));
 	if (!v)
-		return wh_error(WH_ERR_NOMEM, "conv: out of memory for a column of %zu inputs", K);
+		return wh_error(WH_ERR_NOMEM, "conv: out of memory for %zu columns of %zu inputs", cols, K);
 	int64_t o[WH_MAX_RANK] = {0};
 	for (int64_t n = 0; n < s->N; n++)
-		for (int64_t g = 0; g < s->G; g++) {
-			conv_column(s, x, n, g, o, v);
-			for (int64_t m = 0; m < Mg; m++) {
-				int64_t co = g * Mg + m;
-				float acc = n1_dot(w + co * (int64_t)K, v, K, (size_t)m, (size_t)Mg);
-				y[n * s->M + co] = b ? acc + b[co] : acc;
-			}
-		}
+		for (int64_t g = 0; g < s->G; g++)
+			conv_column(s, x, n, g, o, v + (size_t)(n * s->G + g) * K);
+	struct n1_job j = {.s = s, .v = v, .w = w, .b = b, .y = y, .K = K};
+	size_t grain = ((size_t)1 << 16) / (K ? K : 1);
+	wh_parallel_for(pool, (size_t)(s->N * s->M), grain ? grain : 1, n1_task, &j);
 	free(v);
 	return WH_OK;
 }
@@ -690,7 +730,21 @@ enum wh_status wh_conv_f32_algo(const struct wh_cpu_features *cpu, struct wh_thr
 		pool = NULL, threads = 1;
 
 	if (ort_n1(s))
-		return conv_n1(s, x, w, b, y);
+		return conv_n1(s, pool, x, w, b, y);
+	if (ort_m1t(s)) {
+		/* each output's window is contiguous in its input plane */
+		size_t KS = (size_t)pl.KS, W = (size_t)s->in[s->nsp - 1], P = (size_t)pl.P;
+		for (int64_t n = 0; n < s->N; n++)
+			for (int64_t co = 0; co < s->M; co++) {
+				const float *xc = x + (size_t)(n * s->C + co) * (size_t)pl.Pin;
+				float *yc = y + (size_t)(n * s->M + co) * P;
+				for (size_t p = 0; p < P; p++) {
+					float acc = n1_dot(w + (size_t)co * KS, xc + p * W, KS, p, P);
+					yc[p] = b ? acc + b[co] : acc;
+				}
+			}
+		return WH_OK;
+	}
 	if (pl.Cg == 1 && pl.Mg == 1 && s->nsp <= 2 && !pl.flat && algo != WH_CONV_GEMM) {
 		ptrdiff_t *toff = malloc((size_t)pl.KS * sizeof(ptrdiff_t));
 		if (!toff)
@@ -816,11 +870,21 @@ static void col2im_task(void *arg, size_t begin, size_t end)
 	}
 }
 
+/* ONNX Runtime's ConvTranspose (weights constant, so transposed at load) computes the
+ * columns with MLAS's GEMM: K = input channels in MLAS's blocks, or for a single input
+ * position its single-column kernel (n1_dot); then col2im adds the taps of each output in
+ * (kh, kw) order from zero, and the bias last. */
+static bool convt_n1(const struct wh_conv_shape *s)
+{
+	return prod_dims(s->in, s->nsp) == 1 && s->C / s->G > 1 && s->M / s->G * prod_dims(s->k, s->nsp) > 1;
+}
+
 /* 2-D ConvTranspose whose kernel rows never overlap (dilated kernel height <= stride):
  * each output row receives contributions from one input row only, so tasks over bands of
  * input rows own disjoint output rows. A task computes one input row's columns into a
  * small buffer (still in cache) and scatters them at once, instead of a plane-sized
- * column buffer. Each output starts from its bias and adds its taps in (kh, kw) order. */
+ * column buffer. Each output adds its taps in (kh, kw) order from zero, then the bias, as
+ * ONNX Runtime does. */
 static void interleave2_scalar(const float *c0, const float *c1, float bias, size_t n, float *dst)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -836,7 +900,7 @@ struct convt_band_job {
 	const float *apack, *x, *b; /* x, y: batch item */
 	const ptrdiff_t *koff;
 	float *y;
-	size_t rows, nbands;
+	size_t rows, nbands, kb;
 	atomic_int failed;
 };
 
@@ -865,7 +929,7 @@ static void convt_band_task(void *arg, size_t begin, size_t end)
 		bool cover = il && OW == 2 * IW && KH == sh && s->dil[0] == 1 && s->pad0[0] == 0 && OH == IH * sh;
 		for (int64_t m = 0; m < Mg && !cover; m++) {
 			int64_t co = g * Mg + m;
-			float v = j->b ? j->b[co] : 0.0f;
+			float v = il && j->b ? j->b[co] : 0.0f;
 			float *yr = j->y + co * P + lo * OW;
 			for (int64_t i = 0; i < (hi - lo) * OW; i++)
 				yr[i] = v;
@@ -873,8 +937,8 @@ static void convt_band_task(void *arg, size_t begin, size_t end)
 		const float *a = j->apack + g * Mg * KS * Cg;
 		const float *xg = j->x + g * Cg * Pin;
 		for (int64_t ih = i0; ih < i1; ih++) {
-			wh_sgemm_block(j->kern, (size_t)(Mg * KS), (size_t)IW, (size_t)Cg, a, xg + ih * IW, j->koff,
-				       col, (size_t)IW, NULL);
+			wh_sgemm_block_kb(j->kern, (size_t)(Mg * KS), (size_t)IW, (size_t)Cg, j->kb, a, xg + ih * IW,
+					  j->koff, col, (size_t)IW, NULL);
 			for (int64_t m = 0; m < Mg; m++) {
 				float *yc = j->y + (g * Mg + m) * P;
 				for (int64_t kh = 0; kh < KH; kh++) {
@@ -901,6 +965,14 @@ static void convt_band_task(void *arg, size_t begin, size_t end)
 				}
 			}
 		}
+		/* the bias comes after all the taps (the interleaved rows started from it: one tap
+		 * per output, so the order is the same) */
+		for (int64_t m = 0; m < Mg && !il && j->b; m++) {
+			int64_t co = g * Mg + m;
+			float *yr = j->y + co * P + lo * OW;
+			for (int64_t i = 0; i < (hi - lo) * OW; i++)
+				yr[i] = yr[i] + j->b[co];
+		}
 	}
 	free(col);
 }
@@ -923,7 +995,8 @@ static enum wh_status convt_bands(const struct wh_cpu_features *cpu, struct wh_t
 		pool = NULL, threads = 1;
 	size_t rows = IH * G / (8 * (size_t)threads);
 	rows = rows < 1 ? 1 : rows > IH ? IH : rows;
-	struct convt_band_job j = {.s = s, .kern = &kern, .b = b, .rows = rows, .nbands = (IH + rows - 1) / rows};
+	struct convt_band_job j = {.s = s, .kern = &kern, .b = b, .rows = rows, .nbands = (IH + rows - 1) / rows,
+				   .kb = wh_sgemm_ort_kblock(Cg, Pin)};
 	j.interleave2 = kern.isa >= WH_ISA_AVX512 ? wh_interleave2_avx512 :
 			kern.isa >= WH_ISA_AVX2 ? wh_interleave2_avx2 : interleave2_scalar;
 	atomic_init(&j.failed, 0);
@@ -958,7 +1031,7 @@ enum wh_status wh_convt_f32(const struct wh_cpu_features *cpu, struct wh_threadp
 			    const float *b, float *y)
 {
 	int nsp = s->nsp;
-	if (nsp == 2 && (s->k[0] - 1) * s->dil[0] < s->stride[0] && s->N > 0 && s->M > 0)
+	if (nsp == 2 && (s->k[0] - 1) * s->dil[0] < s->stride[0] && s->N > 0 && s->M > 0 && !convt_n1(s))
 		return convt_bands(cpu, pool, s, x, w, b, y);
 	size_t Cg = (size_t)(s->C / s->G), Mg = (size_t)(s->M / s->G);
 	size_t KS = (size_t)prod_dims(s->k, nsp), Pin = (size_t)prod_dims(s->in, nsp);
@@ -972,23 +1045,41 @@ enum wh_status wh_convt_f32(const struct wh_cpu_features *cpu, struct wh_threadp
 	if (!col)
 		return wh_error(WH_ERR_NOMEM, "convtranspose: out of memory for a %zux%zu column buffer", Mg * KS, Pin);
 	enum wh_status st = WH_OK;
+	bool n1 = convt_n1(s);
+	float *wt = n1 ? malloc(Cg * sizeof(float)) : NULL;
+	if (n1 && !wt) {
+		free(col);
+		return wh_error(WH_ERR_NOMEM, "convtranspose: out of memory for a row of %zu weights", Cg);
+	}
 	for (int64_t n = 0; n < s->N && !st; n++) {
 		float *yn = y + (size_t)n * (size_t)s->M * P;
 		for (int64_t g = 0; g < s->G && !st; g++) {
-			struct wh_sgemm_desc d = {
-				.M = Mg * KS, .N = Pin, .K = Cg, .batch = 1,
-				.a = w + (size_t)g * Cg * Mg * KS, .rsa = 1, .csa = Mg * KS,
-				.b = x + ((size_t)n * (size_t)s->C + (size_t)g * Cg) * Pin, .ldb = Pin,
-				.c = col, .ldc = Pin,
-			};
-			if ((st = wh_sgemm_run(cpu, pool, &d)))
-				break;
+			const float *wg = w + (size_t)g * Cg * Mg * KS;
+			const float *xg = x + ((size_t)n * (size_t)s->C + (size_t)g * Cg) * Pin;
+			if (n1) {
+				/* MLAS's single-column kernel over the (pre-transposed) weight rows */
+				for (size_t m = 0; m < Mg * KS; m++) {
+					for (size_t c = 0; c < Cg; c++)
+						wt[c] = wg[c * Mg * KS + m];
+					col[m] = n1_dot(wt, xg, Cg, m, Mg * KS);
+				}
+			} else {
+				struct wh_sgemm_desc d = {
+					.M = Mg * KS, .N = Pin, .K = Cg, .batch = 1,
+					.a = wg, .rsa = 1, .csa = Mg * KS,
+					.b = xg, .ldb = Pin,
+					.c = col, .ldc = Pin, .kb = wh_sgemm_ort_kblock(Cg, Pin),
+				};
+				if ((st = wh_sgemm_run(cpu, pool, &d)))
+					break;
+			}
 			struct col2im_job cj = {.s = s, .col = col, .b = b, .y = yn, .g = g};
 			uint64_t per = (uint64_t)KS * Pin;
 			wh_parallel_for(per * Mg < ((uint64_t)1 << 16) ? NULL : pool, Mg, 1, col2im_task, &cj);
 		}
 	}
 	free(col);
+	free(wt);
 	return st;
 }
 
@@ -1323,18 +1414,21 @@ WH_CONV_TACTICS(WH_ISA_AVX512, avx512)
 #define WH_NUM_FMA "float32 fused multiply-adds"
 #define WH_NUM_MULADD "float32 multiply then add (two roundings), the reference's order"
 
+/* Every Conv tactic sums in ONNX Runtime's order (conv-internal.h); the single-row and
+ * single-column orders have no FMA, so every ISA gives their bits. */
 static const struct wh_tactic conv_tactics[] = {
-	{1, "conv-gemm-scalar", "GEMM over padded planes; " WH_NUM_MULADD ": (channel, tap) in order, bias last",
+	{1, "conv-gemm-scalar", "GEMM over padded planes, mul+add in ONNX Runtime's (MLAS's) order: K blocks summed "
+	 "apart, single-row order for one output channel per group, single-column order for one output position; bias last",
 	 conv_gemm_ok_scalar, conv_gemm_scalar},
-	{2, "conv-gemm-avx2", "GEMM over padded planes, 6x16 tiles; " WH_NUM_FMA " over (channel, tap) in order, bias last",
-	 conv_gemm_ok_avx2, conv_gemm_avx2},
-	{3, "conv-gemm-avx512", "GEMM over padded planes, 12x32 tiles; " WH_NUM_FMA " over (channel, tap) in order, bias last",
-	 conv_gemm_ok_avx512, conv_gemm_avx512},
-	{4, "conv-dw-direct-scalar", "direct depthwise; " WH_NUM_MULADD " over taps, bias last (same bits as conv-gemm-scalar)",
+	{2, "conv-gemm-avx2", "as conv-gemm-scalar with " WH_NUM_FMA " in the K blocks, 6x16 tiles", conv_gemm_ok_avx2,
+	 conv_gemm_avx2},
+	{3, "conv-gemm-avx512", "as conv-gemm-scalar with " WH_NUM_FMA " in the K blocks, 12x32 tiles", conv_gemm_ok_avx512,
+	 conv_gemm_avx512},
+	{4, "conv-dw-direct-scalar", "direct depthwise, planes in MLAS's single-row order (same bits as conv-gemm-scalar)",
 	 conv_dw_ok_scalar, conv_dw_scalar},
-	{5, "conv-dw-direct-avx2", "direct depthwise; " WH_NUM_FMA " over taps in order, bias last (same bits as conv-gemm-avx2)",
+	{5, "conv-dw-direct-avx2", "direct depthwise, planes in MLAS's single-row order (same bits as conv-gemm-avx2)",
 	 conv_dw_ok_avx2, conv_dw_avx2},
-	{6, "conv-dw-direct-avx512", "direct depthwise; " WH_NUM_FMA " over taps in order, bias last (same bits as conv-gemm-avx512)",
+	{6, "conv-dw-direct-avx512", "direct depthwise, planes in MLAS's single-row order (same bits as conv-gemm-avx512)",
 	 conv_dw_ok_avx512, conv_dw_avx512},
 };
 

@@ -123,6 +123,7 @@ struct wh_sgemm_desc {
 	size_t ldc;
 	const size_t *c_off;
 	const float *bias;
+	size_t kb; /* K in MLAS's blocks of kb (wh_sgemm_block_kb); 0: one chain */
 };
 
 /* Runs the batch on the pool with the kernel of cpu->isa. */

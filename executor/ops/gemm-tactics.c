@@ -175,7 +175,8 @@ static enum wh_status prod_run(const struct wh_kernel_ctx *ctx, enum tx_mm_algo 
 	if (algo == TX_MM_SPLITK)
 		return splitk(ctx, isa, p);
 	if (algo == TX_MM_REF) {
-		wh_parallel_for(ctx->pool, p->batch * p->M, row_grain(p), ref_task, (void *)p);
+		struct tx_prod q = *p;
+		wh_parallel_for(ctx->pool, p->batch * p->M, row_grain(p), ref_task, &q);
 		return WH_OK;
 	}
 	/* fp16 hardware multiplies fp16 operands: round them once, not per use */
@@ -466,6 +467,21 @@ bool wh_tx_ok_mm_avx512(const struct wh_kernel_ctx *ctx)
 	return tx_ok(ctx, WH_ISA_AVX512);
 }
 
+bool wh_tx_ok_mm_fp16acc_scalar(const struct wh_kernel_ctx *ctx)
+{
+	return tx_ok(ctx, WH_ISA_SCALAR) && wh_tx_fp16_layer(ctx);
+}
+
+bool wh_tx_ok_mm_fp16acc_avx2(const struct wh_kernel_ctx *ctx)
+{
+	return tx_ok(ctx, WH_ISA_AVX2) && wh_tx_fp16_layer(ctx);
+}
+
+bool wh_tx_ok_mm_fp16acc_avx512(const struct wh_kernel_ctx *ctx)
+{
+	return tx_ok(ctx, WH_ISA_AVX512) && wh_tx_fp16_layer(ctx);
+}
+
 #define WH_TX_MM(NAME, ALGO, ISA)                                                  \
 	enum wh_status wh_tx_run_matmul_##NAME(struct wh_kernel_ctx *ctx)          \
 	{                                                                          \
@@ -483,7 +499,7 @@ WH_TX_MM(fp16acc_scalar, TX_MM_FP16ACC, WH_ISA_SCALAR)
 WH_TX_MM(fp16acc_avx2, TX_MM_FP16ACC, WH_ISA_AVX2)
 WH_TX_MM(fp16acc_avx512, TX_MM_FP16ACC, WH_ISA_AVX512)
 
-const struct wh_tactic wh_matmul_extra_tactics[] = {WH_MATMUL_EXTRA_TACTICS};
+const struct wh_tactic wh_matmul_extra_tactics[] = {WH_MATMUL_EXTRA_TACTICS, WH_MATMUL_FP16ACC_TACTICS};
 const uint32_t wh_matmul_extra_tactics_count = sizeof wh_matmul_extra_tactics / sizeof wh_matmul_extra_tactics[0];
-const struct wh_tactic wh_gemm_extra_tactics[] = {WH_GEMM_EXTRA_TACTICS};
+const struct wh_tactic wh_gemm_extra_tactics[] = {WH_GEMM_EXTRA_TACTICS, WH_GEMM_FP16ACC_TACTICS};
 const uint32_t wh_gemm_extra_tactics_count = sizeof wh_gemm_extra_tactics / sizeof wh_gemm_extra_tactics[0];

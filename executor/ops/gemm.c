@@ -257,8 +257,8 @@ static void sgemm_task(void *arg, size_t begin, size_t end)
 		size_t n = d->N - n0 < j->nc ? d->N - n0 : j->nc;
 		const float *b = d->b + (d->b_off ? d->b_off[bi] : 0) + n0;
 		float *c = d->c + (d->c_off ? d->c_off[bi] : 0) + m0 * d->ldc + n0;
-		wh_sgemm_block(j->kern, m, n, d->K, j->apack + bi * d->M * d->K + m0 * d->K, b, j->boff, c,
-			       d->ldc, d->bias ? d->bias + m0 : NULL);
+		wh_sgemm_block_kb(j->kern, m, n, d->K, d->kb, j->apack + bi * d->M * d->K + m0 * d->K, b, j->boff, c,
+				  d->ldc, d->bias ? d->bias + m0 : NULL);
 	}
 }
 

@@ -31,7 +31,10 @@ extern const uint32_t wh_matmul_extra_tactics_count;
 
 /* An op entry points to one array, so the op tables (conv.c, gemm.c) append these
  * initializers to their own: `static const struct wh_tactic conv_tactics[] = { {1, ...},
- * ..., WH_CONV_EXTRA_TACTICS };`. The arrays above are made of the same initializers. */
+ * ..., WH_CONV_EXTRA_TACTICS, WH_CONV_FP16ACC_TACTICS };`. The arrays above hold both
+ * lists. The *_FP16ACC_TACTICS accumulate in fp16: they belong to layers that run at FP16,
+ * which their eligibility cannot see yet (the kernel context has no precision); in an FP32
+ * build they would be picked like any other and break tight checks. */
 #define WH_TX_MULADD "float32 multiply then add (two roundings)"
 #define WH_TX_FMA "float32 fused multiply-adds"
 #define WH_TX_K_SCALAR "4x16 tiles, " WH_TX_MULADD
@@ -70,7 +73,9 @@ extern const uint32_t wh_matmul_extra_tactics_count;
 	 wh_tx_run_conv_wino_avx512},                                                                                       \
 	{1007, "conv-1x1-gemm-scalar", WH_TX_NUM_1X1(WH_TX_K_SCALAR), wh_tx_ok_conv_1x1_scalar, wh_tx_run_conv_1x1_scalar}, \
 	{1008, "conv-1x1-gemm-avx2", WH_TX_NUM_1X1(WH_TX_K_AVX2), wh_tx_ok_conv_1x1_avx2, wh_tx_run_conv_1x1_avx2},         \
-	{1009, "conv-1x1-gemm-avx512", WH_TX_NUM_1X1(WH_TX_K_AVX512), wh_tx_ok_conv_1x1_avx512, wh_tx_run_conv_1x1_avx512}, \
+	{1009, "conv-1x1-gemm-avx512", WH_TX_NUM_1X1(WH_TX_K_AVX512), wh_tx_ok_conv_1x1_avx512, wh_tx_run_conv_1x1_avx512}
+
+#define WH_CONV_FP16ACC_TACTICS                                                                                          \
 	{1010, "conv-fp16acc-scalar", WH_TX_NUM_FP16, wh_tx_ok_conv_fp16acc_scalar, wh_tx_run_conv_fp16acc_scalar},       \
 	{1011, "conv-fp16acc-avx2", WH_TX_NUM_FP16 WH_TX_SAME16, wh_tx_ok_conv_fp16acc_avx2, wh_tx_run_conv_fp16acc_avx2},   \
 	{1012, "conv-fp16acc-avx512", WH_TX_NUM_FP16 WH_TX_SAME16, wh_tx_ok_conv_fp16acc_avx512,                            \
@@ -81,10 +86,14 @@ extern const uint32_t wh_matmul_extra_tactics_count;
 	{1001, "matmul-splitk-scalar", WH_TX_NUM_SPLITK(WH_TX_K_SCALAR), wh_tx_ok_mm_scalar, wh_tx_run_matmul_splitk_scalar}, \
 	{1002, "matmul-splitk-avx2", WH_TX_NUM_SPLITK(WH_TX_K_AVX2), wh_tx_ok_mm_avx2, wh_tx_run_matmul_splitk_avx2},     \
 	{1003, "matmul-splitk-avx512", WH_TX_NUM_SPLITK(WH_TX_K_AVX512), wh_tx_ok_mm_avx512,                              \
-	 wh_tx_run_matmul_splitk_avx512},                                                                                   \
-	{1004, "matmul-fp16acc-scalar", WH_TX_NUM_MMFP16, wh_tx_ok_mm_scalar, wh_tx_run_matmul_fp16acc_scalar},           \
-	{1005, "matmul-fp16acc-avx2", WH_TX_NUM_MMFP16 WH_TX_SAME16, wh_tx_ok_mm_avx2, wh_tx_run_matmul_fp16acc_avx2},     \
-	{1006, "matmul-fp16acc-avx512", WH_TX_NUM_MMFP16 WH_TX_SAME16, wh_tx_ok_mm_avx512, wh_tx_run_matmul_fp16acc_avx512}
+	 wh_tx_run_matmul_splitk_avx512}
+
+#define WH_MATMUL_FP16ACC_TACTICS                                                                                        \
+	{1004, "matmul-fp16acc-scalar", WH_TX_NUM_MMFP16, wh_tx_ok_mm_fp16acc_scalar, wh_tx_run_matmul_fp16acc_scalar},   \
+	{1005, "matmul-fp16acc-avx2", WH_TX_NUM_MMFP16 WH_TX_SAME16, wh_tx_ok_mm_fp16acc_avx2,                            \
+	 wh_tx_run_matmul_fp16acc_avx2},                                                                                    \
+	{1006, "matmul-fp16acc-avx512", WH_TX_NUM_MMFP16 WH_TX_SAME16, wh_tx_ok_mm_fp16acc_avx512,                        \
+	 wh_tx_run_matmul_fp16acc_avx512}
 
 #define WH_GEMM_EXTRA_TACTICS                                                                                            \
 	{1000, "gemm-ref-scalar", WH_TX_NUM_MMREF WH_TX_GEMM_EPI, wh_tx_ok_mm_scalar, wh_tx_run_gemm_ref_scalar},         \
@@ -93,11 +102,14 @@ extern const uint32_t wh_matmul_extra_tactics_count;
 	{1002, "gemm-splitk-avx2", WH_TX_NUM_SPLITK(WH_TX_K_AVX2) WH_TX_GEMM_EPI, wh_tx_ok_mm_avx2,                       \
 	 wh_tx_run_gemm_splitk_avx2},                                                                                       \
 	{1003, "gemm-splitk-avx512", WH_TX_NUM_SPLITK(WH_TX_K_AVX512) WH_TX_GEMM_EPI, wh_tx_ok_mm_avx512,                 \
-	 wh_tx_run_gemm_splitk_avx512},                                                                                     \
-	{1004, "gemm-fp16acc-scalar", WH_TX_NUM_MMFP16 WH_TX_GEMM_EPI, wh_tx_ok_mm_scalar, wh_tx_run_gemm_fp16acc_scalar}, \
-	{1005, "gemm-fp16acc-avx2", WH_TX_NUM_MMFP16 WH_TX_GEMM_EPI WH_TX_SAME16, wh_tx_ok_mm_avx2,                        \
+	 wh_tx_run_gemm_splitk_avx512}
+
+#define WH_GEMM_FP16ACC_TACTICS                                                                                          \
+	{1004, "gemm-fp16acc-scalar", WH_TX_NUM_MMFP16 WH_TX_GEMM_EPI, wh_tx_ok_mm_fp16acc_scalar,                        \
+	 wh_tx_run_gemm_fp16acc_scalar},                                                                                    \
+	{1005, "gemm-fp16acc-avx2", WH_TX_NUM_MMFP16 WH_TX_GEMM_EPI WH_TX_SAME16, wh_tx_ok_mm_fp16acc_avx2,                \
 	 wh_tx_run_gemm_fp16acc_avx2},                                                                                      \
-	{1006, "gemm-fp16acc-avx512", WH_TX_NUM_MMFP16 WH_TX_GEMM_EPI WH_TX_SAME16, wh_tx_ok_mm_avx512,                    \
+	{1006, "gemm-fp16acc-avx512", WH_TX_NUM_MMFP16 WH_TX_GEMM_EPI WH_TX_SAME16, wh_tx_ok_mm_fp16acc_avx512,            \
 	 wh_tx_run_gemm_fp16acc_avx512}
 
 /* The functions the initializers name (conv-tactics.c, gemm-tactics.c). */
@@ -135,6 +147,19 @@ enum wh_status wh_tx_run_gemm_splitk_avx512(struct wh_kernel_ctx *ctx);
 enum wh_status wh_tx_run_gemm_fp16acc_scalar(struct wh_kernel_ctx *ctx);
 enum wh_status wh_tx_run_gemm_fp16acc_avx2(struct wh_kernel_ctx *ctx);
 enum wh_status wh_tx_run_gemm_fp16acc_avx512(struct wh_kernel_ctx *ctx);
+
+bool wh_tx_ok_mm_fp16acc_scalar(const struct wh_kernel_ctx *ctx);
+bool wh_tx_ok_mm_fp16acc_avx2(const struct wh_kernel_ctx *ctx);
+bool wh_tx_ok_mm_fp16acc_avx512(const struct wh_kernel_ctx *ctx);
+
+/* Whether the layer runs at FP16, the only place the fp16-accumulating tactics belong. The
+ * kernel context does not carry the layer's precision yet, so this says yes for every
+ * layer; with a precision field it becomes `ctx->precision == WH_PREC_FP16`. */
+static inline bool wh_tx_fp16_layer(const struct wh_kernel_ctx *ctx)
+{
+	(void)ctx;
+	return true;
+}
 
 /* K is cut at multiples of this many steps by the split-K tactics. */
 #define WH_TX_SPLITK_CHUNK 64
