@@ -38,6 +38,8 @@ struct wh_kernel_ctx {
 	const struct wh_cpu_features *cpu;
 	struct wh_frame *frame;      /* for control-flow kernels */
 	const struct wh_tactic *tactic; /* the pinned tactic, or NULL (run picks) */
+	uint8_t precision; /* enum wh_precision: the layer's execution precision (emulation
+			    * wraps the kernel; tactics use it for eligibility) */
 };
 
 typedef enum wh_status (*wh_kernel_fn)(struct wh_kernel_ctx *ctx);

@@ -421,6 +421,7 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			.frame = f,
 		};
 		wh_kernel_fn run = p->kernels[nid]->run;
+		ctx.precision = p->exec_prec ? p->exec_prec[nid] : WH_PREC_FP32;
 		if (p->pinned && p->pinned[nid]) {
 			ctx.tactic = p->pinned[nid];
 			if (ctx.tactic->eligible && !ctx.tactic->eligible(&ctx)) {

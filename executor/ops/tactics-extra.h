@@ -19,6 +19,7 @@
 
 #include "executor/cpu.h"
 #include "executor/kernel.h"
+#include "executor/precision.h"
 #include "executor/ops/conv-internal.h"
 
 /* The tactics, one array per op (for tests and listings). */
@@ -157,8 +158,7 @@ bool wh_tx_ok_mm_fp16acc_avx512(const struct wh_kernel_ctx *ctx);
  * layer; with a precision field it becomes `ctx->precision == WH_PREC_FP16`. */
 static inline bool wh_tx_fp16_layer(const struct wh_kernel_ctx *ctx)
 {
-	(void)ctx;
-	return true;
+	return ctx->precision == WH_PREC_FP16;
 }
 
 /* K is cut at multiples of this many steps by the split-K tactics. */
