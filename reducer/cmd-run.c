@@ -513,5 +513,6 @@ out:
 	wh_model_destroy(m);
 	wh_precision_config_release(&pc);
 	wh_tactic_plan_release(&plan);
+	wh_calib_opts_release(&calo);
 	return rc;
 }
