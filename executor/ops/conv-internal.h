@@ -1,5 +1,5 @@
 /* Private to executor/ops/ (conv.c, its SIMD variants and tests/check-conv.c): float32
- * convolution drivers, their scalar references and the depthwise plane kernels.
+ * convolution drivers, their scalar references and the row helpers of the SIMD files.
  *
  * The fast Conv path never materialises im2col: the input is copied once into a padded
  * "plane" per channel whose last dimension is split into stride phases, so that for every
@@ -16,8 +16,15 @@
  * channel per group uses MLAS's single-row order (wh_sgemm_m1_ref: groups of 4 products,
  * no fused multiply-add), and one output position with several output channels MLAS's
  * single-column order (8 lanes, reduced by a rule that depends on the channel's place in
- * its group). The bias comes last. The GEMM chains fuse each multiply-add in the SIMD
- * kernels, as MLAS does; the scalar kernel rounds twice. */
+ * its group; also a one-channel kernel as wide as the unpadded input, over the output
+ * positions). The bias comes last. The GEMM chains fuse each multiply-add in the SIMD
+ * kernels, as MLAS does; the scalar kernel rounds twice. ConvTranspose follows ORT too:
+ * the columns in MLAS's blocks (or single-column order for one input position), each
+ * output's taps added from zero in (kh, kw) order, then the bias.
+ *
+ * ORT picks MLAS's blocks from the column count of each thread's share; whittle uses the
+ * whole count (ORT's choice with one thread), which gives the same blocks unless K > 128
+ * and a thread's share of the output positions is below 64. */
 #ifndef WH_CONV_INTERNAL_H
 #define WH_CONV_INTERNAL_H
 

@@ -1,7 +1,10 @@
 /* Neural-network kernels: pooling, normalizations, the softmax family, Dropout.
  *
- * Numerics: every sum over float data is accumulated in double and rounded once (see
- * nn-internal.h); per-element arithmetic of the non-float32 types goes through double too.
+ * Numerics: sums over float data are accumulated in double and rounded once (see
+ * nn-internal.h), except where ONNX Runtime sums float32 in float32 (float32 AveragePool
+ * without dilation, GlobalAveragePool, Softmax and LogSoftmax): there whittle follows its
+ * order and arithmetic, so that the results agree with ORT bit for bit. Per-element
+ * arithmetic of the non-float32 types goes through double.
  * Work is split over independent rows or planes with wh_parallel_for, whose chunks depend
  * only on the shapes, and no sum is ever split across chunks, so results are bit-identical
  * for every thread count. */
