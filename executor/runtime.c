@@ -430,6 +430,15 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			}
 			run = ctx.tactic->run;
 		}
+		/* --fp16-accumulate: fp16 layers whose op has an fp16-accumulating tactic use it */
+		if (!ctx.tactic && ctx.precision == WH_PREC_FP16 && f->e->precision && f->e->precision->fp16_accumulate && !f->e->build)
+			for (uint32_t t = 0; t < p->kernels[nid]->n_tactics; t++) {
+				const struct wh_tactic *tc = &p->kernels[nid]->tactics[t];
+				if (strstr(tc->name, "fp16acc") && (!tc->eligible || tc->eligible(&ctx))) {
+					ctx.tactic = tc;
+					run = tc->run;
+				}
+			}
 		if (f->e->build && g == f->e->m->graph && p->kernels[nid]->n_tactics) {
 			const struct wh_tactic *chosen = NULL;
 			if ((st = wh_build_choose(f->e->build, &ctx, p->kernels[nid], &chosen)) != WH_OK)

@@ -34,6 +34,7 @@ static const char run_help[] =
 	"precision:\n"
 	"  --precision P           fp32 (default), tf32, fp16, bf16, fp8, fp8e5m2, int8 for every float layer\n"
 	"  --layer-precisions S    per-layer NAME:P[/OUT],... or a JSON file (docs/formats.md)\n"
+	"  --fp16-accumulate       fp16 MatMul/Gemm/Conv layers accumulate in fp16 (their fp16acc tactic)\n"
 	WH_CALIB_HELP
 	"comparison:\n"
 	"  --compare DIR|fp32      compare the outputs with the tensors of DIR (by name), or with an FP32\n"
@@ -99,6 +100,7 @@ int wh_cmd_run(int argc, char **argv)
 		{"report", required_argument, NULL, 'W'},
 		{"repeat", required_argument, NULL, 'X'},
 		{"hash-outputs", no_argument, NULL, 'Y'},
+		{"fp16-accumulate", no_argument, NULL, 0x1d00},
 		{"threads", required_argument, NULL, 't'},
 		{"iterations", required_argument, NULL, 'n'},
 		{"load-tactics", required_argument, NULL, 'K'},
@@ -184,6 +186,7 @@ int wh_cmd_run(int argc, char **argv)
 				return wh_cli_usage_error("run", "--repeat takes an integer >= 2, not '%s'", optarg);
 			break;
 		case 'Y': hash_outputs = true; break;
+		case 0x1d00: pc.fp16_accumulate = true; reduced = true; break;
 		case 't':
 			if (!wh_cli_parse_int(optarg, 1, 1024, &threads))
 				return wh_cli_usage_error("run", "--threads takes 1..1024, not '%s'", optarg);

@@ -647,7 +647,9 @@ START_TEST(tactics_run_and_match)
 			ck_assert_msg(tc->run(&ctx) == WH_OK, "tactic %s: %s", tc->name, wh_error_message());
 			ck_assert_uint_eq(y.count, (uint64_t)(M * N));
 			const float *yv = y.data;
-			bool scalar = strstr(tc->name, "scalar") != NULL;
+			/* the original scalar kernels follow the reference exactly; the extra tactics
+			 * (ids from 1000, executor/ops/tactics-extra.h) have their own orders */
+			bool scalar = strstr(tc->name, "scalar") != NULL && tc->id < 1000;
 			for (int64_t i = 0; i < M * N; i++)
 				ck_assert_msg(scalar ? yv[i] == ref[i] : fabsf(yv[i] - ref[i]) <= 1e-4f,
 					      "tactic %s: y[%lld] = %.9g, reference %.9g", tc->name, (long long)i, yv[i], ref[i]);

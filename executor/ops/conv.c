@@ -9,6 +9,7 @@
 #include "executor/numfmt.h"
 #include "executor/ops/conv-internal.h"
 #include "executor/ops/gemm-internal.h"
+#include "executor/ops/tactics-extra.h"
 
 static int64_t prod_dims(const int64_t *d, int n)
 {
@@ -1430,6 +1431,9 @@ static const struct wh_tactic conv_tactics[] = {
 	 conv_dw_ok_avx2, conv_dw_avx2},
 	{6, "conv-dw-direct-avx512", "direct depthwise, planes in MLAS's single-row order (same bits as conv-gemm-avx512)",
 	 conv_dw_ok_avx512, conv_dw_avx512},
+	/* more orders and algorithms (executor/ops/conv-tactics*.c) */
+	WH_CONV_EXTRA_TACTICS,
+	WH_CONV_FP16ACC_TACTICS,
 };
 
 static const struct wh_tactic convt_tactics[] = {

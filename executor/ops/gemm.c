@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "executor/ops/tactics-extra.h"
 #include "executor/kernel.h"
 #include "executor/numfmt.h"
 #include "executor/ops/gemm-internal.h"
@@ -738,12 +739,16 @@ static const struct wh_tactic gemm_tactics[] = {
 	{1, "gemm-scalar", WH_NUM_SCALAR "; then alpha*sum + beta*C", tac_ok_scalar, gemm_scalar},
 	{2, "gemm-avx2", WH_NUM_AVX2 "; then alpha*sum + beta*C", tac_ok_avx2, gemm_avx2},
 	{3, "gemm-avx512", WH_NUM_AVX512 "; then alpha*sum + beta*C", tac_ok_avx512, gemm_avx512},
+	WH_GEMM_EXTRA_TACTICS,
+	WH_GEMM_FP16ACC_TACTICS,
 };
 
 static const struct wh_tactic matmul_tactics[] = {
 	{1, "matmul-scalar", WH_NUM_SCALAR, tac_ok_scalar, matmul_scalar},
 	{2, "matmul-avx2", WH_NUM_AVX2, tac_ok_avx2, matmul_avx2},
 	{3, "matmul-avx512", WH_NUM_AVX512, tac_ok_avx512, matmul_avx512},
+	WH_MATMUL_EXTRA_TACTICS,
+	WH_MATMUL_FP16ACC_TACTICS,
 };
 
 /* ---- MatMulInteger and QLinearMatMul ---- */
