@@ -310,15 +310,16 @@ fi
 
 # case B, JSON events
 if build_case "case B ($tactic_b:$layer_b)" "$layer_b" "$tactic_b" "$tmp/b" --json; then
-	if /usr/bin/python3 - "$tmp/out" "$layer_b" "$tactic_b" <<'EOF'; then
+	if /usr/bin/python3 - "$tmp/out" "$layer_b" "$tactic_b" "$builds" <<'EOF'; then
 import json, sys
 events = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 kinds = [e["event"] for e in events]
 assert kinds[0] == "start" and kinds[-1] == "result", kinds
-assert kinds.count("build") == 20, kinds
+n = int(sys.argv[4])
+assert kinds.count("build") == n, kinds
 r = events[-1]
 assert r["confirmed"] == [{"layer": sys.argv[2], "tactic": sys.argv[3]}], r["confirmed"]
-assert r["good"] + r["bad"] == 20 and r["bad"] > 0 and r["good"] > 0, r
+assert r["good"] + r["bad"] == n and r["bad"] > 0 and r["good"] > 0, r
 assert r["suspects"][0]["layer"] == sys.argv[2] and r["suspects"][0]["state"] == "confirmed", r["suspects"][0]
 assert r["fixed"].endswith("fixed.json"), r
 assert all(s["state"] != "confirmed" for s in r["suspects"][1:]), r["suspects"]
