@@ -6,6 +6,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+/* Workers spin a little after each job before sleeping, and the caller spins a little
+ * before waiting: models run hundreds of small parallel loops back to back, and a futex
+ * wake-up per loop costs more than the loop. */
+enum { SPIN_ITERATIONS = 20000 };
+
 struct wh_threadpool {
 	int n_workers; /* threads besides the caller */
 	pthread_t *threads;
@@ -16,11 +21,18 @@ struct wh_threadpool {
 	void *ctx;
 	size_t n, grain, n_chunks;
 	atomic_size_t next_chunk;
-	int active;        /* workers still inside the current job */
-	unsigned long gen; /* job generation */
-	bool stop;
-	atomic_bool busy;  /* a loop is running: nested loops run inline */
+	atomic_int active;     /* workers still inside the current job */
+	atomic_ulong gen;      /* job generation */
+	atomic_bool stop;
+	int sleeping;          /* workers waiting on work_cv (under mu) */
+	bool main_waiting;     /* the caller waits on done_cv (under mu) */
+	atomic_bool busy;      /* a loop is running: nested loops run inline */
 };
+
+static inline void cpu_relax(void)
+{
+	__asm__ volatile("pause" ::: "memory");
+}
 
 static void run_chunks(struct wh_threadpool *p)
 {
@@ -38,20 +50,29 @@ static void *worker(void *arg)
 {
 	struct wh_threadpool *p = arg;
 	unsigned long seen = 0;
-	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		while (!p->stop && p->gen == seen)
+		for (int i = 0; i < SPIN_ITERATIONS && atomic_load(&p->gen) == seen && !atomic_load(&p->stop); i++)
+			cpu_relax();
+		pthread_mutex_lock(&p->mu);
+		while (!atomic_load(&p->stop) && atomic_load(&p->gen) == seen) {
+			p->sleeping++;
 			pthread_cond_wait(&p->work_cv, &p->mu);
-		if (p->stop)
+			p->sleeping--;
+		}
+		if (atomic_load(&p->stop)) {
+			pthread_mutex_unlock(&p->mu);
 			break;
-		seen = p->gen;
+		}
+		seen = atomic_load(&p->gen);
 		pthread_mutex_unlock(&p->mu);
 		run_chunks(p);
-		pthread_mutex_lock(&p->mu);
-		if (--p->active == 0)
-			pthread_cond_signal(&p->done_cv);
+		if (atomic_fetch_sub(&p->active, 1) == 1) {
+			pthread_mutex_lock(&p->mu);
+			if (p->main_waiting)
+				pthread_cond_signal(&p->done_cv);
+			pthread_mutex_unlock(&p->mu);
+		}
 	}
-	pthread_mutex_unlock(&p->mu);
 	return NULL;
 }
 
@@ -71,6 +92,9 @@ enum wh_status wh_threadpool_create(int threads, struct wh_threadpool **out)
 	pthread_cond_init(&p->work_cv, NULL);
 	pthread_cond_init(&p->done_cv, NULL);
 	atomic_init(&p->busy, false);
+	atomic_init(&p->stop, false);
+	atomic_init(&p->gen, 0);
+	atomic_init(&p->active, 0);
 	if (p->n_workers) {
 		p->threads = calloc((size_t)p->n_workers, sizeof *p->threads);
 		if (!p->threads) {
@@ -94,7 +118,7 @@ void wh_threadpool_destroy(struct wh_threadpool *p)
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->mu);
-	p->stop = true;
+	atomic_store(&p->stop, true);
 	pthread_cond_broadcast(&p->work_cv);
 	pthread_mutex_unlock(&p->mu);
 	for (int i = 0; i < p->n_workers; i++)
@@ -125,21 +149,28 @@ void wh_parallel_for(struct wh_threadpool *p, size_t n, size_t grain, wh_range_f
 			fn(ctx, b, b + grain < n ? b + grain : n);
 		return;
 	}
-	pthread_mutex_lock(&p->mu);
 	p->fn = fn;
 	p->ctx = ctx;
 	p->n = n;
 	p->grain = grain;
 	p->n_chunks = n_chunks;
 	atomic_store(&p->next_chunk, 0);
-	p->active = p->n_workers;
-	p->gen++;
-	pthread_cond_broadcast(&p->work_cv);
+	atomic_store(&p->active, p->n_workers);
+	pthread_mutex_lock(&p->mu);
+	atomic_fetch_add(&p->gen, 1); /* publishes the job fields written above */
+	if (p->sleeping)
+		pthread_cond_broadcast(&p->work_cv);
 	pthread_mutex_unlock(&p->mu);
 	run_chunks(p);
-	pthread_mutex_lock(&p->mu);
-	while (p->active > 0)
-		pthread_cond_wait(&p->done_cv, &p->mu);
-	pthread_mutex_unlock(&p->mu);
+	for (int i = 0; i < SPIN_ITERATIONS && atomic_load(&p->active) > 0; i++)
+		cpu_relax();
+	if (atomic_load(&p->active) > 0) {
+		pthread_mutex_lock(&p->mu);
+		p->main_waiting = true;
+		while (atomic_load(&p->active) > 0)
+			pthread_cond_wait(&p->done_cv, &p->mu);
+		p->main_waiting = false;
+		pthread_mutex_unlock(&p->mu);
+	}
 	atomic_store(&p->busy, false);
 }
