@@ -118,7 +118,34 @@ static void fake_quant(const float *src, float *dst, uint64_t n, float scale, en
 		dst[i] = quant(src[i], inv, p) * scale;
 }
 
-static void round_to(const float *src, float *dst, uint64_t n, enum wh_precision p, const struct wh_cpu_features *cpu)
+struct round_job {
+	const float *src;
+	float *dst;
+	enum wh_precision p;
+	const struct wh_cpu_features *cpu;
+};
+
+static void round_range(const float *src, float *dst, uint64_t n, enum wh_precision p, const struct wh_cpu_features *cpu);
+
+static void round_task(void *arg, size_t b, size_t e)
+{
+	const struct round_job *j = arg;
+	round_range(j->src + b, j->dst + b, e - b, j->p, j->cpu);
+}
+
+/* Elementwise, so chunks change nothing in the result; big tensors are rounded in
+ * parallel. */
+static void round_to_pool(const float *src, float *dst, uint64_t n, enum wh_precision p, const struct wh_cpu_features *cpu,
+			  struct wh_threadpool *pool)
+{
+	struct round_job j = {src, dst, p, cpu};
+	if (n < 65536 || !pool)
+		round_range(src, dst, n, p, cpu);
+	else
+		wh_parallel_for(pool, (size_t)n, 32768, round_task, &j);
+}
+
+static void round_range(const float *src, float *dst, uint64_t n, enum wh_precision p, const struct wh_cpu_features *cpu)
 {
 	switch (p) {
 	case WH_PREC_FP16: wh_round_f16_n(src, dst, n, cpu); break;
@@ -275,7 +302,7 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 			}
 			if ((st = wh_tensor_alloc(&tmp[k], WH_DT_FLOAT, t->rank, t->dims)) != WH_OK)
 				break;
-			round_to(t->data, tmp[k].data, t->count, p, ctx->cpu);
+			round_to_pool(t->data, tmp[k].data, t->count, p, ctx->cpu, ctx->pool);
 			if (ce) {
 				wh_tensor_release(&ce->t);
 				wh_tensor_ref(&ce->t, &tmp[k]);
@@ -416,7 +443,7 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 		switch (en->out) {
 		case WH_PREC_FP16:
 		case WH_PREC_BF16:
-			round_to(y->data, y->data, y->count, en->out, ctx->cpu);
+			round_to_pool(y->data, y->data, y->count, en->out, ctx->cpu, ctx->pool);
 			break;
 		case WH_PREC_INT8:
 		case WH_PREC_FP8:
