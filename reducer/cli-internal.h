@@ -37,6 +37,33 @@ int wh_exit_for(enum wh_status st);
  * shape inference (so extraction and inspection see types). */
 enum wh_status wh_cli_load_model(const char *path, const char *input_shapes, struct wh_model **out);
 
+/* The check command's options, shared by reduce, precision, build, repeat and triage: each
+ * lists WH_CLI_CHECK_LONGOPTS among its long options and hands every option to
+ * wh_cli_check_option first. Caller-owned, no heap (the lists hold at most 64 entries). */
+#include "reducer/check.h"
+
+struct wh_cli_check_opts {
+	struct wh_check_options co;
+	const char *regex[64];
+	int fail_codes[64], ignore_codes[64];
+	int n_regex, n_fail, n_ignore;
+};
+
+#define WH_CLI_CHECK_LONGOPTS                                                   \
+	{"shell", no_argument, NULL, 'S'}, {"fail-regex", required_argument, NULL, 'r'}, \
+	{"fail-code", required_argument, NULL, 'f'},                            \
+	{"ignore-fail-code", required_argument, NULL, 'i'},                     \
+	{"timeout", required_argument, NULL, 'T'},                              \
+	{"timeout-is", required_argument, NULL, 'U'}
+
+void wh_cli_check_opts_init(struct wh_cli_check_opts *o);
+/* 1: consumed; 0: not a check option; -1: a bad value (the error line is printed). */
+int wh_cli_check_option(struct wh_cli_check_opts *o, const char *cmd, int c, const char *arg);
+/* Whether any check option was given (an error without --check). */
+bool wh_cli_check_opts_given(const struct wh_cli_check_opts *o);
+/* Sets the command words and points the options at the lists. */
+void wh_cli_check_opts_finish(struct wh_cli_check_opts *o, char **words, int n_words);
+
 /* Splits "a,b,c" into a malloc'd array of malloc'd strings. */
 char **wh_cli_split(const char *s, uint32_t *n_out);
 void wh_cli_free_split(char **v, uint32_t n);

@@ -89,6 +89,82 @@ out:
 	return WH_OK;
 }
 
+void wh_cli_check_opts_init(struct wh_cli_check_opts *o)
+{
+	memset(o, 0, sizeof *o);
+}
+
+int wh_cli_check_option(struct wh_cli_check_opts *o, const char *cmd, int c, const char *arg)
+{
+	long long v;
+	double d;
+	switch (c) {
+	case 'S':
+		o->co.shell = true;
+		return 1;
+	case 'r':
+		if (o->n_regex == 64) {
+			wh_cli_usage_error(cmd, "too many --fail-regex (64 at most)");
+			return -1;
+		}
+		o->regex[o->n_regex++] = arg;
+		return 1;
+	case 'f':
+	case 'i':
+		if (!wh_cli_parse_int(arg, -255, 255, &v)) {
+			wh_cli_usage_error(cmd, "--%s takes an exit code, not '%s'", c == 'f' ? "fail-code" : "ignore-fail-code", arg);
+			return -1;
+		}
+		if ((c == 'f' ? o->n_fail : o->n_ignore) == 64) {
+			wh_cli_usage_error(cmd, "too many exit codes (64 at most)");
+			return -1;
+		}
+		if (c == 'f')
+			o->fail_codes[o->n_fail++] = (int)v;
+		else
+			o->ignore_codes[o->n_ignore++] = (int)v;
+		return 1;
+	case 'T':
+		if (!wh_cli_parse_double(arg, &d) || d <= 0) {
+			wh_cli_usage_error(cmd, "--timeout takes seconds > 0, not '%s'", arg);
+			return -1;
+		}
+		o->co.timeout_s = d;
+		return 1;
+	case 'U':
+		if (!strcmp(arg, "skip"))
+			o->co.timeout_is = WH_TIMEOUT_SKIP;
+		else if (!strcmp(arg, "fail"))
+			o->co.timeout_is = WH_TIMEOUT_FAIL;
+		else if (!strcmp(arg, "pass"))
+			o->co.timeout_is = WH_TIMEOUT_PASS;
+		else {
+			wh_cli_usage_error(cmd, "--timeout-is takes skip, fail or pass, not '%s'", arg);
+			return -1;
+		}
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+bool wh_cli_check_opts_given(const struct wh_cli_check_opts *o)
+{
+	return o->n_regex || o->n_fail || o->n_ignore || o->co.timeout_s > 0 || o->co.shell;
+}
+
+void wh_cli_check_opts_finish(struct wh_cli_check_opts *o, char **words, int n_words)
+{
+	o->co.argv = words;
+	o->co.argc = n_words;
+	o->co.fail_regex = o->regex;
+	o->co.n_fail_regex = o->n_regex;
+	o->co.fail_codes = o->fail_codes;
+	o->co.n_fail_codes = o->n_fail;
+	o->co.ignore_codes = o->ignore_codes;
+	o->co.n_ignore_codes = o->n_ignore;
+}
+
 char **wh_cli_split(const char *s, uint32_t *n_out)
 {
 	uint32_t n = 1;

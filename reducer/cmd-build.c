@@ -100,12 +100,7 @@ int wh_cmd_build(int argc, char **argv)
 		{"build-cmd", required_argument, NULL, 'b'},
 		{"pin-cmd", required_argument, NULL, 'p'},
 		{"build-timeout", required_argument, NULL, 'W'},
-		{"shell", no_argument, NULL, 'S'},
-		{"fail-regex", required_argument, NULL, 'r'},
-		{"fail-code", required_argument, NULL, 'f'},
-		{"ignore-fail-code", required_argument, NULL, 'i'},
-		{"timeout", required_argument, NULL, 'T'},
-		{"timeout-is", required_argument, NULL, 'U'},
+		WH_CLI_CHECK_LONGOPTS,
 		{"precision", required_argument, NULL, 4},
 		{"layer-precisions", required_argument, NULL, 5},
 		{"load-inputs", required_argument, NULL, 'L'},
@@ -124,10 +119,10 @@ int wh_cmd_build(int argc, char **argv)
 	lo.build.timing_iterations = 3;
 	lo.build.timing_tolerance = 0.05;
 	wh_compare_options_default(&lo.compare);
-	struct wh_check_options co = {0};
-	const char *regex[64], *artifacts[64];
-	int fail_codes[64], ignore_codes[64];
-	int n_regex = 0, n_artifacts = 0, n_fail = 0, n_ignore = 0;
+	struct wh_cli_check_opts cko;
+	wh_cli_check_opts_init(&cko);
+	const char *artifacts[64];
+	int n_artifacts = 0;
 	const char *load = NULL, *shapes = NULL, *layer_prec = NULL;
 	long long seed = 1, v, max_builds = 100;
 	bool until_given = false, max_builds_given = false, reduced = false;
@@ -145,6 +140,13 @@ int wh_cmd_build(int argc, char **argv)
 	int rc = WH_EXIT_OK;
 	int c;
 	while ((c = getopt_long(nargs, argv, ":h", longopts, NULL)) != -1) {
+		int cr = wh_cli_check_option(&cko, "build", c, optarg);
+		if (cr < 0) {
+			rc = WH_EXIT_USAGE;
+			goto out;
+		}
+		if (cr > 0)
+			continue;
 		if (wh_calib_opts_parse(&calib, c, optarg, &st)) {
 			if (st != WH_OK) {
 				rc = wh_cli_fail(st);
@@ -224,45 +226,6 @@ int wh_cmd_build(int argc, char **argv)
 			}
 			lo.build_timeout_s = d;
 			break;
-		case 'S': co.shell = true; break;
-		case 'r':
-			if (n_regex == 64) {
-				rc = wh_cli_usage_error("build", "too many --fail-regex (64 at most)");
-				goto out;
-			}
-			regex[n_regex++] = optarg;
-			break;
-		case 'f':
-		case 'i':
-			if (!wh_cli_parse_int(optarg, -255, 255, &v)) {
-				rc = wh_cli_usage_error("build", "--%s takes an exit code, not '%s'", c == 'f' ? "fail-code" : "ignore-fail-code", optarg);
-				goto out;
-			}
-			if ((c == 'f' ? n_fail : n_ignore) == 64) {
-				rc = wh_cli_usage_error("build", "too many exit codes (64 at most)");
-				goto out;
-			}
-			if (c == 'f')
-				fail_codes[n_fail++] = (int)v;
-			else
-				ignore_codes[n_ignore++] = (int)v;
-			break;
-		case 'T':
-			if (!wh_cli_parse_double(optarg, &d) || !(d > 0)) {
-				rc = wh_cli_usage_error("build", "--timeout takes seconds > 0, not '%s'", optarg);
-				goto out;
-			}
-			co.timeout_s = d;
-			break;
-		case 'U':
-			if (!strcmp(optarg, "skip")) co.timeout_is = WH_TIMEOUT_SKIP;
-			else if (!strcmp(optarg, "fail")) co.timeout_is = WH_TIMEOUT_FAIL;
-			else if (!strcmp(optarg, "pass")) co.timeout_is = WH_TIMEOUT_PASS;
-			else {
-				rc = wh_cli_usage_error("build", "--timeout-is takes skip, fail or pass, not '%s'", optarg);
-				goto out;
-			}
-			break;
 		case 4:
 			if (!wh_precision_parse(optarg, &pc.dflt)) {
 				rc = wh_cli_usage_error("build", "--precision takes fp32, tf32, fp16, bf16, fp8, fp8e5m2 or int8, not '%s'", optarg);
@@ -334,7 +297,7 @@ int wh_cmd_build(int argc, char **argv)
 		rc = wh_cli_usage_error("build", "--check needs a command (e.g. --check whittle run {model} --load-tactics {tactics} --compare fp32)");
 		goto out;
 	}
-	if (check_at < 0 && (n_regex || n_fail || n_ignore || co.timeout_s > 0 || co.shell)) {
+	if (check_at < 0 && wh_cli_check_opts_given(&cko)) {
 		rc = wh_cli_usage_error("build", "check options given without --check (put --check CMD ... last)");
 		goto out;
 	}
@@ -384,15 +347,8 @@ int wh_cmd_build(int argc, char **argv)
 	if (reduced)
 		lo.engine.precision = &pc;
 	if (check_at >= 0) {
-		co.argv = cargv;
-		co.argc = cargc;
-		co.fail_regex = regex;
-		co.n_fail_regex = n_regex;
-		co.fail_codes = fail_codes;
-		co.n_fail_codes = n_fail;
-		co.ignore_codes = ignore_codes;
-		co.n_ignore_codes = n_ignore;
-		if ((st = wh_check_create(&co, &check)) != WH_OK)
+		wh_cli_check_opts_finish(&cko, cargv, cargc);
+		if ((st = wh_check_create(&cko.co, &check)) != WH_OK)
 			goto fail;
 		display = wh_check_command_line(check, NULL);
 		lo.check = check;

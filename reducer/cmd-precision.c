@@ -158,12 +158,7 @@ int wh_cmd_precision(int argc, char **argv)
 		{"mode", required_argument, NULL, 'm'},
 		{"direction", required_argument, NULL, 'd'},
 		{"json", no_argument, NULL, 'J'},
-		{"shell", no_argument, NULL, 'S'},
-		{"fail-regex", required_argument, NULL, 'r'},
-		{"fail-code", required_argument, NULL, 'f'},
-		{"ignore-fail-code", required_argument, NULL, 'i'},
-		{"timeout", required_argument, NULL, 'T'},
-		{"timeout-is", required_argument, NULL, 'U'},
+		WH_CLI_CHECK_LONGOPTS,
 		{"load-inputs", required_argument, NULL, 'L'},
 		{"seed", required_argument, NULL, 'e'},
 		{"val-range", required_argument, NULL, 'v'},
@@ -179,13 +174,11 @@ int wh_cmd_precision(int argc, char **argv)
 	struct wh_precision_search_options so = {.target = WH_PREC_FP32, .higher = WH_PREC_FP32, .mode = WH_SEARCH_DDMIN,
 						 .log = stderr};
 	wh_compare_options_default(&so.compare);
-	struct wh_check_options co = {0};
-	const char *regex[64];
-	int fail_codes[64], ignore_codes[64];
-	int n_regex = 0, n_fail = 0, n_ignore = 0;
+	struct wh_cli_check_opts cko;
+	wh_cli_check_opts_init(&cko);
 	const char *load = NULL, *shapes = NULL, *output_path = NULL, *stat_arg = NULL, *method_arg = NULL;
 	long long seed = 1, v;
-	double lo = 0, hi = 1, d;
+	double lo = 0, hi = 1;
 	bool target_given = false;
 	struct wh_calib_opts cal;
 	wh_calib_opts_init(&cal);
@@ -199,6 +192,13 @@ int wh_cmd_precision(int argc, char **argv)
 	} while (0)
 	int c;
 	while ((c = getopt_long(nargs, argv, ":ho:", longopts, NULL)) != -1) {
+		int cr = wh_cli_check_option(&cko, "precision", c, optarg);
+		if (cr < 0) {
+			urc = WH_EXIT_USAGE;
+			goto usage;
+		}
+		if (cr > 0)
+			continue;
 		if (c == WH_CALIB_OPT_METHOD)
 			method_arg = optarg;
 		if (wh_calib_opts_parse(&cal, c, optarg, &st)) {
@@ -231,34 +231,6 @@ int wh_cmd_precision(int argc, char **argv)
 			else USAGE("--direction takes forward or reverse, not '%s' (see whittle precision --help)", optarg);
 			break;
 		case 'J': so.json = true; break;
-		case 'S': co.shell = true; break;
-		case 'r':
-			if (n_regex == 64)
-				USAGE("more than 64 --fail-regex (join patterns with |)");
-			regex[n_regex++] = optarg;
-			break;
-		case 'f':
-		case 'i':
-			if (!wh_cli_parse_int(optarg, -255, 255, &v))
-				USAGE("--%s takes an exit code, not '%s' (see whittle precision --help)", c == 'f' ? "fail-code" : "ignore-fail-code", optarg);
-			if ((c == 'f' ? n_fail : n_ignore) == 64)
-				USAGE("more than 64 exit codes (list fewer)");
-			if (c == 'f')
-				fail_codes[n_fail++] = (int)v;
-			else
-				ignore_codes[n_ignore++] = (int)v;
-			break;
-		case 'T':
-			if (!wh_cli_parse_double(optarg, &d) || d <= 0)
-				USAGE("--timeout takes seconds > 0, not '%s' (see whittle precision --help)", optarg);
-			co.timeout_s = d;
-			break;
-		case 'U':
-			if (!strcmp(optarg, "skip")) co.timeout_is = WH_TIMEOUT_SKIP;
-			else if (!strcmp(optarg, "fail")) co.timeout_is = WH_TIMEOUT_FAIL;
-			else if (!strcmp(optarg, "pass")) co.timeout_is = WH_TIMEOUT_PASS;
-			else USAGE("--timeout-is takes skip, fail or pass, not '%s' (see whittle precision --help)", optarg);
-			break;
 		case 'L': load = optarg; break;
 		case 'e':
 			if (!wh_cli_parse_int(optarg, 0, INT64_MAX, &seed))
@@ -313,7 +285,7 @@ int wh_cmd_precision(int argc, char **argv)
 					 wh_precision_name(so.target));
 	else if (check_at >= 0 && check_at + 1 >= argc)
 		urc = wh_cli_usage_error("precision", "--check needs a command (e.g. --check ./my-check.sh {model} {precisions})");
-	else if (check_at < 0 && (n_regex || n_fail || n_ignore || co.timeout_s > 0 || co.shell))
+	else if (check_at < 0 && wh_cli_check_opts_given(&cko))
 		urc = wh_cli_usage_error("precision", "check options given without --check (put --check CMD ... last)");
 	if (urc >= 0) {
 usage:
@@ -335,15 +307,8 @@ usage:
 	char inputs_tmp[PATH_MAX] = "";
 	int rc = 0;
 	if (check_at >= 0) {
-		co.argv = argv + check_at + 1;
-		co.argc = argc - check_at - 1;
-		co.fail_regex = regex;
-		co.n_fail_regex = n_regex;
-		co.fail_codes = fail_codes;
-		co.n_fail_codes = n_fail;
-		co.ignore_codes = ignore_codes;
-		co.n_ignore_codes = n_ignore;
-		if ((st = wh_check_create(&co, &check)) != WH_OK)
+		wh_cli_check_opts_finish(&cko, argv + check_at + 1, argc - check_at - 1);
+		if ((st = wh_check_create(&cko.co, &check)) != WH_OK)
 			goto fail;
 		display = wh_check_command_line(check, NULL);
 		so.check = check;

@@ -133,12 +133,7 @@ int wh_cmd_reduce(int argc, char **argv)
 		{"artifacts", required_argument, NULL, 'a'},
 		{"confirm", required_argument, NULL, 'c'},
 		{"json", no_argument, NULL, 'J'},
-		{"shell", no_argument, NULL, 'S'},
-		{"fail-regex", required_argument, NULL, 'r'},
-		{"fail-code", required_argument, NULL, 'f'},
-		{"ignore-fail-code", required_argument, NULL, 'i'},
-		{"timeout", required_argument, NULL, 'T'},
-		{"timeout-is", required_argument, NULL, 'U'},
+		WH_CLI_CHECK_LONGOPTS,
 		{"load-inputs", required_argument, NULL, 'L'},
 		{"reference", required_argument, NULL, 'R'},
 		{"seed", required_argument, NULL, 'e'},
@@ -157,10 +152,10 @@ int wh_cmd_reduce(int argc, char **argv)
 	struct wh_reduce_options ro = {.mode = WH_SEARCH_DDMIN, .jobs = 1, .reduce_inputs = true, .reduce_outputs = true,
 				       .log = stderr, .confirm_runs = 1};
 	wh_compare_options_default(&ro.compare);
-	struct wh_check_options co = {0};
-	const char *regex[64], *artifacts[64];
-	int fail_codes[64], ignore_codes[64];
-	int n_regex = 0, n_artifacts = 0, n_fail = 0, n_ignore = 0;
+	struct wh_cli_check_opts cko;
+	wh_cli_check_opts_init(&cko);
+	const char *artifacts[64];
+	int n_artifacts = 0;
 	const char *load = NULL, *reference = NULL, *shapes = NULL;
 	long long seed = 1, v;
 	struct wh_precision_config pc;
@@ -169,9 +164,14 @@ int wh_cmd_reduce(int argc, char **argv)
 	wh_calib_opts_init(&calo);
 	bool reduced = false;
 	const char *layer_prec = NULL;
-	double lo = 0, hi = 1, d;
+	double lo = 0, hi = 1;
 	int c;
 	while ((c = getopt_long(nargs, argv, ":ho:j:", longopts, NULL)) != -1) {
+		int cr = wh_cli_check_option(&cko, "reduce", c, optarg);
+		if (cr < 0)
+			return WH_EXIT_USAGE;
+		if (cr > 0)
+			continue;
 		switch (c) {
 		case 'o': ro.output_path = optarg; break;
 		case 'm':
@@ -202,34 +202,6 @@ int wh_cmd_reduce(int argc, char **argv)
 			ro.confirm_runs = (int)v;
 			break;
 		case 'J': ro.json = true; break;
-		case 'S': co.shell = true; break;
-		case 'r':
-			if (n_regex == 64)
-				return wh_cli_usage_error("reduce", "too many --fail-regex (64 at most)");
-			regex[n_regex++] = optarg;
-			break;
-		case 'f':
-		case 'i':
-			if (!wh_cli_parse_int(optarg, -255, 255, &v))
-				return wh_cli_usage_error("reduce", "--%s takes an exit code, not '%s'", c == 'f' ? "fail-code" : "ignore-fail-code", optarg);
-			if ((c == 'f' ? n_fail : n_ignore) == 64)
-				return wh_cli_usage_error("reduce", "too many exit codes (64 at most)");
-			if (c == 'f')
-				fail_codes[n_fail++] = (int)v;
-			else
-				ignore_codes[n_ignore++] = (int)v;
-			break;
-		case 'T':
-			if (!wh_cli_parse_double(optarg, &d) || d <= 0)
-				return wh_cli_usage_error("reduce", "--timeout takes seconds > 0, not '%s'", optarg);
-			co.timeout_s = d;
-			break;
-		case 'U':
-			if (!strcmp(optarg, "skip")) co.timeout_is = WH_TIMEOUT_SKIP;
-			else if (!strcmp(optarg, "fail")) co.timeout_is = WH_TIMEOUT_FAIL;
-			else if (!strcmp(optarg, "pass")) co.timeout_is = WH_TIMEOUT_PASS;
-			else return wh_cli_usage_error("reduce", "--timeout-is takes skip, fail or pass, not '%s'", optarg);
-			break;
 		case 'L': load = optarg; break;
 		case 'R': reference = optarg; break;
 		case 'e':
@@ -290,7 +262,7 @@ int wh_cmd_reduce(int argc, char **argv)
 		return wh_cli_usage_error("reduce", "--mode bisect with both --no-reduce-inputs and --no-reduce-outputs has nothing to do");
 	if (check_at >= 0 && check_at + 1 >= argc)
 		return wh_cli_usage_error("reduce", "--check needs a command (e.g. --check ./my-check.sh {model})");
-	if (check_at < 0 && (n_regex || n_fail || n_ignore || co.timeout_s > 0 || co.shell))
+	if (check_at < 0 && wh_cli_check_opts_given(&cko))
 		return wh_cli_usage_error("reduce", "check options given without --check (put --check CMD ... last)");
 	ro.model_path = argv[optind];
 	if (layer_prec) {
@@ -316,15 +288,8 @@ int wh_cmd_reduce(int argc, char **argv)
 	int rc = 0;
 	enum wh_status st;
 	if (check_at >= 0) {
-		co.argv = argv + check_at + 1;
-		co.argc = argc - check_at - 1;
-		co.fail_regex = regex;
-		co.n_fail_regex = n_regex;
-		co.fail_codes = fail_codes;
-		co.n_fail_codes = n_fail;
-		co.ignore_codes = ignore_codes;
-		co.n_ignore_codes = n_ignore;
-		if ((st = wh_check_create(&co, &check)) != WH_OK)
+		wh_cli_check_opts_finish(&cko, argv + check_at + 1, argc - check_at - 1);
+		if ((st = wh_check_create(&cko.co, &check)) != WH_OK)
 			goto fail;
 		display = wh_check_command_line(check, NULL);
 		ro.check = check;

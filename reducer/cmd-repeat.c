@@ -89,26 +89,25 @@ int wh_cmd_repeat(int argc, char **argv)
 		{"artifacts-dir", required_argument, NULL, 'A'},
 		{"artifacts", required_argument, NULL, 'a'},
 		{"json", no_argument, NULL, 'J'},
-		{"shell", no_argument, NULL, 'S'},
-		{"fail-regex", required_argument, NULL, 'r'},
-		{"fail-code", required_argument, NULL, 'f'},
-		{"ignore-fail-code", required_argument, NULL, 'i'},
-		{"timeout", required_argument, NULL, 'T'},
-		{"timeout-is", required_argument, NULL, 'U'},
+		WH_CLI_CHECK_LONGOPTS,
 		{"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0},
 	};
 	enum { COUNT, GOOD, BAD } until = COUNT;
 	bool until_given = false, max_given = false, json = false;
-	long long count = 0, max_runs = 1000, v;
-	double d;
+	long long count = 0, max_runs = 1000;
 	const char *dir = NULL;
-	const char *regex[64], *artifacts[64];
-	int fail_codes[64], ignore_codes[64];
-	int n_regex = 0, n_artifacts = 0, n_fail = 0, n_ignore = 0;
-	struct wh_check_options co = {0};
+	const char *artifacts[64];
+	int n_artifacts = 0;
+	struct wh_cli_check_opts cko;
+	wh_cli_check_opts_init(&cko);
 	int c;
 	while ((c = getopt_long(nargs, argv, ":h", longopts, NULL)) != -1) {
+		int cr = wh_cli_check_option(&cko, "repeat", c, optarg);
+		if (cr < 0)
+			return WH_EXIT_USAGE;
+		if (cr > 0)
+			continue;
 		switch (c) {
 		case 'u':
 			until_given = true;
@@ -133,34 +132,6 @@ int wh_cmd_repeat(int argc, char **argv)
 			artifacts[n_artifacts++] = optarg;
 			break;
 		case 'J': json = true; break;
-		case 'S': co.shell = true; break;
-		case 'r':
-			if (n_regex == 64)
-				return wh_cli_usage_error("repeat", "too many --fail-regex (64 at most)");
-			regex[n_regex++] = optarg;
-			break;
-		case 'f':
-		case 'i':
-			if (!wh_cli_parse_int(optarg, -255, 255, &v))
-				return wh_cli_usage_error("repeat", "--%s takes an exit code, not '%s'", c == 'f' ? "fail-code" : "ignore-fail-code", optarg);
-			if ((c == 'f' ? n_fail : n_ignore) == 64)
-				return wh_cli_usage_error("repeat", "too many exit codes (64 at most)");
-			if (c == 'f')
-				fail_codes[n_fail++] = (int)v;
-			else
-				ignore_codes[n_ignore++] = (int)v;
-			break;
-		case 'T':
-			if (!wh_cli_parse_double(optarg, &d) || !(d > 0))
-				return wh_cli_usage_error("repeat", "--timeout takes seconds > 0, not '%s'", optarg);
-			co.timeout_s = d;
-			break;
-		case 'U':
-			if (!strcmp(optarg, "skip")) co.timeout_is = WH_TIMEOUT_SKIP;
-			else if (!strcmp(optarg, "fail")) co.timeout_is = WH_TIMEOUT_FAIL;
-			else if (!strcmp(optarg, "pass")) co.timeout_is = WH_TIMEOUT_PASS;
-			else return wh_cli_usage_error("repeat", "--timeout-is takes skip, fail or pass, not '%s'", optarg);
-			break;
 		case 'h': fputs(repeat_help, stdout); return 0;
 		default: return wh_cli_bad_option("repeat", c, argv);
 		}
@@ -179,17 +150,10 @@ int wh_cmd_repeat(int argc, char **argv)
 		return wh_cli_usage_error("repeat", "--artifacts-dir: path too long");
 	uint64_t runs = until == COUNT ? (uint64_t)count : (uint64_t)max_runs;
 
-	co.argv = argv + check_at + 1;
-	co.argc = argc - check_at - 1;
-	co.fail_regex = regex;
-	co.n_fail_regex = n_regex;
-	co.fail_codes = fail_codes;
-	co.n_fail_codes = n_fail;
-	co.ignore_codes = ignore_codes;
-	co.n_ignore_codes = n_ignore;
+	wh_cli_check_opts_finish(&cko, argv + check_at + 1, argc - check_at - 1);
 	struct wh_check *check = NULL;
 	char *display = NULL;
-	enum wh_status st = wh_check_create(&co, &check);
+	enum wh_status st = wh_check_create(&cko.co, &check);
 	int rc = 0;
 	if (st != WH_OK)
 		goto fail;

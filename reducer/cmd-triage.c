@@ -85,12 +85,7 @@ int wh_cmd_triage(int argc, char **argv)
 		{"json", no_argument, NULL, 'J'},
 		{"timing-iterations", required_argument, NULL, 'n'},
 		{"timing-tolerance", required_argument, NULL, 'o'},
-		{"shell", no_argument, NULL, 'S'},
-		{"fail-regex", required_argument, NULL, 'r'},
-		{"fail-code", required_argument, NULL, 'f'},
-		{"ignore-fail-code", required_argument, NULL, 'i'},
-		{"timeout", required_argument, NULL, 'T'},
-		{"timeout-is", required_argument, NULL, 'U'},
+		WH_CLI_CHECK_LONGOPTS,
 		{"atol", required_argument, NULL, 1},
 		{"rtol", required_argument, NULL, 2},
 		{"check-error-stat", required_argument, NULL, 3},
@@ -108,10 +103,8 @@ int wh_cmd_triage(int argc, char **argv)
 	to.build.timing_iterations = 3;
 	to.build.timing_tolerance = 0.05;
 	wh_compare_options_default(&to.compare);
-	struct wh_check_options co = {0};
-	const char *regex[64];
-	int fail_codes[64], ignore_codes[64];
-	int n_regex = 0, n_fail = 0, n_ignore = 0;
+	struct wh_cli_check_opts cko;
+	wh_cli_check_opts_init(&cko);
 	const char *load = NULL, *shapes = NULL;
 	long long seed = 1, v;
 	double vlo = 0, vhi = 1, d;
@@ -127,6 +120,13 @@ int wh_cmd_triage(int argc, char **argv)
 	char self[PATH_MAX];
 	int c;
 	while ((c = getopt_long(nargs, argv, ":h", longopts, NULL)) != -1) {
+		int cr = wh_cli_check_option(&cko, "triage", c, optarg);
+		if (cr < 0) {
+			rc = WH_EXIT_USAGE;
+			goto out;
+		}
+		if (cr > 0)
+			continue;
 		if (wh_calib_opts_parse(&calib, c, optarg, &st)) {
 			if (st != WH_OK) {
 				rc = wh_cli_fail(st);
@@ -165,48 +165,6 @@ int wh_cmd_triage(int argc, char **argv)
 				goto out;
 			}
 			to.build.timing_tolerance = d;
-			break;
-		case 'S': co.shell = true; break;
-		case 'r':
-			if (n_regex == 64) {
-				rc = bad("too many --fail-regex (%s at most)", "64");
-				goto out;
-			}
-			regex[n_regex++] = optarg;
-			break;
-		case 'f':
-		case 'i':
-			if (!wh_cli_parse_int(optarg, -255, 255, &v)) {
-				rc = bad("an exit code is an integer, not '%s'", optarg);
-				goto out;
-			}
-			if ((c == 'f' ? n_fail : n_ignore) == 64) {
-				rc = bad("too many exit codes (%s at most)", "64");
-				goto out;
-			}
-			if (c == 'f')
-				fail_codes[n_fail++] = (int)v;
-			else
-				ignore_codes[n_ignore++] = (int)v;
-			break;
-		case 'T':
-			if (!wh_cli_parse_double(optarg, &d) || !(d > 0)) {
-				rc = bad("--timeout takes seconds > 0, not '%s'", optarg);
-				goto out;
-			}
-			co.timeout_s = d;
-			break;
-		case 'U':
-			if (!strcmp(optarg, "skip"))
-				co.timeout_is = WH_TIMEOUT_SKIP;
-			else if (!strcmp(optarg, "fail"))
-				co.timeout_is = WH_TIMEOUT_FAIL;
-			else if (!strcmp(optarg, "pass"))
-				co.timeout_is = WH_TIMEOUT_PASS;
-			else {
-				rc = bad("--timeout-is takes skip, fail or pass, not '%s'", optarg);
-				goto out;
-			}
 			break;
 		case 1:
 			if (!wh_cli_parse_double(optarg, &to.compare.atol) || !(to.compare.atol >= 0)) {
@@ -267,21 +225,14 @@ int wh_cmd_triage(int argc, char **argv)
 		rc = bad("--check needs a command (e.g. --check ./my-check.sh {model} {inputs})%s", "");
 		goto out;
 	}
-	if (check_at < 0 && (n_regex || n_fail || n_ignore || co.timeout_s > 0 || co.shell)) {
+	if (check_at < 0 && wh_cli_check_opts_given(&cko)) {
 		rc = bad("check options given without --check (put --check CMD ... last)%s", "");
 		goto out;
 	}
 	to.model_path = argv[optind];
 	if (check_at >= 0) {
-		co.argv = argv + check_at + 1;
-		co.argc = argc - check_at - 1;
-		co.fail_regex = regex;
-		co.n_fail_regex = n_regex;
-		co.fail_codes = fail_codes;
-		co.n_fail_codes = n_fail;
-		co.ignore_codes = ignore_codes;
-		co.n_ignore_codes = n_ignore;
-		to.check = &co;
+		wh_cli_check_opts_finish(&cko, argv + check_at + 1, argc - check_at - 1);
+		to.check = &cko.co;
 	}
 	const char *faulty = getenv("WHITTLE_FAULTY_TACTIC");
 	to.faulty_tactic = faulty && *faulty ? faulty : NULL;
