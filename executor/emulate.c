@@ -295,6 +295,13 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 			continue;
 		if (in_format && !gemm && (p == WH_PREC_INT8 || p == WH_PREC_FP8 || p == WH_PREC_FP8E5M2))
 			continue; /* fake quantization with the same tensor's scale is idempotent */
+		/* Activations are stored in their producer's output format and read as they are
+		 * (the issue's semantics: "activations stored in the layer's output format between
+		 * layers; MatMul/Gemm/Conv inputs rounded to the execution format"); every layer's
+		 * constants are stored in its format. So an FP32 layer hands FP32 values to an
+		 * FP16 consumer that is not a GEMM. */
+		if ((p == WH_PREC_FP16 || p == WH_PREC_BF16) && !gemm && !cacheable)
+			continue;
 		if ((p == WH_PREC_FP16 || p == WH_PREC_BF16 || p == WH_PREC_TF32)) {
 			if (ce && ce->valid && ce->prec == p) {
 				ins[k] = &ce->t;

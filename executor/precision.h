@@ -2,8 +2,11 @@
  *
  * A layer has an execution precision and an output precision (TensorRT's setPrecision and
  * setOutputType). Emulation semantics (docs/precision.md has the full table):
- *  - fp16 / bf16: every float input is rounded to the format (weights once, at build), the
- *    kernel computes in FP32 (FP32 accumulation), outputs are rounded to the output format.
+ *  - fp16 / bf16: activations are stored in their producer's output format and read as
+ *    they are; MatMul, Gemm, Conv and ConvTranspose round their operands to the format; every
+ *    layer's constants are stored in it (converted once per engine); the kernel computes in
+ *    FP32 (FP32 accumulation); outputs are rounded to the output format. A layer kept in
+ *    FP32 thus hands FP32 values to an FP16 consumer that is not a GEMM.
  *  - tf32: the inputs of MatMul, Gemm, Conv and ConvTranspose are rounded to 10 mantissa
  *    bits; accumulation and outputs stay FP32; other layers run in FP32.
  *  - int8: activations symmetric per-tensor (scale amax/127 from calibration, or the tensor's
