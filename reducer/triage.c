@@ -1140,6 +1140,9 @@ static void explain(const struct tri *T, uint32_t node, const struct wh_compare_
 	buf[0] = '\0';
 	uint64_t bad_nonfinite = s->inf_actual + s->nan_actual > s->inf_ref + s->nan_ref ? s->inf_actual + s->nan_actual - s->inf_ref - s->nan_ref : 0;
 	double out_amax = out_value != WH_NONE ? tensor_amax(ref_find(T, g->values[out_value].name)) : 0;
+	/* at fp16/bf16 only these round their inputs (executor/precision.h) */
+	bool rounds_inputs = !strcmp(n->op_type, "MatMul") || !strcmp(n->op_type, "Gemm") || !strcmp(n->op_type, "Conv") ||
+			     !strcmp(n->op_type, "ConvTranspose");
 	/* the input with the largest values */
 	double in_amax = 0;
 	const char *in_name = NULL;
@@ -1157,7 +1160,7 @@ static void explain(const struct tri *T, uint32_t node, const struct wh_compare_
 		}
 	}
 	if (bad_nonfinite) {
-		if (fmax > 0 && in_amax > fmax) {
+		if (fmax > 0 && in_amax > fmax && rounds_inputs) {
 			bprintf(buf, size, "its input `%s` holds values up to %.6g, beyond %s's largest finite value (%g), so they become inf when the layer's inputs are rounded to %s; %llu of %llu output values are inf or NaN",
 				in_name, in_amax, pname(p), fmax, pname(p), (unsigned long long)bad_nonfinite, (unsigned long long)s->count);
 		} else if (fmax > 0 && out_amax > fmax) {
@@ -1174,10 +1177,15 @@ static void explain(const struct tri *T, uint32_t node, const struct wh_compare_
 		s->sqnr_db, s->cosine);
 	if (p == WH_PREC_FP16 || p == WH_PREC_BF16) {
 		int mant = p == WH_PREC_FP16 ? 10 : 7;
-		double spacing = in_amax >= 1 ? ldexp(1.0, (int)floor(log2(in_amax)) - mant) : 0;
-		if (spacing >= 1.0 / 64)
+		/* only MatMul/Gemm/Conv round their inputs; other layers round their output */
+		double mag = rounds_inputs ? in_amax : out_amax;
+		double spacing = mag >= 1 ? ldexp(1.0, (int)floor(log2(mag)) - mant) : 0;
+		if (spacing >= 1.0 / 64 && rounds_inputs)
 			bcat(buf, size, ": its input `%s` reaches %.6g, where %s values are %g apart, so rounding the inputs loses their fraction",
 			     in_name, in_amax, pname(p), spacing);
+		else if (spacing >= 1.0 / 64)
+			bcat(buf, size, ": its output reaches %.6g, where %s values are %g apart, so storing it at %s loses its fraction",
+			     out_amax, pname(p), spacing, pname(p));
 		else
 			bcat(buf, size, ": %s keeps %d significant bits (unit roundoff %.2g), and the rounding of its inputs and output is more than atol %g / rtol %g allow here",
 			     pname(p), mant + 1, ldexp(1.0, -(mant + 1)), T->o->compare.atol, T->o->compare.rtol);

@@ -11,9 +11,11 @@ a failure in is printed as `expect <model> <precision> <layer>` lines:
                       Sqrt, Div, Mul, Add) on values 280..1000 around a mean of exactly 640:
                       the squared deviations reach 129600 > 65504, so in fp16 the Pow
                       output `ln_pow` is the first tensor that fails (inf). Its consumer
-                      `ln_var` rounds its input to fp16 again, so both ln_pow and ln_var must
-                      run in fp32 (as TensorRT users force LayerNorm layers to fp32).
-                      Everything before ln_pow is exact in fp16 (integers, exact mean).
+                      `ln_var` reads ln_pow's output as stored (activations keep their
+                      producer's output format), so with ln_pow alone in fp32 it averages the
+                      FP32 squares and the variance (~43000) fits fp16: ln_pow:fp32 fixes the
+                      model (within fp16 output rounding). Everything before ln_pow is exact
+                      in fp16 (integers, exact mean).
   long_dot            Relu -> MatMul 1x8192 . 8192x1 -> Add, values in [0.5, 1] on the fp16
                       grid: the dot product is about 4600. With FP32 accumulation (the
                       default fp16 emulation) it is within fp16 rounding of the answer; a
@@ -26,11 +28,14 @@ a failure in is printed as `expect <model> <precision> <layer>` lines:
                       `fc_outlier` fails, `fc_clean` (earlier in order) does not. Percentile
                       calibration ignores the outlier. Calibration data: int8_outlier_calib/
                       (4 samples of the same distribution, one outlier each).
-  two_layers          14 layers; the raw inputs `depth` (up to 150000) and `gain` (up to
-                      130000) are normalised by `a_norm` (first layer) and `b_norm` (near the
-                      end). Their values beyond 65504 become inf when an fp16 layer rounds its
-                      inputs, so in fp16 `a_norm` fails first, then `b_norm`; keeping exactly
-                      those two layers in fp32 makes fp16 pass.
+  two_layers          16 layers, two independent overflow sites far apart: `a_norm` (first
+                      layer) squares the input `depth` and `b_norm` (13th) squares `gain`
+                      (both integers 1..400, read as they are); the squares reach 160000 >
+                      65504, so the OUTPUTS of a_norm and b_norm overflow fp16. Their
+                      consumers a_scale / b_scale multiply by 2^-16 (exact in fp16) and bring
+                      FP32 squares back to <= 2.45. In fp16 `a_norm` fails first; a_norm in
+                      fp32 leaves `b_norm` failing; keeping exactly those two layers in fp32
+                      makes fp16 pass (keeping a_scale / b_scale does not).
 
 Tolerances the tests use: fp16 --atol 1e-2 --rtol 1e-2; int8 --atol 0.05 --rtol 0.05.
 """
@@ -155,14 +160,19 @@ def int8_outlier(out_dir, rng):
 def two_layers(out_dir, rng):
     n = 64
     x = rng.uniform(-1, 1, size=(1, n)).astype(np.float32)
-    depth = rng.integers(0, 150001, size=(1, n)).astype(np.float32)
-    gain = rng.integers(70000, 130001, size=(1, n)).astype(np.float32)
-    depth[0, 0] = 150000  # beyond fp16's range for sure
-    gain[0, 1] = 130000
+    # magnitudes 1..400: fine in fp16 themselves (graph inputs are read as they are), but
+    # their squares reach 160000 > 65504
+    depth = rng.integers(1, 401, size=(1, n)).astype(np.float32)
+    gain = rng.integers(1, 401, size=(1, n)).astype(np.float32)
+    depth[0, 0] = 400  # a square beyond fp16's range for sure
+    gain[0, 1] = 400
     mk = helper.make_node
     nodes = [
-        mk("Div", ["depth", "a_scale"], ["a_norm_out"], name="a_norm"),
-        mk("Mul", ["x", "a_norm_out"], ["mix_a_out"], name="mix_a"),
+        # site a: the square overflows fp16 in a_norm's OUTPUT; a_scale reads the FP32 square
+        # when a_norm runs in fp32 and brings it back to <= 2.45
+        mk("Pow", ["depth", "two"], ["a_norm_out"], name="a_norm"),
+        mk("Mul", ["a_norm_out", "a_scale_k"], ["a_scale_out"], name="a_scale"),
+        mk("Mul", ["x", "a_scale_out"], ["mix_a_out"], name="mix_a"),
         mk("Tanh", ["mix_a_out"], ["t1_out"], name="t1"),
         mk("Add", ["t1_out", "c1"], ["add1_out"], name="add1"),
         mk("Sigmoid", ["add1_out"], ["s1_out"], name="s1"),
@@ -172,12 +182,15 @@ def two_layers(out_dir, rng):
         mk("Relu", ["add2_out"], ["r1_out"], name="r1"),
         mk("Sigmoid", ["r1_out"], ["s2_out"], name="s2"),
         mk("Sub", ["s2_out", "c4"], ["sub1_out"], name="sub1"),
-        mk("Mul", ["gain", "b_scale"], ["b_norm_out"], name="b_norm"),
-        mk("Mul", ["sub1_out", "b_norm_out"], ["mix_b_out"], name="mix_b"),
+        # site b, independent of site a: same pattern on `gain`, 12 layers later
+        mk("Pow", ["gain", "two"], ["b_norm_out"], name="b_norm"),
+        mk("Mul", ["b_norm_out", "b_scale_k"], ["b_scale_out"], name="b_scale"),
+        mk("Mul", ["sub1_out", "b_scale_out"], ["mix_b_out"], name="mix_b"),
         mk("Tanh", ["mix_b_out"], ["y"], name="t_out"),
     ]
-    inits = [const("a_scale", 100000.0), const("b_scale", 1e-5), const("c1", 0.25), const("c2", 2.0),
-             const("c3", -0.5), const("c4", 0.5)]
+    # 2^-16: a power of two, so fp16 stores the constant exactly (as a subnormal)
+    inits = [const("two", 2.0), const("a_scale_k", 2.0 ** -16), const("b_scale_k", 2.0 ** -16),
+             const("c1", 0.25), const("c2", 2.0), const("c3", -0.5), const("c4", 0.5)]
     save_model(out_dir, "two_layers", nodes, [vi("x", [1, n]), vi("depth", [1, n]), vi("gain", [1, n])],
                [vi("y", [1, n])], inits)
     save_inputs(os.path.join(out_dir, "two_layers"), [("x", x), ("depth", depth), ("gain", gain)])

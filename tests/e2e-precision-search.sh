@@ -1,19 +1,25 @@
 #!/bin/bash
 # `whittle precision` end to end (issue 7, acceptance 1 and 2):
 #  - on fixture models with known fp16 failures, the search returns exactly the layers that
-#    must stay in fp32 (the test knows them): a decomposed LayerNorm whose squares overflow
-#    (the Pow and the ReduceMean that reads it), two distant layers that both overflow, and a
-#    56-layer chain with three overflow sites (four layers); the int8 outlier fixture with
-#    --higher fp16; forward and reverse; the written file makes `run --compare fp32` pass and
-#    dropping any one of its layers makes it fail;
+#    must stay in fp32 (the test knows them). An fp16 layer (not MatMul/Gemm/Conv) reads its
+#    activations in their producer's output format, so the answer is the layers whose OUTPUT
+#    overflows, when their consumers bring the values back into range: a decomposed LayerNorm
+#    whose squares overflow (its Pow alone), two RMSNorm sites far apart (their two Pows), a
+#    55-layer chain with three sites of three kinds (a Div, a Pow, a Mul); the int8 outlier
+#    fixture with --higher fp16; forward and reverse; the written file makes `run --compare
+#    fp32` pass and dropping any one of its layers makes it fail;
 #  - --mode bisect returns a prefix (suffix) holding that answer, not verified 1-minimal;
 #  - an external --check with {model} {inputs} {precisions} finds the same answer; --json
 #    ends with a result object; --higher bf16 writes bf16 layers;
 #  - errors: already passes / still fails with everything high (exit 3), a check that cannot
-#    run (exit 4), usage (exit 2), each one line;
+#    run or exits 127 (exit 4), a check that cannot tell (125) on the model at the target
+#    precision (exit 4), layers without names (refused, or told apart), usage (exit 2), each
+#    one line;
 #  - the PaddleOCR rec model at fp16 on inputs in [0, 30) (its LayerNorms' squares overflow)
 #    with a tolerance the full model fails: the layer list passes, is reported 1-minimal, and
 #    removing any one of its first 5 layers fails again; the number of checks is printed.
+# Fixtures: layernorm_overflow and int8_outlier from scripts/gen-precision-fixtures.py, the
+# multi-site ones from tests/gen-precision-search-fixtures.py.
 # Environment (set by ctest): WHITTLE, WHITTLE_SRC. Needs /usr/bin/python3 with onnx, numpy.
 set -euo pipefail
 
@@ -28,7 +34,6 @@ trap 'rm -rf "$tmp"' EXIT
 
 pass=0
 fail=0
-xfail=0
 ok() {
 	echo "ok   $1"
 	pass=$((pass + 1))
@@ -150,19 +155,21 @@ fx=$tmp/fx
 
 # --- acceptance 1: the exact layers on fixtures with known failures -----------------------
 
-# ln_pow overflows (360^2 > 65504); ln_var rounds that input to fp16 again (inf), so both
-# must be fp32; the variance itself (< 43200) and everything else are fine in fp16.
+# ln_pow's output overflows (360^2 > 65504); ln_var reads it as ln_pow stored it (FP32 when
+# ln_pow is kept high) and the variance (< 43200) fits fp16: ln_pow alone.
 expect_layers "layernorm_overflow fp16" "$fx/layernorm_overflow.onnx" "$fx/layernorm_overflow" \
-	--precision fp16 -- ln_pow ln_var
+	--precision fp16 -- ln_pow
 expect_layers "layernorm_overflow fp16, reverse" "$fx/layernorm_overflow.onnx" "$fx/layernorm_overflow" \
-	--precision fp16 --direction reverse -- ln_pow ln_var
-# two distant layers that read raw inputs beyond fp16's range
-expect_layers "two_layers fp16" "$fx/two_layers.onnx" "$fx/two_layers" --precision fp16 -- a_norm b_norm
-# three sites, four layers, in a 56-layer chain
+	--precision fp16 --direction reverse -- ln_pow
+# two RMSNorm sites far apart: their Pows (a square of 90000 each; the means fit)
+expect_layers "two_sites fp16" "$fx/two_sites.onnx" "$fx/two_sites" --precision fp16 -- a_pow b_pow
+expect_layers "two_sites fp16, reverse" "$fx/two_sites.onnx" "$fx/two_sites" \
+	--precision fp16 --direction reverse -- a_pow b_pow
+# three sites of three kinds in a 55-layer chain: a Div, an RMSNorm's Pow, a Mul
 expect_layers "three_sites fp16" "$fx/three_sites.onnx" "$fx/three_sites" \
-	--precision fp16 -- a_norm rms_pow rms_mean c_norm
+	--precision fp16 -- a_div rms_pow c_mul
 expect_layers "three_sites fp16, reverse" "$fx/three_sites.onnx" "$fx/three_sites" \
-	--precision fp16 --direction reverse -- a_norm rms_pow rms_mean c_norm
+	--precision fp16 --direction reverse -- a_div rms_pow c_mul
 # int8: the outlier's MatMul, kept in fp16
 run "$whittle" precision "$fx/int8_outlier.onnx" --load-inputs "$fx/int8_outlier" --precision int8 --higher fp16 \
 	--atol 0.05 --rtol 0.05 -o "$tmp/i8.json"
@@ -180,19 +187,19 @@ else
 fi
 
 # bisect: Polygraphy's answer, a run of layers from the first one (forward) up to the last
-# culprit (c_norm), or from the first culprit (a_norm) to the last layer (reverse); it holds
+# culprit (c_mul), or from the first culprit (a_div) to the last layer (reverse); it holds
 # the answer, is larger than it, is not claimed 1-minimal, and its file passes
 for dir in forward reverse; do
 	run "$whittle" precision "$fx/three_sites.onnx" --load-inputs "$fx/three_sites" "${tol[@]}" --precision fp16 \
 		--mode bisect --direction "$dir" -o "$tmp/lp.json"
 	n=$(wc -l <"$tmp/out")
 	missing=
-	for l in a_norm rms_pow rms_mean c_norm; do
+	for l in a_div rms_pow c_mul; do
 		cut -f1 "$tmp/out" | grep -qx "$l" || missing="$missing $l"
 	done
 	ends="$(head -1 "$tmp/out" | cut -f1)..$(tail -1 "$tmp/out" | cut -f1)"
-	want_ends=$([ "$dir" = forward ] && echo l01_tanh..c_norm || echo a_norm..l56_add)
-	if [ "$rc" -ne 0 ] || [ -n "$missing" ] || [ "$n" -le 4 ]; then
+	want_ends=$([ "$dir" = forward ] && echo l01_tanh..c_mul || echo a_div..l55_add)
+	if [ "$rc" -ne 0 ] || [ -n "$missing" ] || [ "$n" -le 3 ]; then
 		bad "three_sites --mode bisect --direction $dir: exit $rc, $n layers, missing:$missing"
 	elif ! grep -q 'not verified 1-minimal (bisect mode)' "$tmp/err"; then
 		bad "three_sites --mode bisect --direction $dir: claims 1-minimal"
@@ -210,20 +217,21 @@ for dir in forward reverse; do
 done
 
 # an external check through {model} {inputs} {precisions}: the same answer
-run "$whittle" precision "$fx/two_layers.onnx" --load-inputs "$fx/two_layers" --precision fp16 -o "$tmp/ext.json" \
+run "$whittle" precision "$fx/two_sites.onnx" --load-inputs "$fx/two_sites" --precision fp16 -o "$tmp/ext.json" \
 	--check "$whittle" run {model} --load-inputs {inputs} --layer-precisions {precisions} --compare fp32 "${tol[@]}"
-if [ "$rc" -eq 0 ] && [ "$(layers_found)" = "a_norm b_norm" ] && grep -q '1-minimal$' "$tmp/err"; then
-	ok "two_layers with an external check (whittle run ... {precisions}): a_norm b_norm"
+if [ "$rc" -eq 0 ] && [ "$(layers_found)" = "a_pow b_pow" ] && grep -q '1-minimal$' "$tmp/err"; then
+	ok "two_sites with an external check (whittle run ... {precisions}): a_pow b_pow"
 else
-	bad "two_layers with an external check: exit $rc, layers [$(layers_found)]"
+	bad "two_sites with an external check: exit $rc, layers [$(layers_found)]"
 fi
-# generated inputs reach the external check through {inputs} (a folder whittle writes)
-run "$whittle" precision "$fx/two_layers.onnx" --precision fp16 --val-range 0,100000 \
+# generated inputs reach the external check through {inputs} (a folder whittle writes); on
+# any inputs in [0, 300) the squares above 256 overflow and the means fit
+run "$whittle" precision "$fx/two_sites.onnx" --precision fp16 --val-range 0,300 \
 	--check "$whittle" run {model} --load-inputs {inputs} --layer-precisions {precisions} --compare fp32 "${tol[@]}"
-if [ "$rc" -eq 0 ] && [ "$(layers_found)" = "a_norm b_norm" ]; then
-	ok "two_layers, generated inputs in [0, 1e5) through {inputs}: a_norm b_norm"
+if [ "$rc" -eq 0 ] && [ "$(layers_found)" = "a_pow b_pow" ]; then
+	ok "two_sites, generated inputs in [0, 300) through {inputs}: a_pow b_pow"
 else
-	bad "two_layers, generated inputs through {inputs}: exit $rc, layers [$(layers_found)]"
+	bad "two_sites, generated inputs through {inputs}: exit $rc, layers [$(layers_found)]"
 fi
 
 # --json: check events, then one result object
@@ -233,82 +241,70 @@ import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 r = lines[-1]
 assert r["event"] == "result", r
-assert sorted(x["layer"] for x in r["layers"]) == ["a_norm", "c_norm", "rms_mean", "rms_pow"], r["layers"]
-assert {x["layer"]: x["op"] for x in r["layers"]}["rms_pow"] == "Pow"
-assert r["one_minimal"] is True and r["candidates"] == 56, r
+assert sorted(x["layer"] for x in r["layers"]) == ["a_div", "c_mul", "rms_pow"], r["layers"]
+assert {x["layer"]: x["op"] for x in r["layers"]} == {"a_div": "Div", "rms_pow": "Pow", "c_mul": "Mul"}, r["layers"]
+assert r["one_minimal"] is True and r["candidates"] == 55, r
 checks = [l for l in lines if l["event"] == "check"]
 assert checks and all(c["verdict"] in ("pass", "fail", "skip") for c in checks)
 assert r["checks_run"] >= len(checks), (r["checks_run"], len(checks))
 ' "$tmp/out" 2>"$tmp/err"; then
-	ok "--json: check events and a result (4 layers, 1-minimal, 56 candidates)"
+	ok "--json: check events and a result (3 layers, 1-minimal, 55 candidates)"
 else
 	bad "--json: exit $rc or unexpected events"
 fi
 
 # --higher bf16: the kept layers run in bf16 (fp32's range), which is enough here
-run "$whittle" precision "$fx/two_layers.onnx" --load-inputs "$fx/two_layers" "${tol[@]}" --precision fp16 --higher bf16 -o "$tmp/bf.json"
-if [ "$rc" -eq 0 ] && [ "$(layers_found)" = "a_norm b_norm" ] && "$py" -c '
+run "$whittle" precision "$fx/two_sites.onnx" --load-inputs "$fx/two_sites" "${tol[@]}" --precision fp16 --higher bf16 -o "$tmp/bf.json"
+if [ "$rc" -eq 0 ] && [ "$(layers_found)" = "a_pow b_pow" ] && "$py" -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["default"] == "fp16" and d["layers"] == {"a_norm": {"precision": "bf16"}, "b_norm": {"precision": "bf16"}}, d' "$tmp/bf.json"; then
-	ok "--higher bf16: a_norm b_norm written as bf16"
+assert d["default"] == "fp16" and d["layers"] == {"a_pow": {"precision": "bf16"}, "b_pow": {"precision": "bf16"}}, d' "$tmp/bf.json"; then
+	ok "--higher bf16: a_pow b_pow written as bf16"
 else
 	bad "--higher bf16: exit $rc, layers [$(layers_found)] or unexpected file"
 fi
 
 # errors
-expect_error "already passes at fp16 (inputs in [0, 1))" 3 "$whittle" precision "$fx/two_layers.onnx" --precision fp16 "${tol[@]}"
+expect_error "already passes at fp16 (inputs in [0, 1))" 3 "$whittle" precision "$fx/two_sites.onnx" --precision fp16 "${tol[@]}"
 expect_error "still fails with every layer at bf16" 3 "$whittle" precision "$fx/layernorm_overflow.onnx" \
 	--load-inputs "$fx/layernorm_overflow" --precision fp16 --higher bf16 --atol 1e-6 --rtol 1e-6
-expect_error "a check that cannot run" 4 "$whittle" precision "$fx/two_layers.onnx" --load-inputs "$fx/two_layers" \
+expect_error "a check that cannot run" 4 "$whittle" precision "$fx/two_sites.onnx" --load-inputs "$fx/two_sites" \
 	--precision fp16 --check "$tmp/no-such-check" {model}
-expect_error "no --precision" 2 "$whittle" precision "$fx/two_layers.onnx"
-expect_error "--precision fp32" 2 "$whittle" precision "$fx/two_layers.onnx" --precision fp32
-expect_error "--higher int8" 2 "$whittle" precision "$fx/two_layers.onnx" --precision fp16 --higher int8
-expect_error "--mode linear" 2 "$whittle" precision "$fx/two_layers.onnx" --precision fp16 --mode linear
-expect_error "--direction sideways" 2 "$whittle" precision "$fx/two_layers.onnx" --precision fp16 --direction sideways
-expect_error "--check without a command" 2 "$whittle" precision "$fx/two_layers.onnx" --precision fp16 --check
+expect_error "no --precision" 2 "$whittle" precision "$fx/two_sites.onnx"
+expect_error "--precision fp32" 2 "$whittle" precision "$fx/two_sites.onnx" --precision fp32
+expect_error "--higher int8" 2 "$whittle" precision "$fx/two_sites.onnx" --precision fp16 --higher int8
+expect_error "--mode linear" 2 "$whittle" precision "$fx/two_sites.onnx" --precision fp16 --mode linear
+expect_error "--direction sideways" 2 "$whittle" precision "$fx/two_sites.onnx" --precision fp16 --direction sideways
+expect_error "--check without a command" 2 "$whittle" precision "$fx/two_sites.onnx" --precision fp16 --check
 expect_error "missing model" 3 "$whittle" precision "$tmp/no-such.onnx" --precision fp16
 
 # Layers without names: a layer-precisions file names layers, so the search must tell them
-# apart (or refuse, pointing at the names). Known to fail today (every unnamed layer is
-# written as "", which `run` resolves to the first one): an expected failure until fixed,
-# reported loudly (XPASS) when it starts to pass.
+# apart (an answer that `run` resolves to the Div) or refuse, pointing at the names.
 run "$whittle" precision "$fx/anonymous.onnx" --load-inputs "$fx/anonymous" "${tol[@]}" --precision fp16 -o "$tmp/an.json"
-an_ok=false
 if [ "$rc" -eq 0 ] && [ "$(cut -f2 "$tmp/out")" = Div ]; then
 	run "$whittle" run "$fx/anonymous.onnx" --load-inputs "$fx/anonymous" "${tol[@]}" --precision fp16 \
 		--layer-precisions "$tmp/an.json" --compare fp32
-	[ "$rc" -eq 0 ] && an_ok=true
-elif [ "$rc" -eq 3 ] && grep -qiE 'names|no name|without a name' "$tmp/err"; then
-	an_ok=true
-fi
-if $an_ok; then
-	echo "XPASS layers without names: handled now; make this an ordinary check in $0"
+	if [ "$rc" -eq 0 ]; then
+		ok "layers without names: the Div, and its file passes"
+	else
+		bad "layers without names: the written file does not pass (exit $rc)"
+	fi
+elif [ "$rc" -eq 3 ] && [ ! -s "$tmp/out" ] && [ "$(grep -c '^whittle: ' "$tmp/err")" -eq 1 ] &&
+	grep -qiE '^whittle: .*(names|no name|without a name).*\(.+\)$' "$tmp/err"; then
+	ok "layers without names: exit 3: $(grep '^whittle: ' "$tmp/err")"
 else
-	echo "XFAIL layers without names: exit $rc: $(grep '^whittle: ' "$tmp/err" || cut -f1,2 "$tmp/out" | tr '\n' ' ')"
-	xfail=$((xfail + 1))
+	bad "layers without names: exit $rc: $(grep '^whittle: ' "$tmp/err" || cut -f1,2 "$tmp/out" | tr '\n' ' ')"
 fi
 
 # A check that says "command not found" (exit 127) is broken (exit 4, as reduce does), and a
 # check that cannot tell (exit 125) on the model at the target precision does not mean the
-# model "already passes". Both are known to be reported wrongly today (exit 3, "still fails
-# with every float layer" / "already passes"): expected failures until fixed.
-xcase() {
-	local label=$1 code=$2 re=$3
-	shift 3
-	run "$@"
-	if [ "$rc" -eq "$code" ] && grep -qiE "$re" "$tmp/err"; then
-		echo "XPASS $label: handled now; make this an ordinary check in $0"
-	else
-		echo "XFAIL $label: exit $rc: $(grep '^whittle: ' "$tmp/err" || true)"
-		xfail=$((xfail + 1))
-	fi
-}
-xcase "check exits 127 (command not found)" 4 'broken|not found|cannot run|127' \
-	"$whittle" precision "$fx/two_layers.onnx" --load-inputs "$fx/two_layers" --precision fp16 --shell --check 'exit 127'
-xcase "check exits 125 (cannot tell)" 4 'cannot tell|skip|125' \
-	"$whittle" precision "$fx/two_layers.onnx" --load-inputs "$fx/two_layers" --precision fp16 --check sh -c 'exit 125'
+# model "already passes" (exit 4 too).
+expect_error "check exits 127 (command not found)" 4 \
+	"$whittle" precision "$fx/two_sites.onnx" --load-inputs "$fx/two_sites" --precision fp16 --shell --check 'exit 127'
+grep -qiE 'not found|127' "$tmp/err" || bad "check exits 127: the error does not say so"
+expect_error "check exits 125 (cannot tell)" 4 \
+	"$whittle" precision "$fx/two_sites.onnx" --load-inputs "$fx/two_sites" --precision fp16 --check sh -c 'exit 125'
+grep -qiE 'cannot tell|125' "$tmp/err" || bad "check exits 125: the error does not say so"
 
 # --- acceptance 2: the PaddleOCR rec model ------------------------------------------------
 # On inputs in [0, 30) the squares in the LayerNorms of rec's SVTR neck exceed fp16's range;
@@ -340,5 +336,5 @@ else
 	echo "skip rec: $rec not found (run scripts/setup.sh)"
 fi
 
-echo "precision-search: $pass passed, $fail failed, $xfail expected failures"
+echo "precision-search: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -2,7 +2,8 @@
 # Reduced precision end to end (issue 4, acceptance 2, 3 (smoke), 4, 5):
 #  - on the fixtures of scripts/gen-precision-fixtures.py, `run --precision P --compare fp32
 #    --mark-all --json` names the planted layer as the first failing one, and keeping that
-#    layer (those layers) in fp32 makes the run pass;
+#    layer (those layers) in fp32 makes the run pass (fp16/bf16 semantics of
+#    executor/precision.h: activations are read in their producer's output format);
 #  - int8 with minmax / percentile / entropy calibration on the outlier fixture;
 #  - a TensorRT calibration cache written by whittle reads back to the same scales, a renamed
 #    tensor, another algorithm and inputs of another range are warned about;
@@ -111,15 +112,30 @@ if [ "$(jget 't["ln_pow_out"]["inf"] > 0 and t["ln_mean_out"]["pass"] and t["ln_
 else
 	bad "layernorm fp16: expected inf in ln_pow_out only after exact ln_mean/ln_sub"
 fi
-# ln_var rounds its input to fp16 again: the overflow moves there until it too runs in fp32
-expect_first "layernorm fp16, ln_pow in fp32" 1 ln_var "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions ln_pow:fp32
-expect_first "layernorm fp16, ln_pow+ln_var in fp32" 0 None "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions ln_pow:fp32,ln_var:fp32
+# ln_var reads ln_pow's output as it is stored: in FP32 once ln_pow runs in fp32, and the
+# variance (~43000) fits fp16, so keeping ln_pow alone fixes the overflow. What is left is
+# fp16 rounding of the outputs (2^-11 relative, ~0.04 absolute on ln_var_out, ~1e-3 on y):
+# exact tolerances still fail at ln_var, the fp16 tolerances pass. Keeping only the consumer
+# ln_var in fp32 does not help (ln_pow_out itself is inf).
+expect_first "layernorm fp16, ln_pow in fp32" 0 None "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions ln_pow:fp32
+expect_first "layernorm fp16, ln_pow in fp32, exact tolerances" 1 ln_var "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all --layer-precisions ln_pow:fp32
+expect_first "layernorm fp16, ln_var in fp32" 1 ln_pow "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions ln_var:fp32
 
-# ---- fp16: two distant layers whose inputs do not fit fp16 ----
+# ---- fp16: two distant independent sites whose outputs overflow fp16 ----
+# a_norm = depth^2 (first layer) and b_norm = gain^2 (13th) reach 160000; their consumers
+# a_scale / b_scale (x 2^-16) read them back into range when they are FP32
 m=$fx/two_layers.onnx
 d=$fx/two_layers
 expect_first "two_layers fp16" 1 a_norm "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}"
+if [ "$(jget 't["a_norm_out"]["inf"] > 0 and t["b_norm_out"]["inf"] > 0')" = True ]; then
+	ok "two_layers fp16: a_norm_out and b_norm_out hold inf"
+else
+	bad "two_layers fp16: expected inf in a_norm_out and b_norm_out"
+fi
 expect_first "two_layers fp16, a_norm in fp32" 1 b_norm "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions a_norm:fp32
+expect_first "two_layers fp16, b_norm in fp32" 1 a_norm "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions b_norm:fp32
+# the consumers in fp32 do not help: the overflow is in the producers' stored outputs
+expect_first "two_layers fp16, a_scale+b_scale in fp32" 1 a_norm "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions a_scale:fp32,b_scale:fp32
 expect_first "two_layers fp16, a_norm+b_norm in fp32" 0 None "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions a_norm:fp32,b_norm:fp32
 expect_first "two_layers bf16 (8 exponent bits: no overflow)" 0 None "$whittle" run "$m" --load-inputs "$d" --precision bf16 --compare fp32 --mark-all --atol 5e-2 --rtol 5e-2
 

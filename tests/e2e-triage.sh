@@ -3,11 +3,16 @@
 # tests/gen-triage-fixtures.py it reaches the right branch of the flowchart
 #  (a) a flaky injected tactic (WHITTLE_FAULTY_TACTIC=matmul-avx2:p2o.MatMul.1): builds
 #      disagree, the culprit layer and tactic are confirmed, the fixed replay avoids it;
-#  (b) a single-layer fp16 overflow: p2o.Pow.0 fails alone; p2o.Pow.0 and p2o.ReduceMean.0
-#      must stay in fp32, and the written layer-precisions file makes `run` pass;
-#  (c) a failure that needs two distant layers: the first failing layer p2o.Sub.1 passes
-#      alone, the reduction keeps p2o.Sub.0 and p2o.Sub.1 (nine layers apart), keeping
-#      p2o.Sub.0 in fp32 fixes it; once more with an external --check;
+#  (b) a single-layer fp16 overflow: p2o.Pow.0 fails alone; keeping p2o.Pow.0 alone in fp32
+#      fixes it (its consumer reads the FP32 squares as stored), and the written
+#      layer-precisions file makes `run` pass;
+#  (c) a failure that needs two distant layers, each adding an error that only together
+#      exceed the tolerance: the first failing layer p2o.Sub.1 passes alone, the reduction
+#      keeps the two sources p2o.Sub.0 and p2o.Add.2 and the layer where they meet,
+#      p2o.Sub.1 (p2o.Sub.0 nine layers before it); keeping either source in fp32 fixes
+#      it (the search picks p2o.Sub.0); once more with an external --check;
+#  (d) two independent overflow sites far apart: p2o.Pow.0 fails alone (single-layer
+#      branch, no reduction), but only keeping both p2o.Pow.0 and p2o.Pow.1 in fp32 fixes it;
 # each ends with a repro bundle whose command.sh, run as written (whittle from PATH), still
 # fails (exit 1, "compare: FAIL"); the SVGs parse as XML (xml.etree) with one bar per layer,
 # the first failing layer marked, node boxes named after the answer's layers (Graphviz's
@@ -114,8 +119,8 @@ if [ "$(field "$tmp/ov.json" 'r["outcome"]')" = single-layer ] &&
 	[ "$(field "$tmp/ov.json" 'r["first_failing"]["layer"]')" = p2o.Pow.0 ] &&
 	[ "$(field "$tmp/ov.json" 'r["layer_alone"]')" = fail ] &&
 	[ "$(field "$tmp/ov.json" '",".join(r["layers"])')" = p2o.Pow.0 ] &&
-	[ "$(field "$tmp/ov.json" '",".join(r["keep_fp32"])')" = p2o.Pow.0,p2o.ReduceMean.0 ]; then
-	ok "overflow: single-layer branch, p2o.Pow.0 fails alone; keep p2o.Pow.0 and p2o.ReduceMean.0 in fp32"
+	[ "$(field "$tmp/ov.json" '",".join(r["keep_fp32"])')" = p2o.Pow.0 ]; then
+	ok "overflow: single-layer branch, p2o.Pow.0 fails alone; keep just p2o.Pow.0 in fp32"
 else
 	bad "overflow: wrong branch or layers: $(cat "$tmp/ov.json")"
 fi
@@ -131,8 +136,8 @@ else
 	bad "overflow: repro/command.sh does not fail as it should"
 fi
 if grep -q 'The failure comes from layer `p2o.Pow.0` (Pow): its output overflows fp16 (max 65504)' "$d/report.md" &&
-	grep -q 'keep these 2 layers in fp32\|Keep these 2 layers in fp32' "$d/report.md" &&
-	grep -q '`p2o.ReduceMean.0` (ReduceMean)' "$d/report.md" && grep -q 'layer-errors.svg' "$d/report.md" &&
+	grep -q 'Keeping 1 layer in fp32 makes the model pass: `p2o.Pow.0` (Pow)\.' "$d/report.md" &&
+	grep -q 'Keep this 1 layer in fp32' "$d/report.md" && grep -q 'layer-errors.svg' "$d/report.md" &&
 	grep -q 'subgraph.svg' "$d/report.md" && grep -q 'still fails' "$d/report.md"; then
 	ok "overflow: report.md names the layer, the op, the overflow and what to do"
 else
@@ -155,14 +160,14 @@ fi
 if [ "$(field "$tmp/two.json" 'r["outcome"]')" = subgraph ] &&
 	[ "$(field "$tmp/two.json" 'r["first_failing"]["layer"]')" = p2o.Sub.1 ] &&
 	[ "$(field "$tmp/two.json" 'r["layer_alone"]')" = pass ] &&
-	[ "$(field "$tmp/two.json" '",".join(r["layers"])')" = p2o.Sub.0,p2o.Sub.1 ] &&
+	[ "$(field "$tmp/two.json" '",".join(r["layers"])')" = p2o.Sub.0,p2o.Add.2,p2o.Sub.1 ] &&
 	[ "$(field "$tmp/two.json" '",".join(r["keep_fp32"])')" = p2o.Sub.0 ]; then
-	ok "two layers: p2o.Sub.1 passes alone, subgraph branch keeps p2o.Sub.0 and p2o.Sub.1; p2o.Sub.0 in fp32 fixes it"
+	ok "two layers: p2o.Sub.1 passes alone, subgraph branch keeps p2o.Sub.0, p2o.Add.2 and p2o.Sub.1; p2o.Sub.0 in fp32 fixes it"
 else
 	bad "two layers: wrong branch or layers: $(cat "$tmp/two.json")"
 fi
-if [ "$("$py" -c 'import onnx,sys; print(",".join(n.name for n in onnx.load(sys.argv[1]).graph.node))' "$d/repro/model.onnx")" = p2o.Sub.0,p2o.Sub.1 ]; then
-	ok "two layers: repro/model.onnx holds exactly the two layers"
+if [ "$("$py" -c 'import onnx,sys; print(",".join(n.name for n in onnx.load(sys.argv[1]).graph.node))' "$d/repro/model.onnx")" = p2o.Sub.0,p2o.Add.2,p2o.Sub.1 ]; then
+	ok "two layers: repro/model.onnx holds exactly the three layers"
 else
 	bad "two layers: repro/model.onnx holds other layers"
 fi
@@ -171,14 +176,28 @@ if repro_fails "$d"; then
 else
 	bad "two layers: repro/command.sh does not fail as it should"
 fi
-if grep -q 'The failure needs 2 layers together: `p2o.Sub.0` (Sub), `p2o.Sub.1` (Sub)' "$d/report.md" &&
+# either source alone in fp32 fixes it; the one where they meet does not
+for keep in p2o.Sub.0:0 p2o.Add.2:0 p2o.Sub.1:1; do
+	printf '{"default": "fp16", "layers": {"%s": {"precision": "fp32"}}}\n' "${keep%:*}" >"$tmp/keep.json"
+	set +e
+	"$whittle" run "$fx/two_layers.onnx" --load-inputs "$fx/two_layers" --precision fp16 --layer-precisions "$tmp/keep.json" \
+		--compare fp32 --atol 0.5 --rtol 1e-2 >"$tmp/err" 2>&1
+	rc=$?
+	set -e
+	if [ "$rc" -eq "${keep#*:}" ]; then
+		ok "two layers: with ${keep%:*} in fp32 run exits $rc"
+	else
+		bad "two layers: with ${keep%:*} in fp32 run exits $rc, expected ${keep#*:}"
+	fi
+done
+if grep -q 'The failure needs 3 layers together: `p2o.Sub.0` (Sub), `p2o.Add.2` (Add), `p2o.Sub.1` (Sub)' "$d/report.md" &&
 	grep -q 'passes on its own' "$d/report.md" && grep -q '9 layers earlier' "$d/report.md" &&
 	grep -q 'layer-precisions.json' "$d/report.md"; then
 	ok "two layers: report.md names both layers and says the first failing one passes alone"
 else
 	bad "two layers: report.md lacks the finding"
 fi
-if svg_check "$d/layer-errors.svg" "$d/subgraph.svg" p2o.Sub.1 11 p2o.Sub.0,p2o.Sub.1 >"$tmp/err" 2>&1 &&
+if svg_check "$d/layer-errors.svg" "$d/subgraph.svg" p2o.Sub.1 11 p2o.Sub.0,p2o.Add.2,p2o.Sub.1 >"$tmp/err" 2>&1 &&
 	grep -q '<g class="node highlight" data-layer="p2o.Sub.1"' "$d/subgraph.svg"; then
 	ok "two layers: SVGs are valid (whittle's own picture): $(cat "$tmp/err")"
 else
@@ -191,11 +210,65 @@ if "$whittle" triage "$fx/two_layers.onnx" --load-inputs "$fx/two_layers" --atol
 	--check "$whittle" run {model} --load-inputs {inputs} --layer-precisions {precisions} --compare {golden} --atol 0.5 --rtol 0.01 \
 	>"$tmp/ext.json" 2>"$tmp/err" &&
 	[ "$(field "$tmp/ext.json" 'r["outcome"]')" = subgraph ] &&
-	[ "$(field "$tmp/ext.json" '",".join(r["layers"])')" = p2o.Sub.0,p2o.Sub.1 ] &&
+	[ "$(field "$tmp/ext.json" '",".join(r["layers"])')" = p2o.Sub.0,p2o.Add.2,p2o.Sub.1 ] &&
 	[ "$(field "$tmp/ext.json" '",".join(r["keep_fp32"])')" = p2o.Sub.0 ] && repro_fails "$d"; then
 	ok "two layers, external check: same branch and layers; its repro still fails"
 else
 	bad "two layers, external check: $(cat "$tmp/ext.json" 2>/dev/null)"
+fi
+
+# ---- (d) two independent overflow sites ----
+d=$tmp/sites
+if "$whittle" triage "$fx/two_sites.onnx" --load-inputs "$fx/two_sites" --atol 1e-2 --rtol 1e-2 --artifacts-dir "$d" --json \
+	--no-graphviz >"$tmp/sites.json" 2>"$tmp/err"; then
+	ok "two sites: triage runs"
+else
+	bad "two sites: triage exits $?"
+fi
+if [ "$(field "$tmp/sites.json" 'r["outcome"]')" = single-layer ] &&
+	[ "$(field "$tmp/sites.json" 'r["first_failing"]["layer"]')" = p2o.Pow.0 ] &&
+	[ "$(field "$tmp/sites.json" 'r["layer_alone"]')" = fail ] &&
+	[ "$(field "$tmp/sites.json" '",".join(r["layers"])')" = p2o.Pow.0 ] &&
+	[ "$(field "$tmp/sites.json" '",".join(r["keep_fp32"])')" = p2o.Pow.0,p2o.Pow.1 ]; then
+	ok "two sites: single-layer branch, p2o.Pow.0 fails alone; keep p2o.Pow.0 and p2o.Pow.1 in fp32"
+else
+	bad "two sites: wrong branch or layers: $(cat "$tmp/sites.json")"
+fi
+if "$whittle" run "$fx/two_sites.onnx" --load-inputs "$fx/two_sites" --precision fp16 --layer-precisions "$d/layer-precisions.json" \
+	--compare fp32 --atol 1e-2 --rtol 1e-2 >"$tmp/err" 2>&1; then
+	ok "two sites: the layer-precisions file makes run pass"
+else
+	bad "two sites: run with the layer-precisions file fails"
+fi
+# one site kept in fp32 is not enough: the other one still overflows
+for keep in p2o.Pow.0 p2o.Pow.1; do
+	printf '{"default": "fp16", "layers": {"%s": {"precision": "fp32"}}}\n' "$keep" >"$tmp/keep.json"
+	set +e
+	"$whittle" run "$fx/two_sites.onnx" --load-inputs "$fx/two_sites" --precision fp16 --layer-precisions "$tmp/keep.json" \
+		--compare fp32 --atol 1e-2 --rtol 1e-2 >"$tmp/err" 2>&1
+	rc=$?
+	set -e
+	if [ "$rc" -eq 1 ]; then
+		ok "two sites: with only $keep in fp32 run still fails"
+	else
+		bad "two sites: with only $keep in fp32 run exits $rc, expected 1"
+	fi
+done
+if repro_fails "$d"; then
+	ok "two sites: repro/command.sh run as written still fails (exit 1)"
+else
+	bad "two sites: repro/command.sh does not fail as it should"
+fi
+if grep -q 'Keeping 2 layers in fp32 makes the model pass: `p2o.Pow.0` (Pow), `p2o.Pow.1` (Pow)\.' "$d/report.md" &&
+	grep -q 'Keep these 2 layers in fp32' "$d/report.md"; then
+	ok "two sites: report.md names both layers to keep in fp32"
+else
+	bad "two sites: report.md lacks the finding"
+fi
+if svg_check "$d/layer-errors.svg" "$d/subgraph.svg" p2o.Pow.0 16 p2o.Pow.0 >"$tmp/err" 2>&1; then
+	ok "two sites: SVGs are valid (whittle's own picture): $(cat "$tmp/err")"
+else
+	bad "two sites: SVG check"
 fi
 
 # ---- (a) flaky tactic ----

@@ -1,27 +1,37 @@
 #!/usr/bin/python3
 """Fixtures for tests/e2e-precision-search.sh (python3-onnx), beside those of
-scripts/gen-precision-fixtures.py (layernorm_overflow, two_layers, ...).
+scripts/gen-precision-fixtures.py (layernorm_overflow, int8_outlier).
 
 usage: gen-precision-search-fixtures.py OUT_DIR
 
 Writes OUT_DIR/<name>.onnx and its inputs OUT_DIR/<name>/input_<k>.pb, and prints
-`expect <model> fp16 <layer>` for every layer that must stay in fp32 (the exact answer):
+`expect <model> fp16 <layer>` for every layer that must stay in fp32 (the exact answer).
 
-  three_sites   a 60-layer chain on x in [-1, 1] with three fp16 overflow sites far apart:
-                `a_norm` (first quarter) divides the raw input `depth` (up to 150000) by 1e5;
-                an RMSNorm (middle) squares `rms_scale` = w * h, whose largest element is
-                300 (300^2 > 65504), so `rms_pow` overflows and `rms_mean` (which
-                rounds its input to fp16 again) must stay in fp32 too, while the mean itself
-                (below 30000) and everything after it are fine in fp16; `c_norm` (last
-                quarter) multiplies the raw input `gain` (up to 130000) by 1e-5. Exactly
-                a_norm, rms_pow, rms_mean, c_norm must run in fp32 for fp16 to pass
-                --atol 1e-2 --rtol 1e-2; every other layer is harmless in fp16.
-  anonymous     three layers without names (Tanh, Div, Mul); the second divides `depth` (up
-                to 1e5) by 1e5 and overflows in fp16. The answer is that Div; since layer
-                precisions name layers, the search must not confuse unnamed layers.
+Under whittle's precision semantics an fp16 layer that is not a MatMul/Gemm/Conv reads its
+activations as their producer stored them and rounds only its constants and its output; so a
+layer must stay high exactly when its OUTPUT leaves fp16's range (65504) and its consumers
+bring the values back into range. Each fixture has independent sites of that kind:
 
-The generator checks its own claims in numpy (fp32 and an fp16 emulation that rounds each
-layer's inputs and output, like whittle's) and exits non-zero when one does not hold.
+  two_sites     16 layers on inputs x, u, v ([1, 64]). Two RMSNorm sites far apart, one on u
+                (first layers), one on v (last layers): Pow(., 2) -> ReduceMean -> Add eps ->
+                Sqrt -> Div, mixed into a chain on x. u and v hold values in [-40, 40] and one
+                300: one square is 90000 (inf in fp16), the mean of the squares (< 2000) fits.
+                Exactly `a_pow` and `b_pow` must run in fp32 (the ReduceMeans then read their
+                FP32 squares). The same holds for any inputs in [0, 300) (squares beyond
+                65504 where u > 256, means near 30000); on inputs in [0, 1) fp16 passes.
+  three_sites   a 56-layer chain on x in [-1, 1] with three sites of three kinds: `a_div`
+                (first quarter) divides the input `depth` (values in [0, 60] and one 100) by
+                2^-10 (102400 > 65504), `a_scale` multiplies it back by 2^-13; `rms_pow`
+                (middle) squares an RMSNorm's input, one channel of which is shifted by 300;
+                `c_mul` (last quarter) multiplies the input `gain` (one 90) by 1024 and
+                `c_scale` brings it back by 2^-13. Exactly a_div, rms_pow, c_mul.
+  anonymous     three layers without names (Tanh, Div, Mul); the Div divides `depth` (one
+                100) by 2^-10 and overflows, the Mul brings it back (times 2^-13). The answer
+                is that Div; since layer precisions name layers, the search must not confuse
+                unnamed layers.
+
+Tolerances: --atol 1e-2 --rtol 1e-2. The generator checks its claims in numpy (fp32 and an
+fp16 emulation with the rule above) and exits non-zero when one does not hold.
 """
 import os
 import sys
@@ -78,13 +88,15 @@ OPS = {
 
 
 def simulate(nodes, inits, feeds, fp32_layers):
-    """fp16 emulation: a layer not in fp32_layers rounds its float inputs and its output."""
+    """fp32_layers None: all fp32. Otherwise an fp16 layer (not in fp32_layers) rounds its
+    constant inputs and its output; activations are read as stored."""
+    consts = {t.name: numpy_helper.to_array(t).astype(np.float32) for t in inits}
     env = dict(feeds)
-    env.update({t.name: numpy_helper.to_array(t).astype(np.float32) for t in inits})
+    env.update(consts)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for n in nodes:
             low = fp32_layers is not None and n.name not in fp32_layers
-            args = [h16(env[i]) if low else env[i] for i in n.input]
+            args = [h16(env[i]) if low and i in consts else env[i] for i in n.input]
             out = OPS[n.op_type](args).astype(np.float32)
             env[n.output[0]] = h16(out) if low else out
     return env
@@ -97,94 +109,135 @@ def fails(ref, got, atol=1e-2, rtol=1e-2):
     return bool(np.any(bad | ~np.isfinite(got)))
 
 
-def three_sites(out_dir, rng):
-    n = 64
-    mk = helper.make_node
-    nodes, inits = [], []
-    cur = "x"
-    k = [0]
+def check_answer(name, nodes, inits, feeds, answer):
+    ref = simulate(nodes, inits, feeds, None)
+    y = ref["y"]
+    assert np.all(np.isfinite(y)), "%s: fp32 output must be finite" % name
+    assert fails(y, simulate(nodes, inits, feeds, set())["y"]), "%s: all fp16 must fail" % name
+    assert not fails(y, simulate(nodes, inits, feeds, answer)["y"]), "%s: the answer must pass" % name
+    for drop in answer:
+        assert fails(y, simulate(nodes, inits, feeds, answer - {drop})["y"]), "%s: without %s it must fail" % (name, drop)
+    return ref
 
-    def layer(op, ins, name=None):
-        k[0] += 1
-        name = name or "l%02d_%s" % (k[0], op.lower())
+
+class Builder:
+    def __init__(self):
+        self.nodes, self.inits, self.k = [], [], 0
+
+    def layer(self, op, ins, name=None, **attrs):
+        self.k += 1
+        name = name or "l%02d_%s" % (self.k, op.lower())
         out = name + "_out"
-        nodes.append(mk(op, ins, [out], name=name))
+        self.nodes.append(helper.make_node(op, ins, [out], name=name, **attrs))
         return out
 
-    def c(val):
-        nm = "c%02d" % len(inits)
-        inits.append(const(nm, val))
+    def c(self, val):
+        nm = "c%02d" % len(self.inits)
+        self.inits.append(const(nm, val))
         return nm
 
-    benign = [("Tanh", None), ("Add", 0.25), ("Sigmoid", None), ("Mul", 1.5), ("Sub", 0.5), ("Tanh", None),
-              ("Mul", 0.8), ("Add", -0.1)]
+    # Exact in fp16 (so constant rounding adds nothing); no saturating op after the first,
+    # so an inf or a zeroed site reaches the output.
+    BENIGN = [("Add", 0.25), ("Mul", 1.5), ("Sub", 0.5), ("Mul", 0.75), ("Add", -0.125), ("Mul", 0.5)]
 
-    def chain(cur, count):
+    def chain(self, cur, count):
         for i in range(count):
-            op, v = benign[i % len(benign)]
-            cur = layer(op, [cur] if v is None else [cur, c(v)])
+            op, v = self.BENIGN[i % len(self.BENIGN)]
+            cur = self.layer(op, [cur, self.c(v)])
         return cur
 
-    cur = chain(cur, 6)
-    a = layer("Div", ["depth", c(100000.0)], name="a_norm")
-    cur = layer("Mul", [cur, a], name="mix_a")
-    cur = chain(cur, 16)
-    # RMSNorm over the last axis: y = s / sqrt(mean(s^2) + eps)
-    w_name = c(np.ones((1, n), np.float32))
-    s = layer("Mul", [cur, w_name], name="rms_scale")
-    p = layer("Pow", [s, c(2.0)], name="rms_pow")
-    m = layer("ReduceMean", [p], name="rms_mean")
-    nodes[-1].attribute.extend([helper.make_attribute("axes", [-1]), helper.make_attribute("keepdims", 1)])
-    e = layer("Add", [m, c(1e-5)], name="rms_eps")
-    r = layer("Sqrt", [e], name="rms_sqrt")
-    cur = layer("Div", [s, r], name="rms_div")
-    cur = chain(cur, 16)
-    g = layer("Mul", ["gain", c(1e-5)], name="c_norm")
-    cur = layer("Mul", [cur, g], name="mix_c")
-    cur = chain(cur, 8)
-    nodes[-1].output[0] = "y"
+    def rmsnorm(self, s, p):
+        """p: the layer-name prefix; returns the normalized tensor"""
+        sq = self.layer("Pow", [s, self.c(2.0)], name=p + "_pow")
+        m = self.layer("ReduceMean", [sq], name=p + "_mean", axes=[-1], keepdims=1)
+        e = self.layer("Add", [m, self.c(1e-3)], name=p + "_eps")
+        r = self.layer("Sqrt", [e], name=p + "_sqrt")
+        return self.layer("Div", [s, r], name=p + "_div")
+
+
+def two_sites(out_dir, rng):
+    n = 64
+    b = Builder()
+    cur = b.layer("Tanh", ["x"])
+    a = b.rmsnorm("u", "a")
+    cur = b.layer("Add", [cur, a], name="mix_a")
+    cur = b.chain(cur, 4)
+    bn = b.rmsnorm("v", "b")
+    cur = b.layer("Add", [cur, bn], name="mix_b")
+    cur = b.layer("Mul", [cur, b.c(0.5)])
+    b.nodes[-1].output[0] = "y"
+    answer = {"a_pow", "b_pow"}
 
     x = rng.uniform(-1, 1, size=(1, n)).astype(np.float32)
-    depth = rng.integers(0, 150001, size=(1, n)).astype(np.float32)
-    depth[0, 3] = 150000
-    gain = rng.integers(70000, 130001, size=(1, n)).astype(np.float32)
-    gain[0, 5] = 130000
+    u = rng.uniform(-40, 40, size=(1, n)).astype(np.float32)
+    u[0, 5] = 300
+    v = rng.uniform(-40, 40, size=(1, n)).astype(np.float32)
+    v[0, 50] = -300
+    feeds = {"x": x, "u": u, "v": v}
+    ref = check_answer("two_sites", b.nodes, b.inits, feeds, answer)
+    assert max(ref["a_mean_out"].max(), ref["b_mean_out"].max()) < F16_MAX / 4
+    # any inputs in [0, 300) (the test's generated-input case): the same answer
+    for seed in range(20):
+        r2 = np.random.default_rng(seed)
+        f2 = {k: r2.uniform(0, 300, size=(1, n)).astype(np.float32) for k in ("x", "u", "v")}
+        check_answer("two_sites on [0, 300) seed %d" % seed, b.nodes, b.inits, f2, answer)
+    f3 = {k: np.random.default_rng(1).uniform(0, 1, size=(1, n)).astype(np.float32) for k in ("x", "u", "v")}
+    r3 = simulate(b.nodes, b.inits, f3, None)["y"]
+    assert not fails(r3, simulate(b.nodes, b.inits, f3, set())["y"]), "two_sites on [0, 1) must pass at fp16"
+
+    save_model(out_dir, "two_sites", b.nodes, [vi("x", [1, n]), vi("u", [1, n]), vi("v", [1, n])], [vi("y", [1, n])], b.inits)
+    save_inputs(os.path.join(out_dir, "two_sites"), [("x", x), ("u", u), ("v", v)])
+    print("two_sites: %d layers, largest means of squares %.0f %.0f"
+          % (len(b.nodes), ref["a_mean_out"].max(), ref["b_mean_out"].max()))
+    return [("two_sites", "fp16", l) for l in sorted(answer)]
+
+
+def three_sites(out_dir, rng):
+    n = 64
+    b = Builder()
+    cur = b.layer("Tanh", ["x"])
+    cur = b.chain(cur, 5)
+    a = b.layer("Div", ["depth", b.c(2.0 ** -10)], name="a_div")
+    a = b.layer("Mul", [a, b.c(2.0 ** -13)], name="a_scale")
+    cur = b.layer("Add", [cur, a], name="mix_a")
+    cur = b.chain(cur, 15)
+    bias = np.zeros((1, n), np.float32)
+    bias[0, 7] = 300.0
+    s = b.layer("Add", [cur, b.c(bias)], name="rms_shift")
+    cur = b.rmsnorm(s, "rms")
+    cur = b.chain(cur, 15)
+    g = b.layer("Mul", ["gain", b.c(1024.0)], name="c_mul")
+    g = b.layer("Mul", [g, b.c(2.0 ** -13)], name="c_scale")
+    cur = b.layer("Add", [cur, g], name="mix_c")
+    cur = b.chain(cur, 7)
+    b.nodes[-1].output[0] = "y"
+    answer = {"a_div", "rms_pow", "c_mul"}
+
+    x = rng.uniform(-1, 1, size=(1, n)).astype(np.float32)
+    depth = rng.uniform(0, 60, size=(1, n)).astype(np.float32)
+    depth[0, 3] = 100
+    gain = rng.uniform(0, 60, size=(1, n)).astype(np.float32)
+    gain[0, 9] = 90
     feeds = {"x": x, "depth": depth, "gain": gain}
-    # per-channel weights of rms_scale: 100, and 300 / |h| for the largest |h|, so that one
-    # square is 90000 (beyond fp16) while the mean of the squares stays small
-    h = simulate(nodes, inits, feeds, None)[nodes[[nd.name for nd in nodes].index("rms_scale")].input[0]]
-    w = np.full((1, n), 100.0, np.float32)
-    j = int(np.argmax(np.abs(h)))
-    w[0, j] = 300.0 / abs(float(h[0, j]))
-    inits[[t.name for t in inits].index(w_name)].CopyFrom(const(w_name, w))
-    answer = {"a_norm", "rms_pow", "rms_mean", "c_norm"}
+    ref = check_answer("three_sites", b.nodes, b.inits, feeds, answer)
+    assert ref["rms_mean_out"].max() < F16_MAX / 4
 
-    ref = simulate(nodes, inits, feeds, None)
-    s_ref = ref["rms_scale_out"]
-    assert np.max(np.abs(s_ref)) ** 2 > F16_MAX, "rms_pow must overflow fp16: max |s| %g" % np.max(np.abs(s_ref))
-    assert np.max(ref["rms_mean_out"]) < F16_MAX / 2, "the mean of squares must fit fp16: %g" % np.max(ref["rms_mean_out"])
-    y = ref["y"]
-    assert fails(y, simulate(nodes, inits, feeds, set())["y"]), "all fp16 must fail"
-    assert not fails(y, simulate(nodes, inits, feeds, answer)["y"]), "the answer must pass"
-    for drop in answer:
-        assert fails(y, simulate(nodes, inits, feeds, answer - {drop})["y"]), "without %s it must fail" % drop
-
-    save_model(out_dir, "three_sites", nodes, [vi("x", [1, n]), vi("depth", [1, n]), vi("gain", [1, n])],
-               [vi("y", [1, n])], inits)
+    save_model(out_dir, "three_sites", b.nodes, [vi("x", [1, n]), vi("depth", [1, n]), vi("gain", [1, n])],
+               [vi("y", [1, n])], b.inits)
     save_inputs(os.path.join(out_dir, "three_sites"), [("x", x), ("depth", depth), ("gain", gain)])
-    print("three_sites: max |rms_scale| %.1f (square %.0f), largest mean of squares %.0f, %d layers"
-          % (np.max(np.abs(s_ref)), np.max(np.abs(s_ref)) ** 2, np.max(ref["rms_mean_out"]), len(nodes)))
+    print("three_sites: %d layers, largest mean of squares %.0f" % (len(b.nodes), ref["rms_mean_out"].max()))
     return [("three_sites", "fp16", l) for l in sorted(answer)]
 
 
 def anonymous(out_dir, rng):
     n = 8
     mk = helper.make_node
-    nodes = [mk("Tanh", ["x"], ["t"]), mk("Div", ["depth", "s"], ["a"]), mk("Mul", ["t", "a"], ["y"])]
-    inits = [const("s", 100000.0)]
+    nodes = [mk("Tanh", ["x"], ["t"]), mk("Div", ["depth", "s"], ["a"]), mk("Mul", ["a", "k"], ["b"]),
+             mk("Add", ["t", "b"], ["y"])]
+    inits = [const("s", 2.0 ** -10), const("k", 2.0 ** -13)]
     x = rng.uniform(-1, 1, size=(1, n)).astype(np.float32)
-    depth = rng.integers(0, 100001, size=(1, n)).astype(np.float32)
-    depth[0, 0] = 100000
+    depth = rng.uniform(0, 60, size=(1, n)).astype(np.float32)
+    depth[0, 0] = 100
     save_model(out_dir, "anonymous", nodes, [vi("x", [1, n]), vi("depth", [1, n])], [vi("y", [1, n])], inits)
     save_inputs(os.path.join(out_dir, "anonymous"), [("x", x), ("depth", depth)])
     # no name to print: the test expects the Div (the second layer)
@@ -197,7 +250,7 @@ def main():
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
     expects = []
-    for k, gen in enumerate([three_sites, anonymous]):
+    for k, gen in enumerate([two_sites, three_sites, anonymous]):
         expects += gen(out_dir, np.random.default_rng(4321 + k))
     for model, prec, layer in expects:
         print("expect %s %s %s" % (model, prec, layer))

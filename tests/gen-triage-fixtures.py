@@ -14,17 +14,29 @@ are named like PaddleOCR's exported models (p2o.<Op>.<k>).
   overflow       x[4,64] even integers 200..600 -> Mul 0.5 (p2o.Mul.0; exact) -> Relu ->
                  Pow 2 (p2o.Pow.0) -> ReduceMean (p2o.ReduceMean.0) -> Sqrt -> Mul 0.01 -> y.
                  The squares reach 90000 > 65504: at fp16 p2o.Pow.0 is the first failing
-                 layer and fails on its own (a single-layer overflow). Its consumer rounds
-                 its input to fp16 again, so p2o.Pow.0 and p2o.ReduceMean.0 must both stay
-                 in fp32 (the means stay below 65504).
-  two_layers     x[4,32] = 2048 + m + 0.9 (m even, 512..2046) and t[4,32] = m. The first
-                 layer p2o.Sub.0 = x - 2048: at fp16 x rounds to 2048 + m (values are 2
-                 apart there), so it outputs m instead of m + 0.9: within rtol 1e-2. Eight
-                 exact layers on t follow (p2o.Relu.0 ... p2o.Add.2), then p2o.Sub.1 = a - t
-                 cancels: FP32 gives 0.9, fp16 gives 0 (fails atol 0.5). Alone, fed the FP32
-                 value m + 0.9 (rounded to m + 1 at fp16), p2o.Sub.1 is off by 0.1 only and
-                 passes. So the failure needs p2o.Sub.0 and p2o.Sub.1, nine layers apart;
-                 keeping p2o.Sub.0 alone in fp32 fixes it. Tolerances: atol 0.5, rtol 1e-2.
+                 layer and fails on its own (a single-layer overflow). Its consumer reads
+                 its output as stored, so keeping p2o.Pow.0 alone in fp32 fixes it (the
+                 means, about 45000, fit fp16).
+  two_layers     x[4,32] = 2048 + m + 0.3 and t[4,32] = m (m integers 1024..2047, where
+                 fp16 values are 1 apart). Two layers each add an error of 0.3 that only
+                 together exceed atol 0.5: p2o.Sub.0 = x - 2048 outputs m + 0.3, stored at
+                 fp16 as m (-0.3); seven exact layers on t follow (p2o.Relu.0 ...
+                 p2o.Relu.2), then p2o.Add.2 = t7 - 0.3 outputs m - 0.3, stored as m (+0.3);
+                 p2o.Sub.1 = a - b cancels: FP32 gives 0.6, fp16 gives 0 (fails atol 0.5).
+                 With either source in FP32 the result is 0.3 (passes); p2o.Sub.1 alone, fed
+                 the FP32 values, is exact. So the minimal failing subgraph is p2o.Sub.0,
+                 p2o.Add.2 and p2o.Sub.1 (p2o.Sub.0 nine layers before p2o.Sub.1), and
+                 keeping one of the two sources in fp32 fixes it. Tolerances: atol 0.5,
+                 rtol 1e-2.
+  two_sites      x[4,64] as in overflow; two independent overflow sites far apart:
+                 p2o.Pow.0 -> p2o.ReduceMean.0 -> p2o.Sqrt.0 on r0 = relu(x / 2), then six
+                 exact layers on r0 (p2o.Relu.1 ... p2o.Add.1), then p2o.Pow.1 ->
+                 p2o.ReduceMean.1 -> p2o.Sqrt.1 on their output; the two roots are added
+                 (p2o.Add.2) and scaled by 0.01 (p2o.Mul.3). Each Pow's squares reach 90000
+                 > 65504; each ReduceMean reads them back into range when its Pow stays in
+                 FP32. At fp16 p2o.Pow.0 is the first failing layer and fails on its own
+                 (single-layer branch, nothing to reduce), but the model passes only with
+                 both p2o.Pow.0 and p2o.Pow.1 kept in fp32 (nine layers apart).
 """
 import os
 import sys
@@ -93,25 +105,54 @@ def overflow(out_dir, rng):
 
 
 def two_layers(out_dir, rng):
-    m = (2 * rng.integers(256, 1024, size=(4, 32))).astype(np.float32)
-    x = (2048.0 + m + 0.9).astype(np.float32)
+    m = rng.integers(1024, 2048, size=(4, 32)).astype(np.float32)
+    x = (2048.0 + m + 0.3).astype(np.float32)
     nodes = [helper.make_node("Sub", ["x", "c2048"], ["a"], name="p2o.Sub.0")]
-    # eight exact layers on t (integers below 2048 are exact in fp16)
+    # seven exact layers on t (integers below 2048 are exact in fp16), then the second
+    # source of error: adding -0.3 to an integer above 1024, stored at fp16
     prev = "t"
-    chain = [("Relu", None), ("Mul", "one"), ("Add", "zero"), ("Relu", None), ("Mul", "one"), ("Add", "zero"),
-             ("Relu", None), ("Add", "zero")]
+    chain = [("Relu", "-"), ("Mul", "one"), ("Add", "zero"), ("Relu", "-"), ("Mul", "one"), ("Add", "zero"),
+             ("Relu", "-"), ("Add", "neg03")]
     count = {}
     for k, (op, c) in enumerate(chain):
         i = count.get(op, 0)
         count[op] = i + 1
         out = "t%d" % (k + 1)
-        nodes.append(helper.make_node(op, [prev] + ([c] if c else []), [out], name="p2o.%s.%d" % (op, i)))
+        nodes.append(helper.make_node(op, [prev] + ([c] if c != "-" else []), [out], name="p2o.%s.%d" % (op, i)))
         prev = out
     nodes.append(helper.make_node("Sub", ["a", prev], ["d"], name="p2o.Sub.1"))
     nodes.append(helper.make_node("Relu", ["d"], ["y"], name="p2o.Relu.%d" % count["Relu"]))
     save_model(out_dir, "two_layers", nodes, [vi("x", [4, 32]), vi("t", [4, 32])], [vi("y", [4, 32])],
-               [const("c2048", 2048.0), const("one", 1.0), const("zero", 0.0)])
+               [const("c2048", 2048.0), const("one", 1.0), const("zero", 0.0), const("neg03", -0.3)])
     save_inputs(os.path.join(out_dir, "two_layers"), [("x", x), ("t", m)])
+
+
+def two_sites(out_dir, rng):
+    x = (2 * rng.integers(100, 301, size=(4, 64))).astype(np.float32)
+    x[:, 0] = 600.0
+    x[:, 1] = 600.0
+    nodes = [
+        helper.make_node("Mul", ["x", "half"], ["m0"], name="p2o.Mul.0"),
+        helper.make_node("Relu", ["m0"], ["r0"], name="p2o.Relu.0"),
+        helper.make_node("Pow", ["r0", "two"], ["sq0"], name="p2o.Pow.0"),
+        helper.make_node("ReduceMean", ["sq0"], ["ms0"], name="p2o.ReduceMean.0", axes=[-1], keepdims=1),
+        helper.make_node("Sqrt", ["ms0"], ["rms0"], name="p2o.Sqrt.0"),
+        # exact layers between the two sites (values 100..300 are integers, exact in fp16)
+        helper.make_node("Relu", ["r0"], ["u1"], name="p2o.Relu.1"),
+        helper.make_node("Mul", ["u1", "one"], ["u2"], name="p2o.Mul.1"),
+        helper.make_node("Add", ["u2", "zero"], ["u3"], name="p2o.Add.0"),
+        helper.make_node("Relu", ["u3"], ["u4"], name="p2o.Relu.2"),
+        helper.make_node("Mul", ["u4", "one"], ["u5"], name="p2o.Mul.2"),
+        helper.make_node("Add", ["u5", "zero"], ["u6"], name="p2o.Add.1"),
+        helper.make_node("Pow", ["u6", "two"], ["sq1"], name="p2o.Pow.1"),
+        helper.make_node("ReduceMean", ["sq1"], ["ms1"], name="p2o.ReduceMean.1", axes=[-1], keepdims=1),
+        helper.make_node("Sqrt", ["ms1"], ["rms1"], name="p2o.Sqrt.1"),
+        helper.make_node("Add", ["rms0", "rms1"], ["s"], name="p2o.Add.2"),
+        helper.make_node("Mul", ["s", "scale"], ["y"], name="p2o.Mul.3"),
+    ]
+    save_model(out_dir, "two_sites", nodes, [vi("x", [4, 64])], [vi("y", [4, 1])],
+               [const("half", 0.5), const("two", 2.0), const("one", 1.0), const("zero", 0.0), const("scale", 0.01)])
+    save_inputs(os.path.join(out_dir, "two_sites"), [("x", x)])
 
 
 def main():
@@ -123,6 +164,7 @@ def main():
     flaky_matmul(out, rng)
     overflow(out, rng)
     two_layers(out, rng)
+    two_sites(out, rng)
 
 
 if __name__ == "__main__":
