@@ -355,4 +355,19 @@ if [ -f "$tmp/a/fixed.json" ]; then
 	fi
 fi
 
+# ---- without injection: an fp16-accumulating tactic that breaks the tolerance ----
+# long_dot's MatMul sums 8192 products: accumulated in fp16 it loses the answer (2048
+# instead of 4606), in FP32 it does not. At fp16 the fp16acc tactics are eligible, so some
+# builds pick them: the loop must find that layer and an fp16acc tactic, and nothing else.
+/usr/bin/python3 "$src/scripts/gen-precision-fixtures.py" "$tmp/pf" >/dev/null
+run "$whittle" build "$tmp/pf/long_dot.onnx" --load-inputs "$tmp/pf/long_dot" --precision fp16 --until "$builds" \
+	--timing-tolerance 1000 --timing-iterations 1 --atol 1e-2 --rtol 1e-2 --artifacts-dir "$tmp/fp16acc"
+nconf=$(grep -c '^confirmed: ' "$tmp/out" || true)
+nother=$(grep '^confirmed: ' "$tmp/out" | grep -v -c "layer 'long_dot' tactic 'matmul-fp16acc-" || true)
+if [ "$rc" -eq 0 ] && [ "$nconf" -ge 1 ] && [ "$nother" -eq 0 ] && [ -n "$(ls "$tmp/fp16acc/bad")" ] && [ -n "$(ls "$tmp/fp16acc/good")" ]; then
+	ok "no injection: builds picking matmul-fp16acc for long_dot are bad, and only that is confirmed ($(grep '^build: [0-9]' "$tmp/out"))"
+else
+	bad "fp16 accumulation fixture: exit $rc; $(grep -E '^(build: [0-9]|confirmed)' "$tmp/out" | tr '\n' '|')"
+fi
+
 finish
