@@ -278,6 +278,8 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 	int w_axis = -1;
 	const struct wh_tensor *bias_t = NULL;
 	const struct wh_tensor **ins = (const struct wh_tensor **)ctx->inputs;
+	/* whether every float input holds values of the layer's format when the kernel runs */
+	bool inputs_in_format = true;
 	for (uint32_t k = 0; k < n && st == WH_OK && p != WH_PREC_FP32; k++) {
 		const struct wh_tensor *t = orig[k];
 		if (!t || t->dtype != WH_DT_FLOAT)
@@ -300,8 +302,10 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 		 * layers; MatMul/Gemm/Conv inputs rounded to the execution format"); every layer's
 		 * constants are stored in its format. So an FP32 layer hands FP32 values to an
 		 * FP16 consumer that is not a GEMM. */
-		if ((p == WH_PREC_FP16 || p == WH_PREC_BF16) && !gemm && !cacheable)
+		if ((p == WH_PREC_FP16 || p == WH_PREC_BF16) && !gemm && !cacheable) {
+			inputs_in_format = false;
 			continue;
+		}
 		if ((p == WH_PREC_FP16 || p == WH_PREC_BF16 || p == WH_PREC_TF32)) {
 			if (ce && ce->valid && ce->prec == p) {
 				ins[k] = &ce->t;
@@ -441,10 +445,24 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 			}
 		}
 	}
-	/* outputs in the output format */
+	/* outputs in the output format; ops that only select, move or compare values of the
+	 * format (and Relu/Clip at 0 and 6, which the format holds) already produce values of
+	 * it: rounding again would change nothing, so it is skipped */
+	bool exact_op = false;
+	if (inputs_in_format && en->out == p && (p == WH_PREC_FP16 || p == WH_PREC_BF16)) {
+		static const char *const value_preserving[] = {
+			"Relu", "MaxPool", "GlobalMaxPool", "Reshape", "Transpose", "Concat", "Slice", "Split", "Squeeze",
+			"Unsqueeze", "Flatten", "Identity", "Gather", "Expand", "Tile", "Max", "Min", "Neg", "Abs", NULL};
+		for (int i = 0; value_preserving[i]; i++)
+			exact_op |= !strcmp(node->op_type, value_preserving[i]);
+		if (!strcmp(node->op_type, "Resize") || !strcmp(node->op_type, "Upsample")) {
+			char mode[16];
+			exact_op = !strcmp(wh_node_attr_string(node, "mode", "nearest", mode, sizeof mode), "nearest");
+		}
+	}
 	for (uint32_t k = 0; st == WH_OK && k < ctx->n_outputs; k++) {
 		struct wh_tensor *y = &ctx->outputs[k];
-		if (y->dtype != WH_DT_FLOAT || !y->count)
+		if (y->dtype != WH_DT_FLOAT || !y->count || exact_op)
 			continue;
 		uint32_t vid = node->outputs[k];
 		switch (en->out) {
