@@ -455,6 +455,9 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 			"Unsqueeze", "Flatten", "Identity", "Gather", "Expand", "Tile", "Max", "Min", "Neg", "Abs", NULL};
 		for (int i = 0; value_preserving[i]; i++)
 			exact_op |= !strcmp(node->op_type, value_preserving[i]);
+		/* Clip from opset 11 takes its bounds as inputs, which are in the format too */
+		if (!strcmp(node->op_type, "Clip") && ctx->opset >= 11)
+			exact_op = true;
 		if (!strcmp(node->op_type, "Resize") || !strcmp(node->op_type, "Upsample")) {
 			char mode[16];
 			exact_op = !strcmp(wh_node_attr_string(node, "mode", "nearest", mode, sizeof mode), "nearest");
