@@ -6,7 +6,7 @@
 #    (layer, tactic) pairs: `whittle build --until 20` confirms exactly that layer and tactic,
 #    and its fixed replay passes `whittle run --load-tactics ... --compare fp32`; an
 #    external check ({tactics}, {inputs}) sorts builds as the built-in one does; a pinned
-#    build is bit-identical run to run (`run --repeat 3`) and build to build.
+#    build is bit-identical run to run (`run --repeat 10`) and build to build.
 # The model part is skipped ("SKIPPED: no tactics yet") only when `whittle inspect --tactics`
 # lists no tactic. Environment (set by ctest): WHITTLE, WHITTLE_SRC.
 set -euo pipefail
@@ -334,11 +334,11 @@ fi
 # ---- determinism of a pinned build ----
 
 if [ -f "$tmp/a/fixed.json" ]; then
-	run "$whittle" run "$model" --input-shapes $shapes --load-tactics "$tmp/a/fixed.json" --repeat 3
+	run "$whittle" run "$model" --input-shapes $shapes --load-tactics "$tmp/a/fixed.json" --repeat 10
 	if [ "$rc" -eq 0 ] && grep -q '^repeat: PASS: 3 runs' "$tmp/out"; then
-		ok "run --repeat 3 on a pinned build: bit-identical"
+		ok "run --repeat 10 on a pinned build: bit-identical"
 	else
-		bad "run --repeat 3 on a pinned build: exit $rc; $(grep repeat "$tmp/out" | head -2)"
+		bad "run --repeat 10 on a pinned build: exit $rc; $(grep repeat "$tmp/out" | head -2)"
 	fi
 	# build to build: the same build seed gives the same plan and the same bits
 	for i in 1 2; do
