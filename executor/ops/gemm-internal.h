@@ -134,4 +134,18 @@ enum wh_status wh_sgemm_run(const struct wh_cpu_features *cpu, struct wh_threadp
 void wh_sgemm_ref(size_t M, size_t N, size_t K, const float *a, size_t rsa, size_t csa,
 		  const float *b, size_t rsb, size_t csb, float *c, size_t ldc, const float *bias);
 
+/* Gemm's operands checked against each other and its geometry, shared by the Gemm kernel
+ * and its extra tactics: A is M x K after transA, B is K x N after transB, and C (may be
+ * NULL) broadcasts unidirectionally to M x N with element strides cstr. */
+struct wh_kernel_ctx;
+struct wh_tensor;
+struct wh_gemm_geom {
+	bool ta, tb;
+	float alpha, beta;
+	int64_t M, N, K;
+	int64_t cstr[2];
+};
+enum wh_status wh_gemm_geometry(const struct wh_kernel_ctx *ctx, const struct wh_tensor *A, const struct wh_tensor *B,
+				const struct wh_tensor *C, struct wh_gemm_geom *g);
+
 #endif

@@ -351,43 +351,20 @@ out:
 static enum wh_status gemm_common(struct wh_kernel_ctx *ctx, enum tx_mm_algo algo, enum wh_isa isa)
 {
 	const struct wh_tensor *A = wh_kin(ctx, 0), *B = wh_kin(ctx, 1), *C = wh_kin(ctx, 2);
-	char sa[64], sb[64], sc[64];
 	if (!A || !B)
 		return wh_kernel_fail(ctx, WH_ERR_INVALID, "needs inputs A and B");
 	if (A->dtype != B->dtype || (C && C->dtype != A->dtype) || !wh_tx_float_dtype(A->dtype))
 		return wh_kernel_fail(ctx, WH_ERR_UNSUPPORTED, "inputs of types %s, %s%s%s are not supported by this tactic (all float32, float16 or bfloat16)",
 				      wh_dtype_name(A->dtype), wh_dtype_name(B->dtype), C ? ", " : "",
 				      C ? wh_dtype_name(C->dtype) : "");
-	if (A->rank != 2 || B->rank != 2)
-		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "inputs have shapes %s and %s, expected 2-d matrices",
-				      wh_shape_str(A->dims, A->rank, sa, sizeof sa),
-				      wh_shape_str(B->dims, B->rank, sb, sizeof sb));
-	bool ta = wh_node_attr_int(ctx->node, "transA", 0) != 0;
-	bool tb = wh_node_attr_int(ctx->node, "transB", 0) != 0;
-	float alpha = wh_node_attr_float(ctx->node, "alpha", 1.0f);
-	float beta = wh_node_attr_float(ctx->node, "beta", 1.0f);
-	int64_t M = ta ? A->dims[1] : A->dims[0], K = ta ? A->dims[0] : A->dims[1];
-	int64_t kb = tb ? B->dims[1] : B->dims[0], N = tb ? B->dims[0] : B->dims[1];
-	if (kb != K)
-		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "A has shape %s and B %s (transA=%d, transB=%d): inner dimensions %lld and %lld differ",
-				      wh_shape_str(A->dims, A->rank, sa, sizeof sa),
-				      wh_shape_str(B->dims, B->rank, sb, sizeof sb), ta, tb, (long long)K,
-				      (long long)kb);
-	/* C broadcasts to M x N (unidirectionally) */
-	int64_t cstr[2] = {0, 0};
-	if (C) {
-		int64_t cd[2] = {1, 1};
-		if (C->rank > 2)
-			return wh_kernel_fail(ctx, WH_ERR_SHAPE, "C has shape %s, expected at most 2-d",
-					      wh_shape_str(C->dims, C->rank, sc, sizeof sc));
-		for (int32_t d = 0; d < C->rank; d++)
-			cd[2 - C->rank + d] = C->dims[d];
-		if ((cd[0] != M && cd[0] != 1) || (cd[1] != N && cd[1] != 1))
-			return wh_kernel_fail(ctx, WH_ERR_SHAPE, "C has shape %s, which does not broadcast to %lldx%lld",
-					      wh_shape_str(C->dims, C->rank, sc, sizeof sc), (long long)M, (long long)N);
-		cstr[0] = cd[0] == 1 ? 0 : cd[1];
-		cstr[1] = cd[1] == 1 ? 0 : 1;
-	}
+	struct wh_gemm_geom gg;
+	enum wh_status gst = wh_gemm_geometry(ctx, A, B, C, &gg);
+	if (gst != WH_OK)
+		return gst;
+	bool ta = gg.ta, tb = gg.tb;
+	float alpha = gg.alpha, beta = gg.beta;
+	int64_t M = gg.M, N = gg.N, K = gg.K;
+	int64_t cstr[2] = {gg.cstr[0], gg.cstr[1]};
 	int64_t yd[2] = {M, N};
 	enum wh_status st = wh_tensor_alloc(&ctx->outputs[0], A->dtype, 2, yd);
 	if (st)

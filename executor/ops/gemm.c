@@ -566,10 +566,49 @@ out:
 
 /* ---- Gemm ---- */
 
+/* Gemm's shared checks and geometry (gemm-internal.h). */
+enum wh_status wh_gemm_geometry(const struct wh_kernel_ctx *ctx, const struct wh_tensor *A, const struct wh_tensor *B,
+				const struct wh_tensor *C, struct wh_gemm_geom *g)
+{
+	char sa[64], sb[64], sc[64];
+	if (A->rank != 2 || B->rank != 2)
+		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "inputs have shapes %s and %s, expected 2-d matrices",
+				      wh_shape_str(A->dims, A->rank, sa, sizeof sa),
+				      wh_shape_str(B->dims, B->rank, sb, sizeof sb));
+	g->ta = wh_node_attr_int(ctx->node, "transA", 0) != 0;
+	g->tb = wh_node_attr_int(ctx->node, "transB", 0) != 0;
+	g->alpha = wh_node_attr_float(ctx->node, "alpha", 1.0f);
+	g->beta = wh_node_attr_float(ctx->node, "beta", 1.0f);
+	g->M = g->ta ? A->dims[1] : A->dims[0];
+	g->K = g->ta ? A->dims[0] : A->dims[1];
+	int64_t kb = g->tb ? B->dims[1] : B->dims[0];
+	g->N = g->tb ? B->dims[0] : B->dims[1];
+	if (kb != g->K)
+		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "A has shape %s and B %s (transA=%d, transB=%d): inner dimensions %lld and %lld differ",
+				      wh_shape_str(A->dims, A->rank, sa, sizeof sa),
+				      wh_shape_str(B->dims, B->rank, sb, sizeof sb), g->ta, g->tb, (long long)g->K,
+				      (long long)kb);
+	/* C broadcasts to M x N (unidirectionally) */
+	g->cstr[0] = g->cstr[1] = 0;
+	if (C) {
+		if (C->rank > 2)
+			return wh_kernel_fail(ctx, WH_ERR_SHAPE, "C has shape %s, expected at most 2-d",
+					      wh_shape_str(C->dims, C->rank, sc, sizeof sc));
+		int64_t cd[2] = {1, 1};
+		for (int32_t d = 0; d < C->rank; d++)
+			cd[2 - C->rank + d] = C->dims[d];
+		if ((cd[0] != g->M && cd[0] != 1) || (cd[1] != g->N && cd[1] != 1))
+			return wh_kernel_fail(ctx, WH_ERR_SHAPE, "C has shape %s, which does not broadcast to %lldx%lld",
+					      wh_shape_str(C->dims, C->rank, sc, sizeof sc), (long long)g->M, (long long)g->N);
+		g->cstr[0] = cd[0] == 1 ? 0 : cd[1];
+		g->cstr[1] = cd[1] == 1 ? 0 : 1;
+	}
+	return WH_OK;
+}
+
 static enum wh_status gemm_common(struct wh_kernel_ctx *ctx, const struct wh_cpu_features *cpu)
 {
 	const struct wh_tensor *A = wh_kin(ctx, 0), *B = wh_kin(ctx, 1), *C = wh_kin(ctx, 2);
-	char sa[64], sb[64], sc[64];
 	if (!A || !B)
 		return wh_kernel_fail(ctx, WH_ERR_INVALID, "needs inputs A and B");
 	enum wh_dtype dt = A->dtype;
@@ -580,36 +619,14 @@ static enum wh_status gemm_common(struct wh_kernel_ctx *ctx, const struct wh_cpu
 	if (dt != WH_DT_FLOAT && dt != WH_DT_DOUBLE && !is_half(dt) && dt != WH_DT_INT32 &&
 	    dt != WH_DT_INT64 && dt != WH_DT_UINT32 && dt != WH_DT_UINT64)
 		return wh_kernel_fail(ctx, WH_ERR_UNSUPPORTED, "type %s is not supported", wh_dtype_name(dt));
-	if (A->rank != 2 || B->rank != 2)
-		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "inputs have shapes %s and %s, expected 2-d matrices",
-				      wh_shape_str(A->dims, A->rank, sa, sizeof sa),
-				      wh_shape_str(B->dims, B->rank, sb, sizeof sb));
-	bool ta = wh_node_attr_int(ctx->node, "transA", 0) != 0;
-	bool tb = wh_node_attr_int(ctx->node, "transB", 0) != 0;
-	float alpha = wh_node_attr_float(ctx->node, "alpha", 1.0f);
-	float beta = wh_node_attr_float(ctx->node, "beta", 1.0f);
-	int64_t M = ta ? A->dims[1] : A->dims[0], K = ta ? A->dims[0] : A->dims[1];
-	int64_t kb = tb ? B->dims[1] : B->dims[0], N = tb ? B->dims[0] : B->dims[1];
-	if (kb != K)
-		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "A has shape %s and B %s (transA=%d, transB=%d): inner dimensions %lld and %lld differ",
-				      wh_shape_str(A->dims, A->rank, sa, sizeof sa),
-				      wh_shape_str(B->dims, B->rank, sb, sizeof sb), ta, tb, (long long)K,
-				      (long long)kb);
-	/* C broadcasts to M x N (unidirectionally). */
-	int64_t cstr[2] = {0, 0};
-	if (C) {
-		if (C->rank > 2)
-			return wh_kernel_fail(ctx, WH_ERR_SHAPE, "C has shape %s, expected at most 2-d",
-					      wh_shape_str(C->dims, C->rank, sc, sizeof sc));
-		int64_t cd[2] = {1, 1};
-		for (int32_t d = 0; d < C->rank; d++)
-			cd[2 - C->rank + d] = C->dims[d];
-		if ((cd[0] != M && cd[0] != 1) || (cd[1] != N && cd[1] != 1))
-			return wh_kernel_fail(ctx, WH_ERR_SHAPE, "C has shape %s, which does not broadcast to %lldx%lld",
-					      wh_shape_str(C->dims, C->rank, sc, sizeof sc), (long long)M, (long long)N);
-		cstr[0] = cd[0] == 1 ? 0 : cd[1];
-		cstr[1] = cd[1] == 1 ? 0 : 1;
-	}
+	struct wh_gemm_geom gg;
+	enum wh_status gst = wh_gemm_geometry(ctx, A, B, C, &gg);
+	if (gst != WH_OK)
+		return gst;
+	bool ta = gg.ta, tb = gg.tb;
+	float alpha = gg.alpha, beta = gg.beta;
+	int64_t M = gg.M, N = gg.N, K = gg.K;
+	int64_t cstr[2] = {gg.cstr[0], gg.cstr[1]};
 	int64_t yd[2] = {M, N};
 	enum wh_status st = wh_tensor_alloc(&ctx->outputs[0], dt, 2, yd);
 	if (st)
