@@ -9,6 +9,7 @@
 #include "executor/build-internal.h"
 #include "executor/precision.h"
 #include "graph/hash.h"
+#include "graph/os.h"
 
 void wh_tactic_plan_init(struct wh_tactic_plan *p)
 {
@@ -187,13 +188,6 @@ static void shape_key(const struct wh_kernel_ctx *ctx, char *buf, size_t size)
 	}
 }
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static int cmp_d(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -249,9 +243,9 @@ enum wh_status wh_build_choose(struct wh_build_state *b, struct wh_kernel_ctx *c
 		for (int r = 0; r < it; r++) {
 			for (uint32_t k = 0; k < ctx->n_outputs; k++)
 				wh_tensor_release(&ctx->outputs[k]);
-			double t0 = now_ms();
+			double t0 = (wh_os_now_s() * 1e3);
 			enum wh_status st = eligible[i]->run(ctx);
-			runs[r] = now_ms() - t0;
+			runs[r] = (wh_os_now_s() * 1e3) - t0;
 			if (st != WH_OK) {
 				ctx->tactic = NULL;
 				for (uint32_t k = 0; k < ctx->n_outputs; k++)

@@ -13,6 +13,7 @@
 #include "graph/onnx-internal.h"
 #include "graph/onnx-io.h"
 #include "onnx/onnx-data.pb-c.h"
+#include "graph/os.h"
 
 /* ---- whole files ---- */
 
@@ -1230,27 +1231,6 @@ out:
 	return st;
 }
 
-/* mkdir -p */
-static enum wh_status make_dir(const char *dir)
-{
-	char path[PATH_MAX];
-	if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
-		return wh_error(WH_ERR_IO, "%s: path too long (use a shorter folder name)", dir);
-	for (char *p = path + 1;; p++) {
-		if (*p != '/' && *p)
-			continue;
-		char c = *p;
-		*p = '\0';
-		struct stat sb;
-		if (mkdir(path, 0777) != 0 && (errno != EEXIST || stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)))
-			return wh_error(WH_ERR_IO, "%s: cannot create folder: %s (check the path and permissions)", path,
-					errno == EEXIST ? "a file is in the way" : strerror(errno));
-		*p = c;
-		if (!c)
-			return WH_OK;
-	}
-}
-
 enum wh_status wh_tensor_set_write_dir(const char *dir, const char *prefix, const struct wh_tensor_set *s)
 {
 	return wh_tensor_set_write_dir_for(dir, prefix, NULL, false, s);
@@ -1259,7 +1239,7 @@ enum wh_status wh_tensor_set_write_dir(const char *dir, const char *prefix, cons
 enum wh_status wh_tensor_set_write_dir_for(const char *dir, const char *prefix, const struct wh_graph *g, bool outputs,
 					   const struct wh_tensor_set *s)
 {
-	enum wh_status st = make_dir(dir);
+	enum wh_status st = wh_os_make_dir(dir);
 	if (st != WH_OK)
 		return st;
 	for (size_t i = 0; i < s->n; i++) {

@@ -1,5 +1,6 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "reducer/check.h"
+#include "graph/os.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -217,13 +218,6 @@ char *wh_check_command_line(const struct wh_check *c, const struct wh_check_vars
 	return out;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Output keeper: the first cap bytes and a ring of the last cap bytes. */
 struct keeper {
 	char *head, *ring;
@@ -294,7 +288,7 @@ enum wh_status wh_check_run(const struct wh_check *c, const struct wh_check_vars
 		st = wh_error(WH_ERR_CHECK, "check: cannot create a pipe: %s (raise the open-file limit)", strerror(errno));
 		goto out;
 	}
-	double t0 = now_s();
+	double t0 = wh_os_now_s();
 	pid_t pid = fork();
 	if (pid < 0) {
 		st = wh_error(WH_ERR_CHECK, "check: cannot fork: %s (too many processes?)", strerror(errno));
@@ -334,7 +328,7 @@ enum wh_status wh_check_run(const struct wh_check *c, const struct wh_check_vars
 	char buf[65536];
 	while (!eof || !reaped) {
 		int wait_ms = 100;
-		double now = now_s();
+		double now = wh_os_now_s();
 		if (deadline && now >= deadline && !term_sent) {
 			kill(-pid, SIGTERM);
 			term_sent = true;
@@ -380,7 +374,7 @@ enum wh_status wh_check_run(const struct wh_check *c, const struct wh_check_vars
 			eof = true;
 		}
 	}
-	out->seconds = now_s() - t0;
+	out->seconds = wh_os_now_s() - t0;
 	out->output_bytes = k.total;
 	out->output = keeper_text(&k);
 	if (WIFSIGNALED(status)) {

@@ -11,6 +11,7 @@
 #include "executor/executor.h"
 #include "executor/kernel.h"
 #include "graph/topo.h"
+#include "graph/os.h"
 
 struct verdict_entry {
 	uint64_t h;
@@ -33,13 +34,6 @@ struct psearch {
 	uint32_t seq;
 	double t0;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static enum wh_status make_config(const struct psearch *p, const uint8_t *mask, struct wh_precision_config *c)
 {
@@ -126,7 +120,7 @@ static enum wh_status eval(void *ctx, const uint8_t *const *masks, uint32_t n, e
 				cached = true;
 			}
 		if (!cached) {
-			double t0 = now_s();
+			double t0 = wh_os_now_s();
 			enum wh_status st = check_config(p, masks[i], &v);
 			if (st != WH_OK)
 				return st;
@@ -145,10 +139,10 @@ static enum wh_status eval(void *ctx, const uint8_t *const *masks, uint32_t n, e
 				cnt += masks[i][k] != 0;
 			if (p->o->log)
 				fprintf(p->o->log, "check %u: %s with %u layer%s at %s, %.2f s\n", p->rep->checks_run, wh_verdict_name(v), cnt,
-					cnt == 1 ? "" : "s", wh_precision_name(p->o->higher), now_s() - t0);
+					cnt == 1 ? "" : "s", wh_precision_name(p->o->higher), wh_os_now_s() - t0);
 			if (p->o->json) {
 				printf("{\"event\":\"check\",\"n\":%u,\"verdict\":\"%s\",\"layers_high\":%u,\"elapsed_s\":%.3f}\n",
-				       p->rep->checks_run, wh_verdict_name(v), cnt, now_s() - p->t0);
+				       p->rep->checks_run, wh_verdict_name(v), cnt, wh_os_now_s() - p->t0);
 				fflush(stdout);
 			}
 		} else {
@@ -272,7 +266,7 @@ enum wh_status wh_precision_search(const struct wh_model *m, const struct wh_ten
 	struct psearch ps = {.m = m, .inputs = inputs, .n_samples = n_samples, .o = o, .rep = rep};
 	struct psearch *p = &ps;
 	memset(rep, 0, sizeof *rep);
-	p->t0 = now_s();
+	p->t0 = wh_os_now_s();
 	if (!n_samples)
 		return wh_error(WH_ERR_USAGE, "precision: no data sample (internal error)");
 	const struct wh_graph *g = m->graph;
@@ -446,7 +440,7 @@ enum wh_status wh_precision_search(const struct wh_model *m, const struct wh_ten
 
 
 out:
-	rep->seconds = now_s() - p->t0;
+	rep->seconds = wh_os_now_s() - p->t0;
 	if (p->tmpdir[0] && o->check)
 		rmdir(p->tmpdir);
 	for (uint32_t k = 0; p->ref && k < n_samples; k++)

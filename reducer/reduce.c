@@ -21,6 +21,7 @@
 #include "graph/hash.h"
 #include "graph/onnx-io.h"
 #include "graph/topo.h"
+#include "graph/os.h"
 
 struct cache_entry {
 	struct wh_hash h;
@@ -57,13 +58,6 @@ struct driver {
 	double tensor_write_s;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void logf_(struct driver *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void logf_(struct driver *d, const char *fmt, ...)
 {
@@ -82,7 +76,7 @@ static void logf_(struct driver *d, const char *fmt, ...)
 static void event(struct driver *d, json_t *e)
 {
 	if (d->o->json) {
-		json_object_set_new(e, "elapsed_s", json_real(now_s() - d->t0));
+		json_object_set_new(e, "elapsed_s", json_real(wh_os_now_s() - d->t0));
 		char *s = json_dumps(e, JSON_COMPACT);
 		if (s) {
 			puts(s);
@@ -98,7 +92,7 @@ static void live_line(struct driver *d)
 	if (!d->tty || !d->o->log)
 		return;
 	struct wh_reduce_report *r = d->rep;
-	double el = now_s() - d->t0;
+	double el = wh_os_now_s() - d->t0;
 	uint32_t done = r->checks_run;
 	fprintf(d->o->log, "\r\033[Kreduce: %u checks (%u fail, %u pass, %u skip, %u cached) | best %u of %u nodes | %.1f s",
 		done, r->n_fail, r->n_pass, r->n_skip, r->checks_cached, d->best_count, d->n, el);
@@ -112,50 +106,6 @@ static void live_line(struct driver *d)
 }
 
 /* ---- files ---- */
-
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *f)
-{
-	(void)sb;
-	(void)flag;
-	(void)f;
-	return remove(path);
-}
-
-static void remove_tree(const char *path)
-{
-	nftw(path, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static enum wh_status make_dir(const char *path)
-{
-	if (mkdir(path, 0755) != 0 && errno != EEXIST)
-		return wh_error(WH_ERR_IO, "%s: cannot create folder: %s (check permissions)", path, strerror(errno));
-	return WH_OK;
-}
-
-static enum wh_status copy_file(const char *from, const char *to)
-{
-	if (link(from, to) == 0)
-		return WH_OK;
-	FILE *a = fopen(from, "rb"), *b = a ? fopen(to, "wb") : NULL;
-	enum wh_status st = WH_OK;
-	if (!a || !b) {
-		st = wh_error(WH_ERR_IO, "%s: cannot copy to %s: %s", from, to, strerror(errno));
-	} else {
-		char buf[65536];
-		size_t n;
-		while ((n = fread(buf, 1, sizeof buf, a)) > 0)
-			if (fwrite(buf, 1, n, b) != n) {
-				st = wh_error(WH_ERR_IO, "%s: write failed (check free disk space)", to);
-				break;
-			}
-	}
-	if (a)
-		fclose(a);
-	if (b && fclose(b) != 0 && st == WH_OK)
-		st = wh_error(WH_ERR_IO, "%s: write failed (check free disk space)", to);
-	return st;
-}
 
 /* ---- candidates ---- */
 
@@ -364,9 +314,9 @@ static enum wh_status tensor_file(struct driver *d, uint32_t k, const char *name
 	const struct wh_tensor *t = ref_value(d, k, name);
 	if (!t)
 		return wh_error(WH_ERR_NOT_FOUND, "tensor '%s': no reference value for sample %u (give --reference DIR with every tensor, e.g. from scripts/ort-run.js --all)", name, k);
-	double t0 = now_s();
+	double t0 = wh_os_now_s();
 	enum wh_status st = wh_tensor_write_pb(path, name, t);
-	d->tensor_write_s += now_s() - t0;
+	d->tensor_write_s += wh_os_now_s() - t0;
 	if (st == WH_OK) {
 		struct wh_tensor empty;
 		wh_tensor_init(&empty);
@@ -384,7 +334,7 @@ static enum wh_status stage_sample(struct driver *d, const struct wh_model *c, c
 	const struct wh_graph *g = c->graph;
 	snprintf(in_dir, size, "%s/inputs%s%.0u", dir, d->data->n_samples > 1 ? "-" : "", d->data->n_samples > 1 ? k : 0u);
 	snprintf(gold_dir, size, "%s/golden%s%.0u", dir, d->data->n_samples > 1 ? "-" : "", d->data->n_samples > 1 ? k : 0u);
-	if ((st = make_dir(in_dir)) != WH_OK || (st = make_dir(gold_dir)) != WH_OK)
+	if ((st = wh_os_make_dir(in_dir)) != WH_OK || (st = wh_os_make_dir(gold_dir)) != WH_OK)
 		return st;
 	for (int pass = 0; pass < 2; pass++) {
 		uint32_t cnt = pass ? g->n_outputs : g->n_inputs;
@@ -396,7 +346,7 @@ static enum wh_status stage_sample(struct driver *d, const struct wh_model *c, c
 				return st;
 			wh_tensor_name_to_file(name, stem, sizeof stem);
 			snprintf(dst, sizeof dst, "%s/%s.pb", pass ? gold_dir : in_dir, stem);
-			if ((st = copy_file(src, dst)) != WH_OK)
+			if ((st = wh_os_copy_file(src, dst)) != WH_OK)
 				return st;
 		}
 	}
@@ -476,7 +426,7 @@ static void sort_artifacts(struct driver *d, enum wh_verdict v, uint32_t seq)
 		const char *base = strrchr(a, '/') ? strrchr(a, '/') + 1 : a;
 		char dst[PATH_MAX + 300];
 		snprintf(dst, sizeof dst, "%s/%s/%04u_%s", d->o->artifacts_dir, v == WH_VERDICT_FAIL ? "bad" : "good", seq, base);
-		if (rename(a, dst) != 0 && copy_file(a, dst) == WH_OK)
+		if (rename(a, dst) != 0 && wh_os_copy_file(a, dst) == WH_OK)
 			remove(a);
 	}
 }
@@ -485,7 +435,7 @@ static enum wh_status external_check(struct driver *d, struct job *j)
 {
 	char dir[PATH_MAX + 32], model[PATH_MAX + 64];
 	snprintf(dir, sizeof dir, "%s/c%05u", d->workdir, j->seq);
-	enum wh_status st = make_dir(dir);
+	enum wh_status st = wh_os_make_dir(dir);
 	if (st != WH_OK)
 		return st;
 	snprintf(model, sizeof model, "%s/model.onnx", dir);
@@ -512,7 +462,7 @@ static enum wh_status external_check(struct driver *d, struct job *j)
 	if (j->v != WH_VERDICT_FAIL && any_skip)
 		j->v = WH_VERDICT_SKIP;
 out:
-	remove_tree(dir);
+	wh_os_remove_tree(dir);
 	return st;
 }
 
@@ -526,10 +476,10 @@ static void *job_thread(void *arg)
 		if (i >= n)
 			break;
 		struct job *j = jobs[i];
-		double t0 = now_s();
+		double t0 = wh_os_now_s();
 		wh_error_clear();
 		j->st = j->d->o->check ? external_check(j->d, j) : builtin_check(j->d, j);
-		j->secs = now_s() - t0;
+		j->secs = wh_os_now_s() - t0;
 		if (j->st != WH_OK)
 			snprintf(j->err, sizeof j->err, "%s", wh_error_message());
 	}
@@ -661,10 +611,10 @@ static enum wh_status eval_masks(void *ctx, const uint8_t *const *masks, uint32_
 	for (uint32_t i = 0; i < n && st == WH_OK; i++) {
 		jobs[i].d = d;
 		jobs[i].mask = (uint8_t *)masks[i];
-		double tb = now_s();
+		double tb = wh_os_now_s();
 		if ((st = build_candidate(d, masks[i], &jobs[i].cand, &jobs[i].h)) != WH_OK)
 			break;
-		d->driver_s += now_s() - tb;
+		d->driver_s += wh_os_now_s() - tb;
 		d->driver_n++;
 		struct cache_entry *c = cache_find(d, jobs[i].h);
 		bool dup = false;
@@ -807,7 +757,7 @@ static enum wh_status save_mask_model(struct driver *d, const uint8_t *mask, con
 
 static enum wh_status write_tensors(struct driver *d, const struct wh_model *c, const char *dir, bool outputs)
 {
-	enum wh_status st = make_dir(dir);
+	enum wh_status st = wh_os_make_dir(dir);
 	const struct wh_graph *g = c->graph;
 	struct wh_tensor_set s;
 	wh_tensor_set_init(&s);
@@ -829,7 +779,7 @@ static enum wh_status write_repro(struct driver *d, const struct wh_model *c, co
 {
 	char dir[PATH_MAX], p[PATH_MAX + 64], model[PATH_MAX + 64], ins[PATH_MAX + 64], gold[PATH_MAX + 64];
 	snprintf(dir, sizeof dir, "%s/repro", d->o->artifacts_dir);
-	enum wh_status st = make_dir(dir);
+	enum wh_status st = wh_os_make_dir(dir);
 	if (st != WH_OK)
 		return st;
 	snprintf(model, sizeof model, "%s/model.onnx", dir);
@@ -869,7 +819,7 @@ static enum wh_status write_repro(struct driver *d, const struct wh_model *c, co
 		fprintf(f, "- layers: %u before, %u after (Constant nodes not counted)\n", r->nodes_before, r->nodes_after);
 		fprintf(f, "- checks: %u run (%u fail, %u pass, %u skip), %u answered from the cache\n", r->checks_run, r->n_fail,
 			r->n_pass, r->n_skip, r->checks_cached);
-		fprintf(f, "- time: %.2f s (whittle's own time per candidate: %.2f ms)\n- 1-minimal: %s\n\n", now_s() - d->t0,
+		fprintf(f, "- time: %.2f s (whittle's own time per candidate: %.2f ms)\n- 1-minimal: %s\n\n", wh_os_now_s() - d->t0,
 			d->driver_n ? 1e3 * d->driver_s / d->driver_n : 0.0,
 			r->one_minimal ? "yes (removing any single layer makes the check pass)" : "not verified");
 		fprintf(f, "## Layers of the reduced model\n\n| # | layer | op |\n| ---: | --- | --- |\n");
@@ -948,7 +898,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 	struct driver dd = {.m = m, .o = o, .data = data, .rep = rep};
 	struct driver *d = &dd;
 	memset(rep, 0, sizeof *rep);
-	d->t0 = now_s();
+	d->t0 = wh_os_now_s();
 	d->tty = o->log && isatty(fileno(o->log)) && !o->json;
 	enum wh_status st = WH_OK;
 	const struct wh_graph *g = m->graph;
@@ -1001,17 +951,17 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 	}
 	/* work folder */
 	if (o->artifacts_dir) {
-		if ((st = make_dir(o->artifacts_dir)) != WH_OK)
+		if ((st = wh_os_make_dir(o->artifacts_dir)) != WH_OK)
 			goto out;
 		snprintf(d->workdir, sizeof d->workdir, "%s/work", o->artifacts_dir);
-		if ((st = make_dir(d->workdir)) != WH_OK)
+		if ((st = wh_os_make_dir(d->workdir)) != WH_OK)
 			goto out;
 		if (o->n_artifacts) {
 			char p[PATH_MAX + 8];
 			snprintf(p, sizeof p, "%s/good", o->artifacts_dir);
-			make_dir(p);
+			wh_os_make_dir(p);
 			snprintf(p, sizeof p, "%s/bad", o->artifacts_dir);
-			make_dir(p);
+			wh_os_make_dir(p);
 		}
 	} else {
 		const char *tmp = getenv("TMPDIR");
@@ -1025,14 +975,14 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 	{
 		char p[PATH_MAX + 96];
 		snprintf(p, sizeof p, "%s/tensors", d->workdir);
-		if ((st = make_dir(p)) != WH_OK)
+		if ((st = wh_os_make_dir(p)) != WH_OK)
 			goto out;
 		for (uint32_t k = 0; k < data->n_samples; k++) {
 			if (snprintf(p, sizeof p, "%s/tensors/s%u", d->workdir, k) >= (int)sizeof p) {
 				st = wh_error(WH_ERR_IO, "%s: work folder path too long (set TMPDIR to a shorter path)", d->workdir);
 				goto out;
 			}
-			if ((st = make_dir(p)) != WH_OK)
+			if ((st = wh_os_make_dir(p)) != WH_OK)
 				goto out;
 		}
 	}
@@ -1190,7 +1140,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 		if (!saved)
 			logf_(d, "reduce: no --min-good model: the reduced model has a single layer (nothing smaller can be run)");
 	}
-	rep->seconds = now_s() - d->t0;
+	rep->seconds = wh_os_now_s() - d->t0;
 	if (o->artifacts_dir) {
 		char p[PATH_MAX + 64];
 		snprintf(p, sizeof p, "%s/reduced.onnx", o->artifacts_dir);
@@ -1204,7 +1154,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			goto out;
 		if (o->min_good_path && access(o->min_good_path, F_OK) == 0) {
 			snprintf(p, sizeof p, "%s/min-good.onnx", o->artifacts_dir);
-			copy_file(o->min_good_path, p);
+			wh_os_copy_file(o->min_good_path, p);
 		}
 		if ((st = write_repro(d, reduced, result)) != WH_OK)
 			goto out;
@@ -1226,7 +1176,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 		event(d, e);
 	}
 out:
-	rep->seconds = now_s() - d->t0;
+	rep->seconds = wh_os_now_s() - d->t0;
 	rep->driver_ms_per_candidate = d->driver_n ? 1e3 * d->driver_s / d->driver_n : 0;
 	rep->tensor_write_s = d->tensor_write_s;
 	if (d->tty && o->log)
@@ -1234,9 +1184,9 @@ out:
 	if (d->replay)
 		fclose(d->replay);
 	if (d->workdir_tmp)
-		remove_tree(d->workdir);
+		wh_os_remove_tree(d->workdir);
 	else if (d->workdir[0])
-		remove_tree(d->workdir);
+		wh_os_remove_tree(d->workdir);
 	if (d->ref_owned) {
 		for (uint32_t k = 0; k < data->n_samples; k++) {
 			wh_tensor_set_release(&d->ref[k]);

@@ -15,6 +15,7 @@
 #include "executor/precision.h"
 #include "graph/dtype.h"
 #include "graph/hash.h"
+#include "graph/os.h"
 
 const char *wh_suspect_state_name(enum wh_suspect_state s)
 {
@@ -546,13 +547,6 @@ struct loop {
 	bool tty;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void logf_(struct loop *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void logf_(struct loop *L, const char *fmt, ...)
 {
@@ -575,16 +569,16 @@ static void live_line(struct loop *L)
 		return;
 	const struct wh_build_loop_report *r = L->rep;
 	fprintf(L->o->log, "\r\033[Kbuild: %u build%s (%u good, %u bad, %u skipped) | %.1f s", r->builds, r->builds == 1 ? "" : "s",
-		r->n_good, r->n_bad, r->n_skip, now_s() - L->t0);
+		r->n_good, r->n_bad, r->n_skip, wh_os_now_s() - L->t0);
 	if (L->o->until == WH_UNTIL_COUNT && r->builds && r->builds < L->o->count)
-		fprintf(L->o->log, " | ~%.0f s left", (now_s() - L->t0) / r->builds * (L->o->count - r->builds));
+		fprintf(L->o->log, " | ~%.0f s left", (wh_os_now_s() - L->t0) / r->builds * (L->o->count - r->builds));
 	fflush(L->o->log);
 }
 
 static void event(struct loop *L, json_t *e)
 {
 	if (L->o->json) {
-		json_object_set_new(e, "elapsed_s", json_real(now_s() - L->t0));
+		json_object_set_new(e, "elapsed_s", json_real(wh_os_now_s() - L->t0));
 		char *s = json_dumps(e, JSON_COMPACT);
 		if (s) {
 			puts(s);
@@ -604,45 +598,6 @@ static void pathf(char *out, size_t size, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(out, size, fmt, ap);
 	va_end(ap);
-}
-
-static enum wh_status make_dir(const char *path)
-{
-	if (mkdir(path, 0755) != 0 && errno != EEXIST)
-		return wh_error(WH_ERR_IO, "%s: cannot create folder: %s (check permissions)", path, strerror(errno));
-	return WH_OK;
-}
-
-static enum wh_status copy_file(const char *from, const char *to)
-{
-	FILE *a = fopen(from, "rb"), *b = a ? fopen(to, "wb") : NULL;
-	enum wh_status st = WH_OK;
-	if (!a || !b) {
-		st = wh_error(WH_ERR_IO, "%s: cannot copy to %s: %s (check the folder)", from, to, strerror(errno));
-	} else {
-		char buf[65536];
-		size_t n;
-		while ((n = fread(buf, 1, sizeof buf, a)) > 0)
-			if (fwrite(buf, 1, n, b) != n) {
-				st = wh_error(WH_ERR_IO, "%s: write failed (check free disk space)", to);
-				break;
-			}
-	}
-	if (a)
-		fclose(a);
-	if (b && fclose(b) != 0 && st == WH_OK)
-		st = wh_error(WH_ERR_IO, "%s: write failed (check free disk space)", to);
-	return st;
-}
-
-static enum wh_status move_file(const char *from, const char *to)
-{
-	if (rename(from, to) == 0)
-		return WH_OK;
-	enum wh_status st = copy_file(from, to);
-	if (st == WH_OK)
-		remove(from);
-	return st;
 }
 
 /* Removes files of an earlier run named <prefix>*.json from a folder of ours, so that the
@@ -818,7 +773,7 @@ static void sort_artifacts(struct loop *L, enum wh_verdict v, uint32_t k)
 		const char *base = strrchr(a, '/') ? strrchr(a, '/') + 1 : a;
 		char dst[PATH_MAX + 300];
 		pathf(dst, sizeof dst, "%s/%s/%04u_%s", L->dir, verdict_dir(v), k, base);
-		if (move_file(a, dst) != WH_OK)
+		if (wh_os_move_file(a, dst) != WH_OK)
 			wh_warn("%s: cannot move the artifact into %s/%s", a, L->dir, verdict_dir(v));
 	}
 }
@@ -863,7 +818,7 @@ static enum wh_status one_build(struct loop *L, uint32_t k)
 	if (st != WH_OK)
 		return st;
 	const struct wh_build_loop_options *o = L->o;
-	double t0 = now_s();
+	double t0 = wh_os_now_s();
 	b->seed = o->build.seed + k;
 	char work[PATH_MAX + 64];
 	pathf(work, sizeof work, "%s/work/build_%u.json", L->dir, k);
@@ -887,10 +842,10 @@ static enum wh_status one_build(struct loop *L, uint32_t k)
 		return st;
 	L->verdicts[L->n - 1] = b->verdict;
 	pathf(b->path, sizeof b->path, "%s/%s/build_%u.json", L->dir, verdict_dir(b->verdict), k);
-	if ((st = move_file(work, b->path)) != WH_OK)
+	if ((st = wh_os_move_file(work, b->path)) != WH_OK)
 		return st;
 	sort_artifacts(L, b->verdict, k);
-	b->secs = now_s() - t0;
+	b->secs = wh_os_now_s() - t0;
 	struct wh_build_loop_report *r = L->rep;
 	r->builds++;
 	r->n_good += b->verdict == WH_VERDICT_PASS;
@@ -1105,7 +1060,7 @@ static void write_report(struct loop *L, int32_t fixed)
 			o->engine.faulty_tactic);
 	fprintf(f, "- builds: %u (%u good, %u bad, %u skipped), seeds %llu..%llu\n", r->builds, r->n_good, r->n_bad, r->n_skip,
 		(unsigned long long)o->build.seed, (unsigned long long)(o->build.seed + (r->builds ? r->builds - 1 : 0)));
-	fprintf(f, "- confirmation: %s\n- time: %.2f s\n\n", r->confirmed_run ? "run" : "not run", now_s() - L->t0);
+	fprintf(f, "- confirmation: %s\n- time: %.2f s\n\n", r->confirmed_run ? "run" : "not run", wh_os_now_s() - L->t0);
 	fprintf(f, "## Builds\n\n| build | seed | verdict | layers with tactics | seconds | replay | why |\n| ---: | ---: | --- | ---: | ---: | --- | --- |\n");
 	for (uint32_t i = 0; i < L->n; i++) {
 		const struct loop_build *b = L->b[i];
@@ -1164,7 +1119,7 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 	struct loop *L = &LL;
 	memset(rep, 0, sizeof *rep);
 	rep->fixed_build = -1;
-	L->t0 = now_s();
+	L->t0 = wh_os_now_s();
 	L->tty = o->log && isatty(fileno(o->log)) && !o->json;
 	wh_tensor_set_init(&L->ref);
 	wh_tactic_diff_init(&L->diff);
@@ -1177,12 +1132,12 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 		return wh_error(WH_ERR_INVALID, "%s: path too long", o->artifacts_dir);
 	pathf(L->dir, sizeof L->dir, "%s", o->artifacts_dir);
 	static const char *const subs[] = {"good", "bad", "skipped", "work", "confirm"};
-	if ((st = make_dir(L->dir)) != WH_OK)
+	if ((st = wh_os_make_dir(L->dir)) != WH_OK)
 		return st;
 	for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
 		char p[PATH_MAX + 16];
 		pathf(p, sizeof p, "%s/%s", L->dir, subs[i]);
-		if ((st = make_dir(p)) != WH_OK)
+		if ((st = wh_os_make_dir(p)) != WH_OK)
 			return st;
 		remove_stale(p, i < 4 ? "build_" : "swap_");
 	}
@@ -1261,12 +1216,12 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 	if (rep->n_good && wh_tactic_best_good(L->plans, L->verdicts, L->n, &best) == WH_OK) {
 		char p[PATH_MAX + 32];
 		pathf(p, sizeof p, "%s/fixed.json", L->dir);
-		if ((st = copy_file(L->b[best]->path, p)) != WH_OK)
+		if ((st = wh_os_copy_file(L->b[best]->path, p)) != WH_OK)
 			goto out;
 		rep->fixed_build = (int32_t)best;
 	}
 	write_report(L, rep->fixed_build);
-	rep->seconds = now_s() - L->t0;
+	rep->seconds = wh_os_now_s() - L->t0;
 	if (o->out) {
 		FILE *f = o->out;
 		fprintf(f, "build: %u builds: %u good, %u bad, %u skipped\n", rep->builds, rep->n_good, rep->n_bad, rep->n_skip);
@@ -1350,6 +1305,6 @@ out:
 	free(L->verdicts);
 	wh_tactic_diff_release(&L->diff);
 	wh_tensor_set_release(&L->ref);
-	rep->seconds = now_s() - L->t0;
+	rep->seconds = wh_os_now_s() - L->t0;
 	return st;
 }

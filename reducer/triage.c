@@ -22,6 +22,7 @@
 #include "reducer/reduce.h"
 #include "reducer/report-svg.h"
 #include "reducer/tactics.h"
+#include "graph/os.h"
 
 const char *wh_triage_outcome_name(enum wh_triage_outcome o)
 {
@@ -131,13 +132,6 @@ struct tri {
 	char next[4096];
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Paths and texts built from user-given names: cut short rather than overflow. */
 static void bprintf(char *out, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void bprintf(char *out, size_t size, const char *fmt, ...)
@@ -191,13 +185,6 @@ static struct step *add_step(struct tri *T, const char *name)
 	bprintf(s->name, sizeof s->name, "%s", name);
 	s->text[0] = '\0';
 	return s;
-}
-
-static enum wh_status make_dir(const char *path)
-{
-	if (mkdir(path, 0755) != 0 && errno != EEXIST)
-		return wh_error(WH_ERR_IO, "%s: cannot create folder: %s (check permissions)", path, strerror(errno));
-	return WH_OK;
 }
 
 static const char *pname(enum wh_precision p)
@@ -396,7 +383,7 @@ static enum wh_status write_ref_tensors(struct tri *T, const struct wh_model *mo
 	const struct wh_graph *g = model->graph;
 	struct wh_tensor_set s;
 	wh_tensor_set_init(&s);
-	enum wh_status st = make_dir(dir);
+	enum wh_status st = wh_os_make_dir(dir);
 	uint32_t cnt = outputs ? g->n_outputs : g->n_inputs;
 	const uint32_t *ids = outputs ? g->outputs : g->inputs;
 	for (uint32_t i = 0; i < cnt && st == WH_OK; i++) {
@@ -754,7 +741,7 @@ static enum wh_status check_part(struct tri *T, const struct wh_model *part, con
 	bprintf(ins, sizeof ins, "%s/inputs", dir);
 	bprintf(gold, sizeof gold, "%s/golden", dir);
 	bprintf(tac, sizeof tac, "%s/tactics.json", dir);
-	enum wh_status st = make_dir(dir);
+	enum wh_status st = wh_os_make_dir(dir);
 	if (st == WH_OK)
 		st = wh_model_save(part, model);
 	if (st == WH_OK)
@@ -974,7 +961,7 @@ static enum wh_status write_bundle(struct tri *T, const struct wh_model *model, 
 {
 	char dir[PATH_MAX + 16], p[PATH_MAX + 64];
 	bprintf(dir, sizeof dir, "%s/repro", T->dir);
-	enum wh_status st = make_dir(dir);
+	enum wh_status st = wh_os_make_dir(dir);
 	if (st != WH_OK)
 		return st;
 	bprintf(p, sizeof p, "%s/model.onnx", dir);
@@ -1574,7 +1561,7 @@ static void write_report(struct tri *T)
 	fprintf(f, "| checks run | %u: builds %u, swaps %u, layer alone %u, reduce %u, precision %u, repro %u |\n", T->checks, T->n_builds,
 		T->swaps, T->alone_checks, T->reduce_run ? T->rr.checks_run : 0u, T->prec_run ? T->pr.checks_run : 0u,
 		T->repro_checked ? 1u : 0u);
-	fprintf(f, "| time | %.2f s |\n", now_s() - T->t0);
+	fprintf(f, "| time | %.2f s |\n", wh_os_now_s() - T->t0);
 	if (T->repro_checked) {
 		char w[768];
 		repro_words(T, w, sizeof w);
@@ -1738,7 +1725,7 @@ static void print_json(struct tri *T)
 	json_object_set_new(o, "finding", json_string(T->finding));
 	json_object_set_new(o, "next", json_string(T->next));
 	json_object_set_new(o, "checks", json_integer(T->checks));
-	json_object_set_new(o, "seconds", json_real(now_s() - T->t0));
+	json_object_set_new(o, "seconds", json_real(wh_os_now_s() - T->t0));
 	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	if (s) {
 		puts(s);
@@ -1756,7 +1743,7 @@ static void print_summary(struct tri *T, FILE *f)
 		repro_words(T, w, sizeof w);
 		fprintf(f, "repro: %s/repro/command.sh %s\n", T->dir, w);
 	}
-	fprintf(f, "report: %s/report.md (%u checks, %.1f s)\n", T->dir, T->checks, now_s() - T->t0);
+	fprintf(f, "report: %s/report.md (%u checks, %.1f s)\n", T->dir, T->checks, wh_os_now_s() - T->t0);
 	fflush(f);
 }
 
@@ -1840,7 +1827,7 @@ enum wh_status wh_triage_run(const struct wh_model *m, const struct wh_tensor_se
 	memset(rep, 0, sizeof *rep);
 	rep->outcome = WH_TRIAGE_UNLOCALIZED;
 	T->culprit = T->fixed_build = T->bad_build = T->first_fail = -1;
-	T->t0 = now_s();
+	T->t0 = wh_os_now_s();
 	wh_precision_config_init(&T->pc);
 	wh_precision_config_init(&T->keep);
 	wh_tensor_set_init(&T->ref);
@@ -1870,7 +1857,7 @@ enum wh_status wh_triage_run(const struct wh_model *m, const struct wh_tensor_se
 		goto out;
 	for (uint32_t k = 0; k < g->n_nodes; k++)
 		T->pos[T->order[k]] = k;
-	if ((st = make_dir(T->dir)) != WH_OK || (st = make_dir(T->builds_dir)) != WH_OK)
+	if ((st = wh_os_make_dir(T->dir)) != WH_OK || (st = wh_os_make_dir(T->builds_dir)) != WH_OK)
 		goto out;
 	remove_stale(T);
 	{
@@ -2018,7 +2005,7 @@ enum wh_status wh_triage_run(const struct wh_model *m, const struct wh_tensor_se
 	if ((st = write_picture(T)) != WH_OK)
 		goto out;
 	rep->checks = T->checks;
-	rep->seconds = now_s() - T->t0;
+	rep->seconds = wh_os_now_s() - T->t0;
 	write_report(T);
 	say(T, "done: %s; %u checks, %.1f s", outcome_words(rep->outcome), T->checks, rep->seconds);
 	if (o->json)
@@ -2027,7 +2014,7 @@ enum wh_status wh_triage_run(const struct wh_model *m, const struct wh_tensor_se
 		print_summary(T, o->out);
 out:
 	rep->checks = T->checks;
-	rep->seconds = now_s() - T->t0;
+	rep->seconds = wh_os_now_s() - T->t0;
 	if (T->logf)
 		fclose(T->logf);
 	wh_model_destroy(owned);

@@ -12,7 +12,7 @@
 #include "graph/onnx-io.h"
 #include "graph/status.h"
 #include "graph/tensor-file.h"
-#include "reducer/cli-internal.h"
+#include "reducer/cli/cli-internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -472,7 +472,7 @@ static enum wh_status stft_run(struct wh_kernel_ctx *ctx)
 		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "signal has shape %s, expected [batch][length][1 or 2]",
 				      wh_shape_str(x->dims, x->rank, buf, sizeof buf));
 	}
-	int64_t step, frame_len;
+	int64_t step = 0, frame_len = 0;
 	if ((s = scalar_int(ctx, step_t, "frame_step", &step)) != WH_OK)
 		return s;
 	if (step <= 0)
@@ -539,7 +539,7 @@ static enum wh_status window_run(struct wh_kernel_ctx *ctx, double a0, double a1
 	enum wh_status s;
 	if (!len_t)
 		return wh_kernel_fail(ctx, WH_ERR_INVALID, "input size is missing");
-	int64_t size;
+	int64_t size = 0;
 	if ((s = scalar_int(ctx, len_t, "size", &size)) != WH_OK)
 		return s;
 	if (size < 0)
@@ -597,7 +597,7 @@ static enum wh_status mel_run(struct wh_kernel_ctx *ctx)
 	static const char *const names[5] = {"num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz",
 					     "upper_edge_hertz"};
 	int64_t iv[3];
-	double lo_hz, hi_hz;
+	double lo_hz = 0, hi_hz = 0;
 	enum wh_status s;
 	int64_t *bins = NULL;
 	for (uint32_t i = 0; i < 5; i++)

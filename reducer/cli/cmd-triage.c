@@ -6,8 +6,8 @@
 #include "executor/compare.h"
 #include "executor/precision.h"
 #include "graph/tensor-file.h"
-#include "reducer/calib-opts.h"
-#include "reducer/cli-internal.h"
+#include "reducer/cli/calib-opts.h"
+#include "reducer/cli/cli-internal.h"
 #include "reducer/triage.h"
 
 static const char triage_help[] =

@@ -8,7 +8,8 @@
 #include <unistd.h>
 
 #include "reducer/check.h"
-#include "reducer/cli-internal.h"
+#include "reducer/cli/cli-internal.h"
+#include "graph/os.h"
 
 static const char repeat_help[] =
 	"usage: whittle repeat --until N|good|bad [options] --check CMD ARGS...\n\n"
@@ -29,20 +30,6 @@ static const char repeat_help[] =
 	"  --timeout S              kill the check (and its children) after S seconds\n"
 	"  --timeout-is V           skip (default), fail or pass\n"
 	"exit status: 0 done (counts in the output), 2 usage, 4 the check is broken\n";
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static enum wh_status make_dir(const char *path)
-{
-	if (mkdir(path, 0755) != 0 && errno != EEXIST)
-		return wh_error(WH_ERR_IO, "%s: cannot create folder: %s (check permissions)", path, strerror(errno));
-	return WH_OK;
-}
 
 static void move_artifacts(const char *dir, const char *const *artifacts, int n, enum wh_verdict v, uint32_t run)
 {
@@ -159,13 +146,13 @@ int wh_cmd_repeat(int argc, char **argv)
 		for (size_t i = 0; i < 4 && st == WH_OK; i++) {
 			char p[PATH_MAX];
 			snprintf(p, sizeof p, "%s%s", dir, subs[i]);
-			st = make_dir(p);
+			st = wh_os_make_dir(p);
 		}
 		if (st != WH_OK)
 			goto fail;
 	}
 	bool tty = isatty(STDERR_FILENO) && !json;
-	double t0 = now_s();
+	double t0 = wh_os_now_s();
 	uint64_t n_pass = 0, n_fail_runs = 0, n_skip = 0, done = 0;
 	bool stopped = false;
 	if (!tty)
@@ -189,7 +176,7 @@ int wh_cmd_repeat(int argc, char **argv)
 		const char *word = r.verdict == WH_VERDICT_PASS ? "good" : r.verdict == WH_VERDICT_FAIL ? "bad" : "skipped";
 		if (tty)
 			fprintf(stderr, "\r\033[Krepeat: %llu runs (%llu good, %llu bad, %llu skipped) | %.1f s", (unsigned long long)done,
-				(unsigned long long)n_pass, (unsigned long long)n_fail_runs, (unsigned long long)n_skip, now_s() - t0);
+				(unsigned long long)n_pass, (unsigned long long)n_fail_runs, (unsigned long long)n_skip, wh_os_now_s() - t0);
 		else
 			fprintf(stderr, "run %llu: %s, %s, exit %d, %.2f s\n", (unsigned long long)k, word, r.why ? r.why : "", r.exit_code,
 				r.seconds);
@@ -204,7 +191,7 @@ int wh_cmd_repeat(int argc, char **argv)
 			if (r.timed_out)
 				json_object_set_new(e, "timeout", json_true());
 			json_object_set_new(e, "seconds", json_real(r.seconds));
-			json_object_set_new(e, "elapsed_s", json_real(now_s() - t0));
+			json_object_set_new(e, "elapsed_s", json_real(wh_os_now_s() - t0));
 			char *s = json_dumps(e, JSON_COMPACT);
 			if (s)
 				puts(s);
@@ -229,7 +216,7 @@ int wh_cmd_repeat(int argc, char **argv)
 		json_object_set_new(e, "skipped", json_integer((json_int_t)n_skip));
 		json_object_set_new(e, "fail_rate", decided ? json_real(rate) : json_null());
 		json_object_set_new(e, "stopped", json_boolean(until == COUNT || stopped));
-		json_object_set_new(e, "elapsed_s", json_real(now_s() - t0));
+		json_object_set_new(e, "elapsed_s", json_real(wh_os_now_s() - t0));
 		char *s = json_dumps(e, JSON_COMPACT);
 		if (s)
 			puts(s);

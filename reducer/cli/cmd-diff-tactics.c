@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reducer/cli-internal.h"
+#include "reducer/cli/cli-internal.h"
 #include "reducer/tactics.h"
 
 static const char diff_help[] =

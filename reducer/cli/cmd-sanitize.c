@@ -3,7 +3,7 @@
 
 #include "graph/onnx-io.h"
 #include "graph/sanitize.h"
-#include "reducer/cli-internal.h"
+#include "reducer/cli/cli-internal.h"
 
 static const char sanitize_help[] =
 	"usage: whittle sanitize MODEL -o OUT [--fold-constants] [--input-shapes S]\n\n"

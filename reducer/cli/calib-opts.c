@@ -1,4 +1,4 @@
-#include "reducer/calib-opts.h"
+#include "reducer/cli/calib-opts.h"
 
 #include <dirent.h>
 #include <errno.h>

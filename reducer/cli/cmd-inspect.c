@@ -8,7 +8,7 @@
 #include "graph/hash.h"
 #include "graph/topo.h"
 #include "graph/onnx-io.h"
-#include "reducer/cli-internal.h"
+#include "reducer/cli/cli-internal.h"
 
 static const char inspect_help[] =
 	"usage: whittle inspect MODEL [--show layers|attrs|weights] [--json] [--input-shapes SHAPES]\n"

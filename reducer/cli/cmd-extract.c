@@ -3,7 +3,7 @@
 
 #include "graph/extract.h"
 #include "graph/onnx-io.h"
-#include "reducer/cli-internal.h"
+#include "reducer/cli/cli-internal.h"
 
 static const char extract_help[] =
 	"usage: whittle extract MODEL -o OUT --inputs T[,T...] --outputs T[,T...] [--input-shapes S]\n\n"

@@ -1,4 +1,4 @@
-#include "reducer/cli.h"
+#include "reducer/cli/cli.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include "graph/tensor-file.h"
 #include <math.h>
 #include "graph/onnx-io.h"
-#include "reducer/cli-internal.h"
+#include "reducer/cli/cli-internal.h"
 
 static const struct wh_cmd commands[] = {
 	{"inspect", wh_cmd_inspect, "show a model's inputs, outputs, layers, shapes and hash"},

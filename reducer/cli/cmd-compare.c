@@ -3,7 +3,7 @@
 
 #include "executor/compare.h"
 #include "graph/tensor-file.h"
-#include "reducer/cli-internal.h"
+#include "reducer/cli/cli-internal.h"
 
 static const char compare_help[] =
 	"usage: whittle compare DIR_A DIR_B [--atol X] [--rtol X] [--check-error-stat S] [--show-histogram]\n\n"

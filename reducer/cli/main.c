@@ -1,4 +1,4 @@
-#include "reducer/cli.h"
+#include "reducer/cli/cli.h"
 
 int main(int argc, char **argv)
 {

@@ -10,8 +10,8 @@
 #include "executor/precision.h"
 #include "graph/tensor-file.h"
 #include "graph/topo.h"
-#include "reducer/calib-opts.h"
-#include "reducer/cli-internal.h"
+#include "reducer/cli/calib-opts.h"
+#include "reducer/cli/cli-internal.h"
 #include "reducer/precision-search.h"
 
 static const char precision_help[] =

@@ -15,8 +15,9 @@
 #include "graph/hash.h"
 #include "graph/tensor-file.h"
 #include "graph/topo.h"
-#include "reducer/calib-opts.h"
-#include "reducer/cli-internal.h"
+#include "reducer/cli/calib-opts.h"
+#include "reducer/cli/cli-internal.h"
+#include "graph/os.h"
 
 static const char run_help[] =
 	"usage: whittle run MODEL [options]\n\n"
@@ -64,13 +65,6 @@ static const char run_help[] =
 	"                          --mark-all) is bit-identical across runs (XXH3), naming any that differs\n"
 	"  --hash-outputs          print `xxh3 <tensor> <hash>` for every output\n"
 	"exit status: 0 pass, 1 a comparison or validation failed, 2 usage, 3 bad input\n";
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -319,9 +313,9 @@ int wh_cmd_run(int argc, char **argv)
 		for (long long i = 0; i < iterations && st == WH_OK; i++) {
 			struct wh_tensor_set tmp;
 			wh_tensor_set_init(&tmp);
-			double t0 = now_ms();
+			double t0 = (wh_os_now_s() * 1e3);
 			st = wh_engine_run(e, &inputs, WH_KEEP_OUTPUTS, &tmp);
-			ms[i] = now_ms() - t0;
+			ms[i] = (wh_os_now_s() * 1e3) - t0;
 			wh_tensor_set_release(&tmp);
 		}
 		qsort(ms, (size_t)iterations, sizeof *ms, cmp_d);

@@ -5,8 +5,8 @@
 #include "executor/compare.h"
 #include "executor/precision.h"
 #include "graph/tensor-file.h"
-#include "reducer/calib-opts.h"
-#include "reducer/cli-internal.h"
+#include "reducer/cli/calib-opts.h"
+#include "reducer/cli/cli-internal.h"
 #include "reducer/tactics.h"
 
 static const char build_help[] =

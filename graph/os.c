@@ -1,0 +1,122 @@
+#include "graph/os.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+double wh_os_now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+enum wh_status wh_os_make_dir(const char *dir)
+{
+	char path[PATH_MAX];
+	if (!dir || !*dir)
+		return wh_error(WH_ERR_USAGE, "empty folder name (give a folder path)");
+	if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
+		return wh_error(WH_ERR_IO, "%s: path too long (use a shorter folder name)", dir);
+	for (char *p = path + 1;; p++) {
+		if (*p != '/' && *p)
+			continue;
+		char c = *p;
+		*p = '\0';
+		struct stat sb;
+		if (mkdir(path, 0777) != 0 && (errno != EEXIST || stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+			return wh_error(WH_ERR_IO, "%s: cannot create folder: %s (check the path and permissions)", path,
+					errno == EEXIST ? "a file is in the way" : strerror(errno));
+		*p = c;
+		if (!c)
+			return WH_OK;
+	}
+}
+
+enum wh_status wh_os_make_temp_dir(char *tmpl)
+{
+	if (!mkdtemp(tmpl))
+		return wh_error(WH_ERR_IO, "%s: cannot create a temporary folder: %s (check TMPDIR and free space)", tmpl,
+				strerror(errno));
+	return WH_OK;
+}
+
+static int remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+void wh_os_remove_tree(const char *path)
+{
+	struct stat sb;
+	if (!path || lstat(path, &sb) != 0)
+		return;
+	if (!S_ISDIR(sb.st_mode)) {
+		remove(path);
+		return;
+	}
+	nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static enum wh_status byte_copy(const char *from, const char *to)
+{
+	FILE *a = fopen(from, "rb"), *b = a ? fopen(to, "wb") : NULL;
+	enum wh_status st = WH_OK;
+	if (!a || !b) {
+		st = wh_error(WH_ERR_IO, "%s: cannot copy to %s: %s (check both paths and permissions)", from, to,
+			      strerror(errno));
+		goto out;
+	}
+	char buf[1 << 16];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof buf, a)) > 0)
+		if (fwrite(buf, 1, n, b) != n) {
+			st = wh_error(WH_ERR_IO, "%s: write failed (check free disk space)", to);
+			goto out;
+		}
+	if (ferror(a))
+		st = wh_error(WH_ERR_IO, "%s: read failed (check the file)", from);
+out:
+	if (a)
+		fclose(a);
+	if (b && fclose(b) != 0 && st == WH_OK)
+		st = wh_error(WH_ERR_IO, "%s: write failed (check free disk space)", to);
+	return st;
+}
+
+enum wh_status wh_os_copy_file(const char *from, const char *to)
+{
+	if (link(from, to) == 0)
+		return WH_OK;
+	if (errno == EEXIST) {
+		if (unlink(to) == 0 && link(from, to) == 0)
+			return WH_OK;
+	}
+	return byte_copy(from, to);
+}
+
+enum wh_status wh_os_move_file(const char *from, const char *to)
+{
+	if (rename(from, to) == 0)
+		return WH_OK;
+	enum wh_status st = byte_copy(from, to);
+	if (st == WH_OK)
+		remove(from);
+	return st;
+}
+
+bool wh_os_is_dir(const char *path)
+{
+	struct stat sb;
+	return path && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
