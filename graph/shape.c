@@ -154,6 +154,15 @@ static void out_like(struct ictx *c, uint32_t k, const struct wh_vstate *s, enum
 		dim_copy(o, i, s, i);
 }
 
+/* Output 0 = input 0's type and shape; returns it when that rank is known (for rules that
+ * then change some dimensions), else NULL. */
+static struct wh_vstate *out_like_x(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	out_like(c, 0, x, x ? x->dtype : WH_DT_UNDEFINED);
+	return ranked(x) ? OUT(c, 0) : NULL;
+}
+
 static bool same_dim(int64_t a, const char *pa, int64_t b, const char *pb)
 {
 	if (a >= 0 || b >= 0)
@@ -474,8 +483,7 @@ static enum wh_status r_where(struct ictx *c)
 
 static enum wh_status r_unary(struct ictx *c)
 {
-	const struct wh_vstate *x = IN(c, 0);
-	out_like(c, 0, x, x ? x->dtype : WH_DT_UNDEFINED);
+	out_like_x(c);
 	return WH_OK;
 }
 
@@ -1649,11 +1657,11 @@ static enum wh_status r_range(struct ictx *c)
 	return WH_OK;
 }
 
-static enum wh_status r_eyelike(struct ictx *c)
+/* EyeLike, RandomNormalLike, ...: input 0's shape, the type of attribute dtype (else input 0's). */
+static enum wh_status r_like_dtype(struct ictx *c)
 {
 	const struct wh_vstate *x = IN(c, 0);
-	int64_t dt = wh_node_attr_int(c->n, "dtype", x ? x->dtype : 0);
-	out_like(c, 0, x, wh_dtype_valid((int)dt) ? (enum wh_dtype)dt : WH_DT_UNDEFINED);
+	out_like(c, 0, x, attr_dtype(c->n, "dtype", x ? x->dtype : WH_DT_UNDEFINED));
 	return WH_OK;
 }
 
@@ -1790,9 +1798,8 @@ static enum wh_status r_reduce(struct ictx *c)
 static enum wh_status r_resize(struct ictx *c)
 {
 	const struct wh_vstate *x = IN(c, 0);
-	out_like(c, 0, x, x ? x->dtype : WH_DT_UNDEFINED);
-	struct wh_vstate *o = OUT(c, 0);
-	if (!o || !ranked(x))
+	struct wh_vstate *o = out_like_x(c);
+	if (!o)
 		return WH_OK;
 	bool upsample = !strcmp(c->n->op_type, "Upsample");
 	double scales[WH_MAX_RANK];
@@ -2043,14 +2050,6 @@ static enum wh_status r_random(struct ictx *c)
 	struct wh_vstate *o = out_set(c, 0, t, (int32_t)n);
 	for (uint32_t i = 0; o && i < n; i++)
 		dim_set(o, (int32_t)i, shape[i]);
-	return WH_OK;
-}
-
-static enum wh_status r_random_like(struct ictx *c)
-{
-	const struct wh_vstate *x = IN(c, 0);
-	int64_t dt = wh_node_attr_int(c->n, "dtype", x ? x->dtype : 0);
-	out_like(c, 0, x, wh_dtype_valid((int)dt) ? (enum wh_dtype)dt : WH_DT_UNDEFINED);
 	return WH_OK;
 }
 
@@ -2938,9 +2937,8 @@ static enum wh_status r_optimizer(struct ictx *c)
 static enum wh_status r_center_crop_pad(struct ictx *c)
 {
 	const struct wh_vstate *x = IN(c, 0);
-	out_like(c, 0, x, x ? x->dtype : WH_DT_UNDEFINED);
-	struct wh_vstate *o = OUT(c, 0);
-	if (!o || !ranked(x))
+	struct wh_vstate *o = out_like_x(c);
+	if (!o)
 		return WH_OK;
 	int64_t axes[WH_MAX_RANK], shape[WH_MAX_RANK];
 	uint32_t na = 0, nsh = 0;
@@ -2981,14 +2979,6 @@ static enum wh_status r_optional(struct ictx *c)
 static enum wh_status r_optional_has_element(struct ictx *c)
 {
 	out_set(c, 0, WH_DT_BOOL, 0);
-	return WH_OK;
-}
-
-/* OptionalGetElement: the value held (a tensor or a sequence given directly passes through). */
-static enum wh_status r_optional_get_element(struct ictx *c)
-{
-	const struct wh_vstate *x = IN(c, 0);
-	out_like(c, 0, x, x ? x->dtype : WH_DT_UNDEFINED);
 	return WH_OK;
 }
 
@@ -3043,7 +3033,7 @@ static const struct {
 	{"Squeeze", r_squeeze}, {"Unsqueeze", r_unsqueeze}, {"Transpose", r_transpose}, {"Concat", r_concat},
 	{"Split", r_split}, {"Gather", r_gather}, {"GatherElements", r_gather_elements},
 	{"GatherND", r_gather_nd}, {"Slice", r_slice}, {"Expand", r_expand}, {"Tile", r_tile}, {"Pad", r_pad},
-	{"ConstantOfShape", r_constant_of_shape}, {"Range", r_range}, {"EyeLike", r_eyelike},
+	{"ConstantOfShape", r_constant_of_shape}, {"Range", r_range}, {"EyeLike", r_like_dtype},
 	{"OneHot", r_onehot}, {"TopK", r_topk}, {"ArgMax", r_argminmax}, {"ArgMin", r_argminmax},
 	{"ReduceSum", r_reduce}, {"ReduceMean", r_reduce}, {"ReduceMax", r_reduce}, {"ReduceMin", r_reduce},
 	{"ReduceProd", r_reduce}, {"ReduceL1", r_reduce}, {"ReduceL2", r_reduce},
@@ -3053,8 +3043,8 @@ static const struct {
 	{"NonMaxSuppression", r_nms}, {"Compress", r_compress}, {"Unique", r_unique},
 	{"QuantizeLinear", r_quantize}, {"DequantizeLinear", r_dequantize},
 	{"DynamicQuantizeLinear", r_dyn_quantize}, {"RandomNormal", r_random}, {"RandomUniform", r_random},
-	{"RandomNormalLike", r_random_like}, {"RandomUniformLike", r_random_like},
-	{"Bernoulli", r_random_like}, {"Multinomial", r_multinomial}, {"LSTM", r_rnn}, {"GRU", r_rnn},
+	{"RandomNormalLike", r_like_dtype}, {"RandomUniformLike", r_like_dtype},
+	{"Bernoulli", r_like_dtype}, {"Multinomial", r_multinomial}, {"LSTM", r_rnn}, {"GRU", r_rnn},
 	{"RNN", r_rnn}, {"RoiAlign", r_roialign}, {"GridSample", r_grid_sample}, {"Det", r_det},
 	{"If", r_if}, {"Loop", r_loop}, {"Scan", r_scan},
 	/* transformer, signal, string ops */
@@ -3066,7 +3056,7 @@ static const struct {
 	{"NegativeLogLikelihoodLoss", r_loss}, {"SoftmaxCrossEntropyLoss", r_loss}, {"StringConcat", r_arith},
 	{"StringSplit", r_string_split}, {"StringNormalizer", r_string_normalizer}, {"TfIdfVectorizer", r_tfidf},
 	{"CenterCropPad", r_center_crop_pad}, {"SequenceMap", r_sequence_map}, {"Optional", r_optional},
-	{"OptionalHasElement", r_optional_has_element}, {"OptionalGetElement", r_optional_get_element},
+	{"OptionalHasElement", r_optional_has_element}, {"OptionalGetElement", r_unary} /* the value held passes through */,
 };
 
 /* Ops of other domains. */
