@@ -9,7 +9,7 @@
 #include <xxhash.h>
 
 #include "executor/executor.h"
-#include "executor/kernel.h"
+#include "graph/tensor.h"
 #include "graph/topo.h"
 #include "graph/os.h"
 

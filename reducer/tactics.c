@@ -701,7 +701,6 @@ static enum wh_status builtin_check(struct loop *L, const struct wh_tactic_plan 
 	struct wh_engine_options eo = L->o->engine;
 	eo.tactics = plan;
 	eo.tactics_strict = true;
-	eo.build = NULL;
 	struct wh_engine *e = NULL;
 	struct wh_tensor_set outs;
 	wh_tensor_set_init(&outs);

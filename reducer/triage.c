@@ -13,7 +13,7 @@
 
 #include "executor/cpu.h"
 #include "executor/executor.h"
-#include "executor/kernel.h" /* wh_tensor_get_f64 */
+#include "graph/tensor.h" /* wh_tensor_get_f64 */
 #include "graph/extract.h"
 #include "graph/onnx-io.h"
 #include "graph/shape.h"
