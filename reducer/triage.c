@@ -21,7 +21,7 @@
 #include "reducer/precision-search.h"
 #include "reducer/reduce.h"
 #include "reducer/report-svg.h"
-#include "reducer/tactics.h"
+#include "reducer/tactic-diff.h"
 #include "graph/os.h"
 
 const char *wh_triage_outcome_name(enum wh_triage_outcome o)
