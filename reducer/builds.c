@@ -420,13 +420,9 @@ static char *repro_cmd(const struct loop *L, const char *replay)
 
 static void write_report(struct loop *L, int32_t fixed)
 {
-	char p[PATH_MAX + 32];
-	wh_text_printf(p, sizeof p, "%s/report.md", L->dir);
-	FILE *f = fopen(p, "w");
-	if (!f) {
-		wh_warn("%s: cannot write the report: %s", p, strerror(errno));
+	FILE *f = wh_report_open(L->dir, "report.md");
+	if (!f)
 		return;
-	}
 	const struct wh_build_loop_options *o = L->o;
 	const struct wh_build_loop_report *r = L->rep;
 	const struct wh_cpu_features *cpu = wh_cpu();
@@ -629,12 +625,8 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 		fprintf(f, "report: %s/report.md\n", L->dir);
 	}
 	{
-		json_t *e = json_object();
-		json_object_set_new(e, "event", json_string("result"));
-		json_object_set_new(e, "builds", json_integer(rep->builds));
-		json_object_set_new(e, "good", json_integer(rep->n_good));
-		json_object_set_new(e, "bad", json_integer(rep->n_bad));
-		json_object_set_new(e, "skipped", json_integer(rep->n_skip));
+		json_t *e = json_pack("{s:s, s:i, s:i, s:i, s:i}", "event", "result", "builds", (json_int_t)rep->builds, "good",
+				      (json_int_t)rep->n_good, "bad", (json_int_t)rep->n_bad, "skipped", (json_int_t)rep->n_skip);
 		json_t *sa = json_array(), *ca = json_array();
 		for (uint32_t i = 0; i < L->diff.n; i++) {
 			json_array_append_new(sa, suspect_json(L, &L->diff.s[i], i + 1));

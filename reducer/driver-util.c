@@ -1,5 +1,6 @@
 #include "reducer/driver-util.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -82,7 +83,7 @@ char *wh_text_subst(const char *tmpl, const char *const *keys, const char *const
 {
 	size_t cap = strlen(tmpl) + 1;
 	for (int k = 0; k < n; k++)
-		for (const char *p = strstr(tmpl, keys[k]); p; p = strstr(p + 1, keys[k]))
+		for (const char *p = vals[k] ? strstr(tmpl, keys[k]) : NULL; p; p = strstr(p + 1, keys[k]))
 			cap += strlen(vals[k]);
 	char *s = malloc(cap);
 	if (!s)
@@ -91,7 +92,7 @@ char *wh_text_subst(const char *tmpl, const char *const *keys, const char *const
 	for (const char *p = tmpl; *p;) {
 		int hit = -1;
 		for (int k = 0; k < n && hit < 0; k++)
-			if (!strncmp(p, keys[k], strlen(keys[k])))
+			if (vals[k] && !strncmp(p, keys[k], strlen(keys[k])))
 				hit = k;
 		if (hit >= 0) {
 			memcpy(s + len, vals[hit], strlen(vals[hit]));
@@ -195,6 +196,16 @@ enum wh_status wh_reference_write(const struct wh_model *model, const struct wh_
 		st = wh_tensor_set_write_dir(dir, NULL, &s);
 	wh_tensor_set_release(&s);
 	return st;
+}
+
+FILE *wh_report_open(const char *dir, const char *name)
+{
+	char p[PATH_MAX + 256];
+	wh_text_printf(p, sizeof p, "%s/%s", dir, name);
+	FILE *f = fopen(p, "w");
+	if (!f)
+		wh_warn("%s: cannot write the report: %s", p, strerror(errno));
+	return f;
 }
 
 bool wh_node_is_constant(const struct wh_node *n)

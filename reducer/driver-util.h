@@ -44,7 +44,8 @@ void wh_text_printf(char *out, size_t size, const char *fmt, ...) __attribute__(
 void wh_text_cat(char *out, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Folds newlines into spaces: error lines are one line. */
 void wh_text_one_line(char *s);
-/* tmpl with every keys[i] replaced by vals[i] (malloc'd; NULL when out of memory). */
+/* tmpl with every keys[i] replaced by vals[i]; a NULL vals[i] leaves keys[i] as it is
+ * (malloc'd; NULL when out of memory). */
 char *wh_text_subst(const char *tmpl, const char *const *keys, const char *const *vals, int n);
 
 /* ---- checks ---- */
@@ -89,6 +90,10 @@ const char *wh_verdict_dir(enum wh_verdict v);
  * name in ref, to dir (created); names ref lacks are left out. */
 enum wh_status wh_reference_write(const struct wh_model *model, const struct wh_tensor_set *ref, bool outputs,
 				  const char *dir);
+
+/* Opens dir/name for writing a report; NULL with a warning when it cannot (a report that
+ * cannot be written does not undo the work it reports). */
+FILE *wh_report_open(const char *dir, const char *name);
 
 /* Whether n is a Constant node of the default domain (kept aside by the searches). */
 bool wh_node_is_constant(const struct wh_node *n);

@@ -989,14 +989,10 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			goto out;
 	}
 	{
-		json_t *e = json_object();
-		json_object_set_new(e, "event", json_string("result"));
-		json_object_set_new(e, "nodes_before", json_integer(rep->nodes_before));
-		json_object_set_new(e, "nodes_after", json_integer(rep->nodes_after));
-		json_object_set_new(e, "checks", json_integer(rep->checks_run));
-		json_object_set_new(e, "cached", json_integer(rep->checks_cached));
-		json_object_set_new(e, "one_minimal", json_boolean(rep->one_minimal));
-		json_object_set_new(e, "driver_ms_per_candidate", json_real(d->driver_n ? 1e3 * d->driver_s / d->driver_n : 0));
+		json_t *e = json_pack("{s:s, s:i, s:i, s:i, s:i, s:b, s:f}", "event", "result", "nodes_before",
+				      (json_int_t)rep->nodes_before, "nodes_after", (json_int_t)rep->nodes_after, "checks",
+				      (json_int_t)rep->checks_run, "cached", (json_int_t)rep->checks_cached, "one_minimal",
+				      (int)rep->one_minimal, "driver_ms_per_candidate", d->driver_n ? 1e3 * d->driver_s / d->driver_n : 0.0);
 		json_t *names = json_array();
 		for (uint32_t i = 0; i < d->n; i++)
 			if (result[i])
