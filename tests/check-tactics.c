@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "reducer/tactics.h"
+#include "reducer/tactic-diff.h"
 
 /* ---- synthetic builds ---- */
 
