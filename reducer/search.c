@@ -468,8 +468,13 @@ static enum wh_status boundary(struct search *s, const uint8_t *K, const uint32_
 	int64_t probe[130];
 	while (hi - lo > 1) {
 		uint32_t k = 0, slots = (uint32_t)s->jobs;
-		if (lo < 0 && ask0)
+		if (lo < 0 && ask0) {
 			probe[k++] = 0;
+			/* K alone may be the result: leave a slot for the caller's second run of it
+			 * (the driver fills idle slots so), which saves the round of re-running it */
+			if (slots > 1)
+				slots--;
+		}
 		if (adj && hi - 1 > lo && hi - 1 > 0 && k < slots) {
 			probe[k++] = hi - 1;
 			adj = false;
