@@ -108,7 +108,8 @@ int main(int argc, char **argv)
 	/* information bound: ceil(log2 C(n, k)) */
 	double lc = lgamma(o.n + 1.0) - lgamma(o.k + 1.0) - lgamma(o.n - o.k + 1.0);
 	uint32_t info = (uint32_t)ceil(lc / log(2.0) - 1e-9);
-	uint32_t issue = o.k * (ceil_log2((double)o.n / o.k) + 3) + 2;
+	/* the issue's bounds: ceil(log2 n) + 3 for one culprit, k (ceil(log2(n/k)) + 3) + 2 for k */
+	uint32_t issue = o.k == 1 ? ceil_log2(o.n) + 3 : o.k * (ceil_log2((double)o.n / o.k) + 3) + 2;
 	/* baseline */
 	o.checks = 1; /* the original */
 	uint32_t p = bisect(&o, m, 0, o.n, false);
