@@ -257,8 +257,8 @@ int wh_cmd_reduce(int argc, char **argv)
 	struct wh_reduce_report rep;
 	if ((st = wh_reduce_run(m, &data, &ro, &rep)) != WH_OK)
 		goto fail;
-	fprintf(stderr, "reduce: %u -> %u layers in %u checks (%u from the cache), %.1f s (whittle's own: %.2f ms per candidate, %.2f s writing reference tensors once); %s; wrote %s\n",
-		rep.nodes_before, rep.nodes_after, rep.checks_run, rep.checks_cached, rep.seconds, rep.driver_ms_per_candidate, rep.tensor_write_s,
+	fprintf(stderr, "reduce: %u -> %u layers in %u checks (%u from the cache, %u rounds), %.1f s (whittle's own: %.2f ms per candidate, %.2f s writing reference tensors once); %s; wrote %s\n",
+		rep.nodes_before, rep.nodes_after, rep.checks_run, rep.checks_cached, rep.rounds, rep.seconds, rep.driver_ms_per_candidate, rep.tensor_write_s,
 		rep.one_minimal ? "1-minimal" : "not verified 1-minimal (bisect mode)", ro.output_path);
 	if (ro.artifacts_dir)
 		fprintf(stderr, "reduce: repro bundle in %s/repro\n", ro.artifacts_dir);
