@@ -34,7 +34,7 @@ bool wh_calib_opts_parse(struct wh_calib_opts *o, int c, const char *arg, enum w
 		if (o->method_given)
 			*st_out = wh_cli_usage_error(o->cmd, "--calib-method given twice (give it once)");
 		else if (!wh_calib_method_parse(arg, &o->method, &o->percentile))
-			*st_out = wh_cli_usage_error(o->cmd, "--calib-method %s: not a method (give entropy, minmax or percentile[=P] with 0 < P <= 100)", arg);
+			*st_out = wh_cli_usage_error(o->cmd, "--calib-method '%s': not a method (give entropy, minmax or percentile[=P] with 0 < P <= 100)", arg);
 		o->method_given = true;
 		o->method_arg = arg;
 		return true;

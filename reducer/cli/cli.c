@@ -185,7 +185,7 @@ int wh_cli_check_option(struct wh_cli_check_opts *o, const char *cmd, int c, con
 	case 'f':
 	case 'i':
 		if (!wh_cli_parse_int(arg, -255, 255, &v)) {
-			wh_cli_usage_error(cmd, "--%s %s: not an exit code (give an integer from -255 to 255)", c == 'f' ? "fail-code" : "ignore-fail-code", arg);
+			wh_cli_usage_error(cmd, "--%s '%s': not an exit code (give an integer from -255 to 255)", c == 'f' ? "fail-code" : "ignore-fail-code", arg);
 			return -1;
 		}
 		if ((c == 'f' ? o->n_fail : o->n_ignore) == 64) {
@@ -199,7 +199,7 @@ int wh_cli_check_option(struct wh_cli_check_opts *o, const char *cmd, int c, con
 		return 1;
 	case 'T':
 		if (!wh_cli_parse_double(arg, &d) || !isfinite(d) || d <= 0) {
-			wh_cli_usage_error(cmd, "--timeout %s: not a finite number of seconds > 0 (give seconds such as 60)", arg);
+			wh_cli_usage_error(cmd, "--timeout '%s': not a finite number of seconds > 0 (give seconds such as 60)", arg);
 			return -1;
 		}
 		o->co.timeout_s = d;
@@ -212,7 +212,7 @@ int wh_cli_check_option(struct wh_cli_check_opts *o, const char *cmd, int c, con
 		else if (!strcmp(arg, "pass"))
 			o->co.timeout_is = WH_TIMEOUT_PASS;
 		else {
-			wh_cli_usage_error(cmd, "--timeout-is %s: not a verdict (give skip, fail or pass)", arg);
+			wh_cli_usage_error(cmd, "--timeout-is '%s': not a verdict (give skip, fail or pass)", arg);
 			return -1;
 		}
 		return 1;
@@ -505,13 +505,13 @@ enum wh_status wh_cli_timing_option(const char *cmd, const char *name, const cha
 	double d;
 	if (!strcmp(name, "timing-iterations")) {
 		if (!wh_cli_parse_int(arg, 1, 64, &v))
-			return wh_cli_usage_error(cmd, "--timing-iterations %s: not an integer from 1 to 64 (give a number of runs such as 3)", arg);
+			return wh_cli_usage_error(cmd, "--timing-iterations '%s': not an integer from 1 to 64 (give a number of runs such as 3)", arg);
 		bo->timing_iterations = (int)v;
 		return WH_OK;
 	}
 	/* NaN fails too; inf is allowed */
 	if (!wh_cli_parse_double(arg, &d) || !(d >= 0))
-		return wh_cli_usage_error(cmd, "--timing-tolerance %s: not a fraction >= 0 or inf (give 0.05: within 5 %% of the fastest)", arg);
+		return wh_cli_usage_error(cmd, "--timing-tolerance '%s': not a fraction >= 0 or inf (give 0.05: within 5 %% of the fastest)", arg);
 	bo->timing_tolerance = d;
 	return WH_OK;
 }

@@ -111,7 +111,7 @@ static enum wh_status build_until(struct build_cmd *x, const char *arg)
 		x->lo.until = WH_UNTIL_COUNT;
 		x->lo.count = (uint32_t)v;
 	} else {
-		return wh_cli_usage_error("build", "--until %s: not a stopping rule (give a number of builds, good, bad or confirmed)", arg);
+		return wh_cli_usage_error("build", "--until '%s': not a stopping rule (give a number of builds, good, bad or confirmed)", arg);
 	}
 	return WH_OK;
 }
@@ -126,7 +126,7 @@ static enum wh_status build_option(void *ctx, int c, const char *arg)
 	case OPT_UNTIL: return build_until(x, arg);
 	case OPT_MAX_BUILDS:
 		if (!wh_cli_parse_int(arg, 1, 1000000, &x->max_builds))
-			return wh_cli_usage_error("build", "--max-builds %s: not an integer from 1 to 1000000 (give a cap such as 100)", arg);
+			return wh_cli_usage_error("build", "--max-builds '%s': not an integer from 1 to 1000000 (give a cap such as 100)", arg);
 		x->max_builds_given = true;
 		break;
 	case OPT_ARTIFACTS_DIR: lo->artifacts_dir = arg; break;
@@ -139,7 +139,7 @@ static enum wh_status build_option(void *ctx, int c, const char *arg)
 	case OPT_MARK_ALL: lo->mark_all = true; break;
 	case OPT_MAX_SUSPECTS:
 		if (!wh_cli_parse_int(arg, 0, UINT32_MAX, &v))
-			return wh_cli_usage_error("build", "--max-suspects %s: not an integer >= 0 (give a count such as 32; 0: all)", arg);
+			return wh_cli_usage_error("build", "--max-suspects '%s': not an integer >= 0 (give a count such as 32; 0: all)", arg);
 		lo->max_suspects = (uint32_t)v;
 		break;
 	case OPT_JSON: lo->json = true; break;
@@ -150,7 +150,7 @@ static enum wh_status build_option(void *ctx, int c, const char *arg)
 	case OPT_PIN_CMD: lo->pin_cmd = arg; break;
 	case OPT_BUILD_TIMEOUT:
 		if (!wh_cli_parse_double(arg, &d) || !isfinite(d) || d <= 0)
-			return wh_cli_usage_error("build", "--build-timeout %s: not a finite number of seconds > 0 (give seconds such as 600)", arg);
+			return wh_cli_usage_error("build", "--build-timeout '%s': not a finite number of seconds > 0 (give seconds such as 600)", arg);
 		lo->build_timeout_s = d;
 		break;
 	}

@@ -50,7 +50,7 @@ static enum wh_status diff_option(void *ctx, int c, const char *arg)
 	case OPT_DIR: x->dir = arg; break;
 	case OPT_TOP:
 		if (!wh_cli_parse_int(arg, 0, INT32_MAX, &x->top))
-			return wh_cli_usage_error("diff-tactics", "--top %s: not an integer >= 0 (give a count such as 20; 0 shows all)", arg);
+			return wh_cli_usage_error("diff-tactics", "--top '%s': not an integer >= 0 (give a count such as 20; 0 shows all)", arg);
 		break;
 	case OPT_JSON: x->json = true; break;
 	}

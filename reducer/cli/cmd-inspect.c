@@ -378,7 +378,7 @@ static enum wh_status inspect_option(void *ctx, int c, const char *arg)
 			else if (!strcmp(w[i], "weights"))
 				x->v.weights = true;
 			else
-				st = wh_cli_usage_error("inspect", "--show %s: not a section (give layers, attrs or weights)", w[i]);
+				st = wh_cli_usage_error("inspect", "--show '%s': not a section (give layers, attrs or weights)", w[i]);
 		}
 		wh_cli_free_split(w, n);
 		break;

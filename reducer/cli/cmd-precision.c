@@ -138,17 +138,17 @@ static enum wh_status precision_option(void *ctx, int c, const char *arg)
 	case 'o': x->output_path = arg; break;
 	case OPT_HIGHER:
 		if (!wh_precision_parse(arg, &so->higher) || (so->higher != WH_PREC_FP32 && so->higher != WH_PREC_FP16 && so->higher != WH_PREC_BF16))
-			return wh_cli_usage_error("precision", "--higher %s: not a higher precision (give fp32, fp16 or bf16)", arg);
+			return wh_cli_usage_error("precision", "--higher '%s': not a higher precision (give fp32, fp16 or bf16)", arg);
 		break;
 	case OPT_MODE:
 		if (!strcmp(arg, "ddmin")) so->mode = WH_SEARCH_DDMIN;
 		else if (!strcmp(arg, "bisect")) so->mode = WH_SEARCH_BISECT;
-		else return wh_cli_usage_error("precision", "--mode %s: not a search mode (give ddmin or bisect)", arg);
+		else return wh_cli_usage_error("precision", "--mode '%s': not a search mode (give ddmin or bisect)", arg);
 		break;
 	case OPT_DIRECTION:
 		if (!strcmp(arg, "forward")) so->reverse = false;
 		else if (!strcmp(arg, "reverse")) so->reverse = true;
-		else return wh_cli_usage_error("precision", "--direction %s: not a direction (give forward or reverse)", arg);
+		else return wh_cli_usage_error("precision", "--direction '%s': not a direction (give forward or reverse)", arg);
 		break;
 	case OPT_JSON: so->json = true; break;
 	}

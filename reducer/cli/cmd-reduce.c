@@ -84,13 +84,13 @@ static enum wh_status reduce_option(void *ctx, int c, const char *arg)
 		if (!strcmp(arg, "ddmin")) x->ro.mode = WH_SEARCH_DDMIN;
 		else if (!strcmp(arg, "bisect")) x->ro.mode = WH_SEARCH_BISECT;
 		else if (!strcmp(arg, "linear")) x->ro.mode = WH_SEARCH_LINEAR;
-		else return wh_cli_usage_error("reduce", "--mode %s: not a search mode (give ddmin, bisect or linear)", arg);
+		else return wh_cli_usage_error("reduce", "--mode '%s': not a search mode (give ddmin, bisect or linear)", arg);
 		break;
 	case OPT_NO_REDUCE_INPUTS: x->ro.reduce_inputs = false; break;
 	case OPT_NO_REDUCE_OUTPUTS: x->ro.reduce_outputs = false; break;
 	case 'j':
 		if (!wh_cli_parse_int(arg, 1, 64, &v))
-			return wh_cli_usage_error("reduce", "-j %s: not an integer from 1 to 64 (give a number of checks at once such as 4)", arg);
+			return wh_cli_usage_error("reduce", "-j '%s': not an integer from 1 to 64 (give a number of checks at once such as 4)", arg);
 		x->ro.jobs = (int)v;
 		break;
 	case OPT_MIN_GOOD: x->ro.min_good_path = arg; break;
@@ -104,7 +104,7 @@ static enum wh_status reduce_option(void *ctx, int c, const char *arg)
 		break;
 	case OPT_CONFIRM:
 		if (!wh_cli_parse_int(arg, 1, 100, &v))
-			return wh_cli_usage_error("reduce", "--confirm %s: not an integer from 1 to 100 (give a number of checks such as 3)", arg);
+			return wh_cli_usage_error("reduce", "--confirm '%s': not an integer from 1 to 100 (give a number of checks such as 3)", arg);
 		x->ro.confirm_runs = (int)v;
 		break;
 	case OPT_JSON: x->ro.json = true; break;

@@ -80,11 +80,11 @@ static enum wh_status repeat_option(void *ctx, int c, const char *arg)
 		else if (wh_cli_parse_int(arg, 1, 100000000, &x->count))
 			x->until = COUNT;
 		else
-			return wh_cli_usage_error("repeat", "--until %s: not a stopping rule (give a number of runs, good or bad)", arg);
+			return wh_cli_usage_error("repeat", "--until '%s': not a stopping rule (give a number of runs, good or bad)", arg);
 		break;
 	case OPT_MAX_RUNS:
 		if (!wh_cli_parse_int(arg, 1, 100000000, &x->max_runs))
-			return wh_cli_usage_error("repeat", "--max-runs %s: not an integer from 1 to 100000000 (give a cap such as 1000)", arg);
+			return wh_cli_usage_error("repeat", "--max-runs '%s': not an integer from 1 to 100000000 (give a cap such as 1000)", arg);
 		x->max_given = true;
 		break;
 	case OPT_ARTIFACTS_DIR: x->dir = arg; break;

@@ -92,7 +92,7 @@ static enum wh_status tactics_option(struct wh_run_cmd *x, int c, const char *ar
 	case OPT_TIMING_TOLERANCE: x->timing_given = true; return wh_cli_timing_option("run", "timing-tolerance", arg, &x->build);
 	case OPT_BUILD_SEED:
 		if (!wh_cli_parse_int(arg, 0, INT64_MAX, &v))
-			return wh_cli_usage_error("run", "--build-seed %s: not an integer >= 0 (give a seed such as 0)", arg);
+			return wh_cli_usage_error("run", "--build-seed '%s': not an integer >= 0 (give a seed such as 0)", arg);
 		x->build.seed = (uint64_t)v;
 		x->timing_given = true;
 		break;
@@ -114,13 +114,13 @@ static enum wh_status run_option(void *ctx, int c, const char *arg)
 	case OPT_REPORT: x->report = arg; break;
 	case OPT_REPEAT:
 		if (!wh_cli_parse_int(arg, 2, 1000000, &x->repeat))
-			return wh_cli_usage_error("run", "--repeat %s: not an integer from 2 to 1000000 (give a number of runs such as 10)", arg);
+			return wh_cli_usage_error("run", "--repeat '%s': not an integer from 2 to 1000000 (give a number of runs such as 10)", arg);
 		break;
 	case OPT_HASH_OUTPUTS: x->hash_outputs = true; break;
 	case OPT_FP16_ACCUMULATE: x->run.config.fp16_accumulate = true; break;
 	case OPT_ITERATIONS:
 		if (!wh_cli_parse_int(arg, 1, 1000000, &x->iterations))
-			return wh_cli_usage_error("run", "--iterations %s: not an integer from 1 to 1000000 (give a number of runs such as 20)", arg);
+			return wh_cli_usage_error("run", "--iterations '%s': not an integer from 1 to 1000000 (give a number of runs such as 20)", arg);
 		break;
 	default: return tactics_option(x, c, arg);
 	}
@@ -155,7 +155,7 @@ static enum wh_status check_save_inputs(const struct wh_run_cmd *x)
 		return WH_OK;
 	size_t n = strlen(load);
 	if (!strncmp(save, load, n) && (save[n] == '\0' || save[n] == '/'))
-		return wh_cli_usage_error("run", "--save-inputs %s: inside the --load-inputs folder %s, which would then no longer load (give another folder)",
+		return wh_cli_usage_error("run", "--save-inputs '%s': inside the --load-inputs folder %s, which would then no longer load (give another folder)",
 					  x->save_inputs, x->run.load_inputs);
 	return WH_OK;
 }

@@ -82,7 +82,7 @@ static enum wh_status triage_option(void *ctx, int c, const char *arg)
 	case OPT_ARTIFACTS_DIR: to->artifacts_dir = arg; break;
 	case OPT_BUILDS:
 		if (!wh_cli_parse_int(arg, 1, 10000, &v))
-			return wh_cli_usage_error("triage", "--builds %s: not an integer from 1 to 10000 (give a number of builds such as 5)", arg);
+			return wh_cli_usage_error("triage", "--builds '%s': not an integer from 1 to 10000 (give a number of builds such as 5)", arg);
 		to->builds = (uint32_t)v;
 		break;
 	case OPT_NO_PRECISION_SEARCH: to->precision_search = false; break;

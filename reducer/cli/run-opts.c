@@ -51,7 +51,7 @@ static const char *opt_name(int code)
 /* The one message shape of a bad value. */
 static enum wh_status bad_value(const struct wh_run_opts *o, int code, const char *arg, const char *why)
 {
-	return wh_cli_usage_error(o->cmd, "--%s %s: %s", opt_name(code), arg, why);
+	return wh_cli_usage_error(o->cmd, "--%s '%s': %s", opt_name(code), arg, why);
 }
 
 static enum wh_status parse_tolerance(const struct wh_run_opts *o, int code, const char *arg, double *out)
@@ -98,9 +98,11 @@ static enum wh_status parse_input_shapes(struct wh_run_opts *o, const char *arg)
 	enum wh_status st = wh_input_shapes_parse(arg, &s, &n);
 	if (st != WH_OK) {
 		const char *msg = wh_error_message();
+		const char *why = strncmp(msg, "input shapes", 12) ? NULL : strstr(msg, ": ");
+		msg = why ? why + 2 : msg; /* the spec is named once, below */
 		size_t len = strlen(msg);
 		bool has_todo = len && msg[len - 1] == ')';
-		return wh_cli_usage_error(o->cmd, "--input-shapes %s: %s%s", arg, msg,
+		return wh_cli_usage_error(o->cmd, "--input-shapes '%s': %s%s", arg, msg,
 					  has_todo ? "" : " (give each input once, as NAME:1x3x224x224[,NAME:...])");
 	}
 	for (uint32_t i = 0; i < n && st == WH_OK; i++) {
@@ -129,7 +131,7 @@ static enum wh_status parse_one(struct wh_run_opts *o, int c, const char *arg)
 	case WH_RUN_OPT_INPUT_SHAPES: return parse_input_shapes(o, arg);
 	case WH_RUN_OPT_LOAD_INPUTS:
 		if (!*arg)
-			return bad_value(o, c, "''", "an empty path (give the folder of input tensors)");
+			return bad_value(o, c, "", "an empty path (give the folder of input tensors)");
 		o->load_inputs = arg;
 		return WH_OK;
 	case WH_RUN_OPT_SEED:
@@ -144,7 +146,7 @@ static enum wh_status parse_one(struct wh_run_opts *o, int c, const char *arg)
 		return WH_OK;
 	case WH_RUN_OPT_LAYER_PRECISIONS:
 		if (!*arg)
-			return bad_value(o, c, "''", "empty (give NAME:P,... or a JSON file, docs/formats.md)");
+			return bad_value(o, c, "", "empty (give NAME:P,... or a JSON file, docs/formats.md)");
 		o->layer_precisions = arg;
 		return WH_OK;
 	case WH_RUN_OPT_ATOL: return parse_tolerance(o, c, arg, &o->compare.atol);
@@ -218,7 +220,7 @@ enum wh_status wh_run_opts_load_sample(const struct wh_run_opts *o, const struct
 	if (st != WH_OK)
 		return st;
 	if (n != 1) {
-		st = wh_cli_usage_error(o->cmd, "--load-inputs %s: holds %u sample folders, and whittle %s runs one sample (give one of them)",
+		st = wh_cli_usage_error(o->cmd, "--load-inputs '%s': holds %u sample folders, and whittle %s runs one sample (give one of them)",
 					o->load_inputs, n, o->cmd);
 	} else {
 		wh_tensor_set_release(out);
