@@ -35,23 +35,8 @@ static void move_artifacts(const char *dir, const char *const *artifacts, int n,
 		char dst[PATH_MAX + 300];
 		if ((size_t)snprintf(dst, sizeof dst, "%s/%s/%04u_%s", dir, sub, run, base) >= sizeof dst)
 			continue;
-		if (rename(artifacts[i], dst) != 0) {
-			/* another file system: copy, then remove */
-			FILE *a = fopen(artifacts[i], "rb"), *b = a ? fopen(dst, "wb") : NULL;
-			bool ok = a && b;
-			char buf[65536];
-			size_t k;
-			while (ok && (k = fread(buf, 1, sizeof buf, a)) > 0)
-				ok = fwrite(buf, 1, k, b) == k;
-			if (a)
-				fclose(a);
-			if (b && fclose(b) != 0)
-				ok = false;
-			if (ok)
-				remove(artifacts[i]);
-			else
-				wh_warn("%s: cannot move the artifact to %s", artifacts[i], dst);
-		}
+		if (wh_os_move_file(artifacts[i], dst) != WH_OK)
+			wh_warn("%s", wh_error_message());
 	}
 }
 
