@@ -98,6 +98,47 @@ static enum wh_status repeat_validate(const struct repeat_cmd *x, const struct w
 	return WH_OK;
 }
 
+/* What the runs came to. */
+struct repeat_counts {
+	uint64_t n_pass, n_fail_runs, n_skip, done, runs;
+	double t0;
+	bool stopped;
+};
+
+static void print_result(const struct repeat_cmd *x, const struct repeat_counts *c)
+{
+	uint64_t decided = c->n_pass + c->n_fail_runs;
+	double rate = decided ? (double)c->n_fail_runs / (double)decided : 0;
+	if (x->json) {
+		json_t *e = json_object();
+		json_object_set_new(e, "event", json_string("result"));
+		json_object_set_new(e, "runs", json_integer((json_int_t)c->done));
+		json_object_set_new(e, "good", json_integer((json_int_t)c->n_pass));
+		json_object_set_new(e, "bad", json_integer((json_int_t)c->n_fail_runs));
+		json_object_set_new(e, "skipped", json_integer((json_int_t)c->n_skip));
+		json_object_set_new(e, "fail_rate", decided ? json_real(rate) : json_null());
+		json_object_set_new(e, "stopped", json_boolean(x->until == COUNT || c->stopped));
+		json_object_set_new(e, "elapsed_s", json_real(wh_os_now_s() - c->t0));
+		char *s = json_dumps(e, JSON_COMPACT);
+		if (s)
+			puts(s);
+		free(s);
+		json_decref(e);
+	} else {
+		printf("repeat: %llu runs: %llu good, %llu bad, %llu skipped\n", (unsigned long long)c->done, (unsigned long long)c->n_pass,
+		       (unsigned long long)c->n_fail_runs, (unsigned long long)c->n_skip);
+		if (decided)
+			printf("repeat: fails in %.1f %% of decided runs (%s)\n", 100 * rate,
+			       !c->n_fail_runs ? "never failed" : !c->n_pass ? "always fails: not flaky" : "flaky");
+		else
+			printf("repeat: no run was decided (every run exited 125 or timed out)\n");
+		if (x->until != COUNT && !c->stopped)
+			printf("repeat: stopped at --max-runs %llu without a %s run\n", (unsigned long long)c->runs, x->until == GOOD ? "good" : "bad");
+		if (x->dir && x->n_artifacts)
+			printf("repeat: artifacts sorted into %s/good and %s/bad\n", x->dir, x->dir);
+	}
+}
+
 static enum wh_status repeat_check(const struct repeat_cmd *x, const struct wh_check_options *co)
 {
 	uint64_t runs = x->until == COUNT ? (uint64_t)x->count : (uint64_t)x->max_runs;
@@ -171,36 +212,8 @@ static enum wh_status repeat_check(const struct repeat_cmd *x, const struct wh_c
 	}
 	if (tty)
 		fputs("\r\033[K", stderr);
-	uint64_t decided = n_pass + n_fail_runs;
-	double rate = decided ? (double)n_fail_runs / (double)decided : 0;
-	if (x->json) {
-		json_t *e = json_object();
-		json_object_set_new(e, "event", json_string("result"));
-		json_object_set_new(e, "runs", json_integer((json_int_t)done));
-		json_object_set_new(e, "good", json_integer((json_int_t)n_pass));
-		json_object_set_new(e, "bad", json_integer((json_int_t)n_fail_runs));
-		json_object_set_new(e, "skipped", json_integer((json_int_t)n_skip));
-		json_object_set_new(e, "fail_rate", decided ? json_real(rate) : json_null());
-		json_object_set_new(e, "stopped", json_boolean(x->until == COUNT || stopped));
-		json_object_set_new(e, "elapsed_s", json_real(wh_os_now_s() - t0));
-		char *s = json_dumps(e, JSON_COMPACT);
-		if (s)
-			puts(s);
-		free(s);
-		json_decref(e);
-	} else {
-		printf("repeat: %llu runs: %llu good, %llu bad, %llu skipped\n", (unsigned long long)done, (unsigned long long)n_pass,
-		       (unsigned long long)n_fail_runs, (unsigned long long)n_skip);
-		if (decided)
-			printf("repeat: fails in %.1f %% of decided runs (%s)\n", 100 * rate,
-			       !n_fail_runs ? "never failed" : !n_pass ? "always fails: not flaky" : "flaky");
-		else
-			printf("repeat: no run was decided (every run exited 125 or timed out)\n");
-		if (x->until != COUNT && !stopped)
-			printf("repeat: stopped at --max-runs %llu without a %s run\n", (unsigned long long)runs, x->until == GOOD ? "good" : "bad");
-		if (x->dir && x->n_artifacts)
-			printf("repeat: artifacts sorted into %s/good and %s/bad\n", x->dir, x->dir);
-	}
+	struct repeat_counts counts = {n_pass, n_fail_runs, n_skip, done, runs, t0, stopped};
+	print_result(x, &counts);
 	goto out;
 fail:
 out:
