@@ -4,16 +4,18 @@
 #include "graph/extract.h"
 #include "graph/onnx-io.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/save-opts.h"
 
 static const char extract_help[] =
 	"usage: whittle extract MODEL -o OUT --inputs T[,T...] --outputs T[,T...] [--input-shapes S]\n\n"
-	"Writes the subgraph that computes the --outputs tensors from the --inputs tensors as a\n"
-	"self-contained ONNX model (weights included). Inputs may be intermediate tensors; their\n"
+	"Writes the subgraph that computes the --outputs tensors from the --inputs tensors as an\n"
+	"ONNX model (weights included; weights in the original's external-data file stay there,\n"
+	"the file linked next to OUT). Inputs may be intermediate tensors; their\n"
 	"types and shapes come from shape inference (bind dynamic dimensions with --input-shapes).\n\n"
 	"  -o, --output OUT    path of the model to write\n"
 	"  --inputs LIST       comma-separated tensor names that become graph inputs\n"
 	"  --outputs LIST      comma-separated tensor names that become graph outputs\n"
-	"  --input-shapes S    bind dynamic input dimensions, e.g. x:1x3x640x640\n";
+	"  --input-shapes S    bind dynamic input dimensions, e.g. x:1x3x640x640\n\n" WH_SAVE_HELP;
 
 int wh_cmd_extract(int argc, char **argv)
 {
@@ -23,9 +25,13 @@ int wh_cmd_extract(int argc, char **argv)
 		{"outputs", required_argument, NULL, 'O'},
 		{"input-shapes", required_argument, NULL, 'I'},
 		{"help", no_argument, NULL, 'h'},
+		WH_SAVE_LONGOPTS,
 		{0, 0, 0, 0},
 	};
 	const char *out_path = NULL, *ins = NULL, *outs = NULL, *shapes = NULL;
+	struct wh_cli_save_opts so;
+	wh_cli_save_opts_init(&so);
+	enum wh_status ost;
 	int c;
 	while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
 		switch (c) {
@@ -34,7 +40,12 @@ int wh_cmd_extract(int argc, char **argv)
 		case 'O': outs = optarg; break;
 		case 'I': shapes = optarg; break;
 		case 'h': fputs(extract_help, stdout); return 0;
-		default: return wh_cli_bad_option("extract", c, argv);
+		default:
+			if (!wh_cli_save_opts_parse(&so, c, optarg, &ost))
+				return wh_cli_bad_option("extract", c, argv);
+			if (ost != WH_OK)
+				return wh_cli_fail(ost);
+			break;
 		}
 	}
 	if (optind != argc - 1)
@@ -52,7 +63,7 @@ int wh_cmd_extract(int argc, char **argv)
 	if (st == WH_OK)
 		st = wh_model_extract(m, (const char *const *)vin, n_in, (const char *const *)vout, n_out, &sub);
 	if (st == WH_OK)
-		st = wh_model_save(sub, out_path);
+		st = wh_model_save_with(sub, out_path, &so.save);
 	if (st != WH_OK)
 		rc = wh_cli_fail(st);
 	else

@@ -9,6 +9,7 @@
 #include "graph/tensor-file.h"
 #include "reducer/cli/calib-opts.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/save-opts.h"
 #include "reducer/reduce.h"
 
 static const char reduce_help[] =
@@ -55,7 +56,7 @@ static const char reduce_help[] =
 	"  --atol X, --rtol X, --check-error-stat S   as in whittle run\n"
 	"  --threads N              executor threads\n"
 	"exit status: 0 reduced, 2 usage, 3 bad input or the original passes, 4 the check is broken\n"
-	"or flaky\n";
+	"or flaky\n\n" WH_SAVE_HELP;
 
 int wh_cmd_reduce(int argc, char **argv)
 {
@@ -88,6 +89,7 @@ int wh_cmd_reduce(int argc, char **argv)
 		{"precision", required_argument, NULL, 4},
 		{"layer-precisions", required_argument, NULL, 5},
 		WH_CALIB_LONGOPTS,
+		WH_SAVE_LONGOPTS,
 		{"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0},
 	};
@@ -96,6 +98,9 @@ int wh_cmd_reduce(int argc, char **argv)
 	wh_compare_options_default(&ro.compare);
 	struct wh_cli_check_opts cko;
 	wh_cli_check_opts_init(&cko);
+	struct wh_cli_save_opts so;
+	wh_cli_save_opts_init(&so);
+	ro.save = &so.save;
 	const char *artifacts[64];
 	int n_artifacts = 0;
 	const char *load = NULL, *reference = NULL, *shapes = NULL;
@@ -187,7 +192,7 @@ int wh_cmd_reduce(int argc, char **argv)
 		case 'h': fputs(reduce_help, stdout); return 0;
 		default: {
 			enum wh_status cst;
-			if (wh_calib_opts_parse(&calo, c, optarg, &cst)) {
+			if (wh_calib_opts_parse(&calo, c, optarg, &cst) || wh_cli_save_opts_parse(&so, c, optarg, &cst)) {
 				if (cst != WH_OK)
 					return wh_cli_fail(cst);
 				break;

@@ -4,6 +4,7 @@
 #include "graph/onnx-io.h"
 #include "graph/sanitize.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/save-opts.h"
 
 static const char sanitize_help[] =
 	"usage: whittle sanitize MODEL -o OUT [--fold-constants] [--input-shapes S]\n\n"
@@ -11,7 +12,7 @@ static const char sanitize_help[] =
 	"also folds every layer computable from constants and static shapes (shape arithmetic).\n\n"
 	"  -o, --output OUT    path of the model to write\n"
 	"  --fold-constants    fold constant subgraphs into initializers\n"
-	"  --input-shapes S    bind dynamic input dimensions first (makes more shapes static)\n";
+	"  --input-shapes S    bind dynamic input dimensions first (makes more shapes static)\n\n" WH_SAVE_HELP;
 
 int wh_cmd_sanitize(int argc, char **argv)
 {
@@ -20,10 +21,14 @@ int wh_cmd_sanitize(int argc, char **argv)
 		{"fold-constants", no_argument, NULL, 'f'},
 		{"input-shapes", required_argument, NULL, 'I'},
 		{"help", no_argument, NULL, 'h'},
+		WH_SAVE_LONGOPTS,
 		{0, 0, 0, 0},
 	};
 	const char *out_path = NULL, *shapes = NULL;
 	struct wh_sanitize_options opt = {0};
+	struct wh_cli_save_opts so;
+	wh_cli_save_opts_init(&so);
+	enum wh_status ost;
 	int c;
 	while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
 		switch (c) {
@@ -31,7 +36,12 @@ int wh_cmd_sanitize(int argc, char **argv)
 		case 'f': opt.fold_constants = true; break;
 		case 'I': shapes = optarg; break;
 		case 'h': fputs(sanitize_help, stdout); return 0;
-		default: return wh_cli_bad_option("sanitize", c, argv);
+		default:
+			if (!wh_cli_save_opts_parse(&so, c, optarg, &ost))
+				return wh_cli_bad_option("sanitize", c, argv);
+			if (ost != WH_OK)
+				return wh_cli_fail(ost);
+			break;
 		}
 	}
 	if (optind != argc - 1)
@@ -45,7 +55,7 @@ int wh_cmd_sanitize(int argc, char **argv)
 	if (st == WH_OK)
 		st = wh_model_sanitize(m, &opt, &out, &stats);
 	if (st == WH_OK)
-		st = wh_model_save(out, out_path);
+		st = wh_model_save_with(out, out_path, &so.save);
 	if (st != WH_OK)
 		rc = wh_cli_fail(st);
 	else

@@ -8,6 +8,7 @@
 #include "graph/tensor-file.h"
 #include "reducer/cli/calib-opts.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/save-opts.h"
 #include "reducer/triage.h"
 
 static const char triage_help[] =
@@ -60,7 +61,7 @@ static const char triage_help[] =
 	"WHITTLE_FAULTY_TACTIC=<tactic>[:<layer>] in the environment makes that tactic corrupt its\n"
 	"output (fault injection, to try the flaky branch out); the repro's command.sh keeps it.\n"
 	"exit status: 0 done (the answer is in the report), 2 usage, 3 bad input, 4 the check\n"
-	"command is broken or cannot tell\n";
+	"command is broken or cannot tell\n\n" WH_SAVE_HELP;
 
 static int bad(const char *fmt, const char *arg)
 {
@@ -92,6 +93,7 @@ int wh_cmd_triage(int argc, char **argv)
 		{"threads", required_argument, NULL, 't'},
 		{"help", no_argument, NULL, 'h'},
 		WH_CALIB_LONGOPTS,
+		WH_SAVE_LONGOPTS,
 		{0, 0, 0, 0},
 	};
 	struct wh_triage_options to = {.precision = WH_PREC_FP16, .builds = 5, .artifacts_dir = "whittle-triage", .graphviz = true,
@@ -106,6 +108,9 @@ int wh_cmd_triage(int argc, char **argv)
 	double vlo = 0, vhi = 1, d;
 	struct wh_calib_opts calib;
 	wh_calib_opts_init(&calib);
+	struct wh_cli_save_opts so;
+	wh_cli_save_opts_init(&so);
+	to.save = &so.save;
 	struct wh_precision_config calib_cfg;
 	wh_precision_config_init(&calib_cfg);
 	struct wh_model *m = NULL;
@@ -123,7 +128,7 @@ int wh_cmd_triage(int argc, char **argv)
 		}
 		if (cr > 0)
 			continue;
-		if (wh_calib_opts_parse(&calib, c, optarg, &st)) {
+		if (wh_calib_opts_parse(&calib, c, optarg, &st) || wh_cli_save_opts_parse(&so, c, optarg, &st)) {
 			if (st != WH_OK) {
 				rc = wh_cli_fail(st);
 				goto out;
