@@ -6,12 +6,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "graph/onnx-internal.h"
 #include "graph/os.h"
 #include "graph/topo.h"
+
+/* protobuf's hard limit: a message of 2 GiB or more cannot be parsed by anyone */
+#define PROTOBUF_MAX ((uint64_t)INT32_MAX)
 
 /* ---- protobuf-c allocator on an arena ---- */
 
@@ -695,27 +699,17 @@ enum wh_status wh_model_load(const char *path, struct wh_model **out)
 		return wh_error(WH_ERR_IO, "%s: not a regular file (give the path of a .onnx file)", path);
 	}
 	/* protobuf messages are limited to 2 GiB; larger weights must be external */
-	if ((uint64_t)sb.st_size > ((uint64_t)2 << 30)) {
+	if ((uint64_t)sb.st_size > PROTOBUF_MAX) {
 		close(fd);
-		return wh_error(WH_ERR_UNSUPPORTED, "%s: larger than 2 GiB (store the weights as external data)", path);
+		return wh_error(WH_ERR_UNSUPPORTED, "%s: %lld bytes, above protobuf's 2 GiB limit (store its weights as external data, e.g. onnx.save_model(model, path, save_as_external_data=True))",
+				path, (long long)sb.st_size);
 	}
+	/* mapped, not read: protobuf-c copies what it keeps, the file's pages stay in the cache */
 	size_t len = (size_t)sb.st_size;
-	uint8_t *buf = malloc(len ? len : 1);
-	if (!buf) {
-		close(fd);
-		return wh_error(WH_ERR_NOMEM, "%s: cannot allocate %zu bytes (free some memory)", path, len);
-	}
-	size_t done = 0;
-	while (done < len) {
-		ssize_t r = read(fd, buf + done, len - done);
-		if (r <= 0) {
-			free(buf);
-			close(fd);
-			return wh_error(WH_ERR_IO, "%s: read failed (check the file)", path);
-		}
-		done += (size_t)r;
-	}
+	void *buf = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
 	close(fd);
+	if (len && buf == MAP_FAILED)
+		return wh_error(WH_ERR_IO, "%s: cannot map: %s (check the file)", path, strerror(errno));
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof dir, "%s", path);
 	char *slash = strrchr(dir, '/');
@@ -723,8 +717,9 @@ enum wh_status wh_model_load(const char *path, struct wh_model **out)
 		*slash = '\0';
 	else
 		snprintf(dir, sizeof dir, ".");
-	enum wh_status st = wh_model_load_buffer(buf, len, dir, path, out);
-	free(buf);
+	enum wh_status st = wh_model_load_buffer(len ? buf : "", len, dir, path, out);
+	if (len)
+		munmap(buf, len);
 	return st;
 }
 
@@ -1162,8 +1157,6 @@ static void saver_release(struct saver *S)
 	free(S->new_files);
 }
 
-/* protobuf's hard limit: a message of 2 GiB or more cannot be parsed by anyone */
-#define PROTOBUF_MAX ((uint64_t)INT32_MAX)
 
 enum wh_status wh_model_save_buffer(const struct wh_model *m, uint8_t **data_out, size_t *len_out)
 {
