@@ -3,7 +3,8 @@
 # layers, hidden 2048, vocabulary 32000, every weight in one external-data file;
 # scripts/gen-decoder.py), kept under $WHITTLE_BIGMODEL_DIR (default /tmp/whittle-bigmodel;
 # never in the repository). Measures whittle's inspect, extract of the whole model and of
-# one layer, sanitize (time, peak resident memory, new bytes written) and a run against
+# one layer, sanitize, a reduce --precision fp16 with the built-in check (time, peak resident
+# memory, new bytes written) and a run against
 # ONNX Runtime (median time, peak resident memory). Prints a markdown section
 # ("## Large models") on stdout.
 #   scripts/bench-bigmodel.sh [--threads N] [--iterations N] [--keep]
@@ -81,6 +82,10 @@ row "extract (whole model)" "$1" "$2" "$work/whole"
 set -- $(timed "$wh" extract "$model" -o "$work/layer/layer6.onnx" --inputs layer5_residual2_out --outputs layer6_residual2_out)
 row "extract (layer 6)" "$1" "$2" "$work/layer"
 set -- $(timed "$wh" sanitize "$model" -o "$work/sane/decoder.onnx"); row "sanitize" "$1" "$2" "$work/sane"
+mkdir -p "$work/red"
+set -- $(timed "$wh" reduce "$model" -o "$work/red/reduced.onnx" --precision fp16 --atol 1e-4 --rtol 1e-4 --threads "$threads")
+red_line=$(grep -o "reduce: .* per candidate" "$work/err" || true)
+row "reduce --precision fp16 (built-in check)" "$1" "$2" "$work/red"
 for f in "$work/whole/decoder.onnx" "$work/layer/layer6.onnx" "$work/sane/decoder.onnx"; do
 	/usr/bin/python3 -c "import onnx, sys; onnx.checker.check_model(sys.argv[1])" "$f" ||
 		{ echo "bench-bigmodel: onnx.checker refuses $f" >&2; exit 1; }
@@ -111,6 +116,8 @@ node "$work/ort.js" "$model" > "$work/ort.txt"
 val() { grep "^$1 " "$2" | awk '{print $2}'; }
 o=$(val median_ms "$work/ort.txt"); w=$(val median_ms "$work/wh.txt")
 om=$(val peak_rss_mb "$work/ort.txt"); wm=$(val peak_rss_mb "$work/wh.txt")
+echo
+echo "The reduce: ${red_line#reduce: }); its built-in check runs each candidate in fp16 and in FP32."
 echo
 echo "Run, $threads threads, median of $iters runs after a warm-up:"
 echo
