@@ -1261,12 +1261,15 @@ static enum wh_status write_new_file(const struct saver *S, uint32_t fi, const c
 }
 
 /* Makes dir/<location> the original weights file f: nothing when it already is (the
- * original folder, or a link made before), else a hard link, or a symbolic link to f's
- * resolved path where hard links fail (another file system). */
-static enum wh_status link_original(const struct wh_blob_file *f, const char *dir)
+ * original folder, or a link made before), else a hard link. *cannot_out: a hard link is
+ * impossible there (another file system, links refused); the caller then writes the weights.
+ * A symbolic link would not do: ONNX Runtime and whittle's own loader refuse external data
+ * that resolves outside the model's folder. */
+static enum wh_status link_original(const struct wh_blob_file *f, const char *dir, bool *cannot_out)
 {
 	char dest[PATH_MAX], tmp[PATH_MAX];
 	int fd;
+	*cannot_out = false;
 	enum wh_status st = dest_of(dir, wh_blob_file_location(f), dest, sizeof dest);
 	if (st != WH_OK)
 		return st;
@@ -1276,9 +1279,14 @@ static enum wh_status link_original(const struct wh_blob_file *f, const char *di
 		return st;
 	close(fd);
 	unlink(tmp);
-	if (link(wh_blob_file_path(f), tmp) != 0 && symlink(wh_blob_file_path(f), tmp) != 0)
+	if (link(wh_blob_file_path(f), tmp) != 0) {
+		if (errno == EXDEV || errno == EPERM || errno == EMLINK || errno == ENOTSUP || errno == EACCES) {
+			*cannot_out = true;
+			return WH_OK;
+		}
 		return wh_error(WH_ERR_IO, "%s: cannot link the weights file '%s': %s (save with --self-contained to copy the weights)",
 				dest, wh_blob_file_path(f), strerror(errno));
+	}
 	if (rename(tmp, dest) != 0) {
 		st = wh_error(WH_ERR_IO, "%s: cannot replace: %s (check the folder is writable)", dest, strerror(errno));
 		unlink(tmp);
@@ -1338,10 +1346,21 @@ enum wh_status wh_model_save_with(const struct wh_model *m, const char *path, co
 		goto out;
 	}
 	onnx__model_proto__pack(mp, buf);
+	bool cannot_link = false;
+	for (uint32_t i = 0; i < S.n_linked && st == WH_OK && !cannot_link; i++)
+		st = link_original(S.linked[i], dir, &cannot_link);
+	if (st == WH_OK && cannot_link) {
+		/* another file system: write the weights this model needs instead */
+		struct wh_save_opts copy = *opts;
+		copy.self_contained = true;
+		wh_warn("%s: cannot hard-link the original's weights file into %s (another file system); writing the weights this model needs",
+			path, dir);
+		free(buf);
+		saver_release(&S);
+		return wh_model_save_with(m, path, &copy);
+	}
 	for (uint32_t i = 0; i < S.n_new && st == WH_OK; i++)
 		st = write_new_file(&S, i, dir);
-	for (uint32_t i = 0; i < S.n_linked && st == WH_OK; i++)
-		st = link_original(S.linked[i], dir);
 	if (st != WH_OK)
 		goto out;
 	struct stat sb;

@@ -28,8 +28,10 @@ enum wh_status wh_model_load_buffer(const void *data, size_t len, const char *di
  *
  * Weights that are views of an original weights file (loaded external data) keep pointing
  * at it, with their original offsets: the file is hard-linked into the saved model's folder
- * under the name the original gives it (a symbolic link where hard links fail; nothing when
- * it is already there), so saving a subgraph of a 100 GB model writes kilobytes. Other
+ * under the name the original gives it (nothing when it is already there), so saving a
+ * subgraph of a 100 GB model writes kilobytes. Where a hard link is impossible (another file
+ * system) the save warns and proceeds as self_contained: a symbolic link out of the folder
+ * would be refused by ONNX Runtime and by wh_model_load. Other
  * weights are written inline, unless the model would be inline_limit bytes or more (or
  * external is set): then each tensor of size_threshold bytes or more goes to a new weights
  * file next to the model ("<model file name>.data", or one file per tensor named after it;

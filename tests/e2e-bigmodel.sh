@@ -8,7 +8,8 @@
 #   ONNX Runtime's outputs of the original on the same inputs (tests/bigmodel-check.py);
 # - extracting the whole model links the original's weights file (same inode) and writes
 #   less than 1 MB of new bytes; a saved folder never links outside itself except to the
-#   original's weights file;
+#   original's weights file; on another file system (no hard link) the weights it needs are
+#   written instead;
 # - hostile external data (truncated file, offset past the end, a path leaving the folder, a
 #   symlink out) is one line and exit 3;
 # - a reduce whose external check loads every candidate with onnx + ONNX Runtime.
@@ -22,7 +23,8 @@ ortrun=$src/scripts/ort-run.js
 chk=$src/tests/bigmodel-check.py
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/whittle-e2e-bigmodel.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+shm=""
+trap 'rm -rf "$tmp" ${shm:+"$shm"}' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 # the original: 2 layers, float32, every weight of 1 KiB or more in orig/d.data
@@ -113,6 +115,19 @@ mkdir -p "$tmp/h"
 "$whittle" extract "$tmp/d16.onnx" -o "$tmp/h/h.onnx" --inputs input_ids --outputs logits --max-inline-size 64K >/dev/null
 [ -f "$tmp/h/h.onnx.data" ] || fail "fp16 model over --max-inline-size: no external data"
 $py "$chk" "$tmp/h/h.onnx" "$tmp/in16" "$tmp/ref16"
+
+# 5b. saved on another file system (no hard link possible): the weights it needs are written
+#     (a symbolic link out of the folder would be refused by ONNX Runtime and by whittle)
+if [ -d /dev/shm ] && [ -w /dev/shm ] && [ "$(stat -c %d /dev/shm)" != "$(stat -c %d "$tmp")" ]; then
+	shm=$(mktemp -d /dev/shm/whittle-e2e-bigmodel.XXXXXX)
+	"$whittle" extract "$tmp/orig/d.onnx" -o "$shm/x.onnx" --inputs input_ids --outputs logits --max-inline-size 64K \
+		>/dev/null 2>"$tmp/err"
+	grep -q "cannot hard-link" "$tmp/err" || fail "no warning when the weights file cannot be linked"
+	[ -z "$(find "$shm" -type l)" ] || fail "a symbolic link was made across file systems"
+	[ -f "$shm/x.onnx.data" ] || fail "across file systems: no weights written"
+	"$whittle" inspect "$shm/x.onnx" >/dev/null || fail "whittle cannot load what it saved across file systems"
+	$py "$chk" "$shm/x.onnx" "$tmp/in" "$tmp/ref"
+fi
 
 # whittle reads back everything it wrote, with the same hash as the model it saved from
 for m in whole/d.onnx layer/l1.onnx san/s.onnx per/p.onnx named/n.onnx h/h.onnx; do
