@@ -833,7 +833,8 @@ static bool set_external(struct saver *S, Onnx__TensorProto *tp, const char *loc
 
 /* Decides where an encoded tensor's bytes go: inline (as encoded), the original weights
  * file it views (linked into the model's folder, same offset), or a new weights file. */
-static void place_tensor(struct saver *S, Onnx__TensorProto *tp, const char *name, const struct wh_blob *b)
+static void place_tensor(struct saver *S, Onnx__TensorProto *tp, const char *name, const struct wh_blob *b,
+			 bool attribute)
 {
 	if (!S->o || !b || !tp->has_raw_data || S->failed)
 		return;
@@ -854,7 +855,9 @@ static void place_tensor(struct saver *S, Onnx__TensorProto *tp, const char *nam
 			S->failed = true;
 		return;
 	}
-	if (!S->externalize || b->size < S->o->size_threshold)
+	/* a tensor attribute (Constant's value) stays inline, as onnx's own converter leaves it
+	 * (convert_attribute=False): not every runtime reads external data there */
+	if (attribute || !S->externalize || b->size < S->o->size_threshold)
 		return;
 	uint32_t fi;
 	if (S->o->one_file) {
@@ -929,7 +932,7 @@ static Onnx__TensorProto *encode_const_tensor(struct saver *S, const struct wh_c
 	if (!tp)
 		return NULL;
 	wh_pb_tensor_encode(tp, t->name, t->dtype, t->rank, t->dims, t->data);
-	place_tensor(S, tp, t->name, t->data);
+	place_tensor(S, tp, t->name, t->data, true);
 	return tp;
 }
 
@@ -1081,7 +1084,7 @@ static Onnx__GraphProto *encode_graph(struct saver *S, const struct wh_graph *g)
 		for (int32_t k = 0; k < rank; k++)
 			dims[k] = d[k].value;
 		wh_pb_tensor_encode(tp, v->name, v->dtype, rank, dims, v->data);
-		place_tensor(S, tp, v->name, v->data);
+		place_tensor(S, tp, v->name, v->data, false);
 		gp->initializer[i] = tp;
 	}
 	gp->n_value_info = 0;
@@ -1304,6 +1307,9 @@ enum wh_status wh_model_save_with(const struct wh_model *m, const char *path, co
 	const char *xp = opts->external_data_path;
 	if (xp && (!*xp || xp[0] == '/' || strstr(xp, "..")))
 		return wh_error(WH_ERR_USAGE, "external data path '%s': must be a file name relative to the model's folder, without '..'", xp);
+	const char *slash0 = strrchr(path, '/');
+	if (xp && !strcmp(xp, slash0 ? slash0 + 1 : path))
+		return wh_error(WH_ERR_USAGE, "external data path '%s': is the model file itself (give the weights another name)", xp);
 	char dir[PATH_MAX];
 	if ((size_t)snprintf(dir, sizeof dir, "%s", path) >= sizeof dir)
 		return wh_error(WH_ERR_INVALID, "%s: path too long (shorten it)", path);
@@ -1337,7 +1343,7 @@ enum wh_status wh_model_save_with(const struct wh_model *m, const char *path, co
 		len = onnx__model_proto__get_packed_size(mp);
 	}
 	if (len > PROTOBUF_MAX) {
-		st = wh_error(WH_ERR_UNSUPPORTED, "%s: the model is %zu bytes even with every weight of %llu bytes or more in external data, above protobuf's 2 GiB limit (lower --external-data-size-threshold)",
+		st = wh_error(WH_ERR_UNSUPPORTED, "%s: the model is %zu bytes even with every weight of %llu bytes or more in external data, above protobuf's 2 GiB limit (lower --external-data-size-threshold, or turn large Constant nodes into initializers with whittle sanitize)",
 			      path, len, (unsigned long long)opts->size_threshold);
 		goto out;
 	}

@@ -31,12 +31,13 @@ enum wh_status wh_model_load_buffer(const void *data, size_t len, const char *di
  * under the name the original gives it (nothing when it is already there), so saving a
  * subgraph of a 100 GB model writes kilobytes. Where a hard link is impossible (another file
  * system) the save warns and proceeds as self_contained: a symbolic link out of the folder
- * would be refused by ONNX Runtime and by wh_model_load. Other
- * weights are written inline, unless the model would be inline_limit bytes or more (or
- * external is set): then each tensor of size_threshold bytes or more goes to a new weights
- * file next to the model ("<model file name>.data", or one file per tensor named after it;
- * a name used by the model file or by a linked file gets a ".N" suffix), written to a
- * temporary name and renamed, as is the model file. */
+ * would be refused by ONNX Runtime and by wh_model_load. Other weights are written inline,
+ * unless the model would be inline_limit bytes or more (or external is set): then each
+ * initializer of size_threshold bytes or more goes to a new weights file next to the model
+ * ("<model file name>.data", or one file per tensor named after it; a name used by the model
+ * file or by a linked file gets a ".N" suffix). Tensor attributes (Constant values) stay
+ * inline, as onnx's converter leaves them. Files are written to a temporary name and renamed
+ * (a replaced file may be mapped by a loaded model), the model file last. */
 #define WH_SAVE_DEFAULT_SIZE_THRESHOLD 1024u
 #define WH_SAVE_DEFAULT_INLINE_LIMIT ((uint64_t)2 << 30)
 struct wh_save_opts {
