@@ -315,7 +315,7 @@ static enum wh_status external_check(struct driver *d, struct job *j)
 	if (st != WH_OK)
 		return st;
 	snprintf(model, sizeof model, "%s/model.onnx", dir);
-	if ((st = wh_model_save(j->cand, model)) != WH_OK)
+	if ((st = wh_model_save_with(j->cand, model, d->o->save)) != WH_OK)
 		goto out;
 	j->v = WH_VERDICT_PASS;
 	bool any_skip = false;
@@ -618,7 +618,7 @@ static enum wh_status save_mask_model(struct driver *d, const uint8_t *mask, con
 	enum wh_status st = build_candidate(d, mask, &c, &h);
 	if (st != WH_OK)
 		return st;
-	st = wh_model_save(c, path);
+	st = wh_model_save_with(c, path, d->o->save);
 	if (keep && st == WH_OK)
 		*keep = c;
 	else
@@ -641,7 +641,7 @@ static enum wh_status write_repro(struct driver *d, const struct wh_model *c, co
 	snprintf(model, sizeof model, "%s/model.onnx", dir);
 	snprintf(ins, sizeof ins, "%s/inputs", dir);
 	snprintf(gold, sizeof gold, "%s/golden", dir);
-	if ((st = wh_model_save(c, model)) != WH_OK || (st = write_tensors(d, c, ins, false)) != WH_OK ||
+	if ((st = wh_model_save_with(c, model, d->o->save)) != WH_OK || (st = write_tensors(d, c, ins, false)) != WH_OK ||
 	    (st = write_tensors(d, c, gold, true)) != WH_OK)
 		return st;
 	/* the command, rerunnable from inside repro/ */
@@ -975,7 +975,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			if (build_candidate(d, tmp, &c, &h) != WH_OK)
 				continue;
 			struct wh_verdict_entry *ce = wh_verdict_cache_find(&d->cache, h);
-			if (ce && ce->v == WH_VERDICT_PASS && wh_model_save(c, o->min_good_path) == WH_OK)
+			if (ce && ce->v == WH_VERDICT_PASS && wh_model_save_with(c, o->min_good_path, o->save) == WH_OK)
 				saved = true;
 			wh_model_destroy(c);
 		}
@@ -987,7 +987,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 	if (o->artifacts_dir) {
 		char p[PATH_MAX + 64];
 		snprintf(p, sizeof p, "%s/reduced.onnx", o->artifacts_dir);
-		if ((st = wh_model_save(reduced, p)) != WH_OK)
+		if ((st = wh_model_save_with(reduced, p, o->save)) != WH_OK)
 			goto out;
 		snprintf(p, sizeof p, "%s/inputs", o->artifacts_dir);
 		if ((st = write_tensors(d, reduced, p, false)) != WH_OK)

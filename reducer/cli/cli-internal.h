@@ -85,6 +85,7 @@ void wh_cli_check_opts_finish(struct wh_cli_check_opts *o, char **words, int n_w
 #define WH_CLI_HELP_LONGOPTS {"help", no_argument, NULL, 'h'}, {0, 0, 0, 0}
 
 struct wh_run_opts;
+struct wh_cli_save_opts;
 
 struct wh_cli_spec {
 	const char *cmd;
@@ -96,6 +97,7 @@ struct wh_cli_spec {
 	bool check;                       /* takes --check CMD ... (the rest of the line) */
 	struct wh_cli_check_opts *check_opts; /* the check options; NULL: not taken */
 	struct wh_run_opts *run_opts;     /* the run options; NULL: not taken */
+	struct wh_cli_save_opts *save_opts; /* how saved models store weights; NULL: not taken */
 	/* the command's own options: WH_OK or a usage error (wh_cli_usage_error) */
 	enum wh_status (*own)(void *ctx, int c, const char *arg);
 	void *ctx;

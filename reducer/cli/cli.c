@@ -15,6 +15,7 @@
 #include <math.h>
 #include "graph/onnx-io.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/save-opts.h"
 #include "reducer/cli/run-opts.h"
 
 static const struct wh_cmd commands[] = {
@@ -90,6 +91,11 @@ static enum wh_status offer_option(const struct wh_cli_spec *spec, int c, char *
 		bool consumed;
 		enum wh_status st = wh_run_opts_parse(spec->run_opts, c, optarg, &consumed);
 		if (consumed)
+			return st;
+	}
+	if (spec->save_opts) {
+		enum wh_status st;
+		if (wh_cli_save_opts_parse(spec->save_opts, c, optarg, &st))
 			return st;
 	}
 	if (spec->own)

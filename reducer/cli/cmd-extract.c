@@ -4,21 +4,24 @@
 #include "graph/extract.h"
 #include "graph/onnx-io.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/save-opts.h"
 #include "reducer/cli/run-opts.h"
 
 static const char extract_help[] =
 	"usage: whittle extract MODEL -o OUT --inputs T[,T...] --outputs T[,T...] [--input-shapes S]\n\n"
-	"Writes the subgraph that computes the --outputs tensors from the --inputs tensors as a\n"
-	"self-contained ONNX model (weights included). Inputs may be intermediate tensors; their\n"
+	"Writes the subgraph that computes the --outputs tensors from the --inputs tensors as an\n"
+	"ONNX model (weights included; weights in the original's external-data file stay there,\n"
+	"the file linked next to OUT). Inputs may be intermediate tensors; their\n"
 	"types and shapes come from shape inference (bind dynamic dimensions with --input-shapes).\n\n"
 	"  -o, --output OUT    path of the model to write\n"
 	"  --inputs LIST       comma-separated tensor names that become graph inputs\n"
 	"  --outputs LIST      comma-separated tensor names that become graph outputs\n"
-	"  --input-shapes S    bind dynamic input dimensions, e.g. x:1x3x640x640\n";
+	"  --input-shapes S    bind dynamic input dimensions, e.g. x:1x3x640x640\n\n" WH_SAVE_HELP;
 
 enum { OPT_INPUTS = WH_CLI_OPT_BASE, OPT_OUTPUTS };
 
 struct extract_cmd {
+	struct wh_cli_save_opts save;
 	const char *out_path, *ins, *outs;
 };
 
@@ -47,7 +50,7 @@ static enum wh_status extract(const char *path, const struct extract_cmd *x, con
 	if (st == WH_OK)
 		st = wh_model_extract(m, (const char *const *)vin, n_in, (const char *const *)vout, n_out, &sub);
 	if (st == WH_OK)
-		st = wh_model_save(sub, x->out_path);
+		st = wh_model_save_with(sub, x->out_path, &x->save.save);
 	if (st == WH_OK)
 		printf("extracted %u of %u layers into %s (%u inputs, %u outputs)\n", sub->graph->n_nodes, m->graph->n_nodes,
 		       x->out_path, sub->graph->n_inputs, sub->graph->n_outputs);
@@ -65,13 +68,15 @@ int wh_cmd_extract(int argc, char **argv)
 		{"inputs", required_argument, NULL, OPT_INPUTS},
 		{"outputs", required_argument, NULL, OPT_OUTPUTS},
 		WH_RUN_SHAPES_LONGOPTS,
+		WH_SAVE_LONGOPTS,
 		WH_CLI_HELP_LONGOPTS,
 	};
 	struct extract_cmd x = {0};
+	wh_cli_save_opts_init(&x.save);
 	struct wh_run_opts ro;
 	wh_run_opts_init(&ro, "extract", WH_PREC_FP32);
 	struct wh_cli_spec spec = {.cmd = "extract", .help = extract_help, .shortopts = "o:", .longopts = longopts,
-				   .operands = "one MODEL", .n_operands = 1, .run_opts = &ro, .own = extract_option, .ctx = &x};
+				   .operands = "one MODEL", .n_operands = 1, .run_opts = &ro, .save_opts = &x.save, .own = extract_option, .ctx = &x};
 	struct wh_cli_args a;
 	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
 	if (st == WH_OK && !a.help)

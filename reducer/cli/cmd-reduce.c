@@ -9,6 +9,7 @@
 #include "graph/tensor-file.h"
 #include "reducer/cli/calib-opts.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/save-opts.h"
 #include "reducer/cli/run-opts.h"
 #include "reducer/reduce.h"
 
@@ -50,7 +51,7 @@ static const char reduce_help[] =
 	"  --atol X, --rtol X, --check-error-stat S   as in whittle run\n"
 	"  --threads N              executor threads\n"
 	"exit status: 0 reduced, 2 usage, 3 bad input or the original passes, 4 the check is broken\n"
-	"or flaky\n";
+	"or flaky\n\n" WH_SAVE_HELP;
 
 enum {
 	OPT_MODE = WH_CLI_OPT_BASE,
@@ -67,6 +68,7 @@ enum {
 };
 
 struct reduce_cmd {
+	struct wh_cli_save_opts save;
 	struct wh_reduce_options ro;
 	const char *artifacts[64];
 	const char *reference;
@@ -214,15 +216,18 @@ int wh_cmd_reduce(int argc, char **argv)
 		WH_CLI_CHECK_LONGOPTS,
 		WH_RUN_LONGOPTS,
 		WH_RUN_LAYER_PRECISIONS_LONGOPTS,
+		WH_SAVE_LONGOPTS,
 		WH_CLI_HELP_LONGOPTS,
 	};
 	struct reduce_cmd x = {.ro = {.mode = WH_SEARCH_DDMIN, .jobs = 1, .reduce_inputs = true, .reduce_outputs = true, .log = stderr,
 				      .confirm_runs = 1}};
 	wh_run_opts_init(&x.run, "reduce", WH_PREC_FP32);
 	wh_cli_check_opts_init(&x.check);
+	wh_cli_save_opts_init(&x.save);
+	x.ro.save = &x.save.save;
 	struct wh_cli_spec spec = {.cmd = "reduce", .help = reduce_help, .shortopts = "o:j:", .longopts = longopts,
 				   .operands = "one MODEL", .n_operands = 1, .check = true, .check_opts = &x.check,
-				   .run_opts = &x.run, .own = reduce_option, .ctx = &x};
+				   .run_opts = &x.run, .save_opts = &x.save, .own = reduce_option, .ctx = &x};
 	struct wh_cli_args a;
 	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
 	if (st == WH_OK && !a.help && (st = reduce_validate(&x, &a)) == WH_OK)

@@ -4,6 +4,7 @@
 #include "graph/onnx-io.h"
 #include "graph/sanitize.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/save-opts.h"
 #include "reducer/cli/run-opts.h"
 
 static const char sanitize_help[] =
@@ -12,11 +13,12 @@ static const char sanitize_help[] =
 	"also folds every layer computable from constants and static shapes (shape arithmetic).\n\n"
 	"  -o, --output OUT    path of the model to write\n"
 	"  --fold-constants    fold constant subgraphs into initializers\n"
-	"  --input-shapes S    bind dynamic input dimensions first (makes more shapes static)\n";
+	"  --input-shapes S    bind dynamic input dimensions first (makes more shapes static)\n\n" WH_SAVE_HELP;
 
 enum { OPT_FOLD = WH_CLI_OPT_BASE };
 
 struct sanitize_cmd {
+	struct wh_cli_save_opts save;
 	const char *out_path;
 	struct wh_sanitize_options opt;
 };
@@ -41,7 +43,7 @@ static enum wh_status sanitize(const char *path, const struct sanitize_cmd *x, c
 	if (st == WH_OK)
 		st = wh_model_sanitize(m, &x->opt, &out, &stats);
 	if (st == WH_OK)
-		st = wh_model_save(out, x->out_path);
+		st = wh_model_save_with(out, x->out_path, &x->save.save);
 	if (st == WH_OK)
 		printf("sanitized %u -> %u layers: %u constants lifted, %u layers folded, %u dead layers removed; wrote %s\n",
 		       m->graph->n_nodes, out->graph->n_nodes, stats.constants_lifted, stats.nodes_folded, stats.dead_removed,
@@ -57,13 +59,15 @@ int wh_cmd_sanitize(int argc, char **argv)
 		{"output", required_argument, NULL, 'o'},
 		{"fold-constants", no_argument, NULL, OPT_FOLD},
 		WH_RUN_SHAPES_LONGOPTS,
+		WH_SAVE_LONGOPTS,
 		WH_CLI_HELP_LONGOPTS,
 	};
 	struct sanitize_cmd x = {0};
+	wh_cli_save_opts_init(&x.save);
 	struct wh_run_opts ro;
 	wh_run_opts_init(&ro, "sanitize", WH_PREC_FP32);
 	struct wh_cli_spec spec = {.cmd = "sanitize", .help = sanitize_help, .shortopts = "o:", .longopts = longopts,
-				   .operands = "one MODEL", .n_operands = 1, .run_opts = &ro, .own = sanitize_option, .ctx = &x};
+				   .operands = "one MODEL", .n_operands = 1, .run_opts = &ro, .save_opts = &x.save, .own = sanitize_option, .ctx = &x};
 	struct wh_cli_args a;
 	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
 	if (st == WH_OK && !a.help)

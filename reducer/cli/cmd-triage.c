@@ -8,6 +8,7 @@
 #include "graph/tensor-file.h"
 #include "reducer/cli/calib-opts.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/save-opts.h"
 #include "reducer/cli/run-opts.h"
 #include "reducer/triage.h"
 
@@ -55,7 +56,7 @@ static const char triage_help[] =
 	"WHITTLE_FAULTY_TACTIC=<tactic>[:<layer>] in the environment makes that tactic corrupt its\n"
 	"output (fault injection, to try the flaky branch out); the repro's command.sh keeps it.\n"
 	"exit status: 0 done (the answer is in the report), 2 usage, 3 bad input, 4 the check\n"
-	"command is broken or cannot tell\n";
+	"command is broken or cannot tell\n\n" WH_SAVE_HELP;
 
 enum {
 	OPT_ARTIFACTS_DIR = WH_CLI_OPT_BASE,
@@ -68,6 +69,7 @@ enum {
 };
 
 struct triage_cmd {
+	struct wh_cli_save_opts save;
 	struct wh_triage_options to;
 	struct wh_run_opts run;
 	struct wh_cli_check_opts check;
@@ -138,6 +140,7 @@ int wh_cmd_triage(int argc, char **argv)
 		{"timing-tolerance", required_argument, NULL, OPT_TIMING_TOLERANCE},
 		WH_CLI_CHECK_LONGOPTS,
 		WH_RUN_LONGOPTS,
+		WH_SAVE_LONGOPTS,
 		WH_CLI_HELP_LONGOPTS,
 	};
 	struct triage_cmd x = {.to = {.precision = WH_PREC_FP16, .builds = 5, .artifacts_dir = "whittle-triage", .graphviz = true,
@@ -145,8 +148,10 @@ int wh_cmd_triage(int argc, char **argv)
 				      .build = {.timing_iterations = 3, .timing_tolerance = 0.05}}};
 	wh_run_opts_init(&x.run, "triage", WH_PREC_FP16);
 	wh_cli_check_opts_init(&x.check);
+	wh_cli_save_opts_init(&x.save);
+	x.to.save = &x.save.save;
 	struct wh_cli_spec spec = {.cmd = "triage", .help = triage_help, .longopts = longopts, .operands = "one MODEL", .n_operands = 1,
-				   .check = true, .check_opts = &x.check, .run_opts = &x.run, .own = triage_option, .ctx = &x};
+				   .check = true, .check_opts = &x.check, .run_opts = &x.run, .save_opts = &x.save, .own = triage_option, .ctx = &x};
 	struct wh_cli_args a;
 	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
 	if (st == WH_OK && !a.help) {
