@@ -1,4 +1,5 @@
 #include "reducer/reduce.h"
+#include "reducer/launcher.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -287,8 +288,13 @@ static void replay_append(struct driver *d, struct wh_hash h, enum wh_verdict v,
 	}
 	char *s = json_dumps(j, JSON_COMPACT);
 	if (s) {
-		fprintf(d->replay, "%s\n", s);
+		/* one write() of the whole line: an interrupt (reducer/launcher.h exits from its own
+		 * thread) finds the line written or not, never half */
+		size_t len = strlen(s);
+		s[len] = '\n';
 		fflush(d->replay);
+		ssize_t w = write(fileno(d->replay), s, len + 1);
+		(void)w;
 		fsync(fileno(d->replay));
 	}
 	free(s);
@@ -972,6 +978,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 		}
 		d->workdir_tmp = true;
 	}
+	wh_interrupt_track_dir(d->workdir);
 	{
 		char p[PATH_MAX + 96];
 		snprintf(p, sizeof p, "%s/tensors", d->workdir);
@@ -1007,6 +1014,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			st = wh_error(WH_ERR_IO, "%s: cannot write the replay: %s (check the folder)", save_replay, strerror(errno));
 			goto out;
 		}
+		wh_interrupt_set_replay(save_replay);
 		if (fresh || !o->load_replay || strcmp(o->load_replay, save_replay)) {
 			fprintf(d->replay, "{\"original\":\"%s\",\"whittle\":\"%s\",\"nodes\":%u}\n", mhex, WHITTLE_VERSION, d->n);
 			fflush(d->replay);
@@ -1183,6 +1191,8 @@ out:
 		fputs("\r\033[K", o->log);
 	if (d->replay)
 		fclose(d->replay);
+	if (d->workdir[0])
+		wh_interrupt_untrack_dir(d->workdir);
 	if (d->workdir_tmp)
 		wh_os_remove_tree(d->workdir);
 	else if (d->workdir[0])

@@ -52,6 +52,7 @@ static const char build_help[] =
 	"  --ignore-fail-code N     a non-zero exit that does not mean failure (repeatable)\n"
 	"  --timeout S              kill the check (and its children) after S seconds\n"
 	"  --timeout-is V           skip (default), fail or pass\n"
+	WH_CLI_LAUNCHER_HELP
 	"run (built-in check and whittle's builder):\n"
 	"  --precision P            fp32 (default), tf32, fp16, bf16, fp8, fp8e5m2, int8\n"
 	"  --layer-precisions S     per-layer NAME:P[/OUT],... or a JSON file\n"

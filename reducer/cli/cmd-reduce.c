@@ -42,6 +42,7 @@ static const char reduce_help[] =
 	"  --ignore-fail-code N     a non-zero exit that does not mean failure (repeatable)\n"
 	"  --timeout S              kill the check (and its children) after S seconds\n"
 	"  --timeout-is V           skip (default), fail or pass\n"
+	WH_CLI_LAUNCHER_HELP
 	"data:\n"
 	"  --load-inputs DIR        input tensors; a folder of sample folders gives several samples\n"
 	"  --reference DIR          reference values of every tensor (e.g. scripts/ort-run.js --all),\n"

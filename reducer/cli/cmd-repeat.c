@@ -29,6 +29,7 @@ static const char repeat_help[] =
 	"  --ignore-fail-code N     a non-zero exit that does not mean failure (repeatable)\n"
 	"  --timeout S              kill the check (and its children) after S seconds\n"
 	"  --timeout-is V           skip (default), fail or pass\n"
+	WH_CLI_LAUNCHER_HELP
 	"exit status: 0 done (counts in the output), 2 usage, 4 the check is broken\n";
 
 static void move_artifacts(const char *dir, const char *const *artifacts, int n, enum wh_verdict v, uint32_t run)

@@ -48,6 +48,7 @@ static const char triage_help[] =
 	"  --ignore-fail-code N     a non-zero exit that does not mean failure (repeatable)\n"
 	"  --timeout S              kill the check (and its children) after S seconds\n"
 	"  --timeout-is V           skip (default), fail or pass\n"
+	WH_CLI_LAUNCHER_HELP
 	"built-in check and layerwise comparison:\n"
 	"  --atol X, --rtol X       tolerances (default 1e-5 each); an element fails when both are\n"
 	"                           exceeded\n"
