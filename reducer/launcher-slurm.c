@@ -87,26 +87,16 @@ static bool is_under(const char *path, const char *dir)
 	return !strncmp(rp, rd, n) && (rp[n] == '/' || rp[n] == '\0');
 }
 
-static enum wh_status make_root(struct wh_slurm *s, const struct wh_check_vars *vars)
+/* With --shared-dir: one folder for the run, <shared>/whittle-slurm.XXXXXX. */
+static enum wh_status make_root(struct wh_slurm *s)
 {
 	enum wh_status st = WH_OK;
 	pthread_mutex_lock(&s->lock);
 	if (!s->root[0]) {
-		char base[PATH_MAX];
-		if (s->o.shared_dir) {
-			snprintf(base, sizeof base, "%s", s->o.shared_dir);
-		} else if (vars && vars->model && strrchr(vars->model, '/')) {
-			/* the driver's work folder, where the candidate already is */
-			snprintf(base, sizeof base, "%.*s", (int)(strrchr(vars->model, '/') - vars->model), vars->model);
-			if (!base[0])
-				snprintf(base, sizeof base, "/");
-		} else if (!getcwd(base, sizeof base)) {
-			snprintf(base, sizeof base, ".");
-		}
 		char tmpl[PATH_MAX + 32];
-		if ((size_t)snprintf(tmpl, sizeof tmpl, "%s/whittle-slurm.XXXXXX", base) >= sizeof s->root) {
-			st = wh_error(WH_ERR_IO, "%s: shared folder path too long (give a shorter --shared-dir)", base);
-		} else if ((st = wh_os_make_dir(base)) == WH_OK && (st = wh_os_make_temp_dir(tmpl)) == WH_OK) {
+		if ((size_t)snprintf(tmpl, sizeof tmpl, "%s/whittle-slurm.XXXXXX", s->o.shared_dir) >= sizeof s->root - 64) {
+			st = wh_error(WH_ERR_IO, "%s: shared folder path too long (give a shorter --shared-dir)", s->o.shared_dir);
+		} else if ((st = wh_os_make_dir(s->o.shared_dir)) == WH_OK && (st = wh_os_make_temp_dir(tmpl)) == WH_OK) {
 			char rp[PATH_MAX];
 			/* absolute: the job runs in another process, maybe on another node */
 			snprintf(s->root, sizeof s->root, "%.4000s", realpath(tmpl, rp) ? rp : tmpl);
@@ -145,15 +135,13 @@ static enum wh_status copy_tree(const char *from, const char *to)
 
 /* The placeholder files, in the shared folder: those outside it are copied (hard links
  * first) into dir; paths are made absolute. */
-static enum wh_status stage(const struct wh_slurm *s, const char *dir, const struct wh_check_vars *in,
+static enum wh_status stage(const char *shared, const char *dir, const struct wh_check_vars *in,
 			    struct wh_check_vars *out, char (*buf)[PATH_MAX])
 {
 	const char *src[5] = {in ? in->model : NULL, in ? in->inputs : NULL, in ? in->golden : NULL,
 			      in ? in->tactics : NULL, in ? in->precisions : NULL};
 	static const char *const names[5] = {"model", "inputs", "golden", "tactics", "precisions"};
 	const char *dst[5] = {0};
-	char shared[PATH_MAX];
-	snprintf(shared, sizeof shared, "%.*s", (int)(strrchr(s->root, '/') - s->root), s->root);
 	for (int i = 0; i < 5; i++) {
 		if (!src[i])
 			continue;
@@ -203,7 +191,9 @@ static enum wh_status write_script(const char *dir, char *const words[])
 		return wh_error(WH_ERR_IO, "%s: cannot write the check script: %s (check --shared-dir)", p, strerror(errno));
 	fprintf(f, "#!/bin/sh\n# written by whittle: one check as Slurm work\nd=");
 	sh_quote(f, dir);
-	fprintf(f, "\necho \"$SLURM_JOB_ID.${SLURM_STEP_ID:-batch}\" > \"$d/started\"\n");
+	/* a job cancelled (scancel, time limit, preemption) must leave no status: its check did
+	 * not run to its end, whatever it exited with */
+	fprintf(f, "\ntrap 'exit 143' TERM INT HUP\necho \"$SLURM_JOB_ID.${SLURM_STEP_ID:-batch}\" > \"$d/started\"\n");
 	for (int i = 0; words[i]; i++) {
 		if (i)
 			fputc(' ', f);
@@ -510,19 +500,39 @@ enum wh_status wh_slurm_run(struct wh_slurm *s, const struct wh_check *c, const 
 {
 	memset(out, 0, sizeof *out);
 	double t0 = wh_os_now_s();
-	enum wh_status st = make_root(s, vars);
-	if (st != WH_OK)
-		return st;
+	enum wh_status st = WH_OK;
+	char shared[PATH_MAX], dir[PATH_MAX];
+	bool own_dir = false;
 	wh_interrupt_note_slurm(s->inside);
-	char dir[PATH_MAX];
-	if ((size_t)snprintf(dir, sizeof dir, "%s/c%06u", s->root, atomic_fetch_add(&s->seq, 1)) >= sizeof dir - 32)
-		return wh_error(WH_ERR_IO, "%s: shared folder path too long (give a shorter --shared-dir)", s->root);
-	if ((st = wh_os_make_dir(dir)) != WH_OK)
-		return st;
+	if (s->o.shared_dir) {
+		if ((st = make_root(s)) != WH_OK)
+			return st;
+		snprintf(shared, sizeof shared, "%s", s->o.shared_dir);
+		snprintf(dir, sizeof dir, "%.4000s/c%06u", s->root, atomic_fetch_add(&s->seq, 1));
+		if ((st = wh_os_make_dir(dir)) != WH_OK)
+			return st;
+	} else {
+		/* the driver's work folder, where the candidate already is (else the current
+		 * folder, where Slurm runs the job too): a folder of this check's own next to it */
+		if (vars && vars->model && strrchr(vars->model, '/'))
+			snprintf(shared, sizeof shared, "%.*s", (int)(strrchr(vars->model, '/') - vars->model), vars->model);
+		else
+			snprintf(shared, sizeof shared, ".");
+		if (!shared[0])
+			snprintf(shared, sizeof shared, "/");
+		char tmpl[PATH_MAX + 32], rp[PATH_MAX];
+		if ((size_t)snprintf(tmpl, sizeof tmpl, "%s/whittle-slurm.XXXXXX", shared) >= sizeof dir - 64)
+			return wh_error(WH_ERR_IO, "%s: folder path too long to stage a check (give a shorter --shared-dir)", shared);
+		if ((st = wh_os_make_temp_dir(tmpl)) != WH_OK)
+			return st;
+		snprintf(dir, sizeof dir, "%.4000s", realpath(tmpl, rp) ? rp : tmpl);
+		wh_interrupt_track_dir(dir);
+		own_dir = true;
+	}
 	char bufs[5][PATH_MAX];
 	struct wh_check_vars staged;
 	char **words = NULL;
-	if ((st = stage(s, dir, vars, &staged, bufs)) != WH_OK)
+	if ((st = stage(shared, dir, vars, &staged, bufs)) != WH_OK)
 		goto out;
 	if (!(words = wh_check_build_argv(c, &staged))) {
 		st = wh_error(WH_ERR_NOMEM, "check: out of memory");
@@ -574,6 +584,8 @@ enum wh_status wh_slurm_run(struct wh_slurm *s, const struct wh_check *c, const 
 out:
 	out->seconds = wh_os_now_s() - t0;
 	wh_check_free_argv(words);
+	if (own_dir)
+		wh_interrupt_untrack_dir(dir);
 	wh_os_remove_tree(dir);
 	return st;
 }

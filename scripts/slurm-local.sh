@@ -80,6 +80,8 @@ TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SchedulerType=sched/backfill
+# a test cluster: start a batch job at once (the default defers it up to 3 s)
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
 JobCompType=jobcomp/filetxt
 JobCompLoc=$dir/jobcomp.log
 AccountingStorageType=accounting_storage/none

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "executor/cpu.h"
 #include "executor/kernel.h" /* element setters for generated inputs */
@@ -40,8 +41,18 @@ int wh_exit_for(enum wh_status st)
 	}
 }
 
+/* An interrupt ends the process from its own thread with its own line (reducer/launcher.h);
+ * what the interrupted command returns meanwhile is neither printed nor the exit code. */
+static void wait_for_interrupt_exit(void)
+{
+	if (wh_interrupted())
+		for (;;)
+			pause();
+}
+
 int wh_cli_fail(enum wh_status st)
 {
+	wait_for_interrupt_exit();
 	const char *msg = wh_error_message();
 	if (!msg || !*msg)
 		msg = wh_status_name(st);
@@ -372,7 +383,9 @@ int wh_cli_main(int argc, char **argv)
 		if (!strcmp(argv[i], commands[c].name)) {
 			optind = 1;
 			opterr = 0;
-			return commands[c].run(argc - i, argv + i);
+			int rc = commands[c].run(argc - i, argv + i);
+			wait_for_interrupt_exit();
+			return rc;
 		}
 	return wh_cli_usage_error(argv[i], "unknown command (see whittle --help)");
 }
