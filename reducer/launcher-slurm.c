@@ -336,7 +336,8 @@ static enum wh_status run_step(struct wh_slurm *s, const char *dir, struct wh_sl
 	} else if (w.pending_too_long) {
 		out->fault = true;
 		snprintf(out->why, sizeof out->why, "step pending longer than --queue-timeout");
-	} else if (exists(status)) {
+	} else if (exists(status) && pr.exit_code == 0) {
+		/* srun exits non-zero when the step was cancelled, even after the check ended */
 		out->ran = true;
 	} else if (text && strstr(text, "TIME LIMIT")) {
 		out->timed_out = true;
@@ -404,27 +405,29 @@ static enum wh_status run_job(struct wh_slurm *s, const char *dir, struct wh_slu
 	snprintf(status, sizeof status, "%s/status", dir);
 	snprintf(started, sizeof started, "%s/started", dir);
 	double started_at = 0, next_poll = t0 + 0.5, gone_since = 0;
-	bool cancel = false;
+	bool cancel = false, status_seen = false;
 	for (;;) {
 		if (wh_interrupted()) {
 			st = wh_error(WH_ERR_CHECK, "check: interrupted");
 			break;
 		}
-		if (exists(status)) {
-			out->ran = true;
-			break;
-		}
 		double now = wh_os_now_s();
+		if (exists(status) && !status_seen) {
+			/* the check ended; believe it once Slurm says the job completed (a job
+			 * cancelled while its check was ending is a fault) */
+			status_seen = true;
+			next_poll = now;
+		}
 		if (!started_at && exists(started))
 			started_at = now;
-		if (started_at && s->o.timeout_s > 0 && now - started_at > s->o.timeout_s) {
+		if (!status_seen && started_at && s->o.timeout_s > 0 && now - started_at > s->o.timeout_s) {
 			out->timed_out = true;
 			snprintf(out->why, sizeof out->why, "timeout (job %s cancelled)", id);
 			cancel = true;
 			break;
 		}
 		if (now >= next_poll) {
-			next_poll = now + 1.0;
+			next_poll = now + (status_seen ? 0.1 : 1.0);
 			char *q[] = {"squeue", "-h", "-t", "all", "-j", id, "-o", "%T", NULL};
 			if ((st = slurm_cmd(q, &rc, text, sizeof text)) != WH_OK)
 				break;
@@ -434,6 +437,10 @@ static enum wh_status run_job(struct wh_slurm *s, const char *dir, struct wh_slu
 				/* purged, or the controller did not answer: give it 30 s */
 				if (!gone_since)
 					gone_since = now;
+				if (status_seen && now - gone_since > 1) {
+					out->ran = true; /* purged already: it completed */
+					break;
+				}
 				if (now - gone_since > 30) {
 					if (exists(status)) {
 						out->ran = true;
@@ -458,8 +465,9 @@ static enum wh_status run_job(struct wh_slurm *s, const char *dir, struct wh_slu
 						break;
 					}
 				} else if (!active) {
-					sleep_s(0.2); /* the status file is written before the job ends */
-					if (exists(status)) {
+					if (!status_seen && strcmp(state, "COMPLETED"))
+						sleep_s(0.2); /* the status file is written before the job ends */
+					if (!strcmp(state, "COMPLETED") && exists(status)) {
 						out->ran = true;
 					} else if (!strcmp(state, "TIMEOUT") || !strcmp(state, "DEADLINE")) {
 						out->timed_out = true;
