@@ -1,4 +1,5 @@
 #include "reducer/reduce.h"
+#include "reducer/launcher.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -209,8 +210,13 @@ static void replay_append(struct driver *d, struct wh_hash h, enum wh_verdict v,
 	}
 	char *s = json_dumps(j, JSON_COMPACT);
 	if (s) {
-		fprintf(d->replay, "%s\n", s);
+		/* one write() of the whole line: an interrupt (reducer/launcher.h exits from its own
+		 * thread) finds the line written or not, never half */
+		size_t len = strlen(s);
+		s[len] = '\n';
 		fflush(d->replay);
+		ssize_t w = write(fileno(d->replay), s, len + 1);
+		(void)w;
 		fsync(fileno(d->replay));
 	}
 	free(s);
@@ -809,6 +815,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			goto out;
 		}
 	}
+	wh_interrupt_track_dir(d->workdir);
 	{
 		char p[PATH_MAX + 96];
 		snprintf(p, sizeof p, "%s/tensors", d->workdir);
@@ -844,6 +851,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			st = wh_error(WH_ERR_IO, "%s: cannot write the replay: %s (check the folder)", save_replay, strerror(errno));
 			goto out;
 		}
+		wh_interrupt_set_replay(save_replay);
 		if (fresh || !o->load_replay || strcmp(o->load_replay, save_replay)) {
 			fprintf(d->replay, "{\"original\":\"%s\",\"whittle\":\"%s\",\"nodes\":%u}\n", mhex, WHITTLE_VERSION, d->n);
 			fflush(d->replay);
@@ -1027,8 +1035,10 @@ out:
 	wh_progress_clear(&d->pr);
 	if (d->replay)
 		fclose(d->replay);
-	if (d->workdir[0])
+	if (d->workdir[0]) {
+		wh_interrupt_untrack_dir(d->workdir);
 		wh_os_remove_tree(d->workdir); /* the temporary folder, or artifacts_dir/work */
+	}
 	if (d->ref_owned) {
 		for (uint32_t k = 0; k < data->n_samples; k++) {
 			wh_tensor_set_release(&d->ref[k]);

@@ -51,6 +51,8 @@ struct wh_cli_check_opts {
 	const char *regex[64];
 	int fail_codes[64], ignore_codes[64];
 	int n_regex, n_fail, n_ignore;
+	bool launcher_given; /* any launcher option, for wh_cli_check_opts_given */
+	bool retries_given;  /* else finish sets the default, 2, for slurm */
 };
 
 #define WH_CLI_CHECK_LONGOPTS                                                   \
@@ -58,7 +60,34 @@ struct wh_cli_check_opts {
 	{"fail-code", required_argument, NULL, 'f'},                            \
 	{"ignore-fail-code", required_argument, NULL, 'i'},                     \
 	{"timeout", required_argument, NULL, 'T'},                              \
-	{"timeout-is", required_argument, NULL, 'U'}
+	{"timeout-is", required_argument, NULL, 'U'},                           \
+	{"launcher", required_argument, NULL, WH_CLI_OPT_LAUNCHER},             \
+	{"slurm-args", required_argument, NULL, WH_CLI_OPT_SLURM_ARGS},         \
+	{"shared-dir", required_argument, NULL, WH_CLI_OPT_SHARED_DIR},         \
+	{"retries", required_argument, NULL, WH_CLI_OPT_RETRIES},               \
+	{"queue-timeout", required_argument, NULL, WH_CLI_OPT_QUEUE_TIMEOUT}
+
+/* getopt values of the launcher options: above every character, so no command's own short
+ * or numbered options collide with them */
+enum {
+	WH_CLI_OPT_LAUNCHER = 0x5300,
+	WH_CLI_OPT_SLURM_ARGS,
+	WH_CLI_OPT_SHARED_DIR,
+	WH_CLI_OPT_RETRIES,
+	WH_CLI_OPT_QUEUE_TIMEOUT,
+};
+
+/* Help text of the launcher options, for each command's usage. */
+#define WH_CLI_LAUNCHER_HELP                                                                           \
+	"launcher:\n"                                                                                  \
+	"  --launcher L             where checks run: local (default; process groups) or slurm (a\n"   \
+	"                           step per check inside an allocation, else a job per check)\n"     \
+	"  --slurm-args \"ARGS\"     srun/sbatch flags for every check (e.g. \"-p gpu --gres=gpu:1\")\n" \
+	"  --shared-dir DIR         folder every node sees, where checks are staged (default: the\n"  \
+	"                           work folder of the candidates)\n"                                 \
+	"  --retries N              a job that fails to start, a node failure or a preemption is\n"   \
+	"                           retried N times (default 2), then counts as cannot tell\n"        \
+	"  --queue-timeout S        cancel a job pending longer than S seconds: cannot tell\n"
 
 void wh_cli_check_opts_init(struct wh_cli_check_opts *o);
 /* 1: consumed; 0: not a check option; -1: a bad value (recorded with wh_cli_usage_error). */
@@ -76,7 +105,8 @@ void wh_cli_check_opts_finish(struct wh_cli_check_opts *o, char **words, int n_w
 	"                           the check fails on these exit codes only (repeatable)\n"                  \
 	"  --ignore-fail-code N     a non-zero exit that does not mean failure (repeatable)\n"                \
 	"  --timeout S              kill the check (and its children) after S seconds\n"                      \
-	"  --timeout-is V           skip (default), fail or pass\n"
+	"  --timeout-is V           skip (default), fail or pass\n"                                          \
+	WH_CLI_LAUNCHER_HELP
 
 /* One getopt_long loop for every command. The getopt codes of the commands' own long-only
  * options are WH_CLI_OPT_BASE and up, so that none of them is also a short option letter
