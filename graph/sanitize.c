@@ -204,8 +204,6 @@ static bool foldable(const struct wh_graph *g, const struct wh_node *n, const st
 {
 	if (!default_domain(n) || has_subgraph(n) || n->n_outputs == 0)
 		return false;
-	if (!strncmp(n->op_type, "Random", 6) || !strcmp(n->op_type, "Bernoulli") || !strcmp(n->op_type, "Multinomial"))
-		return false;
 	for (uint32_t k = 0; k < n->n_outputs; k++) {
 		uint32_t v = n->outputs[k];
 		if (v == WH_NONE)
@@ -252,7 +250,7 @@ enum wh_status wh_model_sanitize(const struct wh_model *m, const struct wh_sanit
 	}
 	if ((st = wh_graph_topo_order(g, order)) != WH_OK)
 		goto out;
-	if (fold && (st = wh_infer_run(m, max, false, &states)) != WH_OK)
+	if (fold && (st = wh_infer_run(m, max, false, opt->evaluate, &states)) != WH_OK)
 		goto out;
 
 	for (uint32_t i = 0; i < g->n_nodes; i++) {

@@ -26,6 +26,7 @@ struct ictx {
 	int64_t opset;
 	uint64_t limit;
 	bool write_back;
+	wh_fold_fn eval; /* NULL: fold-eval.c's shape arithmetic */
 	const struct wh_node *n; /* node being inferred */
 	/* op types seen without a rule, reported once per run */
 	const char **unknown;
@@ -34,7 +35,7 @@ struct ictx {
 
 static enum wh_status infer_graph(const struct wh_model *m, const struct wh_graph *g, const struct ictx *parent,
 				  const struct wh_vstate *seeds, uint32_t n_seeds, uint64_t limit, bool write_back,
-				  const char **unknown, uint32_t *n_unknown, struct wh_vstate **out);
+				  wh_fold_fn eval, const char **unknown, uint32_t *n_unknown, struct wh_vstate **out);
 
 /* ---- small helpers ---- */
 
@@ -176,7 +177,7 @@ static bool st_ints(const struct wh_vstate *s, int64_t *vals, uint32_t cap, uint
 	if (!s || !s->known || !wh_dtype_is_int(s->value.dtype) || s->value.rank > 1 || s->value.count > cap)
 		return false;
 	for (uint64_t i = 0; i < s->value.count; i++)
-		vals[i] = wh_fold_get_i(&s->value, i);
+		vals[i] = wh_tensor_get_i64(&s->value, i);
 	*n_out = (uint32_t)s->value.count;
 	return true;
 }
@@ -186,7 +187,7 @@ static bool st_floats(const struct wh_vstate *s, double *vals, uint32_t cap, uin
 	if (!s || !s->known || s->value.rank > 1 || s->value.count > cap)
 		return false;
 	for (uint64_t i = 0; i < s->value.count; i++)
-		vals[i] = wh_fold_get_f(&s->value, i);
+		vals[i] = wh_tensor_get_f64(&s->value, i);
 	*n_out = (uint32_t)s->value.count;
 	return true;
 }
@@ -250,7 +251,7 @@ static bool sym_of(const struct wh_vstate *s, struct wh_symvec *out)
 		out->scalar = t->rank == 0;
 		out->n = (int32_t)t->count;
 		for (int32_t i = 0; i < out->n; i++) {
-			out->v[i] = wh_fold_get_i(t, (uint64_t)i);
+			out->v[i] = wh_tensor_get_i64(t, (uint64_t)i);
 			out->p[i] = NULL;
 			out->k[i] = true;
 		}
@@ -2157,7 +2158,7 @@ static enum wh_status sub_infer(struct ictx *c, const struct wh_graph *g, const 
 	*out = NULL;
 	if (!g)
 		return WH_OK;
-	return infer_graph(c->m, g, c, seeds, n_seeds, c->limit, c->write_back, c->unknown, c->n_unknown, out);
+	return infer_graph(c->m, g, c, seeds, n_seeds, c->limit, c->write_back, c->eval, c->unknown, c->n_unknown, out);
 }
 
 static void merge_into(struct wh_vstate *o, const struct wh_vstate *b)
@@ -2197,7 +2198,7 @@ static enum wh_status r_if(struct ictx *c)
 	const struct wh_vstate *cond = IN(c, 0);
 	int which = -1;
 	if (cond && cond->known && cond->value.count == 1)
-		which = wh_fold_get_i(&cond->value, 0) ? 0 : 1;
+		which = wh_tensor_get_i64(&cond->value, 0) ? 0 : 1;
 	for (uint32_t k = 0; k < c->n->n_outputs; k++) {
 		struct wh_vstate *o = out_set(c, k, WH_DT_UNDEFINED, -1);
 		if (!o)
@@ -3094,12 +3095,6 @@ bool wh_shape_has_rule(const char *domain, const char *op_type)
 	return find_rule(domain, op_type) != NULL;
 }
 
-/* Ops whose results differ from run to run: never evaluated at inference time. */
-static bool is_random(const char *op)
-{
-	return !strncmp(op, "Random", 6) || !strcmp(op, "Bernoulli") || !strcmp(op, "Multinomial");
-}
-
 static bool default_domain(const struct wh_node *n)
 {
 	return is_default_domain(n->domain);
@@ -3117,61 +3112,119 @@ static void note_unknown(struct ictx *c)
 	}
 }
 
-/* Tries to compute the node's outputs from known inputs. */
-static enum wh_status try_eval(struct ictx *c, bool *done)
+enum { EVAL_MAX_INPUTS = 64, EVAL_MAX_OUTPUTS = 16 };
+
+/* The node's inputs as constant tensors (ins[i] NULL for an omitted input); false when one is
+ * not known. Shape and Size read only the shape: an input of static shape but unknown
+ * contents stands in as a tensor without data (*shape_only_out). */
+static bool eval_inputs(struct ictx *c, struct wh_tensor *store, const struct wh_tensor **ins, bool *shape_only_out)
 {
 	const struct wh_node *n = c->n;
-	*done = false;
-	if (!default_domain(n) || is_random(n->op_type) || n->n_outputs == 0 || n->n_inputs > 64)
-		return WH_OK;
+	*shape_only_out = false;
+	if (!default_domain(n) || n->n_outputs == 0 || n->n_outputs > EVAL_MAX_OUTPUTS || n->n_inputs > EVAL_MAX_INPUTS)
+		return false;
 	for (uint32_t a = 0; a < n->n_attrs; a++)
 		if (n->attrs[a].type == WH_ATTR_GRAPH || n->attrs[a].type == WH_ATTR_GRAPHS)
-			return WH_OK;
-	struct wh_tensor ins[64], outs[16];
-	if (n->n_outputs > 16)
-		return WH_OK;
+			return false;
+	bool shape_op = !strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size");
 	for (uint32_t i = 0; i < n->n_inputs; i++) {
 		const struct wh_vstate *s = IN(c, i);
-		if (!s) {
-			wh_tensor_init(&ins[i]);
+		ins[i] = NULL;
+		if (!s)
+			continue;
+		if (s->known) {
+			ins[i] = &s->value;
 			continue;
 		}
-		bool shape_only = (!strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size")) && all_static(s);
-		if (!s->known && !shape_only)
-			return WH_OK;
-		if (s->known) {
-			ins[i] = s->value;
-		} else {
-			/* only the shape is read */
-			wh_tensor_init(&ins[i]);
-			ins[i].dtype = s->dtype ? s->dtype : WH_DT_FLOAT;
-			ins[i].rank = s->rank;
-			memcpy(ins[i].dims, s->dims, sizeof ins[i].dims);
-			if (!wh_shape_count(ins[i].dims, ins[i].rank, &ins[i].count))
-				return WH_OK;
-		}
+		if (!shape_op || !all_static(s))
+			return false;
+		/* only the shape is read */
+		struct wh_tensor *t = &store[i];
+		wh_tensor_init(t);
+		t->dtype = s->dtype ? s->dtype : WH_DT_FLOAT;
+		t->rank = s->rank;
+		memcpy(t->dims, s->dims, sizeof t->dims);
+		if (!wh_shape_count(t->dims, t->rank, &t->count))
+			return false;
+		ins[i] = t;
+		*shape_only_out = true;
 	}
+	return true;
+}
+
+/* Whether the outputs the rule inferred are static and within the limit, so that an evaluator
+ * that allocates its own outputs (the executor's kernels) may run. Ops whose output size
+ * depends on the values are bounded by their inputs' size instead. */
+static bool eval_bounded(struct ictx *c, const struct wh_tensor *const *ins)
+{
+	const struct wh_node *n = c->n;
+	bool all = true;
+	for (uint32_t k = 0; k < n->n_outputs; k++) {
+		const struct wh_vstate *o = OUT(c, k);
+		uint64_t count;
+		if (o && (o->seq || !all_static(o) || !wh_shape_count(o->dims, o->rank, &count) || count > c->limit))
+			all = false;
+	}
+	if (all)
+		return true;
+	if (strcmp(n->op_type, "NonZero") && strcmp(n->op_type, "Unique") && strcmp(n->op_type, "Compress"))
+		return false;
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < n->n_inputs; i++)
+		if (ins[i])
+			total += ins[i]->count * (uint64_t)(ins[i]->rank > 0 ? ins[i]->rank : 1);
+	return total <= c->limit;
+}
+
+/* Stores evaluated outputs as the node's known values: numeric tensors within the limit only
+ * (anything else leaves the rule's result). Takes the outputs. */
+static void eval_store(struct ictx *c, struct wh_tensor *outs, bool *done)
+{
+	const struct wh_node *n = c->n;
+	for (uint32_t k = 0; *done && k < n->n_outputs; k++)
+		if (OUT(c, k) && (!wh_value_is_tensor(&outs[k]) || !wh_fold_dtype_ok(outs[k].dtype) || outs[k].count > c->limit))
+			*done = false;
+	for (uint32_t k = 0; *done && k < n->n_outputs; k++) {
+		struct wh_vstate *o = OUT(c, k);
+		if (!o)
+			continue;
+		st_clear_value(o);
+		o->sym.valid = false;
+		o->seq = false;
+		o->dtype = outs[k].dtype;
+		o->rank = outs[k].rank;
+		for (int32_t i = 0; i < WH_MAX_RANK; i++) {
+			o->dims[i] = i < outs[k].rank ? outs[k].dims[i] : -1;
+			o->params[i] = NULL;
+		}
+		o->value = outs[k];
+		o->known = true;
+		wh_tensor_init(&outs[k]);
+	}
+}
+
+/* Computes the node's outputs from known inputs. Without an evaluator, before the shape rule
+ * (fold-eval.c bounds its outputs itself); with one, after it (after_rule), when the rule has
+ * bounded the outputs. Shape and Size of an input without contents are shape inference's own
+ * (fold-eval.c) in both cases. */
+static enum wh_status try_eval(struct ictx *c, bool after_rule, bool *done)
+{
+	const struct wh_node *n = c->n;
+	struct wh_tensor store[EVAL_MAX_INPUTS], outs[EVAL_MAX_OUTPUTS];
+	const struct wh_tensor *ins[EVAL_MAX_INPUTS];
+	bool shape_only;
+	*done = false;
+	if (!eval_inputs(c, store, ins, &shape_only))
+		return WH_OK;
+	bool own = !c->eval || shape_only;
+	if (own == after_rule || (after_rule && !eval_bounded(c, ins)))
+		return WH_OK;
 	for (uint32_t k = 0; k < n->n_outputs; k++)
 		wh_tensor_init(&outs[k]);
-	enum wh_status st = wh_fold_eval(n, c->opset, ins, outs, c->limit, done);
-	if (st == WH_OK && *done) {
-		for (uint32_t k = 0; k < n->n_outputs; k++) {
-			struct wh_vstate *o = OUT(c, k);
-			if (!o)
-				continue;
-			st_clear_value(o);
-			o->sym.valid = false;
-			o->dtype = outs[k].dtype;
-			o->rank = outs[k].rank;
-			for (int32_t i = 0; i < WH_MAX_RANK; i++) {
-				o->dims[i] = i < outs[k].rank ? outs[k].dims[i] : -1;
-				o->params[i] = NULL;
-			}
-			o->value = outs[k];
-			o->known = true;
-			wh_tensor_init(&outs[k]);
-		}
-	}
+	enum wh_status st = own ? wh_fold_eval(n, c->opset, ins, outs, c->limit, done)
+				: c->eval(c->m, c->g, n, c->opset, ins, outs, done);
+	if (st == WH_OK && *done)
+		eval_store(c, outs, done);
 	for (uint32_t k = 0; k < n->n_outputs; k++)
 		wh_tensor_release(&outs[k]);
 	return st;
@@ -3215,7 +3268,7 @@ static enum wh_status infer_node(struct ictx *c)
 {
 	const struct wh_node *n = c->n;
 	bool done = false;
-	enum wh_status st = try_eval(c, &done);
+	enum wh_status st = try_eval(c, false, &done);
 	if (st != WH_OK)
 		return st;
 	if (!done) {
@@ -3224,6 +3277,8 @@ static enum wh_status infer_node(struct ictx *c)
 			if ((st = fn(c)) != WH_OK)
 				return st;
 			infer_sym(c);
+			if ((st = try_eval(c, true, &done)) != WH_OK)
+				return st;
 		} else {
 			note_unknown(c);
 		}
@@ -3319,7 +3374,7 @@ static enum wh_status write_back(const struct wh_graph *cg, const struct wh_vsta
 
 static enum wh_status infer_graph(const struct wh_model *m, const struct wh_graph *g, const struct ictx *parent,
 				  const struct wh_vstate *seeds, uint32_t n_seeds, uint64_t limit, bool wb,
-				  const char **unknown, uint32_t *n_unknown, struct wh_vstate **out)
+				  wh_fold_fn eval, const char **unknown, uint32_t *n_unknown, struct wh_vstate **out)
 {
 	*out = NULL;
 	enum wh_status st = WH_OK;
@@ -3373,7 +3428,7 @@ static enum wh_status infer_graph(const struct wh_model *m, const struct wh_grap
 		goto out;
 	struct ictx c = {
 		.m = m, .g = g, .st = s, .parent = parent, .opset = wh_model_opset(m, ""), .limit = limit,
-		.write_back = wb, .unknown = unknown, .n_unknown = n_unknown,
+		.write_back = wb, .eval = eval, .unknown = unknown, .n_unknown = n_unknown,
 	};
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
 		c.n = &g->nodes[order[i]];
@@ -3401,14 +3456,14 @@ void wh_infer_states_free(struct wh_vstate *s, uint32_t n)
 	free(s);
 }
 
-enum wh_status wh_infer_run(const struct wh_model *m, uint64_t max_value_elements, bool wb,
+enum wh_status wh_infer_run(const struct wh_model *m, uint64_t max_value_elements, bool wb, wh_fold_fn eval,
 			    struct wh_vstate **states_out)
 {
 	const char *unknown[WH_MAX_UNKNOWN_OPS];
 	uint32_t n_unknown = 0;
 	*states_out = NULL;
 	struct wh_vstate *s;
-	enum wh_status st = infer_graph(m, m->graph, NULL, NULL, 0, max_value_elements, wb, unknown, &n_unknown, &s);
+	enum wh_status st = infer_graph(m, m->graph, NULL, NULL, 0, max_value_elements, wb, eval, unknown, &n_unknown, &s);
 	if (st != WH_OK)
 		return st;
 	if (wb && (st = write_back(m->graph, s)) != WH_OK) {
@@ -3423,8 +3478,13 @@ enum wh_status wh_infer_run(const struct wh_model *m, uint64_t max_value_element
 
 enum wh_status wh_model_infer_shapes(struct wh_model *m)
 {
+	return wh_model_infer_shapes_eval(m, NULL);
+}
+
+enum wh_status wh_model_infer_shapes_eval(struct wh_model *m, wh_fold_fn eval)
+{
 	struct wh_vstate *s;
-	enum wh_status st = wh_infer_run(m, WH_INFER_VALUE_LIMIT, true, &s);
+	enum wh_status st = wh_infer_run(m, WH_INFER_VALUE_LIMIT, true, eval, &s);
 	if (st != WH_OK)
 		return st;
 	wh_infer_states_free(s, m->graph->n_values);

@@ -1,6 +1,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "executor/executor.h"
 #include "graph/onnx-io.h"
 #include "graph/sanitize.h"
 #include "reducer/cli/cli-internal.h"
@@ -23,7 +24,7 @@ int wh_cmd_sanitize(int argc, char **argv)
 		{0, 0, 0, 0},
 	};
 	const char *out_path = NULL, *shapes = NULL;
-	struct wh_sanitize_options opt = {0};
+	struct wh_sanitize_options opt = {.evaluate = wh_executor_fold_eval};
 	int c;
 	while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
 		switch (c) {
