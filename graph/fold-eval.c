@@ -1,5 +1,7 @@
 #include "graph/fold-eval.h"
 
+#include "graph/onnx-io.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -654,7 +656,8 @@ static int ev_constant_of_shape(struct ev *e)
 	const struct wh_attr *a = wh_node_attr(e->n, "value");
 	enum wh_dtype dt = WH_DT_FLOAT;
 	if (a && a->type == WH_ATTR_TENSOR && a->t) {
-		if (wh_fold_const_tensor(a->t, &val) != WH_OK || val.count != 1) {
+		if (!int_ok(a->t->dtype) || wh_const_tensor_value(a->t, &val) != WH_OK || val.count != 1) {
+			wh_error_clear();
 			wh_tensor_release(&val);
 			return EV_SKIP;
 		}
@@ -680,14 +683,6 @@ static int ev_constant_of_shape(struct ev *e)
 
 /* ---- constants ---- */
 
-enum wh_status wh_fold_const_tensor(const struct wh_const_tensor *ct, struct wh_tensor *t)
-{
-	if (!wh_fold_dtype_ok(ct->dtype))
-		return wh_error(WH_ERR_UNSUPPORTED, "constant '%s': type %s is not evaluated", ct->name ? ct->name : "",
-				wh_dtype_name(ct->dtype));
-	return wh_tensor_from_raw(t, ct->dtype, ct->rank, ct->dims, ct->data);
-}
-
 enum wh_status wh_fold_constant_node(const struct wh_node *n, struct wh_tensor *t, bool *found_out)
 {
 	*found_out = false;
@@ -698,7 +693,7 @@ enum wh_status wh_fold_constant_node(const struct wh_node *n, struct wh_tensor *
 		if (!strcmp(a->name, "value") && a->type == WH_ATTR_TENSOR && a->t) {
 			if (!wh_fold_dtype_ok(a->t->dtype))
 				return WH_OK;
-			if ((st = wh_fold_const_tensor(a->t, t)) != WH_OK)
+			if ((st = wh_const_tensor_value(a->t, t)) != WH_OK)
 				return st;
 		} else if (!strcmp(a->name, "value_float") && a->type == WH_ATTR_FLOAT) {
 			if ((st = wh_tensor_alloc(t, WH_DT_FLOAT, 0, NULL)) != WH_OK)

@@ -25,8 +25,6 @@ enum wh_status wh_fold_eval(const struct wh_node *n, int64_t opset, const struct
  * or 4-bit types). */
 bool wh_fold_dtype_ok(enum wh_dtype dt);
 
-/* A tensor from a node attribute's constant (shares the blob). */
-enum wh_status wh_fold_const_tensor(const struct wh_const_tensor *ct, struct wh_tensor *t);
 /* Constant's value attribute (value, value_float(s), value_int(s)) as a tensor; *found_out
  * false when the node has none of those (strings, sparse). */
 enum wh_status wh_fold_constant_node(const struct wh_node *n, struct wh_tensor *t, bool *found_out);

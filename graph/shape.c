@@ -3205,8 +3205,8 @@ static void eval_store(struct ictx *c, struct wh_tensor *outs, bool *done)
 
 /* Computes the node's outputs from known inputs. Without an evaluator, before the shape rule
  * (fold-eval.c bounds its outputs itself); with one, after it (after_rule), when the rule has
- * bounded the outputs. Shape and Size of an input without contents are shape inference's own
- * (fold-eval.c) in both cases. */
+ * bounded the outputs. Constant, and Shape and Size of an input without contents, are shape
+ * inference's own (fold-eval.c) in both cases. */
 static enum wh_status try_eval(struct ictx *c, bool after_rule, bool *done)
 {
 	const struct wh_node *n = c->n;
@@ -3216,7 +3216,8 @@ static enum wh_status try_eval(struct ictx *c, bool after_rule, bool *done)
 	*done = false;
 	if (!eval_inputs(c, store, ins, &shape_only))
 		return WH_OK;
-	bool own = !c->eval || shape_only;
+	/* a Constant's value is its attribute: nothing to compute */
+	bool own = !c->eval || shape_only || !strcmp(n->op_type, "Constant");
 	if (own == after_rule || (after_rule && !eval_bounded(c, ins)))
 		return WH_OK;
 	for (uint32_t k = 0; k < n->n_outputs; k++)
