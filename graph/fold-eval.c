@@ -96,7 +96,7 @@ static bool int_list(const struct wh_tensor *t, int64_t *vals, uint32_t cap, uin
 	return true;
 }
 
-static bool attr_int_list(const struct wh_node *n, const char *name, int64_t *vals, uint32_t cap, uint32_t *n_out)
+bool wh_fold_attr_ints(const struct wh_node *n, const char *name, int64_t *vals, uint32_t cap, uint32_t *n_out)
 {
 	const int64_t *v;
 	int64_t cnt = wh_node_attr_ints(n, name, &v);
@@ -203,8 +203,9 @@ static int ev_elementwise(struct ev *e, enum ew_op op, bool variadic, bool compa
 	return EV_DONE;
 }
 
-static int ev_unary(struct ev *e, const char *op)
+static int ev_unary(struct ev *e)
 {
+	const char *op = e->n->op_type;
 	if (!has_in(e, 0))
 		return EV_SKIP;
 	const struct wh_tensor *x = e->in[0];
@@ -250,8 +251,9 @@ static int ev_where(struct ev *e)
 
 /* ---- type and shape ---- */
 
-static int ev_cast(struct ev *e, enum wh_dtype to)
+static int ev_cast(struct ev *e)
 {
+	enum wh_dtype to = (enum wh_dtype)wh_node_attr_int(e->n, "to", 0);
 	if (!has_in(e, 0) || !int_ok(to))
 		return EV_SKIP;
 	const struct wh_tensor *x = e->in[0];
@@ -291,19 +293,26 @@ static int ev_range(struct ev *e)
 	return EV_DONE;
 }
 
+void wh_fold_shape_range(const struct wh_node *n, int32_t rank, int64_t *start_out, int64_t *len_out)
+{
+	int64_t start = wh_node_attr_int(n, "start", 0), end = wh_node_attr_int(n, "end", rank);
+	if (start < 0)
+		start += rank;
+	if (end < 0)
+		end += rank;
+	start = start < 0 ? 0 : (start > rank ? rank : start);
+	end = end < 0 ? 0 : (end > rank ? rank : end);
+	*start_out = start;
+	*len_out = end > start ? end - start : 0;
+}
+
 static int ev_shape(struct ev *e)
 {
 	if (!has_in(e, 0))
 		return EV_SKIP;
 	const struct wh_tensor *x = e->in[0];
-	int64_t start = wh_node_attr_int(e->n, "start", 0), end = wh_node_attr_int(e->n, "end", x->rank);
-	if (start < 0)
-		start += x->rank;
-	if (end < 0)
-		end += x->rank;
-	start = start < 0 ? 0 : (start > x->rank ? x->rank : start);
-	end = end < 0 ? 0 : (end > x->rank ? x->rank : end);
-	int64_t len = end > start ? end - start : 0;
+	int64_t start, len;
+	wh_fold_shape_range(e->n, x->rank, &start, &len);
 	int r = alloc_out(e, 0, WH_DT_INT64, 1, &len);
 	if (r != EV_DONE)
 		return r;
@@ -374,7 +383,7 @@ static bool axes_of(struct ev *e, int64_t opset_input, int64_t *axes, uint32_t *
 	if (cnt < 0)
 		return true;
 	*given = true;
-	return attr_int_list(e->n, "axes", axes, WH_MAX_RANK, n);
+	return wh_fold_attr_ints(e->n, "axes", axes, WH_MAX_RANK, n);
 }
 
 static int ev_squeeze(struct ev *e)
@@ -547,10 +556,10 @@ static int ev_slice(struct ev *e)
 	int64_t starts[WH_MAX_RANK], ends[WH_MAX_RANK], axes[WH_MAX_RANK], steps[WH_MAX_RANK];
 	uint32_t ns, ne, na, nst;
 	if (e->opset < 10) {
-		if (!attr_int_list(e->n, "starts", starts, WH_MAX_RANK, &ns) ||
-		    !attr_int_list(e->n, "ends", ends, WH_MAX_RANK, &ne))
+		if (!wh_fold_attr_ints(e->n, "starts", starts, WH_MAX_RANK, &ns) ||
+		    !wh_fold_attr_ints(e->n, "ends", ends, WH_MAX_RANK, &ne))
 			return EV_SKIP;
-		if (!attr_int_list(e->n, "axes", axes, WH_MAX_RANK, &na))
+		if (!wh_fold_attr_ints(e->n, "axes", axes, WH_MAX_RANK, &na))
 			na = 0;
 		nst = 0;
 	} else {
@@ -724,6 +733,22 @@ enum wh_status wh_fold_constant_node(const struct wh_node *n, struct wh_tensor *
 
 /* ---- dispatch ---- */
 
+static int ev_identity(struct ev *e)
+{
+	return has_in(e, 0) ? share_out(e, 0, e->in[0], e->in[0]->rank, e->in[0]->dims) : EV_SKIP;
+}
+
+/* the integer ops besides the elementwise table */
+static const struct {
+	const char *name;
+	int (*fn)(struct ev *e);
+} ops[] = {
+	{"Neg", ev_unary}, {"Abs", ev_unary}, {"Not", ev_unary}, {"Identity", ev_identity}, {"Cast", ev_cast},
+	{"Where", ev_where}, {"Reshape", ev_reshape}, {"Squeeze", ev_squeeze}, {"Unsqueeze", ev_unsqueeze},
+	{"Concat", ev_concat}, {"Gather", ev_gather}, {"Slice", ev_slice}, {"Expand", ev_expand},
+	{"ConstantOfShape", ev_constant_of_shape}, {"Range", ev_range},
+};
+
 static int dispatch(struct ev *e)
 {
 	const char *op = e->n->op_type;
@@ -746,32 +771,9 @@ static int dispatch(struct ev *e)
 	for (size_t i = 0; i < sizeof ew_table / sizeof ew_table[0]; i++)
 		if (!strcmp(op, ew_table[i].name))
 			return ev_elementwise(e, ew_table[i].op, ew_table[i].variadic, ew_table[i].compare);
-	if (!strcmp(op, "Neg") || !strcmp(op, "Abs") || !strcmp(op, "Not"))
-		return ev_unary(e, op);
-	if (!strcmp(op, "Identity"))
-		return has_in(e, 0) ? share_out(e, 0, e->in[0], e->in[0]->rank, e->in[0]->dims) : EV_SKIP;
-	if (!strcmp(op, "Cast"))
-		return ev_cast(e, (enum wh_dtype)wh_node_attr_int(e->n, "to", 0));
-	if (!strcmp(op, "Where"))
-		return ev_where(e);
-	if (!strcmp(op, "Reshape"))
-		return ev_reshape(e);
-	if (!strcmp(op, "Squeeze"))
-		return ev_squeeze(e);
-	if (!strcmp(op, "Unsqueeze"))
-		return ev_unsqueeze(e);
-	if (!strcmp(op, "Concat"))
-		return ev_concat(e);
-	if (!strcmp(op, "Gather"))
-		return ev_gather(e);
-	if (!strcmp(op, "Slice"))
-		return ev_slice(e);
-	if (!strcmp(op, "Expand"))
-		return ev_expand(e);
-	if (!strcmp(op, "ConstantOfShape"))
-		return ev_constant_of_shape(e);
-	if (!strcmp(op, "Range"))
-		return ev_range(e);
+	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+		if (!strcmp(op, ops[i].name))
+			return ops[i].fn(e);
 	return EV_SKIP;
 }
 

@@ -25,6 +25,11 @@ enum wh_status wh_fold_eval(const struct wh_node *n, int64_t opset, const struct
  * or 4-bit types). */
 bool wh_fold_dtype_ok(enum wh_dtype dt);
 
+/* Shape's start/end attributes (opset 15) clamped for an input of the given rank: the first
+ * dimension and how many. */
+void wh_fold_shape_range(const struct wh_node *n, int32_t rank, int64_t *start_out, int64_t *len_out);
+/* An INTS attribute copied into vals (at most cap); false when absent or longer. */
+bool wh_fold_attr_ints(const struct wh_node *n, const char *name, int64_t *vals, uint32_t cap, uint32_t *n_out);
 /* Constant's value attribute (value, value_float(s), value_int(s)) as a tensor; *found_out
  * false when the node has none of those (strings, sparse). */
 enum wh_status wh_fold_constant_node(const struct wh_node *n, struct wh_tensor *t, bool *found_out);

@@ -192,18 +192,6 @@ static bool st_floats(const struct wh_vstate *s, double *vals, uint32_t cap, uin
 	return true;
 }
 
-static bool attr_ints(const struct wh_node *n, const char *name, int64_t *vals, uint32_t cap, uint32_t *n_out)
-{
-	const int64_t *v;
-	int64_t cnt = wh_node_attr_ints(n, name, &v);
-	if (cnt < 0 || cnt > cap)
-		return false;
-	for (int64_t i = 0; i < cnt; i++)
-		vals[i] = v[i];
-	*n_out = (uint32_t)cnt;
-	return true;
-}
-
 /* An element-type attribute (output_datatype, dtype), or UNDEFINED when it is not a type. */
 static enum wh_dtype attr_dtype(const struct wh_node *n, const char *name, enum wh_dtype dflt)
 {
@@ -349,8 +337,8 @@ static void infer_sym(struct ictx *c)
 			return;
 		bool ok;
 		if (c->opset < 10) {
-			ok = attr_ints(c->n, "starts", st, 1, &n1) && attr_ints(c->n, "ends", en, 1, &n2);
-			if (ok && !attr_ints(c->n, "axes", ax, 1, &n3))
+			ok = wh_fold_attr_ints(c->n, "starts", st, 1, &n1) && wh_fold_attr_ints(c->n, "ends", en, 1, &n2);
+			if (ok && !wh_fold_attr_ints(c->n, "axes", ax, 1, &n3))
 				n3 = 1;
 		} else {
 			ok = st_ints(IN(c, 1), st, 1, &n1) && st_ints(IN(c, 2), en, 1, &n2) &&
@@ -583,20 +571,20 @@ static enum wh_status read_window(struct ictx *c, int32_t nsp, const struct wh_v
 		win->strides[i] = win->dilations[i] = 1;
 		win->pads[i] = win->pads[nsp + i] = win->out_pad[i] = 0;
 	}
-	if (attr_ints(c->n, "kernel_shape", win->kernel, WH_MAX_RANK, &n)) {
+	if (wh_fold_attr_ints(c->n, "kernel_shape", win->kernel, WH_MAX_RANK, &n)) {
 		if ((int32_t)n != nsp)
 			return node_err(c, WH_ERR_SHAPE, "kernel_shape has %u values for %d spatial dimensions", n, nsp);
 	} else if (ranked(w) && w->rank == nsp + 2) {
 		for (int32_t i = 0; i < nsp; i++)
 			win->kernel[i] = w->dims[2 + i];
 	}
-	if (attr_ints(c->n, "strides", win->strides, WH_MAX_RANK, &n) && (int32_t)n != nsp)
+	if (wh_fold_attr_ints(c->n, "strides", win->strides, WH_MAX_RANK, &n) && (int32_t)n != nsp)
 		return node_err(c, WH_ERR_SHAPE, "strides has %u values for %d spatial dimensions", n, nsp);
-	if (attr_ints(c->n, "dilations", win->dilations, WH_MAX_RANK, &n) && (int32_t)n != nsp)
+	if (wh_fold_attr_ints(c->n, "dilations", win->dilations, WH_MAX_RANK, &n) && (int32_t)n != nsp)
 		return node_err(c, WH_ERR_SHAPE, "dilations has %u values for %d spatial dimensions", n, nsp);
-	if (attr_ints(c->n, "pads", win->pads, 2 * WH_MAX_RANK, &n) && (int32_t)n != 2 * nsp)
+	if (wh_fold_attr_ints(c->n, "pads", win->pads, 2 * WH_MAX_RANK, &n) && (int32_t)n != 2 * nsp)
 		return node_err(c, WH_ERR_SHAPE, "pads has %u values for %d spatial dimensions", n, nsp);
-	if (attr_ints(c->n, "output_padding", win->out_pad, WH_MAX_RANK, &n) && (int32_t)n != nsp)
+	if (wh_fold_attr_ints(c->n, "output_padding", win->out_pad, WH_MAX_RANK, &n) && (int32_t)n != nsp)
 		return node_err(c, WH_ERR_SHAPE, "output_padding has %u values for %d spatial dimensions", n, nsp);
 	for (int32_t i = 0; i < nsp; i++) {
 		if (win->strides[i] <= 0 || win->dilations[i] <= 0)
@@ -725,7 +713,7 @@ static enum wh_status r_conv_transpose(struct ictx *c)
 	}
 	int64_t oshape[WH_MAX_RANK];
 	uint32_t nos = 0;
-	bool have_os = attr_ints(c->n, "output_shape", oshape, WH_MAX_RANK, &nos);
+	bool have_os = wh_fold_attr_ints(c->n, "output_shape", oshape, WH_MAX_RANK, &nos);
 	if (have_os && (int32_t)nos != win.nsp && (int32_t)nos != rank)
 		return node_err(c, WH_ERR_SHAPE, "output_shape has %u values for %d spatial dimensions", nos, win.nsp);
 	for (int32_t i = 0; i < win.nsp; i++) {
@@ -965,14 +953,8 @@ static enum wh_status r_shape(struct ictx *c)
 	struct wh_vstate *o = out_set(c, 0, WH_DT_INT64, 1);
 	if (!o || !ranked(x))
 		return WH_OK;
-	int64_t start = wh_node_attr_int(c->n, "start", 0), end = wh_node_attr_int(c->n, "end", x->rank);
-	if (start < 0)
-		start += x->rank;
-	if (end < 0)
-		end += x->rank;
-	start = start < 0 ? 0 : (start > x->rank ? x->rank : start);
-	end = end < 0 ? 0 : (end > x->rank ? x->rank : end);
-	int64_t len = end > start ? end - start : 0;
+	int64_t start, len;
+	wh_fold_shape_range(c->n, x->rank, &start, &len);
 	dim_set(o, 0, len);
 	for (int64_t i = 0; i < len; i++)
 		if (x->dims[start + i] < 0)
@@ -1006,7 +988,7 @@ static enum wh_status r_reshape(struct ictx *c)
 	bool have;
 	if (c->opset < 5) {
 		uint32_t n = 0;
-		have = attr_ints(c->n, "shape", sv.v, WH_MAX_RANK, &n);
+		have = wh_fold_attr_ints(c->n, "shape", sv.v, WH_MAX_RANK, &n);
 		sv.n = (int32_t)n;
 		for (int32_t i = 0; i < sv.n; i++)
 			sv.k[i] = true;
@@ -1139,7 +1121,7 @@ static bool node_axes(struct ictx *c, int64_t from_opset, uint32_t input, int64_
 	if (wh_node_attr_ints(c->n, "axes", &v) < 0)
 		return true;
 	*given = true;
-	return attr_ints(c->n, "axes", axes, WH_MAX_RANK, n);
+	return wh_fold_attr_ints(c->n, "axes", axes, WH_MAX_RANK, n);
 }
 
 static enum wh_status r_squeeze(struct ictx *c)
@@ -1240,7 +1222,7 @@ static enum wh_status r_transpose(struct ictx *c)
 		return WH_OK;
 	int64_t perm[WH_MAX_RANK];
 	uint32_t n;
-	if (!attr_ints(c->n, "perm", perm, WH_MAX_RANK, &n)) {
+	if (!wh_fold_attr_ints(c->n, "perm", perm, WH_MAX_RANK, &n)) {
 		n = (uint32_t)x->rank;
 		for (uint32_t i = 0; i < n; i++)
 			perm[i] = (int64_t)n - 1 - i;
@@ -1339,7 +1321,7 @@ static enum wh_status r_split(struct ictx *c)
 					dim_set(OUT(c, k), axis, -1);
 			return WH_OK;
 		}
-	} else if (c->opset < 13 && attr_ints(c->n, "split", split, 256, &ns)) {
+	} else if (c->opset < 13 && wh_fold_attr_ints(c->n, "split", split, 256, &ns)) {
 		have = true;
 	}
 	int64_t d = x->dims[axis];
@@ -1444,9 +1426,9 @@ static enum wh_status r_slice(struct ictx *c)
 	uint32_t ns = 0, ne = 0, na = 0, nst = 0;
 	bool axes_known = true, se_known;
 	if (c->opset < 10) {
-		se_known = attr_ints(c->n, "starts", starts, WH_MAX_RANK, &ns) &&
-			   attr_ints(c->n, "ends", ends, WH_MAX_RANK, &ne);
-		if (!attr_ints(c->n, "axes", axes, WH_MAX_RANK, &na))
+		se_known = wh_fold_attr_ints(c->n, "starts", starts, WH_MAX_RANK, &ns) &&
+			   wh_fold_attr_ints(c->n, "ends", ends, WH_MAX_RANK, &ne);
+		if (!wh_fold_attr_ints(c->n, "axes", axes, WH_MAX_RANK, &na))
 			na = 0;
 	} else {
 		se_known = st_ints(IN(c, 1), starts, WH_MAX_RANK, &ns) && st_ints(IN(c, 2), ends, WH_MAX_RANK, &ne);
@@ -1567,7 +1549,7 @@ static enum wh_status r_pad(struct ictx *c)
 	uint32_t np, na = 0;
 	bool have;
 	if (c->opset < 11)
-		have = attr_ints(c->n, c->opset < 2 ? "paddings" : "pads", pads, 2 * WH_MAX_RANK, &np);
+		have = wh_fold_attr_ints(c->n, c->opset < 2 ? "paddings" : "pads", pads, 2 * WH_MAX_RANK, &np);
 	else
 		have = st_ints(IN(c, 1), pads, 2 * WH_MAX_RANK, &np);
 	if (have && IN(c, 3) && !st_ints(IN(c, 3), axes, WH_MAX_RANK, &na))
@@ -1832,7 +1814,7 @@ static enum wh_status r_resize(struct ictx *c)
 			dim_set(o, i, -1);
 		return WH_OK;
 	}
-	if (!attr_ints(c->n, "axes", axes, WH_MAX_RANK, &na))
+	if (!wh_fold_attr_ints(c->n, "axes", axes, WH_MAX_RANK, &na))
 		na = 0;
 	uint32_t cnt = have_sizes ? nsz : nsc;
 	if ((na && cnt != na) || (!na && (int32_t)cnt != x->rank))
@@ -2044,7 +2026,7 @@ static enum wh_status r_random(struct ictx *c)
 	int64_t shape[WH_MAX_RANK];
 	uint32_t n;
 	enum wh_dtype t = wh_dtype_valid((int)dt) ? (enum wh_dtype)dt : WH_DT_UNDEFINED;
-	if (!attr_ints(c->n, "shape", shape, WH_MAX_RANK, &n)) {
+	if (!wh_fold_attr_ints(c->n, "shape", shape, WH_MAX_RANK, &n)) {
 		out_set(c, 0, t, -1);
 		return WH_OK;
 	}
@@ -2295,9 +2277,9 @@ static enum wh_status r_scan(struct ictx *c)
 	uint32_t n_state = c->n->n_inputs - (uint32_t)m;
 	int64_t in_axes[64], out_axes[64];
 	uint32_t n_in_axes = 0, n_out_axes = 0;
-	if (!attr_ints(c->n, "scan_input_axes", in_axes, 64, &n_in_axes))
+	if (!wh_fold_attr_ints(c->n, "scan_input_axes", in_axes, 64, &n_in_axes))
 		n_in_axes = 0;
-	if (!attr_ints(c->n, "scan_output_axes", out_axes, 64, &n_out_axes))
+	if (!wh_fold_attr_ints(c->n, "scan_output_axes", out_axes, 64, &n_out_axes))
 		n_out_axes = 0;
 	struct wh_vstate seeds[64];
 	memset(seeds, 0, sizeof seeds);
@@ -2636,7 +2618,7 @@ static enum wh_status r_max_roi_pool(struct ictx *c)
 		dim_copy(o, 0, rois, 0);
 	if (ranked(x) && x->rank == 4)
 		dim_copy(o, 1, x, 1);
-	if (attr_ints(c->n, "pooled_shape", ps, 2, &n) && n == 2) {
+	if (wh_fold_attr_ints(c->n, "pooled_shape", ps, 2, &n) && n == 2) {
 		dim_set(o, 2, ps[0]);
 		dim_set(o, 3, ps[1]);
 	}
@@ -2943,7 +2925,7 @@ static enum wh_status r_center_crop_pad(struct ictx *c)
 		return WH_OK;
 	int64_t axes[WH_MAX_RANK], shape[WH_MAX_RANK];
 	uint32_t na = 0, nsh = 0;
-	if (!attr_ints(c->n, "axes", axes, WH_MAX_RANK, &na)) {
+	if (!wh_fold_attr_ints(c->n, "axes", axes, WH_MAX_RANK, &na)) {
 		na = (uint32_t)x->rank;
 		for (uint32_t i = 0; i < na; i++)
 			axes[i] = i;
