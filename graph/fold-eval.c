@@ -386,59 +386,37 @@ static bool axes_of(struct ev *e, int64_t opset_input, int64_t *axes, uint32_t *
 	return wh_fold_attr_ints(e->n, "axes", axes, WH_MAX_RANK, n);
 }
 
+/* Squeeze and Unsqueeze: only the shape changes (the data is shared). */
 static int ev_squeeze(struct ev *e)
 {
-	if (!has_in(e, 0))
+	bool unsq = !strcmp(e->n->op_type, "Unsqueeze");
+	int64_t axes[WH_MAX_RANK], dims[WH_MAX_RANK];
+	uint32_t n;
+	bool given, mark[WH_MAX_RANK] = {false};
+	if (!has_in(e, 0) || !axes_of(e, 13, axes, &n, &given) || (unsq && !given))
 		return EV_SKIP;
 	const struct wh_tensor *x = e->in[0];
-	int64_t axes[WH_MAX_RANK];
-	uint32_t n;
-	bool given;
-	if (!axes_of(e, 13, axes, &n, &given))
-		return EV_SKIP;
-	bool drop[WH_MAX_RANK] = {false};
-	if (!given) {
-		for (int32_t i = 0; i < x->rank; i++)
-			drop[i] = x->dims[i] == 1;
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		int32_t a;
-		if (!wh_norm_axis(axes[i], x->rank, &a) || x->dims[a] != 1)
-			return EV_SKIP;
-		drop[a] = true;
-	}
-	int64_t dims[WH_MAX_RANK];
-	int32_t r = 0;
-	for (int32_t i = 0; i < x->rank; i++)
-		if (!drop[i])
-			dims[r++] = x->dims[i];
-	return share_out(e, 0, x, r, dims);
-}
-
-static int ev_unsqueeze(struct ev *e)
-{
-	if (!has_in(e, 0))
-		return EV_SKIP;
-	const struct wh_tensor *x = e->in[0];
-	int64_t axes[WH_MAX_RANK];
-	uint32_t n;
-	bool given;
-	if (!axes_of(e, 13, axes, &n, &given) || !given)
-		return EV_SKIP;
-	int32_t r = x->rank + (int32_t)n;
+	/* Unsqueeze's axes index the output, Squeeze's the input; without axes, Squeeze drops
+	 * every 1 */
+	int32_t r = unsq ? x->rank + (int32_t)n : x->rank;
 	if (r > WH_MAX_RANK)
 		return EV_SKIP;
-	bool ins[WH_MAX_RANK] = {false};
+	for (int32_t i = 0; !given && i < x->rank; i++)
+		mark[i] = x->dims[i] == 1;
 	for (uint32_t i = 0; i < n; i++) {
 		int32_t a;
-		if (!wh_norm_axis(axes[i], r, &a) || ins[a])
+		if (!wh_norm_axis(axes[i], r, &a) || (unsq ? mark[a] : x->dims[a] != 1))
 			return EV_SKIP;
-		ins[a] = true;
+		mark[a] = true;
 	}
-	int64_t dims[WH_MAX_RANK];
-	for (int32_t i = 0, k = 0; i < r; i++)
-		dims[i] = ins[i] ? 1 : x->dims[k++];
-	return share_out(e, 0, x, r, dims);
+	int32_t k = 0;
+	for (int32_t i = 0, j = 0; i < r; i++) {
+		if (unsq)
+			dims[k++] = mark[i] ? 1 : x->dims[j++];
+		else if (!mark[i])
+			dims[k++] = x->dims[i];
+	}
+	return share_out(e, 0, x, k, dims);
 }
 
 static int ev_concat(struct ev *e)
@@ -744,7 +722,7 @@ static const struct {
 	int (*fn)(struct ev *e);
 } ops[] = {
 	{"Neg", ev_unary}, {"Abs", ev_unary}, {"Not", ev_unary}, {"Identity", ev_identity}, {"Cast", ev_cast},
-	{"Where", ev_where}, {"Reshape", ev_reshape}, {"Squeeze", ev_squeeze}, {"Unsqueeze", ev_unsqueeze},
+	{"Where", ev_where}, {"Reshape", ev_reshape}, {"Squeeze", ev_squeeze}, {"Unsqueeze", ev_squeeze},
 	{"Concat", ev_concat}, {"Gather", ev_gather}, {"Slice", ev_slice}, {"Expand", ev_expand},
 	{"ConstantOfShape", ev_constant_of_shape}, {"Range", ev_range},
 };

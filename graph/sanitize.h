@@ -1,8 +1,7 @@
 /* sanitize: Constant nodes become initializers, subgraphs computable from constants and
- * static shapes are folded into initializers (--fold-constants, evaluated by the evaluator
- * in the options), and
- * dead nodes (whose outputs reach no graph output) are removed. The source is unchanged;
- * the result is a new model owned by the caller. */
+ * static shapes are folded into initializers (--fold-constants, computed by the options'
+ * evaluator), and dead nodes (whose outputs reach no graph output) are removed. The source
+ * is unchanged; the result is a new model owned by the caller. */
 #ifndef WH_SANITIZE_H
 #define WH_SANITIZE_H
 
