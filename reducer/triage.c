@@ -620,7 +620,7 @@ static enum wh_status step_reduce(struct tri *T, struct wh_model **reduced_out)
 	struct wh_model *red = NULL;
 	enum wh_status st = wh_model_load(out, &red);
 	if (st == WH_OK)
-		st = wh_model_infer_shapes(red);
+		st = wh_model_infer_shapes_eval(red, wh_executor_fold_eval);
 	if (st != WH_OK) {
 		wh_model_destroy(red);
 		return st;

@@ -11,6 +11,7 @@
 
 #include "executor/builder.h"
 #include "executor/cpu.h"
+#include "executor/executor.h"
 #include "graph/tensor.h" /* element setters for generated inputs */
 #include "graph/tensor-file.h"
 #include <math.h>
@@ -169,7 +170,7 @@ enum wh_status wh_cli_load_model(const char *path, const char *input_shapes, str
 		if ((st = wh_model_bind_inputs(m, shapes, n_shapes)) != WH_OK)
 			goto out;
 	}
-	st = wh_model_infer_shapes(m);
+	st = wh_model_infer_shapes_eval(m, wh_executor_fold_eval);
 out:
 	wh_input_shapes_free(shapes, n_shapes);
 	if (st != WH_OK) {

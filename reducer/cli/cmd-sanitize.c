@@ -1,6 +1,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "executor/executor.h"
 #include "graph/onnx-io.h"
 #include "graph/sanitize.h"
 #include "reducer/cli/cli-internal.h"
@@ -62,7 +63,7 @@ int wh_cmd_sanitize(int argc, char **argv)
 		WH_SAVE_LONGOPTS,
 		WH_CLI_HELP_LONGOPTS,
 	};
-	struct sanitize_cmd x = {0};
+	struct sanitize_cmd x = {.opt.evaluate = wh_executor_fold_eval};
 	wh_cli_save_opts_init(&x.save);
 	struct wh_run_opts ro;
 	wh_run_opts_init(&ro, "sanitize", WH_PREC_FP32);
