@@ -100,6 +100,31 @@ static bool copy_const_tensor(struct wh_arena *A, struct wh_const_tensor *d, con
 	return d->name && d->dims && copy_bytes(A, &d->rest, &s->rest);
 }
 
+/* A list attribute (strings, tensors or graphs): an array of n + 1 items (the last zeroed,
+ * as the loader makes them), then each item copied. */
+static enum wh_status copy_attr_list(struct wh_model *dm, const struct wh_graph *dst_graph, struct wh_attr *d,
+				     const struct wh_attr *s)
+{
+	struct wh_arena *A = dm->arena;
+	enum wh_status st = WH_OK;
+	bool ok;
+	if (s->type == WH_ATTR_STRINGS)
+		ok = (d->strings = wh_arena_calloc(A, s->n + 1, sizeof *d->strings)) != NULL;
+	else if (s->type == WH_ATTR_TENSORS)
+		ok = (d->tensors = wh_arena_calloc(A, s->n + 1, sizeof *d->tensors)) != NULL;
+	else
+		ok = (d->graphs = wh_arena_calloc(A, s->n + 1, sizeof *d->graphs)) != NULL;
+	for (size_t i = 0; ok && st == WH_OK && i < s->n; i++) {
+		if (s->type == WH_ATTR_STRINGS)
+			ok = copy_bytes(A, &d->strings[i], &s->strings[i]);
+		else if (s->type == WH_ATTR_TENSORS)
+			ok = copy_const_tensor(A, &d->tensors[i], &s->tensors[i]);
+		else
+			d->graphs[i] = copy_subgraph(dm, dst_graph, s->graphs[i], &st);
+	}
+	return ok ? st : oom();
+}
+
 static enum wh_status copy_attr(struct wh_model *dm, const struct wh_graph *dst_graph, struct wh_attr *d,
 				const struct wh_attr *s)
 {
@@ -133,25 +158,9 @@ static enum wh_status copy_attr(struct wh_model *dm, const struct wh_graph *dst_
 			return oom();
 		break;
 	case WH_ATTR_STRINGS:
-		if (!(d->strings = wh_arena_calloc(A, s->n + 1, sizeof *d->strings)))
-			return oom();
-		for (size_t i = 0; i < s->n; i++)
-			if (!copy_bytes(A, &d->strings[i], &s->strings[i]))
-				return oom();
-		break;
 	case WH_ATTR_TENSORS:
-		if (!(d->tensors = wh_arena_calloc(A, s->n + 1, sizeof *d->tensors)))
-			return oom();
-		for (size_t i = 0; i < s->n; i++)
-			if (!copy_const_tensor(A, &d->tensors[i], &s->tensors[i]))
-				return oom();
-		break;
 	case WH_ATTR_GRAPHS:
-		if (!(d->graphs = wh_arena_calloc(A, s->n + 1, sizeof *d->graphs)))
-			return oom();
-		for (size_t i = 0; i < s->n && st == WH_OK; i++)
-			d->graphs[i] = copy_subgraph(dm, dst_graph, s->graphs[i], &st);
-		break;
+		return copy_attr_list(dm, dst_graph, d, s);
 	default:
 		break;
 	}
