@@ -50,31 +50,28 @@ static enum wh_status read_at(int fd, void *buf, size_t len, uint64_t off, const
 /* Reads a regular file of at most max bytes into a malloc'd buffer. */
 static enum wh_status slurp(const char *path, uint64_t max, uint8_t **buf_out, size_t *len_out)
 {
-	uint8_t *buf = NULL;
 	int fd;
 	struct stat sb;
 	enum wh_status st = open_regular(path, "a tensor file", &fd, &sb);
 	if (st != WH_OK)
 		return st;
-	if ((uint64_t)sb.st_size > max) {
+	size_t len = (size_t)sb.st_size;
+	uint8_t *buf = NULL;
+	if ((uint64_t)sb.st_size > max)
 		st = wh_error(WH_ERR_UNSUPPORTED, "%s: %lld bytes is larger than the %llu this format allows (split the data)",
 			      path, (long long)sb.st_size, (unsigned long long)max);
-		goto out;
-	}
-	size_t len = (size_t)sb.st_size;
-	if (!(buf = malloc(len ? len : 1))) {
+	else if (!(buf = malloc(len ? len : 1)))
 		st = wh_error(WH_ERR_NOMEM, "%s: cannot allocate %zu bytes (free some memory)", path, len);
-		goto out;
+	else
+		st = read_at(fd, buf, len, 0, path);
+	close(fd);
+	if (st != WH_OK) {
+		free(buf);
+		return st;
 	}
-	if ((st = read_at(fd, buf, len, 0, path)) != WH_OK)
-		goto out;
 	*buf_out = buf;
 	*len_out = len;
-	buf = NULL;
-out:
-	free(buf);
-	close(fd);
-	return st;
+	return WH_OK;
 }
 
 /* Writes len bytes to path; a failed write leaves no file behind. */
