@@ -9,6 +9,7 @@
 
 #include "reducer/check.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/options.h"
 #include "graph/os.h"
 
 static const char repeat_help[] =
@@ -40,7 +41,6 @@ static void move_artifacts(const char *dir, const char *const *artifacts, int n,
 	}
 }
 
-enum { OPT_UNTIL = WH_CLI_OPT_BASE, OPT_MAX_RUNS, OPT_ARTIFACTS_DIR, OPT_ARTIFACTS, OPT_JSON };
 enum until { COUNT, GOOD, BAD };
 
 struct repeat_cmd {
@@ -50,13 +50,14 @@ struct repeat_cmd {
 	const char *dir;
 	const char *artifacts[64];
 	int n_artifacts;
+	struct wh_cli_check_opts check;
 };
 
-static enum wh_status repeat_option(void *ctx, int c, const char *arg)
+static enum wh_status repeat_option(void *self, int c, const char *arg)
 {
-	struct repeat_cmd *x = ctx;
+	struct repeat_cmd *x = self;
 	switch (c) {
-	case OPT_UNTIL:
+	case WH_OPT_UNTIL:
 		x->until_given = true;
 		if (!strcmp(arg, "good"))
 			x->until = GOOD;
@@ -67,24 +68,25 @@ static enum wh_status repeat_option(void *ctx, int c, const char *arg)
 		else
 			return wh_cli_usage_error("repeat", "--until '%s': not a stopping rule (give a number of runs, good or bad)", arg);
 		break;
-	case OPT_MAX_RUNS:
+	case WH_OPT_MAX_RUNS:
 		if (!wh_cli_parse_int(arg, 1, 100000000, &x->max_runs))
 			return wh_cli_usage_error("repeat", "--max-runs '%s': not an integer from 1 to 100000000 (give a cap such as 1000)", arg);
 		x->max_given = true;
 		break;
-	case OPT_ARTIFACTS_DIR: x->dir = arg; break;
-	case OPT_ARTIFACTS:
+	case WH_OPT_ARTIFACTS_DIR: x->dir = arg; break;
+	case WH_OPT_ARTIFACTS:
 		if (x->n_artifacts == 64)
 			return wh_cli_usage_error("repeat", "too many --artifacts (64 at most; have the check write them into one folder)");
 		x->artifacts[x->n_artifacts++] = arg;
 		break;
-	case OPT_JSON: x->json = true; break;
+	case WH_OPT_JSON: x->json = true; break;
 	}
 	return WH_OK;
 }
 
-static enum wh_status repeat_validate(const struct repeat_cmd *x, const struct wh_cli_args *a)
+static enum wh_status repeat_validate(void *self, const struct wh_cli_args *a)
 {
+	const struct repeat_cmd *x = self;
 	if (!x->until_given)
 		return wh_cli_usage_error("repeat", "no stopping rule (give --until N, --until good or --until bad)");
 	if (x->until == COUNT && x->max_given)
@@ -139,15 +141,15 @@ static void print_result(const struct repeat_cmd *x, const struct repeat_counts 
 	}
 }
 
-static enum wh_status repeat_check(const struct repeat_cmd *x, const struct wh_check_options *co)
+static enum wh_status repeat_check(void *self, const struct wh_cli_args *a, struct wh_cmd_ctx *c)
 {
+	const struct repeat_cmd *x = self;
 	uint64_t runs = x->until == COUNT ? (uint64_t)x->count : (uint64_t)x->max_runs;
-	struct wh_check *check = NULL;
-	char *display = NULL;
-	enum wh_status st = wh_check_create(co, &check);
+	enum wh_status st = wh_cmd_ctx_check(c, a, &x->check);
 	if (st != WH_OK)
-		goto fail;
-	display = wh_check_command_line(check, NULL);
+		return st;
+	struct wh_check *check = c->check;
+	const char *display = c->check_display;
 	if (x->dir) {
 		static const char *const subs[] = {"", "/good", "/bad", "/skipped"};
 		for (size_t i = 0; i < 4 && st == WH_OK; i++) {
@@ -156,7 +158,7 @@ static enum wh_status repeat_check(const struct repeat_cmd *x, const struct wh_c
 			st = wh_os_make_dir(p);
 		}
 		if (st != WH_OK)
-			goto fail;
+			return st;
 	}
 	bool tty = isatty(STDERR_FILENO) && !x->json;
 	double t0 = wh_os_now_s();
@@ -167,12 +169,12 @@ static enum wh_status repeat_check(const struct repeat_cmd *x, const struct wh_c
 	for (uint64_t k = 0; k < runs && !stopped; k++) {
 		struct wh_check_result r = {0};
 		if ((st = wh_check_run(check, NULL, &r)) != WH_OK)
-			goto fail;
+			return st;
 		if (k == 0 && !r.signal && (r.exit_code == 126 || r.exit_code == 127)) {
 			st = wh_error(WH_ERR_CHECK, "check: exited %d on the first run (a command inside the check was not found or is not executable; output: %.200s)",
 				      r.exit_code, r.output ? r.output : "");
 			wh_check_result_release(&r);
-			goto fail;
+			return st;
 		}
 		done++;
 		n_pass += r.verdict == WH_VERDICT_PASS;
@@ -214,33 +216,13 @@ static enum wh_status repeat_check(const struct repeat_cmd *x, const struct wh_c
 		fputs("\r\033[K", stderr);
 	struct repeat_counts counts = {n_pass, n_fail_runs, n_skip, done, runs, t0, stopped};
 	print_result(x, &counts);
-	goto out;
-fail:
-out:
-	free(display);
-	wh_check_destroy(check);
-	return st;
+	return WH_OK;
 }
 
 int wh_cmd_repeat(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"until", required_argument, NULL, OPT_UNTIL},
-		{"max-runs", required_argument, NULL, OPT_MAX_RUNS},
-		{"artifacts-dir", required_argument, NULL, OPT_ARTIFACTS_DIR},
-		{"artifacts", required_argument, NULL, OPT_ARTIFACTS},
-		{"json", no_argument, NULL, OPT_JSON},
-		WH_CLI_CHECK_LONGOPTS,
-		WH_CLI_HELP_LONGOPTS,
-	};
 	struct repeat_cmd x = {.until = COUNT, .max_runs = 1000};
-	struct wh_cli_check_opts cko;
-	wh_cli_check_opts_init(&cko);
-	struct wh_cli_spec spec = {.cmd = "repeat", .help = repeat_help, .longopts = longopts, .check = true, .check_opts = &cko,
-				   .own = repeat_option, .ctx = &x};
-	struct wh_cli_args a;
-	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
-	if (st == WH_OK && !a.help && (st = repeat_validate(&x, &a)) == WH_OK)
-		st = repeat_check(&x, &cko.co);
-	return wh_cli_exit(st);
+	struct wh_cli_spec spec = {.cmd = "repeat", .help = repeat_help, .check = true, .check_opts = &x.check, .own = repeat_option,
+				   .validate = repeat_validate, .go = repeat_check, .self = &x};
+	return wh_cli_command(&spec, argc, argv);
 }
