@@ -3,6 +3,7 @@
 #define WH_CLI_INTERNAL_H
 
 #include <getopt.h>
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -43,8 +44,8 @@ int wh_exit_for(enum wh_status st);
 enum wh_status wh_cli_load_model(const char *path, const char *input_shapes, struct wh_model **out);
 
 /* The check command's options, shared by reduce, precision, build, repeat and triage (their
- * rows in options.c): wh_cli_parse hands every option to wh_cli_check_option first. Caller-owned, no heap (the lists hold at
- * most 64 entries). */
+ * rows in options.c): wh_cli_parse hands every option to wh_cli_check_option first.
+ * Caller-owned, no heap (the lists hold at most 64 entries). */
 #include "reducer/check.h"
 
 struct wh_cli_check_opts {
@@ -52,7 +53,31 @@ struct wh_cli_check_opts {
 	const char *regex[64];
 	int fail_codes[64], ignore_codes[64];
 	int n_regex, n_fail, n_ignore;
+	bool launcher_given; /* any launcher option, for wh_cli_check_opts_given */
+	bool retries_given;  /* else finish sets the default, 2, for slurm */
 };
+
+/* getopt values of the launcher options: above every character, so no command's own short
+ * or numbered options collide with them */
+enum {
+	WH_CLI_OPT_LAUNCHER = 0x5300,
+	WH_CLI_OPT_SLURM_ARGS,
+	WH_CLI_OPT_SHARED_DIR,
+	WH_CLI_OPT_RETRIES,
+	WH_CLI_OPT_QUEUE_TIMEOUT,
+};
+
+/* Help text of the launcher options, for each command's usage. */
+#define WH_CLI_LAUNCHER_HELP                                                                           \
+	"launcher:\n"                                                                                  \
+	"  --launcher L             where checks run: local (default; process groups) or slurm (a\n"   \
+	"                           step per check inside an allocation, else a job per check)\n"     \
+	"  --slurm-args \"ARGS\"     srun/sbatch flags for every check (e.g. \"-p gpu --gres=gpu:1\")\n" \
+	"  --shared-dir DIR         folder every node sees, where checks are staged (default: the\n"  \
+	"                           work folder of the candidates)\n"                                 \
+	"  --retries N              a job that fails to start, a node failure or a preemption is\n"   \
+	"                           retried N times (default 2), then counts as cannot tell\n"        \
+	"  --queue-timeout S        cancel a job pending longer than S seconds: cannot tell\n"
 
 void wh_cli_check_opts_init(struct wh_cli_check_opts *o);
 /* 1: consumed; 0: not a check option; -1: a bad value (recorded with wh_cli_usage_error). */
@@ -70,10 +95,12 @@ void wh_cli_check_opts_finish(struct wh_cli_check_opts *o, char **words, int n_w
 	"                           the check fails on these exit codes only (repeatable)\n"                  \
 	"  --ignore-fail-code N     a non-zero exit that does not mean failure (repeatable)\n"                \
 	"  --timeout S              kill the check (and its children) after S seconds\n"                      \
-	"  --timeout-is V           skip (default), fail or pass\n"
+	"  --timeout-is V           skip (default), fail or pass\n"                                          \
+	WH_CLI_LAUNCHER_HELP
 
 struct wh_run_opts;
 struct wh_cmd_ctx;
+struct wh_cli_save_opts;
 
 struct wh_cli_args {
 	char **operands;      /* into argv */
@@ -92,6 +119,7 @@ struct wh_cli_spec {
 	bool check;                       /* takes --check CMD ... (the rest of the line) */
 	struct wh_cli_check_opts *check_opts; /* the check options; NULL: not taken */
 	struct wh_run_opts *run_opts;     /* the run options; NULL: not taken */
+	struct wh_cli_save_opts *save_opts; /* how saved models store weights; NULL: not taken */
 	enum wh_precision precision;      /* the run options' default --precision */
 	/* the command's own options: WH_OK or a usage error (wh_cli_usage_error) */
 	enum wh_status (*own)(void *self, int c, const char *arg);
@@ -141,6 +169,13 @@ int wh_cli_command(const struct wh_cli_spec *spec, int argc, char **argv);
 
 /* The WH_CMD_* bit of the command `name` (cli.c's command table), or 0. */
 uint32_t wh_cli_cmd_bit(const char *name);
+
+/* --artifacts FILE (reduce, build, repeat): appends arg to files (64 entries at most). */
+enum wh_status wh_cli_artifact(const char *cmd, const char **files, int *n, const char *arg);
+
+/* Prints root on stdout as one text, keys in their order (json_dumps flags: JSON_INDENT(1)
+ * or JSON_COMPACT), and takes root. */
+void wh_cli_print_json(json_t *root, size_t flags);
 
 /* Splits "a,b,c" into a malloc'd array of malloc'd strings. */
 char **wh_cli_split(const char *s, uint32_t *n_out);

@@ -114,11 +114,7 @@ static enum wh_status build_option(void *self, int c, const char *arg)
 		x->max_builds_given = true;
 		break;
 	case WH_OPT_ARTIFACTS_DIR: lo->artifacts_dir = arg; break;
-	case WH_OPT_ARTIFACTS:
-		if (lo->n_artifacts == 64)
-			return wh_cli_usage_error("build", "too many --artifacts (64 at most; have the check write them into one folder)");
-		x->artifacts[lo->n_artifacts++] = arg;
-		break;
+	case WH_OPT_ARTIFACTS: return wh_cli_artifact("build", x->artifacts, &lo->n_artifacts, arg);
 	case WH_OPT_NO_CONFIRM: lo->confirm = false; break;
 	case WH_OPT_MARK_ALL: lo->mark_all = true; break;
 	case WH_OPT_MAX_SUSPECTS:

@@ -125,11 +125,7 @@ static enum wh_status diff_tactics(void *self, const struct wh_cli_args *args, s
 			json_array_append_new(a, o);
 		}
 		json_object_set_new(root, "suspects", a);
-		char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-		if (text)
-			puts(text);
-		free(text);
-		json_decref(root);
+		wh_cli_print_json(root, JSON_INDENT(1));
 	} else {
 		printf("diff-tactics: %u good, %u bad replays\n", d.n_good, d.n_bad);
 		if (!d.n)

@@ -253,11 +253,7 @@ static void print_json(const struct inspect_view *v)
 		}
 		json_object_set_new(root, "weights", ws);
 	}
-	char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-	if (text)
-		puts(text);
-	free(text);
-	json_decref(root);
+	wh_cli_print_json(root, JSON_INDENT(1));
 }
 
 static void print_text(const struct inspect_view *iv)

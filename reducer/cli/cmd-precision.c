@@ -115,11 +115,7 @@ static void print_result_json(const struct wh_model *m, const uint32_t *kept, ui
 	json_object_set_new(root, "output", output_path ? json_string(output_path) : json_null());
 	if (rep->note[0])
 		json_object_set_new(root, "note", json_string(rep->note));
-	char *text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	if (text)
-		puts(text);
-	free(text);
-	json_decref(root);
+	wh_cli_print_json(root, JSON_COMPACT);
 }
 
 struct precision_cmd {

@@ -10,6 +10,7 @@
 #include "reducer/cli/calib-opts.h"
 #include "reducer/cli/cli-internal.h"
 #include "reducer/cli/options.h"
+#include "reducer/cli/save-opts.h"
 #include "reducer/cli/run-opts.h"
 #include "reducer/reduce.h"
 
@@ -51,9 +52,10 @@ static const char reduce_help[] =
 	"  --atol X, --rtol X, --check-error-stat S   as in whittle run\n"
 	"  --threads N              executor threads\n"
 	"exit status: 0 reduced, 2 usage, 3 bad input or the original passes, 4 the check is broken\n"
-	"or flaky\n";
+	"or flaky\n\n" WH_SAVE_HELP;
 
 struct reduce_cmd {
+	struct wh_cli_save_opts save;
 	struct wh_reduce_options ro;
 	const char *artifacts[64];
 	const char *reference;
@@ -84,11 +86,7 @@ static enum wh_status reduce_option(void *self, int c, const char *arg)
 	case WH_OPT_LOAD_REPLAY: x->ro.load_replay = arg; break;
 	case WH_OPT_SAVE_REPLAY: x->ro.save_replay = arg; break;
 	case WH_OPT_ARTIFACTS_DIR: x->ro.artifacts_dir = arg; break;
-	case WH_OPT_ARTIFACTS:
-		if (x->ro.n_artifacts == 64)
-			return wh_cli_usage_error("reduce", "too many --artifacts (64 at most; have the check write them into one folder)");
-		x->artifacts[x->ro.n_artifacts++] = arg;
-		break;
+	case WH_OPT_ARTIFACTS: return wh_cli_artifact("reduce", x->artifacts, &x->ro.n_artifacts, arg);
 	case WH_OPT_CONFIRM:
 		if (!wh_cli_parse_int(arg, 1, 100, &v))
 			return wh_cli_usage_error("reduce", "--confirm '%s': not an integer from 1 to 100 (give a number of checks such as 3)", arg);
@@ -154,6 +152,7 @@ static enum wh_status reduce(void *self, const struct wh_cli_args *a, struct wh_
 	ro->model_path = a->operands[0];
 	ro->artifacts = x->artifacts;
 	ro->compare = x->run.compare;
+	ro->save = &x->save.save;
 	if ((st = wh_cmd_ctx_check(c, a, &x->check)) != WH_OK ||
 	    (st = wh_cmd_ctx_load(c, &x->run, ro->model_path, WH_SAMPLES_ALL)) != WH_OK ||
 	    (st = wh_run_opts_precision(&x->run, c->model, &c->samples[0], &reduced)) != WH_OK)
@@ -176,7 +175,7 @@ int wh_cmd_reduce(int argc, char **argv)
 	struct reduce_cmd x = {.ro = {.mode = WH_SEARCH_DDMIN, .jobs = 1, .reduce_inputs = true, .reduce_outputs = true, .log = stderr,
 				      .confirm_runs = 1}};
 	struct wh_cli_spec spec = {.cmd = "reduce", .help = reduce_help, .operands = "one MODEL", .n_operands = 1, .check = true,
-				   .check_opts = &x.check, .run_opts = &x.run, .own = reduce_option, .validate = reduce_validate,
+				   .check_opts = &x.check, .run_opts = &x.run, .save_opts = &x.save, .own = reduce_option, .validate = reduce_validate,
 				   .go = reduce, .self = &x};
 	return wh_cli_command(&spec, argc, argv);
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "reducer/check.h"
+#include "reducer/driver-util.h"
 #include "reducer/cli/cli-internal.h"
 #include "reducer/cli/options.h"
 #include "graph/os.h"
@@ -74,11 +75,7 @@ static enum wh_status repeat_option(void *self, int c, const char *arg)
 		x->max_given = true;
 		break;
 	case WH_OPT_ARTIFACTS_DIR: x->dir = arg; break;
-	case WH_OPT_ARTIFACTS:
-		if (x->n_artifacts == 64)
-			return wh_cli_usage_error("repeat", "too many --artifacts (64 at most; have the check write them into one folder)");
-		x->artifacts[x->n_artifacts++] = arg;
-		break;
+	case WH_OPT_ARTIFACTS: return wh_cli_artifact("repeat", x->artifacts, &x->n_artifacts, arg);
 	case WH_OPT_JSON: x->json = true; break;
 	}
 	return WH_OK;
@@ -103,7 +100,7 @@ static enum wh_status repeat_validate(void *self, const struct wh_cli_args *a)
 /* What the runs came to. */
 struct repeat_counts {
 	uint64_t n_pass, n_fail_runs, n_skip, done, runs;
-	double t0;
+	const struct wh_progress *pr;
 	bool stopped;
 };
 
@@ -120,12 +117,7 @@ static void print_result(const struct repeat_cmd *x, const struct repeat_counts 
 		json_object_set_new(e, "skipped", json_integer((json_int_t)c->n_skip));
 		json_object_set_new(e, "fail_rate", decided ? json_real(rate) : json_null());
 		json_object_set_new(e, "stopped", json_boolean(x->until == COUNT || c->stopped));
-		json_object_set_new(e, "elapsed_s", json_real(wh_os_now_s() - c->t0));
-		char *s = json_dumps(e, JSON_COMPACT);
-		if (s)
-			puts(s);
-		free(s);
-		json_decref(e);
+		wh_progress_event(c->pr, e);
 	} else {
 		printf("repeat: %llu runs: %llu good, %llu bad, %llu skipped\n", (unsigned long long)c->done, (unsigned long long)c->n_pass,
 		       (unsigned long long)c->n_fail_runs, (unsigned long long)c->n_skip);
@@ -160,11 +152,11 @@ static enum wh_status repeat_check(void *self, const struct wh_cli_args *a, stru
 		if (st != WH_OK)
 			return st;
 	}
-	bool tty = isatty(STDERR_FILENO) && !x->json;
-	double t0 = wh_os_now_s();
+	struct wh_progress pr;
+	wh_progress_init(&pr, stderr, x->json);
 	uint64_t n_pass = 0, n_fail_runs = 0, n_skip = 0, done = 0;
 	bool stopped = false;
-	if (!tty)
+	if (!pr.tty)
 		fprintf(stderr, "repeat: check: %s\n", display ? display : "?");
 	for (uint64_t k = 0; k < runs && !stopped; k++) {
 		struct wh_check_result r = {0};
@@ -183,9 +175,9 @@ static enum wh_status repeat_check(void *self, const struct wh_cli_args *a, stru
 		if (x->dir)
 			move_artifacts(x->dir, x->artifacts, x->n_artifacts, r.verdict, (uint32_t)k);
 		const char *word = r.verdict == WH_VERDICT_PASS ? "good" : r.verdict == WH_VERDICT_FAIL ? "bad" : "skipped";
-		if (tty)
+		if (pr.tty)
 			fprintf(stderr, "\r\033[Krepeat: %llu runs (%llu good, %llu bad, %llu skipped) | %.1f s", (unsigned long long)done,
-				(unsigned long long)n_pass, (unsigned long long)n_fail_runs, (unsigned long long)n_skip, wh_os_now_s() - t0);
+				(unsigned long long)n_pass, (unsigned long long)n_fail_runs, (unsigned long long)n_skip, wh_os_now_s() - pr.t0);
 		else
 			fprintf(stderr, "run %llu: %s, %s, exit %d, %.2f s\n", (unsigned long long)k, word, r.why ? r.why : "", r.exit_code,
 				r.seconds);
@@ -200,21 +192,14 @@ static enum wh_status repeat_check(void *self, const struct wh_cli_args *a, stru
 			if (r.timed_out)
 				json_object_set_new(e, "timeout", json_true());
 			json_object_set_new(e, "seconds", json_real(r.seconds));
-			json_object_set_new(e, "elapsed_s", json_real(wh_os_now_s() - t0));
-			char *s = json_dumps(e, JSON_COMPACT);
-			if (s)
-				puts(s);
-			free(s);
-			fflush(stdout);
-			json_decref(e);
+			wh_progress_event(&pr, e);
 		}
 		if ((x->until == GOOD && r.verdict == WH_VERDICT_PASS) || (x->until == BAD && r.verdict == WH_VERDICT_FAIL))
 			stopped = true;
 		wh_check_result_release(&r);
 	}
-	if (tty)
-		fputs("\r\033[K", stderr);
-	struct repeat_counts counts = {n_pass, n_fail_runs, n_skip, done, runs, t0, stopped};
+	wh_progress_clear(&pr);
+	struct repeat_counts counts = {n_pass, n_fail_runs, n_skip, done, runs, &pr, stopped};
 	print_result(x, &counts);
 	return WH_OK;
 }

@@ -1,10 +1,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "executor/executor.h"
 #include "graph/onnx-io.h"
 #include "graph/sanitize.h"
 #include "reducer/cli/cli-internal.h"
 #include "reducer/cli/options.h"
+#include "reducer/cli/save-opts.h"
 #include "reducer/cli/run-opts.h"
 
 static const char sanitize_help[] =
@@ -13,9 +15,10 @@ static const char sanitize_help[] =
 	"also folds every layer computable from constants and static shapes (shape arithmetic).\n\n"
 	"  -o, --output OUT    path of the model to write\n"
 	"  --fold-constants    fold constant subgraphs into initializers\n"
-	"  --input-shapes S    bind dynamic input dimensions first (makes more shapes static)\n";
+	"  --input-shapes S    bind dynamic input dimensions first (makes more shapes static)\n\n" WH_SAVE_HELP;
 
 struct sanitize_cmd {
+	struct wh_cli_save_opts save;
 	const char *out_path;
 	struct wh_sanitize_options opt;
 	struct wh_run_opts run;
@@ -47,7 +50,7 @@ static enum wh_status sanitize(void *self, const struct wh_cli_args *a, struct w
 	enum wh_status st = wh_cmd_ctx_load(c, &x->run, a->operands[0], WH_SAMPLES_NONE);
 	if (st == WH_OK)
 		st = wh_model_sanitize(c->model, &x->opt, &out, &stats);
-	if (st == WH_OK && (st = wh_model_save(out, x->out_path)) == WH_OK)
+	if (st == WH_OK && (st = wh_model_save_with(out, x->out_path, &x->save.save)) == WH_OK)
 		printf("sanitized %u -> %u layers: %u constants lifted, %u layers folded, %u dead layers removed; wrote %s\n",
 		       c->model->graph->n_nodes, out->graph->n_nodes, stats.constants_lifted, stats.nodes_folded, stats.dead_removed,
 		       x->out_path);
@@ -57,8 +60,8 @@ static enum wh_status sanitize(void *self, const struct wh_cli_args *a, struct w
 
 int wh_cmd_sanitize(int argc, char **argv)
 {
-	struct sanitize_cmd x = {0};
-	struct wh_cli_spec spec = {.cmd = "sanitize", .help = sanitize_help, .operands = "one MODEL", .n_operands = 1, .run_opts = &x.run,
+	struct sanitize_cmd x = {.opt.evaluate = wh_executor_fold_eval};
+	struct wh_cli_spec spec = {.cmd = "sanitize", .help = sanitize_help, .operands = "one MODEL", .n_operands = 1, .run_opts = &x.run, .save_opts = &x.save,
 				   .own = sanitize_option, .validate = sanitize_validate, .go = sanitize, .self = &x};
 	return wh_cli_command(&spec, argc, argv);
 }

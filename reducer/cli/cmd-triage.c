@@ -9,6 +9,7 @@
 #include "reducer/cli/calib-opts.h"
 #include "reducer/cli/cli-internal.h"
 #include "reducer/cli/options.h"
+#include "reducer/cli/save-opts.h"
 #include "reducer/cli/run-opts.h"
 #include "reducer/triage.h"
 
@@ -56,9 +57,10 @@ static const char triage_help[] =
 	"WHITTLE_FAULTY_TACTIC=<tactic>[:<layer>] in the environment makes that tactic corrupt its\n"
 	"output (fault injection, to try the flaky branch out); the repro's command.sh keeps it.\n"
 	"exit status: 0 done (the answer is in the report), 2 usage, 3 bad input, 4 the check\n"
-	"command is broken or cannot tell\n";
+	"command is broken or cannot tell\n\n" WH_SAVE_HELP;
 
 struct triage_cmd {
+	struct wh_cli_save_opts save;
 	struct wh_triage_options to;
 	struct wh_run_opts run;
 	struct wh_cli_check_opts check;
@@ -93,6 +95,7 @@ static enum wh_status triage(void *self, const struct wh_cli_args *a, struct wh_
 	to->check = a->check ? &x->check.co : NULL;
 	to->precision = x->run.precision;
 	to->compare = x->run.compare;
+	to->save = &x->save.save;
 	to->threads = x->run.threads;
 	to->faulty_tactic = wh_run_opts_faulty_tactic();
 	if (to->json)
@@ -118,7 +121,7 @@ int wh_cmd_triage(int argc, char **argv)
 				      .precision_search = true, .log = stderr, .out = stdout,
 				      .build = {.timing_iterations = 3, .timing_tolerance = 0.05}}};
 	struct wh_cli_spec spec = {.cmd = "triage", .help = triage_help, .operands = "one MODEL", .n_operands = 1, .check = true,
-				   .check_opts = &x.check, .run_opts = &x.run, .precision = WH_PREC_FP16, .own = triage_option,
+				   .check_opts = &x.check, .run_opts = &x.run, .save_opts = &x.save, .precision = WH_PREC_FP16, .own = triage_option,
 				   .go = triage, .self = &x};
 	return wh_cli_command(&spec, argc, argv);
 }

@@ -3,6 +3,7 @@
 
 #include "reducer/cli/cli-internal.h"
 #include "reducer/cli/run-opts.h"
+#include "reducer/cli/save-opts.h"
 
 enum wh_status wh_cmd_ctx_check(struct wh_cmd_ctx *c, const struct wh_cli_args *a, const struct wh_cli_check_opts *o)
 {
@@ -42,6 +43,8 @@ int wh_cli_command(const struct wh_cli_spec *spec, int argc, char **argv)
 		wh_run_opts_init(spec->run_opts, spec->cmd, spec->precision);
 	if (spec->check_opts)
 		wh_cli_check_opts_init(spec->check_opts);
+	if (spec->save_opts)
+		wh_cli_save_opts_init(spec->save_opts);
 	struct wh_cli_args a;
 	struct wh_cmd_ctx c = {0};
 	enum wh_status st = wh_cli_parse(spec, argc, argv, &a);

@@ -5,6 +5,7 @@
 #include "reducer/cli/calib-opts.h"
 #include "reducer/cli/cli-internal.h"
 #include "reducer/cli/run-opts.h"
+#include "reducer/cli/save-opts.h"
 
 /* Which commands take a group of options. */
 #define ALL 0xffffffffu
@@ -14,6 +15,7 @@
 #define CHECKS (WH_CMD_REDUCE | WH_CMD_PRECISION | WH_CMD_BUILD | WH_CMD_REPEAT | WH_CMD_TRIAGE)
 #define LAYER_PRECISIONS (WH_CMD_RUN | WH_CMD_REDUCE | WH_CMD_BUILD)
 #define TIMING (WH_CMD_RUN | WH_CMD_BUILD | WH_CMD_TRIAGE)
+#define SAVES (WH_CMD_EXTRACT | WH_CMD_SANITIZE | WH_CMD_REDUCE | WH_CMD_TRIAGE)
 
 /* Sorted by name within each part; a new option is one row. */
 static const struct wh_cli_option options[] = {
@@ -22,7 +24,12 @@ static const struct wh_cli_option options[] = {
 	{"fail-code", required_argument, 'f', false, CHECKS},
 	{"fail-regex", required_argument, 'r', false, CHECKS},
 	{"ignore-fail-code", required_argument, 'i', false, CHECKS},
+	{"launcher", required_argument, WH_CLI_OPT_LAUNCHER, false, CHECKS},
+	{"queue-timeout", required_argument, WH_CLI_OPT_QUEUE_TIMEOUT, false, CHECKS},
+	{"retries", required_argument, WH_CLI_OPT_RETRIES, false, CHECKS},
+	{"shared-dir", required_argument, WH_CLI_OPT_SHARED_DIR, false, CHECKS},
 	{"shell", no_argument, 'S', false, CHECKS},
+	{"slurm-args", required_argument, WH_CLI_OPT_SLURM_ARGS, false, CHECKS},
 	{"timeout", required_argument, 'T', false, CHECKS},
 	{"timeout-is", required_argument, 'U', false, CHECKS},
 	/* the run options (run-opts.c) */
@@ -40,6 +47,13 @@ static const struct wh_cli_option options[] = {
 	{"calib-data", required_argument, WH_CALIB_OPT_DATA, false, RUNS},
 	{"calib-method", required_argument, WH_CALIB_OPT_METHOD, false, RUNS},
 	{"calibration-cache", required_argument, WH_CALIB_OPT_CACHE, false, RUNS},
+	/* the saving options (save-opts.c) */
+	{"external-data-path", required_argument, WH_SAVE_OPT_EXTERNAL_PATH, false, SAVES},
+	{"external-data-size-threshold", required_argument, WH_SAVE_OPT_THRESHOLD, false, SAVES},
+	{"max-inline-size", required_argument, WH_SAVE_OPT_INLINE_LIMIT, false, SAVES},
+	{"no-save-all-tensors-to-one-file", no_argument, WH_SAVE_OPT_NOT_ONE_FILE, false, SAVES},
+	{"save-external-data", optional_argument, WH_SAVE_OPT_EXTERNAL, false, SAVES},
+	{"self-contained", no_argument, WH_SAVE_OPT_SELF_CONTAINED, false, SAVES},
 	/* the commands' own options (each command's switch) */
 	{"artifacts", required_argument, WH_OPT_ARTIFACTS, false, WH_CMD_REDUCE | WH_CMD_BUILD | WH_CMD_REPEAT},
 	{"artifacts-dir", required_argument, WH_OPT_ARTIFACTS_DIR, false, WH_CMD_REDUCE | WH_CMD_BUILD | WH_CMD_REPEAT | WH_CMD_TRIAGE},

@@ -32,7 +32,7 @@ enum wh_cmd_bit {
 /* The getopt_long codes of the commands' own long-only options: out of the range of
  * characters, so that none is also a short option letter (a command's letters are its real
  * short options: -o, -j, -h), and below the group codes (run-opts.h: 0x1b00, calib-opts.h:
- * 0x1c00). An option that several commands take has one code. */
+ * 0x1c00, save-opts.h: 0x1d00, the launcher's in cli-internal.h: 0x5300). An option that several commands take has one code. */
 enum wh_cli_opt {
 	WH_OPT_ARTIFACTS = 0x1a00,
 	WH_OPT_ARTIFACTS_DIR,
@@ -90,7 +90,7 @@ enum wh_cli_opt {
 
 struct wh_cli_option {
 	const char *name; /* without the dashes */
-	int has_arg;      /* no_argument or required_argument */
+	int has_arg;      /* no_argument, required_argument or optional_argument */
 	int code;         /* what getopt_long returns: WH_OPT_*, a group's code, or the letter */
 	bool letter;      /* also the short option -<code> */
 	uint32_t cmds;    /* the WH_CMD_* bits of the commands that take it */
