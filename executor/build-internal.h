@@ -1,23 +1,27 @@
-/* Private to executor/: the hooks between the runtime and the builder. */
+/* Private to executor/: what the runtime offers the builder.
+ *
+ * The calls go one way: the builder (builder.c) creates and runs engines; the runtime
+ * (runtime.c) never calls the builder. An engine made for a build carries a tactic chooser,
+ * a callback the builder passes in, which the runtime asks at every layer of the main graph
+ * whose op has tactics, with the layer's actual inputs bound in ctx. */
 #ifndef WH_BUILD_INTERNAL_H
 #define WH_BUILD_INTERNAL_H
 
-#include "executor/builder.h"
+#include "executor/executor.h"
 #include "executor/kernel.h"
 
-struct wh_build_state {
-	const struct wh_build_options *bo;
-	struct wh_tactic_plan *plan;
-	uint64_t rng;
-	struct wh_timing_cache *cache; /* may be NULL */
-	FILE *list;                    /* list mode: print eligible tactics instead of timing */
+struct wh_tactic_chooser {
+	/* Returns the tactic to run for ctx->node (*out NULL: the op's default runs). It may run
+	 * eligible tactics on ctx to time them; it leaves ctx->outputs released and ctx->tactic
+	 * NULL. */
+	enum wh_status (*choose)(void *state, struct wh_kernel_ctx *ctx, const struct wh_op_def *op,
+				 const struct wh_tactic **out);
+	void *state;
 };
 
-/* Times the eligible tactics of the node (ctx holds its actual inputs) and returns the
- * chosen one (NULL when none is eligible: the op's default runs). Records the choice. */
-enum wh_status wh_build_choose(struct wh_build_state *b, struct wh_kernel_ctx *ctx, const struct wh_op_def *op,
-			       const struct wh_tactic **out);
-/* Fault injection: deterministically corrupts the float outputs of a node. */
-void wh_corrupt_outputs(struct wh_kernel_ctx *ctx);
+/* wh_engine_create for a build: opt->tactics (a replay) is ignored; chooser (borrowed, must
+ * outlive the engine) picks every tactic, and --fp16-accumulate leaves the choice to it. */
+enum wh_status wh_engine_create_for_build(const struct wh_model *m, const struct wh_engine_options *opt,
+					  const struct wh_tactic_chooser *chooser, struct wh_engine **out);
 
 #endif

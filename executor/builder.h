@@ -1,13 +1,12 @@
 /* The builder: chooses a tactic for every layer that has several, by timing them on real
- * inputs, like TensorRT's builder; and the tactic replay file that records and pins the
- * choices.
+ * inputs, like TensorRT's builder, and records the choices in a tactic plan
+ * (executor/tactic-plan.h: the replay file that pins them). It drives the runtime; the
+ * runtime never calls the builder (see executor/build-internal.h).
  *
  * Timing noise is what makes real builds differ. whittle's timings are noisy too, and
  * `timing_tolerance` makes the effect reproducible: every tactic within that fraction of
  * the fastest one counts as equally fast, and the build seed picks among them. With
- * tolerance 0 the fastest measured tactic wins.
- *
- * struct wh_tactic_plan is caller-owned (_init/_release). */
+ * tolerance 0 the fastest measured tactic wins. */
 #ifndef WH_BUILDER_H
 #define WH_BUILDER_H
 
@@ -16,34 +15,9 @@
 #include <stdio.h>
 
 #include "executor/executor.h"
+#include "executor/tactic-plan.h"
 #include "graph/ir.h"
 #include "graph/tensor-file.h"
-
-struct wh_tactic_choice {
-	char *layer;   /* node name */
-	char *op;
-	char *tactic;  /* tactic name */
-	uint32_t id;
-	double ms;     /* measured median time, or -1 when pinned without timing */
-};
-
-struct wh_tactic_plan {
-	uint32_t n, cap;
-	struct wh_tactic_choice *c;
-	char precision[16];   /* the build's default precision */
-	char model_hash[33];
-	uint64_t seed;
-};
-
-void wh_tactic_plan_init(struct wh_tactic_plan *p);
-void wh_tactic_plan_release(struct wh_tactic_plan *p);
-enum wh_status wh_tactic_plan_set(struct wh_tactic_plan *p, const char *layer, const char *op, const char *tactic,
-				  uint32_t id, double ms);
-const struct wh_tactic_choice *wh_tactic_plan_find(const struct wh_tactic_plan *p, const char *layer);
-/* Reads whittle's replay JSON, or Polygraphy's tactic replay ({"replay": {layer:
- * {"implementation", "tactic", ...}}}), where the tactic name is "implementation:tactic". */
-enum wh_status wh_tactic_plan_read(const char *path, struct wh_tactic_plan *p);
-enum wh_status wh_tactic_plan_write(const struct wh_tactic_plan *p, const char *path);
 
 struct wh_build_options {
 	int timing_iterations;   /* runs per tactic (median kept); default 3 */

@@ -19,20 +19,18 @@ struct wh_engine;
 
 struct wh_precision_config;
 struct wh_tactic_plan;
-struct wh_build_state;
 
 struct wh_engine_options {
 	int threads; /* <= 0: all cores */
 	/* reduced-precision emulation (executor/precision.h), borrowed; NULL: FP32 */
 	const struct wh_precision_config *precision;
-	/* pinned tactics (executor/builder.h), borrowed; NULL: each op picks its default */
+	/* pinned tactics (executor/tactic-plan.h), borrowed; NULL: each op picks its default */
 	const struct wh_tactic_plan *tactics;
 	/* a layer with tactics missing from the plan: error (true) or a warning (false) */
 	bool tactics_strict;
 	/* WHITTLE_FAULTY_TACTIC=<tactic>[:<layer>] as read by the CLI (fault injection for
 	 * testing the flaky-tactic loop; off when NULL): that tactic corrupts its output */
 	const char *faulty_tactic;
-	struct wh_build_state *build; /* private to the builder */
 };
 
 enum wh_status wh_engine_create(const struct wh_model *m, const struct wh_engine_options *opt,

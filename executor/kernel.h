@@ -114,24 +114,8 @@ enum wh_status wh_kernel_run_subgraph(struct wh_kernel_ctx *ctx, const struct wh
 
 /* ---- helpers shared by kernels (kernel-util.c) ---- */
 
-/* Numpy-style multidirectional broadcast of n shapes. WH_ERR_SHAPE if incompatible. */
-bool wh_broadcast_shapes(uint32_t n, const struct wh_tensor *const *ts, int32_t *rank_out, int64_t *dims_out);
-/* Element strides of t viewed at the broadcast rank/dims (0 for broadcast dims). */
-void wh_broadcast_strides(const struct wh_tensor *t, int32_t rank, const int64_t *dims, int64_t *strides_out);
-/* Row-major element strides of a shape. */
-void wh_shape_strides(const int64_t *dims, int32_t rank, int64_t *strides_out);
-/* Normalises a possibly negative axis against rank; false if out of range. */
-bool wh_norm_axis(int64_t axis, int32_t rank, int32_t *out);
-/* Reads element i of an integer tensor (any int type or bool) as int64. */
-int64_t wh_tensor_get_i64(const struct wh_tensor *t, uint64_t i);
-/* Reads element i of any numeric tensor as double / writes double into element i with the
- * conversion Cast uses (round to nearest even for floats, truncation/wrap for ints). */
-double wh_tensor_get_f64(const struct wh_tensor *t, uint64_t i);
-void wh_tensor_set_f64(struct wh_tensor *t, uint64_t i, double v);
-/* Writes the integer v (two's complement) into element i with the wrap-around of t's
- * integer type (sub-byte types masked, signed ones sign-extended; bool: v != 0); a float
- * type gets (double)(int64_t)v; other types are left alone. */
-void wh_tensor_set_int_wrap(struct wh_tensor *t, uint64_t i, uint64_t v);
+/* Element accessors and broadcasting (wh_tensor_get_f64, wh_broadcast_shapes, ...) are in
+ * graph/tensor.h, included above. */
 /* Outputs written element by element for any type: wh_kernel_out_begin allocates t and
  * returns where to write (t's data, or for strings a temporary array of borrowed `const
  * char *` that wh_kernel_out_finish copies into t and frees, in every case). */

@@ -1,17 +1,20 @@
-/* The runtime: execution plans (one per graph and subgraph) and their interpretation. */
+/* The runtime: execution plans (one per graph and subgraph) and their interpretation.
+ * It calls no builder code: a build hands it a tactic chooser (executor/build-internal.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "executor/cpu.h"
-#include "executor/builder.h"
-#include "executor/emulate.h"
+#include <math.h>
+
 #include "executor/build-internal.h"
-#include "executor/precision.h"
+#include "executor/cpu.h"
+#include "executor/emulate.h"
 #include "executor/executor.h"
 #include "executor/kernel.h"
-#include "graph/onnx-io.h"
+#include "executor/precision.h"
+#include "executor/tactic-plan.h"
 #include "executor/threadpool.h"
+#include "graph/onnx-io.h"
 #include "graph/topo.h"
 
 struct plan {
@@ -32,7 +35,7 @@ struct wh_engine {
 	const struct wh_tactic_plan *tactics;
 	bool tactics_strict;
 	char faulty_tactic[128], faulty_layer[256];
-	struct wh_build_state *build;
+	struct wh_tactic_chooser chooser; /* a build's (choose NULL otherwise) */
 	struct wh_threadpool *pool;
 	const struct wh_cpu_features *cpu;
 	struct plan **plans;
@@ -281,8 +284,8 @@ static const struct plan *find_plan(const struct wh_engine *e, const struct wh_g
 	return NULL;
 }
 
-enum wh_status wh_engine_create(const struct wh_model *m, const struct wh_engine_options *opt,
-				struct wh_engine **out)
+static enum wh_status engine_create(const struct wh_model *m, const struct wh_engine_options *opt,
+				    const struct wh_tactic_chooser *chooser, struct wh_engine **out)
 {
 	char names[2048];
 	uint32_t n_unsup = wh_model_unsupported_ops(m, names, sizeof names);
@@ -295,9 +298,10 @@ enum wh_status wh_engine_create(const struct wh_model *m, const struct wh_engine
 	e->m = m;
 	e->cpu = wh_cpu();
 	e->precision = opt ? opt->precision : NULL;
-	e->tactics = opt ? opt->tactics : NULL;
+	e->tactics = opt && !chooser ? opt->tactics : NULL;
 	e->tactics_strict = opt && opt->tactics_strict;
-	e->build = opt ? opt->build : NULL;
+	if (chooser)
+		e->chooser = *chooser;
 	if (opt && opt->faulty_tactic && *opt->faulty_tactic) {
 		const char *colon = strchr(opt->faulty_tactic, ':');
 		size_t len = colon ? (size_t)(colon - opt->faulty_tactic) : strlen(opt->faulty_tactic);
@@ -316,6 +320,18 @@ enum wh_status wh_engine_create(const struct wh_model *m, const struct wh_engine
 	return WH_OK;
 }
 
+enum wh_status wh_engine_create(const struct wh_model *m, const struct wh_engine_options *opt,
+				struct wh_engine **out)
+{
+	return engine_create(m, opt, NULL, out);
+}
+
+enum wh_status wh_engine_create_for_build(const struct wh_model *m, const struct wh_engine_options *opt,
+					  const struct wh_tactic_chooser *chooser, struct wh_engine **out)
+{
+	return engine_create(m, opt, chooser, out);
+}
+
 void wh_engine_destroy(struct wh_engine *e)
 {
 	if (!e)
@@ -328,6 +344,22 @@ void wh_engine_destroy(struct wh_engine *e)
 }
 
 /* ---- execution ---- */
+
+/* Fault injection (WHITTLE_FAULTY_TACTIC): deterministically corrupts the float outputs of
+ * a node, to test the flaky-tactic loop. */
+static void corrupt_outputs(struct wh_kernel_ctx *ctx)
+{
+	for (uint32_t k = 0; k < ctx->n_outputs; k++) {
+		struct wh_tensor *y = &ctx->outputs[k];
+		if (y->dtype != WH_DT_FLOAT)
+			continue;
+		float *d = y->data;
+		/* every 16th element pushed off by 10 % of its magnitude plus 0.05: wrong
+		 * enough for any accuracy check, yet finite */
+		for (uint64_t i = 0; i < y->count; i += 16)
+			d[i] += 0.05f + 0.1f * fabsf(d[i]);
+	}
+}
 
 static void frame_release(struct wh_frame *f)
 {
@@ -442,7 +474,7 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			run = ctx.tactic->run;
 		}
 		/* --fp16-accumulate: fp16 layers whose op has an fp16-accumulating tactic use it */
-		if (!ctx.tactic && ctx.precision == WH_PREC_FP16 && f->e->precision && f->e->precision->fp16_accumulate && !f->e->build)
+		if (!ctx.tactic && ctx.precision == WH_PREC_FP16 && f->e->precision && f->e->precision->fp16_accumulate && !f->e->chooser.choose)
 			for (uint32_t t = 0; t < p->kernels[nid]->n_tactics; t++) {
 				const struct wh_tactic *tc = &p->kernels[nid]->tactics[t];
 				if (strstr(tc->name, "fp16acc") && (!tc->eligible || tc->eligible(&ctx))) {
@@ -450,9 +482,9 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 					run = tc->run;
 				}
 			}
-		if (f->e->build && g == f->e->m->graph && p->kernels[nid]->n_tactics) {
+		if (f->e->chooser.choose && g == f->e->m->graph && p->kernels[nid]->n_tactics) {
 			const struct wh_tactic *chosen = NULL;
-			if ((st = wh_build_choose(f->e->build, &ctx, p->kernels[nid], &chosen)) != WH_OK)
+			if ((st = f->e->chooser.choose(f->e->chooser.state, &ctx, p->kernels[nid], &chosen)) != WH_OK)
 				goto step_out;
 			ctx.tactic = chosen;
 			run = chosen ? chosen->run : run;
@@ -472,7 +504,7 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 		}
 		if (st == WH_OK && ctx.tactic && f->e->faulty_tactic[0] && !strcmp(ctx.tactic->name, f->e->faulty_tactic) &&
 		    (!f->e->faulty_layer[0] || !strcmp(f->e->faulty_layer, n->name)))
-			wh_corrupt_outputs(&ctx);
+			corrupt_outputs(&ctx);
 		for (uint32_t k = 0; k < n->n_outputs; k++) {
 			if (st == WH_OK && wanted[k]) {
 				if (!wh_value_present(&outs[k])) {

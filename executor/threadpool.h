@@ -9,6 +9,7 @@
 #define WH_THREADPOOL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "graph/status.h"
 
@@ -24,5 +25,20 @@ int wh_threadpool_size(const struct wh_threadpool *p); /* 1 for NULL */
  * (nested calls run inline). */
 typedef void (*wh_range_fn)(void *ctx, size_t begin, size_t end);
 void wh_parallel_for(struct wh_threadpool *p, size_t n, size_t grain, wh_range_fn fn, void *ctx);
+
+/* The chunking rule of the kernels: a chunk holds about WH_CHUNK_ELEMS elements of work,
+ * large enough that scheduling costs little next to the work, small enough to spread a
+ * mid-sized tensor over the threads. Elementwise loops pass it as the grain; a loop over
+ * items of per_item elements each passes wh_grain_for(per_item) (an item of WH_CHUNK_ELEMS
+ * or more is a chunk of its own). Both depend only on sizes, never on the thread count, so
+ * the chunk bounds, and with them every kernel's bits, are the same for any --threads. */
+#define WH_CHUNK_ELEMS ((size_t)32768)
+
+static inline size_t wh_grain_for(uint64_t per_item)
+{
+	if (per_item == 0)
+		per_item = 1;
+	return per_item >= WH_CHUNK_ELEMS ? 1 : (size_t)(WH_CHUNK_ELEMS / per_item);
+}
 
 #endif

@@ -154,6 +154,15 @@ static void out_like(struct ictx *c, uint32_t k, const struct wh_vstate *s, enum
 		dim_copy(o, i, s, i);
 }
 
+/* Output 0 = input 0's type and shape; returns it when that rank is known (for rules that
+ * then change some dimensions), else NULL. */
+static struct wh_vstate *out_like_x(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	out_like(c, 0, x, x ? x->dtype : WH_DT_UNDEFINED);
+	return ranked(x) ? OUT(c, 0) : NULL;
+}
+
 static bool same_dim(int64_t a, const char *pa, int64_t b, const char *pb)
 {
 	if (a >= 0 || b >= 0)
@@ -192,6 +201,13 @@ static bool attr_ints(const struct wh_node *n, const char *name, int64_t *vals, 
 		vals[i] = v[i];
 	*n_out = (uint32_t)cnt;
 	return true;
+}
+
+/* An element-type attribute (output_datatype, dtype), or UNDEFINED when it is not a type. */
+static enum wh_dtype attr_dtype(const struct wh_node *n, const char *name, enum wh_dtype dflt)
+{
+	int64_t dt = wh_node_attr_int(n, name, dflt);
+	return wh_dtype_valid((int)dt) ? (enum wh_dtype)dt : WH_DT_UNDEFINED;
 }
 
 static bool norm_axis(int64_t axis, int32_t rank, int32_t *out)
@@ -467,8 +483,7 @@ static enum wh_status r_where(struct ictx *c)
 
 static enum wh_status r_unary(struct ictx *c)
 {
-	const struct wh_vstate *x = IN(c, 0);
-	out_like(c, 0, x, x ? x->dtype : WH_DT_UNDEFINED);
+	out_like_x(c);
 	return WH_OK;
 }
 
@@ -490,8 +505,7 @@ static enum wh_status r_seq_of_input(struct ictx *c) /* SequenceConstruct, Split
 
 static enum wh_status r_seq_empty(struct ictx *c)
 {
-	int64_t dt = wh_node_attr_int(c->n, "dtype", WH_DT_FLOAT);
-	out_seq(c, 0, wh_dtype_valid((int)dt) ? (enum wh_dtype)dt : WH_DT_UNDEFINED);
+	out_seq(c, 0, attr_dtype(c->n, "dtype", WH_DT_FLOAT));
 	return WH_OK;
 }
 
@@ -1643,11 +1657,11 @@ static enum wh_status r_range(struct ictx *c)
 	return WH_OK;
 }
 
-static enum wh_status r_eyelike(struct ictx *c)
+/* EyeLike, RandomNormalLike, ...: input 0's shape, the type of attribute dtype (else input 0's). */
+static enum wh_status r_like_dtype(struct ictx *c)
 {
 	const struct wh_vstate *x = IN(c, 0);
-	int64_t dt = wh_node_attr_int(c->n, "dtype", x ? x->dtype : 0);
-	out_like(c, 0, x, wh_dtype_valid((int)dt) ? (enum wh_dtype)dt : WH_DT_UNDEFINED);
+	out_like(c, 0, x, attr_dtype(c->n, "dtype", x ? x->dtype : WH_DT_UNDEFINED));
 	return WH_OK;
 }
 
@@ -1784,9 +1798,8 @@ static enum wh_status r_reduce(struct ictx *c)
 static enum wh_status r_resize(struct ictx *c)
 {
 	const struct wh_vstate *x = IN(c, 0);
-	out_like(c, 0, x, x ? x->dtype : WH_DT_UNDEFINED);
-	struct wh_vstate *o = OUT(c, 0);
-	if (!o || !ranked(x))
+	struct wh_vstate *o = out_like_x(c);
+	if (!o)
 		return WH_OK;
 	bool upsample = !strcmp(c->n->op_type, "Upsample");
 	double scales[WH_MAX_RANK];
@@ -2037,14 +2050,6 @@ static enum wh_status r_random(struct ictx *c)
 	struct wh_vstate *o = out_set(c, 0, t, (int32_t)n);
 	for (uint32_t i = 0; o && i < n; i++)
 		dim_set(o, (int32_t)i, shape[i]);
-	return WH_OK;
-}
-
-static enum wh_status r_random_like(struct ictx *c)
-{
-	const struct wh_vstate *x = IN(c, 0);
-	int64_t dt = wh_node_attr_int(c->n, "dtype", x ? x->dtype : 0);
-	out_like(c, 0, x, wh_dtype_valid((int)dt) ? (enum wh_dtype)dt : WH_DT_UNDEFINED);
 	return WH_OK;
 }
 
@@ -2354,6 +2359,629 @@ static enum wh_status r_scan(struct ictx *c)
 	return WH_OK;
 }
 
+/* ---- transformer, signal, string, ML and training ops ---- */
+
+/* A dimension known as a product of two (head count x head size), or unknown. */
+static void dim_mul(struct wh_vstate *o, int32_t i, int64_t a, int64_t b)
+{
+	int64_t v;
+	dim_set(o, i, a >= 0 && b >= 0 && wh_mul_i64(a, b, &v) ? v : -1);
+}
+
+/* s->dims[i] / by when both are known and it divides, else -1. */
+static int64_t dim_div(const struct wh_vstate *s, int32_t i, int64_t by)
+{
+	return ranked(s) && i < s->rank && s->dims[i] >= 0 && by > 0 && s->dims[i] % by == 0 ? s->dims[i] / by : -1;
+}
+
+/* Attention (Q, K, V, attn_mask, past_key, past_value) and FlexAttention (Q, K, V): Q, K, V
+ * are [B, H, S, D] or, with the head counts as attributes, [B, S, H * D]. Outputs: Y, then
+ * present_key [B, Hkv, T, D], present_value [B, Hkv, T, Dv], qk_matmul_output
+ * [B, Hq, Sq, T] where T = past length + S. */
+static enum wh_status r_attention(struct ictx *c)
+{
+	const struct wh_vstate *q = IN(c, 0), *k = IN(c, 1), *v = IN(c, 2), *pk = IN(c, 4);
+	enum wh_dtype qdt = q ? q->dtype : WH_DT_UNDEFINED;
+	out_set(c, 0, qdt, -1);
+	out_set(c, 1, k ? k->dtype : WH_DT_UNDEFINED, -1);
+	out_set(c, 2, v ? v->dtype : WH_DT_UNDEFINED, -1);
+	out_set(c, 3, qdt, -1);
+	if (!ranked(q) || !ranked(k) || !ranked(v))
+		return WH_OK;
+	if ((q->rank != 3 && q->rank != 4) || k->rank != q->rank || v->rank != q->rank) {
+		char b1[256], b2[256];
+		return node_err(c, WH_ERR_SHAPE, "Q %s and K %s (and V) must all be rank 3 or all rank 4",
+				dims_str(q, b1, sizeof b1), dims_str(k, b2, sizeof b2));
+	}
+	/* g: [B, Hq, Sq, Hkv, T, D, Dv] */
+	struct wh_vstate g = {.rank = 7};
+	dim_copy(&g, 0, q, 0);
+	if (q->rank == 4) {
+		dim_copy(&g, 1, q, 1);
+		dim_copy(&g, 2, q, 2);
+		dim_copy(&g, 3, k, 1);
+		dim_copy(&g, 4, k, 2);
+		dim_copy(&g, 5, q, 3);
+		dim_copy(&g, 6, v, 3);
+	} else {
+		int64_t qh = wh_node_attr_int(c->n, "q_num_heads", 0), kvh = wh_node_attr_int(c->n, "kv_num_heads", 0);
+		dim_set(&g, 1, qh > 0 ? qh : -1);
+		dim_copy(&g, 2, q, 1);
+		dim_set(&g, 3, kvh > 0 ? kvh : -1);
+		dim_copy(&g, 4, k, 1);
+		dim_set(&g, 5, dim_div(q, 2, qh));
+		dim_set(&g, 6, dim_div(v, 2, kvh));
+	}
+	if (pk) {
+		int64_t t = -1;
+		if (ranked(pk) && pk->rank == 4 && pk->dims[2] >= 0 && g.dims[4] >= 0 && !wh_add_i64(pk->dims[2], g.dims[4], &t))
+			return node_err(c, WH_ERR_OVERFLOW, "the total sequence length overflows");
+		dim_set(&g, 4, t);
+	}
+	struct wh_vstate *o = out_set(c, 0, qdt, q->rank);
+	if (o) {
+		dim_copy(o, 0, &g, 0);
+		if (q->rank == 4) {
+			dim_copy(o, 1, &g, 1);
+			dim_copy(o, 2, &g, 2);
+			dim_copy(o, 3, &g, 6);
+		} else {
+			dim_copy(o, 1, &g, 2);
+			dim_mul(o, 2, g.dims[1], g.dims[6]);
+		}
+	}
+	static const int32_t outs[3][4] = {{0, 3, 4, 5}, {0, 3, 4, 6}, {0, 1, 2, 4}};
+	for (uint32_t j = 0; j < 3; j++) {
+		const struct wh_vstate *like = j == 0 ? k : (j == 1 ? v : q);
+		if (!(o = out_set(c, 1 + j, like->dtype, 4)))
+			continue;
+		for (int32_t i = 0; i < 4; i++)
+			dim_copy(o, i, &g, outs[j][i]);
+	}
+	return WH_OK;
+}
+
+/* LinearAttention: query [B, T, Hq * dk], key [B, T, Hkv * dk], value [B, T, Hkv * dv];
+ * output [B, T, Hq * dv], present_state [B, Hkv, dk, dv] (past_state's type, else query's). */
+static enum wh_status r_linear_attention(struct ictx *c)
+{
+	const struct wh_vstate *q = IN(c, 0), *v = IN(c, 2), *past = IN(c, 3);
+	enum wh_dtype qdt = q ? q->dtype : WH_DT_UNDEFINED;
+	int64_t hq = wh_node_attr_int(c->n, "q_num_heads", 0), hkv = wh_node_attr_int(c->n, "kv_num_heads", 0);
+	struct wh_vstate *o = out_set(c, 0, qdt, ranked(q) ? 3 : -1);
+	if (o) {
+		dim_copy(o, 0, q, 0);
+		dim_copy(o, 1, q, 1);
+		dim_mul(o, 2, hq, dim_div(v, 2, hkv));
+	}
+	if (!(o = out_set(c, 1, past ? past->dtype : qdt, 4)))
+		return WH_OK;
+	if (ranked(q))
+		dim_copy(o, 0, q, 0);
+	dim_set(o, 1, hkv > 0 ? hkv : -1);
+	dim_set(o, 2, dim_div(q, 2, hq));
+	dim_set(o, 3, dim_div(v, 2, hkv));
+	return WH_OK;
+}
+
+/* CausalConvWithState: input [B, C, L], weight [C, 1, K]; output like the input,
+ * present_state [B, C, K - 1]. */
+static enum wh_status r_causal_conv_state(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0), *w = IN(c, 1);
+	out_like(c, 0, x, x ? x->dtype : WH_DT_UNDEFINED);
+	struct wh_vstate *o = out_set(c, 1, x ? x->dtype : WH_DT_UNDEFINED, 3);
+	if (!o)
+		return WH_OK;
+	if (ranked(x) && x->rank == 3) {
+		dim_copy(o, 0, x, 0);
+		dim_copy(o, 1, x, 1);
+	}
+	if (ranked(w) && w->rank == 3 && w->dims[2] >= 1)
+		dim_set(o, 2, w->dims[2] - 1);
+	return WH_OK;
+}
+
+/* A scalar integer input's value (dft_length, axis, frame_step, ...). */
+static bool st_scalar(const struct wh_vstate *s, int64_t *v)
+{
+	uint32_t n;
+	return st_ints(s, v, 1, &n) && n == 1;
+}
+
+/* DFT: the signal axis becomes the transform's length (n / 2 + 1 bins one-sided), the last
+ * dimension 2 (complex), or 1 for an inverse one-sided transform (n = 2 * (bins - 1) by
+ * default). The axis is an attribute before opset 20, then an input (default -2). */
+static enum wh_status r_dft(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0), *len = IN(c, 1), *axis_in = c->opset >= 20 ? IN(c, 2) : NULL;
+	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, ranked(x) ? x->rank : -1);
+	if (!o || !ranked(x))
+		return WH_OK;
+	if (x->rank < 2)
+		return node_err(c, WH_ERR_SHAPE, "input has rank %d, expected at least 2", x->rank);
+	bool inverse = wh_node_attr_int(c->n, "inverse", 0) != 0, onesided = wh_node_attr_int(c->n, "onesided", 0) != 0;
+	int64_t axis = c->opset >= 20 ? -2 : wh_node_attr_int(c->n, "axis", 1);
+	bool axis_known = !axis_in || st_scalar(axis_in, &axis);
+	int32_t ax = -1;
+	if (axis_known && (!norm_axis(axis, x->rank, &ax) || ax == x->rank - 1))
+		return bad_axis(c, axis, x->rank - 1);
+	int64_t n = -1;
+	bool len_known = len ? st_scalar(len, &n) : false;
+	bool resized = len || onesided;
+	for (int32_t i = 0; i < x->rank - 1; i++)
+		if (!resized || (axis_known && i != ax))
+			dim_copy(o, i, x, i);
+	dim_set(o, x->rank - 1, inverse && onesided ? 1 : 2);
+	if (!resized || !axis_known)
+		return WH_OK;
+	if (!len)
+		n = x->dims[ax] < 0 ? -1 : (inverse ? 2 * (x->dims[ax] - 1) : x->dims[ax]);
+	if ((len && !len_known) || n < 0)
+		return WH_OK;
+	dim_set(o, ax, onesided && !inverse ? n / 2 + 1 : n);
+	return WH_OK;
+}
+
+/* STFT: signal [B, L, 1 or 2] -> [B, frames, bins, 2]; the frame length is frame_length,
+ * else the window's length (else the signal's). */
+static enum wh_status r_stft(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0), *step = IN(c, 1), *w = IN(c, 2), *len = IN(c, 3);
+	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, 4);
+	if (!o)
+		return WH_OK;
+	if (ranked(x) && x->rank >= 1)
+		dim_copy(o, 0, x, 0);
+	dim_set(o, 3, 2);
+	int64_t s = -1, fl = -1, siglen = ranked(x) && x->rank == 3 ? x->dims[1] : -1;
+	if (len)
+		st_scalar(len, &fl);
+	else if (w)
+		fl = ranked(w) && w->rank == 1 ? w->dims[0] : -1;
+	else
+		fl = siglen;
+	if (fl > 0)
+		dim_set(o, 2, wh_node_attr_int(c->n, "onesided", 1) ? fl / 2 + 1 : fl);
+	if (st_scalar(step, &s) && s > 0 && fl > 0 && siglen >= fl)
+		dim_set(o, 1, 1 + (siglen - fl) / s);
+	return WH_OK;
+}
+
+/* Hann, Hamming, Blackman windows: [size] of output_datatype. */
+static enum wh_status r_window_fn(struct ictx *c)
+{
+	int64_t n;
+	struct wh_vstate *o = out_set(c, 0, attr_dtype(c->n, "output_datatype", WH_DT_FLOAT), 1);
+	if (o && st_scalar(IN(c, 0), &n))
+		dim_set(o, 0, n);
+	return WH_OK;
+}
+
+/* MelWeightMatrix(num_mel_bins, dft_length, ...): [dft_length / 2 + 1, num_mel_bins]. */
+static enum wh_status r_mel_weight(struct ictx *c)
+{
+	int64_t bins, len;
+	struct wh_vstate *o = out_set(c, 0, attr_dtype(c->n, "output_datatype", WH_DT_FLOAT), 2);
+	if (o && st_scalar(IN(c, 1), &len) && len >= 0)
+		dim_set(o, 0, len / 2 + 1);
+	if (o && st_scalar(IN(c, 0), &bins))
+		dim_set(o, 1, bins);
+	return WH_OK;
+}
+
+/* AffineGrid(theta, size [N, C, H, W] or [N, C, D, H, W]) -> [N, H, W, 2] or [N, D, H, W, 3]. */
+static enum wh_status r_affine_grid(struct ictx *c)
+{
+	const struct wh_vstate *theta = IN(c, 0);
+	int64_t sz[5];
+	uint32_t n = 0;
+	bool known = st_ints(IN(c, 1), sz, 5, &n);
+	int64_t len = known ? n : static_len(IN(c, 1));
+	enum wh_dtype dt = theta ? theta->dtype : WH_DT_UNDEFINED;
+	if (len != 4 && len != 5) {
+		out_set(c, 0, dt, -1);
+		return WH_OK;
+	}
+	struct wh_vstate *o = out_set(c, 0, dt, (int32_t)len);
+	if (!o)
+		return WH_OK;
+	if (ranked(theta) && theta->rank >= 1)
+		dim_copy(o, 0, theta, 0);
+	for (int32_t i = 2; known && i < len; i++)
+		dim_set(o, i - 1, sz[i]);
+	if (known)
+		dim_set(o, 0, sz[0]);
+	dim_set(o, (int32_t)len - 1, len - 2);
+	return WH_OK;
+}
+
+/* Col2Im(input [N, C * prod(block), L], image_shape, block_shape) -> [N, C, image...]. */
+static enum wh_status r_col2im(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	int64_t img[WH_MAX_RANK], blk[WH_MAX_RANK];
+	uint32_t ni = 0, nb = 0;
+	bool ki = st_ints(IN(c, 1), img, WH_MAX_RANK, &ni), kb = st_ints(IN(c, 2), blk, WH_MAX_RANK, &nb);
+	int64_t nsp = ki ? ni : static_len(IN(c, 1));
+	enum wh_dtype dt = x ? x->dtype : WH_DT_UNDEFINED;
+	struct wh_vstate *o = out_set(c, 0, dt, nsp >= 0 && nsp + 2 <= WH_MAX_RANK ? (int32_t)nsp + 2 : -1);
+	if (!o || o->rank < 0)
+		return WH_OK;
+	if (ranked(x) && x->rank == 3) {
+		dim_copy(o, 0, x, 0);
+		int64_t prod = 1;
+		for (uint32_t i = 0; kb && i < nb && prod > 0; i++)
+			if (blk[i] <= 0 || !wh_mul_i64(prod, blk[i], &prod))
+				prod = -1;
+		if (kb && prod > 0)
+			dim_set(o, 1, dim_div(x, 1, prod));
+	}
+	for (uint32_t i = 0; ki && i < ni; i++)
+		dim_set(o, 2 + (int32_t)i, img[i]);
+	return WH_OK;
+}
+
+/* MaxRoiPool(X [N, C, H, W], rois [R, 5]) -> [R, C, pooled_shape]. */
+static enum wh_status r_max_roi_pool(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0), *rois = IN(c, 1);
+	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, 4);
+	int64_t ps[2];
+	uint32_t n;
+	if (!o)
+		return WH_OK;
+	if (ranked(rois) && rois->rank == 2)
+		dim_copy(o, 0, rois, 0);
+	if (ranked(x) && x->rank == 4)
+		dim_copy(o, 1, x, 1);
+	if (attr_ints(c->n, "pooled_shape", ps, 2, &n) && n == 2) {
+		dim_set(o, 2, ps[0]);
+		dim_set(o, 3, ps[1]);
+	}
+	return WH_OK;
+}
+
+/* MaxUnpool(X, I, output_shape): output_shape when given, else each spatial dimension is
+ * (in - 1) * stride + kernel - pads. */
+static enum wh_status r_max_unpool(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0), *os = IN(c, 2);
+	enum wh_dtype dt = x ? x->dtype : WH_DT_UNDEFINED;
+	int64_t v[WH_MAX_RANK];
+	uint32_t n;
+	if (os) {
+		bool known = st_ints(os, v, WH_MAX_RANK, &n);
+		int64_t len = known ? n : static_len(os);
+		struct wh_vstate *o = out_set(c, 0, dt, len >= 0 && len <= WH_MAX_RANK ? (int32_t)len : -1);
+		for (uint32_t i = 0; o && known && i < n; i++)
+			dim_set(o, (int32_t)i, v[i]);
+		return WH_OK;
+	}
+	struct wh_vstate *o = out_set(c, 0, dt, ranked(x) ? x->rank : -1);
+	if (!o || !ranked(x))
+		return WH_OK;
+	if (x->rank < 3)
+		return node_err(c, WH_ERR_SHAPE, "input has rank %d, unpooling needs at least 3", x->rank);
+	struct window win;
+	enum wh_status st = read_window(c, x->rank - 2, NULL, &win);
+	if (st != WH_OK)
+		return st;
+	dim_copy(o, 0, x, 0);
+	dim_copy(o, 1, x, 1);
+	for (int32_t i = 0; i < win.nsp; i++) {
+		int64_t in = x->dims[2 + i], r;
+		if (in < 1 || win.kernel[i] < 0)
+			continue;
+		if (!wh_mul_i64(in - 1, win.strides[i], &r) || !wh_add_i64(r, win.kernel[i], &r) ||
+		    __builtin_sub_overflow(r, win.pads[i], &r) || __builtin_sub_overflow(r, win.pads[win.nsp + i], &r))
+			return node_err(c, WH_ERR_OVERFLOW, "output size overflows");
+		dim_set(o, 2 + i, r);
+	}
+	return WH_OK;
+}
+
+/* NegativeLogLikelihoodLoss(input, target) and SoftmaxCrossEntropyLoss(scores, labels): the
+ * loss is a scalar, or the target's shape with reduction "none"; SoftmaxCrossEntropyLoss's
+ * second output (log_prob) has the scores' shape. */
+static enum wh_status r_loss(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0), *t = IN(c, 1);
+	enum wh_dtype dt = x ? x->dtype : WH_DT_UNDEFINED;
+	char red[16];
+	wh_node_attr_string(c->n, "reduction", "mean", red, sizeof red);
+	if (!strcmp(red, "none"))
+		out_like(c, 0, t, dt);
+	else
+		out_set(c, 0, dt, 0);
+	out_like(c, 1, x, dt);
+	return WH_OK;
+}
+
+/* StringSplit(X) -> substrings [X..., max splits] (strings), lengths like X (int64). */
+static enum wh_status r_string_split(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	struct wh_vstate *o = out_set(c, 0, WH_DT_STRING, ranked(x) && x->rank < WH_MAX_RANK ? x->rank + 1 : -1);
+	for (int32_t i = 0; o && o->rank > 0 && i < x->rank; i++)
+		dim_copy(o, i, x, i);
+	out_like(c, 1, x, WH_DT_INT64);
+	return WH_OK;
+}
+
+/* StringNormalizer(X [C] or [1, C]): stop words may remove elements. */
+static enum wh_status r_string_normalizer(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	if (!wh_node_attr(c->n, "stopwords")) {
+		out_like(c, 0, x, WH_DT_STRING);
+		return WH_OK;
+	}
+	struct wh_vstate *o = out_set(c, 0, WH_DT_STRING, ranked(x) ? x->rank : -1);
+	if (o && ranked(x) && x->rank == 2)
+		dim_copy(o, 0, x, 0);
+	return WH_OK;
+}
+
+/* TfIdfVectorizer(X [C] or [N, C]) -> [max(ngram_indexes) + 1] or [N, that] floats. */
+static enum wh_status r_tfidf(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	struct wh_vstate *o = out_set(c, 0, WH_DT_FLOAT, ranked(x) ? x->rank : -1);
+	if (!o || !ranked(x) || x->rank < 1)
+		return WH_OK;
+	const int64_t *idx;
+	int64_t n = wh_node_attr_ints(c->n, "ngram_indexes", &idx), width = 0;
+	for (int64_t i = 0; i < n; i++)
+		if (idx[i] >= width)
+			width = idx[i] + 1;
+	if (x->rank == 2)
+		dim_copy(o, 0, x, 0);
+	dim_set(o, x->rank - 1, n >= 0 ? width : -1);
+	return WH_OK;
+}
+
+/* Einsum: each letter of the equation is one dimension; "..." the broadcast of the inputs'
+ * remaining leading dimensions. Without "->" the output is "..." then the letters used
+ * once, in alphabetical order. */
+static enum wh_status r_einsum(struct ictx *c)
+{
+	const struct wh_vstate *x0 = IN(c, 0);
+	enum wh_dtype dt = x0 ? x0->dtype : WH_DT_UNDEFINED;
+	char eq[256], buf[256];
+	wh_node_attr_string(c->n, "equation", "", buf, sizeof buf);
+	size_t k = 0;
+	for (const char *p = buf; *p && k + 1 < sizeof eq; p++)
+		if (*p != ' ')
+			eq[k++] = *p;
+	eq[k] = '\0';
+	out_set(c, 0, dt, -1);
+	char *arrow = strstr(eq, "->");
+	if (arrow)
+		*arrow = '\0';
+	int64_t letter[52];
+	const char *lparam[52] = {0};
+	int uses[52] = {0};
+	for (int i = 0; i < 52; i++)
+		letter[i] = -2; /* not seen */
+	struct wh_vstate ell = {.rank = 0}; /* the broadcast "..." dimensions */
+	bool have_ell = false;
+	uint32_t in = 0;
+	for (char *term = eq, *next; term; term = next, in++) {
+		next = strchr(term, ',');
+		if (next)
+			*next++ = '\0';
+		const struct wh_vstate *x = IN(c, in);
+		if (!ranked(x))
+			return WH_OK;
+		int32_t n_letters = 0;
+		char *dots = strstr(term, "...");
+		for (char *p = term; *p; p++)
+			n_letters += *p != '.';
+		int32_t n_ell = dots ? x->rank - n_letters : 0;
+		if (n_ell < 0 || (!dots && n_letters != x->rank))
+			return node_err(c, WH_ERR_SHAPE, "term '%s' does not match input %u of rank %d", term, in, x->rank);
+		int32_t d = 0;
+		for (char *p = term; *p; p++) {
+			if (*p == '.') {
+				if (p != dots)
+					continue;
+				/* right-aligned broadcast into ell */
+				const struct wh_vstate *parts[2] = {&ell, NULL};
+				struct wh_vstate sub = {.rank = n_ell};
+				for (int32_t i = 0; i < n_ell; i++)
+					dim_copy(&sub, i, x, d + i);
+				parts[1] = &sub;
+				int32_t r = n_ell > ell.rank ? n_ell : ell.rank;
+				struct wh_vstate merged = {.rank = r};
+				for (int32_t i = 0; i < r; i++) {
+					int32_t a = i - (r - ell.rank), b = i - (r - n_ell);
+					const struct wh_vstate *src = parts[0];
+					int32_t si = a;
+					if (a < 0 || (b >= 0 && (ell.dims[a] == 1 || (ell.dims[a] < 0 && sub.dims[b] > 1)))) {
+						src = parts[1];
+						si = b;
+					}
+					dim_copy(&merged, i, src, si);
+				}
+				ell = merged;
+				have_ell = true;
+				d += n_ell;
+				continue;
+			}
+			int li = *p >= 'a' && *p <= 'z' ? *p - 'a' : (*p >= 'A' && *p <= 'Z' ? 26 + *p - 'A' : -1);
+			if (li < 0)
+				return node_err(c, WH_ERR_SHAPE, "equation '%s' has the character '%c'", buf, *p);
+			uses[li]++;
+			if (letter[li] < 0 && (letter[li] == -2 || x->dims[d] >= 0)) {
+				letter[li] = x->dims[d];
+				lparam[li] = x->dims[d] >= 0 ? NULL : x->params[d];
+			}
+			d++;
+		}
+	}
+	char out_term[128];
+	k = 0;
+	if (arrow) {
+		snprintf(out_term, sizeof out_term, "%s", arrow + 2);
+	} else {
+		if (have_ell)
+			k += (size_t)snprintf(out_term, sizeof out_term, "...");
+		for (int li = 0; li < 52 && k + 1 < sizeof out_term; li++)
+			if (uses[li] == 1)
+				out_term[k++] = (char)(li < 26 ? 'a' + li : 'A' + li - 26);
+		out_term[k] = '\0';
+	}
+	int32_t rank = 0;
+	for (const char *p = out_term; *p; p++)
+		rank += *p != '.';
+	if (strstr(out_term, "..."))
+		rank += ell.rank;
+	if (rank > WH_MAX_RANK)
+		return WH_OK;
+	struct wh_vstate *o = out_set(c, 0, dt, rank);
+	if (!o)
+		return WH_OK;
+	int32_t d = 0;
+	for (const char *p = out_term; *p; p++) {
+		if (*p == '.') {
+			if (!strncmp(p, "...", 3) && (p == out_term || p[-1] != '.'))
+				for (int32_t i = 0; i < ell.rank; i++)
+					dim_copy(o, d++, &ell, i);
+			continue;
+		}
+		int li = *p >= 'a' && *p <= 'z' ? *p - 'a' : (*p >= 'A' && *p <= 'Z' ? 26 + *p - 'A' : -1);
+		if (li < 0 || letter[li] == -2)
+			return node_err(c, WH_ERR_SHAPE, "output label '%c' of '%s' is in no input", *p, buf);
+		o->dims[d] = letter[li];
+		o->params[d++] = lparam[li];
+	}
+	return WH_OK;
+}
+
+/* ArrayFeatureExtractor(X, Y): X's last dimension becomes Y's element count ([1, K] for a
+ * 1-d X, as the ONNX reference and ONNX Runtime give). */
+static enum wh_status r_array_feature(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0), *y = IN(c, 1);
+	int32_t rank = !ranked(x) ? -1 : (x->rank == 1 ? 2 : x->rank);
+	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, rank);
+	if (!o || rank < 1)
+		return WH_OK;
+	if (x->rank == 1)
+		dim_set(o, 0, 1);
+	for (int32_t i = 0; x->rank > 1 && i < x->rank - 1; i++)
+		dim_copy(o, i, x, i);
+	uint64_t count;
+	if (all_static(y) && wh_shape_count(y->dims, y->rank, &count))
+		dim_set(o, rank - 1, (int64_t)count);
+	return WH_OK;
+}
+
+/* LabelEncoder: X's shape, the type of the values attribute. */
+static enum wh_status r_label_encoder(struct ictx *c)
+{
+	static const struct {
+		const char *attr;
+		enum wh_dtype dt;
+	} kinds[] = {{"values_strings", WH_DT_STRING}, {"values_int64s", WH_DT_INT64}, {"values_floats", WH_DT_FLOAT}};
+	enum wh_dtype dt = WH_DT_UNDEFINED;
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+		if (wh_node_attr(c->n, kinds[i].attr))
+			dt = kinds[i].dt;
+	const struct wh_attr *t = wh_node_attr(c->n, "values_tensor");
+	if (t && t->type == WH_ATTR_TENSOR && t->t)
+		dt = t->t->dtype;
+	out_like(c, 0, IN(c, 0), dt);
+	return WH_OK;
+}
+
+/* TreeEnsemble(X [N, F]) -> [N, n_targets] (n_targets, else the largest leaf target + 1). */
+static enum wh_status r_tree_ensemble(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, 2);
+	if (!o)
+		return WH_OK;
+	if (ranked(x) && x->rank >= 1)
+		dim_copy(o, 0, x, 0);
+	int64_t n = wh_node_attr_int(c->n, "n_targets", -1);
+	if (n < 0) {
+		const int64_t *t;
+		int64_t cnt = wh_node_attr_ints(c->n, "leaf_targetids", &t);
+		for (int64_t i = 0; i < cnt; i++)
+			if (t[i] + 1 > n)
+				n = t[i] + 1;
+	}
+	dim_set(o, 1, n);
+	return WH_OK;
+}
+
+/* Adagrad (R, T, X[n], G[n], H[n] -> X[n], H[n]), Momentum (X, G, V -> X, V) and Adam
+ * (X, G, V, H -> X, V, H): every output is its tensor's input updated; the gradients G
+ * have no output, so output k is input 2 + k for the first group and 2 + n + k after it. */
+static enum wh_status r_optimizer(struct ictx *c)
+{
+	uint32_t ins = c->n->n_inputs, outs = c->n->n_outputs;
+	if (ins < 2 + outs)
+		return WH_OK;
+	uint32_t n = ins - 2 - outs;
+	for (uint32_t k = 0; k < outs; k++) {
+		const struct wh_vstate *x = IN(c, 2 + k + (k >= n ? n : 0));
+		out_like(c, k, x, x ? x->dtype : WH_DT_UNDEFINED);
+	}
+	return WH_OK;
+}
+
+/* CenterCropPad(input, shape): the listed axes (all by default) take shape's values. */
+static enum wh_status r_center_crop_pad(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	struct wh_vstate *o = out_like_x(c);
+	if (!o)
+		return WH_OK;
+	int64_t axes[WH_MAX_RANK], shape[WH_MAX_RANK];
+	uint32_t na = 0, nsh = 0;
+	if (!attr_ints(c->n, "axes", axes, WH_MAX_RANK, &na)) {
+		na = (uint32_t)x->rank;
+		for (uint32_t i = 0; i < na; i++)
+			axes[i] = i;
+	}
+	bool known = st_ints(IN(c, 1), shape, WH_MAX_RANK, &nsh);
+	if (known && nsh != na)
+		return node_err(c, WH_ERR_SHAPE, "shape has %u values for %u axes", nsh, na);
+	for (uint32_t i = 0; i < na; i++) {
+		int32_t ax;
+		if (!norm_axis(axes[i], x->rank, &ax))
+			return bad_axis(c, axes[i], x->rank);
+		dim_set(o, ax, known ? shape[i] : -1);
+	}
+	return WH_OK;
+}
+
+/* SequenceMap: each output is a sequence of the body's output of the same index. */
+static enum wh_status r_sequence_map(struct ictx *c)
+{
+	const struct wh_graph *body = attr_graph(c->n, "body");
+	for (uint32_t k = 0; k < c->n->n_outputs; k++)
+		out_seq(c, k, body && k < body->n_outputs ? body->values[body->outputs[k]].dtype : WH_DT_UNDEFINED);
+	return WH_OK;
+}
+
+/* Optional: inference has no optional type (an optional that holds a value is that value),
+ * so its output stays untyped rather than be declared a plain tensor. */
+static enum wh_status r_optional(struct ictx *c)
+{
+	out_set(c, 0, WH_DT_UNDEFINED, -1);
+	return WH_OK;
+}
+
+static enum wh_status r_optional_has_element(struct ictx *c)
+{
+	out_set(c, 0, WH_DT_BOOL, 0);
+	return WH_OK;
+}
+
 /* ---- dispatch ---- */
 
 typedef enum wh_status (*rule_fn)(struct ictx *c);
@@ -2405,7 +3033,7 @@ static const struct {
 	{"Squeeze", r_squeeze}, {"Unsqueeze", r_unsqueeze}, {"Transpose", r_transpose}, {"Concat", r_concat},
 	{"Split", r_split}, {"Gather", r_gather}, {"GatherElements", r_gather_elements},
 	{"GatherND", r_gather_nd}, {"Slice", r_slice}, {"Expand", r_expand}, {"Tile", r_tile}, {"Pad", r_pad},
-	{"ConstantOfShape", r_constant_of_shape}, {"Range", r_range}, {"EyeLike", r_eyelike},
+	{"ConstantOfShape", r_constant_of_shape}, {"Range", r_range}, {"EyeLike", r_like_dtype},
 	{"OneHot", r_onehot}, {"TopK", r_topk}, {"ArgMax", r_argminmax}, {"ArgMin", r_argminmax},
 	{"ReduceSum", r_reduce}, {"ReduceMean", r_reduce}, {"ReduceMax", r_reduce}, {"ReduceMin", r_reduce},
 	{"ReduceProd", r_reduce}, {"ReduceL1", r_reduce}, {"ReduceL2", r_reduce},
@@ -2415,11 +3043,56 @@ static const struct {
 	{"NonMaxSuppression", r_nms}, {"Compress", r_compress}, {"Unique", r_unique},
 	{"QuantizeLinear", r_quantize}, {"DequantizeLinear", r_dequantize},
 	{"DynamicQuantizeLinear", r_dyn_quantize}, {"RandomNormal", r_random}, {"RandomUniform", r_random},
-	{"RandomNormalLike", r_random_like}, {"RandomUniformLike", r_random_like},
-	{"Bernoulli", r_random_like}, {"Multinomial", r_multinomial}, {"LSTM", r_rnn}, {"GRU", r_rnn},
+	{"RandomNormalLike", r_like_dtype}, {"RandomUniformLike", r_like_dtype},
+	{"Bernoulli", r_like_dtype}, {"Multinomial", r_multinomial}, {"LSTM", r_rnn}, {"GRU", r_rnn},
 	{"RNN", r_rnn}, {"RoiAlign", r_roialign}, {"GridSample", r_grid_sample}, {"Det", r_det},
 	{"If", r_if}, {"Loop", r_loop}, {"Scan", r_scan},
+	/* transformer, signal, string ops */
+	{"Attention", r_attention}, {"LinearAttention", r_linear_attention},
+	{"CausalConvWithState", r_causal_conv_state}, {"SwiGLU", r_unary}, {"Einsum", r_einsum},
+	{"DFT", r_dft}, {"STFT", r_stft}, {"HannWindow", r_window_fn}, {"HammingWindow", r_window_fn},
+	{"BlackmanWindow", r_window_fn}, {"MelWeightMatrix", r_mel_weight}, {"AffineGrid", r_affine_grid},
+	{"Col2Im", r_col2im}, {"DeformConv", r_conv}, {"MaxRoiPool", r_max_roi_pool}, {"MaxUnpool", r_max_unpool},
+	{"NegativeLogLikelihoodLoss", r_loss}, {"SoftmaxCrossEntropyLoss", r_loss}, {"StringConcat", r_arith},
+	{"StringSplit", r_string_split}, {"StringNormalizer", r_string_normalizer}, {"TfIdfVectorizer", r_tfidf},
+	{"CenterCropPad", r_center_crop_pad}, {"SequenceMap", r_sequence_map}, {"Optional", r_optional},
+	{"OptionalHasElement", r_optional_has_element}, {"OptionalGetElement", r_unary} /* the value held passes through */,
 };
+
+/* Ops of other domains. */
+static const struct {
+	const char *domain, *op;
+	rule_fn fn;
+} domain_rules[] = {
+	{"ai.onnx.ml", "ArrayFeatureExtractor", r_array_feature}, {"ai.onnx.ml", "Binarizer", r_unary},
+	{"ai.onnx.ml", "LabelEncoder", r_label_encoder}, {"ai.onnx.ml", "TreeEnsemble", r_tree_ensemble},
+	{"ai.onnx.preview", "FlexAttention", r_attention}, {"ai.onnx.preview.training", "Adagrad", r_optimizer},
+	{"ai.onnx.preview.training", "Adam", r_optimizer}, {"ai.onnx.preview.training", "Momentum", r_optimizer},
+};
+
+static bool is_default_domain(const char *d)
+{
+	return !d || !*d || !strcmp(d, "ai.onnx");
+}
+
+static rule_fn find_rule(const char *domain, const char *op)
+{
+	if (is_default_domain(domain)) {
+		for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
+			if (!strcmp(rules[i].op, op))
+				return rules[i].fn;
+		return NULL;
+	}
+	for (size_t i = 0; i < sizeof domain_rules / sizeof domain_rules[0]; i++)
+		if (!strcmp(domain_rules[i].domain, domain) && !strcmp(domain_rules[i].op, op))
+			return domain_rules[i].fn;
+	return NULL;
+}
+
+bool wh_shape_has_rule(const char *domain, const char *op_type)
+{
+	return find_rule(domain, op_type) != NULL;
+}
 
 /* Ops whose results differ from run to run: never evaluated at inference time. */
 static bool is_random(const char *op)
@@ -2429,7 +3102,7 @@ static bool is_random(const char *op)
 
 static bool default_domain(const struct wh_node *n)
 {
-	return !n->domain || !*n->domain || !strcmp(n->domain, "ai.onnx");
+	return is_default_domain(n->domain);
 }
 
 static void note_unknown(struct ictx *c)
@@ -2546,13 +3219,7 @@ static enum wh_status infer_node(struct ictx *c)
 	if (st != WH_OK)
 		return st;
 	if (!done) {
-		rule_fn fn = NULL;
-		if (default_domain(n))
-			for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
-				if (!strcmp(rules[i].op, n->op_type)) {
-					fn = rules[i].fn;
-					break;
-				}
+		rule_fn fn = find_rule(n->domain, n->op_type);
 		if (fn) {
 			if ((st = fn(c)) != WH_OK)
 				return st;

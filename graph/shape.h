@@ -27,6 +27,10 @@ void wh_input_shapes_free(struct wh_input_shape *s, uint32_t n);
 enum wh_status wh_model_bind_inputs(struct wh_model *m, const struct wh_input_shape *s, uint32_t n);
 /* Infers every value of the main graph (and subgraphs where possible), in place. */
 enum wh_status wh_model_infer_shapes(struct wh_model *m);
+/* Whether inference has a shape rule for the op (domain "" or "ai.onnx" is the default
+ * one). Every op the executor runs must have one (tests/check-registry.c walks the
+ * executor's registry): without it `extract` and `reduce` cannot cut right after the op. */
+bool wh_shape_has_rule(const char *domain, const char *op_type);
 /* Number of main-graph values whose dtype and full static shape are known. */
 uint32_t wh_model_count_static(const struct wh_model *m);
 

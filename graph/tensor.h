@@ -86,4 +86,26 @@ bool wh_tensor_same_shape(const struct wh_tensor *a, const struct wh_tensor *b);
 /* "1x3x640x640" (or "scalar"); buf of at least 32 bytes. */
 const char *wh_shape_str(const int64_t *dims, int32_t rank, char *buf, size_t size);
 
+/* ---- elements and broadcasting (used by kernels and by the reducer alike) ---- */
+
+/* Numpy-style multidirectional broadcast of n shapes (NULL entries skipped); false if they
+ * are incompatible. */
+bool wh_broadcast_shapes(uint32_t n, const struct wh_tensor *const *ts, int32_t *rank_out, int64_t *dims_out);
+/* Element strides of t viewed at the broadcast rank/dims (0 for broadcast dims). */
+void wh_broadcast_strides(const struct wh_tensor *t, int32_t rank, const int64_t *dims, int64_t *strides_out);
+/* Row-major element strides of a shape. */
+void wh_shape_strides(const int64_t *dims, int32_t rank, int64_t *strides_out);
+/* Normalises a possibly negative axis against rank; false if out of range. */
+bool wh_norm_axis(int64_t axis, int32_t rank, int32_t *out);
+/* Reads element i of an integer tensor (any int type or bool) as int64. */
+int64_t wh_tensor_get_i64(const struct wh_tensor *t, uint64_t i);
+/* Reads element i of any numeric tensor as double / writes double into element i with the
+ * conversion Cast uses (round to nearest even for floats, truncation/wrap for ints). */
+double wh_tensor_get_f64(const struct wh_tensor *t, uint64_t i);
+void wh_tensor_set_f64(struct wh_tensor *t, uint64_t i, double v);
+/* Writes the integer v (two's complement) into element i with the wrap-around of t's
+ * integer type (sub-byte types masked, signed ones sign-extended; bool: v != 0); a float
+ * type gets (double)(int64_t)v; other types are left alone. */
+void wh_tensor_set_int_wrap(struct wh_tensor *t, uint64_t i, uint64_t v);
+
 #endif

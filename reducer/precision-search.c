@@ -4,19 +4,14 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include "executor/executor.h"
-#include "executor/kernel.h"
-#include "graph/topo.h"
 #include "graph/os.h"
-
-struct verdict_entry {
-	uint64_t h;
-	enum wh_verdict v;
-};
+#include "graph/topo.h"
+#include "reducer/builtin-check.h"
+#include "reducer/driver-util.h"
 
 struct psearch {
 	const struct wh_model *m;
@@ -28,8 +23,7 @@ struct psearch {
 	uint32_t *layers;    /* node ids, in search order */
 	uint32_t *topo_pos;  /* position of each candidate in topological order */
 	struct wh_tensor_set *ref; /* FP32 outputs, per sample */
-	struct verdict_entry *cache;
-	size_t n_cache, cap_cache;
+	struct wh_verdict_cache cache; /* by the mask's hash */
 	char tmpdir[256];
 	uint32_t seq;
 	double t0;
@@ -68,42 +62,27 @@ static enum wh_status check_config(struct psearch *p, const uint8_t *mask, enum 
 			if ((st = wh_check_run(p->o->check, &v, &r)) == WH_OK)
 				*out = r.verdict;
 			/* on the two ends, "not found"/"not executable" is the check's own failure */
-			if (st == WH_OK && p->seq <= 2 && !r.signal && (r.exit_code == 126 || r.exit_code == 127)) {
-				char said[201];
-				snprintf(said, sizeof said, "%s", r.output ? r.output : "");
-				for (char *q = said; *q; q++)
-					if (*q == '\n')
-						*q = ' ';
-				st = wh_error(WH_ERR_CHECK, "check: exited %d (a command inside the check was not found or is not executable; it printed: %s)",
-					      r.exit_code, said);
-			}
+			if (st == WH_OK && p->seq <= 2)
+				st = wh_check_result_broken(&r, "");
 			wh_check_result_release(&r);
 		}
 		unlink(path);
 		goto out;
 	}
-	struct wh_engine *e = NULL;
 	struct wh_engine_options eo = {.threads = p->o->threads, .precision = &c};
-	struct wh_tensor_set res;
-	wh_tensor_set_init(&res);
-	st = wh_engine_create(p->m, &eo, &e);
-	*out = WH_VERDICT_PASS;
-	for (uint32_t k = 0; k < p->n_samples && st == WH_OK && *out == WH_VERDICT_PASS; k++) {
-		if ((st = wh_engine_run(e, &p->inputs[k], WH_KEEP_OUTPUTS, &res)) != WH_OK)
-			break;
-		for (size_t i = 0; st == WH_OK && i < res.n; i++) {
-			const struct wh_tensor *r = wh_tensor_set_find(&p->ref[k], res.items[i].name);
-			struct wh_compare_stats cs;
-			if (r && (st = wh_compare_tensors(&res.items[i].t, r, &p->o->compare, &cs)) == WH_OK && (!cs.pass || !cs.comparable))
-				*out = WH_VERDICT_FAIL;
-		}
-		wh_tensor_set_release(&res);
-	}
-	wh_tensor_set_release(&res);
-	wh_engine_destroy(e);
+	struct wh_builtin_check_options bo = {.compare = p->o->compare};
+	struct wh_builtin_check_result res;
+	st = wh_builtin_check_run(p->m, &eo, p->inputs, p->ref, p->n_samples, &bo, &res);
+	*out = res.verdict;
 out:
 	wh_precision_config_release(&c);
 	return st;
+}
+
+static struct wh_hash mask_hash(const uint8_t *mask, uint32_t n)
+{
+	XXH128_hash_t x = XXH3_128bits(mask, n);
+	return (struct wh_hash){.lo = x.low64, .hi = x.high64};
 }
 
 /* The search looks for the smallest set with the property "passes": its FAIL means pass. */
@@ -111,29 +90,17 @@ static enum wh_status eval(void *ctx, const uint8_t *const *masks, uint32_t n, e
 {
 	struct psearch *p = ctx;
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t h = XXH3_64bits(masks[i], p->n);
-		enum wh_verdict v = WH_VERDICT_SKIP;
-		bool cached = false;
-		for (size_t k = 0; k < p->n_cache; k++)
-			if (p->cache[k].h == h) {
-				v = p->cache[k].v;
-				cached = true;
-			}
-		if (!cached) {
+		struct wh_hash h = mask_hash(masks[i], p->n);
+		const struct wh_verdict_entry *ce = wh_verdict_cache_find(&p->cache, h);
+		enum wh_verdict v = ce ? ce->v : WH_VERDICT_SKIP;
+		if (!ce) {
 			double t0 = wh_os_now_s();
 			enum wh_status st = check_config(p, masks[i], &v);
 			if (st != WH_OK)
 				return st;
 			p->rep->checks_run++;
-			if (p->n_cache == p->cap_cache) {
-				size_t cap = p->cap_cache ? p->cap_cache * 2 : 64;
-				struct verdict_entry *nc = realloc(p->cache, cap * sizeof *nc);
-				if (!nc)
-					return wh_error(WH_ERR_NOMEM, "precision: out of memory");
-				p->cache = nc;
-				p->cap_cache = cap;
-			}
-			p->cache[p->n_cache++] = (struct verdict_entry){h, v};
+			if ((st = wh_verdict_cache_put(&p->cache, h, v)) != WH_OK)
+				return st;
 			uint32_t cnt = 0;
 			for (uint32_t k = 0; k < p->n; k++)
 				cnt += masks[i][k] != 0;
@@ -151,6 +118,29 @@ static enum wh_status eval(void *ctx, const uint8_t *const *masks, uint32_t n, e
 		verdicts[i] = v == WH_VERDICT_PASS ? WH_VERDICT_FAIL : (v == WH_VERDICT_FAIL ? WH_VERDICT_PASS : WH_VERDICT_SKIP);
 	}
 	return WH_OK;
+}
+
+/* One end of the search: every layer low must fail (want FAIL), every layer high must pass
+ * (want PASS). Its verdict goes into the cache. */
+static enum wh_status check_end(struct psearch *p, const uint8_t *mask, enum wh_verdict want)
+{
+	enum wh_verdict v;
+	enum wh_status st = check_config(p, mask, &v);
+	if (st != WH_OK)
+		return st;
+	p->rep->checks_run++;
+	bool low = want == WH_VERDICT_FAIL;
+	const char *prec = wh_precision_name(low ? p->o->target : p->o->higher);
+	const char *model = p->o->model_path ? p->o->model_path : "model";
+	if (v == WH_VERDICT_SKIP)
+		return wh_error(WH_ERR_CHECK, "check: cannot tell whether the model %s at %s (exit 125 or timeout; fix the check or raise --timeout)",
+				low ? "fails" : "passes with every float layer", prec);
+	if (v != want && low)
+		return wh_error(WH_ERR_INVALID, "%s: already passes at %s (nothing to keep in higher precision)", model, prec);
+	if (v != want)
+		return wh_error(WH_ERR_INVALID, "%s: still fails with every float layer at %s (the failure is not a precision problem, or the tolerance is too tight)",
+				model, prec);
+	return wh_verdict_cache_put(&p->cache, mask_hash(mask, p->n), v);
 }
 
 static int cmp_name(const void *a, const void *b)
@@ -173,25 +163,6 @@ static enum wh_status check_unique_names(const struct wh_graph *g, const uint32_
 				      names[i]);
 	free(names);
 	return st;
-}
-
-/* ||a - r|| / ||r||; 1e6 when a holds NaN or Inf that r does not (an overflow). Cheaper
- * than the full comparison statistics (no medians), which matters with every tensor kept. */
-static double rel_l2(const struct wh_tensor *a, const struct wh_tensor *r)
-{
-	if (a->count != r->count)
-		return 0;
-	double num = 0, den = 0;
-	for (uint64_t k = 0; k < a->count; k++) {
-		double x = wh_tensor_get_f64(a, k), y = wh_tensor_get_f64(r, k);
-		if (!isfinite(y))
-			continue;
-		if (!isfinite(x))
-			return 1e6;
-		num += (x - y) * (x - y);
-		den += y * y;
-	}
-	return den > 0 ? sqrt(num / den) : (num > 0 ? 1 : 0);
 }
 
 /* Error each layer adds: relative L2 error of its output minus the largest of its inputs',
@@ -220,7 +191,7 @@ static enum wh_status layer_errors_on(struct psearch *p, const struct wh_tensor_
 		uint32_t v = wh_graph_find_value(g, a.items[i].name);
 		if (!r || v == WH_NONE || !wh_dtype_is_float(r->dtype))
 			continue;
-		vals[v] = rel_l2(&a.items[i].t, r);
+		vals[v] = wh_builtin_rel_l2(&a.items[i].t, r);
 	}
 	for (uint32_t i = 0; st == WH_OK && i < p->n; i++) {
 		const struct wh_node *n = &g->nodes[p->layers[i]];
@@ -305,19 +276,12 @@ enum wh_status wh_precision_search(const struct wh_model *m, const struct wh_ten
 		goto out;
 	}
 	snprintf(p->tmpdir, sizeof p->tmpdir, "%s/whittle-precision-XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (o->check && !mkdtemp(p->tmpdir)) {
-		st = wh_error(WH_ERR_IO, "%s: cannot create a work folder (set TMPDIR)", p->tmpdir);
+	if (o->check && (st = wh_os_make_temp_dir(p->tmpdir)) != WH_OK) {
 		p->tmpdir[0] = '\0';
 		goto out;
 	}
 	if (!o->check) {
-		struct wh_engine *f = NULL;
-		struct wh_engine_options fo = {.threads = o->threads};
-		if ((st = wh_engine_create(m, &fo, &f)) == WH_OK)
-			for (uint32_t k = 0; k < n_samples && st == WH_OK; k++)
-				st = wh_engine_run(f, &inputs[k], WH_KEEP_OUTPUTS, &p->ref[k]);
-		wh_engine_destroy(f);
-		if (st != WH_OK)
+		if ((st = wh_builtin_reference(m, o->threads, inputs, n_samples, false, p->ref)) != WH_OK)
 			goto out;
 	}
 	mask = calloc(p->n, 1);
@@ -329,42 +293,8 @@ enum wh_status wh_precision_search(const struct wh_model *m, const struct wh_ten
 	}
 	memset(full, 1, p->n);
 	/* the ends: everything low must fail, everything high must pass */
-	enum wh_verdict v;
-	if ((st = check_config(p, mask, &v)) != WH_OK)
+	if ((st = check_end(p, mask, WH_VERDICT_FAIL)) != WH_OK || (st = check_end(p, full, WH_VERDICT_PASS)) != WH_OK)
 		goto out;
-	rep->checks_run++;
-	if (v == WH_VERDICT_SKIP) {
-		st = wh_error(WH_ERR_CHECK, "check: cannot tell whether the model fails at %s (exit 125 or timeout; fix the check or raise --timeout)",
-			      wh_precision_name(o->target));
-		goto out;
-	}
-	if (v != WH_VERDICT_FAIL) {
-		st = wh_error(WH_ERR_INVALID, "%s: already passes at %s (nothing to keep in higher precision)",
-			      o->model_path ? o->model_path : "model", wh_precision_name(o->target));
-		goto out;
-	}
-	if ((st = check_config(p, full, &v)) != WH_OK)
-		goto out;
-	rep->checks_run++;
-	if (v == WH_VERDICT_SKIP) {
-		st = wh_error(WH_ERR_CHECK, "check: cannot tell whether the model passes with every float layer at %s (exit 125 or timeout; fix the check or raise --timeout)",
-			      wh_precision_name(o->higher));
-		goto out;
-	}
-	if (v != WH_VERDICT_PASS) {
-		st = wh_error(WH_ERR_INVALID, "%s: still fails with every float layer at %s (the failure is not a precision problem, or the tolerance is too tight)",
-			      o->model_path ? o->model_path : "model", wh_precision_name(o->higher));
-		goto out;
-	}
-	uint64_t hz = XXH3_64bits(mask, p->n), hf = XXH3_64bits(full, p->n);
-	p->cache = calloc(64, sizeof *p->cache);
-	if (!p->cache) {
-		st = wh_error(WH_ERR_NOMEM, "precision: out of memory");
-		goto out;
-	}
-	p->cap_cache = 64;
-	p->cache[p->n_cache++] = (struct verdict_entry){hz, WH_VERDICT_FAIL};
-	p->cache[p->n_cache++] = (struct verdict_entry){hf, WH_VERDICT_PASS};
 	/* reverse: the search's prefixes become suffixes of the topological order */
 	if (o->reverse)
 		for (uint32_t i = 0; i < p->n / 2; i++) {
@@ -414,7 +344,7 @@ enum wh_status wh_precision_search(const struct wh_model *m, const struct wh_ten
 		free(nl);
 		free(sub);
 		/* the cache is keyed by masks over the old order: start it afresh */
-		p->n_cache = 0;
+		wh_verdict_cache_release(&p->cache);
 		struct wh_search_options fo = {.mode = WH_SEARCH_DDMIN, .jobs = 1, .reduce_inputs = false, .reduce_outputs = false};
 		uint8_t *fixed = calloc(p->n, 1);
 		if (!fixed) {
@@ -442,11 +372,11 @@ enum wh_status wh_precision_search(const struct wh_model *m, const struct wh_ten
 out:
 	rep->seconds = wh_os_now_s() - p->t0;
 	if (p->tmpdir[0] && o->check)
-		rmdir(p->tmpdir);
+		wh_os_remove_tree(p->tmpdir);
 	for (uint32_t k = 0; p->ref && k < n_samples; k++)
 		wh_tensor_set_release(&p->ref[k]);
 	free(p->ref);
-	free(p->cache);
+	wh_verdict_cache_release(&p->cache);
 	free(p->layers);
 	free(order);
 	free(kinds);

@@ -1,18 +1,14 @@
 #include "reducer/reduce.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <jansson.h>
 #include <math.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "executor/cpu.h"
@@ -22,12 +18,8 @@
 #include "graph/onnx-io.h"
 #include "graph/topo.h"
 #include "graph/os.h"
-
-struct cache_entry {
-	struct wh_hash h;
-	enum wh_verdict v;
-	uint16_t runs, fails; /* real runs of this candidate in this session */
-};
+#include "reducer/builtin-check.h"
+#include "reducer/driver-util.h"
 
 struct driver {
 	const struct wh_model *m;
@@ -38,16 +30,13 @@ struct driver {
 	uint32_t *search_nodes; /* node ids, topological order, no Constant nodes */
 	struct wh_tensor_set *ref; /* per sample */
 	bool ref_owned;
-	struct cache_entry *cache;
-	size_t n_cache, cap_cache;
+	struct wh_verdict_cache cache;
 	FILE *replay;
 	char workdir[PATH_MAX];
-	bool workdir_tmp;
 	uint32_t seq;
 	uint32_t best_count;
 	uint8_t *best_mask;
-	double t0;
-	bool tty;
+	struct wh_progress pr;
 	/* per-sample tensor files already written (names) */
 	struct wh_tensor_set *written;
 	uint32_t good_seq, bad_seq;
@@ -58,41 +47,12 @@ struct driver {
 	double tensor_write_s;
 };
 
-static void logf_(struct driver *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void logf_(struct driver *d, const char *fmt, ...)
-{
-	if (!d->o->log)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	if (d->tty)
-		fputs("\r\033[K", d->o->log);
-	vfprintf(d->o->log, fmt, ap);
-	fputc('\n', d->o->log);
-	fflush(d->o->log);
-	va_end(ap);
-}
-
-static void event(struct driver *d, json_t *e)
-{
-	if (d->o->json) {
-		json_object_set_new(e, "elapsed_s", json_real(wh_os_now_s() - d->t0));
-		char *s = json_dumps(e, JSON_COMPACT);
-		if (s) {
-			puts(s);
-			fflush(stdout);
-		}
-		free(s);
-	}
-	json_decref(e);
-}
-
 static void live_line(struct driver *d)
 {
-	if (!d->tty || !d->o->log)
+	if (!d->pr.tty)
 		return;
 	struct wh_reduce_report *r = d->rep;
-	double el = wh_os_now_s() - d->t0;
+	double el = wh_os_now_s() - d->pr.t0;
 	uint32_t done = r->checks_run;
 	fprintf(d->o->log, "\r\033[Kreduce: %u checks (%u fail, %u pass, %u skip, %u cached) | best %u of %u nodes | %.1f s",
 		done, r->n_fail, r->n_pass, r->n_skip, r->checks_cached, d->best_count, d->n, el);
@@ -105,14 +65,7 @@ static void live_line(struct driver *d)
 	fflush(d->o->log);
 }
 
-/* ---- files ---- */
-
 /* ---- candidates ---- */
-
-static bool is_constant(const struct wh_node *n)
-{
-	return !strcmp(n->op_type, "Constant") && (!n->domain || !*n->domain);
-}
 
 /* node ids of a mask: selected search nodes plus the Constant nodes they read */
 static uint32_t mask_nodes(const struct driver *d, const uint8_t *mask, uint32_t *ids, uint8_t *seen)
@@ -129,7 +82,7 @@ static uint32_t mask_nodes(const struct driver *d, const uint8_t *mask, uint32_t
 			if (v == WH_NONE)
 				continue;
 			uint32_t p = g->values[v].producer;
-			if (p != WH_NONE && is_constant(&g->nodes[p]) && !seen[p]) {
+			if (p != WH_NONE && wh_node_is_constant(&g->nodes[p]) && !seen[p]) {
 				seen[p] = 1;
 				ids[k++] = p;
 			}
@@ -172,37 +125,6 @@ static uint32_t mask_count(const struct driver *d, const uint8_t *mask)
 	for (uint32_t i = 0; i < d->n; i++)
 		c += mask[i] != 0;
 	return c;
-}
-
-static struct cache_entry *cache_find(struct driver *d, struct wh_hash h)
-{
-	for (size_t i = 0; i < d->n_cache; i++)
-		if (d->cache[i].h.lo == h.lo && d->cache[i].h.hi == h.hi)
-			return &d->cache[i];
-	return NULL;
-}
-
-static enum wh_status cache_add(struct driver *d, struct wh_hash h, enum wh_verdict v)
-{
-	struct cache_entry *e = cache_find(d, h);
-	if (e) {
-		e->v = v;
-		return WH_OK;
-	}
-	if (d->n_cache == d->cap_cache) {
-		size_t cap = d->cap_cache ? d->cap_cache * 2 : 64;
-		struct cache_entry *nc = realloc(d->cache, cap * sizeof *nc);
-		if (!nc)
-			return wh_error(WH_ERR_NOMEM, "reduce: out of memory");
-		d->cache = nc;
-		d->cap_cache = cap;
-	}
-	d->cache[d->n_cache].h = h;
-	d->cache[d->n_cache].v = v;
-	d->cache[d->n_cache].runs = 0;
-	d->cache[d->n_cache].fails = 0;
-	d->n_cache++;
-	return WH_OK;
 }
 
 static enum wh_verdict verdict_from_name(const char *s)
@@ -252,7 +174,7 @@ static enum wh_status load_replay(struct driver *d, const char *path, const char
 			memcpy(lo, hs + 16, 16);
 			lo[16] = '\0';
 			struct wh_hash h = {.hi = strtoull(hi, NULL, 16), .lo = strtoull(lo, NULL, 16)};
-			if ((st = cache_add(d, h, verdict_from_name(vs))) != WH_OK) {
+			if ((st = wh_verdict_cache_put(&d->cache, h, verdict_from_name(vs))) != WH_OK) {
 				json_decref(j);
 				break;
 			}
@@ -262,7 +184,7 @@ static enum wh_status load_replay(struct driver *d, const char *path, const char
 	}
 	fclose(f);
 	if (st == WH_OK)
-		logf_(d, "reduce: loaded %u verdicts from %s", loaded, path);
+		wh_progress_log(&d->pr, "reduce: loaded %u verdicts from %s", loaded, path);
 	return st;
 }
 
@@ -372,63 +294,17 @@ struct job {
 
 static enum wh_status builtin_check(struct driver *d, struct job *j)
 {
-	struct wh_engine *e = NULL;
 	struct wh_engine_options eo = d->o->engine;
 	int jobs = d->o->jobs > 1 ? d->o->jobs : 1;
 	if (eo.threads > 0 && jobs > 1)
 		eo.threads = eo.threads / jobs > 0 ? eo.threads / jobs : 1;
 	else if (jobs > 1)
 		eo.threads = 1;
-	enum wh_status st = wh_engine_create(j->cand, &eo, &e);
-	if (st != WH_OK)
-		return st;
-	j->v = WH_VERDICT_PASS;
-	const struct wh_graph *g = j->cand->graph;
-	for (uint32_t k = 0; k < d->data->n_samples && j->v == WH_VERDICT_PASS && st == WH_OK; k++) {
-		struct wh_tensor_set ins, outs;
-		wh_tensor_set_init(&ins);
-		wh_tensor_set_init(&outs);
-		for (uint32_t i = 0; i < g->n_inputs && st == WH_OK; i++) {
-			const char *name = g->values[g->inputs[i]].name;
-			const struct wh_tensor *t = ref_value(d, k, name);
-			if (!t)
-				st = wh_error(WH_ERR_NOT_FOUND, "tensor '%s': no reference value (give --reference DIR with every tensor)", name);
-			else
-				st = wh_tensor_set_add(&ins, name, -1, t);
-		}
-		if (st == WH_OK)
-			st = wh_engine_run(e, &ins, WH_KEEP_OUTPUTS, &outs);
-		for (size_t i = 0; i < outs.n && st == WH_OK; i++) {
-			const struct wh_tensor *r = ref_value(d, k, outs.items[i].name);
-			if (!r)
-				continue;
-			struct wh_compare_stats cs;
-			if ((st = wh_compare_tensors(&outs.items[i].t, r, &d->o->compare, &cs)) == WH_OK && (!cs.pass || !cs.comparable)) {
-				j->v = WH_VERDICT_FAIL;
-				break;
-			}
-		}
-		wh_tensor_set_release(&ins);
-		wh_tensor_set_release(&outs);
-	}
-	wh_engine_destroy(e);
+	struct wh_builtin_check_options bo = {.compare = d->o->compare};
+	struct wh_builtin_check_result res;
+	enum wh_status st = wh_builtin_check_run(j->cand, &eo, NULL, d->ref, d->data->n_samples, &bo, &res);
+	j->v = res.verdict;
 	return st;
-}
-
-static void sort_artifacts(struct driver *d, enum wh_verdict v, uint32_t seq)
-{
-	if (!d->o->n_artifacts || !d->o->artifacts_dir || v == WH_VERDICT_SKIP)
-		return;
-	for (int i = 0; i < d->o->n_artifacts; i++) {
-		const char *a = d->o->artifacts[i];
-		if (access(a, F_OK) != 0)
-			continue;
-		const char *base = strrchr(a, '/') ? strrchr(a, '/') + 1 : a;
-		char dst[PATH_MAX + 300];
-		snprintf(dst, sizeof dst, "%s/%s/%04u_%s", d->o->artifacts_dir, v == WH_VERDICT_FAIL ? "bad" : "good", seq, base);
-		if (rename(a, dst) != 0 && wh_os_copy_file(a, dst) == WH_OK)
-			remove(a);
-	}
 }
 
 static enum wh_status external_check(struct driver *d, struct job *j)
@@ -536,7 +412,7 @@ static void record_verdict(struct driver *d, struct job *j, bool cached)
 {
 	struct wh_reduce_report *r = d->rep;
 	uint32_t cnt = mask_count(d, j->mask);
-	struct cache_entry *ce = cache_find(d, j->h);
+	struct wh_verdict_entry *ce = wh_verdict_cache_find(&d->cache, j->h);
 	if (!cached && ce) {
 		ce->runs++;
 		ce->fails += j->v == WH_VERDICT_FAIL;
@@ -556,15 +432,16 @@ static void record_verdict(struct driver *d, struct job *j, bool cached)
 		else
 			r->n_skip++;
 		replay_append(d, j->h, j->v, cnt, j->secs, j->has_res ? &j->res : NULL);
-		sort_artifacts(d, j->v, j->seq);
+		if (d->o->artifacts_dir && j->v != WH_VERDICT_SKIP)
+			wh_artifacts_sort(d->o->artifacts, d->o->n_artifacts, d->o->artifacts_dir, j->v, j->seq);
 	}
 	if (j->v == WH_VERDICT_FAIL && cnt < d->best_count) {
 		d->best_count = cnt;
 		memcpy(d->best_mask, j->mask, d->n);
 	}
 	if (!cached) {
-		if (!d->tty)
-			logf_(d, "check %u: %s, %u nodes, %.2f s%s%s%s", r->checks_run, wh_verdict_name(j->v), cnt, j->secs,
+		if (!d->pr.tty)
+			wh_progress_log(&d->pr, "check %u: %s, %u nodes, %.2f s%s%s%s", r->checks_run, wh_verdict_name(j->v), cnt, j->secs,
 			      j->has_res ? ", " : "", j->has_res ? j->res.why : "", j->rerun ? " (second run)" : "");
 		json_t *e = json_object();
 		json_object_set_new(e, "event", json_string("check"));
@@ -574,7 +451,7 @@ static void record_verdict(struct driver *d, struct job *j, bool cached)
 		json_object_set_new(e, "seconds", json_real(j->secs));
 		if (j->has_res)
 			json_object_set_new(e, "exit", json_integer(j->res.exit_code));
-		event(d, e);
+		wh_progress_event(&d->pr, e);
 		live_line(d);
 	}
 }
@@ -583,16 +460,8 @@ static void record_verdict(struct driver *d, struct job *j, bool cached)
  * not found or cannot run), not a verdict. */
 static enum wh_status broken_check(const struct driver *d, const struct job *j)
 {
-	if (j->has_res && mask_count(d, j->mask) == d->n && !j->res.signal &&
-	    (j->res.exit_code == 126 || j->res.exit_code == 127)) {
-		char out[201];
-		snprintf(out, sizeof out, "%s", j->res.output ? j->res.output : "");
-		for (char *c = out; *c; c++)
-			if (*c == '\n')
-				*c = ' ';
-		return wh_error(WH_ERR_CHECK, "check: exited %d on the original model (a command inside the check was not found or is not executable; it printed: %s)",
-				j->res.exit_code, out);
-	}
+	if (j->has_res && mask_count(d, j->mask) == d->n)
+		return wh_check_result_broken(&j->res, " on the original model");
 	return WH_OK;
 }
 
@@ -616,7 +485,7 @@ static enum wh_status eval_masks(void *ctx, const uint8_t *const *masks, uint32_
 			break;
 		d->driver_s += wh_os_now_s() - tb;
 		d->driver_n++;
-		struct cache_entry *c = cache_find(d, jobs[i].h);
+		struct wh_verdict_entry *c = wh_verdict_cache_find(&d->cache, jobs[i].h);
 		bool dup = false;
 		for (uint32_t k = 0; k < i && !c; k++)
 			if (jobs[k].h.lo == jobs[i].h.lo && jobs[k].h.hi == jobs[i].h.hi)
@@ -672,17 +541,13 @@ static enum wh_status eval_masks(void *ctx, const uint8_t *const *masks, uint32_
 			record_verdict(d, j, false);
 			continue;
 		}
-		if (j->has_res && mask_count(d, j->mask) == d->n && !j->res.signal &&
-		    (j->res.exit_code == 126 || j->res.exit_code == 127)) {
-			st = wh_error(WH_ERR_CHECK, "check: exited %d on the original model (a command inside the check was not found or is not executable; output: %.200s)",
-				      j->res.exit_code, j->res.output ? j->res.output : "");
+		if ((st = broken_check(d, j)) != WH_OK)
 			break;
-		}
-		if ((st = cache_add(d, j->h, j->v)) == WH_OK)
+		if ((st = wh_verdict_cache_put(&d->cache, j->h, j->v)) == WH_OK)
 			record_verdict(d, j, false);
 	}
 	for (uint32_t i = 0; i < n && st == WH_OK; i++) {
-		struct cache_entry *c = cache_find(d, jobs[i].h);
+		struct wh_verdict_entry *c = wh_verdict_cache_find(&d->cache, jobs[i].h);
 		verdicts[i] = c ? c->v : WH_VERDICT_SKIP;
 	}
 	for (uint32_t i = 0; i < n; i++) {
@@ -705,13 +570,13 @@ static void on_progress(void *ctx, const char *phase, const uint8_t *mask)
 {
 	struct driver *d = ctx;
 	uint32_t cnt = mask ? mask_count(d, mask) : 0;
-	logf_(d, "reduce: after %s: %u nodes (%u checks so far)", phase, cnt, d->rep->checks_run);
+	wh_progress_log(&d->pr, "reduce: after %s: %u nodes (%u checks so far)", phase, cnt, d->rep->checks_run);
 	json_t *e = json_object();
 	json_object_set_new(e, "event", json_string("phase"));
 	json_object_set_new(e, "phase", json_string(phase));
 	json_object_set_new(e, "nodes", json_integer(cnt));
 	json_object_set_new(e, "checks", json_integer(d->rep->checks_run));
-	event(d, e);
+	wh_progress_event(&d->pr, e);
 }
 
 /* Runs one candidate uncached (confirmation runs). */
@@ -725,7 +590,7 @@ static enum wh_status run_uncached(struct driver *d, const uint8_t *mask, enum w
 	struct job *p = &j;
 	if ((st = run_jobs(d, &p, 1)) == WH_OK && (st = broken_check(d, &j)) == WH_OK) {
 		*v = j.v;
-		if ((st = cache_add(d, j.h, j.v)) == WH_OK)
+		if ((st = wh_verdict_cache_put(&d->cache, j.h, j.v)) == WH_OK)
 			record_verdict(d, &j, false);
 		if (res_out && j.has_res) {
 			*res_out = j.res;
@@ -757,22 +622,7 @@ static enum wh_status save_mask_model(struct driver *d, const uint8_t *mask, con
 
 static enum wh_status write_tensors(struct driver *d, const struct wh_model *c, const char *dir, bool outputs)
 {
-	enum wh_status st = wh_os_make_dir(dir);
-	const struct wh_graph *g = c->graph;
-	struct wh_tensor_set s;
-	wh_tensor_set_init(&s);
-	uint32_t cnt = outputs ? g->n_outputs : g->n_inputs;
-	const uint32_t *ids = outputs ? g->outputs : g->inputs;
-	for (uint32_t i = 0; i < cnt && st == WH_OK; i++) {
-		const char *name = g->values[ids[i]].name;
-		const struct wh_tensor *t = ref_value(d, 0, name);
-		if (t)
-			st = wh_tensor_set_add(&s, name, -1, t);
-	}
-	if (st == WH_OK)
-		st = wh_tensor_set_write_dir(dir, NULL, &s);
-	wh_tensor_set_release(&s);
-	return st;
+	return wh_reference_write(c, &d->ref[0], outputs, dir);
 }
 
 static enum wh_status write_repro(struct driver *d, const struct wh_model *c, const uint8_t *mask)
@@ -819,7 +669,7 @@ static enum wh_status write_repro(struct driver *d, const struct wh_model *c, co
 		fprintf(f, "- layers: %u before, %u after (Constant nodes not counted)\n", r->nodes_before, r->nodes_after);
 		fprintf(f, "- checks: %u run (%u fail, %u pass, %u skip), %u answered from the cache\n", r->checks_run, r->n_fail,
 			r->n_pass, r->n_skip, r->checks_cached);
-		fprintf(f, "- time: %.2f s (whittle's own time per candidate: %.2f ms)\n- 1-minimal: %s\n\n", wh_os_now_s() - d->t0,
+		fprintf(f, "- time: %.2f s (whittle's own time per candidate: %.2f ms)\n- 1-minimal: %s\n\n", wh_os_now_s() - d->pr.t0,
 			d->driver_n ? 1e3 * d->driver_s / d->driver_n : 0.0,
 			r->one_minimal ? "yes (removing any single layer makes the check pass)" : "not verified");
 		fprintf(f, "## Layers of the reduced model\n\n| # | layer | op |\n| ---: | --- | --- |\n");
@@ -864,31 +714,12 @@ static enum wh_status compute_reference(struct driver *d)
 					st = wh_tensor_set_add(&d->ref[k], r->items[i].name, -1, &r->items[i].t);
 		}
 	} else {
-		struct wh_engine *e = NULL;
-		struct wh_engine_options eo = {.threads = d->o->engine.threads};
-		if ((st = wh_engine_create(d->m, &eo, &e)) != WH_OK)
+		if ((st = wh_builtin_reference(d->m, d->o->engine.threads, d->data->inputs, ns, true, d->ref)) != WH_OK)
 			return wh_error(st, "%s; with an external --check, give reference values with --reference DIR", wh_error_message());
-		for (uint32_t k = 0; k < ns && st == WH_OK; k++)
-			st = wh_engine_run(e, &d->data->inputs[k], WH_KEEP_ALL, &d->ref[k]);
-		wh_engine_destroy(e);
 	}
 	/* the original inputs are reference values too */
-	const struct wh_graph *g = d->m->graph;
-	for (uint32_t k = 0; k < ns && st == WH_OK; k++) {
-		const struct wh_tensor_set *in = &d->data->inputs[k];
-		uint32_t pos = 0;
-		for (uint32_t i = 0; i < g->n_inputs && st == WH_OK; i++) {
-			const struct wh_value *v = &g->values[g->inputs[i]];
-			if (v->flags & WH_VALUE_INITIALIZER)
-				continue;
-			const struct wh_tensor *t = wh_tensor_set_find(in, v->name);
-			if (!t && pos < in->n && !in->items[pos].name)
-				t = &in->items[pos].t;
-			pos++;
-			if (t && !wh_tensor_set_find(&d->ref[k], v->name))
-				st = wh_tensor_set_add(&d->ref[k], v->name, -1, t);
-		}
-	}
+	for (uint32_t k = 0; k < ns && st == WH_OK; k++)
+		st = wh_builtin_add_inputs(d->m, &d->data->inputs[k], &d->ref[k]);
 	return st;
 }
 
@@ -898,8 +729,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 	struct driver dd = {.m = m, .o = o, .data = data, .rep = rep};
 	struct driver *d = &dd;
 	memset(rep, 0, sizeof *rep);
-	d->t0 = wh_os_now_s();
-	d->tty = o->log && isatty(fileno(o->log)) && !o->json;
+	wh_progress_init(&d->pr, o->log, o->json);
 	enum wh_status st = WH_OK;
 	const struct wh_graph *g = m->graph;
 	uint32_t *order = calloc((size_t)g->n_nodes + 1, sizeof *order);
@@ -917,7 +747,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 		goto out;
 	}
 	for (uint32_t i = 0; i < g->n_nodes; i++)
-		if (!is_constant(&g->nodes[order[i]]))
+		if (!wh_node_is_constant(&g->nodes[order[i]]))
 			d->search_nodes[d->n++] = order[i];
 	rep->nodes_before = d->n;
 	if (!d->n) {
@@ -966,11 +796,10 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 	} else {
 		const char *tmp = getenv("TMPDIR");
 		snprintf(d->workdir, sizeof d->workdir, "%s/whittle-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-		if (!mkdtemp(d->workdir)) {
-			st = wh_error(WH_ERR_IO, "%s: cannot create a work folder: %s (set TMPDIR)", d->workdir, strerror(errno));
+		if ((st = wh_os_make_temp_dir(d->workdir)) != WH_OK) {
+			d->workdir[0] = '\0';
 			goto out;
 		}
-		d->workdir_tmp = true;
 	}
 	{
 		char p[PATH_MAX + 96];
@@ -1012,7 +841,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			fflush(d->replay);
 		}
 	}
-	logf_(d, "reduce: %u layers (%u constants aside), check: %s", d->n, g->n_nodes - d->n,
+	wh_progress_log(&d->pr, "reduce: %u layers (%u constants aside), check: %s", d->n, g->n_nodes - d->n,
 	      o->check_display ? o->check_display : "built-in comparison with FP32");
 
 	/* 1. the original must fail, consistently (with -j > 1 and one confirmation run, the
@@ -1024,12 +853,12 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			goto out;
 		wh_model_destroy(c);
 	}
-	bool confirm_in_search = o->jobs > 1 && o->confirm_runs <= 1 && !cache_find(d, full_hash);
+	bool confirm_in_search = o->jobs > 1 && o->confirm_runs <= 1 && !wh_verdict_cache_find(&d->cache, full_hash);
 	if (!confirm_in_search) {
 		int runs = o->confirm_runs > 0 ? o->confirm_runs : 1;
 		enum wh_verdict first = WH_VERDICT_SKIP, v = WH_VERDICT_SKIP;
 		int fails = 0;
-		struct cache_entry *ce = cache_find(d, full_hash);
+		struct wh_verdict_entry *ce = wh_verdict_cache_find(&d->cache, full_hash);
 		for (int r = 0; r < runs; r++) {
 			struct wh_check_result res = {0};
 			if (r == 0 && ce) {
@@ -1080,17 +909,17 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 	}
 	rep->one_minimal = sr.one_minimal;
 	if (sr.note[0])
-		logf_(d, "reduce: note: %s", sr.note);
+		wh_progress_log(&d->pr, "reduce: note: %s", sr.note);
 	/* the result must still fail when run again (not from the cache): a flaky check shows
 	 * here; a result that already failed twice (a second run in an idle slot) is done */
-	struct cache_entry *rce = NULL;
+	struct wh_verdict_entry *rce = NULL;
 	{
 		struct wh_model *c;
 		struct wh_hash h;
 		if ((st = build_candidate(d, result, &c, &h)) != WH_OK)
 			goto out;
 		wh_model_destroy(c);
-		rce = cache_find(d, h);
+		rce = wh_verdict_cache_find(&d->cache, h);
 	}
 	if (!rep->inconsistent && !(rce && rce->fails >= 2)) {
 		enum wh_verdict v;
@@ -1131,16 +960,16 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			struct wh_hash h;
 			if (build_candidate(d, tmp, &c, &h) != WH_OK)
 				continue;
-			struct cache_entry *ce = cache_find(d, h);
+			struct wh_verdict_entry *ce = wh_verdict_cache_find(&d->cache, h);
 			if (ce && ce->v == WH_VERDICT_PASS && wh_model_save(c, o->min_good_path) == WH_OK)
 				saved = true;
 			wh_model_destroy(c);
 		}
 		free(tmp);
 		if (!saved)
-			logf_(d, "reduce: no --min-good model: the reduced model has a single layer (nothing smaller can be run)");
+			wh_progress_log(&d->pr, "reduce: no --min-good model: the reduced model has a single layer (nothing smaller can be run)");
 	}
-	rep->seconds = wh_os_now_s() - d->t0;
+	rep->seconds = wh_os_now_s() - d->pr.t0;
 	if (o->artifacts_dir) {
 		char p[PATH_MAX + 64];
 		snprintf(p, sizeof p, "%s/reduced.onnx", o->artifacts_dir);
@@ -1160,33 +989,26 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			goto out;
 	}
 	{
-		json_t *e = json_object();
-		json_object_set_new(e, "event", json_string("result"));
-		json_object_set_new(e, "nodes_before", json_integer(rep->nodes_before));
-		json_object_set_new(e, "nodes_after", json_integer(rep->nodes_after));
-		json_object_set_new(e, "checks", json_integer(rep->checks_run));
-		json_object_set_new(e, "cached", json_integer(rep->checks_cached));
-		json_object_set_new(e, "one_minimal", json_boolean(rep->one_minimal));
-		json_object_set_new(e, "driver_ms_per_candidate", json_real(d->driver_n ? 1e3 * d->driver_s / d->driver_n : 0));
+		json_t *e = json_pack("{s:s, s:i, s:i, s:i, s:i, s:b, s:f}", "event", "result", "nodes_before",
+				      (json_int_t)rep->nodes_before, "nodes_after", (json_int_t)rep->nodes_after, "checks",
+				      (json_int_t)rep->checks_run, "cached", (json_int_t)rep->checks_cached, "one_minimal",
+				      (int)rep->one_minimal, "driver_ms_per_candidate", d->driver_n ? 1e3 * d->driver_s / d->driver_n : 0.0);
 		json_t *names = json_array();
 		for (uint32_t i = 0; i < d->n; i++)
 			if (result[i])
 				json_array_append_new(names, json_string(g->nodes[d->search_nodes[i]].name));
 		json_object_set_new(e, "layers", names);
-		event(d, e);
+		wh_progress_event(&d->pr, e);
 	}
 out:
-	rep->seconds = wh_os_now_s() - d->t0;
+	rep->seconds = wh_os_now_s() - d->pr.t0;
 	rep->driver_ms_per_candidate = d->driver_n ? 1e3 * d->driver_s / d->driver_n : 0;
 	rep->tensor_write_s = d->tensor_write_s;
-	if (d->tty && o->log)
-		fputs("\r\033[K", o->log);
+	wh_progress_clear(&d->pr);
 	if (d->replay)
 		fclose(d->replay);
-	if (d->workdir_tmp)
-		wh_os_remove_tree(d->workdir);
-	else if (d->workdir[0])
-		wh_os_remove_tree(d->workdir);
+	if (d->workdir[0])
+		wh_os_remove_tree(d->workdir); /* the temporary folder, or artifacts_dir/work */
 	if (d->ref_owned) {
 		for (uint32_t k = 0; k < data->n_samples; k++) {
 			wh_tensor_set_release(&d->ref[k]);
@@ -1195,7 +1017,7 @@ out:
 	}
 	free(d->ref);
 	free(d->written);
-	free(d->cache);
+	wh_verdict_cache_release(&d->cache);
 	free(d->search_nodes);
 	free(d->best_mask);
 	free(order);

@@ -393,6 +393,49 @@ static enum wh_status pic_layout(struct pic *P, const struct wh_model *m, const 
 	return WH_OK;
 }
 
+/* Calls fn for every edge of the picture: from the drawn producer of each input of a drawn
+ * item (or from the tensor item standing for it) to that item; weights are not drawn. */
+static void pic_each_edge(const struct pic *P, const struct wh_graph *g, FILE *f,
+			  void (*fn)(FILE *, const struct wh_graph *, const struct pic_item *, const struct pic_item *, uint32_t))
+{
+	for (uint32_t i = 0; i < P->n; i++) {
+		const struct pic_item *dst = &P->items[i];
+		if (dst->kind == PIC_INPUT)
+			continue;
+		const struct wh_node *nd = dst->kind == PIC_NODE ? &g->nodes[dst->id] : NULL;
+		uint32_t n_in = nd ? nd->n_inputs : 1;
+		for (uint32_t j = 0; j < n_in; j++) {
+			uint32_t v = nd ? nd->inputs[j] : dst->id;
+			if (v == WH_NONE || (nd && is_weight(g, v)))
+				continue;
+			uint32_t pr = g->values[v].producer;
+			const struct pic_item *src = NULL;
+			if (pr != WH_NONE && P->drawn[pr])
+				src = &P->items[P->node_item[pr]];
+			else if (nd && P->value_item[v] != WH_NONE)
+				src = &P->items[P->value_item[v]];
+			if (src)
+				fn(f, g, src, dst, v);
+		}
+	}
+}
+
+static void svg_edge(FILE *f, const struct wh_graph *g, const struct pic_item *src, const struct pic_item *dst, uint32_t v)
+{
+	fputs("<g class=\"edge\"><title>", f);
+	wh_svg_escape(f, g->values[v].name);
+	fprintf(f, "</title><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\" marker-end=\"url(#arrow)\"/></g>\n",
+		src->x, src->y + src->h / 2, dst->x, dst->y - dst->h / 2);
+}
+
+static void dot_edge(FILE *f, const struct wh_graph *g, const struct pic_item *src, const struct pic_item *dst, uint32_t v)
+{
+	(void)g;
+	(void)v;
+	fprintf(f, "  %s%u -> %s%u;\n", src->kind == PIC_NODE ? "layer" : "tensor", src->id, dst->kind == PIC_NODE ? "layer" : "tensor",
+		dst->id);
+}
+
 enum wh_status wh_svg_write_graph(FILE *f, const struct wh_model *m, const struct wh_graph_picture *gp)
 {
 	struct pic P = {0};
@@ -424,30 +467,7 @@ enum wh_status wh_svg_write_graph(FILE *f, const struct wh_model *m, const struc
 	wh_svg_escape(f, title);
 	fputs("</text>\n", f);
 	/* edges first, so that boxes cover their ends */
-	for (uint32_t i = 0; i < P.n; i++) {
-		const struct pic_item *dst = &P.items[i];
-		if (dst->kind == PIC_INPUT)
-			continue;
-		const struct wh_node *nd = dst->kind == PIC_NODE ? &g->nodes[dst->id] : NULL;
-		uint32_t n_in = nd ? nd->n_inputs : 1;
-		for (uint32_t j = 0; j < n_in; j++) {
-			uint32_t v = nd ? nd->inputs[j] : dst->id;
-			if (v == WH_NONE || (nd && is_weight(g, v)))
-				continue;
-			uint32_t pr = g->values[v].producer;
-			const struct pic_item *src = NULL;
-			if (pr != WH_NONE && P.drawn[pr])
-				src = &P.items[P.node_item[pr]];
-			else if (nd && P.value_item[v] != WH_NONE)
-				src = &P.items[P.value_item[v]];
-			if (!src)
-				continue;
-			fputs("<g class=\"edge\"><title>", f);
-			wh_svg_escape(f, g->values[v].name);
-			fprintf(f, "</title><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\" marker-end=\"url(#arrow)\"/></g>\n",
-				src->x, src->y + src->h / 2, dst->x, dst->y - dst->h / 2);
-		}
-	}
+	pic_each_edge(&P, g, f, svg_edge);
 	for (uint32_t i = 0; i < P.n; i++) {
 		const struct pic_item *it = &P.items[i];
 		if (it->kind != PIC_NODE) {
@@ -530,29 +550,7 @@ enum wh_status wh_dot_write_graph(FILE *f, const struct wh_model *m, const struc
 			fputs("\"];\n", f);
 		}
 	}
-	for (uint32_t i = 0; i < P.n; i++) {
-		const struct pic_item *dst = &P.items[i];
-		if (dst->kind == PIC_INPUT)
-			continue;
-		const struct wh_node *nd = dst->kind == PIC_NODE ? &g->nodes[dst->id] : NULL;
-		uint32_t n_in = nd ? nd->n_inputs : 1;
-		for (uint32_t j = 0; j < n_in; j++) {
-			uint32_t v = nd ? nd->inputs[j] : dst->id;
-			if (v == WH_NONE || (nd && is_weight(g, v)))
-				continue;
-			uint32_t pr = g->values[v].producer;
-			if (pr != WH_NONE && P.drawn[pr])
-				fprintf(f, "  layer%u -> ", pr);
-			else if (nd && P.value_item[v] != WH_NONE)
-				fprintf(f, "  tensor%u -> ", v);
-			else
-				continue;
-			if (nd)
-				fprintf(f, "layer%u;\n", dst->id);
-			else
-				fprintf(f, "tensor%u;\n", dst->id);
-		}
-	}
+	pic_each_edge(&P, g, f, dot_edge);
 	fputs("}\n", f);
 	if (ferror(f))
 		st = wh_error(WH_ERR_IO, "graph picture: write failed (check free disk space)");

@@ -2,7 +2,7 @@
  *
  *  1. Intermittent? The engine is built N times (seeds 0..N-1, whittle's builder) at the
  *     target precision and each build is checked. Some pass and some fail: the tactic diff
- *     and the swap confirmation of reducer/tactics.h name the layer and tactic, and the
+ *     and the swap confirmation of reducer/tactic-diff.h name the layer and tactic, and the
  *     fastest good build is the fixed replay. All pass: nothing to debug. All fail: go on.
  *  2. Layerwise comparison: a failing build is run with every tensor kept and compared with
  *     FP32; the first failing tensor in topological order names a layer.

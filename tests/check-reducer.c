@@ -292,7 +292,6 @@ int main(void)
 	tcase_add_test(ts, test_search_bisect_mode_is_contiguous);
 	suite_add_tcase(s, ts);
 	SRunner *sr = srunner_create(s);
-	srunner_set_fork_status(sr, CK_NOFORK);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

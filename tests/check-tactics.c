@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "reducer/tactics.h"
+#include "reducer/tactic-diff.h"
 
 /* ---- synthetic builds ---- */
 
@@ -589,7 +589,6 @@ int main(void)
 	tcase_add_test(tf, test_replays_folder);
 	suite_add_tcase(s, tf);
 	SRunner *sr = srunner_create(s);
-	srunner_set_fork_status(sr, CK_NOFORK);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

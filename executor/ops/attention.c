@@ -33,16 +33,6 @@
 #include "executor/numfmt-bulk.h"
 #include "executor/numfmt.h"
 
-/* Elements of work per parallel chunk: large enough that scheduling costs little. */
-#define CHUNK_WORK 32768
-
-static size_t grain_for(uint64_t per_item)
-{
-	if (per_item == 0)
-		per_item = 1;
-	return per_item >= CHUNK_WORK ? 1 : (size_t)(CHUNK_WORK / per_item);
-}
-
 static bool wanted(const struct wh_kernel_ctx *ctx, uint32_t i)
 {
 	return i < ctx->n_outputs && (!ctx->output_wanted || ctx->output_wanted[i]);
@@ -628,7 +618,7 @@ static enum wh_status attention_run(struct wh_kernel_ctx *ctx)
 	uint64_t rows = (uint64_t)g.B * (uint64_t)g.Hq * (uint64_t)g.Sq, per_row;
 	if (!wh_mul_u64((uint64_t)(g.T ? g.T : 1), (uint64_t)g.D + (uint64_t)g.Dv + 1, &per_row))
 		per_row = UINT64_MAX;
-	wh_parallel_for(ctx->pool, (size_t)rows, grain_for(per_row), attn_rows, &J);
+	wh_parallel_for(ctx->pool, (size_t)rows, wh_grain_for(per_row), attn_rows, &J);
 	if (atomic_load(&J.failed)) {
 		st = wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for attention scores (free some memory)");
 		goto out;
@@ -791,7 +781,7 @@ static enum wh_status rotary_run(struct wh_kernel_ctx *ctx)
 	    (st = out_buf(ctx, &ctx->outputs[0], &yb)))
 		goto out;
 	J.y = yb;
-	wh_parallel_for(ctx->pool, (size_t)nbs, grain_for((uint64_t)J.H * (uint64_t)J.D), rope_rows, &J);
+	wh_parallel_for(ctx->pool, (size_t)nbs, wh_grain_for((uint64_t)J.H * (uint64_t)J.D), rope_rows, &J);
 	out_store(ctx, &ctx->outputs[0], yb);
 	yb = NULL;
 out:
@@ -859,7 +849,7 @@ static enum wh_status swiglu_run(struct wh_kernel_ctx *ctx)
 	    (st = out_buf(ctx, &ctx->outputs[0], &yb)))
 		goto out;
 	J.y = yb;
-	wh_parallel_for(ctx->pool, (size_t)a->count, CHUNK_WORK, swiglu_range, &J);
+	wh_parallel_for(ctx->pool, (size_t)a->count, WH_CHUNK_ELEMS, swiglu_range, &J);
 	out_store(ctx, &ctx->outputs[0], yb);
 	yb = NULL;
 out:
@@ -1067,7 +1057,7 @@ static enum wh_status linear_attention_run(struct wh_kernel_ctx *ctx)
 	J.y = yb;
 	J.state = sb;
 	uint64_t per = (uint64_t)(J.T ? J.T : 1) * (uint64_t)(J.dk * J.dv + 1) * (uint64_t)(J.Hq / J.Hkv + 3);
-	wh_parallel_for(ctx->pool, (size_t)(J.B * J.Hkv), grain_for(per), la_heads, &J);
+	wh_parallel_for(ctx->pool, (size_t)(J.B * J.Hkv), wh_grain_for(per), la_heads, &J);
 	if (atomic_load(&J.failed)) {
 		st = wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory (free some memory)");
 		goto out;
@@ -1196,7 +1186,7 @@ static enum wh_status causal_conv_run(struct wh_kernel_ctx *ctx)
 	/* with an empty input and no state to write, B * C may be huge: nothing to do; else it
 	 * is bounded by the input's or the state's size */
 	if (x->count || (sb && ctx->outputs[1].count))
-		wh_parallel_for(ctx->pool, (size_t)(B * J.C), grain_for((uint64_t)(J.L + 1) * (uint64_t)J.K), ccs_rows, &J);
+		wh_parallel_for(ctx->pool, (size_t)(B * J.C), wh_grain_for((uint64_t)(J.L + 1) * (uint64_t)J.K), ccs_rows, &J);
 	if (atomic_load(&J.failed)) {
 		st = wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory (free some memory)");
 		goto out;
@@ -1379,7 +1369,7 @@ static enum wh_status flex_attention_run(struct wh_kernel_ctx *ctx)
 		uint64_t per_row;
 		if (!wh_add_u64(per_qk, per_v, &per_row))
 			per_row = UINT64_MAX;
-		wh_parallel_for(ctx->pool, rows, grain_for(per_row), attn_rows, &J);
+		wh_parallel_for(ctx->pool, rows, wh_grain_for(per_row), attn_rows, &J);
 		if (atomic_load(&J.failed)) {
 			st = wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for attention scores (free some memory)");
 			goto out;
@@ -1392,7 +1382,7 @@ static enum wh_status flex_attention_run(struct wh_kernel_ctx *ctx)
 		if ((st = wh_tensor_alloc(&x, (enum wh_dtype)sp, 4, sd)) || (st = out_buf(ctx, &x, &xb)))
 			goto out;
 		F.out = xb;
-		wh_parallel_for(ctx->pool, rows, grain_for(per_qk), flex_scores, &F);
+		wh_parallel_for(ctx->pool, rows, wh_grain_for(per_qk), flex_scores, &F);
 		out_store(ctx, &x, xb);
 		xb = NULL;
 		for (int i = 0; i < 2; i++)
@@ -1402,7 +1392,7 @@ static enum wh_status flex_attention_run(struct wh_kernel_ctx *ctx)
 		    (st = wh_tensor_alloc(&p, (enum wh_dtype)sp, 4, sd)) || (st = out_buf(ctx, &p, &pb)))
 			goto out;
 		F.out = pb;
-		wh_parallel_for(ctx->pool, rows, grain_for(T1 + 1), flex_softmax, &F);
+		wh_parallel_for(ctx->pool, rows, wh_grain_for(T1 + 1), flex_softmax, &F);
 		out_store(ctx, &p, pb);
 		pb = NULL;
 		free(own_x);
@@ -1413,7 +1403,7 @@ static enum wh_status flex_attention_run(struct wh_kernel_ctx *ctx)
 		if ((st = f32_view(ctx, &p, "probabilities", &F.in, &own_p)))
 			goto out;
 		F.out = NULL;
-		wh_parallel_for(ctx->pool, rows, grain_for(per_v), flex_values, &F);
+		wh_parallel_for(ctx->pool, rows, wh_grain_for(per_v), flex_values, &F);
 	}
 	out_store(ctx, &ctx->outputs[0], yb);
 	yb = NULL;

@@ -23,8 +23,6 @@
 #include "executor/numfmt.h"
 #include "executor/ops/cast-internal.h"
 
-#define CHUNK_ELEMS 16384
-
 static bool is_narrow_float(enum wh_dtype dt)
 {
 	switch (dt) {
@@ -430,7 +428,7 @@ enum wh_status wh_cast_tensor(const struct wh_tensor *src, enum wh_dtype to, con
 	if ((st = wh_tensor_alloc(out, to, src->rank, src->dims)) != WH_OK)
 		return st;
 	struct cast_job job = {src, out, opts, cpu};
-	wh_parallel_for(pool, (size_t)src->count, CHUNK_ELEMS, cast_chunk_fast, &job);
+	wh_parallel_for(pool, (size_t)src->count, WH_CHUNK_ELEMS, cast_chunk_fast, &job);
 	return WH_OK;
 }
 
@@ -755,7 +753,7 @@ static enum wh_status quantize_run(struct wh_kernel_ctx *ctx)
 		else if (out_dt == WH_DT_INT8)
 			fn = quant_chunk_f32_i8;
 	}
-	wh_parallel_for(ctx->pool, (size_t)x->count, CHUNK_ELEMS, fn, &j);
+	wh_parallel_for(ctx->pool, (size_t)x->count, WH_CHUNK_ELEMS, fn, &j);
 	return WH_OK;
 }
 
@@ -846,7 +844,7 @@ static enum wh_status dequantize_run(struct wh_kernel_ctx *ctx)
 	if ((x->dtype == WH_DT_UINT8 || x->dtype == WH_DT_INT8) && scale->dtype == WH_DT_FLOAT &&
 	    out_dt == WH_DT_FLOAT && j.l.mode != Q_BLOCKED)
 		fn = dequant_chunk_8_f32;
-	wh_parallel_for(ctx->pool, (size_t)x->count, CHUNK_ELEMS, fn, &j);
+	wh_parallel_for(ctx->pool, (size_t)x->count, WH_CHUNK_ELEMS, fn, &j);
 	return WH_OK;
 }
 

@@ -13,15 +13,6 @@
 
 #include "executor/kernel.h"
 
-#define CHUNK_ELEMS 32768
-
-static size_t grain_for(uint64_t per_item)
-{
-	if (per_item == 0)
-		per_item = 1;
-	return per_item >= CHUNK_ELEMS ? 1 : (size_t)(CHUNK_ELEMS / per_item);
-}
-
 /* outer x n x inner view of a shape around one axis */
 static void split_axis(const struct wh_tensor *t, int32_t axis, uint64_t *outer, uint64_t *n, uint64_t *inner)
 {
@@ -94,7 +85,7 @@ static enum wh_status lpnorm_run(struct wh_kernel_ctx *ctx)
 	if (x->count == 0)
 		return WH_OK;
 	struct lpn_job j = {x, &ctx->outputs[0], n, inner, (int)p};
-	wh_parallel_for(ctx->pool, (size_t)(outer * inner), grain_for(n * 2), lpn_range, &j);
+	wh_parallel_for(ctx->pool, (size_t)(outer * inner), wh_grain_for(n * 2), lpn_range, &j);
 	return WH_OK;
 }
 
@@ -168,7 +159,7 @@ static enum wh_status cumprod_run(struct wh_kernel_ctx *ctx)
 		return WH_OK;
 	struct cumprod_job j = {x, &ctx->outputs[0], n, inner, wh_node_attr_int(ctx->node, "exclusive", 0) != 0,
 				wh_node_attr_int(ctx->node, "reverse", 0) != 0};
-	wh_parallel_for(ctx->pool, (size_t)(outer * inner), grain_for(n), cumprod_range, &j);
+	wh_parallel_for(ctx->pool, (size_t)(outer * inner), wh_grain_for(n), cumprod_range, &j);
 	return WH_OK;
 }
 

@@ -8,15 +8,6 @@
 
 #include "executor/kernel.h"
 
-#define CHUNK_ELEMS 32768
-
-static size_t grain_for(uint64_t per_item)
-{
-	if (per_item == 0)
-		per_item = 1;
-	return per_item >= CHUNK_ELEMS ? 1 : (size_t)(CHUNK_ELEMS / per_item);
-}
-
 static bool is_float_type(enum wh_dtype dt)
 {
 	return wh_dtype_is_float(dt);
@@ -308,7 +299,7 @@ static enum wh_status einsum_run(struct wh_kernel_ctx *ctx)
 	if ((st = wh_tensor_alloc(&ctx->outputs[0], dt, n_out, od)))
 		goto out;
 	j->y = &ctx->outputs[0];
-	wh_parallel_for(ctx->pool, j->y->count, grain_for(sum_count * n_in), ein_range, j);
+	wh_parallel_for(ctx->pool, j->y->count, wh_grain_for(sum_count * n_in), ein_range, j);
 out:
 	free(j);
 	free(terms);

@@ -18,16 +18,6 @@
 #include "executor/numfmt.h"
 #include "executor/ops/nn-internal.h"
 
-/* Elements per parallel chunk: large enough that scheduling costs little. */
-#define CHUNK_ELEMS 32768
-
-static size_t grain_for(uint64_t per_item)
-{
-	if (per_item == 0)
-		per_item = 1;
-	return per_item >= CHUNK_ELEMS ? 1 : (size_t)(CHUNK_ELEMS / per_item);
-}
-
 static bool wanted(const struct wh_kernel_ctx *ctx, uint32_t i)
 {
 	return i < ctx->n_outputs && (!ctx->output_wanted || ctx->output_wanted[i]);
@@ -373,7 +363,7 @@ static enum wh_status batchnorm_run(struct wh_kernel_ctx *ctx)
 			ab[pc + c] = (float)bias[c] - ma;
 		}
 		struct bn_job job = {x->data, ctx->outputs[0].data, ab, ab + pc, C ? C : 1, S, per_elem, isa_of(ctx)};
-		wh_parallel_for(ctx->pool, N * C, grain_for(S), bn_range, &job);
+		wh_parallel_for(ctx->pool, N * C, wh_grain_for(S), bn_range, &job);
 		goto out;
 	}
 	if ((st = load_f64(ctx, x, &xd)))
@@ -493,7 +483,7 @@ static enum wh_status group_norm_common(struct wh_kernel_ctx *ctx, uint64_t G, b
 		job.xd = xd;
 	}
 	if (job.len > 0)
-		wh_parallel_for(ctx->pool, N * G, grain_for(job.len), gn_range, &job);
+		wh_parallel_for(ctx->pool, N * G, wh_grain_for(job.len), gn_range, &job);
 	if (xd)
 		store_f64(&ctx->outputs[0], xd);
 out:
@@ -681,7 +671,7 @@ static enum wh_status layer_norm_common(struct wh_kernel_ctx *ctx, bool rms)
 		job.xd = xd;
 	}
 	if (m > 0)
-		wh_parallel_for(ctx->pool, rows, grain_for(m), ln_range, &job);
+		wh_parallel_for(ctx->pool, rows, wh_grain_for(m), ln_range, &job);
 	if (xd)
 		store_f64(&ctx->outputs[0], xd);
 	if (want_stats) {
@@ -997,7 +987,7 @@ static enum wh_status softmax_common(struct wh_kernel_ctx *ctx, enum smax_kind k
 			return st;
 		job.xd = xd;
 	}
-	wh_parallel_for(ctx->pool, outer * inner, grain_for(n), smax_range, &job);
+	wh_parallel_for(ctx->pool, outer * inner, wh_grain_for(n), smax_range, &job);
 	if (atomic_load(&job.failed))
 		return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for a line of %llu elements",
 				      (unsigned long long)n);
@@ -1614,7 +1604,7 @@ static enum wh_status pool_common(struct wh_kernel_ctx *ctx, enum pool_kind kind
 		for (int64_t o = 0; o < g.out[i]; o++, t += 3)
 			pool_taps(&g, i, o, &t[0], &t[1], &t[2]);
 	}
-	wh_parallel_for(ctx->pool, g.planes, grain_for(g.out_sp * ksz), pool_range, &job);
+	wh_parallel_for(ctx->pool, g.planes, wh_grain_for(g.out_sp * ksz), pool_range, &job);
 	free(taps);
 	return WH_OK;
 }
@@ -1710,7 +1700,7 @@ static enum wh_status global_pool_common(struct wh_kernel_ctx *ctx, enum pool_ki
 		return st;
 	job.y = &ctx->outputs[0];
 	uint64_t planes = (uint64_t)x->dims[0] * (uint64_t)x->dims[1];
-	wh_parallel_for(ctx->pool, planes, grain_for(job.S), gpool_range, &job);
+	wh_parallel_for(ctx->pool, planes, wh_grain_for(job.S), gpool_range, &job);
 	return WH_OK;
 }
 

@@ -22,8 +22,6 @@
 #include "executor/kernel.h"
 #include "executor/ops/nn-internal.h"
 
-#define CHUNK_ELEMS 32768
-
 enum red_op { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_L1, R_L2, R_LOGSUM, R_LOGSUMEXP, R_SUMSQ };
 
 struct red_plan {
@@ -37,13 +35,6 @@ struct red_plan {
 	uint64_t out_count, red_count;
 	enum wh_isa isa;
 };
-
-static size_t grain_for(uint64_t per_item)
-{
-	if (per_item == 0)
-		per_item = 1;
-	return per_item >= CHUNK_ELEMS ? 1 : (size_t)(CHUNK_ELEMS / per_item);
-}
 
 static bool is_float_type(enum wh_dtype dt)
 {
@@ -414,7 +405,7 @@ static enum wh_status reduce_common(struct wh_kernel_ctx *ctx, enum red_op op)
 	if ((st = wh_tensor_alloc(&ctx->outputs[0], x->dtype, orank, od)))
 		return st;
 	p.y = &ctx->outputs[0];
-	wh_parallel_for(ctx->pool, p.out_count, grain_for(p.red_count), reduce_range, &p);
+	wh_parallel_for(ctx->pool, p.out_count, wh_grain_for(p.red_count), reduce_range, &p);
 	return WH_OK;
 }
 

@@ -21,20 +21,12 @@
 
 #include "executor/kernel.h"
 
-#define CHUNK_ELEMS 32768
 /* Prime factors up to this go through the generic radix-p butterfly (O(p) per element);
  * a length with a larger one uses Bluestein. */
 #define FFT_MAX_RADIX 61
 #define FFT_MAX_FACTORS 64
 /* Longest transform accepted: its tables take 16 bytes per point, several times over. */
 #define FFT_MAX_LEN ((uint64_t)1 << 32)
-
-static size_t grain_for(uint64_t per_item)
-{
-	if (per_item == 0)
-		per_item = 1;
-	return per_item >= CHUNK_ELEMS ? 1 : (size_t)(CHUNK_ELEMS / per_item);
-}
 
 struct cplx {
 	double re, im;
@@ -406,7 +398,7 @@ static enum wh_status dft_run(struct wh_kernel_ctx *ctx)
 	j.inner = inner;
 	atomic_init(&j.failed, 0);
 	uint64_t lines = count / ((uint64_t)n_out * (uint64_t)j.cout);
-	wh_parallel_for(ctx->pool, (size_t)lines, grain_for((uint64_t)n * 8), dft_range, &j);
+	wh_parallel_for(ctx->pool, (size_t)lines, wh_grain_for((uint64_t)n * 8), dft_range, &j);
 	fft_plan_destroy(plan);
 	if (atomic_load(&j.failed))
 		return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory");
@@ -518,7 +510,7 @@ static enum wh_status stft_run(struct wh_kernel_ctx *ctx)
 		.cin = (int)x->dims[2], .plan = plan,
 	};
 	atomic_init(&j.failed, 0);
-	wh_parallel_for(ctx->pool, (size_t)(x->dims[0] * frames), grain_for((uint64_t)frame_len * 8), stft_range, &j);
+	wh_parallel_for(ctx->pool, (size_t)(x->dims[0] * frames), wh_grain_for((uint64_t)frame_len * 8), stft_range, &j);
 	fft_plan_destroy(plan);
 	if (atomic_load(&j.failed))
 		return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory");

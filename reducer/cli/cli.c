@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 
 #include "executor/cpu.h"
-#include "executor/kernel.h" /* element setters for generated inputs */
+#include "graph/tensor.h" /* element setters for generated inputs */
 #include "graph/tensor-file.h"
 #include <math.h>
 #include "graph/onnx-io.h"

@@ -7,7 +7,7 @@
 #include "graph/tensor-file.h"
 #include "reducer/cli/calib-opts.h"
 #include "reducer/cli/cli-internal.h"
-#include "reducer/tactics.h"
+#include "reducer/builds.h"
 
 static const char build_help[] =
 	"usage: whittle build MODEL --until N|good|bad|confirmed [options] [--check CMD ARGS...]\n\n"

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "reducer/cli/cli-internal.h"
-#include "reducer/tactics.h"
+#include "reducer/tactic-diff.h"
 
 static const char diff_help[] =
 	"usage: whittle diff-tactics --good DIR|FILE --bad DIR|FILE [--json]\n"

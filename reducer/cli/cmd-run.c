@@ -11,7 +11,7 @@
 #include "executor/precision.h"
 #include <jansson.h>
 #include <xxhash.h>
-#include "executor/kernel.h"
+#include "graph/tensor.h"
 #include "graph/hash.h"
 #include "graph/tensor-file.h"
 #include "graph/topo.h"

@@ -1,4 +1,4 @@
-#include "reducer/tactics.h"
+#include "reducer/builds.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -7,516 +7,13 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "executor/cpu.h"
 #include "executor/precision.h"
-#include "graph/dtype.h"
-#include "graph/hash.h"
 #include "graph/os.h"
-
-const char *wh_suspect_state_name(enum wh_suspect_state s)
-{
-	switch (s) {
-	case WH_SUSPECT_CLEARED: return "cleared";
-	case WH_SUSPECT_CONFIRMED: return "confirmed";
-	case WH_SUSPECT_SUFFICIENT: return "sufficient";
-	case WH_SUSPECT_UNCLEAR: return "unclear";
-	default: return "untested";
-	}
-}
-
-/* ---- the diff ---- */
-
-void wh_tactic_diff_init(struct wh_tactic_diff *d)
-{
-	memset(d, 0, sizeof *d);
-}
-
-void wh_tactic_diff_release(struct wh_tactic_diff *d)
-{
-	if (!d)
-		return;
-	for (uint32_t i = 0; i < d->n; i++) {
-		free(d->s[i].layer);
-		free(d->s[i].tactic);
-	}
-	free(d->s);
-	wh_tactic_diff_init(d);
-}
-
-struct choice_ref {
-	const char *layer, *tactic;
-	bool bad;
-};
-
-static int cmp_choice(const void *a, const void *b)
-{
-	const struct choice_ref *x = a, *y = b;
-	int c = strcmp(x->layer, y->layer);
-	return c ? c : strcmp(x->tactic, y->tactic);
-}
-
-static int cmp_suspect(const void *a, const void *b)
-{
-	const struct wh_tactic_suspect *x = a, *y = b;
-	if (x->score != y->score)
-		return x->score > y->score ? -1 : 1;
-	int c = strcmp(x->layer, y->layer);
-	return c ? c : strcmp(x->tactic, y->tactic);
-}
-
-static bool takes_part(const enum wh_verdict *verdicts, const bool *skip_bad, uint32_t i)
-{
-	if (verdicts[i] == WH_VERDICT_PASS)
-		return true;
-	return verdicts[i] == WH_VERDICT_FAIL && !(skip_bad && skip_bad[i]);
-}
-
-static enum wh_status diff_push(struct wh_tactic_diff *d, const char *layer, const char *tactic, uint32_t n_bad)
-{
-	if (d->n == d->cap) {
-		uint32_t cap = d->cap ? d->cap * 2 : 16;
-		struct wh_tactic_suspect *ns = cap > d->cap ? realloc(d->s, (size_t)cap * sizeof *ns) : NULL;
-		if (!ns)
-			return wh_error(WH_ERR_NOMEM, "diff-tactics: out of memory");
-		d->s = ns;
-		d->cap = cap;
-	}
-	struct wh_tactic_suspect *s = &d->s[d->n];
-	memset(s, 0, sizeof *s);
-	s->layer = strdup(layer);
-	s->tactic = strdup(tactic);
-	if (!s->layer || !s->tactic) {
-		free(s->layer);
-		free(s->tactic);
-		return wh_error(WH_ERR_NOMEM, "diff-tactics: out of memory");
-	}
-	s->n_bad = n_bad;
-	s->score = d->n_bad ? (double)n_bad / d->n_bad : 0;
-	s->good_build = s->bad_build = -1;
-	d->n++;
-	return WH_OK;
-}
-
-enum wh_status wh_tactic_diff_compute(const struct wh_tactic_plan *const *plans, const enum wh_verdict *verdicts,
-				      uint32_t n, const bool *skip_bad, struct wh_tactic_diff *out)
-{
-	wh_tactic_diff_init(out);
-	uint64_t total = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		if (!takes_part(verdicts, skip_bad, i))
-			continue;
-		if (verdicts[i] == WH_VERDICT_PASS)
-			out->n_good++;
-		else
-			out->n_bad++;
-		if (!wh_add_u64(total, plans[i]->n, &total))
-			return wh_error(WH_ERR_OVERFLOW, "diff-tactics: too many tactic choices");
-	}
-	uint64_t bytes;
-	if (!wh_mul_u64(total ? total : 1, sizeof(struct choice_ref), &bytes) || bytes > SIZE_MAX)
-		return wh_error(WH_ERR_OVERFLOW, "diff-tactics: too many tactic choices");
-	struct choice_ref *all = malloc((size_t)bytes);
-	if (!all)
-		return wh_error(WH_ERR_NOMEM, "diff-tactics: out of memory for %llu tactic choices", (unsigned long long)total);
-	size_t k = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		if (!takes_part(verdicts, skip_bad, i))
-			continue;
-		for (uint32_t c = 0; c < plans[i]->n; c++) {
-			all[k].layer = plans[i]->c[c].layer;
-			all[k].tactic = plans[i]->c[c].tactic;
-			all[k].bad = verdicts[i] == WH_VERDICT_FAIL;
-			k++;
-		}
-	}
-	qsort(all, k, sizeof *all, cmp_choice);
-	enum wh_status st = WH_OK;
-	for (size_t a = 0; a < k && st == WH_OK;) {
-		size_t b = a;
-		uint32_t nb = 0, ng = 0;
-		while (b < k && !cmp_choice(&all[a], &all[b])) {
-			nb += all[b].bad;
-			ng += !all[b].bad;
-			b++;
-		}
-		if (nb && !ng)
-			st = diff_push(out, all[a].layer, all[a].tactic, nb);
-		a = b;
-	}
-	free(all);
-	if (st != WH_OK) {
-		wh_tactic_diff_release(out);
-		return st;
-	}
-	if (out->n > 1)
-		qsort(out->s, out->n, sizeof *out->s, cmp_suspect);
-	return WH_OK;
-}
-
-void wh_tactic_diff_inherit(struct wh_tactic_diff *d, const struct wh_tactic_diff *old)
-{
-	for (uint32_t i = 0; old && i < d->n; i++) {
-		const struct wh_tactic_suspect *o = wh_tactic_diff_find(old, d->s[i].layer, d->s[i].tactic);
-		if (!o || o->state == WH_SUSPECT_UNTESTED)
-			continue;
-		/* the swaps stay valid: the builds they used are still there */
-		d->s[i].state = o->state;
-		d->s[i].good_build = o->good_build;
-		d->s[i].bad_build = o->bad_build;
-		d->s[i].forward = o->forward;
-		d->s[i].reverse = o->reverse;
-		d->s[i].forward_run = o->forward_run;
-		d->s[i].reverse_run = o->reverse_run;
-		d->s[i].forward_seq = o->forward_seq;
-		d->s[i].reverse_seq = o->reverse_seq;
-	}
-}
-
-struct wh_tactic_suspect *wh_tactic_diff_find(const struct wh_tactic_diff *d, const char *layer, const char *tactic)
-{
-	for (uint32_t i = 0; i < d->n; i++)
-		if (!strcmp(d->s[i].layer, layer) && !strcmp(d->s[i].tactic, tactic))
-			return &d->s[i];
-	return NULL;
-}
-
-/* ---- confirmation ---- */
-
-static bool uses(const struct wh_tactic_plan *p, const char *layer, const char *tactic)
-{
-	const struct wh_tactic_choice *c = wh_tactic_plan_find(p, layer);
-	return c && !strcmp(c->tactic, tactic);
-}
-
-/* Layers where a and b choose differently (a layer only one of them has counts too). */
-static uint32_t plan_distance(const struct wh_tactic_plan *a, const struct wh_tactic_plan *b)
-{
-	uint32_t d = 0;
-	/* builds of one model list their layers in the same order: no lookups then */
-	bool aligned = a->n == b->n;
-	for (uint32_t i = 0; aligned && i < a->n; i++)
-		aligned = !strcmp(a->c[i].layer, b->c[i].layer);
-	if (aligned) {
-		for (uint32_t i = 0; i < a->n; i++)
-			d += strcmp(a->c[i].tactic, b->c[i].tactic) != 0;
-		return d;
-	}
-	for (uint32_t i = 0; i < a->n; i++) {
-		const struct wh_tactic_choice *c = wh_tactic_plan_find(b, a->c[i].layer);
-		d += !c || strcmp(c->tactic, a->c[i].tactic);
-	}
-	for (uint32_t i = 0; i < b->n; i++)
-		d += !wh_tactic_plan_find(a, b->c[i].layer);
-	return d;
-}
-
-/* The bad build to take the suspect from: the one with the fewest other suspects of cur
- * (so that, without this one, it has the best chance to pass), then the fewest tactics
- * in all, then the lowest index. */
-static int32_t pick_donor(const struct wh_tactic_plan *const *plans, const enum wh_verdict *verdicts, uint32_t n,
-			  const bool *explained, const struct wh_tactic_diff *cur, const struct wh_tactic_suspect *s)
-{
-	int32_t best = -1;
-	uint32_t best_other = UINT32_MAX, best_size = UINT32_MAX;
-	for (uint32_t i = 0; i < n; i++) {
-		if (verdicts[i] != WH_VERDICT_FAIL || explained[i] || !uses(plans[i], s->layer, s->tactic))
-			continue;
-		uint32_t other = 0;
-		for (uint32_t k = 0; k < cur->n; k++)
-			other += uses(plans[i], cur->s[k].layer, cur->s[k].tactic);
-		if (other < best_other || (other == best_other && plans[i]->n < best_size)) {
-			best = (int32_t)i;
-			best_other = other;
-			best_size = plans[i]->n;
-		}
-	}
-	return best;
-}
-
-/* The good build to swap the suspect into: one that has the layer, closest to the donor. */
-static int32_t pick_base(const struct wh_tactic_plan *const *plans, const enum wh_verdict *verdicts, uint32_t n,
-			 uint32_t donor, const char *layer)
-{
-	int32_t best = -1;
-	uint32_t best_d = UINT32_MAX;
-	for (uint32_t i = 0; i < n; i++) {
-		if (verdicts[i] != WH_VERDICT_PASS || !wh_tactic_plan_find(plans[i], layer))
-			continue;
-		uint32_t d = plan_distance(plans[i], plans[donor]);
-		if (d < best_d) {
-			best = (int32_t)i;
-			best_d = d;
-		}
-	}
-	return best;
-}
-
-/* Tests one suspect (two swaps at most). */
-static enum wh_status test_suspect(const struct wh_tactic_plan *const *plans, const enum wh_verdict *verdicts, uint32_t n,
-				   const bool *explained, const struct wh_tactic_diff *cur, const struct wh_confirm_ops *ops,
-				   uint32_t first_seq, struct wh_tactic_suspect *s, struct wh_confirm_report *rep)
-{
-	int32_t donor = pick_donor(plans, verdicts, n, explained, cur, s);
-	int32_t base = donor >= 0 ? pick_base(plans, verdicts, n, (uint32_t)donor, s->layer) : -1;
-	if (donor < 0 || base < 0) {
-		/* no good build has the layer: a swap cannot express the suspect alone */
-		s->state = WH_SUSPECT_UNCLEAR;
-		return WH_OK;
-	}
-	s->good_build = base;
-	s->bad_build = donor;
-	struct wh_tactic_swap sw = {.base = (uint32_t)base, .donor = (uint32_t)donor, .layer = s->layer, .tactic = s->tactic,
-				    .forward = true, .seq = first_seq + rep->checks};
-	enum wh_status st = ops->check_swap(ops->ctx, &sw, &s->forward);
-	if (st != WH_OK)
-		return st;
-	rep->checks++;
-	s->forward_run = true;
-	s->forward_seq = sw.seq;
-	if (s->forward != WH_VERDICT_FAIL) {
-		s->state = s->forward == WH_VERDICT_PASS ? WH_SUSPECT_CLEARED : WH_SUSPECT_UNCLEAR;
-		return WH_OK;
-	}
-	const struct wh_tactic_choice *good = wh_tactic_plan_find(plans[base], s->layer);
-	sw = (struct wh_tactic_swap){.base = (uint32_t)donor, .donor = (uint32_t)base, .layer = s->layer,
-				     .tactic = good->tactic, .forward = false, .seq = first_seq + rep->checks};
-	if ((st = ops->check_swap(ops->ctx, &sw, &s->reverse)) != WH_OK)
-		return st;
-	rep->checks++;
-	s->reverse_run = true;
-	s->reverse_seq = sw.seq;
-	if (s->reverse == WH_VERDICT_PASS)
-		s->state = WH_SUSPECT_CONFIRMED;
-	else if (s->reverse == WH_VERDICT_FAIL)
-		s->state = WH_SUSPECT_SUFFICIENT;
-	else
-		s->state = WH_SUSPECT_UNCLEAR;
-	return WH_OK;
-}
-
-enum wh_status wh_tactic_confirm(const struct wh_tactic_plan *const *plans, const enum wh_verdict *verdicts, uint32_t n,
-				 const struct wh_confirm_options *o, const struct wh_confirm_ops *ops,
-				 struct wh_tactic_diff *diff, struct wh_confirm_report *rep)
-{
-	memset(rep, 0, sizeof *rep);
-	bool *explained = calloc(n ? n : 1, sizeof *explained);
-	if (!explained)
-		return wh_error(WH_ERR_NOMEM, "confirm: out of memory");
-	enum wh_status st = WH_OK;
-	uint32_t max = o && o->max_suspects ? o->max_suspects : UINT32_MAX;
-	uint32_t first_seq = o && o->first_seq ? o->first_seq : 1;
-	bool more = true;
-	while (more && st == WH_OK) {
-		more = false;
-		/* rank again among the bad builds not explained yet: a second culprit that hid
-		 * behind the first one's bad builds comes up now */
-		struct wh_tactic_diff cur;
-		if ((st = wh_tactic_diff_compute(plans, verdicts, n, explained, &cur)) != WH_OK)
-			break;
-		for (uint32_t i = 0; cur.n_good && i < cur.n && st == WH_OK; i++) {
-			struct wh_tactic_suspect *s = wh_tactic_diff_find(diff, cur.s[i].layer, cur.s[i].tactic);
-			if (!s || s->state != WH_SUSPECT_UNTESTED)
-				continue;
-			if (rep->tested >= max)
-				break;
-			rep->tested++;
-			if ((st = test_suspect(plans, verdicts, n, explained, &cur, ops, first_seq, s, rep)) != WH_OK)
-				break;
-			if (ops->on_suspect)
-				ops->on_suspect(ops->ctx, s);
-			if (s->state == WH_SUSPECT_CONFIRMED) {
-				for (uint32_t b = 0; b < n; b++)
-					if (verdicts[b] == WH_VERDICT_FAIL && uses(plans[b], s->layer, s->tactic))
-						explained[b] = true;
-				more = true;
-				break;
-			}
-		}
-		wh_tactic_diff_release(&cur);
-	}
-	for (uint32_t i = 0; i < diff->n; i++) {
-		rep->confirmed += diff->s[i].state == WH_SUSPECT_CONFIRMED;
-		rep->sufficient += diff->s[i].state == WH_SUSPECT_SUFFICIENT;
-	}
-	for (uint32_t b = 0; b < n; b++)
-		rep->bad_unexplained += verdicts[b] == WH_VERDICT_FAIL && !explained[b];
-	free(explained);
-	return st;
-}
-
-enum wh_status wh_tactic_best_good(const struct wh_tactic_plan *const *plans, const enum wh_verdict *verdicts,
-				   uint32_t n, uint32_t *index_out)
-{
-	int64_t best = -1;
-	double best_ms = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		if (verdicts[i] != WH_VERDICT_PASS)
-			continue;
-		double ms = 0;
-		for (uint32_t c = 0; c < plans[i]->n; c++)
-			if (plans[i]->c[c].ms > 0)
-				ms += plans[i]->c[c].ms;
-		if (best < 0 || ms < best_ms) {
-			best = i;
-			best_ms = ms;
-		}
-	}
-	if (best < 0)
-		return wh_error(WH_ERR_NOT_FOUND, "builds: none passes the check (no good build to keep)");
-	*index_out = (uint32_t)best;
-	return WH_OK;
-}
-
-/* ---- replay files ---- */
-
-void wh_tactic_replays_init(struct wh_tactic_replays *r)
-{
-	memset(r, 0, sizeof *r);
-}
-
-void wh_tactic_replays_release(struct wh_tactic_replays *r)
-{
-	if (!r)
-		return;
-	for (uint32_t i = 0; i < r->n; i++) {
-		free(r->paths[i]);
-		wh_tactic_plan_release(&r->plans[i]);
-	}
-	free(r->paths);
-	free(r->plans);
-	wh_tactic_replays_init(r);
-}
-
-static enum wh_status replays_add_file(struct wh_tactic_replays *r, const char *path)
-{
-	if (r->n == UINT32_MAX)
-		return wh_error(WH_ERR_OVERFLOW, "%s: too many replay files", path);
-	char **np = realloc(r->paths, ((size_t)r->n + 1) * sizeof *np);
-	if (!np)
-		return wh_error(WH_ERR_NOMEM, "replays: out of memory");
-	r->paths = np;
-	struct wh_tactic_plan *pp = realloc(r->plans, ((size_t)r->n + 1) * sizeof *pp);
-	if (!pp)
-		return wh_error(WH_ERR_NOMEM, "replays: out of memory");
-	r->plans = pp;
-	wh_tactic_plan_init(&r->plans[r->n]);
-	enum wh_status st = wh_tactic_plan_read(path, &r->plans[r->n]);
-	if (st == WH_OK && !(r->paths[r->n] = strdup(path)))
-		st = wh_error(WH_ERR_NOMEM, "replays: out of memory");
-	if (st != WH_OK) {
-		wh_tactic_plan_release(&r->plans[r->n]);
-		return st;
-	}
-	r->n++;
-	return WH_OK;
-}
-
-static int cmp_name(const void *a, const void *b)
-{
-	/* build_2 before build_10 */
-	return strverscmp(*(char *const *)a, *(char *const *)b);
-}
-
-enum wh_status wh_tactic_replays_add(struct wh_tactic_replays *r, const char *path)
-{
-	struct stat sb;
-	if (stat(path, &sb) != 0)
-		return wh_error(WH_ERR_IO, "%s: %s (give a replay file or a folder of them)", path, strerror(errno));
-	if (!S_ISDIR(sb.st_mode))
-		return replays_add_file(r, path);
-	DIR *dh = opendir(path);
-	if (!dh)
-		return wh_error(WH_ERR_IO, "%s: cannot open the folder: %s (check permissions)", path, strerror(errno));
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	enum wh_status st = WH_OK;
-	struct dirent *de;
-	while ((de = readdir(dh))) {
-		size_t len = strlen(de->d_name);
-		if (de->d_name[0] == '.' || len < 6 || strcmp(de->d_name + len - 5, ".json"))
-			continue;
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 32;
-			char **nn = realloc(names, nc * sizeof *nn);
-			if (!nn) {
-				st = wh_error(WH_ERR_NOMEM, "replays: out of memory");
-				break;
-			}
-			names = nn;
-			cap = nc;
-		}
-		if (!(names[n] = strdup(de->d_name))) {
-			st = wh_error(WH_ERR_NOMEM, "replays: out of memory");
-			break;
-		}
-		n++;
-	}
-	closedir(dh);
-	if (st == WH_OK && !n)
-		st = wh_error(WH_ERR_NOT_FOUND, "%s: holds no .json replay files (give the folder of good or bad replays)", path);
-	if (st == WH_OK)
-		qsort(names, n, sizeof *names, cmp_name);
-	for (size_t i = 0; i < n && st == WH_OK; i++) {
-		char p[PATH_MAX];
-		if ((size_t)snprintf(p, sizeof p, "%s/%s", path, names[i]) >= sizeof p) {
-			st = wh_error(WH_ERR_INVALID, "%s/%s: path too long", path, names[i]);
-			break;
-		}
-		st = replays_add_file(r, p);
-	}
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	return st;
-}
-
-static json_t *replay_container(json_t *root)
-{
-	json_t *c = json_object_get(root, "layers");
-	if (json_is_object(c))
-		return c;
-	c = json_object_get(root, "replay");
-	return json_is_object(c) ? c : NULL;
-}
-
-enum wh_status wh_tactic_replay_swap(const char *base_path, const char *donor_path, const char *layer,
-				     const char *out_path)
-{
-	json_error_t err;
-	enum wh_status st = WH_OK;
-	json_t *base = json_load_file(base_path, 0, &err);
-	json_t *donor = base ? json_load_file(donor_path, 0, &err) : NULL;
-	if (!base || !donor) {
-		st = wh_error(WH_ERR_PARSE, "%s:%d: not a tactic replay: %s (see docs/formats.md)", base ? donor_path : base_path,
-			      err.line, err.text);
-		goto out;
-	}
-	json_t *bc = replay_container(base), *dc = replay_container(donor);
-	if (!bc || !dc) {
-		st = wh_error(WH_ERR_PARSE, "%s: neither a whittle tactic replay (\"layers\") nor a Polygraphy one (\"replay\")",
-			      bc ? donor_path : base_path);
-		goto out;
-	}
-	json_t *entry = json_object_get(dc, layer);
-	if (!entry) {
-		st = wh_error(WH_ERR_NOT_FOUND, "%s: has no layer '%s' (the replays come from different models?)", donor_path, layer);
-		goto out;
-	}
-	if (json_object_set(bc, layer, entry) != 0) {
-		st = wh_error(WH_ERR_NOMEM, "replays: out of memory");
-		goto out;
-	}
-	if (json_dump_file(base, out_path, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0)
-		st = wh_error(WH_ERR_IO, "%s: cannot write the swapped replay (check the folder)", out_path);
-out:
-	json_decref(base);
-	json_decref(donor);
-	return st;
-}
+#include "reducer/builtin-check.h"
+#include "reducer/driver-util.h"
 
 /* ---- the build loop ---- */
 
@@ -543,61 +40,19 @@ struct loop {
 	char inputs_dir[PATH_MAX + 16], golden_dir[PATH_MAX + 16], precisions[PATH_MAX + 32];
 	struct wh_tactic_diff diff;          /* over the builds of the last confirmation */
 	uint32_t diff_builds;
-	double t0;
-	bool tty;
+	struct wh_progress pr;
 };
-
-static void logf_(struct loop *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void logf_(struct loop *L, const char *fmt, ...)
-{
-	FILE *f = L->o->log;
-	if (!f)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	if (L->tty)
-		fputs("\r\033[K", f);
-	vfprintf(f, fmt, ap);
-	fputc('\n', f);
-	fflush(f);
-	va_end(ap);
-}
 
 static void live_line(struct loop *L)
 {
-	if (!L->tty)
+	if (!L->pr.tty)
 		return;
 	const struct wh_build_loop_report *r = L->rep;
 	fprintf(L->o->log, "\r\033[Kbuild: %u build%s (%u good, %u bad, %u skipped) | %.1f s", r->builds, r->builds == 1 ? "" : "s",
-		r->n_good, r->n_bad, r->n_skip, wh_os_now_s() - L->t0);
+		r->n_good, r->n_bad, r->n_skip, wh_os_now_s() - L->pr.t0);
 	if (L->o->until == WH_UNTIL_COUNT && r->builds && r->builds < L->o->count)
-		fprintf(L->o->log, " | ~%.0f s left", (wh_os_now_s() - L->t0) / r->builds * (L->o->count - r->builds));
+		fprintf(L->o->log, " | ~%.0f s left", (wh_os_now_s() - L->pr.t0) / r->builds * (L->o->count - r->builds));
 	fflush(L->o->log);
-}
-
-static void event(struct loop *L, json_t *e)
-{
-	if (L->o->json) {
-		json_object_set_new(e, "elapsed_s", json_real(wh_os_now_s() - L->t0));
-		char *s = json_dumps(e, JSON_COMPACT);
-		if (s) {
-			puts(s);
-			fflush(stdout);
-		}
-		free(s);
-	}
-	json_decref(e);
-}
-
-/* Paths and messages built from user-given names: cut short rather than overflow (the
- * folder's length is checked once, up front). */
-static void pathf(char *out, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void pathf(char *out, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(out, size, fmt, ap);
-	va_end(ap);
 }
 
 /* Removes files of an earlier run named <prefix>*.json from a folder of ours, so that the
@@ -613,24 +68,11 @@ static void remove_stale(const char *dir, const char *prefix)
 		size_t len = strlen(de->d_name);
 		if (len > pl + 5 && !strncmp(de->d_name, prefix, pl) && !strcmp(de->d_name + len - 5, ".json")) {
 			char p[PATH_MAX + 256];
-			pathf(p, sizeof p, "%s/%s", dir, de->d_name);
+			wh_text_printf(p, sizeof p, "%s/%s", dir, de->d_name);
 			remove(p);
 		}
 	}
 	closedir(dh);
-}
-
-/* Error lines are one line: a tool's output is folded into it. */
-static void one_line(char *s)
-{
-	for (; *s; s++)
-		if (*s == '\n' || *s == '\r')
-			*s = ' ';
-}
-
-static const char *verdict_dir(enum wh_verdict v)
-{
-	return v == WH_VERDICT_PASS ? "good" : v == WH_VERDICT_FAIL ? "bad" : "skipped";
 }
 
 /* Runs a shell command of the user's (the external builder or pinner) through the check
@@ -639,31 +81,12 @@ static enum wh_status run_tool(struct loop *L, const char *what, const char *tmp
 			       const char *tactics)
 {
 	char num[2][32];
-	pathf(num[0], sizeof num[0], "%llu", (unsigned long long)seed);
-	pathf(num[1], sizeof num[1], "%u", iter);
-	static const char *const keys[] = {"{seed}", "{iteration}"};
-	size_t cap = strlen(tmpl) + 1;
-	for (int k = 0; k < 2; k++)
-		for (const char *p = strstr(tmpl, keys[k]); p; p = strstr(p + 1, keys[k]))
-			cap += strlen(num[k]);
-	char *cmd = malloc(cap);
+	wh_text_printf(num[0], sizeof num[0], "%llu", (unsigned long long)seed);
+	wh_text_printf(num[1], sizeof num[1], "%u", iter);
+	const char *keys[] = {"{seed}", "{iteration}"}, *vals[] = {num[0], num[1]};
+	char *cmd = wh_text_subst(tmpl, keys, vals, 2);
 	if (!cmd)
 		return wh_error(WH_ERR_NOMEM, "%s: out of memory", what);
-	size_t n = 0;
-	for (const char *p = tmpl; *p;) {
-		int hit = -1;
-		for (int k = 0; k < 2 && hit < 0; k++)
-			if (!strncmp(p, keys[k], strlen(keys[k])))
-				hit = k;
-		if (hit >= 0) {
-			memcpy(cmd + n, num[hit], strlen(num[hit]));
-			n += strlen(num[hit]);
-			p += strlen(keys[hit]);
-		} else {
-			cmd[n++] = *p++;
-		}
-	}
-	cmd[n] = '\0';
 	char *argv[2] = {cmd, NULL};
 	struct wh_check_options co = {.argv = argv, .argc = 1, .shell = true, .timeout_s = L->o->build_timeout_s};
 	struct wh_check *c = NULL;
@@ -678,8 +101,8 @@ static enum wh_status run_tool(struct loop *L, const char *what, const char *tmp
 		const char *out = r.output ? r.output : "";
 		size_t len = strlen(out);
 		char tail[301];
-		pathf(tail, sizeof tail, "%s", len > 300 ? out + len - 300 : out);
-		one_line(tail);
+		wh_text_printf(tail, sizeof tail, "%s", len > 300 ? out + len - 300 : out);
+		wh_text_one_line(tail);
 		char *line = wh_check_command_line(c, &vars);
 		st = wh_error(WH_ERR_CHECK, "%s: %s (%s; run it by hand: %s; its output ends: %s)", what,
 			      r.timed_out ? "timed out" : r.signal ? "killed by a signal" : "exited non-zero", r.why ? r.why : "",
@@ -701,34 +124,11 @@ static enum wh_status builtin_check(struct loop *L, const struct wh_tactic_plan 
 	struct wh_engine_options eo = L->o->engine;
 	eo.tactics = plan;
 	eo.tactics_strict = true;
-	eo.build = NULL;
-	struct wh_engine *e = NULL;
-	struct wh_tensor_set outs;
-	wh_tensor_set_init(&outs);
-	enum wh_status st = wh_engine_create(L->m, &eo, &e);
-	if (st == WH_OK)
-		st = wh_engine_run(e, L->inputs, L->o->mark_all ? WH_KEEP_ALL : WH_KEEP_OUTPUTS, &outs);
-	*v = WH_VERDICT_PASS;
-	pathf(why, wsize, "outputs within atol %g rtol %g of FP32", L->o->compare.atol, L->o->compare.rtol);
-	for (size_t i = 0; i < outs.n && st == WH_OK; i++) {
-		const struct wh_tensor *r = wh_tensor_set_find(&L->ref, outs.items[i].name);
-		if (!r || outs.items[i].t.dtype == WH_DT_STRING)
-			continue;
-		struct wh_compare_stats cs;
-		if ((st = wh_compare_tensors(&outs.items[i].t, r, &L->o->compare, &cs)) != WH_OK)
-			break;
-		if (!cs.pass || !cs.comparable) {
-			*v = WH_VERDICT_FAIL;
-			if (cs.comparable)
-				pathf(why, wsize, "tensor '%s' differs from FP32 (max abs %.3g, max rel %.3g)", outs.items[i].name,
-					 cs.max_abs, cs.max_rel);
-			else
-				pathf(why, wsize, "output '%s': %s", outs.items[i].name, cs.reason);
-			break;
-		}
-	}
-	wh_tensor_set_release(&outs);
-	wh_engine_destroy(e);
+	struct wh_builtin_check_options bo = {.compare = L->o->compare, .all_tensors = L->o->mark_all};
+	struct wh_builtin_check_result res;
+	enum wh_status st = wh_builtin_check_run(L->m, &eo, L->inputs, &L->ref, 1, &bo, &res);
+	*v = res.verdict;
+	wh_text_printf(why, wsize, "%s", res.why);
 	return st;
 }
 
@@ -747,35 +147,16 @@ static enum wh_status check_replay(struct loop *L, const char *replay, const str
 	if (st != WH_OK)
 		return st;
 	*v = r.verdict;
-	if (!r.signal && (r.exit_code == 126 || r.exit_code == 127) && L->rep->builds == 0) {
-		char head[201];
-		pathf(head, sizeof head, "%s", r.output ? r.output : "");
-		one_line(head);
-		st = wh_error(WH_ERR_CHECK, "check: exited %d on the first build (a command inside the check was not found or is not executable; output: %s)",
-			      r.exit_code, head);
-	}
+	if (L->rep->builds == 0)
+		st = wh_check_result_broken(&r, " on the first build");
 	if (r.signal)
-		pathf(why, wsize, "check: %s (signal %d)", r.why ? r.why : "", r.signal);
+		wh_text_printf(why, wsize, "check: %s (signal %d)", r.why ? r.why : "", r.signal);
 	else if (r.exit_code == 0 || r.exit_code == 125)
-		pathf(why, wsize, "check: %s", r.why ? r.why : "");
+		wh_text_printf(why, wsize, "check: %s", r.why ? r.why : "");
 	else
-		pathf(why, wsize, "check: %s (exit %d)", r.why ? r.why : "", r.exit_code);
+		wh_text_printf(why, wsize, "check: %s (exit %d)", r.why ? r.why : "", r.exit_code);
 	wh_check_result_release(&r);
 	return st;
-}
-
-static void sort_artifacts(struct loop *L, enum wh_verdict v, uint32_t k)
-{
-	for (int i = 0; i < L->o->n_artifacts; i++) {
-		const char *a = L->o->artifacts[i];
-		if (access(a, F_OK) != 0)
-			continue;
-		const char *base = strrchr(a, '/') ? strrchr(a, '/') + 1 : a;
-		char dst[PATH_MAX + 300];
-		pathf(dst, sizeof dst, "%s/%s/%04u_%s", L->dir, verdict_dir(v), k, base);
-		if (wh_os_move_file(a, dst) != WH_OK)
-			wh_warn("%s: cannot move the artifact into %s/%s", a, L->dir, verdict_dir(v));
-	}
 }
 
 static enum wh_status add_build(struct loop *L, struct loop_build **out)
@@ -821,10 +202,10 @@ static enum wh_status one_build(struct loop *L, uint32_t k)
 	double t0 = wh_os_now_s();
 	b->seed = o->build.seed + k;
 	char work[PATH_MAX + 64];
-	pathf(work, sizeof work, "%s/work/build_%u.json", L->dir, k);
+	wh_text_printf(work, sizeof work, "%s/work/build_%u.json", L->dir, k);
 	if (o->build_cmd) {
 		char what[64];
-		pathf(what, sizeof what, "build command (build %u)", k);
+		wh_text_printf(what, sizeof what, "build command (build %u)", k);
 		remove(work);
 		if ((st = run_tool(L, what, o->build_cmd, b->seed, k, work)) != WH_OK)
 			return st;
@@ -841,18 +222,18 @@ static enum wh_status one_build(struct loop *L, uint32_t k)
 	if ((st = check_replay(L, work, &b->plan, &b->verdict, b->why, sizeof b->why)) != WH_OK)
 		return st;
 	L->verdicts[L->n - 1] = b->verdict;
-	pathf(b->path, sizeof b->path, "%s/%s/build_%u.json", L->dir, verdict_dir(b->verdict), k);
+	wh_text_printf(b->path, sizeof b->path, "%s/%s/build_%u.json", L->dir, wh_verdict_dir(b->verdict), k);
 	if ((st = wh_os_move_file(work, b->path)) != WH_OK)
 		return st;
-	sort_artifacts(L, b->verdict, k);
+	wh_artifacts_sort(o->artifacts, o->n_artifacts, L->dir, b->verdict, k);
 	b->secs = wh_os_now_s() - t0;
 	struct wh_build_loop_report *r = L->rep;
 	r->builds++;
 	r->n_good += b->verdict == WH_VERDICT_PASS;
 	r->n_bad += b->verdict == WH_VERDICT_FAIL;
 	r->n_skip += b->verdict == WH_VERDICT_SKIP;
-	if (!L->tty)
-		logf_(L, "build %u: seed %llu, %s, %u layers with tactics, %.2f s: %s (%u good, %u bad so far)", k,
+	if (!L->pr.tty)
+		wh_progress_log(&L->pr, "build %u: seed %llu, %s, %u layers with tactics, %.2f s: %s (%u good, %u bad so far)", k,
 		      (unsigned long long)b->seed, b->verdict == WH_VERDICT_PASS ? "good" : b->verdict == WH_VERDICT_FAIL ? "bad" : "skipped",
 		      b->plan.n, b->secs, b->why, r->n_good, r->n_bad);
 	json_t *e = json_object();
@@ -865,7 +246,7 @@ static enum wh_status one_build(struct loop *L, uint32_t k)
 	json_object_set_new(e, "seconds", json_real(b->secs));
 	json_object_set_new(e, "good", json_integer(r->n_good));
 	json_object_set_new(e, "bad", json_integer(r->n_bad));
-	event(L, e);
+	wh_progress_event(&L->pr, e);
 	live_line(L);
 	return WH_OK;
 }
@@ -885,7 +266,7 @@ static enum wh_status swap_check(void *ctx, const struct wh_tactic_swap *sw, enu
 	struct loop *L = ctx;
 	char path[PATH_MAX + 64], why[160];
 	uint32_t seq = sw->seq;
-	pathf(path, sizeof path, "%s/confirm/swap_%u_%s.json", L->dir, seq, sw->forward ? "forward" : "reverse");
+	wh_text_printf(path, sizeof path, "%s/confirm/swap_%u_%s.json", L->dir, seq, sw->forward ? "forward" : "reverse");
 	enum wh_status st = wh_tactic_replay_swap(L->b[sw->base]->path, L->b[sw->donor]->path, sw->layer, path);
 	if (st != WH_OK)
 		return st;
@@ -895,13 +276,13 @@ static enum wh_status swap_check(void *ctx, const struct wh_tactic_swap *sw, enu
 		goto out;
 	if (L->o->pin_cmd) {
 		char what[64];
-		pathf(what, sizeof what, "pin command (swap %u)", seq);
+		wh_text_printf(what, sizeof what, "pin command (swap %u)", seq);
 		if ((st = run_tool(L, what, L->o->pin_cmd, L->b[sw->base]->seed, sw->base, path)) != WH_OK)
 			goto out;
 	}
 	if ((st = check_replay(L, path, &plan, out, why, sizeof why)) != WH_OK)
 		goto out;
-	logf_(L, "confirm: swap %u: %s build %u with layer '%s' tactic '%s' (from %s build %u): %s, %s", seq,
+	wh_progress_log(&L->pr, "confirm: swap %u: %s build %u with layer '%s' tactic '%s' (from %s build %u): %s, %s", seq,
 	      sw->forward ? "good" : "bad", sw->base, sw->layer, sw->tactic, sw->forward ? "bad" : "good", sw->donor,
 	      *out == WH_VERDICT_PASS ? "good" : *out == WH_VERDICT_FAIL ? "bad" : "skipped", why);
 	json_t *e = json_object();
@@ -914,7 +295,7 @@ static enum wh_status swap_check(void *ctx, const struct wh_tactic_swap *sw, enu
 	json_object_set_new(e, "tactic", json_string(sw->tactic));
 	json_object_set_new(e, "verdict", json_string(wh_verdict_name(*out)));
 	json_object_set_new(e, "replay", json_string(path));
-	event(L, e);
+	wh_progress_event(&L->pr, e);
 out:
 	wh_tactic_plan_release(&plan);
 	return st;
@@ -947,11 +328,11 @@ static json_t *suspect_json(const struct loop *L, const struct wh_tactic_suspect
 static void on_suspect(void *ctx, const struct wh_tactic_suspect *s)
 {
 	struct loop *L = ctx;
-	logf_(L, "confirm: layer '%s' tactic '%s': %s", s->layer, s->tactic, wh_suspect_state_name(s->state));
+	wh_progress_log(&L->pr, "confirm: layer '%s' tactic '%s': %s", s->layer, s->tactic, wh_suspect_state_name(s->state));
 	json_t *e = suspect_json(L, s, 0);
 	json_object_del(e, "rank");
 	json_object_set_new(e, "event", json_string("suspect"));
-	event(L, e);
+	wh_progress_event(&L->pr, e);
 }
 
 /* Diffs the builds so far and confirms, keeping what earlier confirmations found. */
@@ -1038,13 +419,9 @@ static char *repro_cmd(const struct loop *L, const char *replay)
 
 static void write_report(struct loop *L, int32_t fixed)
 {
-	char p[PATH_MAX + 32];
-	pathf(p, sizeof p, "%s/report.md", L->dir);
-	FILE *f = fopen(p, "w");
-	if (!f) {
-		wh_warn("%s: cannot write the report: %s", p, strerror(errno));
+	FILE *f = wh_report_open(L->dir, "report.md");
+	if (!f)
 		return;
-	}
 	const struct wh_build_loop_options *o = L->o;
 	const struct wh_build_loop_report *r = L->rep;
 	const struct wh_cpu_features *cpu = wh_cpu();
@@ -1060,7 +437,7 @@ static void write_report(struct loop *L, int32_t fixed)
 			o->engine.faulty_tactic);
 	fprintf(f, "- builds: %u (%u good, %u bad, %u skipped), seeds %llu..%llu\n", r->builds, r->n_good, r->n_bad, r->n_skip,
 		(unsigned long long)o->build.seed, (unsigned long long)(o->build.seed + (r->builds ? r->builds - 1 : 0)));
-	fprintf(f, "- confirmation: %s\n- time: %.2f s\n\n", r->confirmed_run ? "run" : "not run", wh_os_now_s() - L->t0);
+	fprintf(f, "- confirmation: %s\n- time: %.2f s\n\n", r->confirmed_run ? "run" : "not run", wh_os_now_s() - L->pr.t0);
 	fprintf(f, "## Builds\n\n| build | seed | verdict | layers with tactics | seconds | replay | why |\n| ---: | ---: | --- | ---: | ---: | --- | --- |\n");
 	for (uint32_t i = 0; i < L->n; i++) {
 		const struct loop_build *b = L->b[i];
@@ -1087,8 +464,8 @@ static void write_report(struct loop *L, int32_t fixed)
 		fprintf(f, "\n");
 		if (s->state == WH_SUSPECT_CONFIRMED) {
 			char p1[PATH_MAX + 64], p2[PATH_MAX + 64];
-			pathf(p1, sizeof p1, "%s/confirm/swap_%u_forward.json", L->dir, s->forward_seq);
-			pathf(p2, sizeof p2, "%s/confirm/swap_%u_reverse.json", L->dir, s->reverse_seq);
+			wh_text_printf(p1, sizeof p1, "%s/confirm/swap_%u_forward.json", L->dir, s->forward_seq);
+			wh_text_printf(p2, sizeof p2, "%s/confirm/swap_%u_reverse.json", L->dir, s->reverse_seq);
 			char *c1 = repro_cmd(L, p1), *c2 = repro_cmd(L, p2);
 			fprintf(f, "  - fails (good build %d with the suspect):\n\n        %s\n\n  - passes (bad build %d without it):\n\n        %s\n\n",
 				s->good_build, c1 ? c1 : "?", s->bad_build, c2 ? c2 : "?");
@@ -1101,7 +478,7 @@ static void write_report(struct loop *L, int32_t fixed)
 	fprintf(f, "\nThe swapped replays are in `%s/confirm/` (swap_<n>_forward.json, swap_<n>_reverse.json).\n", L->dir);
 	if (fixed >= 0) {
 		char p1[PATH_MAX + 64];
-		pathf(p1, sizeof p1, "%s/fixed.json", L->dir);
+		wh_text_printf(p1, sizeof p1, "%s/fixed.json", L->dir);
 		char *c1 = repro_cmd(L, p1);
 		fprintf(f, "\n## Fixed replay\n\n`%s` is good build %d (the fastest good build; it avoids every\nconfirmed tactic). Check it with:\n\n    %s\n",
 			p1, fixed, c1 ? c1 : "?");
@@ -1119,8 +496,7 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 	struct loop *L = &LL;
 	memset(rep, 0, sizeof *rep);
 	rep->fixed_build = -1;
-	L->t0 = wh_os_now_s();
-	L->tty = o->log && isatty(fileno(o->log)) && !o->json;
+	wh_progress_init(&L->pr, o->log, o->json);
 	wh_tensor_set_init(&L->ref);
 	wh_tactic_diff_init(&L->diff);
 	enum wh_status st = WH_OK;
@@ -1130,43 +506,38 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 		return wh_error(WH_ERR_USAGE, "build: an external builder needs --check (the built-in check runs whittle's own builds only)");
 	if (strlen(o->artifacts_dir) >= sizeof L->dir - 64)
 		return wh_error(WH_ERR_INVALID, "%s: path too long", o->artifacts_dir);
-	pathf(L->dir, sizeof L->dir, "%s", o->artifacts_dir);
+	wh_text_printf(L->dir, sizeof L->dir, "%s", o->artifacts_dir);
 	static const char *const subs[] = {"good", "bad", "skipped", "work", "confirm"};
 	if ((st = wh_os_make_dir(L->dir)) != WH_OK)
 		return st;
 	for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
 		char p[PATH_MAX + 16];
-		pathf(p, sizeof p, "%s/%s", L->dir, subs[i]);
+		wh_text_printf(p, sizeof p, "%s/%s", L->dir, subs[i]);
 		if ((st = wh_os_make_dir(p)) != WH_OK)
 			return st;
 		remove_stale(p, i < 4 ? "build_" : "swap_");
 	}
 	if (o->need_inputs || !o->check) {
-		pathf(L->inputs_dir, sizeof L->inputs_dir, "%s/inputs", L->dir);
+		wh_text_printf(L->inputs_dir, sizeof L->inputs_dir, "%s/inputs", L->dir);
 		if ((st = wh_tensor_set_write_dir(L->inputs_dir, NULL, inputs)) != WH_OK)
 			goto out;
 	}
 	if (!o->check || o->need_golden) {
 		/* the reference: FP32 with each op's default implementation */
-		struct wh_engine *e = NULL;
-		struct wh_engine_options eo = {.threads = o->engine.threads};
-		if ((st = wh_engine_create(m, &eo, &e)) == WH_OK)
-			st = wh_engine_run(e, inputs, o->mark_all && !o->check ? WH_KEEP_ALL : WH_KEEP_OUTPUTS, &L->ref);
-		wh_engine_destroy(e);
-		if (st != WH_OK)
+		if ((st = wh_builtin_reference(m, o->engine.threads, inputs, 1, o->mark_all && !o->check, &L->ref)) != WH_OK)
 			goto out;
 		if (o->need_golden) {
-			pathf(L->golden_dir, sizeof L->golden_dir, "%s/golden", L->dir);
+			wh_text_printf(L->golden_dir, sizeof L->golden_dir, "%s/golden", L->dir);
 			if ((st = wh_tensor_set_write_dir(L->golden_dir, NULL, &L->ref)) != WH_OK)
 				goto out;
 		}
 	}
 	if (o->engine.precision) {
-		pathf(L->precisions, sizeof L->precisions, "%s/layer-precisions.json", L->dir);
+		wh_text_printf(L->precisions, sizeof L->precisions, "%s/layer-precisions.json", L->dir);
 		if ((st = wh_precision_config_write(o->engine.precision, L->precisions)) != WH_OK)
 			goto out;
 	}
-	logf_(L, "build: %s, %s, check: %s%s", o->build_cmd ? "external builder" : "whittle's builder",
+	wh_progress_log(&L->pr, "build: %s, %s, check: %s%s", o->build_cmd ? "external builder" : "whittle's builder",
 	      o->until == WH_UNTIL_COUNT ? "fixed number of builds" : o->until == WH_UNTIL_GOOD ? "until a good build" :
 	      o->until == WH_UNTIL_BAD ? "until a bad build" : "until a culprit is confirmed",
 	      o->check_display ? o->check_display : "built-in comparison with FP32",
@@ -1180,7 +551,7 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 		json_object_set_new(e, "max_builds", json_integer(o->count));
 		json_object_set_new(e, "first_seed", json_integer((json_int_t)o->build.seed));
 		json_object_set_new(e, "artifacts_dir", json_string(L->dir));
-		event(L, e);
+		wh_progress_event(&L->pr, e);
 	}
 	bool stopped = false;
 	for (uint32_t k = 0; k < o->count && !stopped; k++) {
@@ -1199,29 +570,28 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 		}
 	}
 	if (o->until != WH_UNTIL_COUNT && !stopped)
-		logf_(L, "build: stopped after %u builds (the most asked with --max-builds) without %s", rep->builds,
+		wh_progress_log(&L->pr, "build: stopped after %u builds (the most asked with --max-builds) without %s", rep->builds,
 		      o->until == WH_UNTIL_GOOD ? "a good build" : o->until == WH_UNTIL_BAD ? "a bad build" : "a confirmed culprit");
-	if (L->tty)
-		fputs("\r\033[K", o->log);
+	wh_progress_clear(&L->pr);
 	if (!o->out)
-		logf_(L, "build: %u builds: %u good, %u bad, %u skipped", rep->builds, rep->n_good, rep->n_bad, rep->n_skip);
+		wh_progress_log(&L->pr, "build: %u builds: %u good, %u bad, %u skipped", rep->builds, rep->n_good, rep->n_bad, rep->n_skip);
 	bool can_confirm = o->confirm && rep->n_good && rep->n_bad && (!o->build_cmd || o->pin_cmd);
 	if (L->diff_builds != L->n || (can_confirm && !rep->confirmed_run)) {
 		if ((st = confirm_now(L, can_confirm)) != WH_OK)
 			goto out;
 	}
 	if (o->confirm && rep->n_good && rep->n_bad && o->build_cmd && !o->pin_cmd)
-		logf_(L, "build: suspects not confirmed: an external builder needs --pin-cmd to rebuild from a swapped replay");
+		wh_progress_log(&L->pr, "build: suspects not confirmed: an external builder needs --pin-cmd to rebuild from a swapped replay");
 	uint32_t best = 0;
 	if (rep->n_good && wh_tactic_best_good(L->plans, L->verdicts, L->n, &best) == WH_OK) {
 		char p[PATH_MAX + 32];
-		pathf(p, sizeof p, "%s/fixed.json", L->dir);
+		wh_text_printf(p, sizeof p, "%s/fixed.json", L->dir);
 		if ((st = wh_os_copy_file(L->b[best]->path, p)) != WH_OK)
 			goto out;
 		rep->fixed_build = (int32_t)best;
 	}
 	write_report(L, rep->fixed_build);
-	rep->seconds = wh_os_now_s() - L->t0;
+	rep->seconds = wh_os_now_s() - L->pr.t0;
 	if (o->out) {
 		FILE *f = o->out;
 		fprintf(f, "build: %u builds: %u good, %u bad, %u skipped\n", rep->builds, rep->n_good, rep->n_bad, rep->n_skip);
@@ -1254,12 +624,8 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 		fprintf(f, "report: %s/report.md\n", L->dir);
 	}
 	{
-		json_t *e = json_object();
-		json_object_set_new(e, "event", json_string("result"));
-		json_object_set_new(e, "builds", json_integer(rep->builds));
-		json_object_set_new(e, "good", json_integer(rep->n_good));
-		json_object_set_new(e, "bad", json_integer(rep->n_bad));
-		json_object_set_new(e, "skipped", json_integer(rep->n_skip));
+		json_t *e = json_pack("{s:s, s:i, s:i, s:i, s:i}", "event", "result", "builds", (json_int_t)rep->builds, "good",
+				      (json_int_t)rep->n_good, "bad", (json_int_t)rep->n_bad, "skipped", (json_int_t)rep->n_skip);
 		json_t *sa = json_array(), *ca = json_array();
 		for (uint32_t i = 0; i < L->diff.n; i++) {
 			json_array_append_new(sa, suspect_json(L, &L->diff.s[i], i + 1));
@@ -1276,24 +642,23 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 		json_object_set_new(e, "bad_unexplained", json_integer(rep->confirm.bad_unexplained));
 		if (rep->fixed_build >= 0) {
 			char p[PATH_MAX + 32];
-			pathf(p, sizeof p, "%s/fixed.json", L->dir);
+			wh_text_printf(p, sizeof p, "%s/fixed.json", L->dir);
 			json_object_set_new(e, "fixed", json_string(p));
 			json_object_set_new(e, "fixed_build", json_integer(rep->fixed_build));
 		} else {
 			json_object_set_new(e, "fixed", json_null());
 		}
 		char p[PATH_MAX + 32];
-		pathf(p, sizeof p, "%s/report.md", L->dir);
+		wh_text_printf(p, sizeof p, "%s/report.md", L->dir);
 		json_object_set_new(e, "report", json_string(p));
-		event(L, e);
+		wh_progress_event(&L->pr, e);
 	}
 out:
-	if (L->tty && o->log)
-		fputs("\r\033[K", o->log);
+	wh_progress_clear(&L->pr);
 	if (L->dir[0]) {
 		/* empty unless a build stopped half-way; then its replay stays for a look */
 		char p[PATH_MAX + 16];
-		pathf(p, sizeof p, "%s/work", L->dir);
+		wh_text_printf(p, sizeof p, "%s/work", L->dir);
 		rmdir(p);
 	}
 	for (uint32_t i = 0; i < L->n; i++) {
@@ -1305,6 +670,6 @@ out:
 	free(L->verdicts);
 	wh_tactic_diff_release(&L->diff);
 	wh_tensor_set_release(&L->ref);
-	rep->seconds = wh_os_now_s() - L->t0;
+	rep->seconds = wh_os_now_s() - L->pr.t0;
 	return st;
 }

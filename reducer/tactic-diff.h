@@ -1,6 +1,8 @@
-/* Flaky-tactic localization: which layer's tactic breaks some builds, proven.
+/* Flaky-tactic localization: which layer's tactic breaks some builds, proven. (The executor's
+ * tactics are the kernels' alternative implementations, executor/builder.h; this module
+ * compares the choices that builds made.)
  *
- * Three parts, each usable on its own:
+ * Two parts, each usable on its own, and the replay files they work on:
  *  - the tactic diff: given builds (tactic plans) sorted into good and bad by a check, the
  *    tactics each layer uses only in bad builds ("suspects"), ranked by how strongly they
  *    separate bad from good: score = (bad builds with it) / (bad builds) - (good builds with
@@ -15,26 +17,18 @@
  *    diffed again and confirmation goes on until every bad build is explained or no
  *    suspect is left. The swaps themselves (editing replay files, running the check) are
  *    the caller's, through struct wh_confirm_ops, so the logic is testable on synthetic
- *    builds;
- *  - the `whittle build` loop: builds the engine again and again (seed = first seed +
- *    iteration), or runs an external build command, saves each replay, runs the check,
- *    sorts the replays into <dir>/good and <dir>/bad, then diffs, confirms, and writes the
- *    best good build (<dir>/fixed.json) and <dir>/report.md.
+ *    builds (reducer/builds.h runs them on real builds).
  *
  * Ownership: struct wh_tactic_diff and struct wh_tactic_replays are caller-owned
  * (_init/_release); plans passed in are borrowed. */
-#ifndef WH_TACTICS_H
-#define WH_TACTICS_H
+#ifndef WH_TACTIC_DIFF_H
+#define WH_TACTIC_DIFF_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "executor/builder.h"
-#include "executor/compare.h"
-#include "executor/executor.h"
-#include "graph/ir.h"
-#include "graph/tensor-file.h"
 #include "reducer/check.h"
 
 /* ---- the diff ---- */
@@ -146,52 +140,5 @@ enum wh_status wh_tactic_replays_add(struct wh_tactic_replays *r, const char *pa
  * fields are kept as they are. */
 enum wh_status wh_tactic_replay_swap(const char *base_path, const char *donor_path, const char *layer,
 				     const char *out_path);
-
-/* ---- the build loop ---- */
-
-enum wh_until { WH_UNTIL_COUNT = 0, WH_UNTIL_GOOD, WH_UNTIL_BAD, WH_UNTIL_CONFIRMED };
-
-struct wh_build_loop_options {
-	enum wh_until until;
-	uint32_t count;                    /* builds (WH_UNTIL_COUNT), else the most builds */
-	const struct wh_check *check;      /* NULL: built-in check (pinned run vs FP32) */
-	const char *check_display;
-	/* external builder: a shell string with {tactics} (the replay it must write), {model},
-	 * {seed} and {iteration}; NULL: whittle's builder */
-	const char *build_cmd;
-	/* external builders: a shell string that rebuilds pinned to the replay {tactics}
-	 * before the check, for confirmation swaps; NULL with build_cmd: no confirmation */
-	const char *pin_cmd;
-	double build_timeout_s;            /* <= 0: none */
-	struct wh_engine_options engine;   /* builds and the built-in check */
-	struct wh_build_options build;     /* .seed: the first build's seed */
-	struct wh_compare_options compare; /* built-in check */
-	bool mark_all;                     /* built-in check: compare every tensor, not only outputs */
-	const char *model_path;
-	const char *input_shapes;          /* as given, for the commands in the report; may be NULL */
-	const char *artifacts_dir;         /* required */
-	const char *const *artifacts;      /* files the check writes, sorted into good/ and bad/ */
-	int n_artifacts;
-	bool need_inputs, need_golden;     /* the external check uses {inputs} / {golden} */
-	bool confirm;
-	uint32_t max_suspects;             /* 0: all */
-	bool json;                         /* JSON lines events on stdout */
-	FILE *log;                         /* progress lines; may be NULL */
-	FILE *out;                         /* the answer in words (NULL with json) */
-};
-
-struct wh_build_loop_report {
-	uint32_t builds, n_good, n_bad, n_skip;
-	uint32_t n_suspects;
-	struct wh_confirm_report confirm;
-	bool confirmed_run;         /* confirmation ran */
-	int32_t fixed_build;        /* index of the build in fixed.json, -1 none */
-	double seconds;
-};
-
-/* inputs: the model's input tensors (for whittle's builder, the built-in check and
- * {inputs}); may be empty with an external builder and check that do not need them. */
-enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tensor_set *inputs,
-				 const struct wh_build_loop_options *o, struct wh_build_loop_report *rep);
 
 #endif

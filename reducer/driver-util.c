@@ -1,0 +1,214 @@
+#include "reducer/driver-util.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "graph/os.h"
+
+void wh_progress_init(struct wh_progress *p, FILE *log, bool json)
+{
+	p->log = log;
+	p->json = json;
+	p->tty = log && isatty(fileno(log)) && !json;
+	p->t0 = wh_os_now_s();
+}
+
+void wh_progress_log(const struct wh_progress *p, const char *fmt, ...)
+{
+	if (!p->log)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	if (p->tty)
+		fputs("\r\033[K", p->log);
+	vfprintf(p->log, fmt, ap);
+	fputc('\n', p->log);
+	fflush(p->log);
+	va_end(ap);
+}
+
+void wh_progress_event(const struct wh_progress *p, json_t *e)
+{
+	if (p->json) {
+		json_object_set_new(e, "elapsed_s", json_real(wh_os_now_s() - p->t0));
+		char *s = json_dumps(e, JSON_COMPACT);
+		if (s) {
+			puts(s);
+			fflush(stdout);
+		}
+		free(s);
+	}
+	json_decref(e);
+}
+
+void wh_progress_clear(const struct wh_progress *p)
+{
+	if (p->tty && p->log) {
+		fputs("\r\033[K", p->log);
+		fflush(p->log);
+	}
+}
+
+void wh_text_printf(char *out, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(out, size, fmt, ap);
+	va_end(ap);
+}
+
+void wh_text_cat(char *out, size_t size, const char *fmt, ...)
+{
+	size_t len = strnlen(out, size);
+	if (len + 1 >= size)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(out + len, size - len, fmt, ap);
+	va_end(ap);
+}
+
+void wh_text_one_line(char *s)
+{
+	for (; *s; s++)
+		if (*s == '\n' || *s == '\r')
+			*s = ' ';
+}
+
+char *wh_text_subst(const char *tmpl, const char *const *keys, const char *const *vals, int n)
+{
+	size_t cap = strlen(tmpl) + 1;
+	for (int k = 0; k < n; k++)
+		for (const char *p = vals[k] ? strstr(tmpl, keys[k]) : NULL; p; p = strstr(p + 1, keys[k]))
+			cap += strlen(vals[k]);
+	char *s = malloc(cap);
+	if (!s)
+		return NULL;
+	size_t len = 0;
+	for (const char *p = tmpl; *p;) {
+		int hit = -1;
+		for (int k = 0; k < n && hit < 0; k++)
+			if (vals[k] && !strncmp(p, keys[k], strlen(keys[k])))
+				hit = k;
+		if (hit >= 0) {
+			memcpy(s + len, vals[hit], strlen(vals[hit]));
+			len += strlen(vals[hit]);
+			p += strlen(keys[hit]);
+		} else {
+			s[len++] = *p++;
+		}
+	}
+	s[len] = '\0';
+	return s;
+}
+
+enum wh_status wh_check_result_broken(const struct wh_check_result *r, const char *where)
+{
+	if (r->signal || (r->exit_code != 126 && r->exit_code != 127))
+		return WH_OK;
+	char said[201];
+	wh_text_printf(said, sizeof said, "%s", r->output ? r->output : "");
+	wh_text_one_line(said);
+	return wh_error(WH_ERR_CHECK, "check: exited %d%s (a command inside the check was not found or is not executable; it printed: %s)",
+			r->exit_code, where, said);
+}
+
+void wh_verdict_cache_init(struct wh_verdict_cache *c)
+{
+	c->e = NULL;
+	c->n = c->cap = 0;
+}
+
+void wh_verdict_cache_release(struct wh_verdict_cache *c)
+{
+	free(c->e);
+	wh_verdict_cache_init(c);
+}
+
+struct wh_verdict_entry *wh_verdict_cache_find(const struct wh_verdict_cache *c, struct wh_hash h)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (c->e[i].h.lo == h.lo && c->e[i].h.hi == h.hi)
+			return &c->e[i];
+	return NULL;
+}
+
+enum wh_status wh_verdict_cache_put(struct wh_verdict_cache *c, struct wh_hash h, enum wh_verdict v)
+{
+	struct wh_verdict_entry *e = wh_verdict_cache_find(c, h);
+	if (e) {
+		e->v = v;
+		return WH_OK;
+	}
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 64;
+		struct wh_verdict_entry *ne = realloc(c->e, cap * sizeof *ne);
+		if (!ne)
+			return wh_error(WH_ERR_NOMEM, "verdict cache: out of memory");
+		c->e = ne;
+		c->cap = cap;
+	}
+	c->e[c->n++] = (struct wh_verdict_entry){.h = h, .v = v};
+	return WH_OK;
+}
+
+const char *wh_verdict_dir(enum wh_verdict v)
+{
+	return v == WH_VERDICT_PASS ? "good" : v == WH_VERDICT_FAIL ? "bad" : "skipped";
+}
+
+void wh_artifacts_sort(const char *const *files, int n, const char *dir, enum wh_verdict v, uint32_t seq)
+{
+	for (int i = 0; i < n; i++) {
+		const char *a = files[i];
+		if (access(a, F_OK) != 0)
+			continue;
+		const char *base = strrchr(a, '/') ? strrchr(a, '/') + 1 : a;
+		char dst[PATH_MAX + 300];
+		wh_text_printf(dst, sizeof dst, "%s/%s/%04u_%s", dir, wh_verdict_dir(v), seq, base);
+		if (wh_os_move_file(a, dst) != WH_OK)
+			wh_warn("%s: cannot move the artifact into %s/%s", a, dir, wh_verdict_dir(v));
+	}
+}
+
+enum wh_status wh_reference_write(const struct wh_model *model, const struct wh_tensor_set *ref, bool outputs,
+				  const char *dir)
+{
+	const struct wh_graph *g = model->graph;
+	struct wh_tensor_set s;
+	wh_tensor_set_init(&s);
+	enum wh_status st = wh_os_make_dir(dir);
+	uint32_t cnt = outputs ? g->n_outputs : g->n_inputs;
+	const uint32_t *ids = outputs ? g->outputs : g->inputs;
+	for (uint32_t i = 0; i < cnt && st == WH_OK; i++) {
+		const struct wh_value *v = &g->values[ids[i]];
+		if (v->flags & WH_VALUE_INITIALIZER)
+			continue;
+		const struct wh_tensor *t = wh_tensor_set_find(ref, v->name);
+		if (t)
+			st = wh_tensor_set_add(&s, v->name, -1, t);
+	}
+	if (st == WH_OK)
+		st = wh_tensor_set_write_dir(dir, NULL, &s);
+	wh_tensor_set_release(&s);
+	return st;
+}
+
+FILE *wh_report_open(const char *dir, const char *name)
+{
+	char p[PATH_MAX + 256];
+	wh_text_printf(p, sizeof p, "%s/%s", dir, name);
+	FILE *f = fopen(p, "w");
+	if (!f)
+		wh_warn("%s: cannot write the report: %s", p, strerror(errno));
+	return f;
+}
+
+bool wh_node_is_constant(const struct wh_node *n)
+{
+	return !strcmp(n->op_type, "Constant") && (!n->domain || !*n->domain);
+}
