@@ -33,13 +33,23 @@ static bool is_gemm_like(const char *op)
 	return !strcmp(op, "Conv") || !strcmp(op, "ConvTranspose") || !strcmp(op, "MatMul") || !strcmp(op, "Gemm");
 }
 
-/* Inputs that parameterise an op rather than carry its data. Coordinates, scales and ranges
+/* Inputs that parameterise an op rather than carry its data; every other float input of a
+ * reduced-precision layer is converted to the layer's format (TensorRT's reformat). Shape,
+ * index and integer inputs are not floats and never converted. Coordinates, scales and ranges
  * are shape computations, which engines do in FP32 at any precision: never rounded
  * (rounding Resize's scales would change where it samples). Bounds and exponents are
  * computed with in the layer's float format, but are not tensors to quantize: an int8/fp8
  * layer keeps them as they are. */
-static bool parameter_input(const char *op, uint32_t k, enum wh_precision p)
+bool wh_emulate_parameter_input(const char *op, uint32_t k, enum wh_precision p)
 {
+	/* Q/DQ scales (and float zero points) are FP32 in TensorRT whatever the layer's
+	 * precision; a threshold or a ratio is a parameter, not data */
+	if (!strcmp(op, "QuantizeLinear") || !strcmp(op, "DequantizeLinear"))
+		return k >= 1;
+	if (!strcmp(op, "NonMaxSuppression"))
+		return k >= 3; /* iou_threshold, score_threshold */
+	if (!strcmp(op, "Dropout"))
+		return k == 1; /* ratio */
 	if (!strcmp(op, "Resize"))
 		return k >= 1; /* roi, scales, sizes */
 	if (!strcmp(op, "Upsample"))
@@ -407,7 +417,7 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 	const struct wh_tensor **ins = (const struct wh_tensor **)ctx->inputs;
 	for (uint32_t k = 0; k < n && st == WH_OK && p != WH_PREC_FP32; k++) {
 		const struct wh_tensor *t = orig[k];
-		if (!t || t->dtype != WH_DT_FLOAT || parameter_input(node->op_type, k, p))
+		if (!t || t->dtype != WH_DT_FLOAT || wh_emulate_parameter_input(node->op_type, k, p))
 			continue;
 		uint32_t vid = node->inputs[k];
 		bool is_bias = gemm && (int)k == bias;
@@ -531,8 +541,9 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 		ins[k] = &tmp[k];
 	}
 	/* outputs in the output format; every float input now holds values of the layer's
-	 * format, so ops that only select, move or compare values of the format (and Relu/Clip at 0 and 6, which the format holds) already produce values of
-	 * it: rounding again would change nothing, so it is skipped */
+	 * format, so ops that only select, move or compare values of the format (and Relu/Clip
+	 * at 0 and 6, which the format holds) already produce values of it: rounding again would
+	 * change nothing, so it is skipped */
 	bool exact_op = false;
 	if (en->out == p && (p == WH_PREC_FP16 || p == WH_PREC_BF16)) {
 		static const char *const value_preserving[] = {

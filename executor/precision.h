@@ -8,7 +8,10 @@
  *    stored in the format (converted once per engine); the kernel computes as it documents
  *    (FP32 accumulation unless an fp16-accumulating tactic is chosen); outputs are stored in
  *    the output format (setOutputType; default the execution format). An FP32 layer thus
- *    hands FP32 values to an FP16 consumer, which rounds them.
+ *    hands FP32 values to an FP16 consumer, which rounds them. Inputs that parameterise
+ *    an op (Resize/Upsample scales and roi, Range, Q/DQ scales and zero points, NMS
+ *    thresholds, a Dropout ratio) are never converted; shape, index and integer inputs are
+ *    not floats and never converted either.
  *  - tf32: the inputs of MatMul, Gemm, Conv and ConvTranspose are rounded to 10 mantissa
  *    bits; accumulation and outputs stay FP32; other layers run in FP32.
  *  - int8: activations symmetric per-tensor (scale amax/127 from calibration, or the tensor's

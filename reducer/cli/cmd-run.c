@@ -7,6 +7,7 @@
 
 #include "executor/builder.h"
 #include "executor/compare.h"
+#include "executor/diagnose.h"
 #include "executor/executor.h"
 #include "executor/precision.h"
 #include <jansson.h>
@@ -92,6 +93,53 @@ static uint64_t value_hash(const struct wh_tensor *t)
 	if (t->kind == WH_VALUE_NONE || t->dtype == WH_DT_STRING)
 		return 0;
 	return XXH3_64bits(t->data, wh_tensor_nbytes(t));
+}
+
+/* The suggestion of a diagnosis as --layer-precisions text: the user's per-layer settings,
+ * then the layers to keep in FP32 (so that applying it as printed keeps what was asked). */
+static void suggestion_text(const struct wh_graph *g, const struct wh_precision_config *pc, const struct wh_diagnosis *d, char *buf,
+			    size_t size)
+{
+	size_t len = 0;
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < pc->n_layers; i++) {
+		bool kept = false;
+		for (uint32_t k = 0; k < d->n_keep && !kept; k++)
+			kept = g->nodes[d->keep[k]].name && !strcmp(g->nodes[d->keep[k]].name, pc->layers[i].layer);
+		if (kept)
+			continue;
+		const struct wh_layer_precision *lp = &pc->layers[i];
+		char out[24] = "";
+		if (lp->output >= 0 && lp->output != (int)lp->exec)
+			snprintf(out, sizeof out, "/%s", wh_precision_name((enum wh_precision)lp->output));
+		len += (size_t)snprintf(buf + len, len < size ? size - len : 0, "%s%s:%s%s", len ? "," : "", lp->layer,
+					wh_precision_name(lp->exec), out);
+	}
+	for (uint32_t k = 0; k < d->n_keep; k++) {
+		const char *name = g->nodes[d->keep[k]].name;
+		if (name && *name)
+			len += (size_t)snprintf(buf + len, len < size ? size - len : 0, "%s%s:fp32", len ? "," : "", name);
+	}
+}
+
+static json_t *json_num(double x)
+{
+	return isfinite(x) ? json_real(x) : isnan(x) ? json_null() : json_string(x > 0 ? "inf" : "-inf");
+}
+
+/* "where it starts: T (layer L, Op): ..." for the verdict line. */
+static void start_text(const struct wh_graph *g, const struct wh_diagnosis *d, char *buf, size_t size)
+{
+	const struct wh_diag_layer *L = &d->layers[d->start];
+	const struct wh_node *n = &g->nodes[L->node];
+	if (d->kind == WH_DIAG_OVERFLOW)
+		snprintf(buf, size, "%s (layer %s, %s): overflow, %llu NaN/Inf where FP32 has none%s", g->values[L->value].name,
+			 n->name ? n->name : "?", n->op_type,
+			 (unsigned long long)(L->nonfinite_added ? L->nonfinite_added : L->nonfinite_full),
+			 L->nonfinite_added ? " (on exact inputs)" : "");
+	else
+		snprintf(buf, size, "%s (layer %s, %s): adds relative error %.3g on exact inputs, receives %.3g", g->values[L->value].name,
+			 n->name ? n->name : "?", n->op_type, L->err_added, L->err_received);
 }
 
 int wh_cmd_run(int argc, char **argv)
@@ -264,6 +312,8 @@ int wh_cmd_run(int argc, char **argv)
 	wh_tensor_set_init(&inputs);
 	wh_tensor_set_init(&results);
 	wh_tensor_set_init(&ref);
+	struct wh_diagnosis diag;
+	wh_diagnosis_init(&diag);
 	FILE *rep = NULL;
 	if ((st = wh_cli_load_model(argv[optind], shapes, &m)) != WH_OK)
 		goto fail;
@@ -492,6 +542,29 @@ int wh_cmd_run(int argc, char **argv)
 			if (vid != WH_NONE && g->values[vid].producer != WH_NONE)
 				ff = &g->nodes[g->values[vid].producer];
 		}
+		/* where it starts (executor/diagnose.h): needs every tensor of both runs, so with
+		 * --mark-all, and a reduced precision to blame */
+		bool diagnosed = false;
+		char start_line[512] = "", suggestion[4096] = "";
+		if (failed && mark_all && reduced) {
+			for (uint32_t i = 0; i < g->n_inputs; i++) {
+				const char *in = g->values[g->inputs[i]].name;
+				const struct wh_tensor *t = wh_tensor_set_find(&inputs, in);
+				if (t && !wh_tensor_set_find(&ref, in) && (st = wh_tensor_set_add(&ref, in, -1, t)) != WH_OK) {
+					json_decref(jt);
+					goto fail;
+				}
+			}
+			if ((st = wh_diagnose(m, &eo, &results, &ref, &diag)) != WH_OK) {
+				json_decref(jt);
+				goto fail;
+			}
+			diagnosed = diag.start >= 0;
+			if (diagnosed) {
+				start_text(g, &diag, start_line, sizeof start_line);
+				suggestion_text(g, &pc, &diag, suggestion, sizeof suggestion);
+			}
+		}
 		if (json) {
 			json_t *root = json_object();
 			json_object_set_new(root, "model", json_string(argv[optind]));
@@ -500,8 +573,41 @@ int wh_cmd_run(int argc, char **argv)
 			json_object_set_new(root, "atol", json_real(co.atol));
 			json_object_set_new(root, "rtol", json_real(co.rtol));
 			json_object_set_new(root, "pass", json_boolean(!failed));
+			/* the first tensor over the tolerance, in topological order (not the diagnosis) */
 			json_object_set_new(root, "first_failing_tensor", first_fail ? json_string(first_fail) : json_null());
 			json_object_set_new(root, "first_failing_layer", ff ? json_string(ff->name) : json_null());
+			if (diagnosed) {
+				const struct wh_diag_layer *L = &diag.layers[diag.start];
+				const struct wh_node *n = &g->nodes[L->node];
+				json_t *dj = json_object(), *w = json_object(), *keep = json_array();
+				json_object_set_new(w, "tensor", json_string(g->values[L->value].name));
+				json_object_set_new(w, "layer", json_string(n->name ? n->name : ""));
+				json_object_set_new(w, "op", json_string(n->op_type));
+				json_object_set_new(w, "kind", json_string(diag.kind == WH_DIAG_OVERFLOW ? "overflow" : "error"));
+				json_object_set_new(w, "error_received", json_num(L->err_received));
+				json_object_set_new(w, "error_added", json_num(L->err_added));
+				json_object_set_new(w, "nonfinite_added", json_integer((json_int_t)L->nonfinite_added));
+				json_object_set_new(dj, "where_it_starts", w);
+				for (uint32_t k = 0; k < diag.n_keep; k++)
+					json_array_append_new(keep, json_string(g->nodes[diag.keep[k]].name ? g->nodes[diag.keep[k]].name : ""));
+				json_object_set_new(dj, "keep_fp32", keep);
+				json_object_set_new(dj, "layer_precisions", json_string(suggestion));
+				json_object_set(root, "diagnosis", dj);
+				json_decref(dj);
+			} else {
+				json_object_set_new(root, "diagnosis", json_null());
+			}
+			/* per tensor: the error it receives and the error its layer adds */
+			for (size_t i = 0; diag.n_layers && i < json_array_size(jt); i++) {
+				json_t *o = json_array_get(jt, i);
+				uint32_t vid = wh_graph_find_value(g, json_string_value(json_object_get(o, "tensor")));
+				int32_t li = vid != WH_NONE && g->values[vid].producer != WH_NONE ? wh_diagnosis_find(&diag, g->values[vid].producer) : -1;
+				if (li < 0)
+					continue;
+				json_object_set_new(o, "error_received", json_num(diag.layers[li].err_received));
+				json_object_set_new(o, "error_added", json_num(diag.layers[li].err_added));
+				json_object_set_new(o, "nonfinite_added", json_integer((json_int_t)diag.layers[li].nonfinite_added));
+			}
 			json_object_set_new(root, "tensors", jt);
 			char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
 			if (text)
@@ -510,19 +616,41 @@ int wh_cmd_run(int argc, char **argv)
 			json_decref(root);
 		}
 		if (failed) {
-			if (!json)
+			if (!json && diagnosed) {
+				printf("compare: FAIL: %zu of %zu tensors differ; where it starts: %s\n", failed, compared, start_line);
+				printf("compare: first over the tolerance in topological order: %s%s%s%s%s%s\n", first_fail, ff ? " (layer " : "",
+				       ff ? ff->name : "", ff ? ", " : "", ff ? ff->op_type : "", ff ? ")" : "");
+				if (suggestion[0])
+					printf("compare: try --layer-precisions %s\n", suggestion);
+			} else if (!json) {
 				printf("compare: FAIL: %zu of %zu tensors differ; first in topological order: %s%s%s%s%s%s\n", failed, compared, first_fail,
 				       ff ? " (layer " : "", ff ? ff->name : "", ff ? ", " : "", ff ? ff->op_type : "", ff ? ")" : "");
-			if (ff && !json)
-				printf("compare: try --layer-precisions %s:fp32\n", ff->name);
+				if (ff)
+					printf("compare: try --layer-precisions %s:fp32%s\n", ff->name,
+					       reduced && !mark_all ? " (with --mark-all: where the failure starts)" : "");
+			}
 			rc = WH_EXIT_FAILS;
 		} else if (!json) {
 			printf("compare: PASS: %zu tensors within atol %g rtol %g\n", compared, co.atol, co.rtol);
 		}
 		if (rep) {
 			fprintf(rep, "\n%s\n", failed ? "" : "All tensors pass.");
+			if (diagnosed) {
+				fprintf(rep, "Where it starts: %s.\n\n", start_line);
+				if (suggestion[0])
+					fprintf(rep, "Suggestion: `--layer-precisions %s`.\n\n", suggestion);
+				fprintf(rep, "| layer | op | tensor | error received | error added (exact inputs) | added / max(received, u) | NaN/Inf added |\n");
+				fprintf(rep, "| --- | --- | --- | ---: | ---: | ---: | ---: |\n");
+				for (uint32_t i = 0; i < diag.n_layers; i++) {
+					const struct wh_diag_layer *L = &diag.layers[i];
+					fprintf(rep, "| %s | %s | %s | %.3g | %.3g | %.3g | %llu |\n", g->nodes[L->node].name ? g->nodes[L->node].name : "",
+						g->nodes[L->node].op_type, g->values[L->value].name, L->err_received, L->err_added, L->score,
+						(unsigned long long)L->nonfinite_added);
+				}
+				fprintf(rep, "\n");
+			}
 			if (first_fail)
-				fprintf(rep, "First failing tensor in topological order: `%s` (layer `%s`, %s).\n", first_fail, ff ? ff->name : "?", ff ? ff->op_type : "?");
+				fprintf(rep, "First tensor over the tolerance in topological order: `%s` (layer `%s`, %s).\n", first_fail, ff ? ff->name : "?", ff ? ff->op_type : "?");
 		}
 	}
 	goto out;
@@ -534,6 +662,7 @@ out:
 	wh_tensor_set_release(&inputs);
 	wh_tensor_set_release(&results);
 	wh_tensor_set_release(&ref);
+	wh_diagnosis_release(&diag);
 	wh_engine_destroy(e);
 	wh_engine_destroy(ref_engine);
 	wh_model_destroy(m);
