@@ -146,6 +146,33 @@ for spec in "layernorm_overflow ln_add_eps,ln_pow,ln_sqrt,ln_var" "rmsnorm_overf
 	expect_first "run $1 fp16 with the file precision wrote" 0 None "$whittle" run "$fx/$1.onnx" --load-inputs "$fx/$1" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions "$tmp/$1-lp.json"
 done
 
+# ---- acceptance 2: the diagnosis names where the failure starts, and its suggestion, applied
+# as printed, makes the run pass; triage reaches the same layer ----
+for spec in "layernorm_overflow ln_pow" "rmsnorm_overflow rms_pow" "two_layers a_norm"; do
+	set -- $spec
+	run "$whittle" run "$fx/$1.onnx" --load-inputs "$fx/$1" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}"
+	start=$(sed -n 's/^compare: FAIL: .*; where it starts: [^ ]* (layer \([^,]*\), .*: overflow, .*/\1/p' "$tmp/out")
+	sugg=$(sed -n 's/^compare: try --layer-precisions //p' "$tmp/out")
+	if [ "$rc" -eq 1 ] && [ "$start" = "$2" ] && grep -q '^compare: first over the tolerance in topological order: ' "$tmp/out"; then
+		ok "$1 fp16: where it starts: $start (overflow); suggestion $sugg"
+	else
+		bad "$1 fp16: exit $rc, where it starts '$start', $2 expected: $(grep '^compare:' "$tmp/out" | head -2)"
+	fi
+	expect_first "$1 fp16 with the suggestion as printed" 0 None "$whittle" run "$fx/$1.onnx" --load-inputs "$fx/$1" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions "$sugg"
+	run "$whittle" run "$fx/$1.onnx" --load-inputs "$fx/$1" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --json
+	if [ "$(jget 'd["diagnosis"]["where_it_starts"]["layer"] + "/" + d["diagnosis"]["where_it_starts"]["kind"] + "/" + d["diagnosis"]["layer_precisions"] + "/" + str(d["first_failing_layer"])')" = "$2/overflow/$sugg/$2" ]; then
+		ok "$1 fp16 --json: diagnosis and first_failing_layer"
+	else
+		bad "$1 fp16 --json: $(jget 'd["diagnosis"]')"
+	fi
+	run "$whittle" triage "$fx/$1.onnx" --load-inputs "$fx/$1" --precision fp16 "${f16tol[@]}" --artifacts-dir "$tmp/tri-$1" --json --no-graphviz
+	if [ "$("$py" -c 'import json, sys; r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print(r["where_it_starts"]["layer"])' "$tmp/out" 2>/dev/null)" = "$2" ]; then
+		ok "$1 triage: where it starts $2"
+	else
+		bad "$1 triage: $(tail -c 600 "$tmp/out")"
+	fi
+done
+
 # ---- fp16: two distant independent sites whose outputs overflow fp16 ----
 # a_norm = depth^2 (first layer) and b_norm = gain^2 (13th) reach 160000; their consumers
 # a_scale / b_scale (x 2^-16) convert the squares to fp16 when they run in fp16, so each
@@ -321,9 +348,10 @@ else
 		secs=$(($(date +%s) - t0))
 		rows=$(grep -c '^| [0-9]' "$tmp/rec-$p.md" 2>/dev/null || true)
 		out_cos=$(jget 't["softmax_11.tmp_0"]["cosine"]')
-		if { [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ]; } && [ "${rows:-0}" -gt 400 ] && grep -q 'First failing tensor' "$tmp/rec-$p.md" &&
+		if { [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ]; } && [ "${rows:-0}" -gt 400 ] && grep -q 'First tensor over the tolerance' "$tmp/rec-$p.md" &&
+			grep -q '^Where it starts: ' "$tmp/rec-$p.md" &&
 			"$py" -c "import sys; sys.exit(not ($out_cos > 0.95))" 2>/dev/null; then
-			ok "rec $p: $rows tensors in the report, output cosine $out_cos, first failing $(jget 'd["first_failing_layer"]') (${secs}s)"
+			ok "rec $p: $rows tensors in the report, output cosine $out_cos, first failing $(jget 'd["first_failing_layer"]'), where it starts $(jget 'd["diagnosis"]["where_it_starts"]["layer"]') (${secs}s)"
 		else
 			bad "rec $p: exit $rc, $rows report rows, output cosine $out_cos (${secs}s)"
 		fi

@@ -10,7 +10,9 @@
 #      exceed the tolerance: the first failing layer p2o.Sub.1 passes alone, the reduction
 #      keeps the two sources p2o.Sub.0 and p2o.Add.2 and the layer where they meet,
 #      p2o.Sub.1 (p2o.Sub.0 nine layers before it); keeping either source in fp32 fixes
-#      it (the search picks p2o.Sub.0); once more with an external --check;
+#      it (the search picks p2o.Sub.0); the diagnosis places the start at p2o.Sub.0 (most
+#      error added relative to what it receives), which passes alone; once more with an
+#      external --check;
 #  (d) two independent overflow sites far apart: p2o.Pow.0 fails alone (single-layer
 #      branch, no reduction), but only keeping both sites (each Pow and the ReduceMean that
 #      reads its squares) in fp32 fixes it;
@@ -118,6 +120,7 @@ else
 fi
 if [ "$(field "$tmp/ov.json" 'r["outcome"]')" = single-layer ] &&
 	[ "$(field "$tmp/ov.json" 'r["first_failing"]["layer"]')" = p2o.Pow.0 ] &&
+	[ "$(field "$tmp/ov.json" 'r["where_it_starts"]["layer"] + "/" + r["where_it_starts"]["kind"]')" = p2o.Pow.0/overflow ] &&
 	[ "$(field "$tmp/ov.json" 'r["layer_alone"]')" = fail ] &&
 	[ "$(field "$tmp/ov.json" '",".join(r["layers"])')" = p2o.Pow.0 ] &&
 	[ "$(field "$tmp/ov.json" '",".join(r["keep_fp32"])')" = p2o.Pow.0,p2o.ReduceMean.0 ]; then
@@ -160,10 +163,11 @@ else
 fi
 if [ "$(field "$tmp/two.json" 'r["outcome"]')" = subgraph ] &&
 	[ "$(field "$tmp/two.json" 'r["first_failing"]["layer"]')" = p2o.Sub.1 ] &&
+	[ "$(field "$tmp/two.json" 'r["where_it_starts"]["layer"] + "/" + r["where_it_starts"]["kind"]')" = p2o.Sub.0/error ] &&
 	[ "$(field "$tmp/two.json" 'r["layer_alone"]')" = pass ] &&
 	[ "$(field "$tmp/two.json" '",".join(r["layers"])')" = p2o.Sub.0,p2o.Add.2,p2o.Sub.1 ] &&
 	[ "$(field "$tmp/two.json" '",".join(r["keep_fp32"])')" = p2o.Sub.0 ]; then
-	ok "two layers: p2o.Sub.1 passes alone, subgraph branch keeps p2o.Sub.0, p2o.Add.2 and p2o.Sub.1; p2o.Sub.0 in fp32 fixes it"
+	ok "two layers: first over the tolerance p2o.Sub.1, where it starts p2o.Sub.0 (passes alone), subgraph branch keeps p2o.Sub.0, p2o.Add.2 and p2o.Sub.1; p2o.Sub.0 in fp32 fixes it"
 else
 	bad "two layers: wrong branch or layers: $(cat "$tmp/two.json")"
 fi
@@ -198,8 +202,10 @@ if grep -q 'The failure needs 3 layers together: `p2o.Sub.0` (Sub), `p2o.Add.2` 
 else
 	bad "two layers: report.md lacks the finding"
 fi
-if svg_check "$d/layer-errors.svg" "$d/subgraph.svg" p2o.Sub.1 11 p2o.Sub.0,p2o.Add.2,p2o.Sub.1 >"$tmp/err" 2>&1 &&
-	grep -q '<g class="node highlight" data-layer="p2o.Sub.1"' "$d/subgraph.svg"; then
+# the marked layer is where the failure starts (the diagnosis): p2o.Sub.0 adds the most
+# error relative to what it receives (tied with p2o.Add.2, and first in order)
+if svg_check "$d/layer-errors.svg" "$d/subgraph.svg" p2o.Sub.0 11 p2o.Sub.0,p2o.Add.2,p2o.Sub.1 >"$tmp/err" 2>&1 &&
+	grep -q '<g class="node highlight" data-layer="p2o.Sub.0"' "$d/subgraph.svg"; then
 	ok "two layers: SVGs are valid (whittle's own picture): $(cat "$tmp/err")"
 else
 	bad "two layers: SVG check"
