@@ -1,4 +1,5 @@
 #include "reducer/reduce.h"
+#include "reducer/launcher.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -209,8 +210,13 @@ static void replay_append(struct driver *d, struct wh_hash h, enum wh_verdict v,
 	}
 	char *s = json_dumps(j, JSON_COMPACT);
 	if (s) {
-		fprintf(d->replay, "%s\n", s);
+		/* one write() of the whole line: an interrupt (reducer/launcher.h exits from its own
+		 * thread) finds the line written or not, never half */
+		size_t len = strlen(s);
+		s[len] = '\n';
 		fflush(d->replay);
+		ssize_t w = write(fileno(d->replay), s, len + 1);
+		(void)w;
 		fsync(fileno(d->replay));
 	}
 	free(s);
@@ -315,7 +321,7 @@ static enum wh_status external_check(struct driver *d, struct job *j)
 	if (st != WH_OK)
 		return st;
 	snprintf(model, sizeof model, "%s/model.onnx", dir);
-	if ((st = wh_model_save(j->cand, model)) != WH_OK)
+	if ((st = wh_model_save_with(j->cand, model, d->o->save)) != WH_OK)
 		goto out;
 	j->v = WH_VERDICT_PASS;
 	bool any_skip = false;
@@ -533,6 +539,8 @@ static enum wh_status eval_masks(void *ctx, const uint8_t *const *masks, uint32_
 	}
 	if (st == WH_OK)
 		st = run_jobs(d, todo, m + n_re);
+	if (m)
+		d->rep->rounds += (m + slots - 1) / slots;
 	for (uint32_t i = 0; i < m + n_re && st == WH_OK; i++) {
 		struct job *j = todo[i];
 		if (j->has_res && d->o->check)
@@ -570,12 +578,15 @@ static void on_progress(void *ctx, const char *phase, const uint8_t *mask)
 {
 	struct driver *d = ctx;
 	uint32_t cnt = mask ? mask_count(d, mask) : 0;
-	wh_progress_log(&d->pr, "reduce: after %s: %u nodes (%u checks so far)", phase, cnt, d->rep->checks_run);
+	wh_progress_log(&d->pr, "reduce: after %s: %u nodes (%u checks, %u cache hits, %u rounds so far)", phase, cnt, d->rep->checks_run,
+	      d->rep->checks_cached, d->rep->rounds);
 	json_t *e = json_object();
 	json_object_set_new(e, "event", json_string("phase"));
 	json_object_set_new(e, "phase", json_string(phase));
 	json_object_set_new(e, "nodes", json_integer(cnt));
 	json_object_set_new(e, "checks", json_integer(d->rep->checks_run));
+	json_object_set_new(e, "cached", json_integer(d->rep->checks_cached));
+	json_object_set_new(e, "rounds", json_integer(d->rep->rounds));
 	wh_progress_event(&d->pr, e);
 }
 
@@ -588,6 +599,7 @@ static enum wh_status run_uncached(struct driver *d, const uint8_t *mask, enum w
 		return st;
 	j.seq = ++d->seq;
 	struct job *p = &j;
+	d->rep->rounds++;
 	if ((st = run_jobs(d, &p, 1)) == WH_OK && (st = broken_check(d, &j)) == WH_OK) {
 		*v = j.v;
 		if ((st = wh_verdict_cache_put(&d->cache, j.h, j.v)) == WH_OK)
@@ -612,7 +624,7 @@ static enum wh_status save_mask_model(struct driver *d, const uint8_t *mask, con
 	enum wh_status st = build_candidate(d, mask, &c, &h);
 	if (st != WH_OK)
 		return st;
-	st = wh_model_save(c, path);
+	st = wh_model_save_with(c, path, d->o->save);
 	if (keep && st == WH_OK)
 		*keep = c;
 	else
@@ -635,7 +647,7 @@ static enum wh_status write_repro(struct driver *d, const struct wh_model *c, co
 	snprintf(model, sizeof model, "%s/model.onnx", dir);
 	snprintf(ins, sizeof ins, "%s/inputs", dir);
 	snprintf(gold, sizeof gold, "%s/golden", dir);
-	if ((st = wh_model_save(c, model)) != WH_OK || (st = write_tensors(d, c, ins, false)) != WH_OK ||
+	if ((st = wh_model_save_with(c, model, d->o->save)) != WH_OK || (st = write_tensors(d, c, ins, false)) != WH_OK ||
 	    (st = write_tensors(d, c, gold, true)) != WH_OK)
 		return st;
 	/* the command, rerunnable from inside repro/ */
@@ -667,8 +679,10 @@ static enum wh_status write_repro(struct driver *d, const struct wh_model *c, co
 			cpu->brand[0] ? cpu->brand : "unknown", wh_isa_name(cpu->isa));
 		fprintf(f, "- check: `%s`\n", d->o->check_display ? d->o->check_display : "built-in (compare with FP32)");
 		fprintf(f, "- layers: %u before, %u after (Constant nodes not counted)\n", r->nodes_before, r->nodes_after);
-		fprintf(f, "- checks: %u run (%u fail, %u pass, %u skip), %u answered from the cache\n", r->checks_run, r->n_fail,
-			r->n_pass, r->n_skip, r->checks_cached);
+		fprintf(f, "- checks: %u run (%u fail, %u pass, %u skip)\n", r->checks_run, r->n_fail, r->n_pass, r->n_skip);
+		fprintf(f, "- cache hits: %u (and %u verdicts implied by monotonicity)\n", r->checks_cached, r->implied);
+		fprintf(f, "- rounds: %u (batches run one after the other, up to %d checks each)\n", r->rounds,
+			d->o->jobs > 1 ? d->o->jobs : 1);
 		fprintf(f, "- time: %.2f s (whittle's own time per candidate: %.2f ms)\n- 1-minimal: %s\n\n", wh_os_now_s() - d->pr.t0,
 			d->driver_n ? 1e3 * d->driver_s / d->driver_n : 0.0,
 			r->one_minimal ? "yes (removing any single layer makes the check pass)" : "not verified");
@@ -801,6 +815,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			goto out;
 		}
 	}
+	wh_interrupt_track_dir(d->workdir);
 	{
 		char p[PATH_MAX + 96];
 		snprintf(p, sizeof p, "%s/tensors", d->workdir);
@@ -836,6 +851,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			st = wh_error(WH_ERR_IO, "%s: cannot write the replay: %s (check the folder)", save_replay, strerror(errno));
 			goto out;
 		}
+		wh_interrupt_set_replay(save_replay);
 		if (fresh || !o->load_replay || strcmp(o->load_replay, save_replay)) {
 			fprintf(d->replay, "{\"original\":\"%s\",\"whittle\":\"%s\",\"nodes\":%u}\n", mhex, WHITTLE_VERSION, d->n);
 			fflush(d->replay);
@@ -908,8 +924,14 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 		goto out;
 	}
 	rep->one_minimal = sr.one_minimal;
+	rep->implied = sr.implied + sr.minimal_implied;
+	rep->minimal_implied = sr.minimal_implied;
 	if (sr.note[0])
 		wh_progress_log(&d->pr, "reduce: note: %s", sr.note);
+	if (rep->implied)
+		wh_progress_log(&d->pr, "reduce: %u verdicts implied by monotonicity, not checked (%u of them the result's single removals: each is "
+			 "contained in a candidate that passed); the check was monotone over all %u verdicts seen",
+		      rep->implied, sr.minimal_implied, sr.probes);
 	/* the result must still fail when run again (not from the cache): a flaky check shows
 	 * here; a result that already failed twice (a second run in an idle slot) is done */
 	struct wh_verdict_entry *rce = NULL;
@@ -961,7 +983,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			if (build_candidate(d, tmp, &c, &h) != WH_OK)
 				continue;
 			struct wh_verdict_entry *ce = wh_verdict_cache_find(&d->cache, h);
-			if (ce && ce->v == WH_VERDICT_PASS && wh_model_save(c, o->min_good_path) == WH_OK)
+			if (ce && ce->v == WH_VERDICT_PASS && wh_model_save_with(c, o->min_good_path, o->save) == WH_OK)
 				saved = true;
 			wh_model_destroy(c);
 		}
@@ -973,7 +995,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 	if (o->artifacts_dir) {
 		char p[PATH_MAX + 64];
 		snprintf(p, sizeof p, "%s/reduced.onnx", o->artifacts_dir);
-		if ((st = wh_model_save(reduced, p)) != WH_OK)
+		if ((st = wh_model_save_with(reduced, p, o->save)) != WH_OK)
 			goto out;
 		snprintf(p, sizeof p, "%s/inputs", o->artifacts_dir);
 		if ((st = write_tensors(d, reduced, p, false)) != WH_OK)
@@ -989,10 +1011,16 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			goto out;
 	}
 	{
-		json_t *e = json_pack("{s:s, s:i, s:i, s:i, s:i, s:b, s:f}", "event", "result", "nodes_before",
-				      (json_int_t)rep->nodes_before, "nodes_after", (json_int_t)rep->nodes_after, "checks",
-				      (json_int_t)rep->checks_run, "cached", (json_int_t)rep->checks_cached, "one_minimal",
-				      (int)rep->one_minimal, "driver_ms_per_candidate", d->driver_n ? 1e3 * d->driver_s / d->driver_n : 0.0);
+		json_t *e = json_object();
+		json_object_set_new(e, "event", json_string("result"));
+		json_object_set_new(e, "nodes_before", json_integer(rep->nodes_before));
+		json_object_set_new(e, "nodes_after", json_integer(rep->nodes_after));
+		json_object_set_new(e, "checks", json_integer(rep->checks_run));
+		json_object_set_new(e, "cached", json_integer(rep->checks_cached));
+		json_object_set_new(e, "rounds", json_integer(rep->rounds));
+		json_object_set_new(e, "implied", json_integer(rep->implied));
+		json_object_set_new(e, "one_minimal", json_boolean(rep->one_minimal));
+		json_object_set_new(e, "driver_ms_per_candidate", json_real(d->driver_n ? 1e3 * d->driver_s / d->driver_n : 0));
 		json_t *names = json_array();
 		for (uint32_t i = 0; i < d->n; i++)
 			if (result[i])
@@ -1007,8 +1035,10 @@ out:
 	wh_progress_clear(&d->pr);
 	if (d->replay)
 		fclose(d->replay);
-	if (d->workdir[0])
+	if (d->workdir[0]) {
+		wh_interrupt_untrack_dir(d->workdir);
 		wh_os_remove_tree(d->workdir); /* the temporary folder, or artifacts_dir/work */
+	}
 	if (d->ref_owned) {
 		for (uint32_t k = 0; k < data->n_samples; k++) {
 			wh_tensor_set_release(&d->ref[k]);

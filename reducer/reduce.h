@@ -26,6 +26,7 @@
 #include "executor/compare.h"
 #include "executor/executor.h"
 #include "graph/ir.h"
+#include "graph/onnx-io.h"
 #include "graph/tensor-file.h"
 #include "reducer/check.h"
 #include "reducer/search.h"
@@ -45,6 +46,7 @@ struct wh_reduce_options {
 	const char *output_path;           /* the reduced model */
 	const char *min_good_path;         /* may be NULL */
 	const char *model_path;
+	const struct wh_save_opts *save;   /* how models are saved; NULL: the defaults */
 	bool json;                         /* JSON lines events on stdout */
 	FILE *log;                         /* human progress (stderr) */
 	int confirm_runs;                  /* times the original is checked (>= 1) */
@@ -61,6 +63,9 @@ struct wh_reduce_data {
 struct wh_reduce_report {
 	uint32_t nodes_before, nodes_after;   /* counted without Constant nodes */
 	uint32_t checks_run, checks_cached, n_pass, n_fail, n_skip;
+	uint32_t rounds;          /* batches of checks that ran one after the other (-j N: up to N each) */
+	uint32_t implied;         /* verdicts implied by monotonicity, not checked (reducer/search.h) */
+	uint32_t minimal_implied; /* of those, single removals of the result (its 1-minimality) */
 	double seconds;
 	bool one_minimal, inconsistent;
 	double driver_ms_per_candidate; /* cut, hash, save and stage, not the check */
