@@ -43,6 +43,8 @@ static const char precision_help[] =
 	"  --atol X, --rtol X       tolerances (default 1e-5 each); an element fails when both are\n"
 	"                           exceeded\n"
 	"  --check-error-stat S     elemwise (default), max, mean, median, quantile[=Q]\n"
+	"  --validate               fail only where the run has NaN/Inf that FP32 has not (an\n"
+	"                           overflow), whatever the rounding error; no tolerances\n"
 	"data:\n"
 	"  --load-inputs DIR        input tensors (a folder of .pb/.npy files, or one folder per sample:\n"
 	"                           the answer must pass on every sample)\n"
@@ -155,7 +157,7 @@ static enum wh_status precision_option(void *ctx, int c, const char *arg)
 	return WH_OK;
 }
 
-static const int builtin_check_opts[] = {WH_RUN_OPT_ATOL, WH_RUN_OPT_RTOL, WH_RUN_OPT_ERROR_STAT, WH_RUN_OPT_END};
+static const int builtin_check_opts[] = {WH_RUN_OPT_ATOL, WH_RUN_OPT_RTOL, WH_RUN_OPT_ERROR_STAT, WH_RUN_OPT_VALIDATE, WH_RUN_OPT_END};
 /* with an external check, the bisection runs no model (ddmin orders layers by their error) */
 static const int run_opts[] = {WH_RUN_OPT_THREADS, WH_CALIB_OPT_METHOD, WH_RUN_OPT_END};
 
@@ -240,7 +242,9 @@ static void print_verify_command(const struct precision_cmd *x, uint32_t n_sampl
 		fprintf(stderr, " --calib-data %s", r->calib.data_dir);
 	if (r->calib.cache_path)
 		fprintf(stderr, " --calibration-cache %s", r->calib.cache_path);
-	if (!x->so.check) {
+	if (!x->so.check && r->compare.validate) {
+		fprintf(stderr, " --mark-all --validate");
+	} else if (!x->so.check) {
 		fprintf(stderr, " --compare fp32 --atol %g --rtol %g", r->compare.atol, r->compare.rtol);
 		if (r->error_stat)
 			fprintf(stderr, " --check-error-stat %s", r->error_stat);
@@ -333,6 +337,7 @@ int wh_cmd_precision(int argc, char **argv)
 		{"json", no_argument, NULL, OPT_JSON},
 		WH_CLI_CHECK_LONGOPTS,
 		WH_RUN_LONGOPTS,
+		WH_RUN_VALIDATE_LONGOPTS,
 		WH_CLI_HELP_LONGOPTS,
 	};
 	struct precision_cmd x = {.so = {.target = WH_PREC_FP32, .higher = WH_PREC_FP32, .mode = WH_SEARCH_DDMIN, .log = stderr}};

@@ -49,6 +49,8 @@ static const char reduce_help[] =
 	"  --layer-precisions S     per-layer precisions (NAME:P,... or a JSON file)\n"
 	WH_CALIB_HELP
 	"  --atol X, --rtol X, --check-error-stat S   as in whittle run\n"
+	"  --validate               fail a candidate only where its run has NaN/Inf that FP32 has not\n"
+	"                           (an overflow), whatever its rounding error; no tolerances\n"
 	"  --threads N              executor threads\n"
 	"exit status: 0 reduced, 2 usage, 3 bad input or the original passes, 4 the check is broken\n"
 	"or flaky\n\n" WH_SAVE_HELP;
@@ -117,7 +119,7 @@ static enum wh_status reduce_option(void *ctx, int c, const char *arg)
 
 /* The options of the built-in check mean nothing to an external one. */
 static const int builtin_check_opts[] = {WH_RUN_OPT_PRECISION, WH_RUN_OPT_LAYER_PRECISIONS, WH_RUN_OPT_ATOL, WH_RUN_OPT_RTOL,
-					 WH_RUN_OPT_ERROR_STAT, WH_CALIB_OPT_METHOD, WH_RUN_OPT_END};
+					 WH_RUN_OPT_ERROR_STAT, WH_RUN_OPT_VALIDATE, WH_CALIB_OPT_METHOD, WH_RUN_OPT_END};
 static const int threads_opt[] = {WH_RUN_OPT_THREADS, WH_RUN_OPT_END};
 
 static enum wh_status reduce_validate(const struct reduce_cmd *x, const struct wh_cli_args *a)
@@ -215,6 +217,7 @@ int wh_cmd_reduce(int argc, char **argv)
 		{"reference", required_argument, NULL, OPT_REFERENCE},
 		WH_CLI_CHECK_LONGOPTS,
 		WH_RUN_LONGOPTS,
+		WH_RUN_VALIDATE_LONGOPTS,
 		WH_RUN_LAYER_PRECISIONS_LONGOPTS,
 		WH_SAVE_LONGOPTS,
 		WH_CLI_HELP_LONGOPTS,

@@ -48,6 +48,8 @@ static const char triage_help[] =
 	"  --atol X, --rtol X       tolerances (default 1e-5 each); an element fails when both are\n"
 	"                           exceeded\n"
 	"  --check-error-stat S     elemwise (default), max, mean, median, quantile[=Q]\n"
+	"  --validate               fail only where the run has NaN/Inf that FP32 has not (an\n"
+	"                           overflow), whatever the rounding error; no tolerances\n"
 	"data and execution:\n"
 	"  --load-inputs DIR        input tensors (a folder of .pb/.npy files)\n"
 	"  --seed N, --val-range LO,HI   generated inputs (default seed 1, range 0,1)\n"
@@ -140,6 +142,7 @@ int wh_cmd_triage(int argc, char **argv)
 		{"timing-tolerance", required_argument, NULL, OPT_TIMING_TOLERANCE},
 		WH_CLI_CHECK_LONGOPTS,
 		WH_RUN_LONGOPTS,
+		WH_RUN_VALIDATE_LONGOPTS,
 		WH_SAVE_LONGOPTS,
 		WH_CLI_HELP_LONGOPTS,
 	};

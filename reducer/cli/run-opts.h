@@ -41,6 +41,7 @@ enum wh_run_opt {
 	WH_RUN_OPT_RTOL,
 	WH_RUN_OPT_ERROR_STAT,
 	WH_RUN_OPT_THREADS,
+	WH_RUN_OPT_VALIDATE,
 	WH_RUN_OPT_END,
 };
 
@@ -62,6 +63,11 @@ enum wh_run_opt {
 	{"precision", required_argument, NULL, WH_RUN_OPT_PRECISION},          \
 	{"threads", required_argument, NULL, WH_RUN_OPT_THREADS},              \
 	WH_RUN_TOLERANCE_LONGOPTS, WH_CALIB_LONGOPTS
+
+/* reduce, precision, triage: the built-in check fails a candidate only where its
+ * reduced-precision run has NaN/Inf that the FP32 run does not (Polygraphy's name; `run`
+ * has its own --validate, which looks for NaN/Inf in the outputs of one run) */
+#define WH_RUN_VALIDATE_LONGOPTS {"validate", no_argument, NULL, WH_RUN_OPT_VALIDATE}
 
 /* run, reduce, build (the searches of precision and triage choose the layers themselves) */
 #define WH_RUN_LAYER_PRECISIONS_LONGOPTS {"layer-precisions", required_argument, NULL, WH_RUN_OPT_LAYER_PRECISIONS}
