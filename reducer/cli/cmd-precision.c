@@ -48,6 +48,8 @@ static const char precision_help[] =
 	"data:\n"
 	"  --load-inputs DIR        input tensors (a folder of .pb/.npy files, or one folder per sample:\n"
 	"                           the answer must pass on every sample)\n"
+	"  --fill-missing           with --load-inputs: generate the inputs that have no file (named\n"
+	"                           on one line); without it a missing input is an error\n"
 	"  --seed N, --val-range LO,HI   generated inputs (default seed 1, range 0,1)\n"
 	"  --input-shapes S         bind dynamic input dimensions, e.g. x:1x3x48x320\n"
 	"  --threads N              executor threads (default: all cores)\n"

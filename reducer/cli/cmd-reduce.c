@@ -40,6 +40,8 @@ static const char reduce_help[] =
 	WH_CLI_CHECK_HELP
 	"data:\n"
 	"  --load-inputs DIR        input tensors; a folder of sample folders gives several samples\n"
+	"  --fill-missing           with --load-inputs: generate the inputs that have no file (named\n"
+	"                           on one line); without it a missing input is an error\n"
 	"  --reference DIR          reference values of every tensor (e.g. scripts/ort-run.js --all),\n"
 	"                           for models whittle cannot run; default: whittle's FP32 run\n"
 	"  --seed N, --val-range LO,HI   generated inputs (default seed 1, range 0,1)\n"
@@ -150,9 +152,10 @@ static void reduce_summary(const struct wh_reduce_options *ro, const struct wh_r
 		fprintf(stderr, "reduce: repro bundle in %s/repro\n", ro->artifacts_dir);
 }
 
-static enum wh_status load_reference(const char *dir, uint32_t n_samples, struct wh_tensor_set **out, uint32_t *n_out)
+static enum wh_status load_reference(const struct wh_model *m, const char *dir, uint32_t n_samples, struct wh_tensor_set **out,
+				     uint32_t *n_out)
 {
-	enum wh_status st = wh_cli_load_samples(NULL, dir, 0, 0, 0, out, n_out, NULL);
+	enum wh_status st = wh_cli_load_samples(m, dir, WH_SAMPLES_REFERENCE, 0, 0, 0, out, n_out, NULL);
 	if (st == WH_OK && *n_out != n_samples)
 		st = wh_error(WH_ERR_INVALID, "%s: holds %u sample%s of reference values but there are %u input samples (give one folder per sample)",
 			      dir, *n_out, *n_out == 1 ? "" : "s", n_samples);
@@ -184,7 +187,7 @@ static enum wh_status reduce(struct reduce_cmd *x, const char *model_path, bool 
 	    (st = wh_run_opts_precision(&x->run, m, &samples[0], &reduced)) != WH_OK)
 		goto out;
 	ro->engine = wh_run_opts_engine(&x->run, reduced);
-	if (x->reference && (st = load_reference(x->reference, n_samples, &refs, &n_refs)) != WH_OK)
+	if (x->reference && (st = load_reference(m, x->reference, n_samples, &refs, &n_refs)) != WH_OK)
 		goto out;
 	struct wh_reduce_data data = {.inputs = samples, .n_samples = n_samples, .reference = refs};
 	struct wh_reduce_report rep;

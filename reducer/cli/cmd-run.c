@@ -16,6 +16,8 @@ static const char run_help[] =
 	"Runs MODEL on whittle's embedded executor.\n\n"
 	"inputs:\n"
 	"  --load-inputs DIR       read inputs from a folder of .pb/.npy tensors (by name, or input_<k>.pb)\n"
+	"  --fill-missing          with --load-inputs: generate the inputs that have no file (named on\n"
+	"                          one line); without it a missing input is an error\n"
 	"  --seed N                seed of the generated random inputs (default 1)\n"
 	"  --val-range LO,HI       range of generated inputs (default 0,1)\n"
 	"  --input-shapes S        bind dynamic input dimensions, e.g. x:1x3x640x640\n"

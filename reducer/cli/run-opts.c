@@ -45,6 +45,7 @@ static const char *opt_name(int code)
 	case WH_RUN_OPT_ERROR_STAT: return "check-error-stat";
 	case WH_RUN_OPT_THREADS: return "threads";
 	case WH_RUN_OPT_VALIDATE: return "validate";
+	case WH_RUN_OPT_FILL_MISSING: return "fill-missing";
 	default: return "?";
 	}
 }
@@ -154,6 +155,7 @@ static enum wh_status parse_one(struct wh_run_opts *o, int c, const char *arg)
 	case WH_RUN_OPT_RTOL: return parse_tolerance(o, c, arg, &o->compare.rtol);
 	case WH_RUN_OPT_ERROR_STAT: return parse_error_stat(o, arg);
 	case WH_RUN_OPT_VALIDATE: o->compare.validate = true; return WH_OK;
+	case WH_RUN_OPT_FILL_MISSING: o->fill_missing = true; return WH_OK;
 	case WH_RUN_OPT_THREADS:
 		if (!wh_cli_parse_int(arg, 1, 1024, &v))
 			return bad_value(o, c, arg, "not an integer from 1 to 1024 (give a thread count such as 4)");
@@ -211,7 +213,10 @@ enum wh_status wh_run_opts_load_model(const struct wh_run_opts *o, const char *p
 enum wh_status wh_run_opts_load_inputs(const struct wh_run_opts *o, const struct wh_model *m, struct wh_tensor_set **out,
 				       uint32_t *n_out, size_t *n_generated_out)
 {
-	return wh_cli_load_samples(m, o->load_inputs, o->seed, o->lo, o->hi, out, n_out, n_generated_out);
+	if (o->fill_missing && !o->load_inputs)
+		return wh_cli_usage_error(o->cmd, "--fill-missing: without --load-inputs every input is generated anyway (drop it, or give --load-inputs DIR)");
+	return wh_cli_load_samples(m, o->load_inputs, o->fill_missing ? WH_SAMPLES_FILL_MISSING : 0, o->seed, o->lo, o->hi, out, n_out,
+				   n_generated_out);
 }
 
 enum wh_status wh_run_opts_load_sample(const struct wh_run_opts *o, const struct wh_model *m, struct wh_tensor_set *out)

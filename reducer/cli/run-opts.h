@@ -42,6 +42,7 @@ enum wh_run_opt {
 	WH_RUN_OPT_ERROR_STAT,
 	WH_RUN_OPT_THREADS,
 	WH_RUN_OPT_VALIDATE,
+	WH_RUN_OPT_FILL_MISSING,
 	WH_RUN_OPT_END,
 };
 
@@ -58,6 +59,7 @@ enum wh_run_opt {
 #define WH_RUN_LONGOPTS                                                         \
 	WH_RUN_SHAPES_LONGOPTS,                                                 \
 	{"load-inputs", required_argument, NULL, WH_RUN_OPT_LOAD_INPUTS},      \
+	{"fill-missing", no_argument, NULL, WH_RUN_OPT_FILL_MISSING},          \
 	{"seed", required_argument, NULL, WH_RUN_OPT_SEED},                    \
 	{"val-range", required_argument, NULL, WH_RUN_OPT_VAL_RANGE},          \
 	{"precision", required_argument, NULL, WH_RUN_OPT_PRECISION},          \
@@ -79,6 +81,7 @@ struct wh_run_opts {
 	const char *cmd;           /* for the messages */
 	const char *input_shapes;  /* validated spec, or NULL */
 	const char *load_inputs;   /* folder, or NULL */
+	bool fill_missing;         /* --fill-missing: inputs without a file in it are generated */
 	const char *layer_precisions;
 	const char *error_stat;    /* as given (for the commands a report prints), or NULL */
 	uint64_t seed;             /* default 1 */
