@@ -119,13 +119,9 @@ if [ "$rc" -eq 0 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "generated ran
 else
 	bad "--fill-missing: exit $rc, stderr '$(cat "$tmp/err")'"
 fi
-# without --load-inputs everything is generated, and said so
+# without --load-inputs everything is generated, as asked: no warning
 run "$whittle" run "$m"
-if [ "$rc" -eq 0 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "generated random data for inputs 'onnx::Flatten_0', 'scale'" "$tmp/err"; then
-	ok "no --load-inputs: $(cat "$tmp/err")"
-else
-	bad "no --load-inputs: exit $rc, stderr '$(cat "$tmp/err")'"
-fi
+if [ "$rc" -eq 0 ] && [ ! -s "$tmp/err" ]; then ok "no --load-inputs: generated, nothing on stderr"; else bad "no --load-inputs: exit $rc, stderr '$(cat "$tmp/err")'"; fi
 run "$whittle" run "$m" --fill-missing
 if [ "$rc" -eq 2 ] && grep -q -- '--fill-missing' "$tmp/err"; then ok "--fill-missing without --load-inputs: exit 2"; else bad "--fill-missing alone: exit $rc"; fi
 

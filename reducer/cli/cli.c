@@ -582,15 +582,16 @@ enum wh_status wh_cli_load_samples(const struct wh_model *m, const char *dir, un
 	size_t generated = 0;
 	for (uint32_t k = 0; st == WH_OK && m && k < n; k++) {
 		size_t before = sets[k].n;
-		if (!dir)
-			check_missing(m, &sets[k], "", true, missing, sizeof missing);
 		st = wh_cli_random_inputs(m, seed + k, lo, hi, &sets[k]);
 		generated += sets[k].n - before;
 	}
-	/* data the user did not give is never used silently */
-	if (st == WH_OK && generated)
-		wh_warn("generated random data for input%s %s (--seed %llu, --val-range %g,%g%s)", strchr(missing, ',') ? "s" : "", missing,
-			(unsigned long long)seed, lo, hi, dir ? "" : "; give --load-inputs DIR to use your data");
+	/* data the user did not give is never used silently: a data folder that lacks inputs
+	 * is an error above, and --fill-missing names what it generates (without a folder,
+	 * generated data is what the user asked for, and a warning line would come before
+	 * every one-line error) */
+	if (st == WH_OK && generated && dir)
+		wh_warn("generated random data for input%s %s (--seed %llu, --val-range %g,%g)", strchr(missing, ',') ? "s" : "", missing,
+			(unsigned long long)seed, lo, hi);
 	if (n_generated_out)
 		*n_generated_out = generated;
 	if (st != WH_OK) {
