@@ -15,6 +15,7 @@ void wh_diagnosis_init(struct wh_diagnosis *d)
 {
 	memset(d, 0, sizeof *d);
 	d->start = -1;
+	d->output_error = d->output_error_kept = NAN;
 }
 
 void wh_diagnosis_release(struct wh_diagnosis *d)
@@ -184,6 +185,122 @@ out:
 	return st;
 }
 
+/* The largest relative L2 error of m's outputs in `outs` against the reference. */
+static double outputs_error(const struct wh_graph *g, const struct wh_tensor_set *outs, const struct wh_tensor_set *reference)
+{
+	double worst = 0;
+	for (uint32_t i = 0; i < g->n_outputs; i++) {
+		const char *name = g->values[g->outputs[i]].name;
+		const struct wh_tensor *a = wh_tensor_set_find(outs, name), *r = wh_tensor_set_find(reference, name);
+		uint64_t nf;
+		double e = a && r ? rel_l2(a, r, &nf) : NAN;
+		if (!isnan(e) && e > worst)
+			worst = e;
+	}
+	return worst;
+}
+
+/* The outputs' error with layer `name` kept in FP32 on top of eo's precisions; NaN when the
+ * model cannot run so. */
+static enum wh_status error_kept(const struct wh_model *m, const struct wh_engine_options *eo, const char *name,
+				 const struct wh_tensor_set *reference, double *out)
+{
+	const struct wh_graph *g = m->graph;
+	const struct wh_precision_config *base = eo->precision;
+	struct wh_precision_config c;
+	wh_precision_config_init(&c);
+	c.dflt = base->dflt;
+	c.calib = base->calib;
+	c.fp16_accumulate = base->fp16_accumulate;
+	struct wh_engine *e = NULL;
+	struct wh_tensor_set ins, outs;
+	wh_tensor_set_init(&ins);
+	wh_tensor_set_init(&outs);
+	enum wh_status st = WH_OK;
+	*out = NAN;
+	for (uint32_t i = 0; i < base->n_layers && st == WH_OK; i++)
+		st = wh_precision_config_set(&c, base->layers[i].layer, base->layers[i].exec, base->layers[i].output);
+	if (st == WH_OK)
+		st = wh_precision_config_set(&c, name, WH_PREC_FP32, WH_PREC_FP32);
+	for (uint32_t i = 0; i < g->n_inputs && st == WH_OK; i++) {
+		const struct wh_value *v = &g->values[g->inputs[i]];
+		const struct wh_tensor *t = v->flags & WH_VALUE_INITIALIZER ? NULL : wh_tensor_set_find(reference, v->name);
+		if (t)
+			st = wh_tensor_set_add(&ins, v->name, -1, t);
+	}
+	struct wh_engine_options o = *eo;
+	o.precision = &c;
+	if (st == WH_OK && (st = wh_engine_create(m, &o, &e)) == WH_OK && (st = wh_engine_run(e, &ins, WH_KEEP_OUTPUTS, &outs)) == WH_OK)
+		*out = outputs_error(g, &outs, reference);
+	if (st != WH_OK && st != WH_ERR_NOMEM) {
+		wh_error_clear();
+		st = WH_OK;
+	}
+	wh_engine_destroy(e);
+	wh_tensor_set_release(&ins);
+	wh_tensor_set_release(&outs);
+	wh_precision_config_release(&c);
+	return st;
+}
+
+/* The leading candidates by score and by added error (TRY_EACH of each), run with each one
+ * kept in FP32: the start becomes the one that lowers the outputs' error most. */
+#define TRY_EACH 5
+
+static int32_t best_of(const struct wh_diagnosis *d, const uint8_t *taken, bool by_score)
+{
+	int32_t best = -1;
+	for (uint32_t i = 0; i < d->n_layers; i++) {
+		const struct wh_diag_layer *L = &d->layers[i];
+		if (taken[i] || !L->alone_run || !(L->err_added > 0))
+			continue;
+		double x = by_score ? L->score : L->err_added, y = best < 0 ? 0 : by_score ? d->layers[best].score : d->layers[best].err_added;
+		if (best < 0 || x > y)
+			best = (int32_t)i;
+	}
+	return best;
+}
+
+static enum wh_status confirm_start(const struct wh_model *m, const struct wh_engine_options *eo, const struct wh_tensor_set *actual,
+				    const struct wh_tensor_set *reference, struct wh_diagnosis *d)
+{
+	const struct wh_graph *g = m->graph;
+	uint8_t *taken = calloc((size_t)d->n_layers + 1, 1);
+	if (!taken)
+		return wh_error(WH_ERR_NOMEM, "diagnose: out of memory");
+	d->output_error = outputs_error(g, actual, reference);
+	/* a layer is named over the rule's choice only when keeping it in FP32 removes a tenth
+	 * of the outputs' error or more: smaller changes are rounding luck */
+	int32_t best = -1;
+	double best_err = 0.9 * d->output_error;
+	enum wh_status st = WH_OK;
+	for (int k = 0; k < 2 * TRY_EACH && st == WH_OK; k++) {
+		int32_t i = best_of(d, taken, k % 2 == 0);
+		if (i < 0)
+			continue;
+		taken[i] = 1;
+		const char *name = g->nodes[d->layers[i].node].name;
+		if (!name || !*name)
+			continue;
+		double e;
+		if ((st = error_kept(m, eo, name, reference, &e)) != WH_OK)
+			break;
+		d->n_tried++;
+		if (i == d->start)
+			d->output_error_kept = e;
+		if (!isnan(e) && e < best_err) {
+			best_err = e;
+			best = i;
+		}
+	}
+	if (st == WH_OK && best >= 0) {
+		d->start = best;
+		d->output_error_kept = best_err;
+	}
+	free(taken);
+	return st;
+}
+
 enum wh_status wh_diagnose(const struct wh_model *m, const struct wh_engine_options *eo, const struct wh_tensor_set *actual,
 			   const struct wh_tensor_set *reference, struct wh_diagnosis *out)
 {
@@ -276,6 +393,8 @@ enum wh_status wh_diagnose(const struct wh_model *m, const struct wh_engine_opti
 	if (out->start >= 0 && out->kind == WH_DIAG_NONE)
 		out->kind = WH_DIAG_ERROR;
 	if (out->start < 0)
+		goto out;
+	if (out->kind == WH_DIAG_ERROR && eo->precision && (st = confirm_start(m, eo, actual, reference, out)) != WH_OK)
 		goto out;
 	keep[out->layers[out->start].node] = 1;
 	if (out->kind == WH_DIAG_OVERFLOW) {

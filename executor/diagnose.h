@@ -11,7 +11,11 @@
  *     first tensor of the reduced run that holds new NaN/Inf while its inputs hold none;
  *  2. otherwise the layer adding the most error relative to what it receives:
  *     added / max(received, u), u the unit roundoff of the layer's format (error below the
- *     format's own rounding counts as none received).
+ *     format's own rounding counts as none received). A layer's effect on the outputs also
+ *     depends on what follows it, which no local measure sees, so the few leading layers by
+ *     that score and by the error they add are tried: the model runs again with each one
+ *     kept in FP32, and the one that lowers the outputs' error most is named (when one
+ *     removes a tenth of it or more), with the outputs' error before and after.
  * The suggestion keeps that layer in FP32; for an overflow, also every other layer that
  * adds NaN/Inf alone and every reduced-range (fp16) consumer that would convert a reference
  * value beyond its format's range (TensorRT's semantics: each layer converts its float
@@ -55,6 +59,10 @@ struct wh_diagnosis {
 	enum wh_diag_kind kind;
 	uint32_t *keep;               /* node ids to keep in FP32, topological order */
 	uint32_t n_keep;
+	/* WH_DIAG_ERROR: the outputs' relative L2 error as run, and with the start kept in FP32
+	 * (NaN when not measured); how many layers were tried so */
+	double output_error, output_error_kept;
+	uint32_t n_tried;
 };
 
 void wh_diagnosis_init(struct wh_diagnosis *d);

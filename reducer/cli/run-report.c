@@ -320,6 +320,10 @@ static void start_text(const struct wh_graph *g, const struct wh_diagnosis *d, c
 		snprintf(buf, size, "%s (layer %s, %s): overflow, %llu NaN/Inf where FP32 has none%s", g->values[L->value].name,
 			 n->name ? n->name : "?", n->op_type, (unsigned long long)(L->nonfinite_added ? L->nonfinite_added : L->nonfinite_full),
 			 L->nonfinite_added ? " (on exact inputs)" : "");
+	else if (!isnan(d->output_error_kept))
+		snprintf(buf, size, "%s (layer %s, %s): adds relative error %.3g on exact inputs, receives %.3g; in FP32 it takes the outputs' error from %.3g to %.3g (of %u layers tried)",
+			 g->values[L->value].name, n->name ? n->name : "?", n->op_type, L->err_added, L->err_received, d->output_error,
+			 d->output_error_kept, d->n_tried);
 	else
 		snprintf(buf, size, "%s (layer %s, %s): adds relative error %.3g on exact inputs, receives %.3g", g->values[L->value].name,
 			 n->name ? n->name : "?", n->op_type, L->err_added, L->err_received);
@@ -337,6 +341,8 @@ static json_t *diagnosis_json(const struct wh_graph *g, const struct wh_diagnosi
 	json_object_set_new(w, "error_received", num_json(L->err_received));
 	json_object_set_new(w, "error_added", num_json(L->err_added));
 	json_object_set_new(w, "nonfinite_added", json_integer((json_int_t)L->nonfinite_added));
+	json_object_set_new(w, "output_error", num_json(d->output_error));
+	json_object_set_new(w, "output_error_kept_fp32", num_json(d->output_error_kept));
 	json_object_set_new(dj, "where_it_starts", w);
 	for (uint32_t k = 0; k < d->n_keep; k++)
 		json_array_append_new(keep, json_string(g->nodes[d->keep[k]].name ? g->nodes[d->keep[k]].name : ""));
