@@ -548,7 +548,7 @@ static enum wh_status step_single(struct tri *T, struct wh_model **single_out)
 {
 	const struct lw_layer *L = &T->lw[T->first_fail];
 	const struct wh_node *n = &T->g->nodes[L->node];
-	struct step *S = add_step(T, "First failing layer alone");
+	struct step *S = add_step(T, T->start_kind != WH_DIAG_NONE ? "Where it starts, alone" : "First failing layer alone");
 	wh_triage_say(T, "step 3: layer '%s' (%s) alone, fed FP32 reference values", wh_triage_node_name(n), n->op_type);
 	struct wh_model *single = NULL;
 	enum wh_status st = extract_layer(T, L->node, &single);
@@ -578,8 +578,8 @@ static enum wh_status step_single(struct tri *T, struct wh_model **single_out)
 		return WH_OK;
 	}
 	if (T->single_v == WH_VERDICT_PASS)
-		wh_text_cat(S->text, sizeof S->text, "it passes on its own (%s), so the error that makes it fail comes from earlier layers: go on with the reduction.",
-		     T->single_why);
+		wh_text_cat(S->text, sizeof S->text, "it passes on its own (%s), so the failure needs %s: go on with the reduction.", T->single_why,
+		     T->start_kind != WH_DIAG_NONE ? "more layers than this one" : "the error of earlier layers");
 	else
 		wh_text_cat(S->text, sizeof S->text, "the check cannot tell (%s): go on with the reduction.", T->single_why);
 	wh_model_destroy(single);
