@@ -26,6 +26,7 @@ struct ictx {
 	int64_t opset;
 	uint64_t limit;
 	bool write_back;
+	wh_fold_fn eval; /* NULL: fold-eval.c's shape arithmetic */
 	const struct wh_node *n; /* node being inferred */
 	/* op types seen without a rule, reported once per run */
 	const char **unknown;
@@ -34,7 +35,7 @@ struct ictx {
 
 static enum wh_status infer_graph(const struct wh_model *m, const struct wh_graph *g, const struct ictx *parent,
 				  const struct wh_vstate *seeds, uint32_t n_seeds, uint64_t limit, bool write_back,
-				  const char **unknown, uint32_t *n_unknown, struct wh_vstate **out);
+				  wh_fold_fn eval, const char **unknown, uint32_t *n_unknown, struct wh_vstate **out);
 
 /* ---- small helpers ---- */
 
@@ -176,7 +177,7 @@ static bool st_ints(const struct wh_vstate *s, int64_t *vals, uint32_t cap, uint
 	if (!s || !s->known || !wh_dtype_is_int(s->value.dtype) || s->value.rank > 1 || s->value.count > cap)
 		return false;
 	for (uint64_t i = 0; i < s->value.count; i++)
-		vals[i] = wh_fold_get_i(&s->value, i);
+		vals[i] = wh_tensor_get_i64(&s->value, i);
 	*n_out = (uint32_t)s->value.count;
 	return true;
 }
@@ -186,20 +187,8 @@ static bool st_floats(const struct wh_vstate *s, double *vals, uint32_t cap, uin
 	if (!s || !s->known || s->value.rank > 1 || s->value.count > cap)
 		return false;
 	for (uint64_t i = 0; i < s->value.count; i++)
-		vals[i] = wh_fold_get_f(&s->value, i);
+		vals[i] = wh_tensor_get_f64(&s->value, i);
 	*n_out = (uint32_t)s->value.count;
-	return true;
-}
-
-static bool attr_ints(const struct wh_node *n, const char *name, int64_t *vals, uint32_t cap, uint32_t *n_out)
-{
-	const int64_t *v;
-	int64_t cnt = wh_node_attr_ints(n, name, &v);
-	if (cnt < 0 || cnt > cap)
-		return false;
-	for (int64_t i = 0; i < cnt; i++)
-		vals[i] = v[i];
-	*n_out = (uint32_t)cnt;
 	return true;
 }
 
@@ -250,7 +239,7 @@ static bool sym_of(const struct wh_vstate *s, struct wh_symvec *out)
 		out->scalar = t->rank == 0;
 		out->n = (int32_t)t->count;
 		for (int32_t i = 0; i < out->n; i++) {
-			out->v[i] = wh_fold_get_i(t, (uint64_t)i);
+			out->v[i] = wh_tensor_get_i64(t, (uint64_t)i);
 			out->p[i] = NULL;
 			out->k[i] = true;
 		}
@@ -348,8 +337,8 @@ static void infer_sym(struct ictx *c)
 			return;
 		bool ok;
 		if (c->opset < 10) {
-			ok = attr_ints(c->n, "starts", st, 1, &n1) && attr_ints(c->n, "ends", en, 1, &n2);
-			if (ok && !attr_ints(c->n, "axes", ax, 1, &n3))
+			ok = wh_fold_attr_ints(c->n, "starts", st, 1, &n1) && wh_fold_attr_ints(c->n, "ends", en, 1, &n2);
+			if (ok && !wh_fold_attr_ints(c->n, "axes", ax, 1, &n3))
 				n3 = 1;
 		} else {
 			ok = st_ints(IN(c, 1), st, 1, &n1) && st_ints(IN(c, 2), en, 1, &n2) &&
@@ -582,20 +571,20 @@ static enum wh_status read_window(struct ictx *c, int32_t nsp, const struct wh_v
 		win->strides[i] = win->dilations[i] = 1;
 		win->pads[i] = win->pads[nsp + i] = win->out_pad[i] = 0;
 	}
-	if (attr_ints(c->n, "kernel_shape", win->kernel, WH_MAX_RANK, &n)) {
+	if (wh_fold_attr_ints(c->n, "kernel_shape", win->kernel, WH_MAX_RANK, &n)) {
 		if ((int32_t)n != nsp)
 			return node_err(c, WH_ERR_SHAPE, "kernel_shape has %u values for %d spatial dimensions", n, nsp);
 	} else if (ranked(w) && w->rank == nsp + 2) {
 		for (int32_t i = 0; i < nsp; i++)
 			win->kernel[i] = w->dims[2 + i];
 	}
-	if (attr_ints(c->n, "strides", win->strides, WH_MAX_RANK, &n) && (int32_t)n != nsp)
+	if (wh_fold_attr_ints(c->n, "strides", win->strides, WH_MAX_RANK, &n) && (int32_t)n != nsp)
 		return node_err(c, WH_ERR_SHAPE, "strides has %u values for %d spatial dimensions", n, nsp);
-	if (attr_ints(c->n, "dilations", win->dilations, WH_MAX_RANK, &n) && (int32_t)n != nsp)
+	if (wh_fold_attr_ints(c->n, "dilations", win->dilations, WH_MAX_RANK, &n) && (int32_t)n != nsp)
 		return node_err(c, WH_ERR_SHAPE, "dilations has %u values for %d spatial dimensions", n, nsp);
-	if (attr_ints(c->n, "pads", win->pads, 2 * WH_MAX_RANK, &n) && (int32_t)n != 2 * nsp)
+	if (wh_fold_attr_ints(c->n, "pads", win->pads, 2 * WH_MAX_RANK, &n) && (int32_t)n != 2 * nsp)
 		return node_err(c, WH_ERR_SHAPE, "pads has %u values for %d spatial dimensions", n, nsp);
-	if (attr_ints(c->n, "output_padding", win->out_pad, WH_MAX_RANK, &n) && (int32_t)n != nsp)
+	if (wh_fold_attr_ints(c->n, "output_padding", win->out_pad, WH_MAX_RANK, &n) && (int32_t)n != nsp)
 		return node_err(c, WH_ERR_SHAPE, "output_padding has %u values for %d spatial dimensions", n, nsp);
 	for (int32_t i = 0; i < nsp; i++) {
 		if (win->strides[i] <= 0 || win->dilations[i] <= 0)
@@ -724,7 +713,7 @@ static enum wh_status r_conv_transpose(struct ictx *c)
 	}
 	int64_t oshape[WH_MAX_RANK];
 	uint32_t nos = 0;
-	bool have_os = attr_ints(c->n, "output_shape", oshape, WH_MAX_RANK, &nos);
+	bool have_os = wh_fold_attr_ints(c->n, "output_shape", oshape, WH_MAX_RANK, &nos);
 	if (have_os && (int32_t)nos != win.nsp && (int32_t)nos != rank)
 		return node_err(c, WH_ERR_SHAPE, "output_shape has %u values for %d spatial dimensions", nos, win.nsp);
 	for (int32_t i = 0; i < win.nsp; i++) {
@@ -964,14 +953,8 @@ static enum wh_status r_shape(struct ictx *c)
 	struct wh_vstate *o = out_set(c, 0, WH_DT_INT64, 1);
 	if (!o || !ranked(x))
 		return WH_OK;
-	int64_t start = wh_node_attr_int(c->n, "start", 0), end = wh_node_attr_int(c->n, "end", x->rank);
-	if (start < 0)
-		start += x->rank;
-	if (end < 0)
-		end += x->rank;
-	start = start < 0 ? 0 : (start > x->rank ? x->rank : start);
-	end = end < 0 ? 0 : (end > x->rank ? x->rank : end);
-	int64_t len = end > start ? end - start : 0;
+	int64_t start, len;
+	wh_fold_shape_range(c->n, x->rank, &start, &len);
 	dim_set(o, 0, len);
 	for (int64_t i = 0; i < len; i++)
 		if (x->dims[start + i] < 0)
@@ -1005,7 +988,7 @@ static enum wh_status r_reshape(struct ictx *c)
 	bool have;
 	if (c->opset < 5) {
 		uint32_t n = 0;
-		have = attr_ints(c->n, "shape", sv.v, WH_MAX_RANK, &n);
+		have = wh_fold_attr_ints(c->n, "shape", sv.v, WH_MAX_RANK, &n);
 		sv.n = (int32_t)n;
 		for (int32_t i = 0; i < sv.n; i++)
 			sv.k[i] = true;
@@ -1138,7 +1121,7 @@ static bool node_axes(struct ictx *c, int64_t from_opset, uint32_t input, int64_
 	if (wh_node_attr_ints(c->n, "axes", &v) < 0)
 		return true;
 	*given = true;
-	return attr_ints(c->n, "axes", axes, WH_MAX_RANK, n);
+	return wh_fold_attr_ints(c->n, "axes", axes, WH_MAX_RANK, n);
 }
 
 static enum wh_status r_squeeze(struct ictx *c)
@@ -1239,7 +1222,7 @@ static enum wh_status r_transpose(struct ictx *c)
 		return WH_OK;
 	int64_t perm[WH_MAX_RANK];
 	uint32_t n;
-	if (!attr_ints(c->n, "perm", perm, WH_MAX_RANK, &n)) {
+	if (!wh_fold_attr_ints(c->n, "perm", perm, WH_MAX_RANK, &n)) {
 		n = (uint32_t)x->rank;
 		for (uint32_t i = 0; i < n; i++)
 			perm[i] = (int64_t)n - 1 - i;
@@ -1338,7 +1321,7 @@ static enum wh_status r_split(struct ictx *c)
 					dim_set(OUT(c, k), axis, -1);
 			return WH_OK;
 		}
-	} else if (c->opset < 13 && attr_ints(c->n, "split", split, 256, &ns)) {
+	} else if (c->opset < 13 && wh_fold_attr_ints(c->n, "split", split, 256, &ns)) {
 		have = true;
 	}
 	int64_t d = x->dims[axis];
@@ -1443,9 +1426,9 @@ static enum wh_status r_slice(struct ictx *c)
 	uint32_t ns = 0, ne = 0, na = 0, nst = 0;
 	bool axes_known = true, se_known;
 	if (c->opset < 10) {
-		se_known = attr_ints(c->n, "starts", starts, WH_MAX_RANK, &ns) &&
-			   attr_ints(c->n, "ends", ends, WH_MAX_RANK, &ne);
-		if (!attr_ints(c->n, "axes", axes, WH_MAX_RANK, &na))
+		se_known = wh_fold_attr_ints(c->n, "starts", starts, WH_MAX_RANK, &ns) &&
+			   wh_fold_attr_ints(c->n, "ends", ends, WH_MAX_RANK, &ne);
+		if (!wh_fold_attr_ints(c->n, "axes", axes, WH_MAX_RANK, &na))
 			na = 0;
 	} else {
 		se_known = st_ints(IN(c, 1), starts, WH_MAX_RANK, &ns) && st_ints(IN(c, 2), ends, WH_MAX_RANK, &ne);
@@ -1566,7 +1549,7 @@ static enum wh_status r_pad(struct ictx *c)
 	uint32_t np, na = 0;
 	bool have;
 	if (c->opset < 11)
-		have = attr_ints(c->n, c->opset < 2 ? "paddings" : "pads", pads, 2 * WH_MAX_RANK, &np);
+		have = wh_fold_attr_ints(c->n, c->opset < 2 ? "paddings" : "pads", pads, 2 * WH_MAX_RANK, &np);
 	else
 		have = st_ints(IN(c, 1), pads, 2 * WH_MAX_RANK, &np);
 	if (have && IN(c, 3) && !st_ints(IN(c, 3), axes, WH_MAX_RANK, &na))
@@ -1831,7 +1814,7 @@ static enum wh_status r_resize(struct ictx *c)
 			dim_set(o, i, -1);
 		return WH_OK;
 	}
-	if (!attr_ints(c->n, "axes", axes, WH_MAX_RANK, &na))
+	if (!wh_fold_attr_ints(c->n, "axes", axes, WH_MAX_RANK, &na))
 		na = 0;
 	uint32_t cnt = have_sizes ? nsz : nsc;
 	if ((na && cnt != na) || (!na && (int32_t)cnt != x->rank))
@@ -2043,7 +2026,7 @@ static enum wh_status r_random(struct ictx *c)
 	int64_t shape[WH_MAX_RANK];
 	uint32_t n;
 	enum wh_dtype t = wh_dtype_valid((int)dt) ? (enum wh_dtype)dt : WH_DT_UNDEFINED;
-	if (!attr_ints(c->n, "shape", shape, WH_MAX_RANK, &n)) {
+	if (!wh_fold_attr_ints(c->n, "shape", shape, WH_MAX_RANK, &n)) {
 		out_set(c, 0, t, -1);
 		return WH_OK;
 	}
@@ -2157,7 +2140,7 @@ static enum wh_status sub_infer(struct ictx *c, const struct wh_graph *g, const 
 	*out = NULL;
 	if (!g)
 		return WH_OK;
-	return infer_graph(c->m, g, c, seeds, n_seeds, c->limit, c->write_back, c->unknown, c->n_unknown, out);
+	return infer_graph(c->m, g, c, seeds, n_seeds, c->limit, c->write_back, c->eval, c->unknown, c->n_unknown, out);
 }
 
 static void merge_into(struct wh_vstate *o, const struct wh_vstate *b)
@@ -2197,7 +2180,7 @@ static enum wh_status r_if(struct ictx *c)
 	const struct wh_vstate *cond = IN(c, 0);
 	int which = -1;
 	if (cond && cond->known && cond->value.count == 1)
-		which = wh_fold_get_i(&cond->value, 0) ? 0 : 1;
+		which = wh_tensor_get_i64(&cond->value, 0) ? 0 : 1;
 	for (uint32_t k = 0; k < c->n->n_outputs; k++) {
 		struct wh_vstate *o = out_set(c, k, WH_DT_UNDEFINED, -1);
 		if (!o)
@@ -2294,9 +2277,9 @@ static enum wh_status r_scan(struct ictx *c)
 	uint32_t n_state = c->n->n_inputs - (uint32_t)m;
 	int64_t in_axes[64], out_axes[64];
 	uint32_t n_in_axes = 0, n_out_axes = 0;
-	if (!attr_ints(c->n, "scan_input_axes", in_axes, 64, &n_in_axes))
+	if (!wh_fold_attr_ints(c->n, "scan_input_axes", in_axes, 64, &n_in_axes))
 		n_in_axes = 0;
-	if (!attr_ints(c->n, "scan_output_axes", out_axes, 64, &n_out_axes))
+	if (!wh_fold_attr_ints(c->n, "scan_output_axes", out_axes, 64, &n_out_axes))
 		n_out_axes = 0;
 	struct wh_vstate seeds[64];
 	memset(seeds, 0, sizeof seeds);
@@ -2635,7 +2618,7 @@ static enum wh_status r_max_roi_pool(struct ictx *c)
 		dim_copy(o, 0, rois, 0);
 	if (ranked(x) && x->rank == 4)
 		dim_copy(o, 1, x, 1);
-	if (attr_ints(c->n, "pooled_shape", ps, 2, &n) && n == 2) {
+	if (wh_fold_attr_ints(c->n, "pooled_shape", ps, 2, &n) && n == 2) {
 		dim_set(o, 2, ps[0]);
 		dim_set(o, 3, ps[1]);
 	}
@@ -2942,7 +2925,7 @@ static enum wh_status r_center_crop_pad(struct ictx *c)
 		return WH_OK;
 	int64_t axes[WH_MAX_RANK], shape[WH_MAX_RANK];
 	uint32_t na = 0, nsh = 0;
-	if (!attr_ints(c->n, "axes", axes, WH_MAX_RANK, &na)) {
+	if (!wh_fold_attr_ints(c->n, "axes", axes, WH_MAX_RANK, &na)) {
 		na = (uint32_t)x->rank;
 		for (uint32_t i = 0; i < na; i++)
 			axes[i] = i;
@@ -3094,12 +3077,6 @@ bool wh_shape_has_rule(const char *domain, const char *op_type)
 	return find_rule(domain, op_type) != NULL;
 }
 
-/* Ops whose results differ from run to run: never evaluated at inference time. */
-static bool is_random(const char *op)
-{
-	return !strncmp(op, "Random", 6) || !strcmp(op, "Bernoulli") || !strcmp(op, "Multinomial");
-}
-
 static bool default_domain(const struct wh_node *n)
 {
 	return is_default_domain(n->domain);
@@ -3117,61 +3094,120 @@ static void note_unknown(struct ictx *c)
 	}
 }
 
-/* Tries to compute the node's outputs from known inputs. */
-static enum wh_status try_eval(struct ictx *c, bool *done)
+enum { EVAL_MAX_INPUTS = 64, EVAL_MAX_OUTPUTS = 16 };
+
+/* The node's inputs as constant tensors (ins[i] NULL for an omitted input); false when one is
+ * not known. Shape and Size read only the shape: an input of static shape but unknown
+ * contents stands in as a tensor without data (*shape_only_out). */
+static bool eval_inputs(struct ictx *c, struct wh_tensor *store, const struct wh_tensor **ins, bool *shape_only_out)
 {
 	const struct wh_node *n = c->n;
-	*done = false;
-	if (!default_domain(n) || is_random(n->op_type) || n->n_outputs == 0 || n->n_inputs > 64)
-		return WH_OK;
+	*shape_only_out = false;
+	if (!default_domain(n) || n->n_outputs == 0 || n->n_outputs > EVAL_MAX_OUTPUTS || n->n_inputs > EVAL_MAX_INPUTS)
+		return false;
 	for (uint32_t a = 0; a < n->n_attrs; a++)
 		if (n->attrs[a].type == WH_ATTR_GRAPH || n->attrs[a].type == WH_ATTR_GRAPHS)
-			return WH_OK;
-	struct wh_tensor ins[64], outs[16];
-	if (n->n_outputs > 16)
-		return WH_OK;
+			return false;
+	bool shape_op = !strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size");
 	for (uint32_t i = 0; i < n->n_inputs; i++) {
 		const struct wh_vstate *s = IN(c, i);
-		if (!s) {
-			wh_tensor_init(&ins[i]);
+		ins[i] = NULL;
+		if (!s)
+			continue;
+		if (s->known) {
+			ins[i] = &s->value;
 			continue;
 		}
-		bool shape_only = (!strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size")) && all_static(s);
-		if (!s->known && !shape_only)
-			return WH_OK;
-		if (s->known) {
-			ins[i] = s->value;
-		} else {
-			/* only the shape is read */
-			wh_tensor_init(&ins[i]);
-			ins[i].dtype = s->dtype ? s->dtype : WH_DT_FLOAT;
-			ins[i].rank = s->rank;
-			memcpy(ins[i].dims, s->dims, sizeof ins[i].dims);
-			if (!wh_shape_count(ins[i].dims, ins[i].rank, &ins[i].count))
-				return WH_OK;
-		}
+		if (!shape_op || !all_static(s))
+			return false;
+		/* only the shape is read */
+		struct wh_tensor *t = &store[i];
+		wh_tensor_init(t);
+		t->dtype = s->dtype ? s->dtype : WH_DT_FLOAT;
+		t->rank = s->rank;
+		memcpy(t->dims, s->dims, sizeof t->dims);
+		if (!wh_shape_count(t->dims, t->rank, &t->count))
+			return false;
+		ins[i] = t;
+		*shape_only_out = true;
 	}
+	return true;
+}
+
+/* Whether the outputs the rule inferred are static and within the limit, so that an evaluator
+ * that allocates its own outputs (the executor's kernels) may run. Ops whose output size
+ * depends on the values are bounded by their inputs' size instead. */
+static bool eval_bounded(struct ictx *c, const struct wh_tensor *const *ins)
+{
+	const struct wh_node *n = c->n;
+	bool all = true;
+	for (uint32_t k = 0; k < n->n_outputs; k++) {
+		const struct wh_vstate *o = OUT(c, k);
+		uint64_t count;
+		if (o && (o->seq || !all_static(o) || !wh_shape_count(o->dims, o->rank, &count) || count > c->limit))
+			all = false;
+	}
+	if (all)
+		return true;
+	if (strcmp(n->op_type, "NonZero") && strcmp(n->op_type, "Unique") && strcmp(n->op_type, "Compress"))
+		return false;
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < n->n_inputs; i++)
+		if (ins[i])
+			total += ins[i]->count * (uint64_t)(ins[i]->rank > 0 ? ins[i]->rank : 1);
+	return total <= c->limit;
+}
+
+/* Stores evaluated outputs as the node's known values: numeric tensors within the limit only
+ * (anything else leaves the rule's result). Takes the outputs. */
+static void eval_store(struct ictx *c, struct wh_tensor *outs, bool *done)
+{
+	const struct wh_node *n = c->n;
+	for (uint32_t k = 0; *done && k < n->n_outputs; k++)
+		if (OUT(c, k) && (!wh_value_is_tensor(&outs[k]) || !wh_fold_dtype_ok(outs[k].dtype) || outs[k].count > c->limit))
+			*done = false;
+	for (uint32_t k = 0; *done && k < n->n_outputs; k++) {
+		struct wh_vstate *o = OUT(c, k);
+		if (!o)
+			continue;
+		st_clear_value(o);
+		o->sym.valid = false;
+		o->seq = false;
+		o->dtype = outs[k].dtype;
+		o->rank = outs[k].rank;
+		for (int32_t i = 0; i < WH_MAX_RANK; i++) {
+			o->dims[i] = i < outs[k].rank ? outs[k].dims[i] : -1;
+			o->params[i] = NULL;
+		}
+		o->value = outs[k];
+		o->known = true;
+		wh_tensor_init(&outs[k]);
+	}
+}
+
+/* Computes the node's outputs from known inputs. Without an evaluator, before the shape rule
+ * (fold-eval.c bounds its outputs itself); with one, after it (after_rule), when the rule has
+ * bounded the outputs. Constant, and Shape and Size of an input without contents, are shape
+ * inference's own (fold-eval.c) in both cases. */
+static enum wh_status try_eval(struct ictx *c, bool after_rule, bool *done)
+{
+	const struct wh_node *n = c->n;
+	struct wh_tensor store[EVAL_MAX_INPUTS], outs[EVAL_MAX_OUTPUTS];
+	const struct wh_tensor *ins[EVAL_MAX_INPUTS];
+	bool shape_only;
+	*done = false;
+	if (!eval_inputs(c, store, ins, &shape_only))
+		return WH_OK;
+	/* a Constant's value is its attribute: nothing to compute */
+	bool own = !c->eval || shape_only || !strcmp(n->op_type, "Constant");
+	if (own == after_rule || (after_rule && !eval_bounded(c, ins)))
+		return WH_OK;
 	for (uint32_t k = 0; k < n->n_outputs; k++)
 		wh_tensor_init(&outs[k]);
-	enum wh_status st = wh_fold_eval(n, c->opset, ins, outs, c->limit, done);
-	if (st == WH_OK && *done) {
-		for (uint32_t k = 0; k < n->n_outputs; k++) {
-			struct wh_vstate *o = OUT(c, k);
-			if (!o)
-				continue;
-			st_clear_value(o);
-			o->sym.valid = false;
-			o->dtype = outs[k].dtype;
-			o->rank = outs[k].rank;
-			for (int32_t i = 0; i < WH_MAX_RANK; i++) {
-				o->dims[i] = i < outs[k].rank ? outs[k].dims[i] : -1;
-				o->params[i] = NULL;
-			}
-			o->value = outs[k];
-			o->known = true;
-			wh_tensor_init(&outs[k]);
-		}
-	}
+	enum wh_status st = own ? wh_fold_eval(n, c->opset, ins, outs, c->limit, done)
+				: c->eval(c->m, c->g, n, c->opset, ins, outs, done);
+	if (st == WH_OK && *done)
+		eval_store(c, outs, done);
 	for (uint32_t k = 0; k < n->n_outputs; k++)
 		wh_tensor_release(&outs[k]);
 	return st;
@@ -3215,7 +3251,7 @@ static enum wh_status infer_node(struct ictx *c)
 {
 	const struct wh_node *n = c->n;
 	bool done = false;
-	enum wh_status st = try_eval(c, &done);
+	enum wh_status st = try_eval(c, false, &done);
 	if (st != WH_OK)
 		return st;
 	if (!done) {
@@ -3224,6 +3260,8 @@ static enum wh_status infer_node(struct ictx *c)
 			if ((st = fn(c)) != WH_OK)
 				return st;
 			infer_sym(c);
+			if ((st = try_eval(c, true, &done)) != WH_OK)
+				return st;
 		} else {
 			note_unknown(c);
 		}
@@ -3319,7 +3357,7 @@ static enum wh_status write_back(const struct wh_graph *cg, const struct wh_vsta
 
 static enum wh_status infer_graph(const struct wh_model *m, const struct wh_graph *g, const struct ictx *parent,
 				  const struct wh_vstate *seeds, uint32_t n_seeds, uint64_t limit, bool wb,
-				  const char **unknown, uint32_t *n_unknown, struct wh_vstate **out)
+				  wh_fold_fn eval, const char **unknown, uint32_t *n_unknown, struct wh_vstate **out)
 {
 	*out = NULL;
 	enum wh_status st = WH_OK;
@@ -3373,7 +3411,7 @@ static enum wh_status infer_graph(const struct wh_model *m, const struct wh_grap
 		goto out;
 	struct ictx c = {
 		.m = m, .g = g, .st = s, .parent = parent, .opset = wh_model_opset(m, ""), .limit = limit,
-		.write_back = wb, .unknown = unknown, .n_unknown = n_unknown,
+		.write_back = wb, .eval = eval, .unknown = unknown, .n_unknown = n_unknown,
 	};
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
 		c.n = &g->nodes[order[i]];
@@ -3401,14 +3439,14 @@ void wh_infer_states_free(struct wh_vstate *s, uint32_t n)
 	free(s);
 }
 
-enum wh_status wh_infer_run(const struct wh_model *m, uint64_t max_value_elements, bool wb,
+enum wh_status wh_infer_run(const struct wh_model *m, uint64_t max_value_elements, bool wb, wh_fold_fn eval,
 			    struct wh_vstate **states_out)
 {
 	const char *unknown[WH_MAX_UNKNOWN_OPS];
 	uint32_t n_unknown = 0;
 	*states_out = NULL;
 	struct wh_vstate *s;
-	enum wh_status st = infer_graph(m, m->graph, NULL, NULL, 0, max_value_elements, wb, unknown, &n_unknown, &s);
+	enum wh_status st = infer_graph(m, m->graph, NULL, NULL, 0, max_value_elements, wb, eval, unknown, &n_unknown, &s);
 	if (st != WH_OK)
 		return st;
 	if (wb && (st = write_back(m->graph, s)) != WH_OK) {
@@ -3423,8 +3461,13 @@ enum wh_status wh_infer_run(const struct wh_model *m, uint64_t max_value_element
 
 enum wh_status wh_model_infer_shapes(struct wh_model *m)
 {
+	return wh_model_infer_shapes_eval(m, NULL);
+}
+
+enum wh_status wh_model_infer_shapes_eval(struct wh_model *m, wh_fold_fn eval)
+{
 	struct wh_vstate *s;
-	enum wh_status st = wh_infer_run(m, WH_INFER_VALUE_LIMIT, true, &s);
+	enum wh_status st = wh_infer_run(m, WH_INFER_VALUE_LIMIT, true, eval, &s);
 	if (st != WH_OK)
 		return st;
 	wh_infer_states_free(s, m->graph->n_values);
