@@ -24,6 +24,10 @@ struct wh_compare_options {
 	double atol, rtol;            /* defaults 1e-5 each, as Polygraphy */
 	enum wh_error_stat stat;
 	double quantile;              /* for WH_STAT_QUANTILE, in [0,1] */
+	/* `--validate` (Polygraphy's name): the verdict of a float tensor is whether it holds
+	 * NaN/Inf where the reference is finite, whatever the tolerances (read by the built-in
+	 * check, reducer/builtin-check.h; the statistics are computed as usual) */
+	bool validate;
 };
 
 #define WH_HIST_BINS 10

@@ -33,13 +33,23 @@ static bool is_gemm_like(const char *op)
 	return !strcmp(op, "Conv") || !strcmp(op, "ConvTranspose") || !strcmp(op, "MatMul") || !strcmp(op, "Gemm");
 }
 
-/* Inputs that parameterise an op rather than carry its data. Coordinates, scales and ranges
+/* Inputs that parameterise an op rather than carry its data; every other float input of a
+ * reduced-precision layer is converted to the layer's format (TensorRT's reformat). Shape,
+ * index and integer inputs are not floats and never converted. Coordinates, scales and ranges
  * are shape computations, which engines do in FP32 at any precision: never rounded
  * (rounding Resize's scales would change where it samples). Bounds and exponents are
  * computed with in the layer's float format, but are not tensors to quantize: an int8/fp8
  * layer keeps them as they are. */
-static bool parameter_input(const char *op, uint32_t k, enum wh_precision p)
+bool wh_emulate_parameter_input(const char *op, uint32_t k, enum wh_precision p)
 {
+	/* Q/DQ scales (and float zero points) are FP32 in TensorRT whatever the layer's
+	 * precision; a threshold or a ratio is a parameter, not data */
+	if (!strcmp(op, "QuantizeLinear") || !strcmp(op, "DequantizeLinear"))
+		return k >= 1;
+	if (!strcmp(op, "NonMaxSuppression"))
+		return k >= 3; /* iou_threshold, score_threshold */
+	if (!strcmp(op, "Dropout"))
+		return k == 1; /* ratio */
 	if (!strcmp(op, "Resize"))
 		return k >= 1; /* roi, scales, sizes */
 	if (!strcmp(op, "Upsample"))
@@ -405,11 +415,9 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 	int w_axis = -1;
 	const struct wh_tensor *bias_t = NULL;
 	const struct wh_tensor **ins = (const struct wh_tensor **)ctx->inputs;
-	/* whether every float input holds values of the layer's format when the kernel runs */
-	bool inputs_in_format = true;
 	for (uint32_t k = 0; k < n && st == WH_OK && p != WH_PREC_FP32; k++) {
 		const struct wh_tensor *t = orig[k];
-		if (!t || t->dtype != WH_DT_FLOAT || parameter_input(node->op_type, k, p))
+		if (!t || t->dtype != WH_DT_FLOAT || wh_emulate_parameter_input(node->op_type, k, p))
 			continue;
 		uint32_t vid = node->inputs[k];
 		bool is_bias = gemm && (int)k == bias;
@@ -424,15 +432,12 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 			continue;
 		if (in_format && !gemm && (p == WH_PREC_INT8 || p == WH_PREC_FP8 || p == WH_PREC_FP8E5M2))
 			continue; /* fake quantization with the same tensor's scale is idempotent */
-		/* Activations are stored in their producer's output format and read as they are
-		 * (the issue's semantics: "activations stored in the layer's output format between
-		 * layers; MatMul/Gemm/Conv inputs rounded to the execution format"); every layer's
-		 * constants are stored in its format. So an FP32 layer hands FP32 values to an
-		 * FP16 consumer that is not a GEMM. */
-		if ((p == WH_PREC_FP16 || p == WH_PREC_BF16) && !gemm && !cacheable) {
-			inputs_in_format = false;
-			continue;
-		}
+		/* TensorRT's semantics: a layer's precision is the type of its inputs and of its
+		 * computation, so a float input that its producer wrote in another format is
+		 * converted to the layer's format first (TensorRT inserts a reformat layer; the
+		 * conversion counts as part of this layer). An FP32 layer therefore hands FP32
+		 * values to an FP16 consumer, which rounds them: an overflow shows up here, in
+		 * the consumer, as it does in a real engine. */
 		if ((p == WH_PREC_FP16 || p == WH_PREC_BF16 || p == WH_PREC_TF32)) {
 			if (ce && ce->valid && ce->prec == p) {
 				ins[k] = &ce->t;
@@ -535,11 +540,12 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 		}
 		ins[k] = &tmp[k];
 	}
-	/* outputs in the output format; ops that only select, move or compare values of the
-	 * format (and Relu/Clip at 0 and 6, which the format holds) already produce values of
-	 * it: rounding again would change nothing, so it is skipped */
+	/* outputs in the output format; every float input now holds values of the layer's
+	 * format, so ops that only select, move or compare values of the format (and Relu/Clip
+	 * at 0 and 6, which the format holds) already produce values of it: rounding again would
+	 * change nothing, so it is skipped */
 	bool exact_op = false;
-	if (inputs_in_format && en->out == p && (p == WH_PREC_FP16 || p == WH_PREC_BF16)) {
+	if (en->out == p && (p == WH_PREC_FP16 || p == WH_PREC_BF16)) {
 		static const char *const value_preserving[] = {
 			"Relu", "MaxPool", "GlobalMaxPool", "Reshape", "Transpose", "Concat", "Slice", "Split", "Squeeze",
 			"Unsqueeze", "Flatten", "Identity", "Gather", "Expand", "Tile", "Max", "Min", "Neg", "Abs", NULL};

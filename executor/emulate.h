@@ -36,6 +36,12 @@ struct wh_emul_node {
 	const uint8_t *node_out_prec;
 };
 
+/* Whether input k of op is a parameter (scales, coordinates, thresholds; at int8/fp8 also
+ * bounds and exponents) that a layer at p does not convert to its format; every other float
+ * input is converted (TensorRT's reformat). Shared with the diagnosis (diagnose.c), which
+ * needs to know which consumers convert an out-of-range value. */
+bool wh_emulate_parameter_input(const char *op, uint32_t k, enum wh_precision p);
+
 enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, const struct wh_emul_node *en);
 
 #endif

@@ -2,11 +2,16 @@
  *
  * A layer has an execution precision and an output precision (TensorRT's setPrecision and
  * setOutputType). Emulation semantics (docs/precision.md has the full table):
- *  - fp16 / bf16: activations are stored in their producer's output format and read as
- *    they are; MatMul, Gemm, Conv and ConvTranspose round their operands to the format; every
- *    layer's constants are stored in it (converted once per engine); the kernel computes in
- *    FP32 (FP32 accumulation); outputs are rounded to the output format. A layer kept in
- *    FP32 thus hands FP32 values to an FP16 consumer that is not a GEMM.
+ *  - fp16 / bf16 (TensorRT's setPrecision): every float input of the layer is converted to
+ *    the layer's format when its producer wrote another one (TensorRT's reformat, counted as
+ *    part of the layer: an input that overflows the format becomes +-inf here); constants are
+ *    stored in the format (converted once per engine); the kernel computes as it documents
+ *    (FP32 accumulation unless an fp16-accumulating tactic is chosen); outputs are stored in
+ *    the output format (setOutputType; default the execution format). An FP32 layer thus
+ *    hands FP32 values to an FP16 consumer, which rounds them. Inputs that parameterise
+ *    an op (Resize/Upsample scales and roi, Range, Q/DQ scales and zero points, NMS
+ *    thresholds, a Dropout ratio) are never converted; shape, index and integer inputs are
+ *    not floats and never converted either.
  *  - tf32: the inputs of MatMul, Gemm, Conv and ConvTranspose are rounded to 10 mantissa
  *    bits; accumulation and outputs stay FP32; other layers run in FP32.
  *  - int8: activations symmetric per-tensor (scale amax/127 from calibration, or the tensor's

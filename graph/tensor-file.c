@@ -1114,6 +1114,95 @@ static enum wh_pb_kind pb_kind_for(const struct wh_graph *g, bool outputs, int i
 	return id != WH_NONE ? pb_kind_of_value(&g->values[id]) : WH_PB_TENSOR;
 }
 
+/* Equal once '/' and ':' are read as '_' on both sides. */
+static bool same_sanitized(const char *a, const char *b)
+{
+	for (;; a++, b++) {
+		char x = *a == '/' || *a == ':' ? '_' : *a, y = *b == '/' || *b == ':' ? '_' : *b;
+		if (x != y)
+			return false;
+		if (!x)
+			return true;
+	}
+}
+
+static bool name_candidate(const struct wh_graph *g, uint32_t v, enum wh_names what)
+{
+	const struct wh_value *val = &g->values[v];
+	if (!val->name || !*val->name)
+		return false;
+	if (what == WH_NAMES_VALUES)
+		return true;
+	if (val->flags & WH_VALUE_INITIALIZER)
+		return false;
+	for (uint32_t i = 0; i < g->n_inputs; i++)
+		if (g->inputs[i] == v)
+			return true;
+	return false;
+}
+
+/* "a, b, c" (the model's inputs, shortened with "..." past size). */
+static void list_inputs(const struct wh_graph *g, char *buf, size_t size)
+{
+	size_t len = 0;
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < g->n_inputs; i++) {
+		const struct wh_value *v = &g->values[g->inputs[i]];
+		if (v->flags & WH_VALUE_INITIALIZER)
+			continue;
+		int w = snprintf(buf + len, size - len, "%s%s", len ? ", " : "", v->name ? v->name : "?");
+		if (w < 0 || (size_t)w >= size - len) {
+			if (size > 4)
+				strcpy(buf + size - 4, "...");
+			return;
+		}
+		len += (size_t)w;
+	}
+}
+
+enum wh_status wh_tensor_set_match_names(struct wh_tensor_set *s, const struct wh_graph *g, enum wh_names what, const char *dir)
+{
+	char inputs[256];
+	for (size_t i = 0; i < s->n; i++) {
+		struct wh_named_tensor *e = &s->items[i];
+		if (!e->name)
+			continue;
+		uint32_t exact = wh_graph_find_value(g, e->name);
+		if (exact != WH_NONE && name_candidate(g, exact, what))
+			continue;
+		uint32_t found = WH_NONE, second = WH_NONE;
+		for (uint32_t v = 0; v < g->n_values && second == WH_NONE; v++) {
+			if (!name_candidate(g, v, what) || !same_sanitized(e->name, g->values[v].name))
+				continue;
+			if (found == WH_NONE)
+				found = v;
+			else
+				second = v;
+		}
+		if (second != WH_NONE)
+			return wh_error(WH_ERR_INVALID, "%s: tensor '%s' could be %s '%s' or '%s' ('/' and ':' are written as '_'; name the file or the tensor exactly)",
+					dir, e->name, what == WH_NAMES_INPUTS ? "input" : "tensor", g->values[found].name, g->values[second].name);
+		if (found == WH_NONE) {
+			if (what == WH_NAMES_VALUES)
+				return wh_error(WH_ERR_INVALID, "%s: tensor '%s' is no tensor of the model (name each file after a tensor the model computes)", dir, e->name);
+			list_inputs(g, inputs, sizeof inputs);
+			return wh_error(WH_ERR_INVALID, "%s: tensor '%s' matches no input of the model, whose inputs are %s (name each file after an input, or remove it)",
+					dir, e->name, inputs);
+		}
+		char *nm = strdup(g->values[found].name);
+		if (!nm)
+			return wh_error(WH_ERR_NOMEM, "%s: out of memory (free some memory)", dir);
+		free(e->name);
+		e->name = nm;
+	}
+	for (size_t i = 0; i < s->n; i++)
+		for (size_t j = i + 1; s->items[i].name && j < s->n; j++)
+			if (s->items[j].name && !strcmp(s->items[i].name, s->items[j].name))
+				return wh_error(WH_ERR_INVALID, "%s: two files hold %s '%s' (remove one)", dir,
+						what == WH_NAMES_INPUTS ? "input" : "tensor", s->items[i].name);
+	return WH_OK;
+}
+
 enum wh_status wh_tensor_set_read_dir(const char *dir, const char *prefix, struct wh_tensor_set *s)
 {
 	return wh_tensor_set_read_dir_for(dir, prefix, NULL, false, s);

@@ -65,6 +65,20 @@ enum wh_status wh_tensor_set_read_dir(const char *dir, const char *prefix, struc
  * outputs is true), a named file the value of that name; g NULL: every file a tensor. */
 enum wh_status wh_tensor_set_read_dir_for(const char *dir, const char *prefix, const struct wh_graph *g, bool outputs,
 					  struct wh_tensor_set *s);
+/* Which names of a model a data folder's tensors must carry. */
+enum wh_names {
+	WH_NAMES_INPUTS = 0, /* the graph inputs that are not initializers (input data) */
+	WH_NAMES_VALUES = 1, /* any value of the graph (reference values of every tensor) */
+};
+/* Matches every named tensor of s (read from dir) to a name of g, strictly: exactly, or
+ * else through the spellings that ONNX Runtime, Polygraphy and exporters write into file
+ * names ('/' and ':' written as '_', so onnx__Flatten_0 is onnx::Flatten_0), in which case
+ * the tensor takes the model's name. A tensor that matches no name, or that matches several
+ * (an ambiguous spelling), is WH_ERR_INVALID naming it and, for inputs, the model's inputs;
+ * so is a second tensor for the same name. Tensors without a name (input_<k>.pb) are left
+ * to their position. */
+enum wh_status wh_tensor_set_match_names(struct wh_tensor_set *s, const struct wh_graph *g, enum wh_names what, const char *dir);
+
 /* Writes each tensor as <escaped name>.pb (creating dir), or as <prefix>_<k>.pb when prefix
  * is not NULL. */
 enum wh_status wh_tensor_set_write_dir(const char *dir, const char *prefix, const struct wh_tensor_set *s);

@@ -29,6 +29,32 @@ static uint64_t elements_differ(const struct wh_tensor *a, const struct wh_tenso
 	return n;
 }
 
+static bool stats_of_floats(const struct wh_tensor *a, const struct wh_tensor *r)
+{
+	return a->kind == WH_VALUE_TENSOR && r->kind == WH_VALUE_TENSOR && wh_dtype_is_float(a->dtype) && wh_dtype_is_float(r->dtype) &&
+	       wh_tensor_same_shape(a, r);
+}
+
+/* --validate: a float tensor fails when it holds NaN/Inf where the reference is finite (an
+ * overflow the reduced precision made), whatever its rounding error. */
+static enum wh_status validate_tensor(const struct wh_tensor *actual, const struct wh_tensor *ref, const struct wh_compare_options *o,
+				      struct wh_compare_stats *stats)
+{
+	enum wh_status st = wh_compare_tensors(actual, ref, o, stats);
+	if (st != WH_OK || !stats->comparable)
+		return st;
+	uint64_t fresh = 0;
+	for (uint64_t i = 0; i < ref->count; i++)
+		fresh += !isfinite(wh_tensor_get_f64(actual, i)) && isfinite(wh_tensor_get_f64(ref, i));
+	stats->failing = fresh;
+	stats->pass = fresh == 0;
+	stats->reason[0] = '\0';
+	if (fresh)
+		snprintf(stats->reason, sizeof stats->reason, "%llu of %llu elements are NaN/Inf where FP32 is finite", (unsigned long long)fresh,
+			 (unsigned long long)ref->count);
+	return WH_OK;
+}
+
 enum wh_status wh_builtin_compare_tensor(const struct wh_tensor *actual, const struct wh_tensor *ref,
 					 const struct wh_compare_options *o, struct wh_compare_stats *stats)
 {
@@ -54,6 +80,8 @@ enum wh_status wh_builtin_compare_tensor(const struct wh_tensor *actual, const s
 	}
 	bool exact = actual->kind == WH_VALUE_TENSOR && ref->kind == WH_VALUE_TENSOR && actual->dtype == ref->dtype &&
 		     !wh_dtype_is_float(ref->dtype) && wh_tensor_same_shape(actual, ref);
+	if (!exact && o->validate && stats_of_floats(actual, ref))
+		return validate_tensor(actual, ref, o, stats);
 	if (!exact)
 		return wh_compare_tensors(actual, ref, o, stats);
 	uint64_t differ;
@@ -87,7 +115,10 @@ enum wh_status wh_builtin_compare_sets(const struct wh_tensor_set *actual, const
 {
 	out->verdict = WH_VERDICT_PASS;
 	out->has_stats = false;
-	wh_text_printf(out->why, sizeof out->why, "%ss within atol %g rtol %g of FP32", what, o->atol, o->rtol);
+	if (o->validate)
+		wh_text_printf(out->why, sizeof out->why, "no NaN/Inf in the %ss where FP32 is finite", what);
+	else
+		wh_text_printf(out->why, sizeof out->why, "%ss within atol %g rtol %g of FP32", what, o->atol, o->rtol);
 	for (size_t i = 0; i < actual->n; i++) {
 		const char *name = actual->items[i].name;
 		const struct wh_tensor *r = name ? wh_tensor_set_find(reference, name) : NULL;
@@ -103,7 +134,9 @@ enum wh_status wh_builtin_compare_sets(const struct wh_tensor_set *actual, const
 			continue;
 		out->verdict = WH_VERDICT_FAIL;
 		out->stats = cs;
-		if (cs.comparable && r->dtype != WH_DT_STRING)
+		if (cs.comparable && o->validate && cs.reason[0])
+			wh_text_printf(out->why, sizeof out->why, "%s '%.80s': %s", what, name, cs.reason);
+		else if (cs.comparable && r->dtype != WH_DT_STRING)
 			wh_text_printf(out->why, sizeof out->why, "%s '%.80s' differs from FP32 (max abs %.3g, max rel %.3g)", what, name, cs.max_abs,
 				 cs.max_rel);
 		else
@@ -137,7 +170,10 @@ enum wh_status wh_builtin_check_run(const struct wh_model *m, const struct wh_en
 				    struct wh_builtin_check_result *out)
 {
 	struct wh_engine *e = NULL;
-	const char *what = o->all_tensors ? "tensor" : "output";
+	/* --validate looks at every tensor the run computes: an overflow that a later layer
+	 * hides (x / inf = 0) still fails */
+	bool all = o->all_tensors || o->compare.validate;
+	const char *what = all ? "tensor" : "output";
 	out->verdict = WH_VERDICT_PASS;
 	out->has_stats = false;
 	wh_text_printf(out->why, sizeof out->why, "%ss within atol %g rtol %g of FP32", what, o->compare.atol, o->compare.rtol);
@@ -149,7 +185,7 @@ enum wh_status wh_builtin_check_run(const struct wh_model *m, const struct wh_en
 		if (!inputs)
 			st = wh_builtin_inputs_from(m, &reference[k], &ins);
 		if (st == WH_OK)
-			st = wh_engine_run(e, inputs ? &inputs[k] : &ins, o->all_tensors ? WH_KEEP_ALL : WH_KEEP_OUTPUTS, &outs);
+			st = wh_engine_run(e, inputs ? &inputs[k] : &ins, all ? WH_KEEP_ALL : WH_KEEP_OUTPUTS, &outs);
 		if (st == WH_OK)
 			st = wh_builtin_compare_sets(&outs, &reference[k], &o->compare, what, out);
 		wh_tensor_set_release(&ins);

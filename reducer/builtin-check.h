@@ -30,8 +30,9 @@
 struct wh_builtin_check_options {
 	struct wh_compare_options compare; /* tolerances of the float tensors */
 	bool all_tensors;                  /* compare every tensor the run keeps, not only the outputs */
-	/* a mode that fails only on NaN/Inf the reference lacks (`--validate`) is one more
-	 * field here, read by wh_builtin_compare_tensor */
+	/* compare.validate: fail only on NaN/Inf the reference lacks (`--validate`), read by
+	 * wh_builtin_compare_tensor; wh_builtin_check_run then looks at every tensor of the run
+	 * that the reference holds (so give it every tensor: wh_builtin_reference keep_all) */
 };
 
 struct wh_builtin_check_result {

@@ -284,7 +284,7 @@ enum wh_status wh_precision_search(const struct wh_model *m, const struct wh_ten
 	if (o->check)
 		wh_interrupt_track_dir(p->tmpdir);
 	if (!o->check) {
-		if ((st = wh_builtin_reference(m, o->threads, inputs, n_samples, false, p->ref)) != WH_OK)
+		if ((st = wh_builtin_reference(m, o->threads, inputs, n_samples, o->compare.validate, p->ref)) != WH_OK)
 			goto out;
 	}
 	mask = calloc(p->n, 1);

@@ -71,7 +71,10 @@ struct tri {
 	/* step 2 */
 	struct lw_layer *lw;
 	uint32_t n_lw;
-	int32_t first_fail; /* index into lw */
+	int32_t first_fail; /* index into lw: where the failure starts (executor/diagnose.h), the layer
+			     * steps 3-6 work with; else the first failing one */
+	int32_t tol_first;  /* index into lw: the first tensor over the tolerance, topological order */
+	uint8_t start_kind; /* enum wh_diag_kind of first_fail (WH_DIAG_NONE: not diagnosed) */
 	uint32_t lw_failing;
 
 	/* step 3 */

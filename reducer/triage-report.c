@@ -3,6 +3,8 @@
  * what the flowchart (triage.c) recorded in struct tri and runs nothing but Graphviz. */
 #include "reducer/triage-internal.h"
 
+#include "executor/diagnose.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -177,11 +179,15 @@ void wh_triage_compose_finding(struct tri *T)
 		wh_text_printf(F, FS, "The failure needs %u layers together: %s.", T->n_answer, names);
 		if (L) {
 			const struct wh_node *n = &g->nodes[L->node];
-			wh_text_cat(F, FS, " The first failing tensor `%s` comes from layer `%s` (%s), but that layer passes on its own", g->values[L->value].name,
-			     wh_triage_node_name(n), n->op_type);
+			if (T->start_kind != WH_DIAG_NONE)
+				wh_text_cat(F, FS, " The layerwise diagnosis places the start at tensor `%s` of layer `%s` (%s), but that layer passes on its own",
+				     g->values[L->value].name, wh_triage_node_name(n), n->op_type);
+			else
+				wh_text_cat(F, FS, " The first failing tensor `%s` comes from layer `%s` (%s), but that layer passes on its own", g->values[L->value].name,
+				     wh_triage_node_name(n), n->op_type);
 			if (T->single_s_valid)
 				wh_text_cat(F, FS, " (max abs error %.4g when fed exact FP32 inputs, against %.4g in the full model)", T->single_s.max_abs, L->s.max_abs);
-			wh_text_cat(F, FS, ", so the error it fails with is made upstream.");
+			wh_text_cat(F, FS, T->start_kind != WH_DIAG_NONE ? ", so its error fails only together with others." : ", so the error it fails with is made upstream.");
 		}
 		/* where the error starts: the first layer of the answer with an error of its own */
 		uint32_t first = WH_NONE, last = WH_NONE;
@@ -608,8 +614,18 @@ void wh_triage_print_json(struct tri *T)
 		wh_text_printf(p, sizeof p, "%s/fixed.json", T->dir);
 		json_object_set_new(o, "fixed", json_string(p));
 	}
-	if (T->first_fail >= 0) {
+	if (T->first_fail >= 0 && T->start_kind != WH_DIAG_NONE) {
 		const struct lw_layer *L = &T->lw[T->first_fail];
+		json_t *w = json_object();
+		json_object_set_new(w, "tensor", json_string(g->values[L->value].name));
+		json_object_set_new(w, "layer", json_string(wh_triage_node_name(&g->nodes[L->node])));
+		json_object_set_new(w, "op", json_string(g->nodes[L->node].op_type));
+		json_object_set_new(w, "kind", json_string(T->start_kind == WH_DIAG_OVERFLOW ? "overflow" : "error"));
+		json_object_set_new(o, "where_it_starts", w);
+	}
+	/* the first tensor over the tolerance in topological order */
+	if (T->tol_first >= 0) {
+		const struct lw_layer *L = &T->lw[T->tol_first];
 		json_t *ff = json_object();
 		json_object_set_new(ff, "tensor", json_string(g->values[L->value].name));
 		json_object_set_new(ff, "layer", json_string(wh_triage_node_name(&g->nodes[L->node])));

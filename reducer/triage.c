@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "executor/cpu.h"
+#include "executor/diagnose.h"
 #include "executor/executor.h"
 #include "graph/extract.h"
 #include "graph/onnx-io.h"
@@ -443,16 +444,40 @@ static enum wh_status layerwise(struct tri *T, bool record_step)
 		}
 		T->n_lw++;
 	}
+	/* where the failure starts: overflow first, then the layer adding the most error
+	 * relative to what it receives (the rule `run --compare --mark-all` uses) */
+	T->tol_first = T->first_fail;
+	T->start_kind = WH_DIAG_NONE;
+	if (T->first_fail >= 0) {
+		struct wh_diagnosis dg;
+		wh_diagnosis_init(&dg);
+		if ((st = wh_diagnose(T->m, &eo, &res, &T->ref, &dg)) != WH_OK)
+			goto out;
+		for (uint32_t k = 0; dg.start >= 0 && k < T->n_lw; k++)
+			if (T->lw[k].node == dg.layers[dg.start].node) {
+				T->first_fail = (int32_t)k;
+				T->start_kind = (uint8_t)dg.kind;
+			}
+		wh_diagnosis_release(&dg);
+	}
 	if (record_step) {
 		struct step *S = add_step(T, "Layerwise comparison");
 		wh_text_printf(S->text, sizeof S->text, "Ran %s with every tensor kept (marking tensors does not change what whittle computes) and compared %u layers with FP32 (atol %g, rtol %g): %u fail.",
 			T->pin && T->pin->n ? "a failing build" : "the model", T->n_lw, T->o->compare.atol, T->o->compare.rtol, T->lw_failing);
-		if (T->first_fail >= 0) {
-			const struct lw_layer *L = &T->lw[T->first_fail];
+		if (T->tol_first >= 0) {
+			const struct lw_layer *L = &T->lw[T->tol_first];
 			const struct wh_node *n = &g->nodes[L->node];
 			wh_text_cat(S->text, sizeof S->text, " The first failing tensor in topological order is `%s`, made by layer `%s` (%s): max abs error %.4g, max rel error %.4g%s.",
 			     g->values[L->value].name, wh_triage_node_name(n), n->op_type, L->s.max_abs, L->s.max_rel,
 			     L->s.inf_actual || L->s.nan_actual ? ", with inf/NaN where FP32 is finite" : "");
+		}
+		if (T->start_kind != WH_DIAG_NONE) {
+			const struct lw_layer *L = &T->lw[T->first_fail];
+			const struct wh_node *n = &g->nodes[L->node];
+			wh_text_cat(S->text, sizeof S->text, " Each layer run alone on the FP32 values of its inputs shows where the failure starts: layer `%s` (%s), %s.",
+			     wh_triage_node_name(n), n->op_type,
+			     T->start_kind == WH_DIAG_OVERFLOW ? "the first to make inf/NaN where FP32 has none (an overflow)"
+							       : "the one adding the most error relative to the error it receives");
 		} else {
 			wh_text_cat(S->text, sizeof S->text, " No tensor fails the built-in comparison%s.",
 			     T->c_raw ? ", though the check fails: its criterion differs, so the search goes on with the check itself" : "");
@@ -523,7 +548,7 @@ static enum wh_status step_single(struct tri *T, struct wh_model **single_out)
 {
 	const struct lw_layer *L = &T->lw[T->first_fail];
 	const struct wh_node *n = &T->g->nodes[L->node];
-	struct step *S = add_step(T, "First failing layer alone");
+	struct step *S = add_step(T, T->start_kind != WH_DIAG_NONE ? "Where it starts, alone" : "First failing layer alone");
 	wh_triage_say(T, "step 3: layer '%s' (%s) alone, fed FP32 reference values", wh_triage_node_name(n), n->op_type);
 	struct wh_model *single = NULL;
 	enum wh_status st = extract_layer(T, L->node, &single);
@@ -553,8 +578,8 @@ static enum wh_status step_single(struct tri *T, struct wh_model **single_out)
 		return WH_OK;
 	}
 	if (T->single_v == WH_VERDICT_PASS)
-		wh_text_cat(S->text, sizeof S->text, "it passes on its own (%s), so the error that makes it fail comes from earlier layers: go on with the reduction.",
-		     T->single_why);
+		wh_text_cat(S->text, sizeof S->text, "it passes on its own (%s), so the failure needs %s: go on with the reduction.", T->single_why,
+		     T->start_kind != WH_DIAG_NONE ? "more layers than this one" : "the error of earlier layers");
 	else
 		wh_text_cat(S->text, sizeof S->text, "the check cannot tell (%s): go on with the reduction.", T->single_why);
 	wh_model_destroy(single);
@@ -891,7 +916,7 @@ enum wh_status wh_triage_run(const struct wh_model *m, const struct wh_tensor_se
 	struct tri *T = &TT;
 	memset(rep, 0, sizeof *rep);
 	rep->outcome = WH_TRIAGE_UNLOCALIZED;
-	T->culprit = T->fixed_build = T->bad_build = T->first_fail = -1;
+	T->culprit = T->fixed_build = T->bad_build = T->first_fail = T->tol_first = -1;
 	T->t0 = wh_os_now_s();
 	wh_precision_config_init(&T->pc);
 	wh_precision_config_init(&T->keep);
@@ -991,7 +1016,7 @@ enum wh_status wh_triage_run(const struct wh_model *m, const struct wh_tensor_se
 			goto out;
 		if (T->first_fail >= 0) {
 			const struct lw_layer *L = &T->lw[T->first_fail];
-			wh_triage_say(T, "  first failing tensor: '%s' (layer '%s', %s)", g->values[L->value].name, wh_triage_node_name(&g->nodes[L->node]),
+			wh_triage_say(T, "  where it starts: '%s' (layer '%s', %s)", g->values[L->value].name, wh_triage_node_name(&g->nodes[L->node]),
 			    g->nodes[L->node].op_type);
 			if ((st = step_single(T, &owned)) != WH_OK)
 				goto out;

@@ -4,6 +4,7 @@ large-model handling (small sizes) and for the large-model benchmark (3 GB and m
 
   gen-decoder.py OUT.onnx [--layers N] [--hidden H] [--heads NH] [--ffn F] [--seq S]
                  [--vocab V] [--dtype float32|float16] [--external-data FILE] [--seed S]
+                 [--overflow-layer L [--overflow-gain G]]
 
 Graph (opset 17, batch 1, fixed sequence length S): input_ids int64 [1, S] -> embedding
 Gather -> per layer: RMSNorm (Pow, ReduceMean, Add eps, Sqrt, Div, Mul weight), Q/K/V
@@ -11,6 +12,11 @@ MatMul, rotary embedding (precomputed cos/sin tables, rotate-half through Slice,
 Concat), attention (MatMul with K transposed, scale, causal mask Add, Softmax, MatMul),
 output MatMul, residual Add, RMSNorm, SwiGLU MLP (gate and up MatMul, Sigmoid, Mul, down
 MatMul), residual Add -> final RMSNorm -> lm head MatMul -> logits [1, S, V].
+
+--overflow-layer L plants an fp16 overflow in the attention scores of layer L (counted from
+0): its Q and K weights are multiplied by G (default 128), so the scores q.k grow by G^2 and
+exceed fp16's 65504 (inf in fp16; the softmax then makes NaN), while q and k themselves
+(a few hundred) fit fp16 and every other layer is unchanged. In FP32 the model stays finite.
 
 Weights are seeded random, scaled by 1/sqrt(fan-in) so that activations stay near 1 in
 every layer (float16 included). With --external-data FILE (a name relative to OUT's
@@ -40,7 +46,11 @@ def main():
     ap.add_argument("--dtype", choices=["float32", "float16"], default="float32")
     ap.add_argument("--external-data", metavar="FILE", default=None)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--overflow-layer", type=int, default=-1, metavar="L")
+    ap.add_argument("--overflow-gain", type=float, default=128.0, metavar="G")
     a = ap.parse_args()
+    if a.overflow_layer >= a.layers:
+        sys.exit("gen-decoder.py: --overflow-layer must be below --layers")
     if a.hidden % a.heads or (a.hidden // a.heads) % 2:
         sys.exit("gen-decoder.py: --hidden must be a multiple of 2 * --heads")
     ffn = a.ffn or max(64, (a.hidden * 8 // 3 + 63) // 64 * 64)
@@ -135,8 +145,9 @@ def main():
     for li in range(a.layers):
         p = "layer%d" % li
         h = rmsnorm(x, weight(p + ".attn_norm", np.ones(H, np.float32)), p + "_attn_norm")
-        q = node("MatMul", [h, weight(p + ".wq", rand((H, H), H))], name=p + "_q")
-        k = node("MatMul", [h, weight(p + ".wk", rand((H, H), H))], name=p + "_k")
+        gain = np.float32(a.overflow_gain if li == a.overflow_layer else 1.0)
+        q = node("MatMul", [h, weight(p + ".wq", rand((H, H), H) * gain)], name=p + "_q")
+        k = node("MatMul", [h, weight(p + ".wk", rand((H, H), H) * gain)], name=p + "_k")
         v = node("MatMul", [h, weight(p + ".wv", rand((H, H), H))], name=p + "_v")
         q = rope(heads(q, p + "_qh"), p + "_qrope")
         k = rope(heads(k, p + "_kh"), p + "_krope")

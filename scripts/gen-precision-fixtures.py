@@ -8,14 +8,20 @@ names stored). Layers and tensors are named after their role; the layer each mod
 a failure in is printed as `expect <model> <precision> <layer>` lines:
 
   layernorm_overflow  a LayerNorm written out (ReduceMean, Sub, Pow, ReduceMean, Add eps,
-                      Sqrt, Div, Mul, Add) on values 280..1000 around a mean of exactly 640:
-                      the squared deviations reach 129600 > 65504, so in fp16 the Pow
-                      output `ln_pow` is the first tensor that fails (inf). Its consumer
-                      `ln_var` reads ln_pow's output as stored (activations keep their
-                      producer's output format), so with ln_pow alone in fp32 it averages the
-                      FP32 squares and the variance (~43000) fits fp16: ln_pow:fp32 fixes the
-                      model (within fp16 output rounding). Everything before ln_pow is exact
-                      in fp16 (integers, exact mean).
+                      Sqrt, Div, Mul, Add) on values 640 +- 260..400 (integers, a mean of
+                      exactly 640): the squared deviations reach 160000 and the variance
+                      itself is above 67600 > 65504 = fp16's largest value. In fp16 the Pow
+                      output `ln_pow` is the first tensor that fails (inf), and it is where
+                      the failure starts. With TensorRT's semantics (a layer converts each
+                      float input to its own format) the variance overflows again wherever an
+                      fp16 layer reads it: the layers whose inputs or outputs leave fp16's
+                      range are exactly ln_pow (output), ln_var (input and output),
+                      ln_add_eps (input and output) and ln_sqrt (input; its output, the
+                      standard deviation <= 400, fits). Keeping those four in fp32 passes;
+                      any three do not. Everything before ln_pow is exact in fp16.
+  rmsnorm_overflow    an RMSNorm written out (Pow, ReduceMean, Add eps, Sqrt, Div, Mul) on
+                      values +-260..400: the same four layers (rms_pow, rms_mean, rms_add_eps,
+                      rms_sqrt) leave fp16's range, rms_pow first.
   long_dot            Relu -> MatMul 1x8192 . 8192x1 -> Add, values in [0.5, 1] on the fp16
                       grid: the dot product is about 4600. With FP32 accumulation (the
                       default fp16 emulation) it is within fp16 rounding of the answer; a
@@ -30,13 +36,13 @@ a failure in is printed as `expect <model> <precision> <layer>` lines:
                       (4 samples of the same distribution, one outlier each).
   two_layers          16 layers, two independent overflow sites far apart: `a_norm` (first
                       layer) squares the input `depth` and `b_norm` (13th) squares `gain`
-                      (both integers 1..400, read as they are); the squares reach 160000 >
-                      65504, so the OUTPUTS of a_norm and b_norm overflow fp16. Their
-                      consumers a_scale / b_scale multiply by 2^-16 (exact in fp16) and bring
-                      FP32 squares back to <= 2.45. In fp16 `a_norm` fails first; a_norm in
-                      fp32 leaves `b_norm` failing; keeping exactly those two layers in fp32
-                      makes fp16 pass (keeping a_scale / b_scale does not).
-
+                      (both integers 1..400, which fp16 holds); the squares reach 160000 >
+                      65504, so the OUTPUTS of a_norm and b_norm overflow fp16, and so do the
+                      INPUTS of their consumers a_scale / b_scale (x 2^-16, exact in fp16),
+                      which convert the FP32 squares to fp16 when they run in fp16. In fp16
+                      `a_norm` fails first; keeping a_norm, a_scale, b_norm and b_scale in
+                      fp32 makes fp16 pass; a_norm and b_norm alone do not (their consumers
+                      still convert the squares to inf), nor do a_scale and b_scale alone.
 Tolerances the tests use: fp16 --atol 1e-2 --rtol 1e-2; int8 --atol 0.05 --rtol 0.05.
 """
 import os
@@ -77,9 +83,10 @@ def layernorm_overflow(out_dir, rng):
     rows, n = 4, 64
     x = np.empty((rows, n), np.float32)
     for r in range(rows):
-        # symmetric integer deviations: the mean is exactly 640 in any precision
-        d = rng.integers(1, 361, size=n // 2)
-        d[0] = 360  # at least one square beyond fp16's 65504
+        # symmetric integer deviations: the mean is exactly 640 in any precision; every
+        # square is >= 67600 > 65504, so the variance overflows fp16 too
+        d = rng.integers(260, 401, size=n // 2)
+        d[0] = 400
         x[r, : n // 2] = 640 + d
         x[r, n // 2:] = 640 - d
         rng.shuffle(x[r])
@@ -100,6 +107,25 @@ def layernorm_overflow(out_dir, rng):
     save_model(out_dir, "layernorm_overflow", nodes, [vi("x", [rows, n])], [vi("y", [rows, n])], inits)
     save_inputs(os.path.join(out_dir, "layernorm_overflow"), [("x", x)])
     return [("layernorm_overflow", "fp16", "ln_pow")]
+
+
+def rmsnorm_overflow(out_dir, rng):
+    rows, n = 4, 64
+    x = (rng.integers(260, 401, size=(rows, n)) * rng.choice([-1, 1], size=(rows, n))).astype(np.float32)
+    x[:, 0] = 400
+    nodes = [
+        helper.make_node("Pow", ["x", "rms_two"], ["rms_pow_out"], name="rms_pow"),
+        helper.make_node("ReduceMean", ["rms_pow_out"], ["rms_mean_out"], name="rms_mean", axes=[-1], keepdims=1),
+        helper.make_node("Add", ["rms_mean_out", "rms_eps"], ["rms_add_eps_out"], name="rms_add_eps"),
+        helper.make_node("Sqrt", ["rms_add_eps_out"], ["rms_sqrt_out"], name="rms_sqrt"),
+        helper.make_node("Div", ["x", "rms_sqrt_out"], ["rms_div_out"], name="rms_div"),
+        helper.make_node("Mul", ["rms_div_out", "rms_gamma"], ["y"], name="rms_mul"),
+    ]
+    gamma = (0.5 + rng.random(n)).astype(np.float32)
+    inits = [const("rms_two", 2.0), const("rms_eps", 1e-6), const("rms_gamma", gamma)]
+    save_model(out_dir, "rmsnorm_overflow", nodes, [vi("x", [rows, n])], [vi("y", [rows, n])], inits)
+    save_inputs(os.path.join(out_dir, "rmsnorm_overflow"), [("x", x)])
+    return [("rmsnorm_overflow", "fp16", "rms_pow")]
 
 
 def fp16_grid(rng, shape):
@@ -160,16 +186,15 @@ def int8_outlier(out_dir, rng):
 def two_layers(out_dir, rng):
     n = 64
     x = rng.uniform(-1, 1, size=(1, n)).astype(np.float32)
-    # magnitudes 1..400: fine in fp16 themselves (graph inputs are read as they are), but
-    # their squares reach 160000 > 65504
+    # magnitudes 1..400: integers fp16 holds exactly, but their squares reach 160000 > 65504
     depth = rng.integers(1, 401, size=(1, n)).astype(np.float32)
     gain = rng.integers(1, 401, size=(1, n)).astype(np.float32)
     depth[0, 0] = 400  # a square beyond fp16's range for sure
     gain[0, 1] = 400
     mk = helper.make_node
     nodes = [
-        # site a: the square overflows fp16 in a_norm's OUTPUT; a_scale reads the FP32 square
-        # when a_norm runs in fp32 and brings it back to <= 2.45
+        # site a: the square overflows fp16 in a_norm's OUTPUT, and in a_scale's input when
+        # a_scale runs in fp16 (it converts the square); in fp32 a_scale brings it back to <= 2.45
         mk("Pow", ["depth", "two"], ["a_norm_out"], name="a_norm"),
         mk("Mul", ["a_norm_out", "a_scale_k"], ["a_scale_out"], name="a_scale"),
         mk("Mul", ["x", "a_scale_out"], ["mix_a_out"], name="mix_a"),
@@ -203,7 +228,7 @@ def main():
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
     expects = []
-    for k, gen in enumerate([layernorm_overflow, long_dot, int8_outlier, two_layers]):
+    for k, gen in enumerate([layernorm_overflow, long_dot, int8_outlier, two_layers, rmsnorm_overflow]):
         expects += gen(out_dir, np.random.default_rng(1234 + k))
     for model, prec, layer in expects:
         print("expect %s %s %s" % (model, prec, layer))

@@ -3,7 +3,9 @@
 #  - on the fixtures of scripts/gen-precision-fixtures.py, `run --precision P --compare fp32
 #    --mark-all --json` names the planted layer as the first failing one, and keeping that
 #    layer (those layers) in fp32 makes the run pass (fp16/bf16 semantics of
-#    executor/precision.h: activations are read in their producer's output format);
+#    executor/precision.h, TensorRT's: a layer converts each float input to its format);
+#  - issue 13: `precision --precision fp16` keeps exactly the layers whose inputs or outputs
+#    leave fp16's range (LayerNorm, RMSNorm, two sites), and the file it writes passes;
 #  - int8 with minmax / percentile / entropy calibration on the outlier fixture;
 #  - a TensorRT calibration cache written by whittle reads back to the same scales, a renamed
 #    tensor, another algorithm and inputs of another range are warned about;
@@ -98,7 +100,7 @@ if ! "$py" "$src/scripts/gen-precision-fixtures.py" "$fx" >"$tmp/gen.out" 2>"$tm
 	bad "gen-precision-fixtures.py failed"
 	exit 1
 fi
-for want in "layernorm_overflow fp16 ln_pow" "int8_outlier int8 fc_outlier" "two_layers fp16 a_norm" "two_layers fp16 b_norm"; do
+for want in "layernorm_overflow fp16 ln_pow" "rmsnorm_overflow fp16 rms_pow" "int8_outlier int8 fc_outlier" "two_layers fp16 a_norm" "two_layers fp16 b_norm"; do
 	grep -qx "expect $want" "$tmp/gen.out" || bad "generator does not announce '$want'"
 done
 
@@ -112,18 +114,69 @@ if [ "$(jget 't["ln_pow_out"]["inf"] > 0 and t["ln_mean_out"]["pass"] and t["ln_
 else
 	bad "layernorm fp16: expected inf in ln_pow_out only after exact ln_mean/ln_sub"
 fi
-# ln_var reads ln_pow's output as it is stored: in FP32 once ln_pow runs in fp32, and the
-# variance (~43000) fits fp16, so keeping ln_pow alone fixes the overflow. What is left is
-# fp16 rounding of the outputs (2^-11 relative, ~0.04 absolute on ln_var_out, ~1e-3 on y):
-# exact tolerances still fail at ln_var, the fp16 tolerances pass. Keeping only the consumer
-# ln_var in fp32 does not help (ln_pow_out itself is inf).
-expect_first "layernorm fp16, ln_pow in fp32" 0 None "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions ln_pow:fp32
-expect_first "layernorm fp16, ln_pow in fp32, exact tolerances" 1 ln_var "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all --layer-precisions ln_pow:fp32
-expect_first "layernorm fp16, ln_var in fp32" 1 ln_pow "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions ln_var:fp32
+# TensorRT's semantics: every fp16 layer converts its float inputs to fp16, so the variance
+# (> 65504) overflows again in whichever fp16 layer reads it. The layers whose inputs or
+# outputs leave fp16's range are ln_pow, ln_var, ln_add_eps and ln_sqrt: all four in fp32
+# pass, leaving out any one of them fails there.
+ln4=ln_pow:fp32,ln_var:fp32,ln_add_eps:fp32,ln_sqrt:fp32
+expect_first "layernorm fp16, the four overflowing layers in fp32" 0 None "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions $ln4
+expect_first "layernorm fp16, ln_pow alone in fp32 (ln_var converts the squares)" 1 ln_var "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions ln_pow:fp32
+expect_first "layernorm fp16, ln_sqrt left in fp16 (it converts the variance)" 1 ln_sqrt "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions ln_pow:fp32,ln_var:fp32,ln_add_eps:fp32
+expect_first "layernorm fp16, ln_pow left in fp16" 1 ln_pow "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions ln_var:fp32,ln_add_eps:fp32,ln_sqrt:fp32
+# exact tolerances: what is left is fp16 rounding of the layers after ln_sqrt
+expect_first "layernorm fp16, the four in fp32, exact tolerances" 1 ln_div "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all --layer-precisions $ln4
+
+# ---- fp16: an RMSNorm whose mean square overflows ----
+m=$fx/rmsnorm_overflow.onnx
+d=$fx/rmsnorm_overflow
+expect_first "rmsnorm fp16" 1 rms_pow "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}"
+expect_first "rmsnorm fp16, the four overflowing layers in fp32" 0 None "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions rms_pow:fp32,rms_mean:fp32,rms_add_eps:fp32,rms_sqrt:fp32
+expect_first "rmsnorm fp16, rms_sqrt left in fp16" 1 rms_sqrt "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions rms_pow:fp32,rms_mean:fp32,rms_add_eps:fp32
+
+# ---- acceptance 1: `whittle precision` keeps exactly the layers that leave fp16's range ----
+for spec in "layernorm_overflow ln_add_eps,ln_pow,ln_sqrt,ln_var" "rmsnorm_overflow rms_add_eps,rms_mean,rms_pow,rms_sqrt" "two_layers a_norm,a_scale,b_norm,b_scale"; do
+	set -- $spec
+	run "$whittle" precision "$fx/$1.onnx" --load-inputs "$fx/$1" --precision fp16 "${f16tol[@]}" -o "$tmp/$1-lp.json"
+	got=$("$py" -c 'import json, sys; print(",".join(sorted(k for k, v in json.load(open(sys.argv[1]))["layers"].items() if v["precision"] == "fp32")))' "$tmp/$1-lp.json" 2>/dev/null || echo "(no file)")
+	if [ "$rc" -eq 0 ] && [ "$got" = "$2" ]; then
+		ok "precision $1 fp16: keeps exactly $got"
+	else
+		bad "precision $1 fp16: exit $rc, keeps $got, expected $2"
+	fi
+	expect_first "run $1 fp16 with the file precision wrote" 0 None "$whittle" run "$fx/$1.onnx" --load-inputs "$fx/$1" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions "$tmp/$1-lp.json"
+done
+
+# ---- acceptance 2: the diagnosis names where the failure starts, and its suggestion, applied
+# as printed, makes the run pass; triage reaches the same layer ----
+for spec in "layernorm_overflow ln_pow" "rmsnorm_overflow rms_pow" "two_layers a_norm"; do
+	set -- $spec
+	run "$whittle" run "$fx/$1.onnx" --load-inputs "$fx/$1" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}"
+	start=$(sed -n 's/^compare: FAIL: .*; where it starts: [^ ]* (layer \([^,]*\), .*: overflow, .*/\1/p' "$tmp/out")
+	sugg=$(sed -n 's/^compare: try --layer-precisions //p' "$tmp/out")
+	if [ "$rc" -eq 1 ] && [ "$start" = "$2" ] && grep -q '^compare: first over the tolerance in topological order: ' "$tmp/out"; then
+		ok "$1 fp16: where it starts: $start (overflow); suggestion $sugg"
+	else
+		bad "$1 fp16: exit $rc, where it starts '$start', $2 expected: $(grep '^compare:' "$tmp/out" | head -2)"
+	fi
+	expect_first "$1 fp16 with the suggestion as printed" 0 None "$whittle" run "$fx/$1.onnx" --load-inputs "$fx/$1" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions "$sugg"
+	run "$whittle" run "$fx/$1.onnx" --load-inputs "$fx/$1" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --json
+	if [ "$(jget 'd["diagnosis"]["where_it_starts"]["layer"] + "/" + d["diagnosis"]["where_it_starts"]["kind"] + "/" + d["diagnosis"]["layer_precisions"] + "/" + str(d["first_failing_layer"])')" = "$2/overflow/$sugg/$2" ]; then
+		ok "$1 fp16 --json: diagnosis and first_failing_layer"
+	else
+		bad "$1 fp16 --json: $(jget 'd["diagnosis"]')"
+	fi
+	run "$whittle" triage "$fx/$1.onnx" --load-inputs "$fx/$1" --precision fp16 "${f16tol[@]}" --artifacts-dir "$tmp/tri-$1" --json --no-graphviz
+	if [ "$("$py" -c 'import json, sys; r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print(r["where_it_starts"]["layer"])' "$tmp/out" 2>/dev/null)" = "$2" ]; then
+		ok "$1 triage: where it starts $2"
+	else
+		bad "$1 triage: $(tail -c 600 "$tmp/out")"
+	fi
+done
 
 # ---- fp16: two distant independent sites whose outputs overflow fp16 ----
 # a_norm = depth^2 (first layer) and b_norm = gain^2 (13th) reach 160000; their consumers
-# a_scale / b_scale (x 2^-16) read them back into range when they are FP32
+# a_scale / b_scale (x 2^-16) convert the squares to fp16 when they run in fp16, so each
+# site needs its producer and its consumer in fp32
 m=$fx/two_layers.onnx
 d=$fx/two_layers
 expect_first "two_layers fp16" 1 a_norm "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}"
@@ -132,11 +185,13 @@ if [ "$(jget 't["a_norm_out"]["inf"] > 0 and t["b_norm_out"]["inf"] > 0')" = Tru
 else
 	bad "two_layers fp16: expected inf in a_norm_out and b_norm_out"
 fi
-expect_first "two_layers fp16, a_norm in fp32" 1 b_norm "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions a_norm:fp32
-expect_first "two_layers fp16, b_norm in fp32" 1 a_norm "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions b_norm:fp32
-# the consumers in fp32 do not help: the overflow is in the producers' stored outputs
+expect_first "two_layers fp16, a_norm in fp32 (a_scale converts the square)" 1 a_scale "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions a_norm:fp32
+expect_first "two_layers fp16, site a in fp32" 1 b_norm "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions a_norm:fp32,a_scale:fp32
+expect_first "two_layers fp16, site b in fp32" 1 a_norm "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions b_norm:fp32,b_scale:fp32
+# the consumers alone in fp32 do not help: the overflow is in the producers' stored outputs
 expect_first "two_layers fp16, a_scale+b_scale in fp32" 1 a_norm "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions a_scale:fp32,b_scale:fp32
-expect_first "two_layers fp16, a_norm+b_norm in fp32" 0 None "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions a_norm:fp32,b_norm:fp32
+expect_first "two_layers fp16, a_norm+b_norm in fp32" 1 a_scale "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions a_norm:fp32,b_norm:fp32
+expect_first "two_layers fp16, both sites in fp32" 0 None "$whittle" run "$m" --load-inputs "$d" --precision fp16 --compare fp32 --mark-all "${f16tol[@]}" --layer-precisions a_norm:fp32,a_scale:fp32,b_norm:fp32,b_scale:fp32
 expect_first "two_layers bf16 (8 exponent bits: no overflow)" 0 None "$whittle" run "$m" --load-inputs "$d" --precision bf16 --compare fp32 --mark-all --atol 5e-2 --rtol 5e-2
 
 # ---- fp16: long dot product ----
@@ -293,9 +348,10 @@ else
 		secs=$(($(date +%s) - t0))
 		rows=$(grep -c '^| [0-9]' "$tmp/rec-$p.md" 2>/dev/null || true)
 		out_cos=$(jget 't["softmax_11.tmp_0"]["cosine"]')
-		if { [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ]; } && [ "${rows:-0}" -gt 400 ] && grep -q 'First failing tensor' "$tmp/rec-$p.md" &&
+		if { [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ]; } && [ "${rows:-0}" -gt 400 ] && grep -q 'First tensor over the tolerance' "$tmp/rec-$p.md" &&
+			grep -q '^Where it starts: ' "$tmp/rec-$p.md" &&
 			"$py" -c "import sys; sys.exit(not ($out_cos > 0.95))" 2>/dev/null; then
-			ok "rec $p: $rows tensors in the report, output cosine $out_cos, first failing $(jget 'd["first_failing_layer"]') (${secs}s)"
+			ok "rec $p: $rows tensors in the report, output cosine $out_cos, first failing $(jget 'd["first_failing_layer"]'), where it starts $(jget 'd["diagnosis"]["where_it_starts"]["layer"]') (${secs}s)"
 		else
 			bad "rec $p: exit $rc, $rows report rows, output cosine $out_cos (${secs}s)"
 		fi

@@ -3,16 +3,19 @@
 # tests/gen-triage-fixtures.py it reaches the right branch of the flowchart
 #  (a) a flaky injected tactic (WHITTLE_FAULTY_TACTIC=matmul-avx2:p2o.MatMul.1): builds
 #      disagree, the culprit layer and tactic are confirmed, the fixed replay avoids it;
-#  (b) a single-layer fp16 overflow: p2o.Pow.0 fails alone; keeping p2o.Pow.0 alone in fp32
-#      fixes it (its consumer reads the FP32 squares as stored), and the written
-#      layer-precisions file makes `run` pass;
+#  (b) a single-layer fp16 overflow: p2o.Pow.0 fails alone; keeping p2o.Pow.0 and its
+#      consumer p2o.ReduceMean.0 (which converts the squares to fp16 when it runs in fp16)
+#      in fp32 fixes it, and the written layer-precisions file makes `run` pass;
 #  (c) a failure that needs two distant layers, each adding an error that only together
 #      exceed the tolerance: the first failing layer p2o.Sub.1 passes alone, the reduction
 #      keeps the two sources p2o.Sub.0 and p2o.Add.2 and the layer where they meet,
 #      p2o.Sub.1 (p2o.Sub.0 nine layers before it); keeping either source in fp32 fixes
-#      it (the search picks p2o.Sub.0); once more with an external --check;
+#      it (the search picks p2o.Sub.0); the diagnosis places the start at p2o.Sub.0 (most
+#      error added relative to what it receives), which passes alone; once more with an
+#      external --check;
 #  (d) two independent overflow sites far apart: p2o.Pow.0 fails alone (single-layer
-#      branch, no reduction), but only keeping both p2o.Pow.0 and p2o.Pow.1 in fp32 fixes it;
+#      branch, no reduction), but only keeping both sites (each Pow and the ReduceMean that
+#      reads its squares) in fp32 fixes it;
 # each ends with a repro bundle whose command.sh, run as written (whittle from PATH), still
 # fails (exit 1, "compare: FAIL"); the SVGs parse as XML (xml.etree) with one bar per layer,
 # the first failing layer marked, node boxes named after the answer's layers (Graphviz's
@@ -117,10 +120,11 @@ else
 fi
 if [ "$(field "$tmp/ov.json" 'r["outcome"]')" = single-layer ] &&
 	[ "$(field "$tmp/ov.json" 'r["first_failing"]["layer"]')" = p2o.Pow.0 ] &&
+	[ "$(field "$tmp/ov.json" 'r["where_it_starts"]["layer"] + "/" + r["where_it_starts"]["kind"]')" = p2o.Pow.0/overflow ] &&
 	[ "$(field "$tmp/ov.json" 'r["layer_alone"]')" = fail ] &&
 	[ "$(field "$tmp/ov.json" '",".join(r["layers"])')" = p2o.Pow.0 ] &&
-	[ "$(field "$tmp/ov.json" '",".join(r["keep_fp32"])')" = p2o.Pow.0 ]; then
-	ok "overflow: single-layer branch, p2o.Pow.0 fails alone; keep just p2o.Pow.0 in fp32"
+	[ "$(field "$tmp/ov.json" '",".join(r["keep_fp32"])')" = p2o.Pow.0,p2o.ReduceMean.0 ]; then
+	ok "overflow: single-layer branch, p2o.Pow.0 fails alone; keep p2o.Pow.0 and p2o.ReduceMean.0 in fp32"
 else
 	bad "overflow: wrong branch or layers: $(cat "$tmp/ov.json")"
 fi
@@ -136,8 +140,8 @@ else
 	bad "overflow: repro/command.sh does not fail as it should"
 fi
 if grep -q 'The failure comes from layer `p2o.Pow.0` (Pow): its output overflows fp16 (max 65504)' "$d/report.md" &&
-	grep -q 'Keeping 1 layer in fp32 makes the model pass: `p2o.Pow.0` (Pow)\.' "$d/report.md" &&
-	grep -q 'Keep this 1 layer in fp32' "$d/report.md" && grep -q 'layer-errors.svg' "$d/report.md" &&
+	grep -q 'Keeping 2 layers in fp32 makes the model pass: `p2o.Pow.0` (Pow), `p2o.ReduceMean.0` (ReduceMean)\.' "$d/report.md" &&
+	grep -q 'Keep these 2 layers in fp32' "$d/report.md" && grep -q 'layer-errors.svg' "$d/report.md" &&
 	grep -q 'subgraph.svg' "$d/report.md" && grep -q 'still fails' "$d/report.md"; then
 	ok "overflow: report.md names the layer, the op, the overflow and what to do"
 else
@@ -159,10 +163,11 @@ else
 fi
 if [ "$(field "$tmp/two.json" 'r["outcome"]')" = subgraph ] &&
 	[ "$(field "$tmp/two.json" 'r["first_failing"]["layer"]')" = p2o.Sub.1 ] &&
+	[ "$(field "$tmp/two.json" 'r["where_it_starts"]["layer"] + "/" + r["where_it_starts"]["kind"]')" = p2o.Sub.0/error ] &&
 	[ "$(field "$tmp/two.json" 'r["layer_alone"]')" = pass ] &&
 	[ "$(field "$tmp/two.json" '",".join(r["layers"])')" = p2o.Sub.0,p2o.Add.2,p2o.Sub.1 ] &&
 	[ "$(field "$tmp/two.json" '",".join(r["keep_fp32"])')" = p2o.Sub.0 ]; then
-	ok "two layers: p2o.Sub.1 passes alone, subgraph branch keeps p2o.Sub.0, p2o.Add.2 and p2o.Sub.1; p2o.Sub.0 in fp32 fixes it"
+	ok "two layers: first over the tolerance p2o.Sub.1, where it starts p2o.Sub.0 (passes alone), subgraph branch keeps p2o.Sub.0, p2o.Add.2 and p2o.Sub.1; p2o.Sub.0 in fp32 fixes it"
 else
 	bad "two layers: wrong branch or layers: $(cat "$tmp/two.json")"
 fi
@@ -197,8 +202,10 @@ if grep -q 'The failure needs 3 layers together: `p2o.Sub.0` (Sub), `p2o.Add.2` 
 else
 	bad "two layers: report.md lacks the finding"
 fi
-if svg_check "$d/layer-errors.svg" "$d/subgraph.svg" p2o.Sub.1 11 p2o.Sub.0,p2o.Add.2,p2o.Sub.1 >"$tmp/err" 2>&1 &&
-	grep -q '<g class="node highlight" data-layer="p2o.Sub.1"' "$d/subgraph.svg"; then
+# the marked layer is where the failure starts (the diagnosis): p2o.Sub.0 adds the most
+# error relative to what it receives (tied with p2o.Add.2, and first in order)
+if svg_check "$d/layer-errors.svg" "$d/subgraph.svg" p2o.Sub.0 11 p2o.Sub.0,p2o.Add.2,p2o.Sub.1 >"$tmp/err" 2>&1 &&
+	grep -q '<g class="node highlight" data-layer="p2o.Sub.0"' "$d/subgraph.svg"; then
 	ok "two layers: SVGs are valid (whittle's own picture): $(cat "$tmp/err")"
 else
 	bad "two layers: SVG check"
@@ -229,8 +236,8 @@ if [ "$(field "$tmp/sites.json" 'r["outcome"]')" = single-layer ] &&
 	[ "$(field "$tmp/sites.json" 'r["first_failing"]["layer"]')" = p2o.Pow.0 ] &&
 	[ "$(field "$tmp/sites.json" 'r["layer_alone"]')" = fail ] &&
 	[ "$(field "$tmp/sites.json" '",".join(r["layers"])')" = p2o.Pow.0 ] &&
-	[ "$(field "$tmp/sites.json" '",".join(r["keep_fp32"])')" = p2o.Pow.0,p2o.Pow.1 ]; then
-	ok "two sites: single-layer branch, p2o.Pow.0 fails alone; keep p2o.Pow.0 and p2o.Pow.1 in fp32"
+	[ "$(field "$tmp/sites.json" '",".join(r["keep_fp32"])')" = p2o.Pow.0,p2o.ReduceMean.0,p2o.Pow.1,p2o.ReduceMean.1 ]; then
+	ok "two sites: single-layer branch, p2o.Pow.0 fails alone; keep both Pows and both ReduceMeans in fp32"
 else
 	bad "two sites: wrong branch or layers: $(cat "$tmp/sites.json")"
 fi
@@ -241,8 +248,8 @@ else
 	bad "two sites: run with the layer-precisions file fails"
 fi
 # one site kept in fp32 is not enough: the other one still overflows
-for keep in p2o.Pow.0 p2o.Pow.1; do
-	printf '{"default": "fp16", "layers": {"%s": {"precision": "fp32"}}}\n' "$keep" >"$tmp/keep.json"
+for keep in p2o.Pow.0,p2o.ReduceMean.0 p2o.Pow.1,p2o.ReduceMean.1; do
+	printf '{"default": "fp16", "layers": {"%s": {"precision": "fp32"}, "%s": {"precision": "fp32"}}}\n' "${keep%,*}" "${keep#*,}" >"$tmp/keep.json"
 	set +e
 	"$whittle" run "$fx/two_sites.onnx" --load-inputs "$fx/two_sites" --precision fp16 --layer-precisions "$tmp/keep.json" \
 		--compare fp32 --atol 1e-2 --rtol 1e-2 >"$tmp/err" 2>&1
@@ -259,8 +266,8 @@ if repro_fails "$d"; then
 else
 	bad "two sites: repro/command.sh does not fail as it should"
 fi
-if grep -q 'Keeping 2 layers in fp32 makes the model pass: `p2o.Pow.0` (Pow), `p2o.Pow.1` (Pow)\.' "$d/report.md" &&
-	grep -q 'Keep these 2 layers in fp32' "$d/report.md"; then
+if grep -q 'Keeping 4 layers in fp32 makes the model pass: `p2o.Pow.0` (Pow), `p2o.ReduceMean.0` (ReduceMean), `p2o.Pow.1` (Pow), `p2o.ReduceMean.1` (ReduceMean)\.' "$d/report.md" &&
+	grep -q 'Keep these 4 layers in fp32' "$d/report.md"; then
 	ok "two sites: report.md names both layers to keep in fp32"
 else
 	bad "two sites: report.md lacks the finding"

@@ -7,28 +7,31 @@ usage: gen-precision-search-fixtures.py OUT_DIR
 Writes OUT_DIR/<name>.onnx and its inputs OUT_DIR/<name>/input_<k>.pb, and prints
 `expect <model> fp16 <layer>` for every layer that must stay in fp32 (the exact answer).
 
-Under whittle's precision semantics an fp16 layer that is not a MatMul/Gemm/Conv reads its
-activations as their producer stored them and rounds only its constants and its output; so a
-layer must stay high exactly when its OUTPUT leaves fp16's range (65504) and its consumers
-bring the values back into range. Each fixture has independent sites of that kind:
+Under whittle's precision semantics (TensorRT's) an fp16 layer converts every float input to
+fp16 (a reformat in front of it, counted as part of the layer), computes, and stores its
+output in fp16; so a layer must stay high exactly when its inputs or its output leave fp16's
+range (65504): the layer whose output overflows AND each consumer that would convert the
+out-of-range values. Each fixture has independent sites of that kind:
 
   two_sites     16 layers on inputs x, u, v ([1, 64]). Two RMSNorm sites far apart, one on u
                 (first layers), one on v (last layers): Pow(., 2) -> ReduceMean -> Add eps ->
                 Sqrt -> Div, mixed into a chain on x. u and v hold values in [-40, 40] and one
                 300: one square is 90000 (inf in fp16), the mean of the squares (< 2000) fits.
-                Exactly `a_pow` and `b_pow` must run in fp32 (the ReduceMeans then read their
-                FP32 squares). The same holds for any inputs in [0, 300) (squares beyond
-                65504 where u > 256, means near 30000); on inputs in [0, 1) fp16 passes.
+                Exactly `a_pow`, `a_mean`, `b_pow` and `b_mean` must run in fp32 (each Pow
+                writes the square, each ReduceMean reads it; the means fit fp16). The same
+                holds for any inputs in [0, 300) (squares beyond 65504 where u > 256, means
+                near 30000); on inputs in [0, 1) fp16 passes.
   three_sites   a 56-layer chain on x in [-1, 1] with three sites of three kinds: `a_div`
                 (first quarter) divides the input `depth` (values in [0, 60] and one 100) by
                 2^-10 (102400 > 65504), `a_scale` multiplies it back by 2^-13; `rms_pow`
                 (middle) squares an RMSNorm's input, one channel of which is shifted by 300;
                 `c_mul` (last quarter) multiplies the input `gain` (one 90) by 1024 and
-                `c_scale` brings it back by 2^-13. Exactly a_div, rms_pow, c_mul.
+                `c_scale` brings it back by 2^-13. Exactly a_div, a_scale, rms_pow, rms_mean,
+                c_mul and c_scale (each producer and the consumer that reads its values).
   anonymous     three layers without names (Tanh, Div, Mul); the Div divides `depth` (one
                 100) by 2^-10 and overflows, the Mul brings it back (times 2^-13). The answer
-                is that Div; since layer precisions name layers, the search must not confuse
-                unnamed layers.
+                is that Div and that Mul; since layer precisions name layers, the search must
+                not confuse unnamed layers.
 
 Tolerances: --atol 1e-2 --rtol 1e-2. The generator checks its claims in numpy (fp32 and an
 fp16 emulation with the rule above) and exits non-zero when one does not hold.
@@ -88,15 +91,15 @@ OPS = {
 
 
 def simulate(nodes, inits, feeds, fp32_layers):
-    """fp32_layers None: all fp32. Otherwise an fp16 layer (not in fp32_layers) rounds its
-    constant inputs and its output; activations are read as stored."""
+    """fp32_layers None: all fp32. Otherwise an fp16 layer (not in fp32_layers) converts
+    every float input (constants and activations) to fp16 and rounds its output."""
     consts = {t.name: numpy_helper.to_array(t).astype(np.float32) for t in inits}
     env = dict(feeds)
     env.update(consts)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for n in nodes:
             low = fp32_layers is not None and n.name not in fp32_layers
-            args = [h16(env[i]) if low and i in consts else env[i] for i in n.input]
+            args = [h16(env[i]) if low else env[i] for i in n.input]
             out = OPS[n.op_type](args).astype(np.float32)
             env[n.output[0]] = h16(out) if low else out
     return env
@@ -166,7 +169,7 @@ def two_sites(out_dir, rng):
     cur = b.layer("Add", [cur, bn], name="mix_b")
     cur = b.layer("Mul", [cur, b.c(0.5)])
     b.nodes[-1].output[0] = "y"
-    answer = {"a_pow", "b_pow"}
+    answer = {"a_pow", "a_mean", "b_pow", "b_mean"}
 
     x = rng.uniform(-1, 1, size=(1, n)).astype(np.float32)
     u = rng.uniform(-40, 40, size=(1, n)).astype(np.float32)
@@ -211,7 +214,7 @@ def three_sites(out_dir, rng):
     cur = b.layer("Add", [cur, g], name="mix_c")
     cur = b.chain(cur, 7)
     b.nodes[-1].output[0] = "y"
-    answer = {"a_div", "rms_pow", "c_mul"}
+    answer = {"a_div", "a_scale", "rms_pow", "rms_mean", "c_mul", "c_scale"}
 
     x = rng.uniform(-1, 1, size=(1, n)).astype(np.float32)
     depth = rng.uniform(0, 60, size=(1, n)).astype(np.float32)
@@ -240,8 +243,8 @@ def anonymous(out_dir, rng):
     depth[0, 0] = 100
     save_model(out_dir, "anonymous", nodes, [vi("x", [1, n]), vi("depth", [1, n])], [vi("y", [1, n])], inits)
     save_inputs(os.path.join(out_dir, "anonymous"), [("x", x), ("depth", depth)])
-    # no name to print: the test expects the Div (the second layer)
-    return [("anonymous", "fp16", "#1:Div")]
+    # no names to print: the test expects the Div and the Mul (the second and third layers)
+    return [("anonymous", "fp16", "#1:Div"), ("anonymous", "fp16", "#2:Mul")]
 
 
 def main():

@@ -228,6 +228,10 @@ enum wh_status wh_calib_opts_apply(struct wh_calib_opts *o, const struct wh_mode
 		if (o->data_dir) {
 			if ((st = load_samples(o->data_dir, &smp)) != WH_OK)
 				goto out;
+			/* strictly by name, as every data folder (a file for no input is an error) */
+			for (uint32_t k = 0; k < smp.n; k++)
+				if ((st = wh_tensor_set_match_names(&smp.sets[k], m->graph, WH_NAMES_INPUTS, smp.labels[k])) != WH_OK)
+					goto out;
 			if ((st = wh_calib_check_samples(m, smp.sets, smp.n, (const char *const *)smp.labels)) != WH_OK)
 				goto out;
 			if (inputs) {

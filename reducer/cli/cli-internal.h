@@ -190,9 +190,12 @@ enum wh_status wh_cli_random_inputs(const struct wh_model *m, uint64_t seed, dou
 				    struct wh_tensor_set *set);
 /* The data samples of --load-inputs DIR: a folder of tensors is one sample, a folder of
  * folders one sample each (sorted by name); dir NULL: one empty sample. With a model, each
- * file is read as the value it declares and the inputs a sample lacks are generated
- * (wh_cli_random_inputs with seed + k for sample k); without one (reference folders) the
- * files are tensors and nothing is generated. *out (n_out sets) belongs to the caller:
+ * file is read as the value it declares and matched to an input strictly by name
+ * (wh_tensor_set_match_names: a file for no input is an error); an input a sample lacks is
+ * an error unless flags has WH_SAMPLES_FILL_MISSING (or dir is NULL), and then generated
+ * (wh_cli_random_inputs with seed + k for sample k), which one warning line names. With
+ * WH_SAMPLES_REFERENCE the files may name any tensor of m and nothing is generated; without
+ * a model the files are tensors and nothing is matched or generated. *out (n_out sets) belongs to the caller:
  * wh_cli_samples_free. *n_generated_out (may be NULL): how many tensors were generated. */
 /* Where "--check" stands in argv (the check command is everything after it), or -1. */
 /* The builder's timing options (run, build, triage): name is "timing-iterations" (1..64) or
@@ -200,7 +203,10 @@ enum wh_status wh_cli_random_inputs(const struct wh_model *m, uint64_t seed, dou
 struct wh_build_options;
 enum wh_status wh_cli_timing_option(const char *cmd, const char *name, const char *arg, struct wh_build_options *bo);
 int wh_cli_check_at(int argc, char **argv);
-enum wh_status wh_cli_load_samples(const struct wh_model *m, const char *dir, uint64_t seed, double lo, double hi,
+/* flags of wh_cli_load_samples */
+#define WH_SAMPLES_FILL_MISSING 1u /* inputs without a file are generated (--fill-missing) */
+#define WH_SAMPLES_REFERENCE 2u    /* the files are reference values of any tensor of m; none generated */
+enum wh_status wh_cli_load_samples(const struct wh_model *m, const char *dir, unsigned flags, uint64_t seed, double lo, double hi,
 				   struct wh_tensor_set **out, uint32_t *n_out, size_t *n_generated_out);
 void wh_cli_samples_free(struct wh_tensor_set *sets, uint32_t n);
 

@@ -386,16 +386,29 @@ static uint64_t splitmix(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
+/* Whether set holds the input named name, at position pos among the inputs that are not
+ * initializers: by name, or as an unnamed input_<pos>.pb. */
+static bool input_given(const struct wh_tensor_set *set, const char *name, int pos)
+{
+	if (name && wh_tensor_set_find(set, name))
+		return true;
+	for (size_t i = 0; i < set->n; i++)
+		if (!set->items[i].name && set->items[i].index == pos)
+			return true;
+	return false;
+}
+
 enum wh_status wh_cli_random_inputs(const struct wh_model *m, uint64_t seed, double lo, double hi,
 					 struct wh_tensor_set *set)
 {
 	const struct wh_graph *g = m->graph;
 	uint64_t state = seed;
+	int pos = -1;
 	for (uint32_t i = 0; i < g->n_inputs; i++) {
 		const struct wh_value *v = &g->values[g->inputs[i]];
 		if (v->flags & WH_VALUE_INITIALIZER)
 			continue;
-		if (wh_tensor_set_find(set, v->name))
+		if (input_given(set, v->name, ++pos))
 			continue;
 		enum wh_value_type vt = wh_value_type_of(v, NULL);
 		if (vt != WH_TYPE_TENSOR)
@@ -543,14 +556,45 @@ static enum wh_status read_samples(const struct wh_model *m, const char *dir, st
 	return WH_OK;
 }
 
-enum wh_status wh_cli_load_samples(const struct wh_model *m, const char *dir, uint64_t seed, double lo, double hi,
+/* Every input of m that is not an initializer has a file in sample k, or with fill (the
+ * user asked for random data) none need. The names of those without one go to `missing`. */
+static enum wh_status check_missing(const struct wh_model *m, const struct wh_tensor_set *set, const char *dir, bool fill,
+				    char *missing, size_t size)
+{
+	const struct wh_graph *g = m->graph;
+	int pos = -1;
+	for (uint32_t i = 0; i < g->n_inputs; i++) {
+		const struct wh_value *v = &g->values[g->inputs[i]];
+		if (v->flags & WH_VALUE_INITIALIZER || input_given(set, v->name, ++pos))
+			continue;
+		if (!fill)
+			return wh_error(WH_ERR_INVALID, "%s: no file for input '%s' (save it there as %s.pb or .npy, or give --fill-missing to generate it from --seed)",
+					dir, v->name ? v->name : "?", v->name ? v->name : "?");
+		size_t len = strlen(missing);
+		if (!strstr(missing, v->name ? v->name : "?"))
+			snprintf(missing + len, size - len, "%s'%s'", len ? ", " : "", v->name ? v->name : "?");
+	}
+	return WH_OK;
+}
+
+enum wh_status wh_cli_load_samples(const struct wh_model *m, const char *dir, unsigned flags, uint64_t seed, double lo, double hi,
 				   struct wh_tensor_set **out, uint32_t *n_out, size_t *n_generated_out)
 {
 	struct wh_tensor_set *sets = NULL;
 	uint32_t n = 0;
 	enum wh_status st = WH_OK;
+	char missing[512] = "";
 	if (dir) {
 		st = read_samples(m, dir, &sets, &n);
+		/* strictly by name: a file for no input is an error, and so is an input without a
+		 * file unless the user asked for random data */
+		for (uint32_t k = 0; st == WH_OK && m && k < n; k++)
+			st = wh_tensor_set_match_names(&sets[k], m->graph, flags & WH_SAMPLES_REFERENCE ? WH_NAMES_VALUES : WH_NAMES_INPUTS,
+						       dir);
+		for (uint32_t k = 0; st == WH_OK && m && !(flags & WH_SAMPLES_REFERENCE) && k < n; k++)
+			st = check_missing(m, &sets[k], dir, flags & WH_SAMPLES_FILL_MISSING, missing, sizeof missing);
+		if (flags & WH_SAMPLES_REFERENCE)
+			m = NULL; /* reference values: nothing is generated */
 	} else {
 		sets = calloc(1, sizeof *sets);
 		n = 1;
@@ -565,6 +609,13 @@ enum wh_status wh_cli_load_samples(const struct wh_model *m, const char *dir, ui
 		st = wh_cli_random_inputs(m, seed + k, lo, hi, &sets[k]);
 		generated += sets[k].n - before;
 	}
+	/* data the user did not give is never used silently: a data folder that lacks inputs
+	 * is an error above, and --fill-missing names what it generates (without a folder,
+	 * generated data is what the user asked for, and a warning line would come before
+	 * every one-line error) */
+	if (st == WH_OK && generated && dir)
+		wh_warn("generated random data for input%s %s (--seed %llu, --val-range %g,%g)", strchr(missing, ',') ? "s" : "", missing,
+			(unsigned long long)seed, lo, hi);
 	if (n_generated_out)
 		*n_generated_out = generated;
 	if (st != WH_OK) {

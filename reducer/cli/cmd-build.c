@@ -53,6 +53,8 @@ static const char build_help[] =
 	"  --precision P            fp32 (default), tf32, fp16, bf16, fp8, fp8e5m2, int8\n"
 	"  --layer-precisions S     per-layer NAME:P[/OUT],... or a JSON file\n"
 	"  --load-inputs DIR        input tensors (default: generated from --seed)\n"
+	"  --fill-missing           with --load-inputs: generate the inputs that have no file (named\n"
+	"                           on one line); without it a missing input is an error\n"
 	"  --val-range LO,HI        range of generated inputs (default 0,1)\n"
 	"  --input-shapes S         bind dynamic input dimensions, e.g. x:1x3x640x640\n"
 	"  --atol X, --rtol X       tolerances of the built-in check (default 1e-5 each)\n"

@@ -44,9 +44,13 @@ static const char precision_help[] =
 	"  --atol X, --rtol X       tolerances (default 1e-5 each); an element fails when both are\n"
 	"                           exceeded\n"
 	"  --check-error-stat S     elemwise (default), max, mean, median, quantile[=Q]\n"
+	"  --validate               fail only where the run has NaN/Inf that FP32 has not (an\n"
+	"                           overflow), whatever the rounding error; no tolerances\n"
 	"data:\n"
 	"  --load-inputs DIR        input tensors (a folder of .pb/.npy files, or one folder per sample:\n"
 	"                           the answer must pass on every sample)\n"
+	"  --fill-missing           with --load-inputs: generate the inputs that have no file (named\n"
+	"                           on one line); without it a missing input is an error\n"
 	"  --seed N, --val-range LO,HI   generated inputs (default seed 1, range 0,1)\n"
 	"  --input-shapes S         bind dynamic input dimensions, e.g. x:1x3x48x320\n"
 	"  --threads N              executor threads (default: all cores)\n"
@@ -150,7 +154,7 @@ static enum wh_status precision_option(void *self, int c, const char *arg)
 	return WH_OK;
 }
 
-static const int builtin_check_opts[] = {WH_RUN_OPT_ATOL, WH_RUN_OPT_RTOL, WH_RUN_OPT_ERROR_STAT, WH_RUN_OPT_END};
+static const int builtin_check_opts[] = {WH_RUN_OPT_ATOL, WH_RUN_OPT_RTOL, WH_RUN_OPT_ERROR_STAT, WH_RUN_OPT_VALIDATE, WH_RUN_OPT_END};
 /* with an external check, the bisection runs no model (ddmin orders layers by their error) */
 static const int run_opts[] = {WH_RUN_OPT_THREADS, WH_CALIB_OPT_METHOD, WH_RUN_OPT_END};
 
@@ -236,7 +240,9 @@ static void print_verify_command(const struct precision_cmd *x, uint32_t n_sampl
 		fprintf(stderr, " --calib-data %s", r->calib.data_dir);
 	if (r->calib.cache_path)
 		fprintf(stderr, " --calibration-cache %s", r->calib.cache_path);
-	if (!x->so.check) {
+	if (!x->so.check && r->compare.validate) {
+		fprintf(stderr, " --mark-all --validate");
+	} else if (!x->so.check) {
 		fprintf(stderr, " --compare fp32 --atol %g --rtol %g", r->compare.atol, r->compare.rtol);
 		if (r->error_stat)
 			fprintf(stderr, " --check-error-stat %s", r->error_stat);

@@ -41,6 +41,8 @@ static const char reduce_help[] =
 	WH_CLI_CHECK_HELP
 	"data:\n"
 	"  --load-inputs DIR        input tensors; a folder of sample folders gives several samples\n"
+	"  --fill-missing           with --load-inputs: generate the inputs that have no file (named\n"
+	"                           on one line); without it a missing input is an error\n"
 	"  --reference DIR          reference values of every tensor (e.g. scripts/ort-run.js --all),\n"
 	"                           for models whittle cannot run; default: whittle's FP32 run\n"
 	"  --seed N, --val-range LO,HI   generated inputs (default seed 1, range 0,1)\n"
@@ -50,6 +52,8 @@ static const char reduce_help[] =
 	"  --layer-precisions S     per-layer precisions (NAME:P,... or a JSON file)\n"
 	WH_CALIB_HELP
 	"  --atol X, --rtol X, --check-error-stat S   as in whittle run\n"
+	"  --validate               fail a candidate only where its run has NaN/Inf that FP32 has not\n"
+	"                           (an overflow), whatever its rounding error; no tolerances\n"
 	"  --threads N              executor threads\n"
 	"exit status: 0 reduced, 2 usage, 3 bad input or the original passes, 4 the check is broken\n"
 	"or flaky\n\n" WH_SAVE_HELP;
@@ -100,7 +104,7 @@ static enum wh_status reduce_option(void *self, int c, const char *arg)
 
 /* The options of the built-in check mean nothing to an external one. */
 static const int builtin_check_opts[] = {WH_RUN_OPT_PRECISION, WH_RUN_OPT_LAYER_PRECISIONS, WH_RUN_OPT_ATOL, WH_RUN_OPT_RTOL,
-					 WH_RUN_OPT_ERROR_STAT, WH_CALIB_OPT_METHOD, WH_RUN_OPT_END};
+					 WH_RUN_OPT_ERROR_STAT, WH_RUN_OPT_VALIDATE, WH_CALIB_OPT_METHOD, WH_RUN_OPT_END};
 static const int threads_opt[] = {WH_RUN_OPT_THREADS, WH_RUN_OPT_END};
 
 static enum wh_status reduce_validate(void *self, const struct wh_cli_args *a)
@@ -132,9 +136,10 @@ static void reduce_summary(const struct wh_reduce_options *ro, const struct wh_r
 		fprintf(stderr, "reduce: repro bundle in %s/repro\n", ro->artifacts_dir);
 }
 
-static enum wh_status load_reference(const char *dir, uint32_t n_samples, struct wh_tensor_set **out, uint32_t *n_out)
+static enum wh_status load_reference(const struct wh_model *m, const char *dir, uint32_t n_samples, struct wh_tensor_set **out,
+				     uint32_t *n_out)
 {
-	enum wh_status st = wh_cli_load_samples(NULL, dir, 0, 0, 0, out, n_out, NULL);
+	enum wh_status st = wh_cli_load_samples(m, dir, WH_SAMPLES_REFERENCE, 0, 0, 0, out, n_out, NULL);
 	if (st == WH_OK && *n_out != n_samples)
 		st = wh_error(WH_ERR_INVALID, "%s: holds %u sample%s of reference values but there are %u input samples (give one folder per sample)",
 			      dir, *n_out, *n_out == 1 ? "" : "s", n_samples);
@@ -161,7 +166,7 @@ static enum wh_status reduce(void *self, const struct wh_cli_args *a, struct wh_
 	ro->check_display = c->check_display;
 	ro->engine = wh_run_opts_engine(&x->run, reduced);
 	if (x->reference)
-		st = load_reference(x->reference, c->n_samples, &refs, &n_refs);
+		st = load_reference(c->model, x->reference, c->n_samples, &refs, &n_refs);
 	struct wh_reduce_data data = {.inputs = c->samples, .n_samples = c->n_samples, .reference = refs};
 	struct wh_reduce_report rep;
 	if (st == WH_OK && (st = wh_reduce_run(c->model, &data, ro, &rep)) == WH_OK)

@@ -17,6 +17,8 @@ static const char run_help[] =
 	"Runs MODEL on whittle's embedded executor.\n\n"
 	"inputs:\n"
 	"  --load-inputs DIR       read inputs from a folder of .pb/.npy tensors (by name, or input_<k>.pb)\n"
+	"  --fill-missing          with --load-inputs: generate the inputs that have no file (named on\n"
+	"                          one line); without it a missing input is an error\n"
 	"  --seed N                seed of the generated random inputs (default 1)\n"
 	"  --val-range LO,HI       range of generated inputs (default 0,1)\n"
 	"  --input-shapes S        bind dynamic input dimensions, e.g. x:1x3x640x640\n"
@@ -197,8 +199,8 @@ static enum wh_status reference(const struct wh_run_cmd *x, const struct wh_mode
 }
 
 /* What the run found, printed; *fails: a verdict failed (exit 1). */
-static enum wh_status report(struct wh_run_cmd *x, const struct wh_model *m, struct wh_engine *e, const struct wh_tensor_set *inputs,
-			     const struct wh_tensor_set *results, bool *fails)
+static enum wh_status report(struct wh_run_cmd *x, const struct wh_model *m, struct wh_engine *e, const struct wh_engine_options *eo,
+			     const struct wh_tensor_set *inputs, const struct wh_tensor_set *results, bool *fails)
 {
 	enum wh_status st = WH_OK;
 	bool differ = false, failed = false;
@@ -214,7 +216,7 @@ static enum wh_status report(struct wh_run_cmd *x, const struct wh_model *m, str
 		struct wh_tensor_set ref;
 		wh_tensor_set_init(&ref);
 		if ((st = reference(x, m, inputs, &ref)) == WH_OK)
-			st = wh_run_compare(x, m, results, &ref, &failed);
+			st = wh_run_compare(x, m, eo, inputs, results, &ref, &failed);
 		wh_tensor_set_release(&ref);
 	}
 	*fails = differ || invalid || failed;
@@ -251,7 +253,7 @@ static enum wh_status run(void *self, const struct wh_cli_args *a, struct wh_cmd
 		goto out;
 	if ((st = wh_engine_run(e, inputs, x->mark_all ? WH_KEEP_ALL : WH_KEEP_OUTPUTS, &results)) != WH_OK)
 		goto out;
-	st = report(x, m, e, inputs, &results, &c->fails);
+	st = report(x, m, e, &eo, inputs, &results, &c->fails);
 out:
 	wh_tensor_set_release(&results);
 	wh_engine_destroy(e);

@@ -49,8 +49,12 @@ static const char triage_help[] =
 	"  --atol X, --rtol X       tolerances (default 1e-5 each); an element fails when both are\n"
 	"                           exceeded\n"
 	"  --check-error-stat S     elemwise (default), max, mean, median, quantile[=Q]\n"
+	"  --validate               fail only where the run has NaN/Inf that FP32 has not (an\n"
+	"                           overflow), whatever the rounding error; no tolerances\n"
 	"data and execution:\n"
 	"  --load-inputs DIR        input tensors (a folder of .pb/.npy files)\n"
+	"  --fill-missing           with --load-inputs: generate the inputs that have no file (named\n"
+	"                           on one line); without it a missing input is an error\n"
 	"  --seed N, --val-range LO,HI   generated inputs (default seed 1, range 0,1)\n"
 	"  --input-shapes S         bind dynamic input dimensions, e.g. x:1x3x48x320\n"
 	"  --threads N              executor threads (default: all cores)\n" WH_CALIB_HELP

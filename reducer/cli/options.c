@@ -37,12 +37,16 @@ static const struct wh_cli_option options[] = {
 	{"check-error-stat", required_argument, WH_RUN_OPT_ERROR_STAT, false, TOLERANCES},
 	{"input-shapes", required_argument, WH_RUN_OPT_INPUT_SHAPES, false, SHAPES},
 	{"layer-precisions", required_argument, WH_RUN_OPT_LAYER_PRECISIONS, false, LAYER_PRECISIONS},
+	{"fill-missing", no_argument, WH_RUN_OPT_FILL_MISSING, false, RUNS},
 	{"load-inputs", required_argument, WH_RUN_OPT_LOAD_INPUTS, false, RUNS},
 	{"precision", required_argument, WH_RUN_OPT_PRECISION, false, RUNS},
 	{"rtol", required_argument, WH_RUN_OPT_RTOL, false, TOLERANCES},
 	{"seed", required_argument, WH_RUN_OPT_SEED, false, RUNS},
 	{"threads", required_argument, WH_RUN_OPT_THREADS, false, RUNS},
 	{"val-range", required_argument, WH_RUN_OPT_VAL_RANGE, false, RUNS},
+	/* the built-in check's NaN/Inf mode; `run` has its own --validate (an output check of one
+	 * run, no reference), a row below with the command's own code */
+	{"validate", no_argument, WH_RUN_OPT_VALIDATE, false, WH_CMD_REDUCE | WH_CMD_PRECISION | WH_CMD_TRIAGE},
 	/* the calibration options (calib-opts.c) */
 	{"calib-data", required_argument, WH_CALIB_OPT_DATA, false, RUNS},
 	{"calib-method", required_argument, WH_CALIB_OPT_METHOD, false, RUNS},

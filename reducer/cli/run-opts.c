@@ -44,6 +44,8 @@ static const char *opt_name(int code)
 	case WH_RUN_OPT_RTOL: return "rtol";
 	case WH_RUN_OPT_ERROR_STAT: return "check-error-stat";
 	case WH_RUN_OPT_THREADS: return "threads";
+	case WH_RUN_OPT_VALIDATE: return "validate";
+	case WH_RUN_OPT_FILL_MISSING: return "fill-missing";
 	default: return "?";
 	}
 }
@@ -152,6 +154,8 @@ static enum wh_status parse_one(struct wh_run_opts *o, int c, const char *arg)
 	case WH_RUN_OPT_ATOL: return parse_tolerance(o, c, arg, &o->compare.atol);
 	case WH_RUN_OPT_RTOL: return parse_tolerance(o, c, arg, &o->compare.rtol);
 	case WH_RUN_OPT_ERROR_STAT: return parse_error_stat(o, arg);
+	case WH_RUN_OPT_VALIDATE: o->compare.validate = true; return WH_OK;
+	case WH_RUN_OPT_FILL_MISSING: o->fill_missing = true; return WH_OK;
 	case WH_RUN_OPT_THREADS:
 		if (!wh_cli_parse_int(arg, 1, 1024, &v))
 			return bad_value(o, c, arg, "not an integer from 1 to 1024 (give a thread count such as 4)");
@@ -209,7 +213,10 @@ enum wh_status wh_run_opts_load_model(const struct wh_run_opts *o, const char *p
 enum wh_status wh_run_opts_load_inputs(const struct wh_run_opts *o, const struct wh_model *m, struct wh_tensor_set **out,
 				       uint32_t *n_out, size_t *n_generated_out)
 {
-	return wh_cli_load_samples(m, o->load_inputs, o->seed, o->lo, o->hi, out, n_out, n_generated_out);
+	if (o->fill_missing && !o->load_inputs)
+		return wh_cli_usage_error(o->cmd, "--fill-missing: without --load-inputs every input is generated anyway (drop it, or give --load-inputs DIR)");
+	return wh_cli_load_samples(m, o->load_inputs, o->fill_missing ? WH_SAMPLES_FILL_MISSING : 0, o->seed, o->lo, o->hi, out, n_out,
+				   n_generated_out);
 }
 
 enum wh_status wh_run_opts_load_sample(const struct wh_run_opts *o, const struct wh_model *m, struct wh_tensor_set *out)
@@ -235,6 +242,11 @@ enum wh_status wh_run_opts_precision(struct wh_run_opts *o, const struct wh_mode
 				     bool *reduced_out)
 {
 	enum wh_status st;
+	/* --validate decides by NaN/Inf alone: a tolerance given with it would be ignored */
+	static const int tolerances[] = {WH_RUN_OPT_ATOL, WH_RUN_OPT_RTOL, WH_RUN_OPT_ERROR_STAT, WH_RUN_OPT_END};
+	if (o->compare.validate &&
+	    (st = wh_run_opts_refuse(o, tolerances, "--validate fails only on NaN/Inf where FP32 is finite, so no tolerance applies (drop one of them)")) != WH_OK)
+		return st;
 	o->config.dflt = o->precision;
 	if (o->layer_precisions && (st = wh_precision_config_parse(&o->config, o->layer_precisions)) != WH_OK)
 		return st;

@@ -41,6 +41,8 @@ enum wh_run_opt {
 	WH_RUN_OPT_RTOL,
 	WH_RUN_OPT_ERROR_STAT,
 	WH_RUN_OPT_THREADS,
+	WH_RUN_OPT_VALIDATE,
+	WH_RUN_OPT_FILL_MISSING,
 	WH_RUN_OPT_END,
 };
 
@@ -51,6 +53,7 @@ struct wh_run_opts {
 	const char *cmd;           /* for the messages */
 	const char *input_shapes;  /* validated spec, or NULL */
 	const char *load_inputs;   /* folder, or NULL */
+	bool fill_missing;         /* --fill-missing: inputs without a file in it are generated */
 	const char *layer_precisions;
 	const char *error_stat;    /* as given (for the commands a report prints), or NULL */
 	uint64_t seed;             /* default 1 */

@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include "executor/compare.h"
+#include "executor/diagnose.h"
 #include "reducer/cli/cli-internal.h"
 #include "graph/tensor.h"
 #include "graph/os.h"
@@ -265,7 +266,100 @@ static enum wh_status compare_one(const struct wh_run_cmd *x, const struct wh_gr
 	return WH_OK;
 }
 
-static void summary_json(const struct wh_run_cmd *x, struct compare_state *cs, const struct wh_node *ff)
+/* The suggestion of a diagnosis as --layer-precisions text: the user's per-layer settings,
+ * then the layers to keep in FP32 (so that applying it as printed keeps what was asked).
+ * Empty when a layer to keep has no name or a name with a ','. */
+static void suggestion_text(const struct wh_graph *g, const struct wh_precision_config *pc, const struct wh_diagnosis *d, char *buf,
+			    size_t size)
+{
+	size_t len = 0;
+	buf[0] = '\0';
+	for (uint32_t k = 0; k < d->n_keep; k++) {
+		const char *name = g->nodes[d->keep[k]].name;
+		if (!name || !*name || strchr(name, ','))
+			return;
+	}
+	for (uint32_t i = 0; i < pc->n_layers; i++) {
+		bool kept = false;
+		for (uint32_t k = 0; k < d->n_keep && !kept; k++)
+			kept = !strcmp(g->nodes[d->keep[k]].name, pc->layers[i].layer);
+		if (kept)
+			continue;
+		const struct wh_layer_precision *lp = &pc->layers[i];
+		char out[24] = "";
+		if (lp->output >= 0 && lp->output != (int)lp->exec)
+			snprintf(out, sizeof out, "/%s", wh_precision_name((enum wh_precision)lp->output));
+		len += (size_t)snprintf(buf + len, len < size ? size - len : 0, "%s%s:%s%s", len ? "," : "", lp->layer,
+					wh_precision_name(lp->exec), out);
+	}
+	for (uint32_t k = 0; k < d->n_keep; k++)
+		len += (size_t)snprintf(buf + len, len < size ? size - len : 0, "%s%s:fp32", len ? "," : "", g->nodes[d->keep[k]].name);
+	if (len >= size)
+		buf[0] = '\0';
+}
+
+static json_t *num_json(double v)
+{
+	return isfinite(v) ? json_real(v) : isnan(v) ? json_null() : json_string(v > 0 ? "inf" : "-inf");
+}
+
+/* "T (layer L, Op): why" of where the failure starts. */
+static void start_text(const struct wh_graph *g, const struct wh_diagnosis *d, char *buf, size_t size)
+{
+	const struct wh_diag_layer *L = &d->layers[d->start];
+	const struct wh_node *n = &g->nodes[L->node];
+	if (d->kind == WH_DIAG_OVERFLOW)
+		snprintf(buf, size, "%s (layer %s, %s): overflow, %llu NaN/Inf where FP32 has none%s", g->values[L->value].name,
+			 n->name ? n->name : "?", n->op_type, (unsigned long long)(L->nonfinite_added ? L->nonfinite_added : L->nonfinite_full),
+			 L->nonfinite_added ? " (on exact inputs)" : "");
+	else if (!isnan(d->output_error_kept))
+		snprintf(buf, size, "%s (layer %s, %s): adds relative error %.3g on exact inputs, receives %.3g; in FP32 it takes the outputs' error from %.3g to %.3g (of %u layers tried)",
+			 g->values[L->value].name, n->name ? n->name : "?", n->op_type, L->err_added, L->err_received, d->output_error,
+			 d->output_error_kept, d->n_tried);
+	else
+		snprintf(buf, size, "%s (layer %s, %s): adds relative error %.3g on exact inputs, receives %.3g", g->values[L->value].name,
+			 n->name ? n->name : "?", n->op_type, L->err_added, L->err_received);
+}
+
+static json_t *diagnosis_json(const struct wh_graph *g, const struct wh_diagnosis *d, const char *suggestion)
+{
+	const struct wh_diag_layer *L = &d->layers[d->start];
+	const struct wh_node *n = &g->nodes[L->node];
+	json_t *dj = json_object(), *w = json_object(), *keep = json_array();
+	json_object_set_new(w, "tensor", json_string(g->values[L->value].name));
+	json_object_set_new(w, "layer", json_string(n->name ? n->name : ""));
+	json_object_set_new(w, "op", json_string(n->op_type));
+	json_object_set_new(w, "kind", json_string(d->kind == WH_DIAG_OVERFLOW ? "overflow" : "error"));
+	json_object_set_new(w, "error_received", num_json(L->err_received));
+	json_object_set_new(w, "error_added", num_json(L->err_added));
+	json_object_set_new(w, "nonfinite_added", json_integer((json_int_t)L->nonfinite_added));
+	json_object_set_new(w, "output_error", num_json(d->output_error));
+	json_object_set_new(w, "output_error_kept_fp32", num_json(d->output_error_kept));
+	json_object_set_new(dj, "where_it_starts", w);
+	for (uint32_t k = 0; k < d->n_keep; k++)
+		json_array_append_new(keep, json_string(g->nodes[d->keep[k]].name ? g->nodes[d->keep[k]].name : ""));
+	json_object_set_new(dj, "keep_fp32", keep);
+	json_object_set_new(dj, "layer_precisions", suggestion[0] ? json_string(suggestion) : json_null());
+	return dj;
+}
+
+/* Per tensor: the error it receives and the error its layer adds. */
+static void rows_add_diagnosis(const struct wh_graph *g, const struct wh_diagnosis *d, json_t *rows)
+{
+	for (size_t i = 0; d->n_layers && i < json_array_size(rows); i++) {
+		json_t *o = json_array_get(rows, i);
+		uint32_t vid = wh_graph_find_value(g, json_string_value(json_object_get(o, "tensor")));
+		int32_t li = vid != WH_NONE && g->values[vid].producer != WH_NONE ? wh_diagnosis_find(d, g->values[vid].producer) : -1;
+		if (li < 0)
+			continue;
+		json_object_set_new(o, "error_received", num_json(d->layers[li].err_received));
+		json_object_set_new(o, "error_added", num_json(d->layers[li].err_added));
+		json_object_set_new(o, "nonfinite_added", json_integer((json_int_t)d->layers[li].nonfinite_added));
+	}
+}
+
+static void summary_json(const struct wh_run_cmd *x, struct compare_state *cs, const struct wh_node *ff, const struct wh_graph *g,
+			 const struct wh_diagnosis *d, const char *suggestion)
 {
 	json_t *root = json_object();
 	json_object_set_new(root, "model", json_string(x->model_path));
@@ -276,6 +370,8 @@ static void summary_json(const struct wh_run_cmd *x, struct compare_state *cs, c
 	json_object_set_new(root, "pass", json_boolean(!cs->failed));
 	json_object_set_new(root, "first_failing_tensor", cs->first_fail ? json_string(cs->first_fail) : json_null());
 	json_object_set_new(root, "first_failing_layer", ff ? json_string(ff->name) : json_null());
+	json_object_set_new(root, "diagnosis", d->start >= 0 ? diagnosis_json(g, d, suggestion) : json_null());
+	rows_add_diagnosis(g, d, cs->rows);
 	json_object_set_new(root, "tensors", cs->rows);
 	cs->rows = NULL;
 	wh_cli_print_json(root, JSON_INDENT(1));
@@ -294,16 +390,57 @@ static void suggest(const struct wh_graph *g, const struct wh_node *ff)
 		printf("compare: try --layer-precisions %s:fp32\n", ff->name);
 }
 
-static void summary_text(const struct wh_run_cmd *x, const struct wh_graph *g, const struct compare_state *cs, const struct wh_node *ff)
+static void summary_text(const struct wh_run_cmd *x, const struct wh_graph *g, const struct compare_state *cs, const struct wh_node *ff,
+			 const struct wh_diagnosis *d, const char *suggestion)
 {
 	if (!cs->failed) {
 		printf("compare: PASS: %zu tensors within atol %g rtol %g\n", cs->compared, x->run.compare.atol, x->run.compare.rtol);
+		return;
+	}
+	if (d->start >= 0) {
+		char start[512];
+		start_text(g, d, start, sizeof start);
+		printf("compare: FAIL: %zu of %zu tensors differ; where it starts: %s\n", cs->failed, cs->compared, start);
+		printf("compare: first over the tolerance in topological order: %s%s%s%s%s%s\n", cs->first_fail, ff ? " (layer " : "",
+		       ff ? (ff->name ? ff->name : "") : "", ff ? ", " : "", ff ? ff->op_type : "", ff ? ")" : "");
+		if (suggestion[0])
+			printf("compare: try --layer-precisions %s\n", suggestion);
+		else
+			printf("compare: keep %u layer%s in fp32 (a name cannot be written in --layer-precisions: use a JSON file, docs/formats.md)\n",
+			       d->n_keep, d->n_keep == 1 ? "" : "s");
 		return;
 	}
 	printf("compare: FAIL: %zu of %zu tensors differ; first in topological order: %s%s%s%s%s%s\n", cs->failed, cs->compared,
 	       cs->first_fail, ff ? " (layer " : "", ff ? (ff->name ? ff->name : "") : "", ff ? ", " : "", ff ? ff->op_type : "", ff ? ")" : "");
 	if (ff)
 		suggest(g, ff);
+}
+
+/* The end of the --report file: the verdict, where it starts with each layer's received
+ * and added error, and the first tensor over the tolerance. */
+static void report_end(FILE *f, const struct wh_graph *g, const struct compare_state *cs, const struct wh_node *ff,
+		       const struct wh_diagnosis *d, const char *suggestion)
+{
+	fprintf(f, "\n%s\n", cs->failed ? "" : "All tensors pass.");
+	if (d->start >= 0) {
+		char start[512];
+		start_text(g, d, start, sizeof start);
+		fprintf(f, "Where it starts: %s.\n\n", start);
+		if (suggestion[0])
+			fprintf(f, "Suggestion: `--layer-precisions %s`.\n\n", suggestion);
+		fprintf(f, "| layer | op | tensor | error received | error added (exact inputs) | added / max(received, u) | NaN/Inf added |\n");
+		fprintf(f, "| --- | --- | --- | ---: | ---: | ---: | ---: |\n");
+		for (uint32_t i = 0; i < d->n_layers; i++) {
+			const struct wh_diag_layer *L = &d->layers[i];
+			fprintf(f, "| %s | %s | %s | %.3g | %.3g | %.3g | %llu |\n", g->nodes[L->node].name ? g->nodes[L->node].name : "",
+				g->nodes[L->node].op_type, g->values[L->value].name, L->err_received, L->err_added, L->score,
+				(unsigned long long)L->nonfinite_added);
+		}
+		fprintf(f, "\n");
+	}
+	if (cs->first_fail)
+		fprintf(f, "First tensor over the tolerance in topological order: `%s` (layer `%s`, %s).\n", cs->first_fail,
+			ff && ff->name ? ff->name : "?", ff ? ff->op_type : "?");
 }
 
 static enum wh_status open_report(const struct wh_run_cmd *x, FILE **out)
@@ -322,11 +459,34 @@ static enum wh_status open_report(const struct wh_run_cmd *x, FILE **out)
 	return WH_OK;
 }
 
-enum wh_status wh_run_compare(const struct wh_run_cmd *x, const struct wh_model *m, const struct wh_tensor_set *results,
-			      const struct wh_tensor_set *ref, bool *failed_out)
+/* The diagnosis of a failing --mark-all run at a reduced precision; d->start < 0 when
+ * there is none. The graph inputs join the reference (they are reference values too). */
+static enum wh_status diagnose(const struct wh_run_cmd *x, const struct wh_model *m, const struct wh_engine_options *eo,
+			       const struct wh_tensor_set *inputs, const struct wh_tensor_set *results, struct wh_tensor_set *ref,
+			       struct wh_diagnosis *d)
+{
+	const struct wh_graph *g = m->graph;
+	if (!x->mark_all || !eo || !eo->precision)
+		return WH_OK;
+	for (uint32_t i = 0; i < g->n_inputs; i++) {
+		const char *in = g->values[g->inputs[i]].name;
+		const struct wh_tensor *t = wh_tensor_set_find(inputs, in);
+		enum wh_status st = WH_OK;
+		if (t && !wh_tensor_set_find(ref, in) && (st = wh_tensor_set_add(ref, in, -1, t)) != WH_OK)
+			return st;
+	}
+	return wh_diagnose(m, eo, results, ref, d);
+}
+
+enum wh_status wh_run_compare(const struct wh_run_cmd *x, const struct wh_model *m, const struct wh_engine_options *eo,
+			      const struct wh_tensor_set *inputs, const struct wh_tensor_set *results, struct wh_tensor_set *ref,
+			      bool *failed_out)
 {
 	const struct wh_graph *g = m->graph;
 	struct compare_state cs = {.rows = x->json ? json_array() : NULL};
+	struct wh_diagnosis d;
+	wh_diagnosis_init(&d);
+	char suggestion[4096] = "";
 	enum wh_status st = open_report(x, &cs.report);
 	for (size_t i = 0; i < results->n && st == WH_OK; i++) {
 		const struct wh_tensor *r = wh_tensor_set_find(ref, results->items[i].name);
@@ -335,19 +495,18 @@ enum wh_status wh_run_compare(const struct wh_run_cmd *x, const struct wh_model 
 	}
 	if (st == WH_OK && !cs.compared)
 		st = wh_error(WH_ERR_NOT_FOUND, "%s: holds none of the model's output tensors (name the files after the outputs)", x->compare);
+	if (st == WH_OK && cs.failed && (st = diagnose(x, m, eo, inputs, results, ref, &d)) == WH_OK && d.start >= 0)
+		suggestion_text(g, &x->run.config, &d, suggestion, sizeof suggestion);
 	if (st == WH_OK) {
 		const struct wh_node *ff = producer(g, cs.first_fail);
 		if (x->json)
-			summary_json(x, &cs, ff);
+			summary_json(x, &cs, ff, g, &d, suggestion);
 		else
-			summary_text(x, g, &cs, ff);
-		if (cs.report) {
-			fprintf(cs.report, "\n%s\n", cs.failed ? "" : "All tensors pass.");
-			if (cs.first_fail)
-				fprintf(cs.report, "First failing tensor in topological order: `%s` (layer `%s`, %s).\n", cs.first_fail,
-					ff && ff->name ? ff->name : "?", ff ? ff->op_type : "?");
-		}
+			summary_text(x, g, &cs, ff, &d, suggestion);
+		if (cs.report)
+			report_end(cs.report, g, &cs, ff, &d, suggestion);
 	}
+	wh_diagnosis_release(&d);
 	json_decref(cs.rows);
 	if (cs.report)
 		fclose(cs.report);

@@ -42,8 +42,13 @@ enum wh_status wh_run_repeat(const struct wh_run_cmd *x, struct wh_engine *e, co
 			     const struct wh_tensor_set *results, bool *differ_out);
 
 /* --compare: compares results with ref (by name) and prints the table or the JSON, and
- * the --report file; *failed_out: whether any tensor differs. */
-enum wh_status wh_run_compare(const struct wh_run_cmd *x, const struct wh_model *m, const struct wh_tensor_set *results,
-			      const struct wh_tensor_set *ref, bool *failed_out);
+ * the --report file; *failed_out: whether any tensor differs. With --mark-all at a
+ * reduced precision (eo->precision set) a failure is diagnosed (executor/diagnose.h): the
+ * verdict names where it starts, the suggestion keeps the layers it names, and the first
+ * tensor over the tolerance is listed as such. eo: the run's engine options; inputs: the
+ * run's inputs (reference values too). ref may gain the inputs. */
+enum wh_status wh_run_compare(const struct wh_run_cmd *x, const struct wh_model *m, const struct wh_engine_options *eo,
+			      const struct wh_tensor_set *inputs, const struct wh_tensor_set *results, struct wh_tensor_set *ref,
+			      bool *failed_out);
 
 #endif
