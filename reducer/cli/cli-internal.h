@@ -42,7 +42,7 @@ enum wh_status wh_cli_load_model(const char *path, const char *input_shapes, str
 
 /* The check command's options, shared by reduce, precision, build, repeat and triage: each
  * lists WH_CLI_CHECK_LONGOPTS among its long options and hands every option to
- * wh_cli_check_option first (wh_cli_parse does). Caller-owned, no heap (the lists hold at
+ * wh_cli_check_option first (wh_cli_parse does, and adds the short option -j). Caller-owned, no heap (the lists hold at
  * most 64 entries). */
 #include "reducer/check.h"
 
@@ -51,6 +51,8 @@ struct wh_cli_check_opts {
 	const char *regex[64];
 	int fail_codes[64], ignore_codes[64];
 	int n_regex, n_fail, n_ignore;
+	int jobs;            /* -j N: checks (and builds) in flight, 1..64 (default 1); not a check
+			      * option in wh_cli_check_opts_given: the built-in check takes it too */
 	bool launcher_given; /* any launcher option, for wh_cli_check_opts_given */
 	bool retries_given;  /* else finish sets the default, 2, for slurm */
 };
@@ -65,7 +67,8 @@ struct wh_cli_check_opts {
 	{"slurm-args", required_argument, NULL, WH_CLI_OPT_SLURM_ARGS},         \
 	{"shared-dir", required_argument, NULL, WH_CLI_OPT_SHARED_DIR},         \
 	{"retries", required_argument, NULL, WH_CLI_OPT_RETRIES},               \
-	{"queue-timeout", required_argument, NULL, WH_CLI_OPT_QUEUE_TIMEOUT}
+	{"queue-timeout", required_argument, NULL, WH_CLI_OPT_QUEUE_TIMEOUT},        \
+	{"jobs", required_argument, NULL, 'j'}
 
 /* getopt values of the launcher options: above every character, so no command's own short
  * or numbered options collide with them */
@@ -80,6 +83,9 @@ enum {
 /* Help text of the launcher options, for each command's usage. */
 #define WH_CLI_LAUNCHER_HELP                                                                           \
 	"launcher:\n"                                                                                  \
+	"  -j, --jobs N             checks in flight at once, 1..64 (default 1): N processes, steps\n" \
+	"                           or jobs (build: N builds and their checks); the answer is the\n"  \
+	"                           same for any N\n"                                                \
 	"  --launcher L             where checks run: local (default; process groups) or slurm (a\n"   \
 	"                           step per check inside an allocation, else a job per check)\n"     \
 	"  --slurm-args \"ARGS\"     srun/sbatch flags for every check (e.g. \"-p gpu --gres=gpu:1\")\n" \

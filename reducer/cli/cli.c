@@ -123,7 +123,7 @@ enum wh_status wh_cli_parse(const struct wh_cli_spec *spec, int argc, char **arg
 	int check_at = spec->check ? wh_cli_check_at(argc, argv) : -1;
 	int nargs = check_at >= 0 ? check_at : argc;
 	char shortopts[32];
-	snprintf(shortopts, sizeof shortopts, ":h%s", spec->shortopts ? spec->shortopts : "");
+	snprintf(shortopts, sizeof shortopts, ":h%s%s", spec->check_opts ? "j:" : "", spec->shortopts ? spec->shortopts : "");
 	int c;
 	while ((c = getopt_long(nargs, argv, shortopts, spec->longopts, NULL)) != -1) {
 		if (c == 'h') {
@@ -184,6 +184,7 @@ out:
 void wh_cli_check_opts_init(struct wh_cli_check_opts *o)
 {
 	memset(o, 0, sizeof *o);
+	o->jobs = 1;
 }
 
 int wh_cli_check_option(struct wh_cli_check_opts *o, const char *cmd, int c, const char *arg)
@@ -193,6 +194,13 @@ int wh_cli_check_option(struct wh_cli_check_opts *o, const char *cmd, int c, con
 	switch (c) {
 	case 'S':
 		o->co.shell = true;
+		return 1;
+	case 'j':
+		if (!wh_cli_parse_int(arg, 1, 64, &v)) {
+			wh_cli_usage_error(cmd, "-j '%s': not an integer from 1 to 64 (give a number of checks at once such as 4)", arg);
+			return -1;
+		}
+		o->jobs = (int)v;
 		return 1;
 	case 'r':
 		if (o->n_regex == 64) {

@@ -14,6 +14,7 @@
 #include "reducer/cli/cli-internal.h"
 #include "reducer/cli/run-opts.h"
 #include "graph/os.h"
+#include "reducer/launcher.h"
 #include "reducer/precision-search.h"
 
 static const char precision_help[] =
@@ -198,6 +199,8 @@ static enum wh_status inputs_dirs(const struct wh_run_opts *run, const struct wh
 			st = wh_error(WH_ERR_IO, "%s: path too long for a folder of the inputs (set TMPDIR)", t);
 		else if ((st = wh_os_make_temp_dir(tmp)) != WH_OK)
 			tmp[0] = '\0';
+		else
+			wh_interrupt_track_dir(tmp); /* an interrupt removes it too */
 		for (uint32_t k = 0; k < n_samples && st == WH_OK; k++) {
 			char d[PATH_MAX + 32];
 			snprintf(d, sizeof d, "%s/sample-%u", tmp, k);
@@ -277,6 +280,7 @@ static enum wh_status precision(struct precision_cmd *x, const char *model_path,
 	so->model_path = model_path;
 	so->compare = x->run.compare;
 	so->threads = x->run.threads;
+	so->jobs = x->check.jobs;
 	if (external) {
 		if ((st = wh_check_create(&x->check.co, &check)) != WH_OK)
 			goto out;
@@ -311,8 +315,10 @@ static enum wh_status precision(struct precision_cmd *x, const char *model_path,
 			print_verify_command(x, n_samples, n_generated);
 	}
 out:
-	if (inputs_tmp[0])
+	if (inputs_tmp[0]) {
+		wh_interrupt_untrack_dir(inputs_tmp);
 		wh_os_remove_tree(inputs_tmp);
+	}
 	free(kept);
 	free(display);
 	wh_check_destroy(check);

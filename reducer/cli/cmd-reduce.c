@@ -27,7 +27,6 @@ static const char reduce_help[] =
 	"                           pass), bisect (coarse only, like Polygraphy), linear\n"
 	"  --no-reduce-inputs       keep the layers that read the graph inputs\n"
 	"  --no-reduce-outputs      keep the layers that write the graph outputs\n"
-	"  -j, --jobs N             run N checks at once (same result for a consistent check)\n"
 	"  --min-good OUT           also write a passing model one layer away from the reduced one\n"
 	"  --load-replay F          reuse the verdicts recorded in F (resume a killed run)\n"
 	"  --save-replay F          append each verdict to F as it comes (JSON lines)\n"
@@ -90,11 +89,6 @@ static enum wh_status reduce_option(void *ctx, int c, const char *arg)
 		break;
 	case OPT_NO_REDUCE_INPUTS: x->ro.reduce_inputs = false; break;
 	case OPT_NO_REDUCE_OUTPUTS: x->ro.reduce_outputs = false; break;
-	case 'j':
-		if (!wh_cli_parse_int(arg, 1, 64, &v))
-			return wh_cli_usage_error("reduce", "-j '%s': not an integer from 1 to 64 (give a number of checks at once such as 4)", arg);
-		x->ro.jobs = (int)v;
-		break;
 	case OPT_MIN_GOOD: x->ro.min_good_path = arg; break;
 	case OPT_LOAD_REPLAY: x->ro.load_replay = arg; break;
 	case OPT_SAVE_REPLAY: x->ro.save_replay = arg; break;
@@ -168,6 +162,7 @@ static enum wh_status reduce(struct reduce_cmd *x, const char *model_path, bool 
 	bool reduced = false;
 	enum wh_status st = WH_OK;
 	ro->model_path = model_path;
+	ro->jobs = x->check.jobs;
 	ro->artifacts = x->artifacts;
 	ro->compare = x->run.compare;
 	if (external) {
@@ -204,7 +199,6 @@ int wh_cmd_reduce(int argc, char **argv)
 		{"mode", required_argument, NULL, OPT_MODE},
 		{"no-reduce-inputs", no_argument, NULL, OPT_NO_REDUCE_INPUTS},
 		{"no-reduce-outputs", no_argument, NULL, OPT_NO_REDUCE_OUTPUTS},
-		{"jobs", required_argument, NULL, 'j'},
 		{"min-good", required_argument, NULL, OPT_MIN_GOOD},
 		{"load-replay", required_argument, NULL, OPT_LOAD_REPLAY},
 		{"save-replay", required_argument, NULL, OPT_SAVE_REPLAY},
@@ -225,7 +219,7 @@ int wh_cmd_reduce(int argc, char **argv)
 	wh_cli_check_opts_init(&x.check);
 	wh_cli_save_opts_init(&x.save);
 	x.ro.save = &x.save.save;
-	struct wh_cli_spec spec = {.cmd = "reduce", .help = reduce_help, .shortopts = "o:j:", .longopts = longopts,
+	struct wh_cli_spec spec = {.cmd = "reduce", .help = reduce_help, .shortopts = "o:", .longopts = longopts,
 				   .operands = "one MODEL", .n_operands = 1, .check = true, .check_opts = &x.check,
 				   .run_opts = &x.run, .save_opts = &x.save, .own = reduce_option, .ctx = &x};
 	struct wh_cli_args a;

@@ -9,6 +9,7 @@
 
 #include "reducer/check.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/driver-util.h"
 #include "graph/os.h"
 
 static const char repeat_help[] =
@@ -21,7 +22,8 @@ static const char repeat_help[] =
 	"  --artifacts FILE         a file the check writes, moved after each run into DIR/good or\n"
 	"                           DIR/bad as <run>_<name> (repeatable)\n"
 	"  --json                   machine-readable events on stdout (one JSON object a line)\n"
-	"check:\n"
+	"check (with -j N, N runs at a time, counted in run order: --until good|bad stops at the\n"
+	"same run as with -j 1):\n"
 	WH_CLI_CHECK_HELP
 	"exit status: 0 done (counts in the output), 2 usage, 4 the check is broken\n";
 
@@ -83,7 +85,7 @@ static enum wh_status repeat_option(void *ctx, int c, const char *arg)
 	return WH_OK;
 }
 
-static enum wh_status repeat_validate(const struct repeat_cmd *x, const struct wh_cli_args *a)
+static enum wh_status repeat_validate(const struct repeat_cmd *x, const struct wh_cli_args *a, int jobs)
 {
 	if (!x->until_given)
 		return wh_cli_usage_error("repeat", "no stopping rule (give --until N, --until good or --until bad)");
@@ -93,6 +95,8 @@ static enum wh_status repeat_validate(const struct repeat_cmd *x, const struct w
 		return wh_cli_usage_error("repeat", "no check command (put --check CMD ... last)");
 	if (x->n_artifacts && !x->dir)
 		return wh_cli_usage_error("repeat", "--artifacts needs --artifacts-dir (give the folder to sort them into)");
+	if (x->n_artifacts && jobs > 1)
+		return wh_cli_usage_error("repeat", "--artifacts with -j %d: the runs in flight would write the same files (give -j 1)", jobs);
 	if (x->dir && strlen(x->dir) > PATH_MAX - 64)
 		return wh_cli_usage_error("repeat", "--artifacts-dir: path too long (give a shorter path)");
 	return WH_OK;
@@ -139,11 +143,31 @@ static void print_result(const struct repeat_cmd *x, const struct repeat_counts 
 	}
 }
 
-static enum wh_status repeat_check(const struct repeat_cmd *x, const struct wh_check_options *co)
+/* The runs in flight: each runs the check on a thread of its own (wh_run_tasks). */
+struct repeat_run {
+	const struct wh_check *check;
+	struct wh_check_result r;
+	enum wh_status st;
+	char err[512];
+};
+
+static void run_task(void *ctx, uint32_t i)
+{
+	struct repeat_run *u = &((struct repeat_run *)ctx)[i];
+	memset(&u->r, 0, sizeof u->r);
+	wh_error_clear();
+	if ((u->st = wh_check_run(u->check, NULL, &u->r)) != WH_OK)
+		snprintf(u->err, sizeof u->err, "%s", wh_error_message());
+}
+
+static enum wh_status repeat_check(const struct repeat_cmd *x, const struct wh_check_options *co, int jobs)
 {
 	uint64_t runs = x->until == COUNT ? (uint64_t)x->count : (uint64_t)x->max_runs;
 	struct wh_check *check = NULL;
 	char *display = NULL;
+	/* rounds of -j runs, taken in run order; the runs of a round past the stop are dropped */
+	struct repeat_run round[64];
+	uint32_t in_round = 0, next = 0;
 	enum wh_status st = wh_check_create(co, &check);
 	if (st != WH_OK)
 		goto fail;
@@ -165,9 +189,21 @@ static enum wh_status repeat_check(const struct repeat_cmd *x, const struct wh_c
 	if (!tty)
 		fprintf(stderr, "repeat: check: %s\n", display ? display : "?");
 	for (uint64_t k = 0; k < runs && !stopped; k++) {
-		struct wh_check_result r = {0};
-		if ((st = wh_check_run(check, NULL, &r)) != WH_OK)
+		if (next == in_round) {
+			in_round = runs - k < (uint64_t)jobs ? (uint32_t)(runs - k) : (uint32_t)jobs;
+			for (uint32_t i = 0; i < in_round; i++)
+				round[i].check = check;
+			wh_run_tasks(jobs, in_round, run_task, round);
+			next = 0;
+		}
+		struct repeat_run *u = &round[next++];
+		struct wh_check_result r = u->r;
+		memset(&u->r, 0, sizeof u->r);
+		if ((st = u->st) != WH_OK) {
+			wh_check_result_release(&r);
+			wh_error(st, "%s", u->err);
 			goto fail;
+		}
 		if (k == 0 && !r.signal && (r.exit_code == 126 || r.exit_code == 127)) {
 			st = wh_error(WH_ERR_CHECK, "check: exited %d on the first run (a command inside the check was not found or is not executable; output: %.200s)",
 				      r.exit_code, r.output ? r.output : "");
@@ -217,6 +253,8 @@ static enum wh_status repeat_check(const struct repeat_cmd *x, const struct wh_c
 	goto out;
 fail:
 out:
+	for (uint32_t i = next; i < in_round; i++)
+		wh_check_result_release(&round[i].r);
 	free(display);
 	wh_check_destroy(check);
 	return st;
@@ -240,7 +278,7 @@ int wh_cmd_repeat(int argc, char **argv)
 				   .own = repeat_option, .ctx = &x};
 	struct wh_cli_args a;
 	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
-	if (st == WH_OK && !a.help && (st = repeat_validate(&x, &a)) == WH_OK)
-		st = repeat_check(&x, &cko.co);
+	if (st == WH_OK && !a.help && (st = repeat_validate(&x, &a, cko.jobs)) == WH_OK)
+		st = repeat_check(&x, &cko.co, cko.jobs);
 	return wh_cli_exit(st);
 }

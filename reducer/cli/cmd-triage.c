@@ -106,6 +106,7 @@ static enum wh_status triage(struct triage_cmd *x, const char *model_path)
 	to->precision = x->run.precision;
 	to->compare = x->run.compare;
 	to->threads = x->run.threads;
+	to->jobs = x->check.jobs;
 	to->faulty_tactic = wh_run_opts_faulty_tactic();
 	if (to->json)
 		to->out = NULL;
