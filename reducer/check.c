@@ -1,6 +1,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "reducer/check.h"
 #include "graph/os.h"
+#include "reducer/driver-util.h"
 #include "reducer/launcher-slurm.h"
 #include "reducer/launcher.h"
 
@@ -101,32 +102,7 @@ static char *substitute(const char *word, const struct wh_check_vars *v)
 	static const char *const names[] = {"{model}", "{inputs}", "{golden}", "{tactics}", "{precisions}"};
 	const char *vals[] = {v ? v->model : NULL, v ? v->inputs : NULL, v ? v->golden : NULL, v ? v->tactics : NULL,
 			      v ? v->precisions : NULL};
-	size_t cap = strlen(word) + 1;
-	for (int i = 0; i < 5; i++)
-		if (vals[i])
-			for (const char *p = strstr(word, names[i]); p; p = strstr(p + 1, names[i]))
-				cap += strlen(vals[i]);
-	char *out = malloc(cap);
-	if (!out)
-		return NULL;
-	size_t n = 0;
-	for (const char *p = word; *p;) {
-		bool done = false;
-		for (int i = 0; i < 5 && !done; i++) {
-			size_t len = strlen(names[i]);
-			if (vals[i] && !strncmp(p, names[i], len)) {
-				size_t vl = strlen(vals[i]);
-				memcpy(out + n, vals[i], vl);
-				n += vl;
-				p += len;
-				done = true;
-			}
-		}
-		if (!done)
-			out[n++] = *p++;
-	}
-	out[n] = '\0';
-	return out;
+	return wh_text_subst(word, names, vals, 5);
 }
 
 static void free_argv(char **v)
@@ -183,6 +159,27 @@ static char **build_argv(const struct wh_check *c, const struct wh_check_vars *v
 	return v;
 }
 
+void wh_sh_quote(const char *s, char *out, size_t size)
+{
+	size_t n = 0;
+	if (size < 3) {
+		if (size)
+			out[0] = '\0';
+		return;
+	}
+	out[n++] = '\'';
+	for (const char *p = s; *p && n + 6 < size; p++) {
+		if (*p == '\'') {
+			memcpy(out + n, "'\\''", 4);
+			n += 4;
+		} else {
+			out[n++] = *p;
+		}
+	}
+	out[n++] = '\'';
+	out[n] = '\0';
+}
+
 static bool needs_quote(const char *s)
 {
 	if (!*s)
@@ -201,7 +198,7 @@ char *wh_check_command_line(const struct wh_check *c, const struct wh_check_vars
 		return NULL;
 	for (int i = 0; i < c->o.argc; i++) {
 		words[i] = substitute(c->o.argv[i], vars);
-		cap += (words[i] ? 4 * strlen(words[i]) : 0) + 3;
+		cap += (words[i] ? 4 * strlen(words[i]) : 0) + 4;
 	}
 	char *out = malloc(cap);
 	size_t n = 0;
@@ -215,16 +212,8 @@ char *wh_check_command_line(const struct wh_check *c, const struct wh_check_vars
 			n += l;
 			continue;
 		}
-		out[n++] = '\'';
-		for (const char *p = w; *p; p++) {
-			if (*p == '\'') {
-				memcpy(out + n, "'\\''", 4);
-				n += 4;
-			} else {
-				out[n++] = *p;
-			}
-		}
-		out[n++] = '\'';
+		wh_sh_quote(w, out + n, cap - n);
+		n += strlen(out + n);
 	}
 	if (out)
 		out[n] = '\0';

@@ -92,6 +92,8 @@ enum wh_status wh_check_run(const struct wh_check *c, const struct wh_check_vars
 			    struct wh_check_result *out);
 void wh_check_result_release(struct wh_check_result *r);
 const char *wh_verdict_name(enum wh_verdict v);
+/* s single-quoted for /bin/sh into out (NUL-terminated; cut short to fit size). */
+void wh_sh_quote(const char *s, char *out, size_t size);
 /* The command with placeholders replaced, shell-quoted, for logs and repro bundles
  * (malloc'd). */
 char *wh_check_command_line(const struct wh_check *c, const struct wh_check_vars *vars);

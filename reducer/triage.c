@@ -740,28 +740,6 @@ static enum wh_status step_precision(struct tri *T)
 
 /* ---- the repro bundle ---- */
 
-/* Single-quotes s for /bin/sh into out. */
-static void sh_quote(const char *s, char *out, size_t size)
-{
-	size_t n = 0;
-	if (size < 3) {
-		if (size)
-			out[0] = '\0';
-		return;
-	}
-	out[n++] = '\'';
-	for (const char *p = s; *p && n + 6 < size; p++) {
-		if (*p == '\'') {
-			memcpy(out + n, "'\\''", 4);
-			n += 4;
-		} else {
-			out[n++] = *p;
-		}
-	}
-	out[n++] = '\'';
-	out[n] = '\0';
-}
-
 static enum wh_status write_bundle(struct tri *T, const struct wh_model *model, const struct wh_tactic_plan *plan)
 {
 	char dir[PATH_MAX + 16], p[PATH_MAX + 64];
@@ -816,7 +794,7 @@ static enum wh_status write_bundle(struct tri *T, const struct wh_model *model, 
 		   "cd \"$(dirname \"$0\")\" || exit 2\n");
 	if (T->o->faulty_tactic && *T->o->faulty_tactic) {
 		char q[512];
-		sh_quote(T->o->faulty_tactic, q, sizeof q);
+		wh_sh_quote(T->o->faulty_tactic, q, sizeof q);
 		fprintf(f, "# fault injection was on during triage (a test setting): keep it for the repro\nexport WHITTLE_FAULTY_TACTIC=%s\n", q);
 	}
 	fprintf(f, "%s\n", T->repro_cmd);

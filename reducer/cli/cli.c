@@ -17,22 +17,23 @@
 #include <math.h>
 #include "graph/onnx-io.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/options.h"
 #include "reducer/cli/save-opts.h"
 #include "reducer/cli/run-opts.h"
 #include "reducer/launcher.h"
 
 static const struct wh_cmd commands[] = {
-	{"inspect", wh_cmd_inspect, "show a model's inputs, outputs, layers, shapes and hash"},
-	{"extract", wh_cmd_extract, "cut a subgraph out of a model by tensor names"},
-	{"sanitize", wh_cmd_sanitize, "fold constants and remove dead nodes"},
-	{"run", wh_cmd_run, "run a model on whittle's executor, compare precisions"},
-	{"compare", wh_cmd_compare, "compare two folders of tensors"},
-	{"reduce", wh_cmd_reduce, "find the smallest subgraph that still fails a check"},
-	{"build", wh_cmd_build, "rebuild until builds differ, find and prove the flaky tactic"},
-	{"diff-tactics", wh_cmd_diff_tactics, "tactics seen only in bad builds, ranked"},
-	{"repeat", wh_cmd_repeat, "rerun a check and count good and bad runs"},
-	{"precision", wh_cmd_precision, "find the layers to keep in higher precision"},
-	{"triage", wh_cmd_triage, "walk the accuracy-debugging flowchart, write a report and a repro"},
+	{"inspect", wh_cmd_inspect, WH_CMD_INSPECT, "show a model's inputs, outputs, layers, shapes and hash"},
+	{"extract", wh_cmd_extract, WH_CMD_EXTRACT, "cut a subgraph out of a model by tensor names"},
+	{"sanitize", wh_cmd_sanitize, WH_CMD_SANITIZE, "fold constants and remove dead nodes"},
+	{"run", wh_cmd_run, WH_CMD_RUN, "run a model on whittle's executor, compare precisions"},
+	{"compare", wh_cmd_compare, WH_CMD_COMPARE, "compare two folders of tensors"},
+	{"reduce", wh_cmd_reduce, WH_CMD_REDUCE, "find the smallest subgraph that still fails a check"},
+	{"build", wh_cmd_build, WH_CMD_BUILD, "rebuild until builds differ, find and prove the flaky tactic"},
+	{"diff-tactics", wh_cmd_diff_tactics, WH_CMD_DIFF_TACTICS, "tactics seen only in bad builds, ranked"},
+	{"repeat", wh_cmd_repeat, WH_CMD_REPEAT, "rerun a check and count good and bad runs"},
+	{"precision", wh_cmd_precision, WH_CMD_PRECISION, "find the layers to keep in higher precision"},
+	{"triage", wh_cmd_triage, WH_CMD_TRIAGE, "walk the accuracy-debugging flowchart, write a report and a repro"},
 };
 
 int wh_exit_for(enum wh_status st)
@@ -64,9 +65,12 @@ int wh_cli_fail(enum wh_status st)
 	return wh_exit_for(st);
 }
 
-int wh_cli_exit(enum wh_status st)
+uint32_t wh_cli_cmd_bit(const char *name)
 {
-	return st == WH_OK ? WH_EXIT_OK : wh_cli_fail(st);
+	for (size_t c = 0; c < sizeof commands / sizeof commands[0]; c++)
+		if (!strcmp(name, commands[c].name))
+			return commands[c].bit;
+	return 0;
 }
 
 enum wh_status wh_cli_usage_error(const char *cmd, const char *fmt, ...)
@@ -112,7 +116,7 @@ static enum wh_status offer_option(const struct wh_cli_spec *spec, int c, char *
 			return st;
 	}
 	if (spec->own)
-		return spec->own(spec->ctx, c, optarg);
+		return spec->own(spec->self, c, optarg);
 	return bad_option(spec->cmd, '?', argv);
 }
 
@@ -122,10 +126,12 @@ enum wh_status wh_cli_parse(const struct wh_cli_spec *spec, int argc, char **arg
 	/* --check takes the rest of the line */
 	int check_at = spec->check ? wh_cli_check_at(argc, argv) : -1;
 	int nargs = check_at >= 0 ? check_at : argc;
-	char shortopts[32];
-	snprintf(shortopts, sizeof shortopts, ":h%s%s", spec->check_opts ? "j:" : "", spec->shortopts ? spec->shortopts : "");
+	struct option longopts[128];
+	char shortopts[32] = ":";
+	if (!wh_cli_options_for(wh_cli_cmd_bit(spec->cmd), longopts, 128, shortopts + 1, sizeof shortopts - 1))
+		return wh_error(WH_ERR_INTERNAL, "%s: more options than the parser holds (raise the limit in wh_cli_parse)", spec->cmd);
 	int c;
-	while ((c = getopt_long(nargs, argv, shortopts, spec->longopts, NULL)) != -1) {
+	while ((c = getopt_long(nargs, argv, shortopts, longopts, NULL)) != -1) {
 		if (c == 'h') {
 			fputs(spec->help, stdout);
 			out->help = true;
@@ -306,6 +312,23 @@ void wh_cli_check_opts_finish(struct wh_cli_check_opts *o, char **words, int n_w
 	/* the runner refuses retries > 0 for local checks (an option parsed and ignored) */
 	if (!o->retries_given && o->co.launcher == WH_LAUNCHER_SLURM)
 		o->co.retries = 2;
+}
+
+enum wh_status wh_cli_artifact(const char *cmd, const char **files, int *n, const char *arg)
+{
+	if (*n == 64)
+		return wh_cli_usage_error(cmd, "too many --artifacts (64 at most; have the check write them into one folder)");
+	files[(*n)++] = arg;
+	return WH_OK;
+}
+
+void wh_cli_print_json(json_t *root, size_t flags)
+{
+	char *text = json_dumps(root, flags | JSON_PRESERVE_ORDER);
+	if (text)
+		puts(text);
+	free(text);
+	json_decref(root);
 }
 
 char **wh_cli_split(const char *s, uint32_t *n_out)

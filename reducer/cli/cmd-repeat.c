@@ -8,8 +8,9 @@
 #include <unistd.h>
 
 #include "reducer/check.h"
-#include "reducer/cli/cli-internal.h"
 #include "reducer/driver-util.h"
+#include "reducer/cli/cli-internal.h"
+#include "reducer/cli/options.h"
 #include "graph/os.h"
 
 static const char repeat_help[] =
@@ -42,7 +43,6 @@ static void move_artifacts(const char *dir, const char *const *artifacts, int n,
 	}
 }
 
-enum { OPT_UNTIL = WH_CLI_OPT_BASE, OPT_MAX_RUNS, OPT_ARTIFACTS_DIR, OPT_ARTIFACTS, OPT_JSON };
 enum until { COUNT, GOOD, BAD };
 
 struct repeat_cmd {
@@ -52,13 +52,14 @@ struct repeat_cmd {
 	const char *dir;
 	const char *artifacts[64];
 	int n_artifacts;
+	struct wh_cli_check_opts check;
 };
 
-static enum wh_status repeat_option(void *ctx, int c, const char *arg)
+static enum wh_status repeat_option(void *self, int c, const char *arg)
 {
-	struct repeat_cmd *x = ctx;
+	struct repeat_cmd *x = self;
 	switch (c) {
-	case OPT_UNTIL:
+	case WH_OPT_UNTIL:
 		x->until_given = true;
 		if (!strcmp(arg, "good"))
 			x->until = GOOD;
@@ -69,24 +70,21 @@ static enum wh_status repeat_option(void *ctx, int c, const char *arg)
 		else
 			return wh_cli_usage_error("repeat", "--until '%s': not a stopping rule (give a number of runs, good or bad)", arg);
 		break;
-	case OPT_MAX_RUNS:
+	case WH_OPT_MAX_RUNS:
 		if (!wh_cli_parse_int(arg, 1, 100000000, &x->max_runs))
 			return wh_cli_usage_error("repeat", "--max-runs '%s': not an integer from 1 to 100000000 (give a cap such as 1000)", arg);
 		x->max_given = true;
 		break;
-	case OPT_ARTIFACTS_DIR: x->dir = arg; break;
-	case OPT_ARTIFACTS:
-		if (x->n_artifacts == 64)
-			return wh_cli_usage_error("repeat", "too many --artifacts (64 at most; have the check write them into one folder)");
-		x->artifacts[x->n_artifacts++] = arg;
-		break;
-	case OPT_JSON: x->json = true; break;
+	case WH_OPT_ARTIFACTS_DIR: x->dir = arg; break;
+	case WH_OPT_ARTIFACTS: return wh_cli_artifact("repeat", x->artifacts, &x->n_artifacts, arg);
+	case WH_OPT_JSON: x->json = true; break;
 	}
 	return WH_OK;
 }
 
-static enum wh_status repeat_validate(const struct repeat_cmd *x, const struct wh_cli_args *a, int jobs)
+static enum wh_status repeat_validate(void *self, const struct wh_cli_args *a)
 {
+	const struct repeat_cmd *x = self;
 	if (!x->until_given)
 		return wh_cli_usage_error("repeat", "no stopping rule (give --until N, --until good or --until bad)");
 	if (x->until == COUNT && x->max_given)
@@ -95,52 +93,11 @@ static enum wh_status repeat_validate(const struct repeat_cmd *x, const struct w
 		return wh_cli_usage_error("repeat", "no check command (put --check CMD ... last)");
 	if (x->n_artifacts && !x->dir)
 		return wh_cli_usage_error("repeat", "--artifacts needs --artifacts-dir (give the folder to sort them into)");
-	if (x->n_artifacts && jobs > 1)
-		return wh_cli_usage_error("repeat", "--artifacts with -j %d: the runs in flight would write the same files (give -j 1)", jobs);
+	if (x->n_artifacts && x->check.jobs > 1)
+		return wh_cli_usage_error("repeat", "--artifacts with -j %d: the runs in flight would write the same files (give -j 1)", x->check.jobs);
 	if (x->dir && strlen(x->dir) > PATH_MAX - 64)
 		return wh_cli_usage_error("repeat", "--artifacts-dir: path too long (give a shorter path)");
 	return WH_OK;
-}
-
-/* What the runs came to. */
-struct repeat_counts {
-	uint64_t n_pass, n_fail_runs, n_skip, done, runs;
-	double t0;
-	bool stopped;
-};
-
-static void print_result(const struct repeat_cmd *x, const struct repeat_counts *c)
-{
-	uint64_t decided = c->n_pass + c->n_fail_runs;
-	double rate = decided ? (double)c->n_fail_runs / (double)decided : 0;
-	if (x->json) {
-		json_t *e = json_object();
-		json_object_set_new(e, "event", json_string("result"));
-		json_object_set_new(e, "runs", json_integer((json_int_t)c->done));
-		json_object_set_new(e, "good", json_integer((json_int_t)c->n_pass));
-		json_object_set_new(e, "bad", json_integer((json_int_t)c->n_fail_runs));
-		json_object_set_new(e, "skipped", json_integer((json_int_t)c->n_skip));
-		json_object_set_new(e, "fail_rate", decided ? json_real(rate) : json_null());
-		json_object_set_new(e, "stopped", json_boolean(x->until == COUNT || c->stopped));
-		json_object_set_new(e, "elapsed_s", json_real(wh_os_now_s() - c->t0));
-		char *s = json_dumps(e, JSON_COMPACT);
-		if (s)
-			puts(s);
-		free(s);
-		json_decref(e);
-	} else {
-		printf("repeat: %llu runs: %llu good, %llu bad, %llu skipped\n", (unsigned long long)c->done, (unsigned long long)c->n_pass,
-		       (unsigned long long)c->n_fail_runs, (unsigned long long)c->n_skip);
-		if (decided)
-			printf("repeat: fails in %.1f %% of decided runs (%s)\n", 100 * rate,
-			       !c->n_fail_runs ? "never failed" : !c->n_pass ? "always fails: not flaky" : "flaky");
-		else
-			printf("repeat: no run was decided (every run exited 125 or timed out)\n");
-		if (x->until != COUNT && !c->stopped)
-			printf("repeat: stopped at --max-runs %llu without a %s run\n", (unsigned long long)c->runs, x->until == GOOD ? "good" : "bad");
-		if (x->dir && x->n_artifacts)
-			printf("repeat: artifacts sorted into %s/good and %s/bad\n", x->dir, x->dir);
-	}
 }
 
 /* The runs in flight: each runs the check on a thread of its own (wh_run_tasks). */
@@ -160,18 +117,51 @@ static void run_task(void *ctx, uint32_t i)
 		snprintf(u->err, sizeof u->err, "%s", wh_error_message());
 }
 
-static enum wh_status repeat_check(const struct repeat_cmd *x, const struct wh_check_options *co, int jobs)
+/* What the runs came to. */
+struct repeat_counts {
+	uint64_t n_pass, n_fail_runs, n_skip, done, runs;
+	const struct wh_progress *pr;
+	bool stopped;
+};
+
+static void print_result(const struct repeat_cmd *x, const struct repeat_counts *c)
 {
+	uint64_t decided = c->n_pass + c->n_fail_runs;
+	double rate = decided ? (double)c->n_fail_runs / (double)decided : 0;
+	if (x->json) {
+		json_t *e = json_object();
+		json_object_set_new(e, "event", json_string("result"));
+		json_object_set_new(e, "runs", json_integer((json_int_t)c->done));
+		json_object_set_new(e, "good", json_integer((json_int_t)c->n_pass));
+		json_object_set_new(e, "bad", json_integer((json_int_t)c->n_fail_runs));
+		json_object_set_new(e, "skipped", json_integer((json_int_t)c->n_skip));
+		json_object_set_new(e, "fail_rate", decided ? json_real(rate) : json_null());
+		json_object_set_new(e, "stopped", json_boolean(x->until == COUNT || c->stopped));
+		wh_progress_event(c->pr, e);
+	} else {
+		printf("repeat: %llu runs: %llu good, %llu bad, %llu skipped\n", (unsigned long long)c->done, (unsigned long long)c->n_pass,
+		       (unsigned long long)c->n_fail_runs, (unsigned long long)c->n_skip);
+		if (decided)
+			printf("repeat: fails in %.1f %% of decided runs (%s)\n", 100 * rate,
+			       !c->n_fail_runs ? "never failed" : !c->n_pass ? "always fails: not flaky" : "flaky");
+		else
+			printf("repeat: no run was decided (every run exited 125 or timed out)\n");
+		if (x->until != COUNT && !c->stopped)
+			printf("repeat: stopped at --max-runs %llu without a %s run\n", (unsigned long long)c->runs, x->until == GOOD ? "good" : "bad");
+		if (x->dir && x->n_artifacts)
+			printf("repeat: artifacts sorted into %s/good and %s/bad\n", x->dir, x->dir);
+	}
+}
+
+static enum wh_status repeat_check(void *self, const struct wh_cli_args *a, struct wh_cmd_ctx *c)
+{
+	const struct repeat_cmd *x = self;
 	uint64_t runs = x->until == COUNT ? (uint64_t)x->count : (uint64_t)x->max_runs;
-	struct wh_check *check = NULL;
-	char *display = NULL;
-	/* rounds of -j runs, taken in run order; the runs of a round past the stop are dropped */
-	struct repeat_run round[64];
-	uint32_t in_round = 0, next = 0;
-	enum wh_status st = wh_check_create(co, &check);
+	enum wh_status st = wh_cmd_ctx_check(c, a, &x->check);
 	if (st != WH_OK)
-		goto fail;
-	display = wh_check_command_line(check, NULL);
+		return st;
+	struct wh_check *check = c->check;
+	const char *display = c->check_display;
 	if (x->dir) {
 		static const char *const subs[] = {"", "/good", "/bad", "/skipped"};
 		for (size_t i = 0; i < 4 && st == WH_OK; i++) {
@@ -180,14 +170,18 @@ static enum wh_status repeat_check(const struct repeat_cmd *x, const struct wh_c
 			st = wh_os_make_dir(p);
 		}
 		if (st != WH_OK)
-			goto fail;
+			return st;
 	}
-	bool tty = isatty(STDERR_FILENO) && !x->json;
-	double t0 = wh_os_now_s();
+	struct wh_progress pr;
+	wh_progress_init(&pr, stderr, x->json);
 	uint64_t n_pass = 0, n_fail_runs = 0, n_skip = 0, done = 0;
 	bool stopped = false;
-	if (!tty)
+	if (!pr.tty)
 		fprintf(stderr, "repeat: check: %s\n", display ? display : "?");
+	/* rounds of -j runs, taken in run order; the runs of a round past the stop are dropped */
+	int jobs = x->check.jobs;
+	struct repeat_run round[64];
+	uint32_t in_round = 0, next = 0;
 	for (uint64_t k = 0; k < runs && !stopped; k++) {
 		if (next == in_round) {
 			in_round = runs - k < (uint64_t)jobs ? (uint32_t)(runs - k) : (uint32_t)jobs;
@@ -202,13 +196,13 @@ static enum wh_status repeat_check(const struct repeat_cmd *x, const struct wh_c
 		if ((st = u->st) != WH_OK) {
 			wh_check_result_release(&r);
 			wh_error(st, "%s", u->err);
-			goto fail;
+			break;
 		}
 		if (k == 0 && !r.signal && (r.exit_code == 126 || r.exit_code == 127)) {
 			st = wh_error(WH_ERR_CHECK, "check: exited %d on the first run (a command inside the check was not found or is not executable; output: %.200s)",
 				      r.exit_code, r.output ? r.output : "");
 			wh_check_result_release(&r);
-			goto fail;
+			break;
 		}
 		done++;
 		n_pass += r.verdict == WH_VERDICT_PASS;
@@ -217,9 +211,9 @@ static enum wh_status repeat_check(const struct repeat_cmd *x, const struct wh_c
 		if (x->dir)
 			move_artifacts(x->dir, x->artifacts, x->n_artifacts, r.verdict, (uint32_t)k);
 		const char *word = r.verdict == WH_VERDICT_PASS ? "good" : r.verdict == WH_VERDICT_FAIL ? "bad" : "skipped";
-		if (tty)
+		if (pr.tty)
 			fprintf(stderr, "\r\033[Krepeat: %llu runs (%llu good, %llu bad, %llu skipped) | %.1f s", (unsigned long long)done,
-				(unsigned long long)n_pass, (unsigned long long)n_fail_runs, (unsigned long long)n_skip, wh_os_now_s() - t0);
+				(unsigned long long)n_pass, (unsigned long long)n_fail_runs, (unsigned long long)n_skip, wh_os_now_s() - pr.t0);
 		else
 			fprintf(stderr, "run %llu: %s, %s, exit %d, %.2f s\n", (unsigned long long)k, word, r.why ? r.why : "", r.exit_code,
 				r.seconds);
@@ -234,51 +228,26 @@ static enum wh_status repeat_check(const struct repeat_cmd *x, const struct wh_c
 			if (r.timed_out)
 				json_object_set_new(e, "timeout", json_true());
 			json_object_set_new(e, "seconds", json_real(r.seconds));
-			json_object_set_new(e, "elapsed_s", json_real(wh_os_now_s() - t0));
-			char *s = json_dumps(e, JSON_COMPACT);
-			if (s)
-				puts(s);
-			free(s);
-			fflush(stdout);
-			json_decref(e);
+			wh_progress_event(&pr, e);
 		}
 		if ((x->until == GOOD && r.verdict == WH_VERDICT_PASS) || (x->until == BAD && r.verdict == WH_VERDICT_FAIL))
 			stopped = true;
 		wh_check_result_release(&r);
 	}
-	if (tty)
-		fputs("\r\033[K", stderr);
-	struct repeat_counts counts = {n_pass, n_fail_runs, n_skip, done, runs, t0, stopped};
-	print_result(x, &counts);
-	goto out;
-fail:
-out:
 	for (uint32_t i = next; i < in_round; i++)
 		wh_check_result_release(&round[i].r);
-	free(display);
-	wh_check_destroy(check);
-	return st;
+	if (st != WH_OK)
+		return st;
+	wh_progress_clear(&pr);
+	struct repeat_counts counts = {n_pass, n_fail_runs, n_skip, done, runs, &pr, stopped};
+	print_result(x, &counts);
+	return WH_OK;
 }
 
 int wh_cmd_repeat(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"until", required_argument, NULL, OPT_UNTIL},
-		{"max-runs", required_argument, NULL, OPT_MAX_RUNS},
-		{"artifacts-dir", required_argument, NULL, OPT_ARTIFACTS_DIR},
-		{"artifacts", required_argument, NULL, OPT_ARTIFACTS},
-		{"json", no_argument, NULL, OPT_JSON},
-		WH_CLI_CHECK_LONGOPTS,
-		WH_CLI_HELP_LONGOPTS,
-	};
 	struct repeat_cmd x = {.until = COUNT, .max_runs = 1000};
-	struct wh_cli_check_opts cko;
-	wh_cli_check_opts_init(&cko);
-	struct wh_cli_spec spec = {.cmd = "repeat", .help = repeat_help, .longopts = longopts, .check = true, .check_opts = &cko,
-				   .own = repeat_option, .ctx = &x};
-	struct wh_cli_args a;
-	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
-	if (st == WH_OK && !a.help && (st = repeat_validate(&x, &a, cko.jobs)) == WH_OK)
-		st = repeat_check(&x, &cko.co, cko.jobs);
-	return wh_cli_exit(st);
+	struct wh_cli_spec spec = {.cmd = "repeat", .help = repeat_help, .check = true, .check_opts = &x.check, .own = repeat_option,
+				   .validate = repeat_validate, .go = repeat_check, .self = &x};
+	return wh_cli_command(&spec, argc, argv);
 }

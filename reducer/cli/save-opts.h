@@ -5,9 +5,9 @@
  * --no-save-all-tensors-to-one-file; whittle's own: --max-inline-size SIZE and
  * --self-contained.
  *
- * A subcommand adds WH_SAVE_LONGOPTS to its getopt_long table, offers each option it does
- * not know to wh_save_opts_parse and passes &o->save to wh_model_save_with (or to the
- * reducer's options). Caller-owned, no heap; strings are borrowed from argv. */
+ * The commands that save take them (their rows in options.c); a command hands its struct
+ * to wh_cli_parse (spec.save_opts), which offers each option to wh_cli_save_opts_parse, and
+ * passes &o->save to wh_model_save_with (or to the reducer's options). Caller-owned, no heap; strings are borrowed from argv. */
 #ifndef WH_SAVE_OPTS_H
 #define WH_SAVE_OPTS_H
 
@@ -25,14 +25,6 @@ enum {
 	WH_SAVE_OPT_INLINE_LIMIT,
 	WH_SAVE_OPT_SELF_CONTAINED,
 };
-
-#define WH_SAVE_LONGOPTS                                                                  \
-	{"save-external-data", optional_argument, NULL, WH_SAVE_OPT_EXTERNAL},            \
-	{"external-data-path", required_argument, NULL, WH_SAVE_OPT_EXTERNAL_PATH},       \
-	{"external-data-size-threshold", required_argument, NULL, WH_SAVE_OPT_THRESHOLD}, \
-	{"no-save-all-tensors-to-one-file", no_argument, NULL, WH_SAVE_OPT_NOT_ONE_FILE}, \
-	{"max-inline-size", required_argument, NULL, WH_SAVE_OPT_INLINE_LIMIT},           \
-	{"self-contained", no_argument, NULL, WH_SAVE_OPT_SELF_CONTAINED}
 
 #define WH_SAVE_HELP                                                                                 \
 	"saving weights (default: weights from the original's external-data file stay there, the\n"   \
