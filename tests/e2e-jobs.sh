@@ -11,6 +11,7 @@
 #    counted); --until 6 -j 3 counts 6 runs, and the runs overlap (-j 1: never);
 #  - triage -j 3 on the flaky fixture and on one where a subgraph fails (steps 4 and 5 with
 #    -j): the answer of -j 1;
+#  - precision -j 3 interrupted: its temporary folders (generated inputs) are removed;
 #  - usage: -j 0 and -j 65 refused; --artifacts with -j 2 refused (build, repeat); -j with
 #    the built-in check (no --check) accepted.
 # Environment (set by ctest): WHITTLE, WHITTLE_SRC. Needs /usr/bin/python3 with onnx, numpy.
@@ -80,6 +81,32 @@ if cmp -s "$tmp/p-ov.json" "$tmp/p-two_sites-ddmin-1.json" && [ "$(most "$tmp/ov
 	ok "precision -j 3: up to $(most "$tmp/ov") checks ran at once, the same answer"
 else
 	bad "precision -j 3: at most $(most "$tmp/ov" 2>/dev/null || echo ?) checks at once"
+fi
+
+# an interrupt removes precision's temporary folders (the generated inputs, the candidates'
+# layer precisions) and stops every check in flight
+mkdir -p "$tmp/int"
+cat > "$tmp/int-check.sh" << 'SH'
+#!/bin/sh
+sleep 5
+exit 0
+SH
+chmod +x "$tmp/int-check.sh"
+TMPDIR=$tmp/int "$whittle" precision "$tmp/ps/two_sites.onnx" --precision fp16 -j 3 --check "$tmp/int-check.sh" '{model}' '{inputs}' '{precisions}' \
+	> /dev/null 2> "$tmp/int.err" &
+pid=$!
+for i in $(seq 1 50); do
+	[ -n "$(ls "$tmp/int")" ] && break
+	sleep 0.1
+done
+had=$(ls "$tmp/int" | tr '\n' ' ')
+sleep 0.5
+kill -INT $pid || true
+rc=0; wait $pid || rc=$?
+if [ "$rc" = 130 ] && grep -q 'whittle-precision-inputs-' <<< "$had" && [ -z "$(ls "$tmp/int")" ] && ! pgrep -f "$tmp/int-check.sh" > /dev/null; then
+	ok "precision -j 3 interrupted: exit 130, its temporary folders ($had) removed, no check left"
+else
+	bad "precision interrupted: exit $rc, had [$had], left [$(ls "$tmp/int")]: $(tail -1 "$tmp/int.err")"
 fi
 
 # ---- build ----

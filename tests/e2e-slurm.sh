@@ -156,8 +156,8 @@ else
 fi
 
 # interrupted_resume LABEL SIGNAL CODE LAUNCHER-ARGS...: reduce -j 2 of det with a slow check that
-# logs each candidate it finished; interrupt after 6 s; then --load-replay must finish
-# without running a finished candidate again
+# logs each candidate it finished; interrupt after 6 s (each check takes 1.5 s: the run is not
+# over yet); then --load-replay must finish without running a finished candidate again
 interrupted_resume() {
 	local label=$1 sig=$2 code=$3
 	shift 3
@@ -166,7 +166,7 @@ interrupted_resume() {
 	cat > "$d/check.sh" << SH
 #!/bin/sh
 ps -o pgid= \$\$ | tr -d ' ' >> "$d/pgids"
-sleep 0.7
+sleep 1.5
 r=0
 "$culprits" "\$1" p2o.Conv.30 > /dev/null || r=\$?
 echo "\$(md5sum < "\$1" | cut -c1-32) \$r" >> "\$2"
@@ -177,7 +177,7 @@ SH
 		"$@" --check "$d/check.sh" '{model}' "$d/first.txt" 2> "$d/first.log" &
 	local pid=$! rc=0
 	sleep 6
-	kill -"$sig" $pid
+	kill -"$sig" $pid || bad "$label: the run ended before the interrupt"
 	wait $pid || rc=$?
 	sleep 0.3
 	local alive=0 g
