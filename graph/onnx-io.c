@@ -711,13 +711,9 @@ enum wh_status wh_model_load(const char *path, struct wh_model **out)
 	if (len && buf == MAP_FAILED)
 		return wh_error(WH_ERR_IO, "%s: cannot map: %s (check the file)", path, strerror(errno));
 	char dir[PATH_MAX];
-	snprintf(dir, sizeof dir, "%s", path);
-	char *slash = strrchr(dir, '/');
-	if (slash)
-		*slash = '\0';
-	else
-		snprintf(dir, sizeof dir, ".");
-	enum wh_status st = wh_model_load_buffer(len ? buf : "", len, dir, path, out);
+	enum wh_status st = wh_os_dir_of(path, dir, sizeof dir);
+	if (st == WH_OK)
+		st = wh_model_load_buffer(len ? buf : "", len, dir, path, out);
 	if (len)
 		munmap(buf, len);
 	return st;
@@ -1311,19 +1307,13 @@ enum wh_status wh_model_save_with(const struct wh_model *m, const char *path, co
 	if (xp && !strcmp(xp, slash0 ? slash0 + 1 : path))
 		return wh_error(WH_ERR_USAGE, "external data path '%s': is the model file itself (give the weights another name)", xp);
 	char dir[PATH_MAX];
-	if ((size_t)snprintf(dir, sizeof dir, "%s", path) >= sizeof dir)
-		return wh_error(WH_ERR_INVALID, "%s: path too long (shorten it)", path);
-	char *slash = strrchr(dir, '/');
-	const char *base = slash ? path + (slash - dir) + 1 : path;
-	if (slash)
-		*slash = '\0';
-	else
-		snprintf(dir, sizeof dir, ".");
-	if (slash == dir)
-		snprintf(dir, sizeof dir, "/");
+	enum wh_status st = wh_os_dir_of(path, dir, sizeof dir);
+	if (st != WH_OK)
+		return st;
+	const char *base = slash0 ? slash0 + 1 : path;
 
 	struct saver S = {.o = opts, .model_name = base, .externalize = opts->external || xp};
-	enum wh_status st = wh_arena_create(&S.tmp);
+	st = wh_arena_create(&S.tmp);
 	if (st != WH_OK)
 		return st;
 	wh_pb_allocator_init(&S.alloc, S.tmp);

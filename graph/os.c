@@ -120,3 +120,17 @@ bool wh_os_is_dir(const char *path)
 	struct stat sb;
 	return path && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
+
+enum wh_status wh_os_dir_of(const char *path, char *dir, size_t size)
+{
+	if ((size_t)snprintf(dir, size, "%s", path) >= size)
+		return wh_error(WH_ERR_INVALID, "%s: path too long (shorten it)", path);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	else
+		snprintf(dir, size, ".");
+	if (slash == dir)
+		snprintf(dir, size, "/");
+	return WH_OK;
+}

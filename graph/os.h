@@ -33,6 +33,9 @@ enum wh_status wh_os_copy_file(const char *from, const char *to);
 /* rename(), falling back to copy + remove across file systems. */
 enum wh_status wh_os_move_file(const char *from, const char *to);
 
+/* The folder a file path is in, into dir (size bytes): "." for a bare name, "/" for a file
+ * at the root. WH_ERR_INVALID when the path does not fit. */
+enum wh_status wh_os_dir_of(const char *path, char *dir, size_t size);
 /* Whether path names an existing folder. */
 bool wh_os_is_dir(const char *path);
 
