@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,9 @@ struct loop_build {
 	struct wh_tactic_plan plan;
 	enum wh_verdict verdict;
 	char why[160];
+	uint32_t k;          /* iteration */
+	enum wh_status st;   /* of making and checking it (on a thread of its own) */
+	char err[512];       /* its error message */
 };
 
 struct loop {
@@ -41,7 +45,11 @@ struct loop {
 	struct wh_tactic_diff diff;          /* over the builds of the last confirmation */
 	uint32_t diff_builds;
 	struct wh_progress pr;
+	struct loop_build **round;           /* the builds in flight (wh_run_tasks) */
+	pthread_mutex_t build_lock;          /* whittle's builds with a timing cache: one at a time */
 };
+
+static enum wh_status confirm_now(struct loop *L, bool run_swaps);
 
 static void live_line(struct loop *L)
 {
@@ -89,6 +97,15 @@ static enum wh_status run_tool(struct loop *L, const char *what, const char *tmp
 		return wh_error(WH_ERR_NOMEM, "%s: out of memory", what);
 	char *argv[2] = {cmd, NULL};
 	struct wh_check_options co = {.argv = argv, .argc = 1, .shell = true, .timeout_s = L->o->build_timeout_s};
+	const struct wh_check_options *la = L->o->launch;
+	if (la) {
+		/* where the checks run, the builds and pins run too (a GPU node, for TensorRT) */
+		co.launcher = la->launcher;
+		co.slurm_args = la->slurm_args;
+		co.shared_dir = la->shared_dir;
+		co.retries = la->retries;
+		co.queue_timeout_s = la->queue_timeout_s;
+	}
 	struct wh_check *c = NULL;
 	struct wh_check_result r = {0};
 	struct wh_check_vars vars = {.model = L->o->model_path, .tactics = tactics,
@@ -105,7 +122,8 @@ static enum wh_status run_tool(struct loop *L, const char *what, const char *tmp
 		wh_text_one_line(tail);
 		char *line = wh_check_command_line(c, &vars);
 		st = wh_error(WH_ERR_CHECK, "%s: %s (%s; run it by hand: %s; its output ends: %s)", what,
-			      r.timed_out ? "timed out" : r.signal ? "killed by a signal" : "exited non-zero", r.why ? r.why : "",
+			      r.cluster_fault ? "the cluster could not run it" : r.timed_out ? "timed out" : r.signal ? "killed by a signal" : "exited non-zero",
+			      r.why ? r.why : "",
 			      line ? line : cmd, tail);
 		free(line);
 	}
@@ -118,10 +136,19 @@ static enum wh_status run_tool(struct loop *L, const char *what, const char *tmp
 	return st;
 }
 
-static enum wh_status builtin_check(struct loop *L, const struct wh_tactic_plan *plan, enum wh_verdict *v, char *why,
-				    size_t wsize)
+/* The loop's engine options for one of the builds or checks in flight. */
+static struct wh_engine_options engine_options(const struct loop *L, bool in_flight)
 {
 	struct wh_engine_options eo = L->o->engine;
+	if (in_flight)
+		eo.threads = wh_threads_per_job(eo.threads, L->o->jobs);
+	return eo;
+}
+
+static enum wh_status builtin_check(struct loop *L, const struct wh_tactic_plan *plan, bool in_flight, enum wh_verdict *v,
+				    char *why, size_t wsize)
+{
+	struct wh_engine_options eo = engine_options(L, in_flight);
 	eo.tactics = plan;
 	eo.tactics_strict = true;
 	struct wh_builtin_check_options bo = {.compare = L->o->compare, .all_tensors = L->o->mark_all};
@@ -132,12 +159,13 @@ static enum wh_status builtin_check(struct loop *L, const struct wh_tactic_plan 
 	return st;
 }
 
-/* Runs the check on one replay. plan: the replay's content (for the built-in check). */
-static enum wh_status check_replay(struct loop *L, const char *replay, const struct wh_tactic_plan *plan,
-				   enum wh_verdict *v, char *why, size_t wsize)
+/* Runs the check on one replay. plan: the replay's content (for the built-in check); first:
+ * the first build's (a broken check shows there); in_flight: one of -j builds. */
+static enum wh_status check_replay(struct loop *L, const char *replay, const struct wh_tactic_plan *plan, bool first,
+				   bool in_flight, enum wh_verdict *v, char *why, size_t wsize)
 {
 	if (!L->o->check)
-		return builtin_check(L, plan, v, why, wsize);
+		return builtin_check(L, plan, in_flight, v, why, wsize);
 	struct wh_check_vars vars = {.model = L->o->model_path, .tactics = replay,
 				     .inputs = L->inputs_dir[0] ? L->inputs_dir : NULL,
 				     .golden = L->golden_dir[0] ? L->golden_dir : NULL,
@@ -147,7 +175,7 @@ static enum wh_status check_replay(struct loop *L, const char *replay, const str
 	if (st != WH_OK)
 		return st;
 	*v = r.verdict;
-	if (L->rep->builds == 0)
+	if (first)
 		st = wh_check_result_broken(&r, " on the first build");
 	if (r.signal)
 		wh_text_printf(why, wsize, "check: %s (signal %d)", r.why ? r.why : "", r.signal);
@@ -159,7 +187,8 @@ static enum wh_status check_replay(struct loop *L, const char *replay, const str
 	return st;
 }
 
-static enum wh_status add_build(struct loop *L, struct loop_build **out)
+/* Appends b to the builds taken (the loop owns it from now on). */
+static enum wh_status append_build(struct loop *L, struct loop_build *b)
 {
 	if (L->n == L->cap) {
 		uint32_t cap = L->cap ? L->cap * 2 : 32;
@@ -179,30 +208,37 @@ static enum wh_status add_build(struct loop *L, struct loop_build **out)
 		L->verdicts = nv;
 		L->cap = cap;
 	}
-	struct loop_build *b = calloc(1, sizeof *b);
-	if (!b)
-		return wh_error(WH_ERR_NOMEM, "build: out of memory");
-	wh_tactic_plan_init(&b->plan);
 	L->b[L->n] = b;
 	L->plans[L->n] = &b->plan;
-	L->verdicts[L->n] = WH_VERDICT_SKIP;
+	L->verdicts[L->n] = b->verdict;
 	L->n++;
-	*out = b;
 	return WH_OK;
 }
 
-/* One build: make it, save its replay, check it, sort it. */
-static enum wh_status one_build(struct loop *L, uint32_t k)
+static void free_build(struct loop_build *b)
 {
-	struct loop_build *b = NULL;
-	enum wh_status st = add_build(L, &b);
-	if (st != WH_OK)
-		return st;
+	if (!b)
+		return;
+	wh_tactic_plan_release(&b->plan);
+	free(b);
+}
+
+/* Where build k's replay is written before it is sorted. */
+static void work_path(const struct loop *L, uint32_t k, char *out, size_t size)
+{
+	wh_text_printf(out, size, "%s/work/build_%u.json", L->dir, k);
+}
+
+/* Makes build b->k and checks it; touches nothing of the loop but b (it runs beside the
+ * other builds in flight). */
+static enum wh_status make_build(struct loop *L, struct loop_build *b)
+{
 	const struct wh_build_loop_options *o = L->o;
-	double t0 = wh_os_now_s();
-	b->seed = o->build.seed + k;
+	uint32_t k = b->k;
+	bool in_flight = o->jobs > 1;
+	enum wh_status st;
 	char work[PATH_MAX + 64];
-	wh_text_printf(work, sizeof work, "%s/work/build_%u.json", L->dir, k);
+	work_path(L, k, work, sizeof work);
 	if (o->build_cmd) {
 		char what[64];
 		wh_text_printf(what, sizeof what, "build command (build %u)", k);
@@ -214,19 +250,49 @@ static enum wh_status one_build(struct loop *L, uint32_t k)
 	} else {
 		struct wh_build_options bo = o->build;
 		bo.seed = b->seed;
-		if ((st = wh_engine_build(L->m, &o->engine, L->inputs, &bo, &b->plan)) != WH_OK)
+		struct wh_engine_options eo = engine_options(L, in_flight);
+		bool serial = in_flight && bo.timing_cache;
+		if (serial)
+			pthread_mutex_lock(&L->build_lock);
+		st = wh_engine_build(L->m, &eo, L->inputs, &bo, &b->plan);
+		if (serial)
+			pthread_mutex_unlock(&L->build_lock);
+		if (st != WH_OK)
 			return st;
 		if ((st = wh_tactic_plan_write(&b->plan, work)) != WH_OK)
 			return st;
 	}
-	if ((st = check_replay(L, work, &b->plan, &b->verdict, b->why, sizeof b->why)) != WH_OK)
+	return check_replay(L, work, &b->plan, k == 0, in_flight, &b->verdict, b->why, sizeof b->why);
+}
+
+static void build_task(void *ctx, uint32_t i)
+{
+	struct loop *L = ctx;
+	struct loop_build *b = L->round[i];
+	double t0 = wh_os_now_s();
+	wh_error_clear();
+	if ((b->st = make_build(L, b)) != WH_OK)
+		wh_text_printf(b->err, sizeof b->err, "%s", wh_error_message());
+	b->secs = wh_os_now_s() - t0;
+}
+
+/* Takes a made and checked build (the loop owns it from now on, even on an error): sorts
+ * its replay, counts it, says so. */
+static enum wh_status take_build(struct loop *L, struct loop_build *b)
+{
+	const struct wh_build_loop_options *o = L->o;
+	uint32_t k = b->k;
+	enum wh_status st = append_build(L, b);
+	if (st != WH_OK) {
+		free_build(b);
 		return st;
-	L->verdicts[L->n - 1] = b->verdict;
+	}
+	char work[PATH_MAX + 64];
+	work_path(L, k, work, sizeof work);
 	wh_text_printf(b->path, sizeof b->path, "%s/%s/build_%u.json", L->dir, wh_verdict_dir(b->verdict), k);
 	if ((st = wh_os_move_file(work, b->path)) != WH_OK)
 		return st;
 	wh_artifacts_sort(o->artifacts, o->n_artifacts, L->dir, b->verdict, k);
-	b->secs = wh_os_now_s() - t0;
 	struct wh_build_loop_report *r = L->rep;
 	r->builds++;
 	r->n_good += b->verdict == WH_VERDICT_PASS;
@@ -249,6 +315,76 @@ static enum wh_status one_build(struct loop *L, uint32_t k)
 	wh_progress_event(&L->pr, e);
 	live_line(L);
 	return WH_OK;
+}
+
+/* After a build of verdict v was taken: whether the loop stops there. */
+static enum wh_status stop_after(struct loop *L, enum wh_verdict v, bool *stop)
+{
+	const struct wh_build_loop_options *o = L->o;
+	struct wh_build_loop_report *rep = L->rep;
+	*stop = (o->until == WH_UNTIL_GOOD && v == WH_VERDICT_PASS) || (o->until == WH_UNTIL_BAD && v == WH_VERDICT_FAIL);
+	/* until confirmed: try as soon as a build brings new evidence (a bad build, or the
+	 * first good one) */
+	if (o->until == WH_UNTIL_CONFIRMED && rep->n_good && rep->n_bad &&
+	    (v == WH_VERDICT_FAIL || (v == WH_VERDICT_PASS && rep->n_good == 1))) {
+		enum wh_status st = confirm_now(L, true);
+		if (st != WH_OK)
+			return st;
+		*stop = rep->confirm.confirmed > 0;
+	}
+	return WH_OK;
+}
+
+/* The builds, -j at a time: made and checked in flight, then taken in seed order until the
+ * stopping rule says stop, exactly as one at a time would; the builds of a round past that
+ * point are dropped (their replays removed), so the answer does not depend on -j. */
+static enum wh_status build_rounds(struct loop *L, bool *stopped)
+{
+	const struct wh_build_loop_options *o = L->o;
+	uint32_t jobs = o->jobs > 1 ? (uint32_t)(o->jobs < 64 ? o->jobs : 64) : 1;
+	struct loop_build *round[64] = {0};
+	enum wh_status st = WH_OK;
+	*stopped = false;
+	for (uint32_t k0 = 0; k0 < o->count && !*stopped && st == WH_OK;) {
+		uint32_t n = o->count - k0 < jobs ? o->count - k0 : jobs;
+		for (uint32_t i = 0; i < n && st == WH_OK; i++) {
+			if (!(round[i] = calloc(1, sizeof *round[i]))) {
+				st = wh_error(WH_ERR_NOMEM, "build: out of memory");
+				break;
+			}
+			wh_tactic_plan_init(&round[i]->plan);
+			round[i]->k = k0 + i;
+			round[i]->seed = o->build.seed + k0 + i;
+			round[i]->verdict = WH_VERDICT_SKIP;
+		}
+		if (st == WH_OK) {
+			L->round = round;
+			wh_run_tasks((int)jobs, n, build_task, L);
+			L->round = NULL;
+		}
+		for (uint32_t i = 0; i < n && st == WH_OK && !*stopped; i++) {
+			struct loop_build *b = round[i];
+			round[i] = NULL;
+			if (b->st != WH_OK) {
+				/* as one at a time: its replay, if any, stays in work/ for a look */
+				st = wh_error(b->st, "%s", b->err);
+				free_build(b);
+			} else if ((st = take_build(L, b)) == WH_OK) {
+				st = stop_after(L, b->verdict, stopped);
+			}
+		}
+		/* the builds past the stopping point (or an error) are dropped */
+		for (uint32_t i = 0; i < n; i++)
+			if (round[i]) {
+				char work[PATH_MAX + 64];
+				work_path(L, round[i]->k, work, sizeof work);
+				remove(work);
+				free_build(round[i]);
+				round[i] = NULL;
+			}
+		k0 += n;
+	}
+	return st;
 }
 
 static const char *layer_op(const struct loop *L, const char *layer)
@@ -280,7 +416,7 @@ static enum wh_status swap_check(void *ctx, const struct wh_tactic_swap *sw, enu
 		if ((st = run_tool(L, what, L->o->pin_cmd, L->b[sw->base]->seed, sw->base, path)) != WH_OK)
 			goto out;
 	}
-	if ((st = check_replay(L, path, &plan, out, why, sizeof why)) != WH_OK)
+	if ((st = check_replay(L, path, &plan, false, false, out, why, sizeof why)) != WH_OK)
 		goto out;
 	wh_progress_log(&L->pr, "confirm: swap %u: %s build %u with layer '%s' tactic '%s' (from %s build %u): %s, %s", seq,
 	      sw->forward ? "good" : "bad", sw->base, sw->layer, sw->tactic, sw->forward ? "bad" : "good", sw->donor,
@@ -499,6 +635,7 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 	wh_progress_init(&L->pr, o->log, o->json);
 	wh_tensor_set_init(&L->ref);
 	wh_tactic_diff_init(&L->diff);
+	pthread_mutex_init(&L->build_lock, NULL);
 	enum wh_status st = WH_OK;
 	if (!o->artifacts_dir || !*o->artifacts_dir)
 		return wh_error(WH_ERR_USAGE, "build: no artifacts folder (give --artifacts-dir DIR)");
@@ -554,21 +691,8 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 		wh_progress_event(&L->pr, e);
 	}
 	bool stopped = false;
-	for (uint32_t k = 0; k < o->count && !stopped; k++) {
-		if ((st = one_build(L, k)) != WH_OK)
-			goto out;
-		enum wh_verdict v = L->verdicts[L->n - 1];
-		if ((o->until == WH_UNTIL_GOOD && v == WH_VERDICT_PASS) || (o->until == WH_UNTIL_BAD && v == WH_VERDICT_FAIL))
-			stopped = true;
-		/* until confirmed: try as soon as a build brings new evidence (a bad build, or
-		 * the first good one) */
-		if (o->until == WH_UNTIL_CONFIRMED && rep->n_good && rep->n_bad &&
-		    (v == WH_VERDICT_FAIL || (v == WH_VERDICT_PASS && rep->n_good == 1))) {
-			if ((st = confirm_now(L, true)) != WH_OK)
-				goto out;
-			stopped = rep->confirm.confirmed > 0;
-		}
-	}
+	if ((st = build_rounds(L, &stopped)) != WH_OK)
+		goto out;
 	if (o->until != WH_UNTIL_COUNT && !stopped)
 		wh_progress_log(&L->pr, "build: stopped after %u builds (the most asked with --max-builds) without %s", rep->builds,
 		      o->until == WH_UNTIL_GOOD ? "a good build" : o->until == WH_UNTIL_BAD ? "a bad build" : "a confirmed culprit");
@@ -661,10 +785,9 @@ out:
 		wh_text_printf(p, sizeof p, "%s/work", L->dir);
 		rmdir(p);
 	}
-	for (uint32_t i = 0; i < L->n; i++) {
-		wh_tactic_plan_release(&L->b[i]->plan);
-		free(L->b[i]);
-	}
+	for (uint32_t i = 0; i < L->n; i++)
+		free_build(L->b[i]);
+	pthread_mutex_destroy(&L->build_lock);
 	free(L->b);
 	free(L->plans);
 	free(L->verdicts);

@@ -36,6 +36,13 @@ struct wh_build_loop_options {
 	 * before the check, for confirmation swaps; NULL with build_cmd: no confirmation */
 	const char *pin_cmd;
 	double build_timeout_s;            /* <= 0: none */
+	/* where the build and pin commands run: the launcher fields (launcher, slurm_args,
+	 * shared_dir, retries, queue_timeout_s) of the check's options (borrowed); NULL: locally */
+	const struct wh_check_options *launch;
+	/* builds (each with its check) in flight, <= 1: one. The builds of a round are taken in
+	 * seed order, so the answer is the one of -j 1 (builds past the stopping point are
+	 * dropped). whittle's builds with a timing cache run one at a time (they share it). */
+	int jobs;
 	struct wh_engine_options engine;   /* builds and the built-in check */
 	struct wh_build_options build;     /* .seed: the first build's seed */
 	struct wh_compare_options compare; /* built-in check */

@@ -2,7 +2,9 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -211,4 +213,53 @@ FILE *wh_report_open(const char *dir, const char *name)
 bool wh_node_is_constant(const struct wh_node *n)
 {
 	return !strcmp(n->op_type, "Constant") && (!n->domain || !*n->domain);
+}
+
+/* ---- checks in flight ---- */
+
+struct task_run {
+	void (*fn)(void *ctx, uint32_t i);
+	void *ctx;
+	uint32_t n;
+	atomic_uint next;
+};
+
+static void *task_thread(void *arg)
+{
+	struct task_run *t = arg;
+	for (;;) {
+		uint32_t i = atomic_fetch_add(&t->next, 1);
+		if (i >= t->n)
+			return NULL;
+		t->fn(t->ctx, i);
+	}
+}
+
+void wh_run_tasks(int jobs, uint32_t n, void (*fn)(void *ctx, uint32_t i), void *ctx)
+{
+	struct task_run t = {.fn = fn, .ctx = ctx, .n = n};
+	atomic_init(&t.next, 0);
+	uint32_t threads = jobs > 1 ? (uint32_t)jobs : 1;
+	if (threads > n)
+		threads = n;
+	if (threads > 64)
+		threads = 64;
+	pthread_t tids[64];
+	uint32_t started = 0;
+	/* a thread that cannot start leaves its share to the others (the calling thread too) */
+	for (uint32_t k = 1; k < threads; k++)
+		if (pthread_create(&tids[started], NULL, task_thread, &t) == 0)
+			started++;
+	task_thread(&t);
+	for (uint32_t k = 0; k < started; k++)
+		pthread_join(tids[k], NULL);
+}
+
+int wh_threads_per_job(int threads, int jobs)
+{
+	if (jobs <= 1)
+		return threads;
+	if (threads <= 0)
+		return 1;
+	return threads / jobs > 0 ? threads / jobs : 1;
 }

@@ -55,6 +55,17 @@ char *wh_text_subst(const char *tmpl, const char *const *keys, const char *const
  * for any other result. where: " on the original model" and the like, or "". */
 enum wh_status wh_check_result_broken(const struct wh_check_result *r, const char *where);
 
+/* ---- checks in flight (-j) ---- */
+
+/* Calls fn(ctx, i) for every i < n, up to jobs at once, each on a thread of its own (jobs
+ * <= 1 or n == 1: in order on the calling thread), taking the indices in order; returns when
+ * every call is done. fn keeps its own status (wh_error is per thread): the caller reads
+ * the results in index order afterwards, so what it decides does not depend on jobs. */
+void wh_run_tasks(int jobs, uint32_t n, void (*fn)(void *ctx, uint32_t i), void *ctx);
+/* Executor threads for each of jobs checks at once: threads (<= 0: every core) shared
+ * among them, at least one each. */
+int wh_threads_per_job(int threads, int jobs);
+
 /* ---- verdicts by candidate ---- */
 
 /* The verdicts of the candidates checked so far, by hash (a candidate model's canonical

@@ -44,8 +44,11 @@ static enum wh_status make_config(const struct psearch *p, const uint8_t *mask, 
 	return WH_OK;
 }
 
-/* The real verdict of a configuration: pass or fail of the check. */
-static enum wh_status check_config(struct psearch *p, const uint8_t *mask, enum wh_verdict *out)
+/* The real verdict of a configuration: pass or fail of the check. seq numbers its file of
+ * layer precisions (the ends are 1 and 2); threads: executor threads of the built-in check.
+ * Safe from several threads at once (each with its own seq). */
+static enum wh_status check_config(const struct psearch *p, const uint8_t *mask, uint32_t seq, int threads,
+				   enum wh_verdict *out)
 {
 	struct wh_precision_config c;
 	enum wh_status st = make_config(p, mask, &c);
@@ -53,7 +56,7 @@ static enum wh_status check_config(struct psearch *p, const uint8_t *mask, enum 
 		goto out;
 	if (p->o->check) {
 		char path[600];
-		snprintf(path, sizeof path, "%s/precisions-%u.json", p->tmpdir, ++p->seq);
+		snprintf(path, sizeof path, "%s/precisions-%u.json", p->tmpdir, seq);
 		if ((st = wh_precision_config_write(&c, path)) != WH_OK)
 			goto out;
 		*out = WH_VERDICT_PASS;
@@ -63,14 +66,14 @@ static enum wh_status check_config(struct psearch *p, const uint8_t *mask, enum 
 			if ((st = wh_check_run(p->o->check, &v, &r)) == WH_OK)
 				*out = r.verdict;
 			/* on the two ends, "not found"/"not executable" is the check's own failure */
-			if (st == WH_OK && p->seq <= 2)
+			if (st == WH_OK && seq <= 2)
 				st = wh_check_result_broken(&r, "");
 			wh_check_result_release(&r);
 		}
 		unlink(path);
 		goto out;
 	}
-	struct wh_engine_options eo = {.threads = p->o->threads, .precision = &c};
+	struct wh_engine_options eo = {.threads = threads, .precision = &c};
 	struct wh_builtin_check_options bo = {.compare = p->o->compare};
 	struct wh_builtin_check_result res;
 	st = wh_builtin_check_run(p->m, &eo, p->inputs, p->ref, p->n_samples, &bo, &res);
@@ -86,39 +89,84 @@ static struct wh_hash mask_hash(const uint8_t *mask, uint32_t n)
 	return (struct wh_hash){.lo = x.low64, .hi = x.high64};
 }
 
-/* The search looks for the smallest set with the property "passes": its FAIL means pass. */
+/* One configuration of a batch that the cache does not answer: checked on a thread of its
+ * own (wh_run_tasks), its result read in batch order afterwards. */
+struct pcheck {
+	const struct psearch *p;
+	const uint8_t *mask;
+	uint32_t seq;
+	struct wh_hash h;
+	enum wh_verdict v;
+	enum wh_status st;
+	double secs;
+	char err[512];
+};
+
+static void pcheck_task(void *ctx, uint32_t i)
+{
+	struct pcheck *c = &((struct pcheck *)ctx)[i];
+	int jobs = c->p->o->jobs > 1 ? c->p->o->jobs : 1;
+	double t0 = wh_os_now_s();
+	wh_error_clear();
+	c->st = check_config(c->p, c->mask, c->seq, wh_threads_per_job(c->p->o->threads, jobs), &c->v);
+	c->secs = wh_os_now_s() - t0;
+	if (c->st != WH_OK)
+		snprintf(c->err, sizeof c->err, "%s", wh_error_message());
+}
+
+/* The search looks for the smallest set with the property "passes": its FAIL means pass.
+ * The batch's new configurations are checked -j at a time; they are counted, cached and
+ * logged in batch order, so neither the answer nor the log's order depends on -j. */
 static enum wh_status eval(void *ctx, const uint8_t *const *masks, uint32_t n, enum wh_verdict *verdicts)
 {
 	struct psearch *p = ctx;
+	struct pcheck *todo = calloc((size_t)n + 1, sizeof *todo);
+	if (!todo)
+		return wh_error(WH_ERR_NOMEM, "precision: out of memory");
+	uint32_t m = 0;
+	enum wh_status st = WH_OK;
 	for (uint32_t i = 0; i < n; i++) {
 		struct wh_hash h = mask_hash(masks[i], p->n);
-		const struct wh_verdict_entry *ce = wh_verdict_cache_find(&p->cache, h);
-		enum wh_verdict v = ce ? ce->v : WH_VERDICT_SKIP;
-		if (!ce) {
-			double t0 = wh_os_now_s();
-			enum wh_status st = check_config(p, masks[i], &v);
-			if (st != WH_OK)
-				return st;
-			p->rep->checks_run++;
-			if ((st = wh_verdict_cache_put(&p->cache, h, v)) != WH_OK)
-				return st;
-			uint32_t cnt = 0;
-			for (uint32_t k = 0; k < p->n; k++)
-				cnt += masks[i][k] != 0;
-			if (p->o->log)
-				fprintf(p->o->log, "check %u: %s with %u layer%s at %s, %.2f s\n", p->rep->checks_run, wh_verdict_name(v), cnt,
-					cnt == 1 ? "" : "s", wh_precision_name(p->o->higher), wh_os_now_s() - t0);
-			if (p->o->json) {
-				printf("{\"event\":\"check\",\"n\":%u,\"verdict\":\"%s\",\"layers_high\":%u,\"elapsed_s\":%.3f}\n",
-				       p->rep->checks_run, wh_verdict_name(v), cnt, wh_os_now_s() - p->t0);
-				fflush(stdout);
-			}
-		} else {
-			p->rep->checks_cached++;
+		bool dup = wh_verdict_cache_find(&p->cache, h) != NULL;
+		for (uint32_t k = 0; k < m && !dup; k++)
+			dup = todo[k].h.lo == h.lo && todo[k].h.hi == h.hi;
+		if (!dup)
+			todo[m++] = (struct pcheck){.p = p, .mask = masks[i], .seq = ++p->seq, .h = h};
+	}
+	wh_run_tasks(p->o->jobs, m, pcheck_task, todo);
+	for (uint32_t k = 0; k < m && st == WH_OK; k++) {
+		struct pcheck *c = &todo[k];
+		if (c->st != WH_OK) {
+			st = wh_error(c->st, "%s", c->err);
+			break;
 		}
+		p->rep->checks_run++;
+		if ((st = wh_verdict_cache_put(&p->cache, c->h, c->v)) != WH_OK)
+			break;
+		uint32_t cnt = 0;
+		for (uint32_t x = 0; x < p->n; x++)
+			cnt += c->mask[x] != 0;
+		if (p->o->log)
+			fprintf(p->o->log, "check %u: %s with %u layer%s at %s, %.2f s\n", p->rep->checks_run, wh_verdict_name(c->v), cnt,
+				cnt == 1 ? "" : "s", wh_precision_name(p->o->higher), c->secs);
+		if (p->o->json) {
+			printf("{\"event\":\"check\",\"n\":%u,\"verdict\":\"%s\",\"layers_high\":%u,\"elapsed_s\":%.3f}\n",
+			       p->rep->checks_run, wh_verdict_name(c->v), cnt, wh_os_now_s() - p->t0);
+			fflush(stdout);
+		}
+	}
+	for (uint32_t i = 0; i < n && st == WH_OK; i++) {
+		const struct wh_verdict_entry *ce = wh_verdict_cache_find(&p->cache, mask_hash(masks[i], p->n));
+		enum wh_verdict v = ce ? ce->v : WH_VERDICT_SKIP;
+		bool fresh = false;
+		for (uint32_t k = 0; k < m && !fresh; k++)
+			fresh = todo[k].mask == masks[i];
+		if (!fresh)
+			p->rep->checks_cached++;
 		verdicts[i] = v == WH_VERDICT_PASS ? WH_VERDICT_FAIL : (v == WH_VERDICT_FAIL ? WH_VERDICT_PASS : WH_VERDICT_SKIP);
 	}
-	return WH_OK;
+	free(todo);
+	return st;
 }
 
 /* One end of the search: every layer low must fail (want FAIL), every layer high must pass
@@ -126,7 +174,7 @@ static enum wh_status eval(void *ctx, const uint8_t *const *masks, uint32_t n, e
 static enum wh_status check_end(struct psearch *p, const uint8_t *mask, enum wh_verdict want)
 {
 	enum wh_verdict v;
-	enum wh_status st = check_config(p, mask, &v);
+	enum wh_status st = check_config(p, mask, ++p->seq, p->o->threads, &v);
 	if (st != WH_OK)
 		return st;
 	p->rep->checks_run++;
@@ -305,7 +353,7 @@ enum wh_status wh_precision_search(const struct wh_model *m, const struct wh_ten
 			p->layers[i] = p->layers[p->n - 1 - i];
 			p->layers[p->n - 1 - i] = t;
 		}
-	struct wh_search_options so = {.mode = WH_SEARCH_BISECT, .jobs = 1, .reduce_inputs = o->mode != WH_SEARCH_BISECT, .reduce_outputs = true};
+	struct wh_search_options so = {.mode = WH_SEARCH_BISECT, .jobs = o->jobs > 1 ? o->jobs : 1, .reduce_inputs = o->mode != WH_SEARCH_BISECT, .reduce_outputs = true};
 	struct wh_search_ops ops = {.ctx = p, .eval = eval};
 	struct wh_search_report sr;
 	if ((st = wh_search_run(p->n, &so, &ops, mask, &sr)) != WH_OK)
@@ -348,7 +396,7 @@ enum wh_status wh_precision_search(const struct wh_model *m, const struct wh_ten
 		free(sub);
 		/* the cache is keyed by masks over the old order: start it afresh */
 		wh_verdict_cache_release(&p->cache);
-		struct wh_search_options fo = {.mode = WH_SEARCH_DDMIN, .jobs = 1, .reduce_inputs = false, .reduce_outputs = false};
+		struct wh_search_options fo = {.mode = WH_SEARCH_DDMIN, .jobs = o->jobs > 1 ? o->jobs : 1, .reduce_inputs = false, .reduce_outputs = false};
 		uint8_t *fixed = calloc(p->n, 1);
 		if (!fixed) {
 			st = wh_error(WH_ERR_NOMEM, "precision: out of memory");

@@ -30,6 +30,8 @@ struct wh_precision_search_options {
 	const char *const *inputs_dirs; /* per sample, for {inputs} of an external check */
 	struct wh_compare_options compare;
 	int threads;
+	int jobs;                       /* checks in flight (<= 1: one); the answer does not
+					 * depend on it for a check that is monotone */
 	const struct wh_calib *calib;
 	FILE *log;
 	bool json;

@@ -5,6 +5,7 @@
 #define WH_TRIAGE_INTERNAL_H
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -53,7 +54,8 @@ struct tri {
 	char **w_reduce, **w_prec; /* their words */
 	char *check_display;
 	double t0;
-	uint32_t checks;
+	atomic_uint checks;        /* step 1 checks -j builds at once */
+	int check_threads;         /* executor threads of a built-in check (fewer while -j run) */
 
 	/* step 1 */
 	uint32_t n_builds, n_good, n_bad, n_skip;

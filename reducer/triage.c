@@ -72,7 +72,7 @@ static struct step *add_step(struct tri *T, const char *name)
 static enum wh_status builtin_check(struct tri *T, const struct wh_model *model, const struct wh_tactic_plan *plan,
 				    enum wh_verdict *v, struct wh_compare_stats *worst, char *why, size_t wsize)
 {
-	struct wh_engine_options eo = {.threads = T->o->threads, .precision = &T->pc, .tactics = plan,
+	struct wh_engine_options eo = {.threads = T->check_threads, .precision = &T->pc, .tactics = plan,
 				       .faulty_tactic = T->o->faulty_tactic};
 	struct wh_builtin_check_options bo = {.compare = T->o->compare};
 	struct wh_builtin_check_result res;
@@ -229,6 +229,33 @@ static bool plan_uses(const struct wh_tactic_plan *p, const char *layer, const c
 	return c && !strcmp(c->tactic, tactic);
 }
 
+/* Build k of step 1, made and checked on a thread of its own (wh_run_tasks): it writes
+ * only T->plans[k], T->verdicts[k] and T->why[k]. */
+struct tri_build {
+	struct tri *T;
+	const struct wh_engine_options *eo;
+	uint32_t k;
+	enum wh_status st;
+	char err[512];
+};
+
+static void tri_build_task(void *ctx, uint32_t i)
+{
+	struct tri_build *b = &((struct tri_build *)ctx)[i];
+	struct tri *T = b->T;
+	uint32_t k = b->k;
+	struct wh_build_options bo = T->o->build;
+	bo.seed = k;
+	char path[PATH_MAX + 64];
+	wh_text_printf(path, sizeof path, "%s/build_%u.json", T->builds_dir, k);
+	wh_error_clear();
+	if ((b->st = wh_engine_build(T->m, b->eo, T->inputs, &bo, &T->plans[k])) == WH_OK &&
+	    (b->st = wh_tactic_plan_write(&T->plans[k], path)) == WH_OK)
+		b->st = check_plan(T, &T->plans[k], path, &T->verdicts[k], T->why[k], sizeof T->why[k]);
+	if (b->st != WH_OK)
+		wh_text_printf(b->err, sizeof b->err, "%s", wh_error_message());
+}
+
 static enum wh_status step_builds(struct tri *T)
 {
 	const struct wh_triage_options *o = T->o;
@@ -241,34 +268,49 @@ static enum wh_status step_builds(struct tri *T)
 		return wh_error(WH_ERR_NOMEM, "triage: out of memory");
 	for (uint32_t k = 0; k < n; k++)
 		wh_tactic_plan_init(&T->plans[k]);
-	struct wh_engine_options eo = {.threads = o->threads, .precision = &T->pc, .faulty_tactic = o->faulty_tactic};
+	int jobs = o->jobs > 1 ? (o->jobs < 64 ? o->jobs : 64) : 1;
+	struct wh_engine_options eo = {.threads = wh_threads_per_job(o->threads, jobs), .precision = &T->pc,
+				       .faulty_tactic = o->faulty_tactic};
 	enum wh_status st = WH_OK;
 	wh_triage_say(T, "step 1: intermittent? building up to %u times (seeds 0..%u) at %s", n, n - 1, wh_precision_name(o->precision));
-	for (uint32_t k = 0; k < n; k++) {
-		struct wh_build_options bo = o->build;
-		bo.seed = k;
-		char path[PATH_MAX + 64];
-		wh_text_printf(path, sizeof path, "%s/build_%u.json", T->builds_dir, k);
-		if ((st = wh_engine_build(T->m, &eo, T->inputs, &bo, &T->plans[k])) != WH_OK)
-			return st;
-		if ((st = wh_tactic_plan_write(&T->plans[k], path)) != WH_OK)
-			return st;
-		T->n_builds = k + 1;
-		if ((st = check_plan(T, &T->plans[k], path, &T->verdicts[k], T->why[k], sizeof T->why[k])) != WH_OK)
-			return st;
-		enum wh_verdict v = T->verdicts[k];
-		T->n_good += v == WH_VERDICT_PASS;
-		T->n_bad += v == WH_VERDICT_FAIL;
-		T->n_skip += v == WH_VERDICT_SKIP;
-		wh_triage_say(T, "  build %u: %u layers with tactics: %s (%s)", k, T->plans[k].n,
-		    v == WH_VERDICT_PASS ? "good" : v == WH_VERDICT_FAIL ? "bad" : "cannot tell", T->why[k]);
-		if (k == 0 && T->plans[0].n == 0) {
-			/* no layer has a choice to make: every build would be this one */
-			T->no_tactics = true;
-			wh_triage_say(T, "  no layer has a choice of tactics: every build is this one");
-			break;
+	/* -j builds and checks at a time, taken in seed order (the answer of -j 1) */
+	T->check_threads = eo.threads;
+	for (uint32_t k0 = 0; k0 < n && !T->no_tactics && st == WH_OK; k0 += (uint32_t)jobs) {
+		uint32_t r = n - k0 < (uint32_t)jobs ? n - k0 : (uint32_t)jobs;
+		struct tri_build tb[64];
+		for (uint32_t i = 0; i < r; i++)
+			tb[i] = (struct tri_build){.T = T, .eo = &eo, .k = k0 + i};
+		wh_run_tasks(jobs, r, tri_build_task, tb);
+		for (uint32_t i = 0; i < r; i++) {
+			uint32_t k = k0 + i;
+			if (tb[i].st != WH_OK) {
+				st = wh_error(tb[i].st, "%s", tb[i].err);
+				break;
+			}
+			T->n_builds = k + 1;
+			enum wh_verdict v = T->verdicts[k];
+			T->n_good += v == WH_VERDICT_PASS;
+			T->n_bad += v == WH_VERDICT_FAIL;
+			T->n_skip += v == WH_VERDICT_SKIP;
+			wh_triage_say(T, "  build %u: %u layers with tactics: %s (%s)", k, T->plans[k].n,
+			    v == WH_VERDICT_PASS ? "good" : v == WH_VERDICT_FAIL ? "bad" : "cannot tell", T->why[k]);
+			if (k == 0 && T->plans[0].n == 0) {
+				/* no layer has a choice to make: every build would be this one */
+				T->no_tactics = true;
+				wh_triage_say(T, "  no layer has a choice of tactics: every build is this one");
+				break;
+			}
+		}
+		/* the builds of the round past the stop are dropped */
+		for (uint32_t k = T->n_builds > k0 ? T->n_builds : k0; k < k0 + r; k++) {
+			char path[PATH_MAX + 64];
+			wh_text_printf(path, sizeof path, "%s/build_%u.json", T->builds_dir, k);
+			remove(path);
 		}
 	}
+	T->check_threads = o->threads;
+	if (st != WH_OK)
+		return st;
 	T->rep->builds = T->n_builds;
 	T->rep->n_good = T->n_good;
 	T->rep->n_bad = T->n_bad;
@@ -618,7 +660,7 @@ static enum wh_status step_reduce(struct tri *T, struct wh_model **reduced_out)
 	wh_triage_say(T, "step 4: reducing to the minimal failing subgraph (progress in %s/triage.log)", T->dir);
 	struct wh_reduce_options ro = {
 		.mode = WH_SEARCH_DDMIN,
-		.jobs = 1,
+		.jobs = T->o->jobs > 1 ? T->o->jobs : 1,
 		.reduce_inputs = true,
 		.reduce_outputs = true,
 		.check = T->c_reduce,
@@ -679,6 +721,7 @@ static enum wh_status step_precision(struct tri *T)
 		.inputs_dirs = dirs,
 		.compare = T->o->compare,
 		.threads = T->o->threads,
+		.jobs = T->o->jobs,
 		.calib = T->o->calib,
 		.log = T->logf,
 	};
@@ -912,7 +955,7 @@ static enum wh_status flaky_answer(struct tri *T, struct wh_model **owned)
 enum wh_status wh_triage_run(const struct wh_model *m, const struct wh_tensor_set *inputs, const struct wh_triage_options *o,
 			     struct wh_triage_report *rep)
 {
-	struct tri TT = {.m = m, .g = m->graph, .inputs = inputs, .o = o, .rep = rep};
+	struct tri TT = {.m = m, .g = m->graph, .inputs = inputs, .o = o, .rep = rep, .check_threads = o->threads};
 	struct tri *T = &TT;
 	memset(rep, 0, sizeof *rep);
 	rep->outcome = WH_TRIAGE_UNLOCALIZED;

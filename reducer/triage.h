@@ -55,6 +55,7 @@ struct wh_triage_options {
 	uint32_t builds;                       /* builds of step 1 (>= 1) */
 	struct wh_build_options build;         /* timing; .seed is ignored (build k: seed k) */
 	int threads;
+	int jobs;                              /* checks in flight (step 1: builds; steps 4, 5) */
 	const char *faulty_tactic;             /* WHITTLE_FAULTY_TACTIC (fault injection), or NULL */
 	const char *model_path;
 	const char *artifacts_dir;             /* required */

@@ -8,7 +8,8 @@
 #     cancelled), a bad partition (one line, exit 4, before any reduction), SIGTERM mid-run (no
 #     job left; --load-replay finishes without re-running a recorded check), and SIGINT on a
 #     local reduce -j 2 (no process of its checks left by process group, no temporary folder);
-#  4. build --until 10 and precision give the answers of the local launcher.
+#  4. build --until 10 -j 2 (with a planted bad tactic: good and bad builds) and precision -j 2
+#     give the answers of the local launcher; --build-cmd and --pin-cmd run as Slurm jobs.
 # Skips (exit 0 with the reason) only where Slurm cannot run: packages missing.
 set -euo pipefail
 : "${WHITTLE:?}" "${WHITTLE_SRC:?}"
@@ -155,8 +156,8 @@ else
 fi
 
 # interrupted_resume LABEL SIGNAL CODE LAUNCHER-ARGS...: reduce -j 2 of det with a slow check that
-# logs each candidate it finished; interrupt after 6 s; then --load-replay must finish
-# without running a finished candidate again
+# logs each candidate it finished; interrupt after 6 s (each check takes 1.5 s: the run is not
+# over yet); then --load-replay must finish without running a finished candidate again
 interrupted_resume() {
 	local label=$1 sig=$2 code=$3
 	shift 3
@@ -165,7 +166,7 @@ interrupted_resume() {
 	cat > "$d/check.sh" << SH
 #!/bin/sh
 ps -o pgid= \$\$ | tr -d ' ' >> "$d/pgids"
-sleep 0.7
+sleep 1.5
 r=0
 "$culprits" "\$1" p2o.Conv.30 > /dev/null || r=\$?
 echo "\$(md5sum < "\$1" | cut -c1-32) \$r" >> "\$2"
@@ -176,7 +177,7 @@ SH
 		"$@" --check "$d/check.sh" '{model}' "$d/first.txt" 2> "$d/first.log" &
 	local pid=$! rc=0
 	sleep 6
-	kill -"$sig" $pid
+	kill -"$sig" $pid || bad "$label: the run ended before the interrupt"
 	wait $pid || rc=$?
 	sleep 0.3
 	local alive=0 g
@@ -205,37 +206,67 @@ SH
 	again=$(cut -d' ' -f1 "$d/second.txt" | sort -u | grep -c -F -x -f <(cut -d' ' -f1 "$d/first.txt" | sort -u) || true)
 	local loaded
 	loaded=$(sed -n 's/.*loaded \([0-9]*\) verdicts.*/\1/p' "$d/second.log")
-	if [ "$rc" = 0 ] && cmp -s "$d/out.onnx" "$tmp/det-local.onnx" && [ "$again" = 0 ] && [ "${loaded:-0}" -gt 0 ]; then
+	# a check that wrote its line but was stopped before whittle took its verdict is not in
+	# the replay and runs again: at most (candidates that wrote a line) - (verdicts recorded)
+	local unrecorded
+	unrecorded=$(( $(cut -d' ' -f1 "$d/first.txt" | sort -u | wc -l) - ($(wc -l < "$d/replay.jsonl") - 1) ))
+	[ "$unrecorded" -ge 0 ] || unrecorded=0
+	if [ "$rc" = 0 ] && cmp -s "$d/out.onnx" "$tmp/det-local.onnx" && [ "$again" -le "$unrecorded" ] && [ "${loaded:-0}" -gt 0 ]; then
 		ok "$label, then --load-replay: the local answer, $loaded verdicts loaded, no recorded check run again"
 	else
-		bad "$label resume: exit $rc, $again checks run again, ${loaded:-0} loaded: $(tail -1 "$d/second.log")"
+		bad "$label resume: exit $rc, $again checks run again ($unrecorded stopped before their verdict), ${loaded:-0} loaded: $(tail -1 "$d/second.log")"
 	fi
 }
 interrupted_resume "SIGINT on a local reduce -j 2" INT 130
 interrupted_resume "SIGTERM on a Slurm reduce -j 2" TERM 143 --launcher slurm
 
 # ---- 4. build and precision ----
-bargs=(--load-inputs "$tmp/pf/long_dot" --precision fp16 --until 10 --timing-tolerance inf --timing-iterations 1 --no-confirm)
+# long_dot with a planted bad tactic: the builds that pick it are bad, so the sorting into
+# good/ and bad/ and the confirmed culprit are compared (fixed.json aside: it is the fastest
+# good build, by measured time)
+fault=matmul-splitk-scalar:long_dot
+bargs=(--load-inputs "$tmp/pf/long_dot" --precision fp16 --until 10 --timing-tolerance inf --timing-iterations 1)
 bcheck=(--check "$WHITTLE" run '{model}' --load-inputs '{inputs}' --load-tactics '{tactics}' --precision fp16 --compare fp32 --atol 1e-2 --rtol 1e-2)
+sorted() { (cd "$1" && find good bad -name 'build_*.json' | sort | tr '\n' ' '); }
+answer() { grep -v '^fixed:\|^report:' "$1"; }
 rc1=0; rc2=0
-"$WHITTLE" build "$tmp/pf/long_dot.onnx" "${bargs[@]}" --artifacts-dir "$tmp/b-local" "${bcheck[@]}" > "$tmp/b-local.out" 2> /dev/null || rc1=$?
-"$WHITTLE" build "$tmp/pf/long_dot.onnx" "${bargs[@]}" --artifacts-dir "$tmp/b-slurm" --launcher slurm "${bcheck[@]}" > "$tmp/b-slurm.out" 2> "$tmp/b-slurm.err" || rc2=$?
-sums() { (cd "$1" && find good bad -type f | sed 's/^\(good\|bad\)\/\([0-9]*\).*/\1 \2/' | sort | tr '\n' ' '); }
-if [ "$rc1" = "$rc2" ] && [ "$(sums "$tmp/b-local")" = "$(sums "$tmp/b-slurm")" ] && [ -n "$(sums "$tmp/b-local")" ]; then
-	ok "build --until 10 --launcher slurm: the builds sorted as locally ($(ls "$tmp/b-slurm/bad" | wc -l) bad)"
+WHITTLE_FAULTY_TACTIC=$fault "$WHITTLE" build "$tmp/pf/long_dot.onnx" "${bargs[@]}" --artifacts-dir "$tmp/b-local" "${bcheck[@]}" > "$tmp/b-local.out" 2> /dev/null || rc1=$?
+WHITTLE_FAULTY_TACTIC=$fault "$WHITTLE" build "$tmp/pf/long_dot.onnx" "${bargs[@]}" --artifacts-dir "$tmp/b-slurm" --launcher slurm -j 2 "${bcheck[@]}" > "$tmp/b-slurm.out" 2> "$tmp/b-slurm.err" &
+pid=$!
+wait $pid || rc2=$?
+nb=$(jobs_named $pid)
+s1=$(sorted "$tmp/b-local")
+if [ "$rc1" = 0 ] && [ "$rc2" = 0 ] && [ "$s1" = "$(sorted "$tmp/b-slurm")" ] && grep -q 'good/' <<< "$s1" && grep -q 'bad/' <<< "$s1" &&
+	diff <(answer "$tmp/b-local.out") <(answer "$tmp/b-slurm.out") > /dev/null && grep -q "^confirmed: layer 'long_dot'" "$tmp/b-slurm.out" && [ "$nb" -ge 10 ]; then
+	ok "build --until 10 --launcher slurm -j 2: the builds sorted as locally ($(ls "$tmp/b-slurm/bad" | wc -l) bad of 10), the same culprit confirmed, $nb Slurm jobs"
 else
-	bad "build --launcher slurm: exit $rc1/$rc2, local [$(sums "$tmp/b-local")] slurm [$(sums "$tmp/b-slurm")]: $(tail -1 "$tmp/b-slurm.err")"
+	bad "build --launcher slurm -j 2: exit $rc1/$rc2, local [$s1] slurm [$(sorted "$tmp/b-slurm")], $nb jobs: $(tail -1 "$tmp/b-slurm.err")"
+fi
+# --build-cmd and --pin-cmd run where the checks run: each records the Slurm job it ran in
+rc1=0
+WHITTLE_FAULTY_TACTIC=$fault "$WHITTLE" build "$tmp/pf/long_dot.onnx" --until 4 -j 2 --launcher slurm --artifacts-dir "$tmp/bx" \
+	--build-cmd "echo \"job \${SLURM_JOB_ID:-none}\" >> $tmp/bx-builds; '$WHITTLE' run {model} --load-inputs $tmp/pf/long_dot --precision fp16 --save-tactics {tactics} --build-seed {seed} --timing-tolerance inf --timing-iterations 1 > /dev/null" \
+	--pin-cmd "echo \"job \${SLURM_JOB_ID:-none} {tactics}\" >> $tmp/bx-pins" "${bcheck[@]}" > "$tmp/bx.out" 2> "$tmp/bx.err" || rc1=$?
+nbuild=$(grep -c '^job [0-9][0-9]*$' "$tmp/bx-builds" 2>/dev/null || true)
+npin=$(grep -c '^job [0-9]' "$tmp/bx-pins" 2>/dev/null || true)
+if [ "$rc1" = 0 ] && [ "$nbuild" = 4 ] && [ "$npin" -ge 1 ] && ! grep -q 'job none' "$tmp/bx-builds" "$tmp/bx-pins" && grep -q '^confirmed:' "$tmp/bx.out"; then
+	ok "build --build-cmd --pin-cmd --launcher slurm: the 4 builds and $npin pins ran as Slurm jobs"
+else
+	bad "build --build-cmd with slurm: exit $rc1, $nbuild builds and $npin pins in Slurm jobs: $(tail -1 "$tmp/bx.err")"
 fi
 pargs=(--load-inputs "$tmp/ps/two_sites" --precision fp16)
 pcheck=(--check "$WHITTLE" run '{model}' --load-inputs '{inputs}' --layer-precisions '{precisions}' --compare fp32 --atol 1e-2 --rtol 1e-2)
 rc1=0; rc2=0
 if [ -f "$tmp/ps/two_sites.onnx" ]; then
 	"$WHITTLE" precision "$tmp/ps/two_sites.onnx" "${pargs[@]}" -o "$tmp/p-local.json" "${pcheck[@]}" > /dev/null 2> "$tmp/p-local.err" || rc1=$?
-	"$WHITTLE" precision "$tmp/ps/two_sites.onnx" "${pargs[@]}" -o "$tmp/p-slurm.json" --launcher slurm "${pcheck[@]}" > /dev/null 2> "$tmp/p-slurm.err" || rc2=$?
-	if [ "$rc1" = 0 ] && [ "$rc2" = 0 ] && cmp -s "$tmp/p-local.json" "$tmp/p-slurm.json"; then
-		ok "precision --launcher slurm: the local answer ($(grep -o 'keep [0-9]* of [0-9]*' "$tmp/p-slurm.err"))"
+	"$WHITTLE" precision "$tmp/ps/two_sites.onnx" "${pargs[@]}" -o "$tmp/p-slurm.json" --launcher slurm -j 2 "${pcheck[@]}" > /dev/null 2> "$tmp/p-slurm.err" &
+	pid=$!
+	wait $pid || rc2=$?
+	n=$(sed -n 's/.*; \([0-9]*\) checks run.*/\1/p' "$tmp/p-slurm.err"); nj=$(jobs_named $pid)
+	if [ "$rc1" = 0 ] && [ "$rc2" = 0 ] && cmp -s "$tmp/p-local.json" "$tmp/p-slurm.json" && [ -n "$n" ] && [ "$nj" = "$n" ]; then
+		ok "precision --launcher slurm -j 2: the local answer ($(grep -o 'keep [0-9]* of [0-9]*' "$tmp/p-slurm.err")), $n checks = $nj Slurm jobs"
 	else
-		bad "precision --launcher slurm: exit $rc1/$rc2: $(tail -1 "$tmp/p-slurm.err")"
+		bad "precision --launcher slurm -j 2: exit $rc1/$rc2, $n checks, $nj jobs: $(tail -1 "$tmp/p-slurm.err")"
 	fi
 else
 	bad "precision: fixture two_sites missing from gen-precision-fixtures.py"

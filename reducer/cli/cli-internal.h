@@ -53,6 +53,8 @@ struct wh_cli_check_opts {
 	const char *regex[64];
 	int fail_codes[64], ignore_codes[64];
 	int n_regex, n_fail, n_ignore;
+	int jobs;            /* -j N: checks (and builds) in flight, 1..64 (default 1); not a check
+			      * option in wh_cli_check_opts_given: the built-in check takes it too */
 	bool launcher_given; /* any launcher option, for wh_cli_check_opts_given */
 	bool retries_given;  /* else finish sets the default, 2, for slurm */
 };
@@ -70,6 +72,9 @@ enum {
 /* Help text of the launcher options, for each command's usage. */
 #define WH_CLI_LAUNCHER_HELP                                                                           \
 	"launcher:\n"                                                                                  \
+	"  -j, --jobs N             checks in flight at once, 1..64 (default 1): N processes, steps\n" \
+	"                           or jobs (build: N builds and their checks); the answer is the\n"  \
+	"                           same for any N\n"                                                \
 	"  --launcher L             where checks run: local (default; process groups) or slurm (a\n"   \
 	"                           step per check inside an allocation, else a job per check)\n"     \
 	"  --slurm-args \"ARGS\"     srun/sbatch flags for every check (e.g. \"-p gpu --gres=gpu:1\")\n" \

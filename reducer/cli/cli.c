@@ -190,6 +190,7 @@ out:
 void wh_cli_check_opts_init(struct wh_cli_check_opts *o)
 {
 	memset(o, 0, sizeof *o);
+	o->jobs = 1;
 }
 
 int wh_cli_check_option(struct wh_cli_check_opts *o, const char *cmd, int c, const char *arg)
@@ -199,6 +200,13 @@ int wh_cli_check_option(struct wh_cli_check_opts *o, const char *cmd, int c, con
 	switch (c) {
 	case 'S':
 		o->co.shell = true;
+		return 1;
+	case 'j':
+		if (!wh_cli_parse_int(arg, 1, 64, &v)) {
+			wh_cli_usage_error(cmd, "-j '%s': not an integer from 1 to 64 (give a number of checks at once such as 4)", arg);
+			return -1;
+		}
+		o->jobs = (int)v;
 		return 1;
 	case 'r':
 		if (o->n_regex == 64) {

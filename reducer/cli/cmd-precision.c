@@ -15,6 +15,7 @@
 #include "reducer/cli/options.h"
 #include "reducer/cli/run-opts.h"
 #include "graph/os.h"
+#include "reducer/launcher.h"
 #include "reducer/precision-search.h"
 
 static const char precision_help[] =
@@ -198,6 +199,8 @@ static enum wh_status inputs_dirs(const struct wh_run_opts *run, const struct wh
 			st = wh_error(WH_ERR_IO, "%s: path too long for a folder of the inputs (set TMPDIR)", t);
 		else if ((st = wh_os_make_temp_dir(tmp)) != WH_OK)
 			tmp[0] = '\0';
+		else
+			wh_interrupt_track_dir(tmp); /* an interrupt removes it too */
 		for (uint32_t k = 0; k < n_samples && st == WH_OK; k++) {
 			char d[PATH_MAX + 32];
 			snprintf(d, sizeof d, "%s/sample-%u", tmp, k);
@@ -276,6 +279,7 @@ static enum wh_status precision(void *self, const struct wh_cli_args *a, struct 
 	so->model_path = a->operands[0];
 	so->compare = x->run.compare;
 	so->threads = x->run.threads;
+	so->jobs = x->check.jobs;
 	if ((st = wh_cmd_ctx_check(c, a, &x->check)) != WH_OK ||
 	    (st = wh_cmd_ctx_load(c, &x->run, so->model_path, WH_SAMPLES_ALL)) != WH_OK)
 		goto out;
@@ -306,8 +310,10 @@ static enum wh_status precision(void *self, const struct wh_cli_args *a, struct 
 			print_verify_command(x, c->n_samples, c->n_generated);
 	}
 out:
-	if (inputs_tmp[0])
+	if (inputs_tmp[0]) {
+		wh_interrupt_untrack_dir(inputs_tmp);
 		wh_os_remove_tree(inputs_tmp);
+	}
 	free(kept);
 	free_dirs(dirs, c->n_samples);
 	wh_precision_config_release(&result);

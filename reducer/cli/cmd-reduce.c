@@ -28,7 +28,6 @@ static const char reduce_help[] =
 	"                           pass), bisect (coarse only, like Polygraphy), linear\n"
 	"  --no-reduce-inputs       keep the layers that read the graph inputs\n"
 	"  --no-reduce-outputs      keep the layers that write the graph outputs\n"
-	"  -j, --jobs N             run N checks at once (same result for a consistent check)\n"
 	"  --min-good OUT           also write a passing model one layer away from the reduced one\n"
 	"  --load-replay F          reuse the verdicts recorded in F (resume a killed run)\n"
 	"  --save-replay F          append each verdict to F as it comes (JSON lines)\n"
@@ -81,11 +80,6 @@ static enum wh_status reduce_option(void *self, int c, const char *arg)
 		break;
 	case WH_OPT_NO_REDUCE_INPUTS: x->ro.reduce_inputs = false; break;
 	case WH_OPT_NO_REDUCE_OUTPUTS: x->ro.reduce_outputs = false; break;
-	case 'j':
-		if (!wh_cli_parse_int(arg, 1, 64, &v))
-			return wh_cli_usage_error("reduce", "-j '%s': not an integer from 1 to 64 (give a number of checks at once such as 4)", arg);
-		x->ro.jobs = (int)v;
-		break;
 	case WH_OPT_MIN_GOOD: x->ro.min_good_path = arg; break;
 	case WH_OPT_LOAD_REPLAY: x->ro.load_replay = arg; break;
 	case WH_OPT_SAVE_REPLAY: x->ro.save_replay = arg; break;
@@ -155,6 +149,7 @@ static enum wh_status reduce(void *self, const struct wh_cli_args *a, struct wh_
 	bool reduced = false;
 	enum wh_status st;
 	ro->model_path = a->operands[0];
+	ro->jobs = x->check.jobs;
 	ro->artifacts = x->artifacts;
 	ro->compare = x->run.compare;
 	ro->save = &x->save.save;

@@ -23,7 +23,8 @@ static const char repeat_help[] =
 	"  --artifacts FILE         a file the check writes, moved after each run into DIR/good or\n"
 	"                           DIR/bad as <run>_<name> (repeatable)\n"
 	"  --json                   machine-readable events on stdout (one JSON object a line)\n"
-	"check:\n"
+	"check (with -j N, N runs at a time, counted in run order: --until good|bad stops at the\n"
+	"same run as with -j 1):\n"
 	WH_CLI_CHECK_HELP
 	"exit status: 0 done (counts in the output), 2 usage, 4 the check is broken\n";
 
@@ -92,9 +93,28 @@ static enum wh_status repeat_validate(void *self, const struct wh_cli_args *a)
 		return wh_cli_usage_error("repeat", "no check command (put --check CMD ... last)");
 	if (x->n_artifacts && !x->dir)
 		return wh_cli_usage_error("repeat", "--artifacts needs --artifacts-dir (give the folder to sort them into)");
+	if (x->n_artifacts && x->check.jobs > 1)
+		return wh_cli_usage_error("repeat", "--artifacts with -j %d: the runs in flight would write the same files (give -j 1)", x->check.jobs);
 	if (x->dir && strlen(x->dir) > PATH_MAX - 64)
 		return wh_cli_usage_error("repeat", "--artifacts-dir: path too long (give a shorter path)");
 	return WH_OK;
+}
+
+/* The runs in flight: each runs the check on a thread of its own (wh_run_tasks). */
+struct repeat_run {
+	const struct wh_check *check;
+	struct wh_check_result r;
+	enum wh_status st;
+	char err[512];
+};
+
+static void run_task(void *ctx, uint32_t i)
+{
+	struct repeat_run *u = &((struct repeat_run *)ctx)[i];
+	memset(&u->r, 0, sizeof u->r);
+	wh_error_clear();
+	if ((u->st = wh_check_run(u->check, NULL, &u->r)) != WH_OK)
+		snprintf(u->err, sizeof u->err, "%s", wh_error_message());
 }
 
 /* What the runs came to. */
@@ -158,15 +178,31 @@ static enum wh_status repeat_check(void *self, const struct wh_cli_args *a, stru
 	bool stopped = false;
 	if (!pr.tty)
 		fprintf(stderr, "repeat: check: %s\n", display ? display : "?");
+	/* rounds of -j runs, taken in run order; the runs of a round past the stop are dropped */
+	int jobs = x->check.jobs;
+	struct repeat_run round[64];
+	uint32_t in_round = 0, next = 0;
 	for (uint64_t k = 0; k < runs && !stopped; k++) {
-		struct wh_check_result r = {0};
-		if ((st = wh_check_run(check, NULL, &r)) != WH_OK)
-			return st;
+		if (next == in_round) {
+			in_round = runs - k < (uint64_t)jobs ? (uint32_t)(runs - k) : (uint32_t)jobs;
+			for (uint32_t i = 0; i < in_round; i++)
+				round[i].check = check;
+			wh_run_tasks(jobs, in_round, run_task, round);
+			next = 0;
+		}
+		struct repeat_run *u = &round[next++];
+		struct wh_check_result r = u->r;
+		memset(&u->r, 0, sizeof u->r);
+		if ((st = u->st) != WH_OK) {
+			wh_check_result_release(&r);
+			wh_error(st, "%s", u->err);
+			break;
+		}
 		if (k == 0 && !r.signal && (r.exit_code == 126 || r.exit_code == 127)) {
 			st = wh_error(WH_ERR_CHECK, "check: exited %d on the first run (a command inside the check was not found or is not executable; output: %.200s)",
 				      r.exit_code, r.output ? r.output : "");
 			wh_check_result_release(&r);
-			return st;
+			break;
 		}
 		done++;
 		n_pass += r.verdict == WH_VERDICT_PASS;
@@ -198,6 +234,10 @@ static enum wh_status repeat_check(void *self, const struct wh_cli_args *a, stru
 			stopped = true;
 		wh_check_result_release(&r);
 	}
+	for (uint32_t i = next; i < in_round; i++)
+		wh_check_result_release(&round[i].r);
+	if (st != WH_OK)
+		return st;
 	wh_progress_clear(&pr);
 	struct repeat_counts counts = {n_pass, n_fail_runs, n_skip, done, runs, &pr, stopped};
 	print_result(x, &counts);

@@ -101,6 +101,7 @@ static enum wh_status triage(void *self, const struct wh_cli_args *a, struct wh_
 	to->compare = x->run.compare;
 	to->save = &x->save.save;
 	to->threads = x->run.threads;
+	to->jobs = x->check.jobs;
 	to->faulty_tactic = wh_run_opts_faulty_tactic();
 	if (to->json)
 		to->out = NULL;
