@@ -15,6 +15,7 @@ apt_packages=(
 	python3-onnx python3-numpy
 	clang libclang-rt-14-dev
 	munge slurmctld slurmd slurm-client
+	procps time # ps, pgrep (tests count check processes), /usr/bin/time (benchmarks: peak memory)
 )
 
 sudo_cmd=()
