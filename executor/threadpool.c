@@ -48,7 +48,7 @@ struct wh_threadpool {
 	wh_range_fn fn;
 	void *ctx;
 	size_t n, grain, n_chunks;
-	atomic_size_t left;    /* chunks not claimed yet */
+	atomic_int_least64_t left; /* chunks not claimed yet (<= 0: none) */
 	atomic_uint done;      /* chunks finished (futex word of the caller's wait) */
 	atomic_uint job;       /* job counter (futex word of the workers' wait) */
 	atomic_int sleepers;   /* workers asleep (or about to be) on `job` */
@@ -93,24 +93,27 @@ static void futex_wake(atomic_uint *addr, int count)
 }
 #endif
 
-/* Claims and runs chunks of the current job until none is left. */
+/* Claims and runs chunks of the current job until none is left, then reports how many it
+ * ran (one `done` update per thread and job, not per chunk: chunks can be tiny). */
 static void run_chunks(struct wh_threadpool *p)
 {
-	size_t left = atomic_load_explicit(&p->left, memory_order_relaxed);
-	while (left > 0) {
-		if (!atomic_compare_exchange_weak_explicit(&p->left, &left, left - 1, memory_order_acquire,
-							   memory_order_relaxed))
-			continue;
-		/* claimed: the fields are this job's until its `done` reaches n_chunks */
-		size_t n_chunks = p->n_chunks;
-		size_t b = (n_chunks - left) * p->grain;
+	unsigned ran = 0;
+	size_t n_chunks = 0;
+	for (;;) {
+		/* `left` may go below zero; the next job stores its count over it */
+		int64_t left = atomic_fetch_sub_explicit(&p->left, 1, memory_order_acquire);
+		if (left <= 0)
+			break;
+		/* claimed: the fields are this job's until its `done` reaches n_chunks, which
+		 * cannot happen before this thread reports */
+		n_chunks = p->n_chunks;
+		size_t b = (n_chunks - (size_t)left) * p->grain;
 		size_t e = b + p->grain < p->n ? b + p->grain : p->n;
 		p->fn(p->ctx, b, e);
-		if (atomic_fetch_add(&p->done, 1) + 1 == n_chunks &&
-		    atomic_load(&p->caller_asleep))
-			futex_wake(&p->done, 1);
-		left = atomic_load_explicit(&p->left, memory_order_relaxed);
+		ran++;
 	}
+	if (ran && atomic_fetch_add(&p->done, ran) + ran == n_chunks && atomic_load(&p->caller_asleep))
+		futex_wake(&p->done, 1);
 }
 
 /* Spins up to budget seconds while *word == value (and the pool is not stopping); true if
@@ -228,7 +231,7 @@ void wh_parallel_for(struct wh_threadpool *p, size_t n, size_t grain, wh_range_f
 	p->grain = grain;
 	p->n_chunks = n_chunks;
 	atomic_store_explicit(&p->done, 0, memory_order_relaxed);
-	atomic_store_explicit(&p->left, n_chunks, memory_order_release);
+	atomic_store_explicit(&p->left, (int64_t)n_chunks, memory_order_release);
 	atomic_fetch_add(&p->job, 1);
 	int sleepers = atomic_load(&p->sleepers);
 	if (sleepers > 0) {
