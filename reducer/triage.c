@@ -505,7 +505,7 @@ static enum wh_status check_part(struct tri *T, const struct wh_model *part, con
 	wh_text_printf(tac, sizeof tac, "%s/tactics.json", dir);
 	enum wh_status st = wh_os_make_dir(dir);
 	if (st == WH_OK)
-		st = wh_model_save(part, model);
+		st = wh_model_save_with(part, model, T->o->save);
 	if (st == WH_OK)
 		st = write_ref_tensors(T, part, false, ins);
 	if (st == WH_OK)
@@ -727,7 +727,7 @@ static enum wh_status write_bundle(struct tri *T, const struct wh_model *model, 
 	if (st != WH_OK)
 		return st;
 	wh_text_printf(p, sizeof p, "%s/model.onnx", dir);
-	if ((st = wh_model_save(model, p)) != WH_OK)
+	if ((st = wh_model_save_with(model, p, T->o->save)) != WH_OK)
 		return st;
 	wh_text_printf(p, sizeof p, "%s/inputs", dir);
 	if ((st = write_ref_tensors(T, model, false, p)) != WH_OK)

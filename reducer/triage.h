@@ -32,6 +32,7 @@
 #include "executor/compare.h"
 #include "executor/precision.h"
 #include "graph/ir.h"
+#include "graph/onnx-io.h"
 #include "graph/tensor-file.h"
 #include "reducer/check.h"
 
@@ -57,6 +58,7 @@ struct wh_triage_options {
 	const char *faulty_tactic;             /* WHITTLE_FAULTY_TACTIC (fault injection), or NULL */
 	const char *model_path;
 	const char *artifacts_dir;             /* required */
+	const struct wh_save_opts *save;       /* how models are saved; NULL: the defaults */
 	bool graphviz;                         /* draw the subgraph with `dot` when installed */
 	bool precision_search;                 /* step 5 */
 	/* the whittle binary, for checking that repro/command.sh still fails; NULL: skip that */

@@ -7,13 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "executor/builder.h"
 #include "executor/cpu.h"
 #include "graph/tensor.h" /* element setters for generated inputs */
 #include "graph/tensor-file.h"
 #include <math.h>
 #include "graph/onnx-io.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/save-opts.h"
+#include "reducer/cli/run-opts.h"
+#include "reducer/launcher.h"
 
 static const struct wh_cmd commands[] = {
 	{"inspect", wh_cmd_inspect, "show a model's inputs, outputs, layers, shapes and hash"},
@@ -39,8 +44,18 @@ int wh_exit_for(enum wh_status st)
 	}
 }
 
+/* An interrupt ends the process from its own thread with its own line (reducer/launcher.h);
+ * what the interrupted command returns meanwhile is neither printed nor the exit code. */
+static void wait_for_interrupt_exit(void)
+{
+	if (wh_interrupted())
+		for (;;)
+			pause();
+}
+
 int wh_cli_fail(enum wh_status st)
 {
+	wait_for_interrupt_exit();
 	const char *msg = wh_error_message();
 	if (!msg || !*msg)
 		msg = wh_status_name(st);
@@ -48,22 +63,96 @@ int wh_cli_fail(enum wh_status st)
 	return wh_exit_for(st);
 }
 
-int wh_cli_usage_error(const char *cmd, const char *fmt, ...)
+int wh_cli_exit(enum wh_status st)
+{
+	return st == WH_OK ? WH_EXIT_OK : wh_cli_fail(st);
+}
+
+enum wh_status wh_cli_usage_error(const char *cmd, const char *fmt, ...)
 {
 	char buf[1024];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "whittle: %s: %s\n", cmd, buf);
-	return WH_EXIT_USAGE;
+	if (cmd)
+		return wh_error(WH_ERR_USAGE, "%s: %s", cmd, buf);
+	return wh_error(WH_ERR_USAGE, "%s", buf);
 }
 
-int wh_cli_bad_option(const char *cmd, int c, char **argv)
+static enum wh_status bad_option(const char *cmd, int c, char **argv)
 {
 	if (c == ':')
 		return wh_cli_usage_error(cmd, "option '%s' needs a value (see whittle %s --help)", argv[optind - 1], cmd);
 	return wh_cli_usage_error(cmd, "unknown option '%s' (see whittle %s --help)", argv[optind - 1], cmd);
+}
+
+/* One option: the check group, the run group, then the command's own. */
+static enum wh_status offer_option(const struct wh_cli_spec *spec, int c, char **argv)
+{
+	if (c == ':' || c == '?')
+		return bad_option(spec->cmd, c, argv);
+	if (spec->check_opts) {
+		int cr = wh_cli_check_option(spec->check_opts, spec->cmd, c, optarg);
+		if (cr < 0)
+			return WH_ERR_USAGE;
+		if (cr > 0)
+			return WH_OK;
+	}
+	if (spec->run_opts) {
+		bool consumed;
+		enum wh_status st = wh_run_opts_parse(spec->run_opts, c, optarg, &consumed);
+		if (consumed)
+			return st;
+	}
+	if (spec->save_opts) {
+		enum wh_status st;
+		if (wh_cli_save_opts_parse(spec->save_opts, c, optarg, &st))
+			return st;
+	}
+	if (spec->own)
+		return spec->own(spec->ctx, c, optarg);
+	return bad_option(spec->cmd, '?', argv);
+}
+
+enum wh_status wh_cli_parse(const struct wh_cli_spec *spec, int argc, char **argv, struct wh_cli_args *out)
+{
+	memset(out, 0, sizeof *out);
+	/* --check takes the rest of the line */
+	int check_at = spec->check ? wh_cli_check_at(argc, argv) : -1;
+	int nargs = check_at >= 0 ? check_at : argc;
+	char shortopts[32];
+	snprintf(shortopts, sizeof shortopts, ":h%s", spec->shortopts ? spec->shortopts : "");
+	int c;
+	while ((c = getopt_long(nargs, argv, shortopts, spec->longopts, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(spec->help, stdout);
+			out->help = true;
+			return WH_OK;
+		}
+		enum wh_status st = offer_option(spec, c, argv);
+		if (st != WH_OK)
+			return st;
+	}
+	int n = nargs - optind;
+	if (!spec->operands && n > 0)
+		return wh_cli_usage_error(spec->cmd, "unexpected argument '%s' (see whittle %s --help)", argv[optind], spec->cmd);
+	if (spec->operands && n != spec->n_operands)
+		return wh_cli_usage_error(spec->cmd, "expects exactly %s%s (see whittle %s --help)", spec->operands,
+					  spec->check ? " before --check" : "", spec->cmd);
+	out->operands = argv + optind;
+	if (check_at >= 0 && check_at + 1 >= argc)
+		return wh_cli_usage_error(spec->cmd, "--check needs a command (put the check command and its arguments after it, see whittle %s --help)",
+					  spec->cmd);
+	if (check_at < 0 && spec->check_opts && wh_cli_check_opts_given(spec->check_opts))
+		return wh_cli_usage_error(spec->cmd, "check options given without --check (put --check CMD ... last)");
+	if (check_at >= 0) {
+		out->check = argv + check_at + 1;
+		out->n_check = argc - check_at - 1;
+		if (spec->check_opts)
+			wh_cli_check_opts_finish(spec->check_opts, out->check, out->n_check);
+	}
+	return WH_OK;
 }
 
 enum wh_status wh_cli_load_model(const char *path, const char *input_shapes, struct wh_model **out)
@@ -114,7 +203,7 @@ int wh_cli_check_option(struct wh_cli_check_opts *o, const char *cmd, int c, con
 	case 'f':
 	case 'i':
 		if (!wh_cli_parse_int(arg, -255, 255, &v)) {
-			wh_cli_usage_error(cmd, "--%s takes an exit code, not '%s'", c == 'f' ? "fail-code" : "ignore-fail-code", arg);
+			wh_cli_usage_error(cmd, "--%s '%s': not an exit code (give an integer from -255 to 255)", c == 'f' ? "fail-code" : "ignore-fail-code", arg);
 			return -1;
 		}
 		if ((c == 'f' ? o->n_fail : o->n_ignore) == 64) {
@@ -127,8 +216,8 @@ int wh_cli_check_option(struct wh_cli_check_opts *o, const char *cmd, int c, con
 			o->ignore_codes[o->n_ignore++] = (int)v;
 		return 1;
 	case 'T':
-		if (!wh_cli_parse_double(arg, &d) || d <= 0) {
-			wh_cli_usage_error(cmd, "--timeout takes seconds > 0, not '%s'", arg);
+		if (!wh_cli_parse_double(arg, &d) || !isfinite(d) || d <= 0) {
+			wh_cli_usage_error(cmd, "--timeout '%s': not a finite number of seconds > 0 (give seconds such as 60)", arg);
 			return -1;
 		}
 		o->co.timeout_s = d;
@@ -141,8 +230,47 @@ int wh_cli_check_option(struct wh_cli_check_opts *o, const char *cmd, int c, con
 		else if (!strcmp(arg, "pass"))
 			o->co.timeout_is = WH_TIMEOUT_PASS;
 		else {
-			wh_cli_usage_error(cmd, "--timeout-is takes skip, fail or pass, not '%s'", arg);
+			wh_cli_usage_error(cmd, "--timeout-is '%s': not a verdict (give skip, fail or pass)", arg);
 			return -1;
+		}
+		return 1;
+	case WH_CLI_OPT_LAUNCHER:
+		if (!strcmp(arg, "local")) {
+			o->co.launcher = WH_LAUNCHER_LOCAL;
+		} else if (!strcmp(arg, "slurm")) {
+			o->co.launcher = WH_LAUNCHER_SLURM;
+		} else {
+			wh_cli_usage_error(cmd, "--launcher takes local or slurm, not '%s'", arg);
+			return -1;
+		}
+		o->launcher_given = true;
+		return 1;
+	case WH_CLI_OPT_SLURM_ARGS:
+	case WH_CLI_OPT_SHARED_DIR:
+	case WH_CLI_OPT_RETRIES:
+	case WH_CLI_OPT_QUEUE_TIMEOUT:
+		o->launcher_given = true;
+		if (c == WH_CLI_OPT_SLURM_ARGS) {
+			o->co.slurm_args = arg;
+		} else if (c == WH_CLI_OPT_SHARED_DIR) {
+			if (!*arg) {
+				wh_cli_usage_error(cmd, "--shared-dir takes a folder, not an empty string");
+				return -1;
+			}
+			o->co.shared_dir = arg;
+		} else if (c == WH_CLI_OPT_RETRIES) {
+			if (!wh_cli_parse_int(arg, 0, 100, &v)) {
+				wh_cli_usage_error(cmd, "--retries takes 0..100, not '%s'", arg);
+				return -1;
+			}
+			o->co.retries = (int)v;
+			o->retries_given = true;
+		} else {
+			if (!wh_cli_parse_double(arg, &d) || !(d > 0) || d == INFINITY) {
+				wh_cli_usage_error(cmd, "--queue-timeout takes seconds > 0, not '%s'", arg);
+				return -1;
+			}
+			o->co.queue_timeout_s = d;
 		}
 		return 1;
 	default:
@@ -152,8 +280,9 @@ int wh_cli_check_option(struct wh_cli_check_opts *o, const char *cmd, int c, con
 
 bool wh_cli_check_opts_given(const struct wh_cli_check_opts *o)
 {
-	return o->n_regex || o->n_fail || o->n_ignore || o->co.timeout_s > 0 || o->co.shell;
+	return o->n_regex || o->n_fail || o->n_ignore || o->co.timeout_s > 0 || o->co.shell || o->launcher_given;
 }
+
 
 void wh_cli_check_opts_finish(struct wh_cli_check_opts *o, char **words, int n_words)
 {
@@ -165,6 +294,9 @@ void wh_cli_check_opts_finish(struct wh_cli_check_opts *o, char **words, int n_w
 	o->co.n_fail_codes = o->n_fail;
 	o->co.ignore_codes = o->ignore_codes;
 	o->co.n_ignore_codes = o->n_ignore;
+	/* the runner refuses retries > 0 for local checks (an option parsed and ignored) */
+	if (!o->retries_given && o->co.launcher == WH_LAUNCHER_SLURM)
+		o->co.retries = 2;
 }
 
 char **wh_cli_split(const char *s, uint32_t *n_out)
@@ -294,6 +426,11 @@ static void usage(FILE *f)
 int wh_cli_main(int argc, char **argv)
 {
 	wh_cpu_init();
+	/* before any thread: every thread inherits the blocked stop signals, which the interrupt
+	 * thread takes (reducer/launcher.h) */
+	enum wh_status ist = wh_interrupt_install();
+	if (ist != WH_OK)
+		return wh_cli_fail(ist);
 	/* Tensors are allocated and freed per layer; glibc would mmap each large one afresh and
 	 * pay its page faults on every run. Keeping them in the heap lets freed buffers be
 	 * reused (process-wide setting, made once here like the CPU table). */
@@ -312,7 +449,7 @@ int wh_cli_main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		} else {
-			return wh_cli_usage_error("options", "unknown option '%s' (see whittle --help)", argv[i]);
+			return wh_cli_fail(wh_cli_usage_error("options", "unknown option '%s' (see whittle --help)", argv[i]));
 		}
 	}
 	if (i >= argc) {
@@ -323,9 +460,11 @@ int wh_cli_main(int argc, char **argv)
 		if (!strcmp(argv[i], commands[c].name)) {
 			optind = 1;
 			opterr = 0;
-			return commands[c].run(argc - i, argv + i);
+			int rc = commands[c].run(argc - i, argv + i);
+			wait_for_interrupt_exit();
+			return rc;
 		}
-	return wh_cli_usage_error(argv[i], "unknown command (see whittle --help)");
+	return wh_cli_fail(wh_cli_usage_error(argv[i], "unknown command (see whittle --help)"));
 }
 
 static bool is_dir(const char *p)
@@ -428,11 +567,19 @@ int wh_cli_check_at(int argc, char **argv)
 	return -1;
 }
 
-bool wh_cli_parse_timing_tolerance(const char *s, double *out)
+enum wh_status wh_cli_timing_option(const char *cmd, const char *name, const char *arg, struct wh_build_options *bo)
 {
+	long long v;
 	double d;
-	if (!wh_cli_parse_double(s, &d) || !(d >= 0)) /* NaN fails too; inf is allowed */
-		return false;
-	*out = d;
-	return true;
+	if (!strcmp(name, "timing-iterations")) {
+		if (!wh_cli_parse_int(arg, 1, 64, &v))
+			return wh_cli_usage_error(cmd, "--timing-iterations '%s': not an integer from 1 to 64 (give a number of runs such as 3)", arg);
+		bo->timing_iterations = (int)v;
+		return WH_OK;
+	}
+	/* NaN fails too; inf is allowed */
+	if (!wh_cli_parse_double(arg, &d) || !(d >= 0))
+		return wh_cli_usage_error(cmd, "--timing-tolerance '%s': not a fraction >= 0 or inf (give 0.05: within 5 %% of the fastest)", arg);
+	bo->timing_tolerance = d;
+	return WH_OK;
 }
