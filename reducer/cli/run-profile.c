@@ -40,10 +40,10 @@ static double gflops(const struct row *r)
 }
 
 static void print_text(const struct row *layers, uint32_t n, const struct row *ops, uint32_t n_ops, long long runs,
-		       double total, double sum)
+		       double total, double sum, double coverage)
 {
-	printf("profile: %lld runs, median total %.3f ms, layers %.3f ms (%.1f %% of the total)\n", runs, total, sum,
-	       total > 0 ? 100 * sum / total : 0);
+	printf("profile: %lld runs, median total %.3f ms, layers %.3f ms (%.1f %% of the total), %.1f %% of each run in layers\n",
+	       runs, total, sum, total > 0 ? 100 * sum / total : 0, 100 * coverage);
 	int w = 5, wt = 6, wo = 2;
 	for (uint32_t i = 0; i < n; i++) {
 		int l = (int)strlen(layers[i].name), lt = (int)strlen(layers[i].tactic), lo = (int)strlen(layers[i].op);
@@ -95,13 +95,14 @@ static json_t *row_json(const struct row *r, double total, bool layer)
 }
 
 static void print_json(const char *model_path, const struct row *layers, uint32_t n, const struct row *ops, uint32_t n_ops,
-		       long long runs, double total, double sum)
+		       long long runs, double total, double sum, double coverage)
 {
 	json_t *root = json_object(), *prof = json_object(), *la = json_array(), *oa = json_array();
 	json_object_set_new(root, "model", json_string(model_path));
 	json_object_set_new(prof, "runs", json_integer(runs));
 	json_object_set_new(prof, "total_ms", json_real(total));
 	json_object_set_new(prof, "layers_ms", json_real(sum));
+	json_object_set_new(prof, "coverage", json_real(coverage));
 	for (uint32_t i = 0; i < n; i++)
 		json_array_append_new(la, row_json(&layers[i], total, true));
 	for (uint32_t i = 0; i < n_ops; i++)
@@ -121,10 +122,10 @@ enum wh_status wh_run_profile(struct wh_engine *e, const char *model_path, const
 {
 	size_t runs = (size_t)iterations;
 	uint32_t n = 0, n_ops = 0;
-	double *totals = calloc(runs, sizeof *totals), *times = NULL;
+	double *totals = calloc(runs, sizeof *totals), *cover = calloc(runs, sizeof *cover), *times = NULL;
 	struct row *layers = NULL, *ops = NULL;
 	enum wh_status st = WH_OK;
-	if (!totals) {
+	if (!totals || !cover) {
 		st = wh_error(WH_ERR_NOMEM, "run: out of memory for the profile");
 		goto out;
 	}
@@ -154,12 +155,21 @@ enum wh_status wh_run_profile(struct wh_engine *e, const char *model_path, const
 			st = wh_error(WH_ERR_INTERNAL, "run: the profile of run %zu has %u layers, the first had %u", i + 1, k, n);
 			break;
 		}
-		for (uint32_t l = 0; l < n; l++)
+		double in_layers = 0;
+		for (uint32_t l = 0; l < n; l++) {
 			times[(size_t)l * runs + i] = lp[l].ms;
+			in_layers += lp[l].ms;
+		}
+		cover[i] = totals[i] > 0 ? in_layers / totals[i] : 1;
 	}
 	if (st != WH_OK)
 		goto out;
-	double total = median(totals, runs), sum = 0;
+	/* The total is the median run and a layer's time the median of its own times: on a
+	 * machine busy with other processes a run's time holds slices given to them, which the
+	 * layer medians mostly leave out, so the layers can add up to less than the total. The
+	 * coverage (the share of each run spent inside layers, median over runs) does not
+	 * depend on that: it says how much of a run the table accounts for. */
+	double total = median(totals, runs), coverage = median(cover, runs), sum = 0;
 	for (uint32_t l = 0; l < n; l++) {
 		layers[l].ms = median(times + (size_t)l * runs, runs);
 		sum += layers[l].ms;
@@ -174,9 +184,9 @@ enum wh_status wh_run_profile(struct wh_engine *e, const char *model_path, const
 	}
 	qsort(ops, n_ops, sizeof *ops, cmp_row_ms);
 	if (json) {
-		print_json(model_path, layers, n, ops, n_ops, iterations, total, sum);
+		print_json(model_path, layers, n, ops, n_ops, iterations, total, sum, coverage);
 	} else {
-		print_text(layers, n, ops, n_ops, iterations, total, sum);
+		print_text(layers, n, ops, n_ops, iterations, total, sum, coverage);
 		printf("median_ms %.3f\n", total);
 		struct rusage ru;
 		if (getrusage(RUSAGE_SELF, &ru) == 0)
@@ -184,6 +194,7 @@ enum wh_status wh_run_profile(struct wh_engine *e, const char *model_path, const
 	}
 out:
 	free(totals);
+	free(cover);
 	free(times);
 	free(layers);
 	free(ops);
