@@ -39,6 +39,14 @@
  * claimed chunks. Short enough that a loaded machine loses little to spinning. */
 #define WORKER_SPIN_S 60e-6
 #define CALLER_SPIN_S 30e-6
+/* A claimed chunk that keeps the caller waiting much longer than the caller's own chunks
+ * took means its claimer lost its core (another process got it for a time slice, and the
+ * scheduler does not move a task that just ran to the caller's idle core). Then the loops
+ * of the next SOLO_S run on the caller alone: on a loaded machine that caps the loss at one
+ * such wait per window; on a quiet one it never triggers. */
+#define SLOW_FACTOR 4.0
+#define SLOW_SLACK_S 200e-6
+#define SOLO_S 50e-3
 
 struct wh_threadpool {
 	int n_workers; /* threads besides the caller */
@@ -54,6 +62,7 @@ struct wh_threadpool {
 	atomic_int caller_asleep;
 	atomic_bool stop;
 	atomic_bool busy;      /* a loop is running: nested loops run inline */
+	double solo_until;     /* (caller, under busy) run loops inline until then; 0: off */
 };
 
 static inline void cpu_relax(void)
@@ -93,8 +102,9 @@ static void futex_wake(atomic_uint *addr, int count)
 #endif
 
 /* Claims and runs chunks of the current job until none is left, then reports how many it
- * ran (one `done` update per thread and job, not per chunk: chunks can be tiny). */
-static void run_chunks(struct wh_threadpool *p)
+ * ran (one `done` update per thread and job, not per chunk: chunks can be tiny); returns
+ * that count. */
+static unsigned run_chunks(struct wh_threadpool *p)
 {
 	unsigned ran = 0;
 	size_t n_chunks = 0;
@@ -113,6 +123,7 @@ static void run_chunks(struct wh_threadpool *p)
 	}
 	if (ran && atomic_fetch_add(&p->done, ran) + ran == n_chunks && atomic_load(&p->caller_asleep))
 		futex_wake(&p->done, 1);
+	return ran;
 }
 
 /* Spins up to budget seconds while *word == value (and the pool is not stopping); true if
@@ -145,7 +156,7 @@ static void *worker(void *arg)
 	struct sched_param sp = {0};
 	pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
 #endif
-	unsigned seen = atomic_load(&p->job);
+	unsigned seen = 0; /* the counter's start: a worker that starts late still joins job 1 */
 	for (;;) {
 		if (!spin_while_equal(p, &p->job, seen, WORKER_SPIN_S)) {
 			atomic_fetch_add(&p->sleepers, 1);
@@ -158,7 +169,7 @@ static void *worker(void *arg)
 		if (atomic_load(&p->stop))
 			break;
 		seen = atomic_load(&p->job);
-		run_chunks(p);
+		(void)run_chunks(p);
 	}
 	return NULL;
 }
@@ -226,8 +237,17 @@ void wh_parallel_for(struct wh_threadpool *p, size_t n, size_t grain, wh_range_f
 		grain = 1;
 	size_t n_chunks = (n + grain - 1) / grain;
 	bool expected = false;
-	if (!p || p->n_workers == 0 || n_chunks == 1 || n_chunks > UINT32_MAX ||
-	    !atomic_compare_exchange_strong(&p->busy, &expected, true)) {
+	bool inline_run = !p || p->n_workers == 0 || n_chunks == 1 || n_chunks > UINT32_MAX ||
+			  !atomic_compare_exchange_strong(&p->busy, &expected, true);
+	if (!inline_run && p->solo_until > 0) {
+		if (wh_os_now_s() < p->solo_until) {
+			inline_run = true;
+			atomic_store(&p->busy, false);
+		} else {
+			p->solo_until = 0;
+		}
+	}
+	if (inline_run) {
 		for (size_t b = 0; b < n; b += grain)
 			fn(ctx, b, b + grain < n ? b + grain : n);
 		return;
@@ -246,7 +266,10 @@ void wh_parallel_for(struct wh_threadpool *p, size_t n, size_t grain, wh_range_f
 		size_t want = n_chunks - 1 < (size_t)p->n_workers ? n_chunks - 1 : (size_t)p->n_workers;
 		futex_wake(&p->job, (int)want);
 	}
-	run_chunks(p);
+	double t0 = wh_os_now_s();
+	unsigned mine = run_chunks(p);
+	double t1 = wh_os_now_s();
+	bool waited = atomic_load_explicit(&p->done, memory_order_acquire) != n_chunks;
 	/* only chunks claimed by others are left: spin briefly, then sleep (which frees this
 	 * core, so the scheduler can move a descheduled claimer here) */
 	double start = 0;
@@ -264,6 +287,11 @@ void wh_parallel_for(struct wh_threadpool *p, size_t n, size_t grain, wh_range_f
 			}
 		}
 		cpu_relax();
+	}
+	if (waited && mine) {
+		double t2 = wh_os_now_s();
+		if (t2 - t1 > SLOW_FACTOR * (t1 - t0) / mine + SLOW_SLACK_S)
+			p->solo_until = t2 + SOLO_S;
 	}
 	atomic_store(&p->busy, false);
 }

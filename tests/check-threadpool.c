@@ -186,6 +186,57 @@ START_TEST(test_loops_do_not_wait_for_a_parked_worker)
 }
 END_TEST
 
+/* A claimer that keeps the caller waiting far longer than the caller's own chunks took has
+ * lost its core: the loops right after run on the caller alone (threadpool.c SOLO_S), so a
+ * loaded machine loses one such wait per window instead of one per loop. */
+static pthread_t caller_thread;
+static atomic_int foreign_chunks, stalled;
+
+static void busy_wait_s(double s)
+{
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	while ((double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec) < s);
+}
+
+static void stall_once(void *arg, size_t begin, size_t end)
+{
+	(void)arg, (void)begin, (void)end;
+	if (!pthread_equal(pthread_self(), caller_thread) && !atomic_exchange(&stalled, 1)) {
+		struct timespec ts = {0, 40000000}; /* the claimer "loses its core" for 40 ms */
+		nanosleep(&ts, NULL);
+		return;
+	}
+	busy_wait_s(1e-3);
+}
+
+static void note_thread(void *arg, size_t begin, size_t end)
+{
+	(void)arg, (void)begin, (void)end;
+	if (!pthread_equal(pthread_self(), caller_thread))
+		atomic_fetch_add(&foreign_chunks, 1);
+	busy_wait_s(100e-6);
+}
+
+START_TEST(test_loops_after_a_stalled_claimer_run_on_the_caller)
+{
+	struct wh_threadpool *pool;
+	ck_assert_int_eq(wh_threadpool_create(2, &pool), WH_OK);
+	caller_thread = pthread_self();
+	atomic_store(&stalled, 0);
+	atomic_store(&foreign_chunks, 0);
+	wh_parallel_for(pool, 32, 1, stall_once, NULL); /* 32 chunks of 1 ms: the worker claims one */
+	ck_assert_msg(atomic_load(&stalled), "the worker claimed no chunk of 32 ms of work");
+	for (int loop = 0; loop < 20; loop++)
+		wh_parallel_for(pool, 8, 1, note_thread, NULL);
+	ck_assert_msg(atomic_load(&foreign_chunks) == 0, "%d chunks ran on the worker right after it stalled a loop",
+		      atomic_load(&foreign_chunks));
+	wh_threadpool_destroy(pool);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("threadpool");
@@ -195,6 +246,7 @@ int main(void)
 	tcase_add_test(tc, test_grain_for_holds_about_one_chunk_of_work);
 	tcase_add_test(tc, test_every_index_once_over_many_loops);
 	tcase_add_test(tc, test_loops_do_not_wait_for_a_parked_worker);
+	tcase_add_test(tc, test_loops_after_a_stalled_claimer_run_on_the_caller);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
