@@ -205,7 +205,8 @@ static void stall_once(void *arg, size_t begin, size_t end)
 {
 	(void)arg, (void)begin, (void)end;
 	if (!pthread_equal(pthread_self(), caller_thread) && !atomic_exchange(&stalled, 1)) {
-		struct timespec ts = {0, 40000000}; /* the claimer "loses its core" for 40 ms */
+		struct timespec ts = {0, 200000000}; /* the claimer "loses its core" for 0.2 s, far
+							* longer than the caller's 32 ms even on a loaded machine */
 		nanosleep(&ts, NULL);
 		return;
 	}
@@ -229,8 +230,8 @@ START_TEST(test_loops_after_a_stalled_claimer_run_on_the_caller)
 	atomic_store(&foreign_chunks, 0);
 	wh_parallel_for(pool, 32, 1, stall_once, NULL); /* 32 chunks of 1 ms: the worker claims one */
 	ck_assert_msg(atomic_load(&stalled), "the worker claimed no chunk of 32 ms of work");
-	for (int loop = 0; loop < 20; loop++)
-		wh_parallel_for(pool, 8, 1, note_thread, NULL);
+	for (int loop = 0; loop < 10; loop++) /* 4 ms of work, well inside the 50 ms window */
+		wh_parallel_for(pool, 4, 1, note_thread, NULL);
 	ck_assert_msg(atomic_load(&foreign_chunks) == 0, "%d chunks ran on the worker right after it stalled a loop",
 		      atomic_load(&foreign_chunks));
 	wh_threadpool_destroy(pool);
