@@ -161,8 +161,9 @@ static enum wh_status load_replay(struct driver *d, const char *path, const char
 		}
 		const char *orig = json_string_value(json_object_get(j, "original"));
 		if (orig && strcmp(orig, model_hash)) {
-			json_decref(j);
+			/* orig lives in j: the message is made before j is released */
 			st = wh_error(WH_ERR_USAGE, "%s: replay of another model (hash %s, this model %s; use a fresh replay file)", path, orig, model_hash);
+			json_decref(j);
 			break;
 		}
 		const char *hs = json_string_value(json_object_get(j, "hash"));
@@ -714,8 +715,18 @@ static enum wh_status compute_reference(struct driver *d)
 					st = wh_tensor_set_add(&d->ref[k], r->items[i].name, -1, &r->items[i].t);
 		}
 	} else {
-		if ((st = wh_builtin_reference(d->m, d->o->engine.threads, d->data->inputs, ns, true, d->ref)) != WH_OK)
-			return wh_error(st, "%s; with an external --check, give reference values with --reference DIR", wh_error_message());
+		if ((st = wh_builtin_reference(d->m, d->o->engine.threads, d->data->inputs, ns, true, d->ref)) != WH_OK) {
+			/* the runtime's advice is for `run`; here what helps depends on the check */
+			char why[1024];
+			snprintf(why, sizeof why, "%s", wh_error_message());
+			size_t len = strlen(why);
+			char *paren = strrchr(why, '(');
+			if (len && why[len - 1] == ')' && paren && paren > why && paren[-1] == ' ')
+				paren[-1] = '\0';
+			if (d->o->check)
+				return wh_error(st, "%s (the candidates need reference values whittle cannot compute: give them with --reference DIR)", why);
+			return wh_error(st, "%s (the built-in check runs the model with whittle: give an external --check that runs it elsewhere, and reference values with --reference DIR)", why);
+		}
 	}
 	/* the original inputs are reference values too */
 	for (uint32_t k = 0; k < ns && st == WH_OK; k++)
