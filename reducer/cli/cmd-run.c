@@ -396,8 +396,8 @@ int wh_cmd_run(int argc, char **argv)
 			uint64_t nan = 0, inf = 0;
 			for (uint64_t k = 0; k < t->count; k++) {
 				double x = wh_tensor_get_f64(t, k);
-				nan += isnan(x);
-				inf += isinf(x);
+				nan += isnan(x) != 0;
+				inf += isinf(x) != 0; /* -1 for -inf */
 			}
 			if (nan || inf) {
 				printf("validate: FAIL: tensor '%s' is the first with non-finite values (%llu NaN, %llu Inf of %llu)\n",
