@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "graph/onnx-depth.h"
 #include "graph/onnx-internal.h"
 #include "graph/onnx-io.h"
 #include "onnx/onnx-data.pb-c.h"
@@ -232,6 +233,12 @@ static enum wh_status read_pb_mem(const void *data, size_t len, const char *dir,
 	ProtobufCAllocator alloc;
 	wh_pb_allocator_init(&alloc, arena);
 	const char *stored = NULL;
+	/* nested sequences and optionals recurse in protobuf-c: bound them first */
+	const ProtobufCMessageDescriptor *desc = kind == WH_PB_SEQUENCE ? &onnx__sequence_proto__descriptor
+						 : kind == WH_PB_OPTIONAL ? &onnx__optional_proto__descriptor
+									  : &onnx__tensor_proto__descriptor;
+	if ((st = wh_pb_check_depth(desc, data, len, label)) != WH_OK)
+		goto out;
 	if (kind == WH_PB_SEQUENCE) {
 		Onnx__SequenceProto *sp = onnx__sequence_proto__unpack(&alloc, len, data);
 		if (!sp) {
@@ -256,7 +263,7 @@ static enum wh_status read_pb_mem(const void *data, size_t len, const char *dir,
 		}
 		stored = tp->name;
 		st = decode_tensor_msg(tp, dir, label, t);
-		if (st != WH_OK && tp->segment) {
+		if (st != WH_OK && tp->segment && wh_pb_check_depth(&onnx__sequence_proto__descriptor, data, len, label) == WH_OK) {
 			/* a SequenceProto's items land in TensorProto's segment field: say what it is */
 			Onnx__SequenceProto *sp = onnx__sequence_proto__unpack(&alloc, len, data);
 			if (sp && sp->n_tensor_values)
