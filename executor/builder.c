@@ -28,6 +28,7 @@ struct wh_build_state {
 	uint64_t rng;
 	struct wh_timing_cache *cache; /* may be NULL */
 	FILE *list;                    /* list mode: print eligible tactics instead of timing */
+	uint32_t plan_first;           /* the plan's entries from this build start here */
 };
 
 static void shape_key(const struct wh_kernel_ctx *ctx, char *buf, size_t size)
@@ -278,6 +279,16 @@ static enum wh_status choose(void *state, struct wh_kernel_ctx *ctx, const struc
 		near[k++] = 0;
 	uint32_t pick = near[splitmix(&b->rng) % k];
 	*out = eligible[pick];
+	/* a replay names layers: a layer without a name, or one sharing it, would be pinned to
+	 * another's tactic (so say so, as the precision search does) */
+	const char *lname = ctx->node->name;
+	if (!lname || !*lname)
+		return wh_error(WH_ERR_INVALID, "model: a %s layer has no name, and a tactic replay names layers (give every node a unique name)",
+				ctx->node->op_type);
+	for (uint32_t i = b->plan_first; i < b->plan->n; i++)
+		if (!strcmp(b->plan->c[i].layer, lname))
+			return wh_error(WH_ERR_INVALID, "model: two layers are named '%s', and a tactic replay names layers (give every node a unique name)",
+					lname);
 	return wh_tactic_plan_set(b->plan, ctx->node->name, ctx->node->op_type, eligible[pick]->name, eligible[pick]->id, ms[pick]);
 }
 
@@ -288,6 +299,7 @@ static enum wh_status build_or_list(const struct wh_model *m, const struct wh_en
 	struct wh_build_state b = {.bo = bo, .plan = plan, .rng = bo ? bo->seed * 0x2545f4914f6cdd1dull + 1 : 1, .list = list};
 	struct wh_timing_cache tc = {0};
 	enum wh_status st = WH_OK;
+	b.plan_first = plan ? plan->n : 0;
 	if (bo && bo->timing_cache && !list) {
 		if ((st = cache_read(bo->timing_cache, &tc.root)) != WH_OK)
 			return st;
