@@ -153,3 +153,14 @@ void wh_os_unlock(int fd)
 	if (fd >= 0)
 		close(fd); /* closing the last descriptor releases the flock */
 }
+
+bool wh_os_self_exe(char *buf, size_t size)
+{
+	if (!size)
+		return false;
+	ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+	if (n <= 0 || (size_t)n >= size - 1)
+		return false;
+	buf[n] = '\0';
+	return buf[0] == '/';
+}

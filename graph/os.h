@@ -41,6 +41,10 @@ enum wh_status wh_os_lock(const char *path, bool wait, const char *what_for, int
 /* Releases a lock from wh_os_lock (closes fd); -1 is a no-op. */
 void wh_os_unlock(int fd);
 
+/* The absolute path of the running executable (/proc/self/exe) into buf; false when it
+ * cannot be told or does not fit. */
+bool wh_os_self_exe(char *buf, size_t size);
+
 /* Whether path names an existing folder. */
 bool wh_os_is_dir(const char *path);
 

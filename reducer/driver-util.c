@@ -79,6 +79,41 @@ void wh_text_one_line(char *s)
 			*s = ' ';
 }
 
+char *wh_text_sh_quote(const char *s)
+{
+	size_t n = 3;
+	for (const char *p = s; *p; p++)
+		n += *p == '\'' ? 4 : 1;
+	char *out = malloc(n), *o = out;
+	if (!out)
+		return NULL;
+	*o++ = '\'';
+	for (const char *p = s; *p; p++) {
+		if (*p == '\'') {
+			memcpy(o, "'\\''", 4);
+			o += 4;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o++ = '\'';
+	*o = '\0';
+	return out;
+}
+
+char *wh_text_whittle_line(void)
+{
+	char self[PATH_MAX];
+	char *q = wh_os_self_exe(self, sizeof self) ? wh_text_sh_quote(self) : NULL;
+	size_t n = (q ? strlen(q) : 8) + 24;
+	char *out = malloc(n);
+	/* an assignment: the quotes inside ${...:-'...'} are removed there, not inside "..." */
+	if (out)
+		snprintf(out, n, "WHITTLE=${WHITTLE:-%s}", q ? q : "whittle");
+	free(q);
+	return out;
+}
+
 char *wh_text_subst(const char *tmpl, const char *const *keys, const char *const *vals, int n)
 {
 	size_t cap = strlen(tmpl) + 1;

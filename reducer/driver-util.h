@@ -48,6 +48,13 @@ void wh_text_one_line(char *s);
  * (malloc'd; NULL when out of memory). */
 char *wh_text_subst(const char *tmpl, const char *const *keys, const char *const *vals, int n);
 
+/* s single-quoted for /bin/sh ('it'\''s'), malloc'd; NULL when out of memory. */
+char *wh_text_sh_quote(const char *s);
+/* The line a repro script starts with to call this whittle as "$WHITTLE":
+ * WHITTLE=${WHITTLE:-'/abs/path/whittle'} (the binary that wrote it; the environment's
+ * WHITTLE overrides), malloc'd; NULL when out of memory. */
+char *wh_text_whittle_line(void);
+
 /* ---- checks ---- */
 
 /* Exit 126/127 (not a signal): a command inside the check was not found or cannot run,

@@ -671,12 +671,15 @@ static enum wh_status write_repro(struct driver *d, const struct wh_model *c, co
 	}
 	snprintf(p, sizeof p, "%s/command.sh", dir);
 	FILE *f = fopen(p, "w");
+	char *self = cmd ? NULL : wh_text_whittle_line();
 	if (f) {
 		fprintf(f, "#!/bin/sh\n# rerun the check on the reduced model (from this folder)\ncd \"$(dirname \"$0\")\" || exit 2\n");
 		if (cmd)
 			fprintf(f, "%s\n", cmd);
 		else
-			fprintf(f, "whittle run model.onnx --load-inputs inputs --compare golden --precision %s --atol %g --rtol %g\n",
+			fprintf(f, "# the whittle that made this bundle; set WHITTLE to use another\n%s\n"
+				   "\"$WHITTLE\" run model.onnx --load-inputs inputs --compare golden --precision %s --atol %.17g --rtol %.17g\n",
+				self ? self : "WHITTLE=${WHITTLE:-whittle}",
 				wh_precision_name(d->o->engine.precision ? d->o->engine.precision->dflt : WH_PREC_FP32),
 				d->o->compare.atol, d->o->compare.rtol);
 		fclose(f);
@@ -712,6 +715,7 @@ static enum wh_status write_repro(struct driver *d, const struct wh_model *c, co
 		fprintf(f, "whittle %s\ncpu %s\nisa %s (detected %s)\n", WHITTLE_VERSION, cpu->brand, wh_isa_name(cpu->isa), wh_isa_name(cpu->detected));
 		fclose(f);
 	}
+	free(self);
 	free(cmd);
 	return WH_OK;
 }

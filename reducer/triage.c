@@ -697,28 +697,6 @@ static enum wh_status step_precision(struct tri *T)
 
 /* ---- the repro bundle ---- */
 
-/* Single-quotes s for /bin/sh into out. */
-static void sh_quote(const char *s, char *out, size_t size)
-{
-	size_t n = 0;
-	if (size < 3) {
-		if (size)
-			out[0] = '\0';
-		return;
-	}
-	out[n++] = '\'';
-	for (const char *p = s; *p && n + 6 < size; p++) {
-		if (*p == '\'') {
-			memcpy(out + n, "'\\''", 4);
-			n += 4;
-		} else {
-			out[n++] = *p;
-		}
-	}
-	out[n++] = '\'';
-	out[n] = '\0';
-}
-
 static enum wh_status write_bundle(struct tri *T, const struct wh_model *model, const struct wh_tactic_plan *plan)
 {
 	char dir[PATH_MAX + 16], p[PATH_MAX + 64];
@@ -753,7 +731,7 @@ static enum wh_status write_bundle(struct tri *T, const struct wh_model *model, 
 		wh_text_printf(T->repro_cmd, sizeof T->repro_cmd, "%s", cmd);
 	} else {
 		wh_text_printf(T->repro_cmd, sizeof T->repro_cmd,
-			"\"${WHITTLE:-whittle}\" run model.onnx --load-inputs inputs --precision %s%s --compare golden --atol %.17g --rtol %.17g",
+			"\"$WHITTLE\" run model.onnx --load-inputs inputs --precision %s%s --compare golden --atol %.17g --rtol %.17g",
 			wh_precision_name(T->o->precision), T->repro_tactics ? " --load-tactics tactics.json" : "", T->o->compare.atol, T->o->compare.rtol);
 		if (T->o->compare.stat != WH_STAT_ELEMWISE) {
 			static const char *const names[] = {"elemwise", "max", "mean", "median", "quantile"};
@@ -768,13 +746,15 @@ static enum wh_status write_bundle(struct tri *T, const struct wh_model *model, 
 	FILE *f = fopen(p, "w");
 	if (!f)
 		return wh_error(WH_ERR_IO, "%s: cannot write: %s (check the folder)", p, strerror(errno));
+	char *self = wh_text_whittle_line();
 	fprintf(f, "#!/bin/sh\n# whittle triage repro: exits non-zero while the failure is there.\n"
-		   "# Runs from this folder; set WHITTLE to the whittle binary if it is not on PATH.\n"
-		   "cd \"$(dirname \"$0\")\" || exit 2\n");
+		   "# Runs from this folder with the whittle that made it; set WHITTLE to use another.\n"
+		   "cd \"$(dirname \"$0\")\" || exit 2\n%s\n", self ? self : "WHITTLE=${WHITTLE:-whittle}");
+	free(self);
 	if (T->o->faulty_tactic && *T->o->faulty_tactic) {
-		char q[512];
-		sh_quote(T->o->faulty_tactic, q, sizeof q);
-		fprintf(f, "# fault injection was on during triage (a test setting): keep it for the repro\nexport WHITTLE_FAULTY_TACTIC=%s\n", q);
+		char *q = wh_text_sh_quote(T->o->faulty_tactic);
+		fprintf(f, "# fault injection was on during triage (a test setting): keep it for the repro\nexport WHITTLE_FAULTY_TACTIC=%s\n", q ? q : "''");
+		free(q);
 	}
 	fprintf(f, "%s\n", T->repro_cmd);
 	if (fclose(f) != 0)

@@ -216,5 +216,47 @@ else
 	bad "15: a replay line with an unknown verdict: exit $rc"
 fi
 
+# ---- 13: --build-cmd values quoted for the shell ----
+mkdir -p "a dir"
+cp conv2.onnx "a dir/m 1.onnx"
+art='x;touch PWNED;'
+run "$whittle" build "a dir/m 1.onnx" --until 1 --artifacts-dir "$art" --input-shapes x:1x4x8x8 \
+	--build-cmd "'$whittle' run {model} --input-shapes x:1x4x8x8 --save-tactics '{tactics}' --build-seed {seed} --timing-iterations 1 >/dev/null" \
+	--pin-cmd true --check true
+if [ "$rc" -eq 0 ] && [ ! -e PWNED ] && [ ! -e "$art/PWNED" ] && ls "$art"/good/*.json >/dev/null 2>&1; then
+	ok "13: --build-cmd with a model path holding a space and an artifacts folder holding ';' runs as meant"
+else
+	bad "13: --build-cmd with hostile paths: exit $rc, PWNED: $(ls PWNED "$art/PWNED" 2>/dev/null)"
+fi
+
+# ---- 16: repro/command.sh calls the whittle that made it; errors say what to do ----
+run "$whittle" reduce conv2.onnx -o r.onnx --input-shapes x:1x4x8x8 --artifacts-dir repro16 --precision fp16 --atol 0 --rtol 0
+if [ -x repro16/repro/command.sh ] && PATH=/usr/bin:/bin sh repro16/repro/command.sh >/dev/null 2>"$tmp/err"; rc16=$?; [ "$rc16" -eq 1 ]; then
+	ok "16: repro/command.sh runs without whittle on PATH (and fails, as the reduced model does)"
+else
+	bad "16: repro/command.sh without whittle on PATH: exit ${rc16:-none}"
+fi
+if WHITTLE=/bin/false sh repro16/repro/command.sh >/dev/null 2>&1; then
+	bad "16: repro/command.sh ignores WHITTLE"
+else
+	ok "16: WHITTLE overrides the binary in repro/command.sh"
+fi
+/usr/bin/python3 - <<'PY'
+import numpy as np, onnx
+from onnx import TensorProto, helper, numpy_helper
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+w = numpy_helper.from_array(np.ones((4, 4, 3, 3), np.float32), "w")
+for name, node, inits in (("conv-group0", helper.make_node("Conv", ["x", "w"], ["y"], name="c", group=0), [w]),
+                          ("softmax-axis7", helper.make_node("Softmax", ["x"], ["y"], name="s", axis=7), [])):
+    m = helper.make_model(helper.make_graph([node], name, [x], [y], inits), opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, name + ".onnx")
+PY
+for m in conv-group0 softmax-axis7; do
+	run "$whittle" run $m.onnx
+	one_line 3 && ok "16: run $m: one line that says what to do" || bad "16: run $m: exit $rc"
+done
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
