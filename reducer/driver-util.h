@@ -85,6 +85,13 @@ struct wh_verdict_entry *wh_verdict_cache_find(const struct wh_verdict_cache *c,
 /* Records v for h (replacing an earlier verdict; runs and fails are kept). */
 enum wh_status wh_verdict_cache_put(struct wh_verdict_cache *c, struct wh_hash h, enum wh_verdict v);
 
+/* Adds the verdicts of a reduce replay (JSON lines, docs/formats.md) to c; *loaded_out
+ * counts them. A replay of another model (its "original" is not model_hash; NULL: any), a
+ * folder, or a line that is neither a header nor a verdict whittle wrote is an error; a
+ * partial last line (a run killed mid-write) is ignored. */
+enum wh_status wh_verdict_cache_load(struct wh_verdict_cache *c, const char *path, const char *model_hash,
+				     unsigned *loaded_out);
+
 /* ---- files ---- */
 
 /* Moves the files a check wrote into dir/<good|bad|skipped>/<seq>_<name> by the verdict

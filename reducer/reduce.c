@@ -1,6 +1,5 @@
 #include "reducer/reduce.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -128,86 +127,10 @@ static uint32_t mask_count(const struct driver *d, const uint8_t *mask)
 	return c;
 }
 
-/* false for a name wh_verdict_name never writes */
-static bool verdict_from_name(const char *s, enum wh_verdict *out)
-{
-	for (enum wh_verdict v = WH_VERDICT_PASS; v <= WH_VERDICT_SKIP; v++)
-		if (!strcmp(s, wh_verdict_name(v))) {
-			*out = v;
-			return true;
-		}
-	return false;
-}
-
-static bool is_hex32(const char *s)
-{
-	size_t n = 0;
-	while (n < 32 && isxdigit((unsigned char)s[n]))
-		n++;
-	return n == 32 && !s[n];
-}
-
 static enum wh_status load_replay(struct driver *d, const char *path, const char *model_hash)
 {
-	FILE *f = fopen(path, "r");
-	if (!f) {
-		if (errno == ENOENT)
-			return wh_error(WH_ERR_IO, "%s: replay file not found (check the path, or drop --load-replay)", path);
-		return wh_error(WH_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
-	}
-	struct stat sb;
-	if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		fclose(f);
-		return wh_error(WH_ERR_IO, "%s: not a replay file (a folder or a device; give the replay.jsonl a run wrote)", path);
-	}
-	char line[4096];
-	unsigned lineno = 0, loaded = 0;
-	enum wh_status st = WH_OK;
-	while (fgets(line, sizeof line, f)) {
-		lineno++;
-		json_error_t err;
-		json_t *j = json_loads(line, 0, &err);
-		if (!j) {
-			/* a run killed mid-write leaves a partial last line: ignore it */
-			if (!feof(f) && strchr(line, '\n')) {
-				st = wh_error(WH_ERR_PARSE, "%s:%u: not a replay line: %s (was the file edited?)", path, lineno, err.text);
-				break;
-			}
-			continue;
-		}
-		const char *orig = json_string_value(json_object_get(j, "original"));
-		if (orig && strcmp(orig, model_hash)) {
-			/* orig lives in j: the message is made before j is released */
-			st = wh_error(WH_ERR_USAGE, "%s: replay of another model (hash %s, this model %s; use a fresh replay file)", path, orig, model_hash);
-			json_decref(j);
-			break;
-		}
-		json_t *hj = json_object_get(j, "hash"), *vj = json_object_get(j, "verdict");
-		const char *hs = json_string_value(hj), *vs = json_string_value(vj);
-		enum wh_verdict v = WH_VERDICT_SKIP;
-		if (!json_is_object(j) || ((hj || vj) && (!hs || !is_hex32(hs) || !vs || !verdict_from_name(vs, &v)))) {
-			/* a line that is not a header must be a verdict whittle wrote: never drop it silently */
-			json_decref(j);
-			st = wh_error(WH_ERR_PARSE, "%s:%u: not a replay line (\"hash\" must be 32 hex digits and \"verdict\" pass, fail or skip; was the file edited?)",
-				      path, lineno);
-			break;
-		}
-		if (hs && vs) {
-			char hi[17], lo[17];
-			memcpy(hi, hs, 16);
-			hi[16] = '\0';
-			memcpy(lo, hs + 16, 16);
-			lo[16] = '\0';
-			struct wh_hash h = {.hi = strtoull(hi, NULL, 16), .lo = strtoull(lo, NULL, 16)};
-			if ((st = wh_verdict_cache_put(&d->cache, h, v)) != WH_OK) {
-				json_decref(j);
-				break;
-			}
-			loaded++;
-		}
-		json_decref(j);
-	}
-	fclose(f);
+	unsigned loaded;
+	enum wh_status st = wh_verdict_cache_load(&d->cache, path, model_hash, &loaded);
 	if (st == WH_OK)
 		wh_progress_log(&d->pr, "reduce: loaded %u verdicts from %s", loaded, path);
 	return st;
