@@ -1,6 +1,7 @@
 #include "reducer/driver-util.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -335,4 +336,74 @@ FILE *wh_report_open(const char *dir, const char *name)
 bool wh_node_is_constant(const struct wh_node *n)
 {
 	return !strcmp(n->op_type, "Constant") && (!n->domain || !*n->domain);
+}
+
+enum wh_status wh_output_check(const char *path, const char *what, const char *input)
+{
+	struct stat sp, si;
+	if (stat(path, &sp) == 0) {
+		if (S_ISDIR(sp.st_mode))
+			return wh_error(WH_ERR_USAGE, "%s: is a folder, not a file for %s (give a file path)", path, what);
+		if (input && stat(input, &si) == 0 && sp.st_dev == si.st_dev && sp.st_ino == si.st_ino)
+			return wh_error(WH_ERR_USAGE, "%s: is the input model %s, and writing %s there would overwrite it (choose another path)",
+					path, input, what);
+	}
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		wh_text_printf(dir, sizeof dir, ".");
+	else if (slash == path)
+		wh_text_printf(dir, sizeof dir, "/");
+	else
+		wh_text_printf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+	struct stat sd;
+	if (stat(dir, &sd) != 0 || !S_ISDIR(sd.st_mode))
+		return wh_error(WH_ERR_IO, "%s: cannot write %s: the folder %s does not exist (create it, or choose another path)", path,
+				what, dir);
+	if (access(dir, W_OK | X_OK) != 0)
+		return wh_error(WH_ERR_IO, "%s: cannot write %s: the folder %s is not writable (choose another path)", path, what, dir);
+	return WH_OK;
+}
+
+#define WH_ARTIFACTS_LOCK ".whittle-lock"
+
+enum wh_status wh_artifacts_claim(const char *dir, bool force, const char *resume, int *lock_out)
+{
+	*lock_out = -1;
+	enum wh_status st = wh_os_make_dir(dir);
+	if (st != WH_OK)
+		return st;
+	char lock[PATH_MAX + 32];
+	wh_text_printf(lock, sizeof lock, "%s/" WH_ARTIFACTS_LOCK, dir);
+	bool busy;
+	if ((st = wh_os_lock(lock, false, "the artifacts folder", lock_out, &busy)) != WH_OK) {
+		if (busy)
+			return wh_error(WH_ERR_IO, "%s: another whittle run is writing into this artifacts folder (wait for it, or give another --artifacts-dir)",
+					dir);
+		return st;
+	}
+	if (force)
+		return WH_OK;
+	/* resuming from a replay inside the folder continues that run: its files are ours */
+	char rd[PATH_MAX], rr[PATH_MAX];
+	if (resume && realpath(dir, rd) && realpath(resume, rr) && !strncmp(rr, rd, strlen(rd)) && rr[strlen(rd)] == '/')
+		return WH_OK;
+	DIR *dh = opendir(dir);
+	struct dirent *de;
+	bool empty = true;
+	while (dh && empty && (de = readdir(dh)))
+		empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || !strcmp(de->d_name, WH_ARTIFACTS_LOCK);
+	if (dh)
+		closedir(dh);
+	if (!empty) {
+		wh_artifacts_unlock(*lock_out);
+		*lock_out = -1;
+		return wh_error(WH_ERR_USAGE, "%s: holds files of an earlier run (give a new --artifacts-dir, or --force to write over them)", dir);
+	}
+	return WH_OK;
+}
+
+void wh_artifacts_unlock(int lock)
+{
+	wh_os_unlock(lock);
 }

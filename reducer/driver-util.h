@@ -94,6 +94,18 @@ enum wh_status wh_verdict_cache_load(struct wh_verdict_cache *c, const char *pat
 
 /* ---- files ---- */
 
+/* Checks before any work that path can be written as `what` ("the reduced model"): not a
+ * folder, in a folder that exists and is writable, and not the file input (the model being
+ * worked on; a link to it counts; NULL: no such check). One line on failure. */
+enum wh_status wh_output_check(const char *path, const char *what, const char *input);
+
+/* Claims an artifacts folder for one run: creates it and locks it (dir/.whittle-lock, held
+ * until wh_artifacts_unlock) so that a second run into it refuses at once; a folder holding
+ * files of an earlier run is refused unless force, or unless resume names a file inside it
+ * that this run continues from (the --load-replay file). *lock_out: the lock (-1 on error). */
+enum wh_status wh_artifacts_claim(const char *dir, bool force, const char *resume, int *lock_out);
+void wh_artifacts_unlock(int lock);
+
 /* Moves the files a check wrote into dir/<good|bad|skipped>/<seq>_<name> by the verdict
  * (a warning when one cannot be moved; missing files are skipped). */
 void wh_artifacts_sort(const char *const *files, int n, const char *dir, enum wh_verdict v, uint32_t seq);

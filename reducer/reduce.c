@@ -577,6 +577,7 @@ static enum wh_status write_repro(struct driver *d, const struct wh_model *c, co
 {
 	char dir[PATH_MAX], p[PATH_MAX + 64], model[PATH_MAX + 64], ins[PATH_MAX + 64], gold[PATH_MAX + 64];
 	snprintf(dir, sizeof dir, "%s/repro", d->o->artifacts_dir);
+	wh_os_remove_tree(dir); /* a bundle of one run only: nothing stale from an earlier one */
 	enum wh_status st = wh_os_make_dir(dir);
 	if (st != WH_OK)
 		return st;
@@ -697,10 +698,16 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 	uint32_t *order = calloc((size_t)g->n_nodes + 1, sizeof *order);
 	uint8_t *full = NULL, *result = NULL, *fixed = NULL;
 	struct wh_model *reduced = NULL;
+	int artifacts_lock = -1;
 	if (!order) {
 		st = wh_error(WH_ERR_NOMEM, "reduce: out of memory");
 		goto out;
 	}
+	/* every output can be written, before the search: not after an hour of checks */
+	if ((o->output_path && (st = wh_output_check(o->output_path, "the reduced model", o->model_path)) != WH_OK) ||
+	    (o->min_good_path && (st = wh_output_check(o->min_good_path, "the --min-good model", o->model_path)) != WH_OK) ||
+	    (o->save_replay && (st = wh_output_check(o->save_replay, "the replay", o->model_path)) != WH_OK))
+		goto out;
 	if ((st = wh_graph_topo_order(g, order)) != WH_OK)
 		goto out;
 	d->search_nodes = calloc((size_t)g->n_nodes + 1, sizeof *d->search_nodes);
@@ -743,7 +750,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 	}
 	/* work folder */
 	if (o->artifacts_dir) {
-		if ((st = wh_os_make_dir(o->artifacts_dir)) != WH_OK)
+		if ((st = wh_artifacts_claim(o->artifacts_dir, o->force, o->load_replay, &artifacts_lock)) != WH_OK)
 			goto out;
 		snprintf(d->workdir, sizeof d->workdir, "%s/work", o->artifacts_dir);
 		if ((st = wh_os_make_dir(d->workdir)) != WH_OK)
@@ -793,8 +800,10 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 		save_replay = replay_default;
 	}
 	if (save_replay) {
-		bool fresh = access(save_replay, F_OK) != 0;
-		if (!(d->replay = fopen(save_replay, "a"))) {
+		/* the folder's own replay belongs to this run unless it resumes from it: one header */
+		bool resumes = o->load_replay && !strcmp(o->load_replay, save_replay);
+		bool fresh = access(save_replay, F_OK) != 0 || (save_replay == replay_default && !resumes);
+		if (!(d->replay = fopen(save_replay, fresh ? "w" : "a"))) {
 			st = wh_error(WH_ERR_IO, "%s: cannot write the replay: %s (check the folder)", save_replay, strerror(errno));
 			goto out;
 		}
@@ -905,8 +914,25 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			      rep->note, o->artifacts_dir ? "; the best failing candidate is in unverified.onnx" : "");
 		goto out;
 	}
-	if ((st = save_mask_model(d, result, o->output_path, &reduced)) != WH_OK)
+	if ((st = save_mask_model(d, result, o->output_path, &reduced)) != WH_OK) {
+		/* the search is done: say what it found and where its verdicts are, so that a
+		 * rerun with --load-replay costs nothing */
+		char why[600], found[400] = "";
+		wh_text_printf(why, sizeof why, "%s", wh_error_message());
+		for (uint32_t i = 0, k = 0; i < d->n; i++)
+			if (result[i] && k++ < 8)
+				wh_text_cat(found, sizeof found, "%s%s", k > 1 ? ", " : "", g->nodes[d->search_nodes[i]].name);
+		char *paren = strrchr(why, '(');
+		if (paren && paren > why && paren[-1] == ' ')
+			paren[-1] = '\0';
+		if (save_replay)
+			st = wh_error(st, "%s; the reduced model has %u layers: %s%s (fix the path and rerun with --load-replay %s: no check runs again)",
+				      why, mask_count(d, result), found, mask_count(d, result) > 8 ? ", ..." : "", save_replay);
+		else
+			st = wh_error(st, "%s; the reduced model has %u layers: %s%s (fix the path and rerun; --save-replay keeps the verdicts)",
+				      why, mask_count(d, result), found, mask_count(d, result) > 8 ? ", ..." : "");
 		goto out;
+	}
 	if (o->min_good_path) {
 		/* a passing model one layer away from the reduced one (from the minimality pass) */
 		bool saved = false;
@@ -938,9 +964,11 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 		if ((st = wh_model_save(reduced, p)) != WH_OK)
 			goto out;
 		snprintf(p, sizeof p, "%s/inputs", o->artifacts_dir);
+		wh_os_remove_tree(p);
 		if ((st = write_tensors(d, reduced, p, false)) != WH_OK)
 			goto out;
 		snprintf(p, sizeof p, "%s/golden", o->artifacts_dir);
+		wh_os_remove_tree(p);
 		if ((st = write_tensors(d, reduced, p, true)) != WH_OK)
 			goto out;
 		if (o->min_good_path && access(o->min_good_path, F_OK) == 0) {
@@ -971,6 +999,7 @@ out:
 		fclose(d->replay);
 	if (d->workdir[0])
 		wh_os_remove_tree(d->workdir); /* the temporary folder, or artifacts_dir/work */
+	wh_artifacts_unlock(artifacts_lock);
 	if (d->ref_owned) {
 		for (uint32_t k = 0; k < data->n_samples; k++) {
 			wh_tensor_set_release(&d->ref[k]);
