@@ -481,6 +481,8 @@ static enum wh_status eval_masks(void *ctx, const uint8_t *const *masks, uint32_
 	}
 	if (st == WH_OK)
 		st = run_jobs(d, todo, m + n_re);
+	if (m)
+		d->rep->rounds += (m + slots - 1) / slots;
 	for (uint32_t i = 0; i < m + n_re && st == WH_OK; i++) {
 		struct job *j = todo[i];
 		if (j->has_res && d->o->check)
@@ -518,12 +520,15 @@ static void on_progress(void *ctx, const char *phase, const uint8_t *mask)
 {
 	struct driver *d = ctx;
 	uint32_t cnt = mask ? mask_count(d, mask) : 0;
-	wh_progress_log(&d->pr, "reduce: after %s: %u nodes (%u checks so far)", phase, cnt, d->rep->checks_run);
+	wh_progress_log(&d->pr, "reduce: after %s: %u nodes (%u checks, %u cache hits, %u rounds so far)", phase, cnt, d->rep->checks_run,
+	      d->rep->checks_cached, d->rep->rounds);
 	json_t *e = json_object();
 	json_object_set_new(e, "event", json_string("phase"));
 	json_object_set_new(e, "phase", json_string(phase));
 	json_object_set_new(e, "nodes", json_integer(cnt));
 	json_object_set_new(e, "checks", json_integer(d->rep->checks_run));
+	json_object_set_new(e, "cached", json_integer(d->rep->checks_cached));
+	json_object_set_new(e, "rounds", json_integer(d->rep->rounds));
 	wh_progress_event(&d->pr, e);
 }
 
@@ -536,6 +541,7 @@ static enum wh_status run_uncached(struct driver *d, const uint8_t *mask, enum w
 		return st;
 	j.seq = ++d->seq;
 	struct job *p = &j;
+	d->rep->rounds++;
 	if ((st = run_jobs(d, &p, 1)) == WH_OK && (st = broken_check(d, &j)) == WH_OK) {
 		*v = j.v;
 		if ((st = wh_verdict_cache_put(&d->cache, j.h, j.v)) == WH_OK)
@@ -619,8 +625,10 @@ static enum wh_status write_repro(struct driver *d, const struct wh_model *c, co
 			cpu->brand[0] ? cpu->brand : "unknown", wh_isa_name(cpu->isa));
 		fprintf(f, "- check: `%s`\n", d->o->check_display ? d->o->check_display : "built-in (compare with FP32)");
 		fprintf(f, "- layers: %u before, %u after (Constant nodes not counted)\n", r->nodes_before, r->nodes_after);
-		fprintf(f, "- checks: %u run (%u fail, %u pass, %u skip), %u answered from the cache\n", r->checks_run, r->n_fail,
-			r->n_pass, r->n_skip, r->checks_cached);
+		fprintf(f, "- checks: %u run (%u fail, %u pass, %u skip)\n", r->checks_run, r->n_fail, r->n_pass, r->n_skip);
+		fprintf(f, "- cache hits: %u (and %u verdicts implied by monotonicity)\n", r->checks_cached, r->implied);
+		fprintf(f, "- rounds: %u (batches run one after the other, up to %d checks each)\n", r->rounds,
+			d->o->jobs > 1 ? d->o->jobs : 1);
 		fprintf(f, "- time: %.2f s (whittle's own time per candidate: %.2f ms)\n- 1-minimal: %s\n\n", wh_os_now_s() - d->pr.t0,
 			d->driver_n ? 1e3 * d->driver_s / d->driver_n : 0.0,
 			r->one_minimal ? "yes (removing any single layer makes the check pass)" : "not verified");
@@ -879,8 +887,14 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 		goto out;
 	}
 	rep->one_minimal = sr.one_minimal;
+	rep->implied = sr.implied + sr.minimal_implied;
+	rep->minimal_implied = sr.minimal_implied;
 	if (sr.note[0])
 		wh_progress_log(&d->pr, "reduce: note: %s", sr.note);
+	if (rep->implied)
+		wh_progress_log(&d->pr, "reduce: %u verdicts implied by monotonicity, not checked (%u of them the result's single removals: each is "
+			 "contained in a candidate that passed); the check was monotone over all %u verdicts seen",
+		      rep->implied, sr.minimal_implied, sr.probes);
 	/* the result must still fail when run again (not from the cache): a flaky check shows
 	 * here; a result that already failed twice (a second run in an idle slot) is done */
 	struct wh_verdict_entry *rce = NULL;
@@ -979,10 +993,16 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			goto out;
 	}
 	{
-		json_t *e = json_pack("{s:s, s:i, s:i, s:i, s:i, s:b, s:f}", "event", "result", "nodes_before",
-				      (json_int_t)rep->nodes_before, "nodes_after", (json_int_t)rep->nodes_after, "checks",
-				      (json_int_t)rep->checks_run, "cached", (json_int_t)rep->checks_cached, "one_minimal",
-				      (int)rep->one_minimal, "driver_ms_per_candidate", d->driver_n ? 1e3 * d->driver_s / d->driver_n : 0.0);
+		json_t *e = json_object();
+		json_object_set_new(e, "event", json_string("result"));
+		json_object_set_new(e, "nodes_before", json_integer(rep->nodes_before));
+		json_object_set_new(e, "nodes_after", json_integer(rep->nodes_after));
+		json_object_set_new(e, "checks", json_integer(rep->checks_run));
+		json_object_set_new(e, "cached", json_integer(rep->checks_cached));
+		json_object_set_new(e, "rounds", json_integer(rep->rounds));
+		json_object_set_new(e, "implied", json_integer(rep->implied));
+		json_object_set_new(e, "one_minimal", json_boolean(rep->one_minimal));
+		json_object_set_new(e, "driver_ms_per_candidate", json_real(d->driver_n ? 1e3 * d->driver_s / d->driver_n : 0));
 		json_t *names = json_array();
 		for (uint32_t i = 0; i < d->n; i++)
 			if (result[i])

@@ -62,6 +62,9 @@ struct wh_reduce_data {
 struct wh_reduce_report {
 	uint32_t nodes_before, nodes_after;   /* counted without Constant nodes */
 	uint32_t checks_run, checks_cached, n_pass, n_fail, n_skip;
+	uint32_t rounds;          /* batches of checks that ran one after the other (-j N: up to N each) */
+	uint32_t implied;         /* verdicts implied by monotonicity, not checked (reducer/search.h) */
+	uint32_t minimal_implied; /* of those, single removals of the result (its 1-minimality) */
 	double seconds;
 	bool one_minimal, inconsistent;
 	double driver_ms_per_candidate; /* cut, hash, save and stage, not the check */

@@ -4,13 +4,91 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A verdict seen, kept to test monotonicity and to imply verdicts from it. */
+struct seen {
+	uint8_t *mask;
+	enum wh_verdict v;
+};
+
 struct search {
 	uint32_t n;
 	const struct wh_search_options *o;
 	const struct wh_search_ops *ops;
 	struct wh_search_report *rep;
 	int jobs;
+	bool imply;          /* answer implied verdicts without a check (ddmin) */
+	bool full_pending;   /* the full set's check rides in the next batch */
+	struct seen *seen;
+	uint32_t n_seen, cap_seen;
 };
+
+static bool subset(const uint8_t *a, const uint8_t *b, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (a[i] && !b[i])
+			return false;
+	return true;
+}
+
+static uint32_t count_of(const uint8_t *m, uint32_t n)
+{
+	uint32_t c = 0;
+	for (uint32_t i = 0; i < n; i++)
+		c += m[i] != 0;
+	return c;
+}
+
+/* The verdict monotonicity gives mask (a subset of a passing candidate passes, a superset
+ * of a failing one fails), or -1. */
+static int implied_verdict(const struct search *s, const uint8_t *mask)
+{
+	for (uint32_t i = 0; i < s->n_seen; i++) {
+		const struct seen *e = &s->seen[i];
+		if (e->v == WH_VERDICT_PASS && subset(mask, e->mask, s->n))
+			return WH_VERDICT_PASS;
+		if (e->v == WH_VERDICT_FAIL && subset(e->mask, mask, s->n))
+			return WH_VERDICT_FAIL;
+	}
+	return -1;
+}
+
+/* Records a verdict; the first pair that contradicts monotonicity is noted. */
+static enum wh_status remember(struct search *s, const uint8_t *mask, enum wh_verdict v)
+{
+	if (v == WH_VERDICT_SKIP)
+		return WH_OK;
+	for (uint32_t i = 0; i < s->n_seen && s->rep->monotone; i++) {
+		const struct seen *e = &s->seen[i];
+		const uint8_t *small = NULL, *large = NULL;
+		if (v == WH_VERDICT_FAIL && e->v == WH_VERDICT_PASS && subset(mask, e->mask, s->n))
+			small = mask, large = e->mask;
+		else if (v == WH_VERDICT_PASS && e->v == WH_VERDICT_FAIL && subset(e->mask, mask, s->n))
+			small = e->mask, large = mask;
+		if (small) {
+			s->rep->monotone = false;
+			if (!s->rep->note[0])
+				snprintf(s->rep->note, sizeof s->rep->note,
+					 "the check is not monotone: a candidate of %u layers passed while one of %u of its layers failed; "
+					 "single removals are checked directly from here on",
+					 count_of(large, s->n), count_of(small, s->n));
+		}
+	}
+	if (s->n_seen == s->cap_seen) {
+		uint32_t cap = s->cap_seen ? s->cap_seen * 2 : 64;
+		struct seen *ns = realloc(s->seen, cap * sizeof *ns);
+		if (!ns)
+			return wh_error(WH_ERR_NOMEM, "reduce: out of memory");
+		s->seen = ns;
+		s->cap_seen = cap;
+	}
+	uint8_t *copy = malloc(s->n ? s->n : 1);
+	if (!copy)
+		return wh_error(WH_ERR_NOMEM, "reduce: out of memory");
+	memcpy(copy, mask, s->n);
+	s->seen[s->n_seen].mask = copy;
+	s->seen[s->n_seen++].v = v;
+	return WH_OK;
+}
 
 static bool mask_empty(const uint8_t *m, uint32_t n)
 {
@@ -20,28 +98,59 @@ static bool mask_empty(const uint8_t *m, uint32_t n)
 	return true;
 }
 
-/* Evaluates one batch; empty candidates pass without a check (nothing can fail). */
+/* Evaluates one batch; empty candidates pass without a check (nothing can fail), and while
+ * the check is monotone (ddmin) implied verdicts are given without one. A pending check of
+ * the full set rides in the batch (WH_ERR_INVALID when it passes). */
 static enum wh_status eval_batch(struct search *s, uint8_t **masks, uint32_t k, enum wh_verdict *v)
 {
-	const uint8_t *todo[64];
-	uint32_t idx[64], m = 0;
+	const uint8_t *todo[130];
+	uint32_t idx[130], m = 0;
+	uint8_t *full = NULL;
+	enum wh_status st = WH_OK;
+	if (s->full_pending) {
+		if (!(full = malloc(s->n ? s->n : 1)))
+			return wh_error(WH_ERR_NOMEM, "reduce: out of memory");
+		memset(full, 1, s->n);
+		todo[m] = full;
+		idx[m++] = UINT32_MAX;
+	}
 	for (uint32_t i = 0; i < k; i++) {
 		if (mask_empty(masks[i], s->n)) {
 			v[i] = WH_VERDICT_PASS;
+			continue;
+		}
+		int iv = s->imply && s->rep->monotone ? implied_verdict(s, masks[i]) : -1;
+		if (iv >= 0) {
+			v[i] = (enum wh_verdict)iv;
+			s->rep->implied++;
 			continue;
 		}
 		todo[m] = masks[i];
 		idx[m++] = i;
 	}
 	if (!m)
-		return WH_OK;
-	enum wh_verdict got[64];
-	enum wh_status st = s->ops->eval(s->ops->ctx, todo, m, got);
-	if (st != WH_OK)
-		return st;
-	for (uint32_t i = 0; i < m; i++)
-		v[idx[i]] = got[i];
-	return WH_OK;
+		goto out;
+	enum wh_verdict got[130];
+	if ((st = s->ops->eval(s->ops->ctx, todo, m, got)) != WH_OK)
+		goto out;
+	s->rep->probes += m;
+	s->rep->rounds += (m + (uint32_t)s->jobs - 1) / (uint32_t)s->jobs;
+	for (uint32_t i = 0; i < m; i++) {
+		if (idx[i] == UINT32_MAX) {
+			s->full_pending = false;
+			if (got[i] != WH_VERDICT_FAIL) {
+				st = got[i] == WH_VERDICT_PASS ? WH_ERR_INVALID : WH_ERR_CHECK;
+				goto out;
+			}
+		} else {
+			v[idx[i]] = got[i];
+		}
+		if ((st = remember(s, todo[i], got[i])) != WH_OK)
+			goto out;
+	}
+out:
+	free(full);
+	return st;
 }
 
 static enum wh_status eval_one(struct search *s, const uint8_t *mask, enum wh_verdict *v)
@@ -269,56 +378,6 @@ static enum wh_status dual_search(struct search *s, const uint8_t *base, uint32_
 	return st;
 }
 
-/* QuickXplain: appends to out a minimal subset X of C such that B u X fails, given that
- * B u C fails. has_delta: whether B changed since its verdict was last known. */
-static enum wh_status quickxplain(struct search *s, uint8_t *B, const uint32_t *C, uint32_t nc, bool has_delta,
-				  uint8_t *out)
-{
-	enum wh_status st;
-	if (has_delta) {
-		enum wh_verdict v;
-		if ((st = eval_one(s, B, &v)) != WH_OK)
-			return st;
-		if (v == WH_VERDICT_FAIL)
-			return WH_OK;
-	}
-	if (nc == 1) {
-		out[C[0]] = 1;
-		return WH_OK;
-	}
-	uint32_t h = nc / 2;
-	const uint32_t *C1 = C, *C2 = C + h;
-	uint32_t n1 = h, n2 = nc - h;
-	uint8_t *B1 = malloc(s->n), *X2 = calloc(s->n, 1);
-	if (!B1 || !X2) {
-		free(B1);
-		free(X2);
-		return wh_error(WH_ERR_NOMEM, "reduce: out of memory");
-	}
-	/* X2 = QX(B u C1, C2) */
-	memcpy(B1, B, s->n);
-	for (uint32_t i = 0; i < n1; i++)
-		B1[C1[i]] = 1;
-	st = quickxplain(s, B1, C2, n2, true, X2);
-	if (st == WH_OK) {
-		/* X1 = QX(B u X2, C1) */
-		memcpy(B1, B, s->n);
-		bool any = false;
-		for (uint32_t i = 0; i < s->n; i++)
-			if (X2[i]) {
-				B1[i] = 1;
-				any = true;
-			}
-		st = quickxplain(s, B1, C1, n1, any, out);
-		for (uint32_t i = 0; i < s->n; i++)
-			if (X2[i])
-				out[i] = 1;
-	}
-	free(B1);
-	free(X2);
-	return st;
-}
-
 /* Removing any single node must make the check pass. All single removals are checked as one
  * batch; the nodes whose removal still fails are then dropped one at a time (each removal
  * checked against what is left), and the batch is repeated until every single removal
@@ -390,6 +449,153 @@ static enum wh_status minimality_pass(struct search *s, uint8_t *R)
 	}
 }
 
+/* ---- ddmin: culprits one at a time ---- */
+
+/* One boundary search: the smallest p in [0, m] for which K + U[0, p) fails, knowing that
+ * p = m fails. lo is the largest p known to pass (-1: none, p = 0 not yet known). Each
+ * round asks up to `jobs` cut points: K alone first when it is unknown (is there anything
+ * left to find?), the node next to the last culprit when adj is set (culprits cluster),
+ * then points spread evenly over the bracket. The bracket keeps the smallest failing p and
+ * the largest passing p below it, so for a monotone check the answer does not depend on
+ * which cut points were asked. A skip counts as a pass (it never lets a node go).
+ * pass_ok: the verdict at p - 1 was a real pass (or the empty candidate). */
+static enum wh_status boundary(struct search *s, const uint8_t *K, const uint32_t *U, uint32_t m, int64_t lo,
+			       bool ask0, bool adj, uint8_t **masks, uint32_t *p_out, bool *pass_ok)
+{
+	int64_t hi = m;
+	bool lo_real = lo >= 0; /* lo's verdict was a real pass */
+	enum wh_verdict v[130];
+	int64_t probe[130];
+	while (hi - lo > 1) {
+		uint32_t k = 0, slots = (uint32_t)s->jobs;
+		if (lo < 0 && ask0) {
+			probe[k++] = 0;
+			/* K alone may be the result: leave a slot for the caller's second run of it
+			 * (the driver fills idle slots so), which saves the round of re-running it */
+			if (slots > 1)
+				slots--;
+		}
+		if (adj && hi - 1 > lo && hi - 1 > 0 && k < slots) {
+			probe[k++] = hi - 1;
+			adj = false;
+		}
+		/* evenly spread over (lo, hi), skipping points already asked */
+		uint32_t room = slots - k;
+		if (!k || room) {
+			int64_t a = lo, width = hi - lo;
+			uint32_t want = room ? room : 1;
+			if ((int64_t)want > width - 1)
+				want = (uint32_t)(width - 1);
+			for (uint32_t i = 1; i <= want && k < 130; i++) {
+				int64_t p = a + (width * (int64_t)i + (int64_t)want) / ((int64_t)want + 1);
+				if (p <= lo)
+					p = lo + 1;
+				if (p >= hi)
+					p = hi - 1;
+				bool dup = false;
+				for (uint32_t q = 0; q < k; q++)
+					dup |= probe[q] == p;
+				if (!dup)
+					probe[k++] = p;
+			}
+		}
+		for (uint32_t i = 0; i < k; i++) {
+			memcpy(masks[i], K, s->n);
+			for (int64_t j = 0; j < probe[i]; j++)
+				masks[i][U[j]] = 1;
+		}
+		enum wh_status st = eval_batch(s, masks, k, v);
+		if (st != WH_OK)
+			return st;
+		for (uint32_t i = 0; i < k; i++)
+			if (v[i] == WH_VERDICT_FAIL && probe[i] < hi)
+				hi = probe[i];
+		for (uint32_t i = 0; i < k; i++)
+			if (v[i] != WH_VERDICT_FAIL && probe[i] < hi && probe[i] > lo) {
+				lo = probe[i];
+				lo_real = v[i] == WH_VERDICT_PASS;
+			}
+		if (lo >= hi) /* a pass at or above the smallest failure: decided by the failure */
+			lo = hi - 1, lo_real = false;
+	}
+	*p_out = (uint32_t)hi;
+	*pass_ok = lo_real || (lo == 0 && mask_empty(K, s->n));
+	return WH_OK;
+}
+
+static enum wh_status culprit_search(struct search *s, uint8_t *result)
+{
+	uint32_t n = s->n, m = 0;
+	const struct wh_search_options *o = s->o;
+	enum wh_status st = WH_OK;
+	uint32_t *U = malloc(((size_t)n + 1) * sizeof *U);
+	bool *witness = calloc((size_t)n + 1, sizeof *witness);
+	uint8_t **masks = calloc(130, sizeof *masks);
+	if (!U || !witness || !masks) {
+		st = wh_error(WH_ERR_NOMEM, "reduce: out of memory");
+		goto out;
+	}
+	for (uint32_t i = 0; i < 130; i++)
+		if (!(masks[i] = malloc(n ? n : 1))) {
+			st = wh_error(WH_ERR_NOMEM, "reduce: out of memory");
+			goto out;
+		}
+	/* K starts as the fixed nodes; the search runs from the outputs side (the last culprit
+	 * first), or from the inputs side when only the inputs side may be reduced */
+	bool reverse = !o->reduce_outputs && o->reduce_inputs;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t x = reverse ? n - 1 - i : i;
+		result[x] = o->fixed && o->fixed[x];
+		if (!result[x])
+			U[m++] = x;
+	}
+	uint32_t found = 0, last_gap = UINT32_MAX;
+	while (m > 0) {
+		uint32_t p;
+		bool ok;
+		/* the first search is the coarse bisection: K alone is the fixed set (empty: it
+		 * passes without a check) and is not asked first */
+		int64_t lo = !found && mask_empty(result, n) ? 0 : -1;
+		bool adj = found == 1 || last_gap == 0;
+		if ((st = boundary(s, result, U, m, lo, found > 0, found > 0 && adj, masks, &p, &ok)) != WH_OK)
+			goto out;
+		if (p == 0)
+			break; /* K alone fails: nothing left in U */
+		uint32_t c = U[p - 1];
+		result[c] = 1;
+		witness[c] = ok;
+		last_gap = m - p;
+		m = p - 1;
+		if (!found++ && s->ops->progress)
+			s->ops->progress(s->ops->ctx, reverse ? "bisect-inputs" : "bisect-outputs", result);
+	}
+	if (s->ops->progress)
+		s->ops->progress(s->ops->ctx, "culprits", result);
+	/* 1-minimality: "result minus c" is a subset of the candidate that passed next to c's
+	 * boundary; implied while the check is monotone, checked directly otherwise */
+	bool all_implied = s->rep->monotone;
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (result[i] && !(o->fixed && o->fixed[i])) {
+			k++;
+			all_implied &= witness[i];
+		}
+	if (all_implied) {
+		s->rep->one_minimal = true;
+		s->rep->minimal_implied = k;
+	} else {
+		st = minimality_pass(s, result);
+	}
+out:
+	if (masks)
+		for (uint32_t i = 0; i < 130; i++)
+			free(masks[i]);
+	free(masks);
+	free(U);
+	free(witness);
+	return st;
+}
+
 enum wh_status wh_search_run(uint32_t n, const struct wh_search_options *o, const struct wh_search_ops *ops,
 			     uint8_t *result_mask, struct wh_search_report *rep)
 {
@@ -404,6 +610,13 @@ enum wh_status wh_search_run(uint32_t n, const struct wh_search_options *o, cons
 		return wh_error(WH_ERR_NOMEM, "reduce: out of memory");
 	}
 	memset(all, 1, n);
+	rep->monotone = true;
+	if (o->mode == WH_SEARCH_DDMIN) {
+		s.imply = true;
+		s.full_pending = o->confirm_full;
+		st = culprit_search(&s, result_mask);
+		goto out;
+	}
 	uint32_t lo = 0, hi = n;
 	bool coarse_done = false;
 	if (o->reduce_outputs && o->reduce_inputs && n > 2) {
@@ -473,33 +686,7 @@ enum wh_status wh_search_run(uint32_t n, const struct wh_search_options *o, cons
 		ops->progress(ops->ctx, "bisect-inputs", result_mask);
 	if (o->mode == WH_SEARCH_BISECT)
 		goto out;
-	if (o->mode == WH_SEARCH_DDMIN) {
-		uint32_t nc = 0;
-		uint8_t *B = calloc(n ? n : 1, 1), *X = calloc(n ? n : 1, 1);
-		if (!B || !X) {
-			free(B);
-			free(X);
-			st = wh_error(WH_ERR_NOMEM, "reduce: out of memory");
-			goto out;
-		}
-		for (uint32_t i = 0; i < n; i++) {
-			if (o->fixed && o->fixed[i])
-				B[i] = 1;
-			else if (result_mask[i])
-				C[nc++] = i;
-		}
-		if (nc)
-			st = quickxplain(&s, B, C, nc, false, X);
-		if (st == WH_OK)
-			for (uint32_t i = 0; i < n; i++)
-				result_mask[i] = B[i] || X[i];
-		free(B);
-		free(X);
-		if (st != WH_OK)
-			goto out;
-		if (ops->progress)
-			ops->progress(ops->ctx, "quickxplain", result_mask);
-	} else {
+	{
 		/* linear: one node at a time, from the outputs side */
 		uint8_t *tmp = malloc(n);
 		if (!tmp) {
@@ -525,6 +712,9 @@ enum wh_status wh_search_run(uint32_t n, const struct wh_search_options *o, cons
 	if (ops->progress)
 		ops->progress(ops->ctx, "minimality", result_mask);
 out:
+	for (uint32_t i = 0; i < s.n_seen; i++)
+		free(s.seen[i].mask);
+	free(s.seen);
 	free(all);
 	free(C);
 	return st;

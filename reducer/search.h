@@ -5,17 +5,30 @@
  * subsets of the current failing set, so every candidate is a valid subgraph for a caller
  * that feeds cut tensors with reference values.
  *
+ *  - ddmin (the default): culprits one at a time, as group testing. K (nodes known to be
+ *    needed) starts empty and U is the list; "K + the first p nodes of U" fails for the
+ *    whole U. The smallest failing p names the last culprit U[p-1] (the first search is
+ *    the outputs-side bisection); it joins K and U shrinks to the nodes before it. Each
+ *    next search tests K alone first (is anything left to find?) and, after the first
+ *    culprit or after two adjacent ones, the node next to the last culprit, then bisects.
+ *    With jobs = N each round probes N cut points of the bracket at once ((N+1)-ary
+ *    search). For a monotone check (a failing candidate keeps failing when nodes are added)
+ *    the answer is the same for any N: every strategy finds the same smallest p. The result
+ *    is 1-minimal by construction: "result minus c" is a subset of the candidate that
+ *    passed next to c's boundary. That verdict is implied by monotonicity, and used only
+ *    while every verdict seen is consistent with it; once the check has shown itself not
+ *    monotone, every single removal is checked directly (and nodes are dropped where it
+ *    still fails). While the check is monotone, a candidate contained in a passing one, or
+ *    containing a failing one, is answered without a check (counted as implied).
  *  - bisect: the shortest failing prefix and the shortest failing suffix of the list,
  *    searched side by side (their probes share each batch; O(log n) checks each), then the
  *    range between them is checked once; if it does not fail (a check that is not
  *    monotone), the shortest failing suffix of the prefix is searched instead, as
  *    Polygraphy's bisect does. Probes are always midpoints, so the answer does not depend
  *    on the number of jobs; idle slots run the probes the search may need next.
- *  - ddmin: bisect, then QuickXplain-style divide and conquer on what remains (O(k log(n/k))
- *    checks for k culprit nodes, any subset allowed, disconnected results included), then a
- *    1-minimality pass (removing any single node makes the check pass), run in parallel.
  *  - linear: bisect, then removal of one node at a time, then the 1-minimality pass.
- * A "skip" verdict (check cannot tell) never lets a reduction through. */
+ * A "skip" verdict (check cannot tell) never lets a reduction through and never implies
+ * anything. */
 #ifndef WH_SEARCH_H
 #define WH_SEARCH_H
 
@@ -51,7 +64,12 @@ struct wh_search_report {
 	bool one_minimal;        /* verified: removing any single node passes */
 	bool inconsistent;       /* unused: contradictions are the caller's (re-runs) */
 	char note[512];          /* e.g. "the check is not monotone: ..." */
-	uint32_t bisect_lo, bisect_hi; /* range after the coarse phase [lo, hi) */
+	uint32_t bisect_lo, bisect_hi; /* range after the coarse phase [lo, hi) (bisect, linear) */
+	uint32_t probes;         /* candidates asked of eval (each a check or a cache hit) */
+	uint32_t rounds;         /* eval batches, a batch of more than `jobs` counting as several */
+	uint32_t implied;        /* verdicts implied by monotonicity, not asked of eval */
+	uint32_t minimal_implied; /* of the result's single removals, those implied (ddmin) */
+	bool monotone;           /* every verdict seen was consistent with monotonicity */
 };
 
 /* Starts from a failing full set (the caller has confirmed the original fails) and writes

@@ -51,6 +51,7 @@ for spec in "det ch_PP-OCRv4_det_infer.onnx 1x3x640x640" "rec ch_PP-OCRv4_rec_in
 	om=$(val peak_rss_mb "$tmp/ort-$name.txt"); wm=$(val peak_rss_mb "$tmp/wh-$name.txt")
 	echo "| $name | $shape | $o | $w | $(ratio "$w" "$o") | $om | $wm | $(ratio "$wm" "$om") |" >> "$out"
 done
+"$root/scripts/bench-corpus.sh" --whittle "$wh" --threads "$threads" >> "$out"
 rounds=5
 {
 	echo
@@ -114,6 +115,7 @@ Timings on a shared 2-core machine move by 10-30 % from run to run; rerun
 `scripts/bench.sh` on yours.
 NOTES
 } >> "$out"
+{ echo; "$root/scripts/bench-reduce.sh" "$build"; } >> "$out"
 cat "$out"
 if [ "$write_docs" = 1 ]; then
 	cp "$out" "$root/docs/benchmarks.md"

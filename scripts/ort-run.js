@@ -426,7 +426,12 @@ async function main() {
 	}
 }
 
-main().catch((e) => {
-	process.stderr.write(`ort-run: ${e && e.message ? e.message.split('\n')[0] : e}\n`);
-	process.exit(1);
-});
+/* ort-bench.js reads input folders with the same decoder */
+module.exports = { decodeTensorProto, protoToOrt, escapeName };
+
+if (require.main === module) {
+	main().catch((e) => {
+		process.stderr.write(`ort-run: ${e && e.message ? e.message.split('\n')[0] : e}\n`);
+		process.exit(1);
+	});
+}

@@ -41,7 +41,8 @@ planted() {
 	got=$(layers_of "$tmp/out.onnx")
 	checks=$(wc -l < "$counter")
 	lg=$(ceil_log2 "$n")
-	if [ "$k" = 1 ]; then bound=$((2 * lg + 4)); else bound=$((4 * k * lg + 10)); fi
+	# issue 15: ceil(log2 n) + 3 for one culprit, k (ceil(log2(n/k)) + 3) + 2 for k
+	if [ "$k" = 1 ]; then bound=$((lg + 3)); else bound=$((k * ($(ceil_log2 $(((n + k - 1) / k))) + 3) + 2)); fi
 	if [ "$got" != "$expect" ]; then
 		bad "$(basename "$model") culprits $*: got [$got], expected [$expect]"
 	elif ! grep -q '1-minimal' "$log"; then
@@ -178,6 +179,13 @@ else
 fi
 "$WHITTLE" reduce "$det" --input-shapes $detshape -o "$tmp/dj2.onnx" -j 2 --check "$culprits" '{model}' p2o.Conv.40 p2o.Mul.158 2> /dev/null
 [ "$(layers_of "$tmp/dj2.onnx")" = "p2o.Conv.40 p2o.Mul.158 " ] && ok "-j 2 on det, two branches: same result as -j 1" || bad "-j 2 on det: $(layers_of "$tmp/dj2.onnx")"
+# -j 8: one culprit among det's 330 layers in at most 6 rounds, the same model as -j 1
+r8=$("$WHITTLE" reduce "$det" --input-shapes $detshape -o "$tmp/dj8.onnx" -j 8 --json --check "$culprits" '{model}' p2o.Conv.30 2> /dev/null | sed -n 's/.*"event":"result".*"rounds":\([0-9]*\).*/\1/p')
+if [ "$(layers_of "$tmp/dj8.onnx")" = "p2o.Conv.30 " ] && [ -n "$r8" ] && [ "$r8" -le 6 ]; then
+	ok "-j 8 on det, one culprit: same result as -j 1 in $r8 rounds"
+else
+	bad "-j 8 on det, one culprit: [$(layers_of "$tmp/dj8.onnx")] in ${r8:-?} rounds (goal <= 6)"
+fi
 
 # artifacts and the repro bundle: its command, rerun as written, still fails
 "$WHITTLE" reduce "$pf/layernorm_overflow.onnx" --load-inputs "$pf/layernorm_overflow" -o "$tmp/ln3.onnx" --min-good "$tmp/ln3-good.onnx" \

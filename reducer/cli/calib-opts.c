@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "reducer/cli/cli-internal.h"
+
 void wh_calib_opts_init(struct wh_calib_opts *o)
 {
 	memset(o, 0, sizeof *o);
@@ -29,14 +31,21 @@ bool wh_calib_opts_parse(struct wh_calib_opts *o, int c, const char *arg, enum w
 	*st_out = WH_OK;
 	switch (c) {
 	case WH_CALIB_OPT_METHOD:
-		if (!wh_calib_method_parse(arg, &o->method, &o->percentile))
-			*st_out = wh_error(WH_ERR_USAGE, "--calib-method: '%s' is not a method (use entropy, minmax or percentile[=P] with 0 < P <= 100)", arg);
+		if (o->method_given)
+			*st_out = wh_cli_usage_error(o->cmd, "--calib-method given twice (give it once)");
+		else if (!wh_calib_method_parse(arg, &o->method, &o->percentile))
+			*st_out = wh_cli_usage_error(o->cmd, "--calib-method '%s': not a method (give entropy, minmax or percentile[=P] with 0 < P <= 100)", arg);
 		o->method_given = true;
+		o->method_arg = arg;
 		return true;
 	case WH_CALIB_OPT_DATA:
+		if (o->data_dir)
+			*st_out = wh_cli_usage_error(o->cmd, "--calib-data given twice (give one folder; put several samples in it as sample folders)");
 		o->data_dir = arg;
 		return true;
 	case WH_CALIB_OPT_CACHE:
+		if (o->cache_path)
+			*st_out = wh_cli_usage_error(o->cmd, "--calibration-cache given twice (give it once)");
 		o->cache_path = arg;
 		return true;
 	default:
@@ -47,6 +56,11 @@ bool wh_calib_opts_parse(struct wh_calib_opts *o, int c, const char *arg, enum w
 bool wh_calib_opts_given(const struct wh_calib_opts *o)
 {
 	return o->method_given || o->data_dir || o->cache_path;
+}
+
+const char *wh_calib_opts_first_given(const struct wh_calib_opts *o)
+{
+	return o->method_given ? "calib-method" : o->data_dir ? "calib-data" : o->cache_path ? "calibration-cache" : NULL;
 }
 
 static bool quantizes(enum wh_precision p)
@@ -196,9 +210,10 @@ enum wh_status wh_calib_opts_apply(struct wh_calib_opts *o, const struct wh_mode
 	struct wh_calib ref;
 	wh_calib_init(&ref);
 	enum wh_status st = WH_OK;
-	wh_calib_release(&o->table);
 	if (!config_quantizes(config))
-		wh_warn("calibration options given but no layer runs in int8 or fp8, so they change nothing (use --precision int8 or fp8)");
+		return wh_cli_usage_error(o->cmd, "--%s: no layer runs in int8 or fp8, so there is nothing to calibrate (give --precision int8 or fp8, or drop the calibration options)",
+					  wh_calib_opts_first_given(o));
+	wh_calib_release(&o->table);
 	if (o->cache_path && !o->data_dir && file_exists(o->cache_path)) {
 		if ((st = wh_calib_cache_read(o->cache_path, &o->table)) != WH_OK)
 			goto out;

@@ -40,9 +40,11 @@ enum {
 	"                          is given, else written after calibrating\n"
 
 struct wh_calib_opts {
+	const char *cmd;        /* for the messages; may be NULL */
 	enum wh_calib_method method;
 	double percentile;
 	bool method_given;
+	const char *method_arg; /* borrowed (argv) */
 	const char *data_dir;   /* borrowed (argv) */
 	const char *cache_path; /* borrowed (argv) */
 	int threads;            /* for the calibration runs; <= 0: all cores */
@@ -58,11 +60,14 @@ bool wh_calib_opts_parse(struct wh_calib_opts *o, int c, const char *arg, enum w
 
 /* True when any calibration option was given. */
 bool wh_calib_opts_given(const struct wh_calib_opts *o);
+/* The name of the first calibration option given ("calib-method", ...), or NULL. */
+const char *wh_calib_opts_first_given(const struct wh_calib_opts *o);
 
 /* Loads the cache or calibrates (on --calib-data, else on `inputs`), writes the cache when
  * asked, warns about a cache that does not fit the model or the asked method and about
  * calibration data whose range differs strongly from `inputs`, and sets config->calib.
- * Does nothing when no calibration option was given. */
+ * Does nothing when no calibration option was given; a usage error when one was given but
+ * no layer of config runs in int8 or fp8 (the option would change nothing). */
 enum wh_status wh_calib_opts_apply(struct wh_calib_opts *o, const struct wh_model *m,
 				   struct wh_precision_config *config, const struct wh_tensor_set *inputs);
 

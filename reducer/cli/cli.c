@@ -8,12 +8,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "executor/builder.h"
 #include "executor/cpu.h"
 #include "graph/tensor.h" /* element setters for generated inputs */
 #include "graph/tensor-file.h"
 #include <math.h>
 #include "graph/onnx-io.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/run-opts.h"
 
 static const struct wh_cmd commands[] = {
 	{"inspect", wh_cmd_inspect, "show a model's inputs, outputs, layers, shapes and hash"},
@@ -48,22 +50,91 @@ int wh_cli_fail(enum wh_status st)
 	return wh_exit_for(st);
 }
 
-int wh_cli_usage_error(const char *cmd, const char *fmt, ...)
+int wh_cli_exit(enum wh_status st)
+{
+	return st == WH_OK ? WH_EXIT_OK : wh_cli_fail(st);
+}
+
+enum wh_status wh_cli_usage_error(const char *cmd, const char *fmt, ...)
 {
 	char buf[1024];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "whittle: %s: %s\n", cmd, buf);
-	return WH_EXIT_USAGE;
+	if (cmd)
+		return wh_error(WH_ERR_USAGE, "%s: %s", cmd, buf);
+	return wh_error(WH_ERR_USAGE, "%s", buf);
 }
 
-int wh_cli_bad_option(const char *cmd, int c, char **argv)
+static enum wh_status bad_option(const char *cmd, int c, char **argv)
 {
 	if (c == ':')
 		return wh_cli_usage_error(cmd, "option '%s' needs a value (see whittle %s --help)", argv[optind - 1], cmd);
 	return wh_cli_usage_error(cmd, "unknown option '%s' (see whittle %s --help)", argv[optind - 1], cmd);
+}
+
+/* One option: the check group, the run group, then the command's own. */
+static enum wh_status offer_option(const struct wh_cli_spec *spec, int c, char **argv)
+{
+	if (c == ':' || c == '?')
+		return bad_option(spec->cmd, c, argv);
+	if (spec->check_opts) {
+		int cr = wh_cli_check_option(spec->check_opts, spec->cmd, c, optarg);
+		if (cr < 0)
+			return WH_ERR_USAGE;
+		if (cr > 0)
+			return WH_OK;
+	}
+	if (spec->run_opts) {
+		bool consumed;
+		enum wh_status st = wh_run_opts_parse(spec->run_opts, c, optarg, &consumed);
+		if (consumed)
+			return st;
+	}
+	if (spec->own)
+		return spec->own(spec->ctx, c, optarg);
+	return bad_option(spec->cmd, '?', argv);
+}
+
+enum wh_status wh_cli_parse(const struct wh_cli_spec *spec, int argc, char **argv, struct wh_cli_args *out)
+{
+	memset(out, 0, sizeof *out);
+	/* --check takes the rest of the line */
+	int check_at = spec->check ? wh_cli_check_at(argc, argv) : -1;
+	int nargs = check_at >= 0 ? check_at : argc;
+	char shortopts[32];
+	snprintf(shortopts, sizeof shortopts, ":h%s", spec->shortopts ? spec->shortopts : "");
+	int c;
+	while ((c = getopt_long(nargs, argv, shortopts, spec->longopts, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(spec->help, stdout);
+			out->help = true;
+			return WH_OK;
+		}
+		enum wh_status st = offer_option(spec, c, argv);
+		if (st != WH_OK)
+			return st;
+	}
+	int n = nargs - optind;
+	if (!spec->operands && n > 0)
+		return wh_cli_usage_error(spec->cmd, "unexpected argument '%s' (see whittle %s --help)", argv[optind], spec->cmd);
+	if (spec->operands && n != spec->n_operands)
+		return wh_cli_usage_error(spec->cmd, "expects exactly %s%s (see whittle %s --help)", spec->operands,
+					  spec->check ? " before --check" : "", spec->cmd);
+	out->operands = argv + optind;
+	if (check_at >= 0 && check_at + 1 >= argc)
+		return wh_cli_usage_error(spec->cmd, "--check needs a command (put the check command and its arguments after it, see whittle %s --help)",
+					  spec->cmd);
+	if (check_at < 0 && spec->check_opts && wh_cli_check_opts_given(spec->check_opts))
+		return wh_cli_usage_error(spec->cmd, "check options given without --check (put --check CMD ... last)");
+	if (check_at >= 0) {
+		out->check = argv + check_at + 1;
+		out->n_check = argc - check_at - 1;
+		if (spec->check_opts)
+			wh_cli_check_opts_finish(spec->check_opts, out->check, out->n_check);
+	}
+	return WH_OK;
 }
 
 enum wh_status wh_cli_load_model(const char *path, const char *input_shapes, struct wh_model **out)
@@ -114,7 +185,7 @@ int wh_cli_check_option(struct wh_cli_check_opts *o, const char *cmd, int c, con
 	case 'f':
 	case 'i':
 		if (!wh_cli_parse_int(arg, -255, 255, &v)) {
-			wh_cli_usage_error(cmd, "--%s takes an exit code, not '%s'", c == 'f' ? "fail-code" : "ignore-fail-code", arg);
+			wh_cli_usage_error(cmd, "--%s '%s': not an exit code (give an integer from -255 to 255)", c == 'f' ? "fail-code" : "ignore-fail-code", arg);
 			return -1;
 		}
 		if ((c == 'f' ? o->n_fail : o->n_ignore) == 64) {
@@ -127,8 +198,8 @@ int wh_cli_check_option(struct wh_cli_check_opts *o, const char *cmd, int c, con
 			o->ignore_codes[o->n_ignore++] = (int)v;
 		return 1;
 	case 'T':
-		if (!wh_cli_parse_double(arg, &d) || d <= 0) {
-			wh_cli_usage_error(cmd, "--timeout takes seconds > 0, not '%s'", arg);
+		if (!wh_cli_parse_double(arg, &d) || !isfinite(d) || d <= 0) {
+			wh_cli_usage_error(cmd, "--timeout '%s': not a finite number of seconds > 0 (give seconds such as 60)", arg);
 			return -1;
 		}
 		o->co.timeout_s = d;
@@ -141,7 +212,7 @@ int wh_cli_check_option(struct wh_cli_check_opts *o, const char *cmd, int c, con
 		else if (!strcmp(arg, "pass"))
 			o->co.timeout_is = WH_TIMEOUT_PASS;
 		else {
-			wh_cli_usage_error(cmd, "--timeout-is takes skip, fail or pass, not '%s'", arg);
+			wh_cli_usage_error(cmd, "--timeout-is '%s': not a verdict (give skip, fail or pass)", arg);
 			return -1;
 		}
 		return 1;
@@ -312,7 +383,7 @@ int wh_cli_main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		} else {
-			return wh_cli_usage_error("options", "unknown option '%s' (see whittle --help)", argv[i]);
+			return wh_cli_fail(wh_cli_usage_error("options", "unknown option '%s' (see whittle --help)", argv[i]));
 		}
 	}
 	if (i >= argc) {
@@ -325,7 +396,7 @@ int wh_cli_main(int argc, char **argv)
 			opterr = 0;
 			return commands[c].run(argc - i, argv + i);
 		}
-	return wh_cli_usage_error(argv[i], "unknown command (see whittle --help)");
+	return wh_cli_fail(wh_cli_usage_error(argv[i], "unknown command (see whittle --help)"));
 }
 
 static bool is_dir(const char *p)
@@ -428,11 +499,19 @@ int wh_cli_check_at(int argc, char **argv)
 	return -1;
 }
 
-bool wh_cli_parse_timing_tolerance(const char *s, double *out)
+enum wh_status wh_cli_timing_option(const char *cmd, const char *name, const char *arg, struct wh_build_options *bo)
 {
+	long long v;
 	double d;
-	if (!wh_cli_parse_double(s, &d) || !(d >= 0)) /* NaN fails too; inf is allowed */
-		return false;
-	*out = d;
-	return true;
+	if (!strcmp(name, "timing-iterations")) {
+		if (!wh_cli_parse_int(arg, 1, 64, &v))
+			return wh_cli_usage_error(cmd, "--timing-iterations '%s': not an integer from 1 to 64 (give a number of runs such as 3)", arg);
+		bo->timing_iterations = (int)v;
+		return WH_OK;
+	}
+	/* NaN fails too; inf is allowed */
+	if (!wh_cli_parse_double(arg, &d) || !(d >= 0))
+		return wh_cli_usage_error(cmd, "--timing-tolerance '%s': not a fraction >= 0 or inf (give 0.05: within 5 %% of the fastest)", arg);
+	bo->timing_tolerance = d;
+	return WH_OK;
 }

@@ -1,4 +1,5 @@
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,6 +8,7 @@
 #include "graph/tensor-file.h"
 #include "reducer/cli/calib-opts.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/run-opts.h"
 #include "reducer/builds.h"
 
 static const char build_help[] =
@@ -45,13 +47,7 @@ static const char build_help[] =
 	"  --build-timeout S        kill a build or pin command after S seconds\n"
 	"check:\n"
 	"  --check CMD ...          the check command (argv; the rest of the line)\n"
-	"  --shell                  run the check command through /bin/sh -c\n"
-	"  --fail-regex RE          the check fails when RE (PCRE2) matches its output (repeatable)\n"
-	"  --fail-code N            with --fail-regex: also require one of these exit codes; alone:\n"
-	"                           the check fails on these exit codes only (repeatable)\n"
-	"  --ignore-fail-code N     a non-zero exit that does not mean failure (repeatable)\n"
-	"  --timeout S              kill the check (and its children) after S seconds\n"
-	"  --timeout-is V           skip (default), fail or pass\n"
+	WH_CLI_CHECK_HELP
 	"run (built-in check and whittle's builder):\n"
 	"  --precision P            fp32 (default), tf32, fp16, bf16, fp8, fp8e5m2, int8\n"
 	"  --layer-precisions S     per-layer NAME:P[/OUT],... or a JSON file\n"
@@ -75,305 +71,213 @@ static bool mentions(char **words, int n, const char *what)
 	return false;
 }
 
-int wh_cmd_build(int argc, char **argv)
-{
-	/* --check takes the rest of the line */
-	int check_at = wh_cli_check_at(argc, argv);
-	int nargs = check_at >= 0 ? check_at : argc;
-	static const struct option longopts[] = {
-		{"until", required_argument, NULL, 'u'},
-		{"max-builds", required_argument, NULL, 'B'},
-		{"artifacts-dir", required_argument, NULL, 'A'},
-		{"artifacts", required_argument, NULL, 'a'},
-		{"no-confirm", no_argument, NULL, 'N'},
-		{"mark-all", no_argument, NULL, 'M'},
-		{"max-suspects", required_argument, NULL, 'x'},
-		{"json", no_argument, NULL, 'J'},
-		{"seed", required_argument, NULL, 'e'},
-		{"timing-iterations", required_argument, NULL, 'n'},
-		{"timing-tolerance", required_argument, NULL, 'o'},
-		{"timing-cache", required_argument, NULL, 'C'},
-		{"build-cmd", required_argument, NULL, 'b'},
-		{"pin-cmd", required_argument, NULL, 'p'},
-		{"build-timeout", required_argument, NULL, 'W'},
-		WH_CLI_CHECK_LONGOPTS,
-		{"precision", required_argument, NULL, 4},
-		{"layer-precisions", required_argument, NULL, 5},
-		{"load-inputs", required_argument, NULL, 'L'},
-		{"val-range", required_argument, NULL, 'v'},
-		{"input-shapes", required_argument, NULL, 'I'},
-		{"atol", required_argument, NULL, 1},
-		{"rtol", required_argument, NULL, 2},
-		{"check-error-stat", required_argument, NULL, 3},
-		{"threads", required_argument, NULL, 't'},
-		{"help", no_argument, NULL, 'h'},
-		WH_CALIB_LONGOPTS,
-		{0, 0, 0, 0},
-	};
-	struct wh_build_loop_options lo = {.until = WH_UNTIL_COUNT, .artifacts_dir = "whittle-build", .confirm = true,
-					   .max_suspects = 32, .log = stderr, .out = stdout};
-	lo.build.timing_iterations = 3;
-	lo.build.timing_tolerance = 0.05;
-	wh_compare_options_default(&lo.compare);
-	struct wh_cli_check_opts cko;
-	wh_cli_check_opts_init(&cko);
+enum {
+	OPT_UNTIL = WH_CLI_OPT_BASE,
+	OPT_MAX_BUILDS,
+	OPT_ARTIFACTS_DIR,
+	OPT_ARTIFACTS,
+	OPT_NO_CONFIRM,
+	OPT_MARK_ALL,
+	OPT_MAX_SUSPECTS,
+	OPT_JSON,
+	OPT_TIMING_ITERATIONS,
+	OPT_TIMING_TOLERANCE,
+	OPT_TIMING_CACHE,
+	OPT_BUILD_CMD,
+	OPT_PIN_CMD,
+	OPT_BUILD_TIMEOUT,
+};
+
+struct build_cmd {
+	struct wh_build_loop_options lo;
 	const char *artifacts[64];
-	int n_artifacts = 0;
-	const char *load = NULL, *shapes = NULL, *layer_prec = NULL;
-	long long seed = 1, v, max_builds = 100;
-	bool until_given = false, max_builds_given = false, reduced = false;
-	double vlo = 0, vhi = 1, d;
-	struct wh_precision_config pc;
-	wh_precision_config_init(&pc);
-	struct wh_calib_opts calib;
-	wh_calib_opts_init(&calib);
+	long long max_builds;
+	bool until_given, max_builds_given;
+	struct wh_run_opts run;
+	struct wh_cli_check_opts check;
+};
+
+static enum wh_status build_until(struct build_cmd *x, const char *arg)
+{
+	long long v;
+	x->until_given = true;
+	if (!strcmp(arg, "good")) {
+		x->lo.until = WH_UNTIL_GOOD;
+	} else if (!strcmp(arg, "bad")) {
+		x->lo.until = WH_UNTIL_BAD;
+	} else if (!strcmp(arg, "confirmed")) {
+		x->lo.until = WH_UNTIL_CONFIRMED;
+	} else if (wh_cli_parse_int(arg, 1, 1000000, &v)) {
+		x->lo.until = WH_UNTIL_COUNT;
+		x->lo.count = (uint32_t)v;
+	} else {
+		return wh_cli_usage_error("build", "--until '%s': not a stopping rule (give a number of builds, good, bad or confirmed)", arg);
+	}
+	return WH_OK;
+}
+
+static enum wh_status build_option(void *ctx, int c, const char *arg)
+{
+	struct build_cmd *x = ctx;
+	struct wh_build_loop_options *lo = &x->lo;
+	long long v;
+	double d;
+	switch (c) {
+	case OPT_UNTIL: return build_until(x, arg);
+	case OPT_MAX_BUILDS:
+		if (!wh_cli_parse_int(arg, 1, 1000000, &x->max_builds))
+			return wh_cli_usage_error("build", "--max-builds '%s': not an integer from 1 to 1000000 (give a cap such as 100)", arg);
+		x->max_builds_given = true;
+		break;
+	case OPT_ARTIFACTS_DIR: lo->artifacts_dir = arg; break;
+	case OPT_ARTIFACTS:
+		if (lo->n_artifacts == 64)
+			return wh_cli_usage_error("build", "too many --artifacts (64 at most; have the check write them into one folder)");
+		x->artifacts[lo->n_artifacts++] = arg;
+		break;
+	case OPT_NO_CONFIRM: lo->confirm = false; break;
+	case OPT_MARK_ALL: lo->mark_all = true; break;
+	case OPT_MAX_SUSPECTS:
+		if (!wh_cli_parse_int(arg, 0, UINT32_MAX, &v))
+			return wh_cli_usage_error("build", "--max-suspects '%s': not an integer >= 0 (give a count such as 32; 0: all)", arg);
+		lo->max_suspects = (uint32_t)v;
+		break;
+	case OPT_JSON: lo->json = true; break;
+	case OPT_TIMING_ITERATIONS: return wh_cli_timing_option("build", "timing-iterations", arg, &lo->build);
+	case OPT_TIMING_TOLERANCE: return wh_cli_timing_option("build", "timing-tolerance", arg, &lo->build);
+	case OPT_TIMING_CACHE: lo->build.timing_cache = arg; break;
+	case OPT_BUILD_CMD: lo->build_cmd = arg; break;
+	case OPT_PIN_CMD: lo->pin_cmd = arg; break;
+	case OPT_BUILD_TIMEOUT:
+		if (!wh_cli_parse_double(arg, &d) || !isfinite(d) || d <= 0)
+			return wh_cli_usage_error("build", "--build-timeout '%s': not a finite number of seconds > 0 (give seconds such as 600)", arg);
+		lo->build_timeout_s = d;
+		break;
+	}
+	return WH_OK;
+}
+
+static const int builtin_check_opts[] = {WH_RUN_OPT_ATOL, WH_RUN_OPT_RTOL, WH_RUN_OPT_ERROR_STAT, WH_RUN_OPT_END};
+
+/* The rules between the loop's options. */
+static enum wh_status build_validate_loop(struct build_cmd *x, bool external)
+{
+	struct wh_build_loop_options *lo = &x->lo;
+	if (!x->until_given)
+		return wh_cli_usage_error("build", "no stopping rule (give --until N, --until good, --until bad or --until confirmed)");
+	if (lo->until != WH_UNTIL_COUNT)
+		lo->count = (uint32_t)x->max_builds;
+	else if (x->max_builds_given)
+		return wh_cli_usage_error("build", "--max-builds goes with --until good|bad|confirmed (--until N already says how many)");
+	if (lo->build_cmd && !external)
+		return wh_cli_usage_error("build", "--build-cmd needs --check (the built-in check can only run whittle's own builds)");
+	if (lo->pin_cmd && !lo->build_cmd)
+		return wh_cli_usage_error("build", "--pin-cmd goes with --build-cmd (whittle pins its own builds)");
+	if (lo->build_timeout_s > 0 && !lo->build_cmd)
+		return wh_cli_usage_error("build", "--build-timeout goes with --build-cmd (whittle's own builds are not killed; use --timeout for the check)");
+	if (lo->until == WH_UNTIL_CONFIRMED && (!lo->confirm || (lo->build_cmd && !lo->pin_cmd)))
+		return wh_cli_usage_error("build", "--until confirmed needs the swap checks (drop --no-confirm; with --build-cmd, give --pin-cmd)");
+	if (lo->build_cmd && !strstr(lo->build_cmd, "{tactics}"))
+		return wh_cli_usage_error("build", "--build-cmd must write its tactic replay to {tactics} (e.g. --build-cmd 'polygraphy convert {model} --save-tactics {tactics} -o engine.plan')");
+	if (lo->pin_cmd && !strstr(lo->pin_cmd, "{tactics}") && strcmp(lo->pin_cmd, "true") && strcmp(lo->pin_cmd, ":"))
+		return wh_cli_usage_error("build", "--pin-cmd must load the replay {tactics} (or be `true` when the check pins {tactics} itself)");
+	return WH_OK;
+}
+
+static enum wh_status build_validate(struct build_cmd *x, const struct wh_cli_args *a)
+{
+	struct wh_build_loop_options *lo = &x->lo;
+	enum wh_status st = build_validate_loop(x, a->check != NULL);
+	if (st != WH_OK)
+		return st;
+	if (a->check && !lo->build_cmd && !mentions(a->check, a->n_check, "{tactics}"))
+		return wh_cli_usage_error("build", "the check does not use {tactics}, so it cannot see the builds (e.g. --check whittle run {model} --load-tactics {tactics} --compare fp32)");
+	if (a->check)
+		st = wh_run_opts_refuse(&x->run, builtin_check_opts,
+					"belongs to the built-in check, and with --check the check command decides (drop it, or drop --check)");
+	lo->need_inputs = mentions(a->check, a->n_check, "{inputs}") || (lo->build_cmd && strstr(lo->build_cmd, "{inputs}")) ||
+			  (lo->pin_cmd && strstr(lo->pin_cmd, "{inputs}"));
+	lo->need_golden = mentions(a->check, a->n_check, "{golden}");
+	return st;
+}
+
+static enum wh_status build(struct build_cmd *x, const char *model_path, bool external)
+{
+	struct wh_build_loop_options *lo = &x->lo;
 	struct wh_model *m = NULL;
 	struct wh_check *check = NULL;
 	char *display = NULL;
 	struct wh_tensor_set inputs;
 	wh_tensor_set_init(&inputs);
+	bool reduced = false;
 	enum wh_status st = WH_OK;
-	int rc = WH_EXIT_OK;
-	int c;
-	while ((c = getopt_long(nargs, argv, ":h", longopts, NULL)) != -1) {
-		int cr = wh_cli_check_option(&cko, "build", c, optarg);
-		if (cr < 0) {
-			rc = WH_EXIT_USAGE;
+	lo->model_path = model_path;
+	lo->input_shapes = x->run.input_shapes;
+	lo->artifacts = x->artifacts;
+	lo->build.seed = x->run.seed;
+	lo->compare = x->run.compare;
+	if (lo->json)
+		lo->out = NULL;
+	if (external) {
+		if ((st = wh_check_create(&x->check.co, &check)) != WH_OK)
 			goto out;
-		}
-		if (cr > 0)
-			continue;
-		if (wh_calib_opts_parse(&calib, c, optarg, &st)) {
-			if (st != WH_OK) {
-				rc = wh_cli_fail(st);
-				goto out;
-			}
-			continue;
-		}
-		switch (c) {
-		case 'u':
-			until_given = true;
-			if (!strcmp(optarg, "good")) {
-				lo.until = WH_UNTIL_GOOD;
-			} else if (!strcmp(optarg, "bad")) {
-				lo.until = WH_UNTIL_BAD;
-			} else if (!strcmp(optarg, "confirmed")) {
-				lo.until = WH_UNTIL_CONFIRMED;
-			} else if (wh_cli_parse_int(optarg, 1, 1000000, &v)) {
-				lo.until = WH_UNTIL_COUNT;
-				lo.count = (uint32_t)v;
-			} else {
-				rc = wh_cli_usage_error("build", "--until takes a number of builds, good, bad or confirmed, not '%s'", optarg);
-				goto out;
-			}
-			break;
-		case 'B':
-			if (!wh_cli_parse_int(optarg, 1, 1000000, &max_builds)) {
-				rc = wh_cli_usage_error("build", "--max-builds takes 1..1000000, not '%s'", optarg);
-				goto out;
-			}
-			max_builds_given = true;
-			break;
-		case 'A': lo.artifacts_dir = optarg; break;
-		case 'a':
-			if (n_artifacts == 64) {
-				rc = wh_cli_usage_error("build", "too many --artifacts (64 at most)");
-				goto out;
-			}
-			artifacts[n_artifacts++] = optarg;
-			break;
-		case 'N': lo.confirm = false; break;
-		case 'M': lo.mark_all = true; break;
-		case 'x':
-			if (!wh_cli_parse_int(optarg, 0, UINT32_MAX, &v)) {
-				rc = wh_cli_usage_error("build", "--max-suspects takes a non-negative integer, not '%s'", optarg);
-				goto out;
-			}
-			lo.max_suspects = (uint32_t)v;
-			break;
-		case 'J': lo.json = true; break;
-		case 'e':
-			if (!wh_cli_parse_int(optarg, 0, INT64_MAX / 2, &seed)) {
-				rc = wh_cli_usage_error("build", "--seed takes a non-negative integer, not '%s'", optarg);
-				goto out;
-			}
-			break;
-		case 'n':
-			if (!wh_cli_parse_int(optarg, 1, 64, &v)) {
-				rc = wh_cli_usage_error("build", "--timing-iterations takes 1..64, not '%s'", optarg);
-				goto out;
-			}
-			lo.build.timing_iterations = (int)v;
-			break;
-		case 'o':
-			if (!wh_cli_parse_timing_tolerance(optarg, &d)) {
-				rc = wh_cli_usage_error("build", "--timing-tolerance takes a fraction >= 0 (0.05: within 5 %% of the fastest) or inf, not '%s'", optarg);
-				goto out;
-			}
-			lo.build.timing_tolerance = d;
-			break;
-		case 'C': lo.build.timing_cache = optarg; break;
-		case 'b': lo.build_cmd = optarg; break;
-		case 'p': lo.pin_cmd = optarg; break;
-		case 'W':
-			if (!wh_cli_parse_double(optarg, &d) || !(d > 0)) {
-				rc = wh_cli_usage_error("build", "--build-timeout takes seconds > 0, not '%s'", optarg);
-				goto out;
-			}
-			lo.build_timeout_s = d;
-			break;
-		case 4:
-			if (!wh_precision_parse(optarg, &pc.dflt)) {
-				rc = wh_cli_usage_error("build", "--precision takes fp32, tf32, fp16, bf16, fp8, fp8e5m2 or int8, not '%s'", optarg);
-				goto out;
-			}
-			reduced |= pc.dflt != WH_PREC_FP32;
-			break;
-		case 5: layer_prec = optarg; break;
-		case 'L': load = optarg; break;
-		case 'v': {
-			char *comma = strchr(optarg, ',');
-			if (!comma) {
-				rc = wh_cli_usage_error("build", "--val-range takes LO,HI, not '%s'", optarg);
-				goto out;
-			}
-			*comma = '\0';
-			if (!wh_cli_parse_double(optarg, &vlo) || !wh_cli_parse_double(comma + 1, &vhi) || vhi < vlo) {
-				rc = wh_cli_usage_error("build", "--val-range takes LO,HI with LO <= HI");
-				goto out;
-			}
-			break;
-		}
-		case 'I': shapes = optarg; break;
-		case 1:
-			if (!wh_cli_parse_double(optarg, &lo.compare.atol) || lo.compare.atol < 0) {
-				rc = wh_cli_usage_error("build", "--atol takes a non-negative number, not '%s'", optarg);
-				goto out;
-			}
-			break;
-		case 2:
-			if (!wh_cli_parse_double(optarg, &lo.compare.rtol) || lo.compare.rtol < 0) {
-				rc = wh_cli_usage_error("build", "--rtol takes a non-negative number, not '%s'", optarg);
-				goto out;
-			}
-			break;
-		case 3:
-			if (!wh_error_stat_parse(optarg, &lo.compare.stat, &lo.compare.quantile)) {
-				rc = wh_cli_usage_error("build", "--check-error-stat takes elemwise, max, mean, median or quantile[=Q], not '%s'", optarg);
-				goto out;
-			}
-			break;
-		case 't':
-			if (!wh_cli_parse_int(optarg, 1, 1024, &v)) {
-				rc = wh_cli_usage_error("build", "--threads takes 1..1024, not '%s'", optarg);
-				goto out;
-			}
-			lo.engine.threads = (int)v;
-			calib.threads = (int)v;
-			break;
-		case 'h': fputs(build_help, stdout); goto out;
-		default: rc = wh_cli_bad_option("build", c, argv); goto out;
-		}
-	}
-	if (optind != nargs - 1) {
-		rc = wh_cli_usage_error("build", "expects exactly one MODEL before --check (see whittle build --help)");
-		goto out;
-	}
-	if (!until_given) {
-		rc = wh_cli_usage_error("build", "no stopping rule (give --until N, --until good, --until bad or --until confirmed)");
-		goto out;
-	}
-	if (lo.until != WH_UNTIL_COUNT)
-		lo.count = (uint32_t)max_builds;
-	else if (max_builds_given) {
-		rc = wh_cli_usage_error("build", "--max-builds goes with --until good|bad|confirmed (--until N already says how many)");
-		goto out;
-	}
-	if (check_at >= 0 && check_at + 1 >= argc) {
-		rc = wh_cli_usage_error("build", "--check needs a command (e.g. --check whittle run {model} --load-tactics {tactics} --compare fp32)");
-		goto out;
-	}
-	if (check_at < 0 && wh_cli_check_opts_given(&cko)) {
-		rc = wh_cli_usage_error("build", "check options given without --check (put --check CMD ... last)");
-		goto out;
-	}
-	if (lo.build_cmd && check_at < 0) {
-		rc = wh_cli_usage_error("build", "--build-cmd needs --check (the built-in check can only run whittle's own builds)");
-		goto out;
-	}
-	if (lo.pin_cmd && !lo.build_cmd) {
-		rc = wh_cli_usage_error("build", "--pin-cmd goes with --build-cmd (whittle pins its own builds)");
-		goto out;
-	}
-	if (lo.until == WH_UNTIL_CONFIRMED && (!lo.confirm || (lo.build_cmd && !lo.pin_cmd))) {
-		rc = wh_cli_usage_error("build", "--until confirmed needs the swap checks (drop --no-confirm; with --build-cmd, give --pin-cmd)");
-		goto out;
-	}
-	if (lo.build_cmd && !strstr(lo.build_cmd, "{tactics}")) {
-		rc = wh_cli_usage_error("build", "--build-cmd must write its tactic replay to {tactics} (e.g. --build-cmd 'polygraphy convert {model} --save-tactics {tactics} -o engine.plan')");
-		goto out;
-	}
-	if (lo.pin_cmd && !strstr(lo.pin_cmd, "{tactics}") && strcmp(lo.pin_cmd, "true") && strcmp(lo.pin_cmd, ":")) {
-		rc = wh_cli_usage_error("build", "--pin-cmd must load the replay {tactics} (or be `true` when the check pins {tactics} itself)");
-		goto out;
-	}
-	char **cargv = check_at >= 0 ? argv + check_at + 1 : NULL;
-	int cargc = check_at >= 0 ? argc - check_at - 1 : 0;
-	if (check_at >= 0 && !lo.build_cmd && !mentions(cargv, cargc, "{tactics}")) {
-		rc = wh_cli_usage_error("build", "the check does not use {tactics}, so it cannot see the builds (e.g. --check whittle run {model} --load-tactics {tactics} --compare fp32)");
-		goto out;
-	}
-	lo.model_path = argv[optind];
-	lo.input_shapes = shapes;
-	lo.artifacts = artifacts;
-	lo.n_artifacts = n_artifacts;
-	lo.need_inputs = mentions(cargv, cargc, "{inputs}") || (lo.build_cmd && strstr(lo.build_cmd, "{inputs}")) ||
-			 (lo.pin_cmd && strstr(lo.pin_cmd, "{inputs}"));
-	lo.need_golden = mentions(cargv, cargc, "{golden}");
-	lo.build.seed = (uint64_t)seed;
-	if (lo.json)
-		lo.out = NULL;
-	const char *faulty = getenv("WHITTLE_FAULTY_TACTIC");
-	lo.engine.faulty_tactic = faulty && *faulty ? faulty : NULL;
-	if (layer_prec) {
-		if ((st = wh_precision_config_parse(&pc, layer_prec)) != WH_OK)
-			goto fail;
-		reduced = true;
-	}
-	if (reduced)
-		lo.engine.precision = &pc;
-	if (check_at >= 0) {
-		wh_cli_check_opts_finish(&cko, cargv, cargc);
-		if ((st = wh_check_create(&cko.co, &check)) != WH_OK)
-			goto fail;
 		display = wh_check_command_line(check, NULL);
-		lo.check = check;
-		lo.check_display = display;
+		lo->check = check;
+		lo->check_display = display;
 	}
-	if ((st = wh_cli_load_model(lo.model_path, shapes, &m)) != WH_OK)
-		goto fail;
+	if ((st = wh_run_opts_load_model(&x->run, model_path, &m)) != WH_OK)
+		goto out;
 	/* inputs: whittle's builder and the built-in check run the model; an external builder
 	 * and check get them only when they ask for {inputs} */
-	if (!lo.build_cmd || !lo.check || lo.need_inputs) {
-		if (load && (st = wh_tensor_set_read_dir(load, NULL, &inputs)) != WH_OK)
-			goto fail;
-		if ((st = wh_cli_random_inputs(m, (uint64_t)seed, vlo, vhi, &inputs)) != WH_OK)
-			goto fail;
-	}
-	if (reduced && (st = wh_calib_opts_apply(&calib, m, &pc, &inputs)) != WH_OK)
-		goto fail;
+	if ((!lo->build_cmd || !lo->check || lo->need_inputs) && (st = wh_run_opts_load_sample(&x->run, m, &inputs)) != WH_OK)
+		goto out;
+	if ((st = wh_run_opts_precision(&x->run, m, &inputs, &reduced)) != WH_OK)
+		goto out;
+	lo->engine = wh_run_opts_engine(&x->run, reduced);
+	lo->engine.faulty_tactic = wh_run_opts_faulty_tactic();
 	struct wh_build_loop_report rep;
-	if ((st = wh_build_loop_run(m, &inputs, &lo, &rep)) != WH_OK)
-		goto fail;
-	goto out;
-fail:
-	rc = wh_cli_fail(st);
+	st = wh_build_loop_run(m, &inputs, lo, &rep);
 out:
 	wh_tensor_set_release(&inputs);
 	free(display);
 	wh_check_destroy(check);
 	wh_model_destroy(m);
-	wh_calib_opts_release(&calib);
-	wh_precision_config_release(&pc);
-	return rc;
+	return st;
+}
+
+int wh_cmd_build(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"until", required_argument, NULL, OPT_UNTIL},
+		{"max-builds", required_argument, NULL, OPT_MAX_BUILDS},
+		{"artifacts-dir", required_argument, NULL, OPT_ARTIFACTS_DIR},
+		{"artifacts", required_argument, NULL, OPT_ARTIFACTS},
+		{"no-confirm", no_argument, NULL, OPT_NO_CONFIRM},
+		{"mark-all", no_argument, NULL, OPT_MARK_ALL},
+		{"max-suspects", required_argument, NULL, OPT_MAX_SUSPECTS},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"timing-iterations", required_argument, NULL, OPT_TIMING_ITERATIONS},
+		{"timing-tolerance", required_argument, NULL, OPT_TIMING_TOLERANCE},
+		{"timing-cache", required_argument, NULL, OPT_TIMING_CACHE},
+		{"build-cmd", required_argument, NULL, OPT_BUILD_CMD},
+		{"pin-cmd", required_argument, NULL, OPT_PIN_CMD},
+		{"build-timeout", required_argument, NULL, OPT_BUILD_TIMEOUT},
+		WH_CLI_CHECK_LONGOPTS,
+		WH_RUN_LONGOPTS,
+		WH_RUN_LAYER_PRECISIONS_LONGOPTS,
+		WH_CLI_HELP_LONGOPTS,
+	};
+	struct build_cmd x = {.lo = {.until = WH_UNTIL_COUNT, .artifacts_dir = "whittle-build", .confirm = true, .max_suspects = 32,
+				     .log = stderr, .out = stdout, .build = {.timing_iterations = 3, .timing_tolerance = 0.05}},
+			      .max_builds = 100};
+	wh_run_opts_init(&x.run, "build", WH_PREC_FP32);
+	wh_cli_check_opts_init(&x.check);
+	struct wh_cli_spec spec = {.cmd = "build", .help = build_help, .longopts = longopts, .operands = "one MODEL", .n_operands = 1,
+				   .check = true, .check_opts = &x.check, .run_opts = &x.run, .own = build_option, .ctx = &x};
+	struct wh_cli_args a;
+	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
+	if (st == WH_OK && !a.help && (st = build_validate(&x, &a)) == WH_OK)
+		st = build(&x, a.operands[0], a.check != NULL);
+	wh_run_opts_release(&x.run);
+	return wh_cli_exit(st);
 }

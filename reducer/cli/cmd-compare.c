@@ -4,6 +4,7 @@
 #include "executor/compare.h"
 #include "graph/tensor-file.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/run-opts.h"
 
 static const char compare_help[] =
 	"usage: whittle compare DIR_A DIR_B [--atol X] [--rtol X] [--check-error-stat S] [--show-histogram]\n\n"
@@ -11,48 +12,26 @@ static const char compare_help[] =
 	"An element fails when its absolute error exceeds --atol AND its relative error exceeds\n"
 	"--rtol (Polygraphy's semantics). Exit 0 when all pass, 1 when any differs.\n";
 
-int wh_cmd_compare(int argc, char **argv)
+enum { OPT_HISTOGRAM = WH_CLI_OPT_BASE };
+
+static enum wh_status compare_option(void *ctx, int c, const char *arg)
 {
-	static const struct option longopts[] = {
-		{"atol", required_argument, NULL, 'a'},
-		{"rtol", required_argument, NULL, 'R'},
-		{"check-error-stat", required_argument, NULL, 'E'},
-		{"show-histogram", no_argument, NULL, 'H'},
-		{"help", no_argument, NULL, 'h'},
-		{0, 0, 0, 0},
-	};
-	struct wh_compare_options co;
-	wh_compare_options_default(&co);
-	bool histogram = false;
-	int c;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'a':
-			if (!wh_cli_parse_double(optarg, &co.atol) || co.atol < 0)
-				return wh_cli_usage_error("compare", "--atol takes a non-negative number, not '%s'", optarg);
-			break;
-		case 'R':
-			if (!wh_cli_parse_double(optarg, &co.rtol) || co.rtol < 0)
-				return wh_cli_usage_error("compare", "--rtol takes a non-negative number, not '%s'", optarg);
-			break;
-		case 'E':
-			if (!wh_error_stat_parse(optarg, &co.stat, &co.quantile))
-				return wh_cli_usage_error("compare", "--check-error-stat takes elemwise, max, mean, median or quantile[=Q], not '%s'", optarg);
-			break;
-		case 'H': histogram = true; break;
-		case 'h': fputs(compare_help, stdout); return 0;
-		default: return wh_cli_bad_option("compare", c, argv);
-		}
-	}
-	if (optind != argc - 2)
-		return wh_cli_usage_error("compare", "expects two folders DIR_A DIR_B (see whittle compare --help)");
+	(void)arg;
+	if (c == OPT_HISTOGRAM)
+		*(bool *)ctx = true;
+	return WH_OK;
+}
+
+/* Exit 0 when every tensor of dir_b has a passing counterpart in dir_a, 1 when not. */
+static int compare_dirs(const char *dir_a, const char *dir_b, const struct wh_compare_options *co, bool histogram)
+{
 	struct wh_tensor_set a, b;
 	wh_tensor_set_init(&a);
 	wh_tensor_set_init(&b);
 	int rc = 0;
-	enum wh_status st = wh_tensor_set_read_dir(argv[optind], NULL, &a);
+	enum wh_status st = wh_tensor_set_read_dir(dir_a, NULL, &a);
 	if (st == WH_OK)
-		st = wh_tensor_set_read_dir(argv[optind + 1], NULL, &b);
+		st = wh_tensor_set_read_dir(dir_b, NULL, &b);
 	if (st != WH_OK) {
 		rc = wh_cli_fail(st);
 		goto out;
@@ -72,12 +51,12 @@ int wh_cmd_compare(int argc, char **argv)
 					t = &a.items[k].t;
 		}
 		if (!t) {
-			printf("MISSING %s: not in %s\n", name, argv[optind]);
+			printf("MISSING %s: not in %s\n", name, dir_a);
 			missing++;
 			continue;
 		}
 		struct wh_compare_stats s;
-		if ((st = wh_compare_tensors(t, &b.items[i].t, &co, &s)) != WH_OK) {
+		if ((st = wh_compare_tensors(t, &b.items[i].t, co, &s)) != WH_OK) {
 			rc = wh_cli_fail(st);
 			goto out;
 		}
@@ -86,17 +65,36 @@ int wh_cmd_compare(int argc, char **argv)
 		failed += !s.pass || !s.comparable;
 	}
 	if (!compared) {
-		rc = wh_cli_fail(wh_error(WH_ERR_NOT_FOUND, "%s and %s: no tensor names in common (name the files after the tensors)", argv[optind], argv[optind + 1]));
+		rc = wh_cli_fail(wh_error(WH_ERR_NOT_FOUND, "%s and %s: no tensor names in common (name the files after the tensors)", dir_a, dir_b));
 		goto out;
 	}
 	if (failed || missing) {
 		printf("compare: FAIL: %zu of %zu tensors differ, %zu missing\n", failed, compared, missing);
 		rc = WH_EXIT_FAILS;
 	} else {
-		printf("compare: PASS: %zu tensors within atol %g rtol %g\n", compared, co.atol, co.rtol);
+		printf("compare: PASS: %zu tensors within atol %g rtol %g\n", compared, co->atol, co->rtol);
 	}
 out:
 	wh_tensor_set_release(&a);
 	wh_tensor_set_release(&b);
+	return rc;
+}
+
+int wh_cmd_compare(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		WH_RUN_TOLERANCE_LONGOPTS,
+		{"show-histogram", no_argument, NULL, OPT_HISTOGRAM},
+		WH_CLI_HELP_LONGOPTS,
+	};
+	bool histogram = false;
+	struct wh_run_opts ro;
+	wh_run_opts_init(&ro, "compare", WH_PREC_FP32);
+	struct wh_cli_spec spec = {.cmd = "compare", .help = compare_help, .longopts = longopts, .operands = "two folders DIR_A DIR_B",
+				   .n_operands = 2, .run_opts = &ro, .own = compare_option, .ctx = &histogram};
+	struct wh_cli_args a;
+	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
+	int rc = st != WH_OK || a.help ? wh_cli_exit(st) : compare_dirs(a.operands[0], a.operands[1], &ro.compare, histogram);
+	wh_run_opts_release(&ro);
 	return rc;
 }

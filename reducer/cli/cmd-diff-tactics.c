@@ -23,72 +23,71 @@ static const char diff_help[] =
 	"  --json            machine-readable output\n"
 	"exit status: 0 done (with or without suspects), 2 usage, 3 unreadable replays\n";
 
-int wh_cmd_diff_tactics(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{"good", required_argument, NULL, 'g'},
-		{"bad", required_argument, NULL, 'b'},
-		{"dir", required_argument, NULL, 'd'},
-		{"top", required_argument, NULL, 'n'},
-		{"json", no_argument, NULL, 'J'},
-		{"help", no_argument, NULL, 'h'},
-		{0, 0, 0, 0},
-	};
-	const char *good[64], *bad[64];
-	int n_good = 0, n_bad = 0;
-	const char *dir = NULL;
-	bool json = false;
-	long long top = 50;
-	int c;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'g':
-		case 'b':
-			if ((c == 'g' ? n_good : n_bad) == 64)
-				return wh_cli_usage_error("diff-tactics", "too many --%s (64 at most; give folders)", c == 'g' ? "good" : "bad");
-			if (c == 'g')
-				good[n_good++] = optarg;
-			else
-				bad[n_bad++] = optarg;
-			break;
-		case 'd': dir = optarg; break;
-		case 'n':
-			if (!wh_cli_parse_int(optarg, 0, INT32_MAX, &top))
-				return wh_cli_usage_error("diff-tactics", "--top takes a non-negative integer, not '%s'", optarg);
-			break;
-		case 'J': json = true; break;
-		case 'h': fputs(diff_help, stdout); return 0;
-		default: return wh_cli_bad_option("diff-tactics", c, argv);
-		}
-	}
-	if (optind != argc)
-		return wh_cli_usage_error("diff-tactics", "unexpected argument '%s' (give --good DIR --bad DIR)", argv[optind]);
-	if (dir && (n_good || n_bad))
-		return wh_cli_usage_error("diff-tactics", "--dir replaces --good and --bad (give one or the other)");
-	char gdir[PATH_MAX], bdir[PATH_MAX];
-	if (dir) {
-		if ((size_t)snprintf(gdir, sizeof gdir, "%s/good", dir) >= sizeof gdir ||
-		    (size_t)snprintf(bdir, sizeof bdir, "%s/bad", dir) >= sizeof bdir)
-			return wh_cli_usage_error("diff-tactics", "--dir: path too long");
-		good[n_good++] = gdir;
-		bad[n_bad++] = bdir;
-	}
-	if (!n_good || !n_bad)
-		return wh_cli_usage_error("diff-tactics", "needs both good and bad replays (give --good DIR --bad DIR, or --dir DIR)");
+enum { OPT_GOOD = WH_CLI_OPT_BASE, OPT_BAD, OPT_DIR, OPT_TOP, OPT_JSON };
 
+struct diff_cmd {
+	const char *good[64], *bad[64];
+	int n_good, n_bad;
+	const char *dir;
+	bool json;
+	long long top;
+	char gdir[PATH_MAX], bdir[PATH_MAX];
+};
+
+static enum wh_status diff_option(void *ctx, int c, const char *arg)
+{
+	struct diff_cmd *x = ctx;
+	switch (c) {
+	case OPT_GOOD:
+	case OPT_BAD:
+		if ((c == OPT_GOOD ? x->n_good : x->n_bad) == 64)
+			return wh_cli_usage_error("diff-tactics", "too many --%s (64 at most; give folders)", c == OPT_GOOD ? "good" : "bad");
+		if (c == OPT_GOOD)
+			x->good[x->n_good++] = arg;
+		else
+			x->bad[x->n_bad++] = arg;
+		break;
+	case OPT_DIR: x->dir = arg; break;
+	case OPT_TOP:
+		if (!wh_cli_parse_int(arg, 0, INT32_MAX, &x->top))
+			return wh_cli_usage_error("diff-tactics", "--top '%s': not an integer >= 0 (give a count such as 20; 0 shows all)", arg);
+		break;
+	case OPT_JSON: x->json = true; break;
+	}
+	return WH_OK;
+}
+
+/* --dir DIR stands for --good DIR/good --bad DIR/bad. */
+static enum wh_status diff_sources(struct diff_cmd *x)
+{
+	if (x->dir && (x->n_good || x->n_bad))
+		return wh_cli_usage_error("diff-tactics", "--dir replaces --good and --bad (give one or the other)");
+	if (x->dir) {
+		if ((size_t)snprintf(x->gdir, sizeof x->gdir, "%s/good", x->dir) >= sizeof x->gdir ||
+		    (size_t)snprintf(x->bdir, sizeof x->bdir, "%s/bad", x->dir) >= sizeof x->bdir)
+			return wh_cli_usage_error("diff-tactics", "--dir: path too long (give a shorter path)");
+		x->good[x->n_good++] = x->gdir;
+		x->bad[x->n_bad++] = x->bdir;
+	}
+	if (!x->n_good || !x->n_bad)
+		return wh_cli_usage_error("diff-tactics", "needs both good and bad replays (give --good DIR --bad DIR, or --dir DIR)");
+	return WH_OK;
+}
+
+static enum wh_status diff_tactics(const struct diff_cmd *x)
+{
+	enum wh_status st = WH_OK;
 	struct wh_tactic_replays r;
 	wh_tactic_replays_init(&r);
 	struct wh_tactic_diff d;
 	wh_tactic_diff_init(&d);
 	const struct wh_tactic_plan **plans = NULL;
 	enum wh_verdict *verdicts = NULL;
-	enum wh_status st = WH_OK;
-	int rc = 0;
-	for (int i = 0; i < n_good && st == WH_OK; i++)
-		st = wh_tactic_replays_add(&r, good[i]);
+	for (int i = 0; i < x->n_good && st == WH_OK; i++)
+		st = wh_tactic_replays_add(&r, x->good[i]);
 	uint32_t first_bad = r.n;
-	for (int i = 0; i < n_bad && st == WH_OK; i++)
-		st = wh_tactic_replays_add(&r, bad[i]);
+	for (int i = 0; i < x->n_bad && st == WH_OK; i++)
+		st = wh_tactic_replays_add(&r, x->bad[i]);
 	if (st != WH_OK)
 		goto fail;
 	plans = calloc(r.n ? r.n : 1, sizeof *plans);
@@ -103,8 +102,8 @@ int wh_cmd_diff_tactics(int argc, char **argv)
 	}
 	if ((st = wh_tactic_diff_compute(plans, verdicts, r.n, NULL, &d)) != WH_OK)
 		goto fail;
-	uint32_t shown = top && d.n > (uint32_t)top ? (uint32_t)top : d.n;
-	if (json) {
+	uint32_t shown = x->top && d.n > (uint32_t)x->top ? (uint32_t)x->top : d.n;
+	if (x->json) {
 		json_t *root = json_object();
 		json_object_set_new(root, "good", json_integer(d.n_good));
 		json_object_set_new(root, "bad", json_integer(d.n_bad));
@@ -143,11 +142,29 @@ int wh_cmd_diff_tactics(int argc, char **argv)
 	}
 	goto out;
 fail:
-	rc = wh_cli_fail(st);
 out:
 	free(plans);
 	free(verdicts);
 	wh_tactic_diff_release(&d);
 	wh_tactic_replays_release(&r);
-	return rc;
+	return st;
+}
+
+int wh_cmd_diff_tactics(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"good", required_argument, NULL, OPT_GOOD},
+		{"bad", required_argument, NULL, OPT_BAD},
+		{"dir", required_argument, NULL, OPT_DIR},
+		{"top", required_argument, NULL, OPT_TOP},
+		{"json", no_argument, NULL, OPT_JSON},
+		WH_CLI_HELP_LONGOPTS,
+	};
+	struct diff_cmd x = {.top = 50};
+	struct wh_cli_spec spec = {.cmd = "diff-tactics", .help = diff_help, .longopts = longopts, .own = diff_option, .ctx = &x};
+	struct wh_cli_args a;
+	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
+	if (st == WH_OK && !a.help && (st = diff_sources(&x)) == WH_OK)
+		st = diff_tactics(&x);
+	return wh_cli_exit(st);
 }

@@ -9,6 +9,7 @@
 #include "graph/topo.h"
 #include "graph/onnx-io.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/run-opts.h"
 
 static const char inspect_help[] =
 	"usage: whittle inspect MODEL [--show layers|attrs|weights] [--json] [--input-shapes SHAPES]\n"
@@ -148,191 +149,123 @@ static enum wh_status list_tactics(const struct wh_model *m)
 	return st;
 }
 
-int wh_cmd_inspect(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{"show", required_argument, NULL, 's'},
-		{"json", no_argument, NULL, 'j'},
-		{"input-shapes", required_argument, NULL, 'I'},
-		{"tactics", no_argument, NULL, 'T'},
-		{"help", no_argument, NULL, 'h'},
-		{0, 0, 0, 0},
-	};
-	const char *shapes = NULL;
-	bool json = false, layers = false, attrs = false, weights = false, tactics = false;
-	int c;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 's': {
-			uint32_t n;
-			char **v = wh_cli_split(optarg, &n);
-			for (uint32_t i = 0; i < n; i++) {
-				if (!strcmp(v[i], "layers"))
-					layers = true;
-				else if (!strcmp(v[i], "attrs"))
-					layers = attrs = true;
-				else if (!strcmp(v[i], "weights"))
-					weights = true;
-				else {
-					int r = wh_cli_usage_error("inspect", "--show takes layers, attrs or weights, not '%s' (see whittle inspect --help)", v[i]);
-					wh_cli_free_split(v, n);
-					return r;
-				}
-			}
-			wh_cli_free_split(v, n);
-			break;
-		}
-		case 'j': json = true; break;
-		case 'I': shapes = optarg; break;
-		case 'T': tactics = true; break;
-		case 'h': fputs(inspect_help, stdout); return 0;
-		default: return wh_cli_bad_option("inspect", c, argv);
-		}
-	}
-	if (optind != argc - 1)
-		return wh_cli_usage_error("inspect", "expects exactly one MODEL (see whittle inspect --help)");
-	const char *path = argv[optind];
-	struct wh_model *m = NULL;
-	enum wh_status st = wh_cli_load_model(path, shapes, &m);
-	if (st != WH_OK)
-		return wh_cli_fail(st);
-	if (tactics) {
-		st = list_tactics(m);
-		wh_model_destroy(m);
-		return st == WH_OK ? 0 : wh_cli_fail(st);
-	}
-	const struct wh_graph *g = m->graph;
-	uint8_t *kinds = NULL;
-	uint32_t *order = calloc((size_t)g->n_nodes + 1, sizeof *order);
-	const char **ops = calloc((size_t)g->n_nodes + 1, sizeof *ops);
-	int rc = 0;
-	if (!order || !ops) {
-		rc = wh_cli_fail(wh_error(WH_ERR_NOMEM, "inspect: out of memory"));
-		goto out;
-	}
-	if ((st = wh_graph_topo_order(g, order)) != WH_OK) {
-		rc = wh_cli_fail(st);
-		goto out;
-	}
-	struct wh_hash h;
+/* What inspect prints, computed once for the text and the JSON form. */
+struct inspect_view {
+	const char *path;
+	const struct wh_model *m;
+	const struct wh_graph *g;
+	const uint32_t *order;   /* topological */
+	const char **ops;        /* op types, sorted */
+	const uint8_t *kinds;    /* enum wh_layer_kind per node */
 	char hex[33];
-	if ((st = wh_model_hash(m, &h)) != WH_OK) {
-		rc = wh_cli_fail(st);
-		goto out;
-	}
-	wh_hash_hex(h, hex);
-	for (uint32_t i = 0; i < g->n_nodes; i++)
-		ops[i] = g->nodes[i].op_type;
-	qsort(ops, g->n_nodes, sizeof *ops, cmp_op);
 	char unsup[1024];
-	uint32_t n_unsup = wh_model_unsupported_ops(m, unsup, sizeof unsup);
-	kinds = calloc((size_t)g->n_nodes + 1, 1);
-	if (!kinds || (st = wh_model_layer_kinds(m, kinds)) != WH_OK) {
-		free(kinds);
-		rc = wh_cli_fail(kinds ? st : wh_error(WH_ERR_NOMEM, "inspect: out of memory"));
-		goto out;
-	}
+	uint32_t n_unsup;
+	bool layers, attrs, weights, json_out;
+};
 
-	if (json) {
-		json_t *root = json_object();
-		json_object_set_new(root, "model", json_string(path));
-		json_object_set_new(root, "ir_version", json_integer(m->ir_version));
-		json_t *os = json_array();
-		for (uint32_t i = 0; i < m->n_opsets; i++) {
+static void print_json(const struct inspect_view *v)
+{
+	json_t *root = json_object();
+	json_object_set_new(root, "model", json_string(v->path));
+	json_object_set_new(root, "ir_version", json_integer(v->m->ir_version));
+	json_t *os = json_array();
+	for (uint32_t i = 0; i < v->m->n_opsets; i++) {
+		json_t *o = json_object();
+		json_object_set_new(o, "domain", json_string(v->m->opsets[i].domain ? v->m->opsets[i].domain : ""));
+		json_object_set_new(o, "version", json_integer(v->m->opsets[i].version));
+		json_array_append_new(os, o);
+	}
+	json_object_set_new(root, "opsets", os);
+	json_t *ins = json_array(), *outs = json_array();
+	for (uint32_t i = 0; i < v->g->n_inputs; i++)
+		if (!(v->g->values[v->g->inputs[i]].flags & WH_VALUE_INITIALIZER))
+			json_array_append_new(ins, value_json(v->g, v->g->inputs[i]));
+	for (uint32_t i = 0; i < v->g->n_outputs; i++)
+		json_array_append_new(outs, value_json(v->g, v->g->outputs[i]));
+	json_object_set_new(root, "inputs", ins);
+	json_object_set_new(root, "outputs", outs);
+	json_object_set_new(root, "nodes", json_integer(v->g->n_nodes));
+	json_t *opc = json_object();
+	for (uint32_t i = 0; i < v->g->n_nodes;) {
+		uint32_t j = i;
+		while (j < v->g->n_nodes && !strcmp(v->ops[j], v->ops[i]))
+			j++;
+		json_object_set_new(opc, v->ops[i], json_integer(j - i));
+		i = j;
+	}
+	json_object_set_new(root, "ops", opc);
+	json_object_set_new(root, "unsupported_ops", json_string(v->n_unsup ? v->unsup : ""));
+	json_object_set_new(root, "hash", json_string(v->hex));
+	json_t *ts = json_array();
+	for (uint32_t i = 0; i < v->g->n_inputs; i++)
+		if (!(v->g->values[v->g->inputs[i]].flags & WH_VALUE_INITIALIZER)) {
+			json_t *o = value_json(v->g, v->g->inputs[i]);
+			json_object_set_new(o, "producer", json_null());
+			json_array_append_new(ts, o);
+		}
+	for (uint32_t s = 0; s < v->g->n_nodes; s++) {
+		const struct wh_node *n = &v->g->nodes[v->order[s]];
+		for (uint32_t k = 0; k < n->n_outputs; k++) {
+			if (n->outputs[k] == WH_NONE)
+				continue;
+			json_t *o = value_json(v->g, n->outputs[k]);
+			json_object_set_new(o, "producer", json_string(n->name));
+			json_array_append_new(ts, o);
+		}
+	}
+	json_object_set_new(root, "tensors", ts);
+	if (v->layers) {
+		json_t *ls = json_array();
+		for (uint32_t s = 0; s < v->g->n_nodes; s++) {
+			const struct wh_node *n = &v->g->nodes[v->order[s]];
 			json_t *o = json_object();
-			json_object_set_new(o, "domain", json_string(m->opsets[i].domain ? m->opsets[i].domain : ""));
-			json_object_set_new(o, "version", json_integer(m->opsets[i].version));
-			json_array_append_new(os, o);
-		}
-		json_object_set_new(root, "opsets", os);
-		json_t *ins = json_array(), *outs = json_array();
-		for (uint32_t i = 0; i < g->n_inputs; i++)
-			if (!(g->values[g->inputs[i]].flags & WH_VALUE_INITIALIZER))
-				json_array_append_new(ins, value_json(g, g->inputs[i]));
-		for (uint32_t i = 0; i < g->n_outputs; i++)
-			json_array_append_new(outs, value_json(g, g->outputs[i]));
-		json_object_set_new(root, "inputs", ins);
-		json_object_set_new(root, "outputs", outs);
-		json_object_set_new(root, "nodes", json_integer(g->n_nodes));
-		json_t *opc = json_object();
-		for (uint32_t i = 0; i < g->n_nodes;) {
-			uint32_t j = i;
-			while (j < g->n_nodes && !strcmp(ops[j], ops[i]))
-				j++;
-			json_object_set_new(opc, ops[i], json_integer(j - i));
-			i = j;
-		}
-		json_object_set_new(root, "ops", opc);
-		json_object_set_new(root, "unsupported_ops", json_string(n_unsup ? unsup : ""));
-		json_object_set_new(root, "hash", json_string(hex));
-		json_t *ts = json_array();
-		for (uint32_t i = 0; i < g->n_inputs; i++)
-			if (!(g->values[g->inputs[i]].flags & WH_VALUE_INITIALIZER)) {
-				json_t *o = value_json(g, g->inputs[i]);
-				json_object_set_new(o, "producer", json_null());
-				json_array_append_new(ts, o);
-			}
-		for (uint32_t s = 0; s < g->n_nodes; s++) {
-			const struct wh_node *n = &g->nodes[order[s]];
-			for (uint32_t k = 0; k < n->n_outputs; k++) {
-				if (n->outputs[k] == WH_NONE)
-					continue;
-				json_t *o = value_json(g, n->outputs[k]);
-				json_object_set_new(o, "producer", json_string(n->name));
-				json_array_append_new(ts, o);
-			}
-		}
-		json_object_set_new(root, "tensors", ts);
-		if (layers) {
-			json_t *ls = json_array();
-			for (uint32_t s = 0; s < g->n_nodes; s++) {
-				const struct wh_node *n = &g->nodes[order[s]];
-				json_t *o = json_object();
-				json_object_set_new(o, "name", json_string(n->name));
-				json_object_set_new(o, "op", json_string(n->op_type));
-				json_object_set_new(o, "kind", json_string(wh_layer_kind_name((enum wh_layer_kind)kinds[order[s]])));
-				json_t *li = json_array(), *lo = json_array();
-				for (uint32_t k = 0; k < n->n_inputs; k++)
-					json_array_append_new(li, json_string(n->inputs[k] == WH_NONE ? "" : g->values[n->inputs[k]].name));
-				for (uint32_t k = 0; k < n->n_outputs; k++)
-					json_array_append_new(lo, json_string(n->outputs[k] == WH_NONE ? "" : g->values[n->outputs[k]].name));
-				json_object_set_new(o, "inputs", li);
-				json_object_set_new(o, "outputs", lo);
-				if (attrs) {
-					json_t *ao = json_object();
-					for (uint32_t a = 0; a < n->n_attrs; a++) {
-						char buf[512];
-						attr_text(&n->attrs[a], buf, sizeof buf);
-						json_object_set_new(ao, n->attrs[a].name, json_string(buf));
-					}
-					json_object_set_new(o, "attrs", ao);
+			json_object_set_new(o, "name", json_string(n->name));
+			json_object_set_new(o, "op", json_string(n->op_type));
+			json_object_set_new(o, "kind", json_string(wh_layer_kind_name((enum wh_layer_kind)v->kinds[v->order[s]])));
+			json_t *li = json_array(), *lo = json_array();
+			for (uint32_t k = 0; k < n->n_inputs; k++)
+				json_array_append_new(li, json_string(n->inputs[k] == WH_NONE ? "" : v->g->values[n->inputs[k]].name));
+			for (uint32_t k = 0; k < n->n_outputs; k++)
+				json_array_append_new(lo, json_string(n->outputs[k] == WH_NONE ? "" : v->g->values[n->outputs[k]].name));
+			json_object_set_new(o, "inputs", li);
+			json_object_set_new(o, "outputs", lo);
+			if (v->attrs) {
+				json_t *ao = json_object();
+				for (uint32_t a = 0; a < n->n_attrs; a++) {
+					char buf[512];
+					attr_text(&n->attrs[a], buf, sizeof buf);
+					json_object_set_new(ao, n->attrs[a].name, json_string(buf));
 				}
-				json_array_append_new(ls, o);
+				json_object_set_new(o, "attrs", ao);
 			}
-			json_object_set_new(root, "layers", ls);
+			json_array_append_new(ls, o);
 		}
-		if (weights) {
-			json_t *ws = json_array();
-			for (uint32_t i = 0; i < g->n_inits; i++) {
-				json_t *o = value_json(g, g->inits[i]);
-				const struct wh_blob *b = g->values[g->inits[i]].data;
-				json_object_set_new(o, "bytes", json_integer(b ? (json_int_t)b->size : 0));
-				json_array_append_new(ws, o);
-			}
-			json_object_set_new(root, "weights", ws);
-		}
-		char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-		if (text)
-			puts(text);
-		free(text);
-		json_decref(root);
-		goto out;
+		json_object_set_new(root, "layers", ls);
 	}
+	if (v->weights) {
+		json_t *ws = json_array();
+		for (uint32_t i = 0; i < v->g->n_inits; i++) {
+			json_t *o = value_json(v->g, v->g->inits[i]);
+			const struct wh_blob *b = v->g->values[v->g->inits[i]].data;
+			json_object_set_new(o, "bytes", json_integer(b ? (json_int_t)b->size : 0));
+			json_array_append_new(ws, o);
+		}
+		json_object_set_new(root, "weights", ws);
+	}
+	char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+	if (text)
+		puts(text);
+	free(text);
+	json_decref(root);
+}
 
-	printf("model     %s\n", path);
-	printf("ir        %lld, opsets:", (long long)m->ir_version);
-	for (uint32_t i = 0; i < m->n_opsets; i++)
-		printf(" %s %lld", m->opsets[i].domain && *m->opsets[i].domain ? m->opsets[i].domain : "ai.onnx", (long long)m->opsets[i].version);
+static void print_text(const struct inspect_view *iv)
+{
+	const struct wh_graph *g = iv->g;
+	printf("model     %s\n", iv->path);
+	printf("ir        %lld, opsets:", (long long)iv->m->ir_version);
+	for (uint32_t i = 0; i < iv->m->n_opsets; i++)
+		printf(" %s %lld", iv->m->opsets[i].domain && *iv->m->opsets[i].domain ? iv->m->opsets[i].domain : "ai.onnx", (long long)iv->m->opsets[i].version);
 	printf("\n");
 	char buf[512];
 	for (uint32_t i = 0; i < g->n_inputs; i++) {
@@ -350,9 +283,9 @@ int wh_cmd_inspect(int argc, char **argv)
 	printf("layers    %u:", g->n_nodes);
 	for (uint32_t i = 0; i < g->n_nodes;) {
 		uint32_t j = i;
-		while (j < g->n_nodes && !strcmp(ops[j], ops[i]))
+		while (j < g->n_nodes && !strcmp(iv->ops[j], iv->ops[i]))
 			j++;
-		printf(" %s %u%s", ops[i], j - i, j < g->n_nodes ? "," : "");
+		printf(" %s %u%s", iv->ops[i], j - i, j < g->n_nodes ? "," : "");
 		i = j;
 	}
 	printf("\n");
@@ -360,22 +293,29 @@ int wh_cmd_inspect(int argc, char **argv)
 	for (uint32_t i = 0; i < g->n_inits; i++)
 		wbytes += g->values[g->inits[i]].data ? g->values[g->inits[i]].data->size : 0;
 	printf("weights   %u initializers, %.2f MB\n", g->n_inits, (double)wbytes / 1e6);
-	printf("hash      %s\n", hex);
-	if (n_unsup)
-		printf("executor  cannot run: %s\n", unsup);
+	printf("hash      %s\n", iv->hex);
+	if (iv->n_unsup)
+		printf("executor  cannot run: %s\n", iv->unsup);
 	else
 		printf("executor  every op is supported\n");
 	uint32_t n_fixed = 0, n_float = 0;
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
-		n_fixed += kinds[i] == WH_LAYER_SHAPE || kinds[i] == WH_LAYER_OTHER;
-		n_float += kinds[i] == WH_LAYER_FLOAT;
+		n_fixed += iv->kinds[i] == WH_LAYER_SHAPE || iv->kinds[i] == WH_LAYER_OTHER;
+		n_float += iv->kinds[i] == WH_LAYER_FLOAT;
 	}
 	printf("precision %u layers take a reduced precision; %u compute shapes, indices or integers and keep their types\n",
 	       n_float, n_fixed);
-	if (layers) {
+}
+
+/* --show layers, attrs and weights */
+static void print_details(const struct inspect_view *iv)
+{
+	const struct wh_graph *g = iv->g;
+	char buf[512];
+	if (iv->layers) {
 		printf("\n");
 		for (uint32_t s = 0; s < g->n_nodes; s++) {
-			const struct wh_node *n = &g->nodes[order[s]];
+			const struct wh_node *n = &g->nodes[iv->order[s]];
 			printf("[%u] %s %s:", s, n->op_type, n->name && *n->name ? n->name : "(unnamed)");
 			for (uint32_t k = 0; k < n->n_inputs; k++) {
 				if (n->inputs[k] == WH_NONE) {
@@ -395,17 +335,17 @@ int wh_cmd_inspect(int argc, char **argv)
 				shape_text(&g->values[n->outputs[k]], buf, sizeof buf);
 				printf(" %s %s", g->values[n->outputs[k]].name, buf);
 			}
-			if (kinds[order[s]] == WH_LAYER_SHAPE || kinds[order[s]] == WH_LAYER_OTHER)
-				printf("  (%s: keeps its own types at every precision)", wh_layer_kind_name((enum wh_layer_kind)kinds[order[s]]));
+			if (iv->kinds[iv->order[s]] == WH_LAYER_SHAPE || iv->kinds[iv->order[s]] == WH_LAYER_OTHER)
+				printf("  (%s: keeps its own types at every precision)", wh_layer_kind_name((enum wh_layer_kind)iv->kinds[iv->order[s]]));
 			printf("\n");
-			if (attrs)
+			if (iv->attrs)
 				for (uint32_t a = 0; a < n->n_attrs; a++) {
 					attr_text(&n->attrs[a], buf, sizeof buf);
 					printf("      %s = %s\n", n->attrs[a].name, buf);
 				}
 		}
 	}
-	if (weights) {
+	if (iv->weights) {
 		printf("\n");
 		for (uint32_t i = 0; i < g->n_inits; i++) {
 			const struct wh_value *v = &g->values[g->inits[i]];
@@ -413,10 +353,100 @@ int wh_cmd_inspect(int argc, char **argv)
 			printf("weight %s %s %zu bytes\n", v->name, buf, v->data ? v->data->size : (size_t)0);
 		}
 	}
+}
+
+enum { OPT_SHOW = WH_CLI_OPT_BASE, OPT_JSON, OPT_TACTICS };
+
+struct inspect_cmd {
+	bool tactics;
+	struct inspect_view v;
+};
+
+static enum wh_status inspect_option(void *ctx, int c, const char *arg)
+{
+	struct inspect_cmd *x = ctx;
+	enum wh_status st = WH_OK;
+	switch (c) {
+	case OPT_SHOW: {
+		uint32_t n;
+		char **w = wh_cli_split(arg, &n);
+		for (uint32_t i = 0; w && i < n && st == WH_OK; i++) {
+			if (!strcmp(w[i], "layers"))
+				x->v.layers = true;
+			else if (!strcmp(w[i], "attrs"))
+				x->v.layers = x->v.attrs = true;
+			else if (!strcmp(w[i], "weights"))
+				x->v.weights = true;
+			else
+				st = wh_cli_usage_error("inspect", "--show '%s': not a section (give layers, attrs or weights)", w[i]);
+		}
+		wh_cli_free_split(w, n);
+		break;
+	}
+	case OPT_JSON: x->v.json_out = true; break;
+	case OPT_TACTICS: x->tactics = true; break;
+	}
+	return st;
+}
+
+static enum wh_status inspect(struct inspect_view *v)
+{
+	const struct wh_graph *g = v->g = v->m->graph;
+	uint32_t *order = calloc((size_t)g->n_nodes + 1, sizeof *order);
+	const char **ops = calloc((size_t)g->n_nodes + 1, sizeof *ops);
+	uint8_t *kinds = calloc((size_t)g->n_nodes + 1, 1);
+	enum wh_status st = WH_OK;
+	struct wh_hash h;
+	if (!order || !ops || !kinds)
+		st = wh_error(WH_ERR_NOMEM, "inspect: out of memory");
+	if (st == WH_OK && (st = wh_graph_topo_order(g, order)) == WH_OK && (st = wh_model_hash(v->m, &h)) == WH_OK)
+		st = wh_model_layer_kinds(v->m, kinds);
+	if (st != WH_OK)
+		goto out;
+	wh_hash_hex(h, v->hex);
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		ops[i] = g->nodes[i].op_type;
+	qsort(ops, g->n_nodes, sizeof *ops, cmp_op);
+	v->n_unsup = wh_model_unsupported_ops(v->m, v->unsup, sizeof v->unsup);
+	v->order = order;
+	v->ops = ops;
+	v->kinds = kinds;
+	if (v->json_out) {
+		print_json(v);
+	} else {
+		print_text(v);
+		print_details(v);
+	}
 out:
 	free(order);
 	free(ops);
 	free(kinds);
+	return st;
+}
+
+int wh_cmd_inspect(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"show", required_argument, NULL, OPT_SHOW},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"tactics", no_argument, NULL, OPT_TACTICS},
+		WH_RUN_SHAPES_LONGOPTS,
+		WH_CLI_HELP_LONGOPTS,
+	};
+	struct inspect_cmd x = {0};
+	struct wh_run_opts ro;
+	wh_run_opts_init(&ro, "inspect", WH_PREC_FP32);
+	struct wh_cli_spec spec = {.cmd = "inspect", .help = inspect_help, .longopts = longopts, .operands = "one MODEL",
+				   .n_operands = 1, .run_opts = &ro, .own = inspect_option, .ctx = &x};
+	struct wh_cli_args a;
+	struct wh_model *m = NULL;
+	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
+	if (st == WH_OK && !a.help && (st = wh_run_opts_load_model(&ro, a.operands[0], &m)) == WH_OK) {
+		x.v.path = a.operands[0];
+		x.v.m = m;
+		st = x.tactics ? list_tactics(m) : inspect(&x.v);
+	}
 	wh_model_destroy(m);
-	return rc;
+	wh_run_opts_release(&ro);
+	return wh_cli_exit(st);
 }

@@ -22,13 +22,7 @@ static const char repeat_help[] =
 	"                           DIR/bad as <run>_<name> (repeatable)\n"
 	"  --json                   machine-readable events on stdout (one JSON object a line)\n"
 	"check:\n"
-	"  --shell                  run the check command through /bin/sh -c\n"
-	"  --fail-regex RE          the check fails when RE (PCRE2) matches its output (repeatable)\n"
-	"  --fail-code N            with --fail-regex: also require one of these exit codes; alone:\n"
-	"                           the check fails on these exit codes only (repeatable)\n"
-	"  --ignore-fail-code N     a non-zero exit that does not mean failure (repeatable)\n"
-	"  --timeout S              kill the check (and its children) after S seconds\n"
-	"  --timeout-is V           skip (default), fail or pass\n"
+	WH_CLI_CHECK_HELP
 	"exit status: 0 done (counts in the output), 2 usage, 4 the check is broken\n";
 
 static void move_artifacts(const char *dir, const char *const *artifacts, int n, enum wh_verdict v, uint32_t run)
@@ -41,117 +35,130 @@ static void move_artifacts(const char *dir, const char *const *artifacts, int n,
 		char dst[PATH_MAX + 300];
 		if ((size_t)snprintf(dst, sizeof dst, "%s/%s/%04u_%s", dir, sub, run, base) >= sizeof dst)
 			continue;
-		if (rename(artifacts[i], dst) != 0) {
-			/* another file system: copy, then remove */
-			FILE *a = fopen(artifacts[i], "rb"), *b = a ? fopen(dst, "wb") : NULL;
-			bool ok = a && b;
-			char buf[65536];
-			size_t k;
-			while (ok && (k = fread(buf, 1, sizeof buf, a)) > 0)
-				ok = fwrite(buf, 1, k, b) == k;
-			if (a)
-				fclose(a);
-			if (b && fclose(b) != 0)
-				ok = false;
-			if (ok)
-				remove(artifacts[i]);
-			else
-				wh_warn("%s: cannot move the artifact to %s", artifacts[i], dst);
-		}
+		if (wh_os_move_file(artifacts[i], dst) != WH_OK)
+			wh_warn("%s", wh_error_message());
 	}
 }
 
-int wh_cmd_repeat(int argc, char **argv)
-{
-	/* --check takes the rest of the line */
-	int check_at = wh_cli_check_at(argc, argv);
-	int nargs = check_at >= 0 ? check_at : argc;
-	static const struct option longopts[] = {
-		{"until", required_argument, NULL, 'u'},
-		{"max-runs", required_argument, NULL, 'M'},
-		{"artifacts-dir", required_argument, NULL, 'A'},
-		{"artifacts", required_argument, NULL, 'a'},
-		{"json", no_argument, NULL, 'J'},
-		WH_CLI_CHECK_LONGOPTS,
-		{"help", no_argument, NULL, 'h'},
-		{0, 0, 0, 0},
-	};
-	enum { COUNT, GOOD, BAD } until = COUNT;
-	bool until_given = false, max_given = false, json = false;
-	long long count = 0, max_runs = 1000;
-	const char *dir = NULL;
-	const char *artifacts[64];
-	int n_artifacts = 0;
-	struct wh_cli_check_opts cko;
-	wh_cli_check_opts_init(&cko);
-	int c;
-	while ((c = getopt_long(nargs, argv, ":h", longopts, NULL)) != -1) {
-		int cr = wh_cli_check_option(&cko, "repeat", c, optarg);
-		if (cr < 0)
-			return WH_EXIT_USAGE;
-		if (cr > 0)
-			continue;
-		switch (c) {
-		case 'u':
-			until_given = true;
-			if (!strcmp(optarg, "good"))
-				until = GOOD;
-			else if (!strcmp(optarg, "bad"))
-				until = BAD;
-			else if (wh_cli_parse_int(optarg, 1, 100000000, &count))
-				until = COUNT;
-			else
-				return wh_cli_usage_error("repeat", "--until takes a number of runs, good or bad, not '%s'", optarg);
-			break;
-		case 'M':
-			if (!wh_cli_parse_int(optarg, 1, 100000000, &max_runs))
-				return wh_cli_usage_error("repeat", "--max-runs takes 1..100000000, not '%s'", optarg);
-			max_given = true;
-			break;
-		case 'A': dir = optarg; break;
-		case 'a':
-			if (n_artifacts == 64)
-				return wh_cli_usage_error("repeat", "too many --artifacts (64 at most)");
-			artifacts[n_artifacts++] = optarg;
-			break;
-		case 'J': json = true; break;
-		case 'h': fputs(repeat_help, stdout); return 0;
-		default: return wh_cli_bad_option("repeat", c, argv);
-		}
-	}
-	if (optind != nargs)
-		return wh_cli_usage_error("repeat", "unexpected argument '%s' (repeat takes no model; put --check CMD ... last)", argv[optind]);
-	if (!until_given)
-		return wh_cli_usage_error("repeat", "no stopping rule (give --until N, --until good or --until bad)");
-	if (until == COUNT && max_given)
-		return wh_cli_usage_error("repeat", "--max-runs goes with --until good|bad (--until N already says how many)");
-	if (check_at < 0 || check_at + 1 >= argc)
-		return wh_cli_usage_error("repeat", "no check command (put --check CMD ... last)");
-	if (n_artifacts && !dir)
-		return wh_cli_usage_error("repeat", "--artifacts needs --artifacts-dir");
-	if (dir && strlen(dir) > PATH_MAX - 64)
-		return wh_cli_usage_error("repeat", "--artifacts-dir: path too long");
-	uint64_t runs = until == COUNT ? (uint64_t)count : (uint64_t)max_runs;
+enum { OPT_UNTIL = WH_CLI_OPT_BASE, OPT_MAX_RUNS, OPT_ARTIFACTS_DIR, OPT_ARTIFACTS, OPT_JSON };
+enum until { COUNT, GOOD, BAD };
 
-	wh_cli_check_opts_finish(&cko, argv + check_at + 1, argc - check_at - 1);
+struct repeat_cmd {
+	enum until until;
+	bool until_given, max_given, json;
+	long long count, max_runs;
+	const char *dir;
+	const char *artifacts[64];
+	int n_artifacts;
+};
+
+static enum wh_status repeat_option(void *ctx, int c, const char *arg)
+{
+	struct repeat_cmd *x = ctx;
+	switch (c) {
+	case OPT_UNTIL:
+		x->until_given = true;
+		if (!strcmp(arg, "good"))
+			x->until = GOOD;
+		else if (!strcmp(arg, "bad"))
+			x->until = BAD;
+		else if (wh_cli_parse_int(arg, 1, 100000000, &x->count))
+			x->until = COUNT;
+		else
+			return wh_cli_usage_error("repeat", "--until '%s': not a stopping rule (give a number of runs, good or bad)", arg);
+		break;
+	case OPT_MAX_RUNS:
+		if (!wh_cli_parse_int(arg, 1, 100000000, &x->max_runs))
+			return wh_cli_usage_error("repeat", "--max-runs '%s': not an integer from 1 to 100000000 (give a cap such as 1000)", arg);
+		x->max_given = true;
+		break;
+	case OPT_ARTIFACTS_DIR: x->dir = arg; break;
+	case OPT_ARTIFACTS:
+		if (x->n_artifacts == 64)
+			return wh_cli_usage_error("repeat", "too many --artifacts (64 at most; have the check write them into one folder)");
+		x->artifacts[x->n_artifacts++] = arg;
+		break;
+	case OPT_JSON: x->json = true; break;
+	}
+	return WH_OK;
+}
+
+static enum wh_status repeat_validate(const struct repeat_cmd *x, const struct wh_cli_args *a)
+{
+	if (!x->until_given)
+		return wh_cli_usage_error("repeat", "no stopping rule (give --until N, --until good or --until bad)");
+	if (x->until == COUNT && x->max_given)
+		return wh_cli_usage_error("repeat", "--max-runs goes with --until good|bad (--until N already says how many)");
+	if (!a->check)
+		return wh_cli_usage_error("repeat", "no check command (put --check CMD ... last)");
+	if (x->n_artifacts && !x->dir)
+		return wh_cli_usage_error("repeat", "--artifacts needs --artifacts-dir (give the folder to sort them into)");
+	if (x->dir && strlen(x->dir) > PATH_MAX - 64)
+		return wh_cli_usage_error("repeat", "--artifacts-dir: path too long (give a shorter path)");
+	return WH_OK;
+}
+
+/* What the runs came to. */
+struct repeat_counts {
+	uint64_t n_pass, n_fail_runs, n_skip, done, runs;
+	double t0;
+	bool stopped;
+};
+
+static void print_result(const struct repeat_cmd *x, const struct repeat_counts *c)
+{
+	uint64_t decided = c->n_pass + c->n_fail_runs;
+	double rate = decided ? (double)c->n_fail_runs / (double)decided : 0;
+	if (x->json) {
+		json_t *e = json_object();
+		json_object_set_new(e, "event", json_string("result"));
+		json_object_set_new(e, "runs", json_integer((json_int_t)c->done));
+		json_object_set_new(e, "good", json_integer((json_int_t)c->n_pass));
+		json_object_set_new(e, "bad", json_integer((json_int_t)c->n_fail_runs));
+		json_object_set_new(e, "skipped", json_integer((json_int_t)c->n_skip));
+		json_object_set_new(e, "fail_rate", decided ? json_real(rate) : json_null());
+		json_object_set_new(e, "stopped", json_boolean(x->until == COUNT || c->stopped));
+		json_object_set_new(e, "elapsed_s", json_real(wh_os_now_s() - c->t0));
+		char *s = json_dumps(e, JSON_COMPACT);
+		if (s)
+			puts(s);
+		free(s);
+		json_decref(e);
+	} else {
+		printf("repeat: %llu runs: %llu good, %llu bad, %llu skipped\n", (unsigned long long)c->done, (unsigned long long)c->n_pass,
+		       (unsigned long long)c->n_fail_runs, (unsigned long long)c->n_skip);
+		if (decided)
+			printf("repeat: fails in %.1f %% of decided runs (%s)\n", 100 * rate,
+			       !c->n_fail_runs ? "never failed" : !c->n_pass ? "always fails: not flaky" : "flaky");
+		else
+			printf("repeat: no run was decided (every run exited 125 or timed out)\n");
+		if (x->until != COUNT && !c->stopped)
+			printf("repeat: stopped at --max-runs %llu without a %s run\n", (unsigned long long)c->runs, x->until == GOOD ? "good" : "bad");
+		if (x->dir && x->n_artifacts)
+			printf("repeat: artifacts sorted into %s/good and %s/bad\n", x->dir, x->dir);
+	}
+}
+
+static enum wh_status repeat_check(const struct repeat_cmd *x, const struct wh_check_options *co)
+{
+	uint64_t runs = x->until == COUNT ? (uint64_t)x->count : (uint64_t)x->max_runs;
 	struct wh_check *check = NULL;
 	char *display = NULL;
-	enum wh_status st = wh_check_create(&cko.co, &check);
-	int rc = 0;
+	enum wh_status st = wh_check_create(co, &check);
 	if (st != WH_OK)
 		goto fail;
 	display = wh_check_command_line(check, NULL);
-	if (dir) {
+	if (x->dir) {
 		static const char *const subs[] = {"", "/good", "/bad", "/skipped"};
 		for (size_t i = 0; i < 4 && st == WH_OK; i++) {
 			char p[PATH_MAX];
-			snprintf(p, sizeof p, "%s%s", dir, subs[i]);
+			snprintf(p, sizeof p, "%s%s", x->dir, subs[i]);
 			st = wh_os_make_dir(p);
 		}
 		if (st != WH_OK)
 			goto fail;
 	}
-	bool tty = isatty(STDERR_FILENO) && !json;
+	bool tty = isatty(STDERR_FILENO) && !x->json;
 	double t0 = wh_os_now_s();
 	uint64_t n_pass = 0, n_fail_runs = 0, n_skip = 0, done = 0;
 	bool stopped = false;
@@ -171,8 +178,8 @@ int wh_cmd_repeat(int argc, char **argv)
 		n_pass += r.verdict == WH_VERDICT_PASS;
 		n_fail_runs += r.verdict == WH_VERDICT_FAIL;
 		n_skip += r.verdict == WH_VERDICT_SKIP;
-		if (dir)
-			move_artifacts(dir, artifacts, n_artifacts, r.verdict, (uint32_t)k);
+		if (x->dir)
+			move_artifacts(x->dir, x->artifacts, x->n_artifacts, r.verdict, (uint32_t)k);
 		const char *word = r.verdict == WH_VERDICT_PASS ? "good" : r.verdict == WH_VERDICT_FAIL ? "bad" : "skipped";
 		if (tty)
 			fprintf(stderr, "\r\033[Krepeat: %llu runs (%llu good, %llu bad, %llu skipped) | %.1f s", (unsigned long long)done,
@@ -180,7 +187,7 @@ int wh_cmd_repeat(int argc, char **argv)
 		else
 			fprintf(stderr, "run %llu: %s, %s, exit %d, %.2f s\n", (unsigned long long)k, word, r.why ? r.why : "", r.exit_code,
 				r.seconds);
-		if (json) {
+		if (x->json) {
 			json_t *e = json_object();
 			json_object_set_new(e, "event", json_string("run"));
 			json_object_set_new(e, "n", json_integer((json_int_t)k));
@@ -199,47 +206,41 @@ int wh_cmd_repeat(int argc, char **argv)
 			fflush(stdout);
 			json_decref(e);
 		}
-		if ((until == GOOD && r.verdict == WH_VERDICT_PASS) || (until == BAD && r.verdict == WH_VERDICT_FAIL))
+		if ((x->until == GOOD && r.verdict == WH_VERDICT_PASS) || (x->until == BAD && r.verdict == WH_VERDICT_FAIL))
 			stopped = true;
 		wh_check_result_release(&r);
 	}
 	if (tty)
 		fputs("\r\033[K", stderr);
-	uint64_t decided = n_pass + n_fail_runs;
-	double rate = decided ? (double)n_fail_runs / (double)decided : 0;
-	if (json) {
-		json_t *e = json_object();
-		json_object_set_new(e, "event", json_string("result"));
-		json_object_set_new(e, "runs", json_integer((json_int_t)done));
-		json_object_set_new(e, "good", json_integer((json_int_t)n_pass));
-		json_object_set_new(e, "bad", json_integer((json_int_t)n_fail_runs));
-		json_object_set_new(e, "skipped", json_integer((json_int_t)n_skip));
-		json_object_set_new(e, "fail_rate", decided ? json_real(rate) : json_null());
-		json_object_set_new(e, "stopped", json_boolean(until == COUNT || stopped));
-		json_object_set_new(e, "elapsed_s", json_real(wh_os_now_s() - t0));
-		char *s = json_dumps(e, JSON_COMPACT);
-		if (s)
-			puts(s);
-		free(s);
-		json_decref(e);
-	} else {
-		printf("repeat: %llu runs: %llu good, %llu bad, %llu skipped\n", (unsigned long long)done, (unsigned long long)n_pass,
-		       (unsigned long long)n_fail_runs, (unsigned long long)n_skip);
-		if (decided)
-			printf("repeat: fails in %.1f %% of decided runs (%s)\n", 100 * rate,
-			       !n_fail_runs ? "never failed" : !n_pass ? "always fails: not flaky" : "flaky");
-		else
-			printf("repeat: no run was decided (every run exited 125 or timed out)\n");
-		if (until != COUNT && !stopped)
-			printf("repeat: stopped at --max-runs %llu without a %s run\n", (unsigned long long)runs, until == GOOD ? "good" : "bad");
-		if (dir && n_artifacts)
-			printf("repeat: artifacts sorted into %s/good and %s/bad\n", dir, dir);
-	}
+	struct repeat_counts counts = {n_pass, n_fail_runs, n_skip, done, runs, t0, stopped};
+	print_result(x, &counts);
 	goto out;
 fail:
-	rc = wh_cli_fail(st);
 out:
 	free(display);
 	wh_check_destroy(check);
-	return rc;
+	return st;
+}
+
+int wh_cmd_repeat(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"until", required_argument, NULL, OPT_UNTIL},
+		{"max-runs", required_argument, NULL, OPT_MAX_RUNS},
+		{"artifacts-dir", required_argument, NULL, OPT_ARTIFACTS_DIR},
+		{"artifacts", required_argument, NULL, OPT_ARTIFACTS},
+		{"json", no_argument, NULL, OPT_JSON},
+		WH_CLI_CHECK_LONGOPTS,
+		WH_CLI_HELP_LONGOPTS,
+	};
+	struct repeat_cmd x = {.until = COUNT, .max_runs = 1000};
+	struct wh_cli_check_opts cko;
+	wh_cli_check_opts_init(&cko);
+	struct wh_cli_spec spec = {.cmd = "repeat", .help = repeat_help, .longopts = longopts, .check = true, .check_opts = &cko,
+				   .own = repeat_option, .ctx = &x};
+	struct wh_cli_args a;
+	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
+	if (st == WH_OK && !a.help && (st = repeat_validate(&x, &a)) == WH_OK)
+		st = repeat_check(&x, &cko.co);
+	return wh_cli_exit(st);
 }

@@ -1,23 +1,15 @@
-#include <errno.h>
-#include <math.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 
 #include "executor/builder.h"
-#include "executor/compare.h"
 #include "executor/executor.h"
 #include "executor/precision.h"
-#include <jansson.h>
-#include <xxhash.h>
-#include "graph/tensor.h"
 #include "graph/hash.h"
 #include "graph/tensor-file.h"
-#include "graph/topo.h"
-#include "reducer/cli/calib-opts.h"
 #include "reducer/cli/cli-internal.h"
-#include "graph/os.h"
+#include "reducer/cli/run-opts.h"
+#include "reducer/cli/run-report.h"
 
 static const char run_help[] =
 	"usage: whittle run MODEL [options]\n\n"
@@ -66,479 +58,264 @@ static const char run_help[] =
 	"  --hash-outputs          print `xxh3 <tensor> <hash>` for every output\n"
 	"exit status: 0 pass, 1 a comparison or validation failed, 2 usage, 3 bad input\n";
 
-static int cmp_d(const void *a, const void *b)
+enum {
+	OPT_SAVE_INPUTS = WH_CLI_OPT_BASE,
+	OPT_SAVE_OUTPUTS,
+	OPT_MARK_ALL,
+	OPT_VALIDATE,
+	OPT_COMPARE,
+	OPT_HISTOGRAM,
+	OPT_JSON,
+	OPT_REPORT,
+	OPT_REPEAT,
+	OPT_HASH_OUTPUTS,
+	OPT_FP16_ACCUMULATE,
+	OPT_ITERATIONS,
+	OPT_LOAD_TACTICS,
+	OPT_STRICT_TACTICS,
+	OPT_SAVE_TACTICS,
+	OPT_TIMING_CACHE,
+	OPT_TIMING_ITERATIONS,
+	OPT_TIMING_TOLERANCE,
+	OPT_BUILD_SEED,
+};
+
+static enum wh_status tactics_option(struct wh_run_cmd *x, int c, const char *arg)
 {
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
+	long long v;
+	switch (c) {
+	case OPT_LOAD_TACTICS: x->load_tactics = arg; break;
+	case OPT_STRICT_TACTICS: x->strict_tactics = true; break;
+	case OPT_SAVE_TACTICS: x->save_tactics = arg; break;
+	case OPT_TIMING_CACHE: x->build.timing_cache = arg; break;
+	case OPT_TIMING_ITERATIONS: x->timing_given = true; return wh_cli_timing_option("run", "timing-iterations", arg, &x->build);
+	case OPT_TIMING_TOLERANCE: x->timing_given = true; return wh_cli_timing_option("run", "timing-tolerance", arg, &x->build);
+	case OPT_BUILD_SEED:
+		if (!wh_cli_parse_int(arg, 0, INT64_MAX, &v))
+			return wh_cli_usage_error("run", "--build-seed '%s': not an integer >= 0 (give a seed such as 0)", arg);
+		x->build.seed = (uint64_t)v;
+		x->timing_given = true;
+		break;
+	}
+	return WH_OK;
 }
 
-
-/* A tensor's bytes, or for a sequence its items' hashes in order (an empty optional: a
- * constant); strings are not hashed. */
-static uint64_t value_hash(const struct wh_tensor *t)
+static enum wh_status run_option(void *ctx, int c, const char *arg)
 {
-	if (t->kind == WH_VALUE_SEQUENCE) {
-		uint32_t n = wh_seq_len(t);
-		uint64_t *hs = malloc(((size_t)n + 1) * sizeof *hs);
-		if (!hs)
-			return 0;
-		hs[0] = n;
-		for (uint32_t i = 0; i < n; i++)
-			hs[i + 1] = value_hash(wh_seq_item(t, i));
-		uint64_t h = XXH3_64bits(hs, ((size_t)n + 1) * sizeof *hs);
-		free(hs);
-		return h;
+	struct wh_run_cmd *x = ctx;
+	switch (c) {
+	case OPT_SAVE_INPUTS: x->save_inputs = arg; break;
+	case OPT_SAVE_OUTPUTS: x->save_outputs = arg; break;
+	case OPT_MARK_ALL: x->mark_all = true; break;
+	case OPT_VALIDATE: x->validate = true; break;
+	case OPT_COMPARE: x->compare = arg; break;
+	case OPT_HISTOGRAM: x->histogram = true; break;
+	case OPT_JSON: x->json = true; break;
+	case OPT_REPORT: x->report = arg; break;
+	case OPT_REPEAT:
+		if (!wh_cli_parse_int(arg, 2, 1000000, &x->repeat))
+			return wh_cli_usage_error("run", "--repeat '%s': not an integer from 2 to 1000000 (give a number of runs such as 10)", arg);
+		break;
+	case OPT_HASH_OUTPUTS: x->hash_outputs = true; break;
+	case OPT_FP16_ACCUMULATE: x->run.config.fp16_accumulate = true; break;
+	case OPT_ITERATIONS:
+		if (!wh_cli_parse_int(arg, 1, 1000000, &x->iterations))
+			return wh_cli_usage_error("run", "--iterations '%s': not an integer from 1 to 1000000 (give a number of runs such as 20)", arg);
+		break;
+	default: return tactics_option(x, c, arg);
 	}
-	if (t->kind == WH_VALUE_NONE || t->dtype == WH_DT_STRING)
-		return 0;
-	return XXH3_64bits(t->data, wh_tensor_nbytes(t));
+	return WH_OK;
+}
+
+/* The comparison's options mean nothing without --compare. */
+static const int compare_opts[] = {WH_RUN_OPT_ATOL, WH_RUN_OPT_RTOL, WH_RUN_OPT_ERROR_STAT, WH_RUN_OPT_END};
+
+/* path as it will be once it exists: the real path of its folder and its own name. */
+static bool future_real_path(const char *path, char *out)
+{
+	if (realpath(path, out))
+		return true;
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	if (slash)
+		snprintf(dir, sizeof dir, "%.*s", (int)(slash - path == 0 ? 1 : slash - path), path);
+	else
+		snprintf(dir, sizeof dir, ".");
+	char real[PATH_MAX];
+	return realpath(dir, real) && (size_t)snprintf(out, PATH_MAX, "%s/%s", real, base) < PATH_MAX;
+}
+
+/* --save-inputs into the --load-inputs folder (or below it) would mix the written files
+ * with the read ones, and the folder would no longer load. */
+static enum wh_status check_save_inputs(const struct wh_run_cmd *x)
+{
+	char load[PATH_MAX], save[PATH_MAX];
+	if (!x->save_inputs || !x->run.load_inputs || !realpath(x->run.load_inputs, load) || !future_real_path(x->save_inputs, save))
+		return WH_OK;
+	size_t n = strlen(load);
+	if (!strncmp(save, load, n) && (save[n] == '\0' || save[n] == '/'))
+		return wh_cli_usage_error("run", "--save-inputs '%s': inside the --load-inputs folder %s, which would then no longer load (give another folder)",
+					  x->save_inputs, x->run.load_inputs);
+	return WH_OK;
+}
+
+static enum wh_status run_validate(const struct wh_run_cmd *x)
+{
+	if (x->load_tactics && x->save_tactics)
+		return wh_cli_usage_error("run", "--load-tactics pins a build and --save-tactics makes one (give one of them)");
+	if (x->strict_tactics && !x->load_tactics)
+		return wh_cli_usage_error("run", "--strict-tactics goes with --load-tactics (give the replay to check against)");
+	if ((x->build.timing_cache || x->timing_given) && !x->save_tactics)
+		return wh_cli_usage_error("run", "--timing-cache, --timing-iterations, --timing-tolerance and --build-seed go with --save-tactics (add it, or drop them)");
+	if (!x->compare && x->report)
+		return wh_cli_usage_error("run", "--report: there is nothing to report without --compare (add --compare fp32 or --compare DIR)");
+	if (!x->compare && x->histogram)
+		return wh_cli_usage_error("run", "--show-histogram: there is no error to show without --compare (add --compare fp32 or --compare DIR)");
+	enum wh_status st = WH_OK;
+	if (!x->compare)
+		st = wh_run_opts_refuse(&x->run, compare_opts, "goes with --compare, without which nothing is compared (add --compare fp32 or --compare DIR)");
+	return st == WH_OK ? check_save_inputs(x) : st;
+}
+
+/* --load-tactics reads the plan, --save-tactics builds it and writes it. */
+static enum wh_status tactics(const struct wh_run_cmd *x, const struct wh_model *m, const struct wh_engine_options *eo,
+			      const struct wh_tensor_set *inputs, struct wh_tactic_plan *plan)
+{
+	enum wh_status st;
+	if (x->save_tactics) {
+		if ((st = wh_engine_build(m, eo, inputs, &x->build, plan)) != WH_OK)
+			return st;
+		return wh_tactic_plan_write(plan, x->save_tactics);
+	}
+	if ((st = wh_tactic_plan_read(x->load_tactics, plan)) != WH_OK)
+		return st;
+	struct wh_hash mh;
+	char hex[33];
+	if (plan->model_hash[0] && wh_model_hash(m, &mh) == WH_OK) {
+		wh_hash_hex(mh, hex);
+		if (strcmp(hex, plan->model_hash))
+			wh_warn("%s: made for another model (hash %s, this one %s); layers are matched by name", x->load_tactics, plan->model_hash, hex);
+	}
+	return WH_OK;
+}
+
+/* The reference of --compare: an FP32 run of the same model, or a folder of tensors. */
+static enum wh_status reference(const struct wh_run_cmd *x, const struct wh_model *m, const struct wh_tensor_set *inputs,
+				struct wh_tensor_set *ref)
+{
+	if (strcmp(x->compare, "fp32"))
+		return wh_tensor_set_read_dir_for(x->compare, NULL, m->graph, true, ref);
+	struct wh_engine *e = NULL;
+	struct wh_engine_options fo = wh_run_opts_engine(&x->run, false);
+	enum wh_status st = wh_engine_create(m, &fo, &e);
+	if (st == WH_OK)
+		st = wh_engine_run(e, inputs, x->mark_all ? WH_KEEP_ALL : WH_KEEP_OUTPUTS, ref);
+	wh_engine_destroy(e);
+	return st;
+}
+
+/* What the run found, printed; *fails: a verdict failed (exit 1). */
+static enum wh_status report(struct wh_run_cmd *x, const struct wh_model *m, struct wh_engine *e, const struct wh_tensor_set *inputs,
+			     const struct wh_tensor_set *results, bool *fails)
+{
+	enum wh_status st = WH_OK;
+	bool differ = false, failed = false;
+	if (x->iterations && (st = wh_run_time(e, inputs, x->iterations)) != WH_OK)
+		return st;
+	if ((x->hash_outputs || x->repeat) && (st = wh_run_repeat(x, e, inputs, results, &differ)) != WH_OK)
+		return st;
+	wh_run_print_outputs(x, results);
+	if (x->save_outputs && (st = wh_tensor_set_write_dir_for(x->save_outputs, NULL, m->graph, true, results)) != WH_OK)
+		return st;
+	bool invalid = x->validate && !wh_run_validate(results);
+	if (x->compare) {
+		struct wh_tensor_set ref;
+		wh_tensor_set_init(&ref);
+		if ((st = reference(x, m, inputs, &ref)) == WH_OK)
+			st = wh_run_compare(x, m, results, &ref, &failed);
+		wh_tensor_set_release(&ref);
+	}
+	*fails = differ || invalid || failed;
+	return st;
+}
+
+static enum wh_status run(struct wh_run_cmd *x, bool *fails)
+{
+	struct wh_model *m = NULL;
+	struct wh_engine *e = NULL;
+	struct wh_tensor_set inputs, results;
+	wh_tensor_set_init(&inputs);
+	wh_tensor_set_init(&results);
+	struct wh_tactic_plan plan;
+	wh_tactic_plan_init(&plan);
+	bool reduced = false;
+	enum wh_status st;
+	if ((st = wh_run_opts_load_model(&x->run, x->model_path, &m)) != WH_OK ||
+	    (st = wh_run_opts_load_sample(&x->run, m, &inputs)) != WH_OK ||
+	    (st = wh_run_opts_precision(&x->run, m, &inputs, &reduced)) != WH_OK)
+		goto out;
+	struct wh_engine_options eo = wh_run_opts_engine(&x->run, reduced);
+	eo.faulty_tactic = wh_run_opts_faulty_tactic();
+	if (x->load_tactics || x->save_tactics) {
+		if ((st = tactics(x, m, &eo, &inputs, &plan)) != WH_OK)
+			goto out;
+		eo.tactics = &plan;
+		eo.tactics_strict = x->strict_tactics;
+	}
+	if ((st = wh_engine_create(m, &eo, &e)) != WH_OK)
+		goto out;
+	if (x->save_inputs && (st = wh_tensor_set_write_dir_for(x->save_inputs, NULL, m->graph, false, &inputs)) != WH_OK)
+		goto out;
+	if ((st = wh_engine_run(e, &inputs, x->mark_all ? WH_KEEP_ALL : WH_KEEP_OUTPUTS, &results)) != WH_OK)
+		goto out;
+	st = report(x, m, e, &inputs, &results, fails);
+out:
+	wh_tensor_set_release(&inputs);
+	wh_tensor_set_release(&results);
+	wh_engine_destroy(e);
+	wh_model_destroy(m);
+	wh_tactic_plan_release(&plan);
+	return st;
 }
 
 int wh_cmd_run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"load-inputs", required_argument, NULL, 'L'},
-		{"seed", required_argument, NULL, 's'},
-		{"val-range", required_argument, NULL, 'r'},
-		{"input-shapes", required_argument, NULL, 'I'},
-		{"save-inputs", required_argument, NULL, 'S'},
-		{"save-outputs", required_argument, NULL, 'O'},
-		{"mark-all", no_argument, NULL, 'M'},
-		{"validate", no_argument, NULL, 'V'},
-		{"compare", required_argument, NULL, 'C'},
-		{"atol", required_argument, NULL, 'a'},
-		{"rtol", required_argument, NULL, 'R'},
-		{"check-error-stat", required_argument, NULL, 'E'},
-		{"show-histogram", no_argument, NULL, 'H'},
-		{"precision", required_argument, NULL, 'p'},
-		{"layer-precisions", required_argument, NULL, 'P'},
-		{"json", no_argument, NULL, 'J'},
-		{"report", required_argument, NULL, 'W'},
-		{"repeat", required_argument, NULL, 'X'},
-		{"hash-outputs", no_argument, NULL, 'Y'},
-		{"fp16-accumulate", no_argument, NULL, 0x1d00},
-		{"threads", required_argument, NULL, 't'},
-		{"iterations", required_argument, NULL, 'n'},
-		{"load-tactics", required_argument, NULL, 'K'},
-		{"strict-tactics", no_argument, NULL, 'Q'},
-		{"save-tactics", required_argument, NULL, 'Z'},
-		{"timing-cache", required_argument, NULL, 'c'},
-		{"timing-iterations", required_argument, NULL, 0x1d01},
-		{"timing-tolerance", required_argument, NULL, 0x1d02},
-		{"build-seed", required_argument, NULL, 0x1d03},
-		WH_CALIB_LONGOPTS,
-		{"help", no_argument, NULL, 'h'},
-		{0, 0, 0, 0},
+		{"save-inputs", required_argument, NULL, OPT_SAVE_INPUTS},
+		{"save-outputs", required_argument, NULL, OPT_SAVE_OUTPUTS},
+		{"mark-all", no_argument, NULL, OPT_MARK_ALL},
+		{"validate", no_argument, NULL, OPT_VALIDATE},
+		{"compare", required_argument, NULL, OPT_COMPARE},
+		{"show-histogram", no_argument, NULL, OPT_HISTOGRAM},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"report", required_argument, NULL, OPT_REPORT},
+		{"repeat", required_argument, NULL, OPT_REPEAT},
+		{"hash-outputs", no_argument, NULL, OPT_HASH_OUTPUTS},
+		{"fp16-accumulate", no_argument, NULL, OPT_FP16_ACCUMULATE},
+		{"iterations", required_argument, NULL, OPT_ITERATIONS},
+		{"load-tactics", required_argument, NULL, OPT_LOAD_TACTICS},
+		{"strict-tactics", no_argument, NULL, OPT_STRICT_TACTICS},
+		{"save-tactics", required_argument, NULL, OPT_SAVE_TACTICS},
+		{"timing-cache", required_argument, NULL, OPT_TIMING_CACHE},
+		{"timing-iterations", required_argument, NULL, OPT_TIMING_ITERATIONS},
+		{"timing-tolerance", required_argument, NULL, OPT_TIMING_TOLERANCE},
+		{"build-seed", required_argument, NULL, OPT_BUILD_SEED},
+		WH_RUN_LONGOPTS,
+		WH_RUN_LAYER_PRECISIONS_LONGOPTS,
+		WH_CLI_HELP_LONGOPTS,
 	};
-	const char *load = NULL, *shapes = NULL, *save_in = NULL, *save_out = NULL, *compare_dir = NULL;
-	long long seed = 1, threads = 0, iterations = 0;
-	double lo = 0, hi = 1;
-	bool mark_all = false, validate = false, histogram = false, json = false, hash_outputs = false;
-	long long repeat = 0;
-	const char *report = NULL;
-	const char *load_tactics = NULL, *save_tactics = NULL;
-	bool strict_tactics = false, timing_given = false;
-	struct wh_build_options bo = {.timing_iterations = 3, .timing_tolerance = 0.05};
-	long long build_seed = 0, timing_iters = 3;
-	struct wh_tactic_plan plan;
-	wh_tactic_plan_init(&plan);
-	struct wh_precision_config pc;
-	wh_precision_config_init(&pc);
-	bool reduced = false;
-	const char *layer_prec = NULL;
-	int rc = 0;
-	enum wh_status st = WH_OK;
-	struct wh_compare_options co;
-	wh_compare_options_default(&co);
-	struct wh_calib_opts calo;
-	wh_calib_opts_init(&calo);
-	int c;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'L': load = optarg; break;
-		case 's':
-			if (!wh_cli_parse_int(optarg, 0, INT64_MAX, &seed))
-				return wh_cli_usage_error("run", "--seed takes a non-negative integer, not '%s'", optarg);
-			break;
-		case 'r': {
-			char *comma = strchr(optarg, ',');
-			if (!comma)
-				return wh_cli_usage_error("run", "--val-range takes LO,HI, not '%s'", optarg);
-			*comma = '\0';
-			if (!wh_cli_parse_double(optarg, &lo) || !wh_cli_parse_double(comma + 1, &hi) || hi < lo)
-				return wh_cli_usage_error("run", "--val-range takes LO,HI with LO <= HI");
-			break;
-		}
-		case 'I': shapes = optarg; break;
-		case 'S': save_in = optarg; break;
-		case 'O': save_out = optarg; break;
-		case 'M': mark_all = true; break;
-		case 'V': validate = true; break;
-		case 'C': compare_dir = optarg; break;
-		case 'a':
-			if (!wh_cli_parse_double(optarg, &co.atol) || co.atol < 0)
-				return wh_cli_usage_error("run", "--atol takes a non-negative number, not '%s'", optarg);
-			break;
-		case 'R':
-			if (!wh_cli_parse_double(optarg, &co.rtol) || co.rtol < 0)
-				return wh_cli_usage_error("run", "--rtol takes a non-negative number, not '%s'", optarg);
-			break;
-		case 'E':
-			if (!wh_error_stat_parse(optarg, &co.stat, &co.quantile))
-				return wh_cli_usage_error("run", "--check-error-stat takes elemwise, max, mean, median or quantile[=Q], not '%s'", optarg);
-			break;
-		case 'H': histogram = true; break;
-		case 'p':
-			if (!wh_precision_parse(optarg, &pc.dflt)) {
-				return wh_cli_usage_error("run", "--precision takes fp32, tf32, fp16, bf16, fp8, fp8e5m2 or int8, not '%s'", optarg);
-			}
-			reduced |= pc.dflt != WH_PREC_FP32;
-			break;
-		case 'P': layer_prec = optarg; break;
-		case 'J': json = true; break;
-		case 'W': report = optarg; break;
-		case 'X':
-			if (!wh_cli_parse_int(optarg, 2, 1000000, &repeat))
-				return wh_cli_usage_error("run", "--repeat takes an integer >= 2, not '%s'", optarg);
-			break;
-		case 'Y': hash_outputs = true; break;
-		case 0x1d00: pc.fp16_accumulate = true; reduced = true; break;
-		case 't':
-			if (!wh_cli_parse_int(optarg, 1, 1024, &threads))
-				return wh_cli_usage_error("run", "--threads takes 1..1024, not '%s'", optarg);
-			break;
-		case 'n':
-			if (!wh_cli_parse_int(optarg, 1, 1000000, &iterations))
-				return wh_cli_usage_error("run", "--iterations takes a positive integer, not '%s'", optarg);
-			break;
-		case 'K': load_tactics = optarg; break;
-		case 'Q': strict_tactics = true; break;
-		case 'Z': save_tactics = optarg; break;
-		case 'c': bo.timing_cache = optarg; break;
-		case 0x1d01:
-			if (!wh_cli_parse_int(optarg, 1, 64, &timing_iters))
-				return wh_cli_usage_error("run", "--timing-iterations takes 1..64, not '%s'", optarg);
-			bo.timing_iterations = (int)timing_iters;
-			timing_given = true;
-			break;
-		case 0x1d02:
-			if (!wh_cli_parse_timing_tolerance(optarg, &bo.timing_tolerance))
-				return wh_cli_usage_error("run", "--timing-tolerance takes a fraction >= 0 or inf, not '%s'", optarg);
-			timing_given = true;
-			break;
-		case 0x1d03:
-			if (!wh_cli_parse_int(optarg, 0, INT64_MAX, &build_seed))
-				return wh_cli_usage_error("run", "--build-seed takes a non-negative integer, not '%s'", optarg);
-			timing_given = true;
-			break;
-		case 'h': fputs(run_help, stdout); return 0;
-		default:
-			if (wh_calib_opts_parse(&calo, c, optarg, &st)) {
-				if (st != WH_OK)
-					return wh_cli_fail(st);
-				break;
-			}
-			return wh_cli_bad_option("run", c, argv);
-		}
+	struct wh_run_cmd x = {.build = {.timing_iterations = 3, .timing_tolerance = 0.05}};
+	wh_run_opts_init(&x.run, "run", WH_PREC_FP32);
+	struct wh_cli_spec spec = {.cmd = "run", .help = run_help, .longopts = longopts, .operands = "one MODEL", .n_operands = 1,
+				   .run_opts = &x.run, .own = run_option, .ctx = &x};
+	struct wh_cli_args a;
+	bool fails = false;
+	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
+	if (st == WH_OK && !a.help && (st = run_validate(&x)) == WH_OK) {
+		x.model_path = a.operands[0];
+		st = run(&x, &fails);
 	}
-	if (optind != argc - 1)
-		return wh_cli_usage_error("run", "expects exactly one MODEL (see whittle run --help)");
-	if (load_tactics && save_tactics)
-		return wh_cli_usage_error("run", "--load-tactics pins a build and --save-tactics makes one: give one of them");
-	if (strict_tactics && !load_tactics)
-		return wh_cli_usage_error("run", "--strict-tactics goes with --load-tactics");
-	if ((bo.timing_cache || timing_given) && !save_tactics)
-		return wh_cli_usage_error("run", "--timing-cache, --timing-iterations, --timing-tolerance and --build-seed go with --save-tactics");
-	bo.seed = (uint64_t)build_seed;
-	if (layer_prec) {
-		if ((st = wh_precision_config_parse(&pc, layer_prec)) != WH_OK) {
-			wh_precision_config_release(&pc);
-			return wh_cli_fail(st);
-		}
-		reduced = true;
-	}
-	bool compare_fp32 = compare_dir && !strcmp(compare_dir, "fp32");
-	struct wh_model *m = NULL;
-	struct wh_engine *e = NULL, *ref_engine = NULL;
-	struct wh_tensor_set inputs, results, ref;
-	wh_tensor_set_init(&inputs);
-	wh_tensor_set_init(&results);
-	wh_tensor_set_init(&ref);
-	FILE *rep = NULL;
-	if ((st = wh_cli_load_model(argv[optind], shapes, &m)) != WH_OK)
-		goto fail;
-	if (load && (st = wh_tensor_set_read_dir_for(load, NULL, m->graph, false, &inputs)) != WH_OK)
-		goto fail;
-	if ((st = wh_cli_random_inputs(m, (uint64_t)seed, lo, hi, &inputs)) != WH_OK)
-		goto fail;
-	const char *faulty = getenv("WHITTLE_FAULTY_TACTIC");
-	struct wh_engine_options eo = {.threads = (int)threads, .precision = reduced ? &pc : NULL,
-				       .faulty_tactic = faulty && *faulty ? faulty : NULL};
-	calo.threads = (int)threads;
-	if ((st = wh_calib_opts_apply(&calo, m, &pc, &inputs)) != WH_OK)
-		goto fail;
-	if (load_tactics) {
-		if ((st = wh_tactic_plan_read(load_tactics, &plan)) != WH_OK)
-			goto fail;
-		struct wh_hash mh;
-		char hex[33];
-		if (plan.model_hash[0] && wh_model_hash(m, &mh) == WH_OK) {
-			wh_hash_hex(mh, hex);
-			if (strcmp(hex, plan.model_hash))
-				wh_warn("%s: made for another model (hash %s, this one %s); layers are matched by name", load_tactics,
-					plan.model_hash, hex);
-		}
-	} else if (save_tactics) {
-		if ((st = wh_engine_build(m, &eo, &inputs, &bo, &plan)) != WH_OK)
-			goto fail;
-		if ((st = wh_tactic_plan_write(&plan, save_tactics)) != WH_OK)
-			goto fail;
-	}
-	if (load_tactics || save_tactics) {
-		eo.tactics = &plan;
-		eo.tactics_strict = strict_tactics;
-	}
-	if ((st = wh_engine_create(m, &eo, &e)) != WH_OK)
-		goto fail;
-	if (save_in && (st = wh_tensor_set_write_dir_for(save_in, NULL, m->graph, false, &inputs)) != WH_OK)
-		goto fail;
-	if ((st = wh_engine_run(e, &inputs, mark_all ? WH_KEEP_ALL : WH_KEEP_OUTPUTS, &results)) != WH_OK)
-		goto fail;
-	if (iterations) {
-		double *ms = calloc((size_t)iterations, sizeof *ms);
-		if (!ms) {
-			st = wh_error(WH_ERR_NOMEM, "run: out of memory");
-			goto fail;
-		}
-		for (long long i = 0; i < iterations && st == WH_OK; i++) {
-			struct wh_tensor_set tmp;
-			wh_tensor_set_init(&tmp);
-			double t0 = (wh_os_now_s() * 1e3);
-			st = wh_engine_run(e, &inputs, WH_KEEP_OUTPUTS, &tmp);
-			ms[i] = (wh_os_now_s() * 1e3) - t0;
-			wh_tensor_set_release(&tmp);
-		}
-		qsort(ms, (size_t)iterations, sizeof *ms, cmp_d);
-		double med = iterations % 2 ? ms[iterations / 2] : 0.5 * (ms[iterations / 2 - 1] + ms[iterations / 2]);
-		free(ms);
-		if (st != WH_OK)
-			goto fail;
-		printf("median_ms %.3f\n", med);
-		struct rusage ru;
-		if (getrusage(RUSAGE_SELF, &ru) == 0)
-			printf("peak_rss_mb %.1f\n", (double)ru.ru_maxrss / 1024.0);
-	}
-	if (hash_outputs || repeat) {
-		uint64_t *h0 = calloc(results.n + 1, sizeof *h0);
-		if (!h0) {
-			st = wh_error(WH_ERR_NOMEM, "run: out of memory");
-			goto fail;
-		}
-		for (size_t i = 0; i < results.n; i++) {
-			const struct wh_tensor *t = &results.items[i].t;
-			h0[i] = value_hash(t);
-			if (hash_outputs)
-				printf("xxh3 %s %016llx\n", results.items[i].name, (unsigned long long)h0[i]);
-		}
-		size_t differ = 0;
-		for (long long r = 1; r < repeat && st == WH_OK; r++) {
-			struct wh_tensor_set again;
-			wh_tensor_set_init(&again);
-			st = wh_engine_run(e, &inputs, mark_all ? WH_KEEP_ALL : WH_KEEP_OUTPUTS, &again);
-			for (size_t i = 0; st == WH_OK && i < again.n && i < results.n; i++) {
-				const struct wh_tensor *t = &again.items[i].t;
-				uint64_t h = value_hash(t);
-				if (h != h0[i]) {
-					if (differ < 20)
-						printf("repeat: run %lld: tensor '%s' differs from run 1 (xxh3 %016llx vs %016llx)\n", r + 1,
-						       again.items[i].name, (unsigned long long)h, (unsigned long long)h0[i]);
-					differ++;
-				}
-			}
-			wh_tensor_set_release(&again);
-		}
-		free(h0);
-		if (st != WH_OK)
-			goto fail;
-		if (repeat) {
-			if (differ) {
-				printf("repeat: FAIL: %zu differences over %lld runs\n", differ, repeat);
-				rc = WH_EXIT_FAILS;
-			} else {
-				printf("repeat: PASS: %lld runs, %zu tensors bit-identical\n", repeat, results.n);
-			}
-		}
-	}
-	if (!json) {
-		for (size_t i = 0; i < results.n; i++) {
-			char buf[128];
-			const struct wh_tensor *t = &results.items[i].t;
-			if (mark_all && results.n > 64)
-				continue;
-			if (t->kind == WH_VALUE_SEQUENCE)
-				printf("output %s sequence(%s)[%u items]\n", results.items[i].name,
-				       t->elem ? wh_dtype_name((enum wh_dtype)t->elem) : "?", wh_seq_len(t));
-			else if (t->kind == WH_VALUE_NONE)
-				printf("output %s optional(none)\n", results.items[i].name);
-			else
-				printf("output %s %s[%s]\n", results.items[i].name, wh_dtype_name(t->dtype), wh_shape_str(t->dims, t->rank, buf, sizeof buf));
-		}
-		if (mark_all && results.n > 64)
-			printf("%zu tensors computed\n", results.n);
-	}
-	if (save_out && (st = wh_tensor_set_write_dir_for(save_out, NULL, m->graph, true, &results)) != WH_OK)
-		goto fail;
-	if (validate) {
-		for (size_t i = 0; i < results.n; i++) {
-			const struct wh_tensor *t = &results.items[i].t;
-			if (!wh_dtype_is_float(t->dtype))
-				continue;
-			uint64_t nan = 0, inf = 0;
-			for (uint64_t k = 0; k < t->count; k++) {
-				double x = wh_tensor_get_f64(t, k);
-				nan += isnan(x) != 0;
-				inf += isinf(x) != 0; /* -1 for -inf */
-			}
-			if (nan || inf) {
-				printf("validate: FAIL: tensor '%s' is the first with non-finite values (%llu NaN, %llu Inf of %llu)\n",
-				       results.items[i].name, (unsigned long long)nan, (unsigned long long)inf, (unsigned long long)t->count);
-				rc = WH_EXIT_FAILS;
-				break;
-			}
-		}
-		if (!rc)
-			printf("validate: PASS: no NaN or Inf in %zu tensor%s\n", results.n, results.n == 1 ? "" : "s");
-	}
-	if (compare_dir) {
-		if (compare_fp32) {
-			struct wh_engine_options ro = {.threads = (int)threads};
-			if ((st = wh_engine_create(m, &ro, &ref_engine)) != WH_OK)
-				goto fail;
-			if ((st = wh_engine_run(ref_engine, &inputs, mark_all ? WH_KEEP_ALL : WH_KEEP_OUTPUTS, &ref)) != WH_OK)
-				goto fail;
-		} else if ((st = wh_tensor_set_read_dir_for(compare_dir, NULL, m->graph, true, &ref)) != WH_OK) {
-			goto fail;
-		}
-		if (report && !(rep = fopen(report, "w"))) {
-			st = wh_error(WH_ERR_IO, "%s: cannot write the report: %s (check the folder)", report, strerror(errno));
-			goto fail;
-		}
-		if (rep) {
-			fprintf(rep, "# whittle run --compare %s\n\nmodel `%s`, precision %s, atol %g, rtol %g\n\n", compare_dir, argv[optind],
-				wh_precision_name(pc.dflt), co.atol, co.rtol);
-			fprintf(rep, "| # | tensor | layer | op | max abs | mean abs | median abs | max rel | mean rel | median rel | cosine | SQNR dB | rel>10%% | rel>1%% | rel>0.1%% | NaN/Inf | verdict |\n");
-			fprintf(rep, "| ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
-		}
-		json_t *jt = json ? json_array() : NULL;
-		size_t compared = 0, failed = 0;
-		const char *first_fail = NULL;
-		const struct wh_graph *g = m->graph;
-		for (size_t i = 0; i < results.n; i++) {
-			const char *name = results.items[i].name;
-			const struct wh_tensor *r = wh_tensor_set_find(&ref, name);
-			if (!r || results.items[i].t.dtype == WH_DT_STRING)
-				continue;
-			struct wh_compare_stats s;
-			if ((st = wh_compare_tensors(&results.items[i].t, r, &co, &s)) != WH_OK)
-				goto fail;
-			uint32_t vid = wh_graph_find_value(g, name);
-			const struct wh_node *pn = vid != WH_NONE && g->values[vid].producer != WH_NONE ? &g->nodes[g->values[vid].producer] : NULL;
-			if (pn && !strcmp(pn->op_type, "Constant"))
-				continue; /* weights, not computed */
-			compared++;
-			bool bad = !s.pass || !s.comparable;
-			if (bad) {
-				failed++;
-				if (!first_fail)
-					first_fail = name;
-			}
-			if (json) {
-				json_t *o = json_object();
-				json_object_set_new(o, "tensor", json_string(name));
-				json_object_set_new(o, "layer", json_string(pn ? pn->name : ""));
-				json_object_set_new(o, "op", json_string(pn ? pn->op_type : ""));
-				json_object_set_new(o, "pass", json_boolean(!bad));
-				json_object_set_new(o, "max_abs", json_real(s.max_abs));
-				json_object_set_new(o, "mean_abs", json_real(s.mean_abs));
-				json_object_set_new(o, "median_abs", json_real(s.median_abs));
-				json_object_set_new(o, "max_rel", isfinite(s.max_rel) ? json_real(s.max_rel) : json_null());
-				json_object_set_new(o, "mean_rel", isfinite(s.mean_rel) ? json_real(s.mean_rel) : json_null());
-				json_object_set_new(o, "median_rel", isfinite(s.median_rel) ? json_real(s.median_rel) : json_null());
-				json_object_set_new(o, "cosine", isfinite(s.cosine) ? json_real(s.cosine) : json_null());
-				json_object_set_new(o, "sqnr_db", isfinite(s.sqnr_db) ? json_real(s.sqnr_db) : json_null());
-				json_object_set_new(o, "share_rel_10", json_real(s.share_rel_10));
-				json_object_set_new(o, "share_rel_1", json_real(s.share_rel_1));
-				json_object_set_new(o, "share_rel_01", json_real(s.share_rel_01));
-				json_object_set_new(o, "nan", json_integer((json_int_t)s.nan_actual));
-				json_object_set_new(o, "inf", json_integer((json_int_t)s.inf_actual));
-				json_array_append_new(jt, o);
-			} else {
-				wh_compare_print(stdout, name, &s, histogram);
-			}
-			if (rep)
-				fprintf(rep, "| %zu | %s | %s | %s | %.3g | %.3g | %.3g | %.3g | %.3g | %.3g | %.6f | %.1f | %.2f%% | %.2f%% | %.2f%% | %llu/%llu | %s |\n",
-					compared, name, pn ? pn->name : "", pn ? pn->op_type : "", s.max_abs, s.mean_abs, s.median_abs, s.max_rel,
-					s.mean_rel, s.median_rel, s.cosine, s.sqnr_db, 100 * s.share_rel_10, 100 * s.share_rel_1,
-					100 * s.share_rel_01, (unsigned long long)s.nan_actual, (unsigned long long)s.inf_actual, bad ? "FAIL" : "pass");
-		}
-		if (!compared) {
-			json_decref(jt);
-			st = wh_error(WH_ERR_NOT_FOUND, "%s: holds none of the model's output tensors (name the files after the outputs)", compare_dir);
-			goto fail;
-		}
-		const struct wh_node *ff = NULL;
-		if (first_fail) {
-			uint32_t vid = wh_graph_find_value(g, first_fail);
-			if (vid != WH_NONE && g->values[vid].producer != WH_NONE)
-				ff = &g->nodes[g->values[vid].producer];
-		}
-		if (json) {
-			json_t *root = json_object();
-			json_object_set_new(root, "model", json_string(argv[optind]));
-			json_object_set_new(root, "precision", json_string(wh_precision_name(pc.dflt)));
-			json_object_set_new(root, "compare", json_string(compare_dir));
-			json_object_set_new(root, "atol", json_real(co.atol));
-			json_object_set_new(root, "rtol", json_real(co.rtol));
-			json_object_set_new(root, "pass", json_boolean(!failed));
-			json_object_set_new(root, "first_failing_tensor", first_fail ? json_string(first_fail) : json_null());
-			json_object_set_new(root, "first_failing_layer", ff ? json_string(ff->name) : json_null());
-			json_object_set_new(root, "tensors", jt);
-			char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-			if (text)
-				puts(text);
-			free(text);
-			json_decref(root);
-		}
-		if (failed) {
-			if (!json)
-				printf("compare: FAIL: %zu of %zu tensors differ; first in topological order: %s%s%s%s%s%s\n", failed, compared, first_fail,
-				       ff ? " (layer " : "", ff ? ff->name : "", ff ? ", " : "", ff ? ff->op_type : "", ff ? ")" : "");
-			if (ff && !json)
-				printf("compare: try --layer-precisions %s:fp32\n", ff->name);
-			rc = WH_EXIT_FAILS;
-		} else if (!json) {
-			printf("compare: PASS: %zu tensors within atol %g rtol %g\n", compared, co.atol, co.rtol);
-		}
-		if (rep) {
-			fprintf(rep, "\n%s\n", failed ? "" : "All tensors pass.");
-			if (first_fail)
-				fprintf(rep, "First failing tensor in topological order: `%s` (layer `%s`, %s).\n", first_fail, ff ? ff->name : "?", ff ? ff->op_type : "?");
-		}
-	}
-	goto out;
-fail:
-	rc = wh_cli_fail(st);
-out:
-	if (rep)
-		fclose(rep);
-	wh_tensor_set_release(&inputs);
-	wh_tensor_set_release(&results);
-	wh_tensor_set_release(&ref);
-	wh_engine_destroy(e);
-	wh_engine_destroy(ref_engine);
-	wh_model_destroy(m);
-	wh_precision_config_release(&pc);
-	wh_tactic_plan_release(&plan);
-	wh_calib_opts_release(&calo);
-	return rc;
+	wh_run_opts_release(&x.run);
+	return st != WH_OK ? wh_cli_fail(st) : fails ? WH_EXIT_FAILS : WH_EXIT_OK;
 }

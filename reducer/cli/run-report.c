@@ -1,0 +1,364 @@
+#include "reducer/cli/run-report.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <xxhash.h>
+
+#include "executor/compare.h"
+#include "graph/tensor.h"
+#include "graph/os.h"
+#include "graph/shape.h"
+
+static json_t *shape_json(const struct wh_tensor *t)
+{
+	json_t *a = json_array();
+	for (int32_t d = 0; d < t->rank; d++)
+		json_array_append_new(a, json_integer(t->dims[d]));
+	return a;
+}
+
+static void print_json(json_t *root)
+{
+	char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+	if (text)
+		puts(text);
+	free(text);
+	json_decref(root);
+}
+
+static void print_outputs_json(const struct wh_run_cmd *x, const struct wh_tensor_set *results)
+{
+	json_t *root = json_object(), *outs = json_array();
+	json_object_set_new(root, "model", json_string(x->model_path));
+	json_object_set_new(root, "precision", json_string(wh_precision_name(x->run.config.dflt)));
+	for (size_t i = 0; i < results->n; i++) {
+		const struct wh_tensor *t = &results->items[i].t;
+		json_t *o = json_object();
+		json_object_set_new(o, "tensor", json_string(results->items[i].name));
+		if (t->kind == WH_VALUE_SEQUENCE) {
+			json_object_set_new(o, "kind", json_string("sequence"));
+			json_object_set_new(o, "items", json_integer(wh_seq_len(t)));
+		} else if (t->kind == WH_VALUE_NONE) {
+			json_object_set_new(o, "kind", json_string("optional"));
+		} else {
+			json_object_set_new(o, "dtype", json_string(wh_dtype_name(t->dtype)));
+			json_object_set_new(o, "shape", shape_json(t));
+		}
+		json_array_append_new(outs, o);
+	}
+	json_object_set_new(root, "outputs", outs);
+	print_json(root);
+}
+
+void wh_run_print_outputs(const struct wh_run_cmd *x, const struct wh_tensor_set *results)
+{
+	if (x->json) {
+		if (!x->compare)
+			print_outputs_json(x, results);
+		return;
+	}
+	bool many = x->mark_all && results->n > 64;
+	for (size_t i = 0; i < results->n && !many; i++) {
+		char buf[128];
+		const struct wh_tensor *t = &results->items[i].t;
+		if (t->kind == WH_VALUE_SEQUENCE)
+			printf("output %s sequence(%s)[%u items]\n", results->items[i].name, t->elem ? wh_dtype_name((enum wh_dtype)t->elem) : "?",
+			       wh_seq_len(t));
+		else if (t->kind == WH_VALUE_NONE)
+			printf("output %s optional(none)\n", results->items[i].name);
+		else
+			printf("output %s %s[%s]\n", results->items[i].name, wh_dtype_name(t->dtype), wh_shape_str(t->dims, t->rank, buf, sizeof buf));
+	}
+	if (many)
+		printf("%zu tensors computed\n", results->n);
+}
+
+bool wh_run_validate(const struct wh_tensor_set *results)
+{
+	for (size_t i = 0; i < results->n; i++) {
+		const struct wh_tensor *t = &results->items[i].t;
+		if (!wh_dtype_is_float(t->dtype))
+			continue;
+		uint64_t nan = 0, inf = 0;
+		for (uint64_t k = 0; k < t->count; k++) {
+			double v = wh_tensor_get_f64(t, k);
+			nan += isnan(v) != 0;
+			inf += isinf(v) != 0; /* isinf may return -1 for -Inf */
+		}
+		if (nan || inf) {
+			printf("validate: FAIL: tensor '%s' is the first with non-finite values (%llu NaN, %llu Inf of %llu)\n",
+			       results->items[i].name, (unsigned long long)nan, (unsigned long long)inf, (unsigned long long)t->count);
+			return false;
+		}
+	}
+	printf("validate: PASS: no NaN or Inf in %zu tensor%s\n", results->n, results->n == 1 ? "" : "s");
+	return true;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+enum wh_status wh_run_time(struct wh_engine *e, const struct wh_tensor_set *inputs, long long iterations)
+{
+	double *ms = calloc((size_t)iterations, sizeof *ms);
+	if (!ms)
+		return wh_error(WH_ERR_NOMEM, "run: out of memory");
+	enum wh_status st = WH_OK;
+	for (long long i = 0; i < iterations && st == WH_OK; i++) {
+		struct wh_tensor_set tmp;
+		wh_tensor_set_init(&tmp);
+		double t0 = wh_os_now_s() * 1e3;
+		st = wh_engine_run(e, inputs, WH_KEEP_OUTPUTS, &tmp);
+		ms[i] = wh_os_now_s() * 1e3 - t0;
+		wh_tensor_set_release(&tmp);
+	}
+	qsort(ms, (size_t)iterations, sizeof *ms, cmp_d);
+	double med = iterations % 2 ? ms[iterations / 2] : 0.5 * (ms[iterations / 2 - 1] + ms[iterations / 2]);
+	free(ms);
+	if (st != WH_OK)
+		return st;
+	printf("median_ms %.3f\n", med);
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		printf("peak_rss_mb %.1f\n", (double)ru.ru_maxrss / 1024.0);
+	return WH_OK;
+}
+
+/* A tensor's bytes, or for a sequence its items' hashes in order (an empty optional: a
+ * constant); strings are not hashed. */
+static uint64_t value_hash(const struct wh_tensor *t)
+{
+	if (t->kind == WH_VALUE_SEQUENCE) {
+		uint32_t n = wh_seq_len(t);
+		uint64_t *hs = malloc(((size_t)n + 1) * sizeof *hs);
+		if (!hs)
+			return 0;
+		hs[0] = n;
+		for (uint32_t i = 0; i < n; i++)
+			hs[i + 1] = value_hash(wh_seq_item(t, i));
+		uint64_t h = XXH3_64bits(hs, ((size_t)n + 1) * sizeof *hs);
+		free(hs);
+		return h;
+	}
+	if (t->kind == WH_VALUE_NONE || t->dtype == WH_DT_STRING)
+		return 0;
+	return XXH3_64bits(t->data, wh_tensor_nbytes(t));
+}
+
+/* Runs again and counts the tensors whose hash differs from h0 (the first run's). */
+static enum wh_status run_again(const struct wh_run_cmd *x, struct wh_engine *e, const struct wh_tensor_set *inputs, long long r,
+				const uint64_t *h0, size_t n0, size_t *differ)
+{
+	struct wh_tensor_set again;
+	wh_tensor_set_init(&again);
+	enum wh_status st = wh_engine_run(e, inputs, x->mark_all ? WH_KEEP_ALL : WH_KEEP_OUTPUTS, &again);
+	for (size_t i = 0; st == WH_OK && i < again.n && i < n0; i++) {
+		uint64_t h = value_hash(&again.items[i].t);
+		if (h == h0[i])
+			continue;
+		if (*differ < 20)
+			printf("repeat: run %lld: tensor '%s' differs from run 1 (xxh3 %016llx vs %016llx)\n", r + 1, again.items[i].name,
+			       (unsigned long long)h, (unsigned long long)h0[i]);
+		(*differ)++;
+	}
+	wh_tensor_set_release(&again);
+	return st;
+}
+
+enum wh_status wh_run_repeat(const struct wh_run_cmd *x, struct wh_engine *e, const struct wh_tensor_set *inputs,
+			     const struct wh_tensor_set *results, bool *differ_out)
+{
+	*differ_out = false;
+	uint64_t *h0 = calloc(results->n + 1, sizeof *h0);
+	if (!h0)
+		return wh_error(WH_ERR_NOMEM, "run: out of memory");
+	for (size_t i = 0; i < results->n; i++) {
+		h0[i] = value_hash(&results->items[i].t);
+		if (x->hash_outputs)
+			printf("xxh3 %s %016llx\n", results->items[i].name, (unsigned long long)h0[i]);
+	}
+	size_t differ = 0;
+	enum wh_status st = WH_OK;
+	for (long long r = 1; r < x->repeat && st == WH_OK; r++)
+		st = run_again(x, e, inputs, r, h0, results->n, &differ);
+	free(h0);
+	if (st != WH_OK || !x->repeat)
+		return st;
+	if (differ)
+		printf("repeat: FAIL: %zu differences over %lld runs\n", differ, x->repeat);
+	else
+		printf("repeat: PASS: %lld runs, %zu tensors bit-identical\n", x->repeat, results->n);
+	*differ_out = differ > 0;
+	return WH_OK;
+}
+
+/* What the comparison found so far. */
+struct compare_state {
+	size_t compared, failed;
+	const char *first_fail;
+	json_t *rows; /* --json */
+	FILE *report; /* --report */
+};
+
+static json_t *real_or_null(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *row_json(const char *name, const struct wh_node *pn, const struct wh_compare_stats *s, bool bad)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "tensor", json_string(name));
+	json_object_set_new(o, "layer", json_string(pn ? pn->name : ""));
+	json_object_set_new(o, "op", json_string(pn ? pn->op_type : ""));
+	json_object_set_new(o, "pass", json_boolean(!bad));
+	json_object_set_new(o, "max_abs", json_real(s->max_abs));
+	json_object_set_new(o, "mean_abs", json_real(s->mean_abs));
+	json_object_set_new(o, "median_abs", json_real(s->median_abs));
+	json_object_set_new(o, "max_rel", real_or_null(s->max_rel));
+	json_object_set_new(o, "mean_rel", real_or_null(s->mean_rel));
+	json_object_set_new(o, "median_rel", real_or_null(s->median_rel));
+	json_object_set_new(o, "cosine", real_or_null(s->cosine));
+	json_object_set_new(o, "sqnr_db", real_or_null(s->sqnr_db));
+	json_object_set_new(o, "share_rel_10", json_real(s->share_rel_10));
+	json_object_set_new(o, "share_rel_1", json_real(s->share_rel_1));
+	json_object_set_new(o, "share_rel_01", json_real(s->share_rel_01));
+	json_object_set_new(o, "nan", json_integer((json_int_t)s->nan_actual));
+	json_object_set_new(o, "inf", json_integer((json_int_t)s->inf_actual));
+	return o;
+}
+
+static void row_markdown(FILE *f, size_t k, const char *name, const struct wh_node *pn, const struct wh_compare_stats *s, bool bad)
+{
+	fprintf(f, "| %zu | %s | %s | %s | %.3g | %.3g | %.3g | %.3g | %.3g | %.3g | %.6f | %.1f | %.2f%% | %.2f%% | %.2f%% | %llu/%llu | %s |\n", k,
+		name, pn ? pn->name : "", pn ? pn->op_type : "", s->max_abs, s->mean_abs, s->median_abs, s->max_rel, s->mean_rel,
+		s->median_rel, s->cosine, s->sqnr_db, 100 * s->share_rel_10, 100 * s->share_rel_1, 100 * s->share_rel_01,
+		(unsigned long long)s->nan_actual, (unsigned long long)s->inf_actual, bad ? "FAIL" : "pass");
+}
+
+static const struct wh_node *producer(const struct wh_graph *g, const char *name)
+{
+	uint32_t vid = name ? wh_graph_find_value(g, name) : WH_NONE;
+	return vid != WH_NONE && g->values[vid].producer != WH_NONE ? &g->nodes[g->values[vid].producer] : NULL;
+}
+
+/* One tensor of the comparison: compared, printed, counted. */
+static enum wh_status compare_one(const struct wh_run_cmd *x, const struct wh_graph *g, const struct wh_named_tensor *item,
+				  const struct wh_tensor *r, struct compare_state *cs)
+{
+	const struct wh_node *pn = producer(g, item->name);
+	if (pn && !strcmp(pn->op_type, "Constant"))
+		return WH_OK; /* weights, not computed */
+	struct wh_compare_stats s;
+	enum wh_status st = wh_compare_tensors(&item->t, r, &x->run.compare, &s);
+	if (st != WH_OK)
+		return st;
+	cs->compared++;
+	bool bad = !s.pass || !s.comparable;
+	if (bad && !cs->failed++)
+		cs->first_fail = item->name;
+	if (cs->rows)
+		json_array_append_new(cs->rows, row_json(item->name, pn, &s, bad));
+	else
+		wh_compare_print(stdout, item->name, &s, x->histogram);
+	if (cs->report)
+		row_markdown(cs->report, cs->compared, item->name, pn, &s, bad);
+	return WH_OK;
+}
+
+static void summary_json(const struct wh_run_cmd *x, struct compare_state *cs, const struct wh_node *ff)
+{
+	json_t *root = json_object();
+	json_object_set_new(root, "model", json_string(x->model_path));
+	json_object_set_new(root, "precision", json_string(wh_precision_name(x->run.config.dflt)));
+	json_object_set_new(root, "compare", json_string(x->compare));
+	json_object_set_new(root, "atol", json_real(x->run.compare.atol));
+	json_object_set_new(root, "rtol", json_real(x->run.compare.rtol));
+	json_object_set_new(root, "pass", json_boolean(!cs->failed));
+	json_object_set_new(root, "first_failing_tensor", cs->first_fail ? json_string(cs->first_fail) : json_null());
+	json_object_set_new(root, "first_failing_layer", ff ? json_string(ff->name) : json_null());
+	json_object_set_new(root, "tensors", cs->rows);
+	cs->rows = NULL;
+	print_json(root);
+}
+
+/* What to try next: the failing layer in higher precision, by a name --layer-precisions
+ * can take. */
+static void suggest(const struct wh_graph *g, const struct wh_node *ff)
+{
+	if (!ff->name || !*ff->name)
+		printf("compare: the layer has no name (layer #%u, %s), so --layer-precisions cannot select it; name it in the model, or run with --precision fp32\n",
+		       (unsigned)(ff - g->nodes), ff->op_type);
+	else if (strchr(ff->name, ','))
+		printf("compare: try a --layer-precisions JSON file keeping layer '%s' at fp32 (its name holds a ','; docs/formats.md)\n", ff->name);
+	else
+		printf("compare: try --layer-precisions %s:fp32\n", ff->name);
+}
+
+static void summary_text(const struct wh_run_cmd *x, const struct wh_graph *g, const struct compare_state *cs, const struct wh_node *ff)
+{
+	if (!cs->failed) {
+		printf("compare: PASS: %zu tensors within atol %g rtol %g\n", cs->compared, x->run.compare.atol, x->run.compare.rtol);
+		return;
+	}
+	printf("compare: FAIL: %zu of %zu tensors differ; first in topological order: %s%s%s%s%s%s\n", cs->failed, cs->compared,
+	       cs->first_fail, ff ? " (layer " : "", ff ? (ff->name ? ff->name : "") : "", ff ? ", " : "", ff ? ff->op_type : "", ff ? ")" : "");
+	if (ff)
+		suggest(g, ff);
+}
+
+static enum wh_status open_report(const struct wh_run_cmd *x, FILE **out)
+{
+	*out = NULL;
+	if (!x->report)
+		return WH_OK;
+	FILE *f = fopen(x->report, "w");
+	if (!f)
+		return wh_error(WH_ERR_IO, "%s: cannot write the report: %s (check the folder)", x->report, strerror(errno));
+	fprintf(f, "# whittle run --compare %s\n\nmodel `%s`, precision %s, atol %g, rtol %g\n\n", x->compare, x->model_path,
+		wh_precision_name(x->run.config.dflt), x->run.compare.atol, x->run.compare.rtol);
+	fprintf(f, "| # | tensor | layer | op | max abs | mean abs | median abs | max rel | mean rel | median rel | cosine | SQNR dB | rel>10%% | rel>1%% | rel>0.1%% | NaN/Inf | verdict |\n");
+	fprintf(f, "| ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
+	*out = f;
+	return WH_OK;
+}
+
+enum wh_status wh_run_compare(const struct wh_run_cmd *x, const struct wh_model *m, const struct wh_tensor_set *results,
+			      const struct wh_tensor_set *ref, bool *failed_out)
+{
+	const struct wh_graph *g = m->graph;
+	struct compare_state cs = {.rows = x->json ? json_array() : NULL};
+	enum wh_status st = open_report(x, &cs.report);
+	for (size_t i = 0; i < results->n && st == WH_OK; i++) {
+		const struct wh_tensor *r = wh_tensor_set_find(ref, results->items[i].name);
+		if (r && results->items[i].t.dtype != WH_DT_STRING)
+			st = compare_one(x, g, &results->items[i], r, &cs);
+	}
+	if (st == WH_OK && !cs.compared)
+		st = wh_error(WH_ERR_NOT_FOUND, "%s: holds none of the model's output tensors (name the files after the outputs)", x->compare);
+	if (st == WH_OK) {
+		const struct wh_node *ff = producer(g, cs.first_fail);
+		if (x->json)
+			summary_json(x, &cs, ff);
+		else
+			summary_text(x, g, &cs, ff);
+		if (cs.report) {
+			fprintf(cs.report, "\n%s\n", cs.failed ? "" : "All tensors pass.");
+			if (cs.first_fail)
+				fprintf(cs.report, "First failing tensor in topological order: `%s` (layer `%s`, %s).\n", cs.first_fail,
+					ff && ff->name ? ff->name : "?", ff ? ff->op_type : "?");
+		}
+	}
+	json_decref(cs.rows);
+	if (cs.report)
+		fclose(cs.report);
+	*failed_out = cs.failed > 0;
+	return st;
+}
