@@ -27,6 +27,7 @@ struct loop_build {
 };
 
 struct loop {
+	int lock; /* the artifacts folder's (wh_artifacts_claim) */
 	const struct wh_model *m;
 	const struct wh_tensor_set *inputs;
 	const struct wh_build_loop_options *o;
@@ -516,7 +517,7 @@ static void write_report(struct loop *L, int32_t fixed)
 enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tensor_set *inputs,
 				 const struct wh_build_loop_options *o, struct wh_build_loop_report *rep)
 {
-	struct loop LL = {.m = m, .inputs = inputs, .o = o, .rep = rep};
+	struct loop LL = {.lock = -1, .m = m, .inputs = inputs, .o = o, .rep = rep};
 	struct loop *L = &LL;
 	memset(rep, 0, sizeof *rep);
 	rep->fixed_build = -1;
@@ -532,13 +533,13 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 		return wh_error(WH_ERR_INVALID, "%s: path too long", o->artifacts_dir);
 	wh_text_printf(L->dir, sizeof L->dir, "%s", o->artifacts_dir);
 	static const char *const subs[] = {"good", "bad", "skipped", "work", "confirm"};
-	if ((st = wh_os_make_dir(L->dir)) != WH_OK)
+	if ((st = wh_artifacts_claim(L->dir, o->force, NULL, &L->lock)) != WH_OK)
 		return st;
 	for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
 		char p[PATH_MAX + 16];
 		wh_text_printf(p, sizeof p, "%s/%s", L->dir, subs[i]);
 		if ((st = wh_os_make_dir(p)) != WH_OK)
-			return st;
+			goto out;
 		remove_stale(p, i < 4 ? "build_" : "swap_");
 	}
 	if (o->need_inputs || !o->check) {
@@ -679,6 +680,7 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 	}
 out:
 	wh_progress_clear(&L->pr);
+	wh_artifacts_unlock(L->lock);
 	if (L->dir[0]) {
 		/* empty unless a build stopped half-way; then its replay stays for a look */
 		char p[PATH_MAX + 16];

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "graph/os.h"
@@ -406,4 +407,14 @@ enum wh_status wh_artifacts_claim(const char *dir, bool force, const char *resum
 void wh_artifacts_unlock(int lock)
 {
 	wh_os_unlock(lock);
+}
+
+void wh_artifacts_default_dir(const char *cmd, char *out, size_t size)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	char stamp[32] = "0";
+	if (localtime_r(&now, &tm))
+		strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+	wh_text_printf(out, size, "whittle-%s-%s-%ld", cmd, stamp, (long)getpid());
 }

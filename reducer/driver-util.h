@@ -105,6 +105,9 @@ enum wh_status wh_output_check(const char *path, const char *what, const char *i
  * that this run continues from (the --load-replay file). *lock_out: the lock (-1 on error). */
 enum wh_status wh_artifacts_claim(const char *dir, bool force, const char *resume, int *lock_out);
 void wh_artifacts_unlock(int lock);
+/* A fresh default artifacts folder name for cmd ("build" -> whittle-build-<date>-<time>-<pid>)
+ * into out: two runs in one folder never share one unless the user names it. */
+void wh_artifacts_default_dir(const char *cmd, char *out, size_t size);
 
 /* Moves the files a check wrote into dir/<good|bad|skipped>/<seq>_<name> by the verdict
  * (a warning when one cannot be moved; missing files are skipped). */

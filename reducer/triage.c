@@ -601,6 +601,7 @@ static enum wh_status step_reduce(struct tri *T, struct wh_model **reduced_out)
 		.engine = {.threads = T->o->threads, .precision = &T->pc, .tactics = T->pin, .faulty_tactic = T->o->faulty_tactic},
 		.compare = T->o->compare,
 		.artifacts_dir = rdir,
+		.force = true, /* a part of this run's folder, claimed by triage */
 		.output_path = out,
 		.model_path = T->o->model_path,
 		.log = T->logf,
@@ -701,6 +702,7 @@ static enum wh_status write_bundle(struct tri *T, const struct wh_model *model, 
 {
 	char dir[PATH_MAX + 16], p[PATH_MAX + 64];
 	wh_text_printf(dir, sizeof dir, "%s/repro", T->dir);
+	wh_os_remove_tree(dir); /* a bundle of one run only */
 	enum wh_status st = wh_os_make_dir(dir);
 	if (st != WH_OK)
 		return st;
@@ -900,6 +902,7 @@ enum wh_status wh_triage_run(const struct wh_model *m, const struct wh_tensor_se
 	wh_tensor_set_init(&T->ref);
 	wh_tactic_diff_init(&T->diff);
 	struct wh_model *owned = NULL;     /* the repro model when it is a part of m */
+	int artifacts_lock = -1;
 	enum wh_status st = WH_OK;
 	const struct wh_graph *g = m->graph;
 	if (!o->artifacts_dir || !*o->artifacts_dir)
@@ -924,7 +927,7 @@ enum wh_status wh_triage_run(const struct wh_model *m, const struct wh_tensor_se
 		goto out;
 	for (uint32_t k = 0; k < g->n_nodes; k++)
 		T->pos[T->order[k]] = k;
-	if ((st = wh_os_make_dir(T->dir)) != WH_OK || (st = wh_os_make_dir(T->builds_dir)) != WH_OK)
+	if ((st = wh_artifacts_claim(T->dir, o->force, NULL, &artifacts_lock)) != WH_OK || (st = wh_os_make_dir(T->builds_dir)) != WH_OK)
 		goto out;
 	remove_stale(T);
 	{
@@ -1084,6 +1087,7 @@ out:
 	rep->seconds = wh_os_now_s() - T->t0;
 	if (T->logf)
 		fclose(T->logf);
+	wh_artifacts_unlock(artifacts_lock);
 	wh_model_destroy(owned);
 	free(T->order);
 	free(T->pos);

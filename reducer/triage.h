@@ -57,6 +57,7 @@ struct wh_triage_options {
 	const char *faulty_tactic;             /* WHITTLE_FAULTY_TACTIC (fault injection), or NULL */
 	const char *model_path;
 	const char *artifacts_dir;             /* required */
+	bool force;                            /* write into a folder holding an earlier run's files */
 	bool graphviz;                         /* draw the subgraph with `dot` when installed */
 	bool precision_search;                 /* step 5 */
 	/* the whittle binary, for checking that repro/command.sh still fails; NULL: skip that */

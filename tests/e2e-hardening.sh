@@ -258,5 +258,71 @@ for m in conv-group0 softmax-axis7; do
 	one_line 3 && ok "16: run $m: one line that says what to do" || bad "16: run $m: exit $rc"
 done
 
+# ---- 11: output paths checked before the search; -o MODEL refused ----
+rm -f ran
+run "$whittle" reduce relu.onnx -o "$tmp/nonexist/m.onnx" --check sh -c 'touch ran; exit 1'
+if one_line 3 && [ ! -e ran ] && grep -q 'does not exist' "$tmp/err"; then
+	ok "11: reduce -o into a missing folder refused before any check"
+else
+	bad "11: reduce -o into a missing folder: exit $rc, check ran: $([ -e ran ] && echo yes || echo no)"
+fi
+rm -f ran
+run "$whittle" precision conv2.onnx --precision fp16 --input-shapes x:1x4x8x8 -o "$tmp/nonexist/k.json" --check sh -c 'touch ran; exit 1'
+if one_line 3 && [ ! -e ran ]; then
+	ok "11: precision -o into a missing folder refused before any check"
+else
+	bad "11: precision -o into a missing folder: exit $rc, check ran: $([ -e ran ] && echo yes || echo no)"
+fi
+cp relu.onnx keep.onnx
+ln -sf keep.onnx link.onnx
+for out in keep.onnx link.onnx; do
+	run "$whittle" reduce keep.onnx -o $out --check false
+	if one_line 2 && cmp -s relu.onnx keep.onnx; then
+		ok "11: reduce -o $out (the input model) refused, the model untouched"
+	else
+		bad "11: reduce keep.onnx -o $out: exit $rc"
+	fi
+done
+
+# ---- 10: one run per artifacts folder ----
+run "$whittle" reduce relu.onnx -o r.onnx --artifacts-dir art10 --check false
+first=$rc
+echo stale >art10/repro/stale.txt
+run "$whittle" reduce relu.onnx -o r.onnx --artifacts-dir art10 --check false
+if [ "$first" -eq 0 ] && one_line 2 && grep -q 'earlier run.*--force' "$tmp/err"; then
+	ok "10: a folder of an earlier run refused without --force"
+else
+	bad "10: a folder of an earlier run: first exit $first, second exit $rc"
+fi
+run "$whittle" reduce relu.onnx -o r.onnx --artifacts-dir art10 --force --check false
+if [ "$rc" -eq 0 ] && [ ! -e art10/repro/stale.txt ] && [ "$(grep -c '"original"' art10/replay.jsonl)" -eq 1 ]; then
+	ok "10: --force: the repro holds this run only, the replay one header"
+else
+	bad "10: --force: exit $rc, stale: $(ls art10/repro), headers: $(grep -c '"original"' art10/replay.jsonl)"
+fi
+run "$whittle" reduce relu.onnx -o r.onnx --artifacts-dir art10 --load-replay art10/replay.jsonl --check false
+[ "$rc" -eq 0 ] && ok "10: resuming from the folder's own replay needs no --force" || bad "10: resuming from the folder's replay: exit $rc"
+mkdir -p art10b
+flock art10b/.whittle-lock sleep 20 &
+holder=$!
+sleep 0.5
+run "$whittle" reduce relu.onnx -o r.onnx --artifacts-dir art10b --force --check false
+kill $holder 2>/dev/null || true
+wait $holder 2>/dev/null || true
+if one_line 3 && grep -q 'another whittle run is writing' "$tmp/err"; then
+	ok "10: a second writer into one artifacts folder refused with one line"
+else
+	bad "10: a second writer into one artifacts folder: exit $rc"
+fi
+mkdir -p b10 && cd b10
+run "$whittle" build ../conv2.onnx --until 1 --input-shapes x:1x4x8x8 --timing-iterations 1
+dir=$(sed -n 's/^build: artifacts in \([^ ]*\) (choose.*/\1/p' "$tmp/err")
+cd "$tmp"
+if [ "$rc" -eq 0 ] && [ -n "$dir" ] && [ -d "b10/$dir/good" ] && [ ! -e b10/whittle-build ]; then
+	ok "10: build without --artifacts-dir writes a fresh folder and says which ($dir)"
+else
+	bad "10: build without --artifacts-dir: exit $rc, folder '$dir'"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -9,6 +9,7 @@
 #include "reducer/cli/calib-opts.h"
 #include "reducer/cli/cli-internal.h"
 #include "reducer/cli/run-opts.h"
+#include "reducer/driver-util.h"
 #include "reducer/builds.h"
 
 static const char build_help[] =
@@ -26,7 +27,9 @@ static const char build_help[] =
 	"  --until N|good|bad|confirmed   N builds; or until the first good or bad build, or until\n"
 	"                           a culprit is confirmed (at most --max-builds builds)\n"
 	"  --max-builds N           cap for --until good|bad|confirmed (default 100)\n"
-	"  --artifacts-dir DIR      where replays, fixed.json and report.md go (default whittle-build)\n"
+	"  --artifacts-dir DIR      where replays, fixed.json and report.md go (default: a new\n"
+	"                           whittle-build-<date>-<time>-<pid>)\n"
+	"  --force                  write into an artifacts folder holding an earlier run's files\n"
 	"  --artifacts FILE         a file the check writes, sorted into DIR/good and DIR/bad (repeatable)\n"
 	"  --no-confirm             diff only: do not run the swap checks\n"
 	"  --mark-all               built-in check: compare every tensor with FP32, not only the outputs\n"
@@ -75,6 +78,7 @@ enum {
 	OPT_UNTIL = WH_CLI_OPT_BASE,
 	OPT_MAX_BUILDS,
 	OPT_ARTIFACTS_DIR,
+	OPT_FORCE,
 	OPT_ARTIFACTS,
 	OPT_NO_CONFIRM,
 	OPT_MARK_ALL,
@@ -130,6 +134,7 @@ static enum wh_status build_option(void *ctx, int c, const char *arg)
 		x->max_builds_given = true;
 		break;
 	case OPT_ARTIFACTS_DIR: lo->artifacts_dir = arg; break;
+	case OPT_FORCE: lo->force = true; break;
 	case OPT_ARTIFACTS:
 		if (lo->n_artifacts == 64)
 			return wh_cli_usage_error("build", "too many --artifacts (64 at most; have the check write them into one folder)");
@@ -251,6 +256,7 @@ int wh_cmd_build(int argc, char **argv)
 		{"until", required_argument, NULL, OPT_UNTIL},
 		{"max-builds", required_argument, NULL, OPT_MAX_BUILDS},
 		{"artifacts-dir", required_argument, NULL, OPT_ARTIFACTS_DIR},
+		{"force", no_argument, NULL, OPT_FORCE},
 		{"artifacts", required_argument, NULL, OPT_ARTIFACTS},
 		{"no-confirm", no_argument, NULL, OPT_NO_CONFIRM},
 		{"mark-all", no_argument, NULL, OPT_MARK_ALL},
@@ -267,7 +273,7 @@ int wh_cmd_build(int argc, char **argv)
 		WH_RUN_LAYER_PRECISIONS_LONGOPTS,
 		WH_CLI_HELP_LONGOPTS,
 	};
-	struct build_cmd x = {.lo = {.until = WH_UNTIL_COUNT, .artifacts_dir = "whittle-build", .confirm = true, .max_suspects = 32,
+	struct build_cmd x = {.lo = {.until = WH_UNTIL_COUNT, .confirm = true, .max_suspects = 32,
 				     .log = stderr, .out = stdout, .build = {.timing_iterations = 3, .timing_tolerance = 0.05}},
 			      .max_builds = 100};
 	wh_run_opts_init(&x.run, "build", WH_PREC_FP32);
@@ -276,6 +282,13 @@ int wh_cmd_build(int argc, char **argv)
 				   .check = true, .check_opts = &x.check, .run_opts = &x.run, .own = build_option, .ctx = &x};
 	struct wh_cli_args a;
 	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
+	char dflt[64];
+	if (st == WH_OK && !a.help && !x.lo.artifacts_dir) {
+		/* a fresh folder per run: two runs from one folder never meet in it */
+		wh_artifacts_default_dir("build", dflt, sizeof dflt);
+		x.lo.artifacts_dir = dflt;
+		fprintf(stderr, "build: artifacts in %s (choose the folder with --artifacts-dir)\n", dflt);
+	}
 	if (st == WH_OK && !a.help && (st = build_validate(&x, &a)) == WH_OK)
 		st = build(&x, a.operands[0], a.check != NULL);
 	wh_run_opts_release(&x.run);

@@ -13,6 +13,7 @@
 #include "reducer/cli/calib-opts.h"
 #include "reducer/cli/cli-internal.h"
 #include "reducer/cli/run-opts.h"
+#include "reducer/driver-util.h"
 #include "graph/os.h"
 #include "reducer/precision-search.h"
 
@@ -284,7 +285,8 @@ static enum wh_status precision(struct precision_cmd *x, const char *model_path,
 		so->check = check;
 		so->check_display = display;
 	}
-	if ((st = wh_run_opts_load_model(&x->run, model_path, &m)) != WH_OK ||
+	if ((x->output_path && (st = wh_output_check(x->output_path, "the layer precisions", model_path)) != WH_OK) ||
+	    (st = wh_run_opts_load_model(&x->run, model_path, &m)) != WH_OK ||
 	    (st = wh_run_opts_load_inputs(&x->run, m, &samples, &n_samples, &n_generated)) != WH_OK)
 		goto out;
 	if (check && (st = inputs_dirs(&x->run, m, samples, n_samples, n_generated, &dirs, inputs_tmp, sizeof inputs_tmp)) != WH_OK)
@@ -301,13 +303,13 @@ static enum wh_status precision(struct precision_cmd *x, const char *model_path,
 	if ((st = wh_precision_search(m, samples, n_samples, so, &result, &rep)) != WH_OK ||
 	    (st = kept_in_order(m, &result, &kept, &n_kept)) != WH_OK)
 		goto out;
-	if (x->output_path && (st = wh_precision_config_write(&result, x->output_path)) != WH_OK)
-		goto out;
+	/* the result is printed even when it cannot be written: the search is not lost */
+	bool written = !x->output_path || (st = wh_precision_config_write(&result, x->output_path)) == WH_OK;
 	if (so->json) {
-		print_result_json(m, kept, n_kept, so, &rep, x->output_path);
+		print_result_json(m, kept, n_kept, so, &rep, written ? x->output_path : NULL);
 	} else {
 		print_result_text(x, m, kept, n_kept, &rep);
-		if (x->output_path)
+		if (x->output_path && written)
 			print_verify_command(x, n_samples, n_generated);
 	}
 out:

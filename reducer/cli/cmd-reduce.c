@@ -31,6 +31,7 @@ static const char reduce_help[] =
 	"  --load-replay F          reuse the verdicts recorded in F (resume a killed run)\n"
 	"  --save-replay F          append each verdict to F as it comes (JSON lines)\n"
 	"  --artifacts-dir DIR      reduced model, inputs, golden outputs, replay, repro/ bundle\n"
+	"  --force                  write into an artifacts folder holding an earlier run's files\n"
 	"  --artifacts FILE         a file the check writes, sorted into DIR/good and DIR/bad\n"
 	"  --confirm N              check the original N times first (flaky checks show; default 1)\n"
 	"  --json                   machine-readable events on stdout (one JSON object a line)\n"
@@ -60,6 +61,7 @@ enum {
 	OPT_LOAD_REPLAY,
 	OPT_SAVE_REPLAY,
 	OPT_ARTIFACTS_DIR,
+	OPT_FORCE,
 	OPT_ARTIFACTS,
 	OPT_CONFIRM,
 	OPT_JSON,
@@ -97,6 +99,7 @@ static enum wh_status reduce_option(void *ctx, int c, const char *arg)
 	case OPT_LOAD_REPLAY: x->ro.load_replay = arg; break;
 	case OPT_SAVE_REPLAY: x->ro.save_replay = arg; break;
 	case OPT_ARTIFACTS_DIR: x->ro.artifacts_dir = arg; break;
+	case OPT_FORCE: x->ro.force = true; break;
 	case OPT_ARTIFACTS:
 		if (x->ro.n_artifacts == 64)
 			return wh_cli_usage_error("reduce", "too many --artifacts (64 at most; have the check write them into one folder)");
@@ -207,6 +210,7 @@ int wh_cmd_reduce(int argc, char **argv)
 		{"load-replay", required_argument, NULL, OPT_LOAD_REPLAY},
 		{"save-replay", required_argument, NULL, OPT_SAVE_REPLAY},
 		{"artifacts-dir", required_argument, NULL, OPT_ARTIFACTS_DIR},
+		{"force", no_argument, NULL, OPT_FORCE},
 		{"artifacts", required_argument, NULL, OPT_ARTIFACTS},
 		{"confirm", required_argument, NULL, OPT_CONFIRM},
 		{"json", no_argument, NULL, OPT_JSON},

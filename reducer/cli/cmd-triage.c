@@ -9,6 +9,7 @@
 #include "reducer/cli/calib-opts.h"
 #include "reducer/cli/cli-internal.h"
 #include "reducer/cli/run-opts.h"
+#include "reducer/driver-util.h"
 #include "reducer/triage.h"
 
 static const char triage_help[] =
@@ -31,7 +32,8 @@ static const char triage_help[] =
 	"triage:\n"
 	"  --precision P            fp16 (default), bf16, tf32, fp8, fp8e5m2, int8, fp32\n"
 	"  --artifacts-dir DIR      where the report, the repro bundle and the artifacts go\n"
-	"                           (default whittle-triage)\n"
+	"                           (default: a new whittle-triage-<date>-<time>-<pid>)\n"
+	"  --force                  write into an artifacts folder holding an earlier run's files\n"
 	"  --builds N               builds of step 1 (default 5)\n"
 	"  --no-precision-search    skip step 5\n"
 	"  --no-graphviz            draw the subgraph without Graphviz even when `dot` is installed\n"
@@ -59,6 +61,7 @@ static const char triage_help[] =
 
 enum {
 	OPT_ARTIFACTS_DIR = WH_CLI_OPT_BASE,
+	OPT_FORCE,
 	OPT_BUILDS,
 	OPT_NO_PRECISION_SEARCH,
 	OPT_NO_GRAPHVIZ,
@@ -80,6 +83,7 @@ static enum wh_status triage_option(void *ctx, int c, const char *arg)
 	long long v;
 	switch (c) {
 	case OPT_ARTIFACTS_DIR: to->artifacts_dir = arg; break;
+	case OPT_FORCE: to->force = true; break;
 	case OPT_BUILDS:
 		if (!wh_cli_parse_int(arg, 1, 10000, &v))
 			return wh_cli_usage_error("triage", "--builds '%s': not an integer from 1 to 10000 (give a number of builds such as 5)", arg);
@@ -130,6 +134,7 @@ int wh_cmd_triage(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"artifacts-dir", required_argument, NULL, OPT_ARTIFACTS_DIR},
+		{"force", no_argument, NULL, OPT_FORCE},
 		{"builds", required_argument, NULL, OPT_BUILDS},
 		{"no-precision-search", no_argument, NULL, OPT_NO_PRECISION_SEARCH},
 		{"no-graphviz", no_argument, NULL, OPT_NO_GRAPHVIZ},
@@ -140,7 +145,7 @@ int wh_cmd_triage(int argc, char **argv)
 		WH_RUN_LONGOPTS,
 		WH_CLI_HELP_LONGOPTS,
 	};
-	struct triage_cmd x = {.to = {.precision = WH_PREC_FP16, .builds = 5, .artifacts_dir = "whittle-triage", .graphviz = true,
+	struct triage_cmd x = {.to = {.precision = WH_PREC_FP16, .builds = 5, .graphviz = true,
 				      .precision_search = true, .log = stderr, .out = stdout,
 				      .build = {.timing_iterations = 3, .timing_tolerance = 0.05}}};
 	wh_run_opts_init(&x.run, "triage", WH_PREC_FP16);
@@ -149,6 +154,13 @@ int wh_cmd_triage(int argc, char **argv)
 				   .check = true, .check_opts = &x.check, .run_opts = &x.run, .own = triage_option, .ctx = &x};
 	struct wh_cli_args a;
 	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
+	char dflt[64];
+	if (st == WH_OK && !a.help && !x.to.artifacts_dir) {
+		/* a fresh folder per run: two runs from one folder never meet in it */
+		wh_artifacts_default_dir("triage", dflt, sizeof dflt);
+		x.to.artifacts_dir = dflt;
+		fprintf(stderr, "triage: artifacts in %s (choose the folder with --artifacts-dir)\n", dflt);
+	}
 	if (st == WH_OK && !a.help) {
 		x.to.check = a.check ? &x.check.co : NULL;
 		st = triage(&x, a.operands[0]);
