@@ -101,6 +101,40 @@ fi
 run "$whittle" compare int-a int-a
 [ "$rc" -eq 0 ] && ok "3: compare of equal int64 tensors passes" || bad "3: compare of equal int64 tensors: exit $rc"
 
+# ---- 5: a tensor file of 50000 nested sequences (the model nesting is in e2e-hostile) ----
+/usr/bin/python3 - <<'PY'
+import os
+import onnx
+from onnx import TensorProto, helper
+def varint(n):
+    b = bytearray()
+    while True:
+        if n < 0x80:
+            return bytes(b + bytes([n]))
+        b.append(n & 0x7F | 0x80)
+        n >>= 7
+seq = helper.make_tensor_sequence_value_info("x", TensorProto.FLOAT, None)
+out = helper.make_tensor_sequence_value_info("y", TensorProto.FLOAT, None)
+m = helper.make_model(helper.make_graph([helper.make_node("Identity", ["x"], ["y"], name="id")], "s", [seq], [out]),
+                      opset_imports=[helper.make_opsetid("", 16)])
+m.ir_version = 8
+onnx.save(m, "seq.onnx")
+# SequenceProto{elem_type SEQUENCE (2), sequence_values (5): inner}, 50000 deep (5000 do not
+# exhaust protobuf-c's stack here; 50000 did): written outside in, from the inner lengths
+lengths = [0]
+for _ in range(50000):
+    lengths.append(3 + len(varint(lengths[-1])) + lengths[-1])
+prefixes = [varint(2 << 3) + varint(2) + varint(5 << 3 | 2) + varint(n) for n in reversed(lengths[:-1])]
+os.makedirs("deepseq", exist_ok=True)
+open("deepseq/x.pb", "wb").write(b"".join(prefixes))
+PY
+run "$whittle" run seq.onnx --load-inputs deepseq
+if one_line 3 && grep -q 'nested more than 100 levels' "$tmp/err"; then
+	ok "5: a SequenceProto file nested 50000 deep refused with one line"
+else
+	bad "5: a SequenceProto file nested 50000 deep: exit $rc"
+fi
+
 # ---- 6: timing-cache entries validated ----
 key='Conv|float32:1x4x8x8;float32:4x4x3x3|pads=1,1,1,1,'
 for entry in '-1' '1e308, "conv-gemm-avx2": -5' '"fast"'; do
