@@ -562,11 +562,11 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 		if ((st = wh_precision_config_write(o->engine.precision, L->precisions)) != WH_OK)
 			goto out;
 	}
-	wh_progress_log(&L->pr, "build: %s, %s, check: %s%s", o->build_cmd ? "external builder" : "whittle's builder",
+	wh_progress_log(&L->pr, "build: %s, %s, check: %s%s; artifacts in %s", o->build_cmd ? "external builder" : "whittle's builder",
 	      o->until == WH_UNTIL_COUNT ? "fixed number of builds" : o->until == WH_UNTIL_GOOD ? "until a good build" :
 	      o->until == WH_UNTIL_BAD ? "until a bad build" : "until a culprit is confirmed",
 	      o->check_display ? o->check_display : "built-in comparison with FP32",
-	      o->engine.faulty_tactic && *o->engine.faulty_tactic ? " (fault injection on: WHITTLE_FAULTY_TACTIC)" : "");
+	      o->engine.faulty_tactic && *o->engine.faulty_tactic ? " (fault injection on: WHITTLE_FAULTY_TACTIC)" : "", L->dir);
 	{
 		json_t *e = json_object();
 		json_object_set_new(e, "event", json_string("start"));

@@ -711,11 +711,6 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 		st = wh_error(WH_ERR_NOMEM, "reduce: out of memory");
 		goto out;
 	}
-	/* every output can be written, before the search: not after an hour of checks */
-	if ((o->output_path && (st = wh_output_check(o->output_path, "the reduced model", o->model_path)) != WH_OK) ||
-	    (o->min_good_path && (st = wh_output_check(o->min_good_path, "the --min-good model", o->model_path)) != WH_OK) ||
-	    (o->save_replay && (st = wh_output_check(o->save_replay, "the replay", o->model_path)) != WH_OK))
-		goto out;
 	if ((st = wh_graph_topo_order(g, order)) != WH_OK)
 		goto out;
 	d->search_nodes = calloc((size_t)g->n_nodes + 1, sizeof *d->search_nodes);
@@ -778,6 +773,12 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			goto out;
 		}
 	}
+	/* every output can be written (the artifacts folder exists now), before the search: not
+	 * after an hour of checks */
+	if ((o->output_path && (st = wh_output_check(o->output_path, "the reduced model", o->model_path)) != WH_OK) ||
+	    (o->min_good_path && (st = wh_output_check(o->min_good_path, "the --min-good model", o->model_path)) != WH_OK) ||
+	    (o->save_replay && (st = wh_output_check(o->save_replay, "the replay", o->model_path)) != WH_OK))
+		goto out;
 	{
 		char p[PATH_MAX + 96];
 		snprintf(p, sizeof p, "%s/tensors", d->workdir);

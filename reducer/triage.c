@@ -951,9 +951,9 @@ enum wh_status wh_triage_run(const struct wh_model *m, const struct wh_tensor_se
 			goto out;
 		T->check_display = wh_check_command_line(T->c_raw, NULL);
 	}
-	wh_triage_say(T, "%s at %s; check: %s%s", o->model_path ? o->model_path : "model", wh_precision_name(o->precision),
+	wh_triage_say(T, "%s at %s; check: %s%s; artifacts in %s", o->model_path ? o->model_path : "model", wh_precision_name(o->precision),
 	    T->check_display ? T->check_display : "built-in comparison with FP32",
-	    o->faulty_tactic && *o->faulty_tactic ? " (fault injection on: WHITTLE_FAULTY_TACTIC)" : "");
+	    o->faulty_tactic && *o->faulty_tactic ? " (fault injection on: WHITTLE_FAULTY_TACTIC)" : "", T->dir);
 
 	/* 1. intermittent? */
 	if ((st = step_builds(T)) != WH_OK)

@@ -350,7 +350,7 @@ else
 fi
 mkdir -p b10 && cd b10
 run "$whittle" build ../conv2.onnx --until 1 --input-shapes x:1x4x8x8 --timing-iterations 1
-dir=$(sed -n 's/^build: artifacts in \([^ ]*\) (choose.*/\1/p' "$tmp/err")
+dir=$(sed -n 's/^build: .*; artifacts in \(whittle-build-[0-9-]*\)$/\1/p' "$tmp/err")
 cd "$tmp"
 if [ "$rc" -eq 0 ] && [ -n "$dir" ] && [ -d "b10/$dir/good" ] && [ ! -e b10/whittle-build ]; then
 	ok "10: build without --artifacts-dir writes a fresh folder and says which ($dir)"

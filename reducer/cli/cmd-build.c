@@ -283,14 +283,15 @@ int wh_cmd_build(int argc, char **argv)
 	struct wh_cli_args a;
 	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
 	char dflt[64];
-	if (st == WH_OK && !a.help && !x.lo.artifacts_dir) {
-		/* a fresh folder per run: two runs from one folder never meet in it */
-		wh_artifacts_default_dir("build", dflt, sizeof dflt);
-		x.lo.artifacts_dir = dflt;
-		fprintf(stderr, "build: artifacts in %s (choose the folder with --artifacts-dir)\n", dflt);
-	}
-	if (st == WH_OK && !a.help && (st = build_validate(&x, &a)) == WH_OK)
+	if (st == WH_OK && !a.help && (st = build_validate(&x, &a)) == WH_OK) {
+		if (!x.lo.artifacts_dir) {
+			/* a fresh folder per run (two runs from one folder never meet in it); the
+		 * driver's first progress line names it */
+			wh_artifacts_default_dir("build", dflt, sizeof dflt);
+			x.lo.artifacts_dir = dflt;
+		}
 		st = build(&x, a.operands[0], a.check != NULL);
+	}
 	wh_run_opts_release(&x.run);
 	return wh_cli_exit(st);
 }

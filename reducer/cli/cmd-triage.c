@@ -156,10 +156,10 @@ int wh_cmd_triage(int argc, char **argv)
 	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
 	char dflt[64];
 	if (st == WH_OK && !a.help && !x.to.artifacts_dir) {
-		/* a fresh folder per run: two runs from one folder never meet in it */
+		/* a fresh folder per run (two runs from one folder never meet in it); the
+		 * driver's first progress line names it */
 		wh_artifacts_default_dir("triage", dflt, sizeof dflt);
 		x.to.artifacts_dir = dflt;
-		fprintf(stderr, "triage: artifacts in %s (choose the folder with --artifacts-dir)\n", dflt);
 	}
 	if (st == WH_OK && !a.help) {
 		x.to.check = a.check ? &x.check.co : NULL;
