@@ -51,6 +51,17 @@ enum wh_run_keep {
 enum wh_status wh_engine_run(struct wh_engine *e, const struct wh_tensor_set *inputs,
 			     enum wh_run_keep keep, struct wh_tensor_set *results);
 
+/* Constant folding with the executor's kernels: a wh_fold_fn (graph/shape.h) that shape
+ * inference and sanitize --fold-constants call, passed in by the front end (graph/ cannot
+ * call up into the executor). The kernel runs as it does at run time but without a thread
+ * pool and capped to the scalar ISA, so folded bytes do not depend on the machine; FP32, no
+ * tactic pinned. Not evaluated (*done_out false, no error): an op without a kernel, an op
+ * whose result is random (Random*, Bernoulli, Multinomial, training-mode Dropout), a
+ * kernel that refuses the inputs (its message is dropped). */
+enum wh_status wh_executor_fold_eval(const struct wh_model *m, const struct wh_graph *g, const struct wh_node *n,
+				     int64_t opset, const struct wh_tensor *const *in, struct wh_tensor *out,
+				     bool *done_out);
+
 /* Names of the ops of m (and its subgraphs) that the executor cannot run, as
  * "A, B, C" into buf; returns their count. */
 uint32_t wh_model_unsupported_ops(const struct wh_model *m, char *buf, size_t size);

@@ -2,7 +2,9 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "executor/executor.h"
 #include "executor/kernel.h"
+#include "executor/precision.h"
 
 /* One table per source file in executor/ops/. */
 extern const struct wh_op_def wh_ops_elementwise[];
@@ -149,4 +151,66 @@ enum wh_status wh_kernel_fail(const struct wh_kernel_ctx *ctx, enum wh_status st
 		return wh_error(st, "node '%s' (%s): %s (%s)", name, ctx->node->op_type, msg, todo);
 	}
 	return wh_error(st, "node '%s' (%s): %s", name, ctx->node->op_type, msg);
+}
+
+/* Ops whose results are random draws: a folded value would be one draw frozen into the
+ * model, where a runtime draws anew on every run. */
+static bool random_result(const struct wh_node *n, const struct wh_tensor *const *in)
+{
+	const char *op = n->op_type;
+	if (!strncmp(op, "Random", 6) || !strcmp(op, "Bernoulli") || !strcmp(op, "Multinomial"))
+		return true;
+	/* Dropout draws its mask in training mode (input 2, default false) */
+	const struct wh_tensor *training = n->n_inputs > 2 ? in[2] : NULL;
+	return !strcmp(op, "Dropout") && training && training->count && wh_tensor_get_i64(training, 0);
+}
+
+enum { FOLD_MAX_OUTPUTS = 16 };
+
+enum wh_status wh_executor_fold_eval(const struct wh_model *m, const struct wh_graph *g, const struct wh_node *n,
+				     int64_t opset, const struct wh_tensor *const *in, struct wh_tensor *out,
+				     bool *done_out)
+{
+	*done_out = false;
+	const struct wh_op_def *d = wh_op_lookup(n->domain, n->op_type, opset);
+	if (!d || n->n_outputs > FOLD_MAX_OUTPUTS || random_result(n, in))
+		return WH_OK;
+	for (uint32_t k = 0; k < n->n_inputs; k++)
+		if (in[k] && !wh_value_is_tensor(in[k]) && !d->any_value)
+			return WH_OK;
+	/* a kernel may write every output its op defines, even where the model lists fewer */
+	struct wh_tensor slots[FOLD_MAX_OUTPUTS];
+	bool wanted[FOLD_MAX_OUTPUTS];
+	for (uint32_t k = 0; k < FOLD_MAX_OUTPUTS; k++) {
+		wh_tensor_init(&slots[k]);
+		wanted[k] = k < n->n_outputs && n->outputs[k] != WH_NONE;
+	}
+	struct wh_cpu_features cpu = wh_cpu_capped(WH_ISA_SCALAR);
+	struct wh_kernel_ctx ctx = {
+		.model = m,
+		.graph = g,
+		.node = n,
+		.opset = opset,
+		.n_inputs = n->n_inputs,
+		.inputs = in,
+		.n_outputs = n->n_outputs,
+		.outputs = slots,
+		.output_wanted = wanted,
+		.cpu = &cpu,
+		.precision = WH_PREC_FP32,
+	};
+	bool done = d->run(&ctx) == WH_OK;
+	if (!done)
+		wh_error_clear(); /* a kernel's refusal means "not evaluated" here */
+	for (uint32_t k = 0; done && k < n->n_outputs; k++)
+		if (wanted[k] && !wh_value_present(&slots[k]))
+			done = false;
+	for (uint32_t k = 0; done && k < n->n_outputs; k++) {
+		out[k] = slots[k];
+		wh_tensor_init(&slots[k]);
+	}
+	for (uint32_t k = 0; k < FOLD_MAX_OUTPUTS; k++)
+		wh_tensor_release(&slots[k]);
+	*done_out = done;
+	return WH_OK;
 }

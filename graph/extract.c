@@ -100,6 +100,31 @@ static bool copy_const_tensor(struct wh_arena *A, struct wh_const_tensor *d, con
 	return d->name && d->dims && copy_bytes(A, &d->rest, &s->rest);
 }
 
+/* A list attribute (strings, tensors or graphs): an array of n + 1 items (the last zeroed,
+ * as the loader makes them), then each item copied. */
+static enum wh_status copy_attr_list(struct wh_model *dm, const struct wh_graph *dst_graph, struct wh_attr *d,
+				     const struct wh_attr *s)
+{
+	struct wh_arena *A = dm->arena;
+	enum wh_status st = WH_OK;
+	bool ok;
+	if (s->type == WH_ATTR_STRINGS)
+		ok = (d->strings = wh_arena_calloc(A, s->n + 1, sizeof *d->strings)) != NULL;
+	else if (s->type == WH_ATTR_TENSORS)
+		ok = (d->tensors = wh_arena_calloc(A, s->n + 1, sizeof *d->tensors)) != NULL;
+	else
+		ok = (d->graphs = wh_arena_calloc(A, s->n + 1, sizeof *d->graphs)) != NULL;
+	for (size_t i = 0; ok && st == WH_OK && i < s->n; i++) {
+		if (s->type == WH_ATTR_STRINGS)
+			ok = copy_bytes(A, &d->strings[i], &s->strings[i]);
+		else if (s->type == WH_ATTR_TENSORS)
+			ok = copy_const_tensor(A, &d->tensors[i], &s->tensors[i]);
+		else
+			d->graphs[i] = copy_subgraph(dm, dst_graph, s->graphs[i], &st);
+	}
+	return ok ? st : oom();
+}
+
 static enum wh_status copy_attr(struct wh_model *dm, const struct wh_graph *dst_graph, struct wh_attr *d,
 				const struct wh_attr *s)
 {
@@ -133,25 +158,9 @@ static enum wh_status copy_attr(struct wh_model *dm, const struct wh_graph *dst_
 			return oom();
 		break;
 	case WH_ATTR_STRINGS:
-		if (!(d->strings = wh_arena_calloc(A, s->n + 1, sizeof *d->strings)))
-			return oom();
-		for (size_t i = 0; i < s->n; i++)
-			if (!copy_bytes(A, &d->strings[i], &s->strings[i]))
-				return oom();
-		break;
 	case WH_ATTR_TENSORS:
-		if (!(d->tensors = wh_arena_calloc(A, s->n + 1, sizeof *d->tensors)))
-			return oom();
-		for (size_t i = 0; i < s->n; i++)
-			if (!copy_const_tensor(A, &d->tensors[i], &s->tensors[i]))
-				return oom();
-		break;
 	case WH_ATTR_GRAPHS:
-		if (!(d->graphs = wh_arena_calloc(A, s->n + 1, sizeof *d->graphs)))
-			return oom();
-		for (size_t i = 0; i < s->n && st == WH_OK; i++)
-			d->graphs[i] = copy_subgraph(dm, dst_graph, s->graphs[i], &st);
-		break;
+		return copy_attr_list(dm, dst_graph, d, s);
 	default:
 		break;
 	}
@@ -265,6 +274,65 @@ static enum wh_status add_new_input(struct wh_graph *g, uint32_t id)
 	return wh_graph_add_input(g, id);
 }
 
+/* The tensors the caller names become inputs (or outputs) of the new graph; one that is
+ * already one is skipped, and so is an initializer named as an input (it stays a constant). */
+static enum wh_status add_named(struct wh_model *dm, const struct wh_graph *g, const char *const *names,
+				uint32_t count, bool outputs)
+{
+	struct wh_graph *dg = dm->graph;
+	enum wh_status st = WH_OK;
+	for (uint32_t i = 0; i < count && st == WH_OK; i++) {
+		uint32_t id;
+		if ((st = wh_graph_copy_value(dm, dg, g, wh_graph_find_value(g, names[i]), &id)) != WH_OK)
+			break;
+		struct wh_value *dv = &dg->values[id];
+		if (dv->flags & (outputs ? WH_VALUE_OUTPUT : WH_VALUE_INPUT | WH_VALUE_INITIALIZER))
+			continue;
+		if (outputs) {
+			dv->flags |= WH_VALUE_HAS_INFO;
+			st = wh_graph_add_output(dg, id);
+		} else {
+			st = add_new_input(dg, id);
+		}
+	}
+	return st;
+}
+
+/* The tensors at the selection's edge, node by node in topological order of the selected
+ * nodes. Without uses_out, the new inputs: what the selected nodes read that none of them
+ * writes (initializers stay constants). With uses_out (how often unselected nodes read each
+ * tensor), the new outputs: what they write that is read outside or is a graph output. */
+static enum wh_status add_boundary(struct wh_model *dm, const struct wh_graph *g, const bool *sel,
+				   const uint32_t *order, const uint32_t *uses_out)
+{
+	struct wh_graph *dg = dm->graph;
+	enum wh_status st = WH_OK;
+	for (uint32_t s = 0; s < g->n_nodes && st == WH_OK; s++) {
+		const struct wh_node *n = &g->nodes[order[s]];
+		if (!sel[order[s]])
+			continue;
+		uint32_t count = uses_out ? n->n_outputs : n->n_inputs;
+		for (uint32_t k = 0; k < count && st == WH_OK; k++) {
+			uint32_t v = uses_out ? n->outputs[k] : n->inputs[k], id;
+			if (v == WH_NONE)
+				continue;
+			const struct wh_value *sv = &g->values[v];
+			if (uses_out) {
+				if (!uses_out[v] && !(sv->flags & WH_VALUE_OUTPUT))
+					continue;
+				id = wh_graph_find_value(dg, sv->name);
+				dg->values[id].flags |= WH_VALUE_HAS_INFO;
+				st = wh_graph_add_output(dg, id);
+			} else if (!(sv->flags & WH_VALUE_INITIALIZER) && !(sv->producer != WH_NONE && sel[sv->producer]) &&
+				   wh_graph_find_value(dg, sv->name) == WH_NONE) {
+				if ((st = wh_graph_copy_value(dm, dg, g, v, &id)) == WH_OK)
+					st = add_new_input(dg, id);
+			}
+		}
+	}
+	return st;
+}
+
 static enum wh_status build_from_selection(const struct wh_model *m, const bool *sel,
 					   const char *const *input_names, uint32_t n_input_names,
 					   const char *const *output_names, uint32_t n_output_names,
@@ -287,19 +355,7 @@ static enum wh_status build_from_selection(const struct wh_model *m, const bool 
 	uint32_t id;
 	/* inputs */
 	if (input_names) {
-		for (uint32_t i = 0; i < n_input_names && st == WH_OK; i++) {
-			uint32_t v = wh_graph_find_value(g, input_names[i]);
-			if ((st = wh_graph_copy_value(dm, dg, g, v, &id)) != WH_OK)
-				break;
-			struct wh_value *dv = &dg->values[id];
-			if (dv->flags & WH_VALUE_INPUT)
-				continue;
-			if (dv->flags & WH_VALUE_INITIALIZER) {
-				/* an initializer named as an input stays a constant */
-				continue;
-			}
-			st = add_new_input(dg, id);
-		}
+		st = add_named(dm, g, input_names, n_input_names, false);
 	} else {
 		/* tensors consumed by selected nodes, produced by none of them, in topological
 		 * order of first use; original inputs first in their order */
@@ -316,25 +372,8 @@ static enum wh_status build_from_selection(const struct wh_model *m, const bool 
 			if ((st = wh_graph_copy_value(dm, dg, g, v, &id)) == WH_OK)
 				st = add_new_input(dg, id);
 		}
-		for (uint32_t s = 0; s < g->n_nodes && st == WH_OK; s++) {
-			const struct wh_node *n = &g->nodes[order[s]];
-			if (!sel[order[s]])
-				continue;
-			for (uint32_t k = 0; k < n->n_inputs && st == WH_OK; k++) {
-				uint32_t v = n->inputs[k];
-				if (v == WH_NONE)
-					continue;
-				const struct wh_value *sv = &g->values[v];
-				if (sv->flags & WH_VALUE_INITIALIZER)
-					continue;
-				if (sv->producer != WH_NONE && sel[sv->producer])
-					continue;
-				if (wh_graph_find_value(dg, sv->name) != WH_NONE)
-					continue;
-				if ((st = wh_graph_copy_value(dm, dg, g, v, &id)) == WH_OK)
-					st = add_new_input(dg, id);
-			}
-		}
+		if (st == WH_OK)
+			st = add_boundary(dm, g, sel, order, NULL);
 	}
 	/* nodes in topological order */
 	for (uint32_t s = 0; s < g->n_nodes && st == WH_OK; s++)
@@ -344,15 +383,7 @@ static enum wh_status build_from_selection(const struct wh_model *m, const bool 
 		goto out;
 	/* outputs */
 	if (output_names) {
-		for (uint32_t i = 0; i < n_output_names && st == WH_OK; i++) {
-			uint32_t v = wh_graph_find_value(g, output_names[i]);
-			if ((st = wh_graph_copy_value(dm, dg, g, v, &id)) != WH_OK)
-				break;
-			if (dg->values[id].flags & WH_VALUE_OUTPUT)
-				continue;
-			dg->values[id].flags |= WH_VALUE_HAS_INFO;
-			st = wh_graph_add_output(dg, id);
-		}
+		st = add_named(dm, g, output_names, n_output_names, true);
 	} else {
 		for (uint32_t n = 0; n < g->n_nodes; n++) {
 			if (sel[n])
@@ -361,21 +392,7 @@ static enum wh_status build_from_selection(const struct wh_model *m, const bool 
 				if (g->nodes[n].inputs[k] != WH_NONE)
 					uses_out[g->nodes[n].inputs[k]]++;
 		}
-		for (uint32_t s = 0; s < g->n_nodes && st == WH_OK; s++) {
-			const struct wh_node *n = &g->nodes[order[s]];
-			if (!sel[order[s]])
-				continue;
-			for (uint32_t k = 0; k < n->n_outputs && st == WH_OK; k++) {
-				uint32_t v = n->outputs[k];
-				if (v == WH_NONE)
-					continue;
-				if (!uses_out[v] && !(g->values[v].flags & WH_VALUE_OUTPUT))
-					continue;
-				id = wh_graph_find_value(dg, g->values[v].name);
-				dg->values[id].flags |= WH_VALUE_HAS_INFO;
-				st = wh_graph_add_output(dg, id);
-			}
-		}
+		st = add_boundary(dm, g, sel, order, uses_out);
 	}
 	/* value infos of inner tensors the source described */
 	for (uint32_t v = 0; v < dg->n_values; v++) {

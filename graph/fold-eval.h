@@ -1,12 +1,6 @@
-/* Private to graph/ (shape.c, sanitize.c): a small reference evaluator for constant folding
- * and shape arithmetic, and the per-value inference state both files share.
- *
- * The graph layer must not depend on executor/, so shape inference carries its own
- * evaluator. It is written for correctness, not speed: elements are converted to int64 or
- * double one at a time, which is exact for the integer shape arithmetic that matters and
- * correctly rounded for float32 +, -, *, /, sqrt. It handles the numeric element types
- * (not strings, complex, fp8 or 4-bit types); anything else is reported as "not
- * evaluated", never as an error. */
+/* Private to graph/ (shape.c, sanitize.c): shape inference's own small evaluator (integer
+ * shape arithmetic, for callers without the executor; see graph/shape.h for the executor's
+ * evaluator) and the per-value inference state both files share. */
 #ifndef WH_FOLD_EVAL_H
 #define WH_FOLD_EVAL_H
 
@@ -14,24 +8,28 @@
 #include <stdint.h>
 
 #include "graph/ir.h"
+#include "graph/shape.h"
 #include "graph/tensor.h"
 
-/* Evaluates node n on constant inputs. in[i] for i < n->n_inputs; an omitted optional input
- * has dtype WH_DT_UNDEFINED. out[] has n->n_outputs entries, initialised by the caller
- * (wh_tensor_init) and released by the caller whatever happens. *done_out is false when
- * the op, an attribute or a dtype is not handled, the inputs are invalid, or an output
- * would exceed max_elements; that is not an error. Errors: out of memory only. */
-enum wh_status wh_fold_eval(const struct wh_node *n, int64_t opset, const struct wh_tensor *in,
+/* Evaluates node n on constant inputs: Constant, Shape and Size for any element type, and
+ * integer shape arithmetic (Gather, Concat, Slice, Reshape, Unsqueeze, Cast between integer
+ * types, integer +, -, *, /, ...). in[i] for i < n->n_inputs, NULL for an omitted input.
+ * out[] has n->n_outputs entries, initialised by the caller (wh_tensor_init) and released by
+ * the caller whatever happens. *done_out is false when the op, an attribute or a dtype is
+ * not handled, the inputs are invalid, or an output would exceed max_elements; that is not
+ * an error. Errors: out of memory only. */
+enum wh_status wh_fold_eval(const struct wh_node *n, int64_t opset, const struct wh_tensor *const *in,
 			    struct wh_tensor *out, uint64_t max_elements, bool *done_out);
 
-/* True for element types the evaluator computes with. */
+/* True for element types whose values inference tracks (numeric; not strings, complex, fp8
+ * or 4-bit types). */
 bool wh_fold_dtype_ok(enum wh_dtype dt);
-/* Element i of t as int64 (floats truncated toward zero, saturated) or double. */
-int64_t wh_fold_get_i(const struct wh_tensor *t, uint64_t i);
-double wh_fold_get_f(const struct wh_tensor *t, uint64_t i);
 
-/* A tensor from a node attribute's constant (shares the blob). */
-enum wh_status wh_fold_const_tensor(const struct wh_const_tensor *ct, struct wh_tensor *t);
+/* Shape's start/end attributes (opset 15) clamped for an input of the given rank: the first
+ * dimension and how many. */
+void wh_fold_shape_range(const struct wh_node *n, int32_t rank, int64_t *start_out, int64_t *len_out);
+/* An INTS attribute copied into vals (at most cap); false when absent or longer. */
+bool wh_fold_attr_ints(const struct wh_node *n, const char *name, int64_t *vals, uint32_t cap, uint32_t *n_out);
 /* Constant's value attribute (value, value_float(s), value_int(s)) as a tensor; *found_out
  * false when the node has none of those (strings, sparse). */
 enum wh_status wh_fold_constant_node(const struct wh_node *n, struct wh_tensor *t, bool *found_out);
@@ -71,11 +69,12 @@ struct wh_vstate {
 
 /* Infers the main graph of m into states[g->n_values] (allocated here, free with
  * wh_infer_states_free). Contents are tracked for tensors of at most max_value_elements
- * elements created by evaluation (initializers and Constant nodes are always tracked).
+ * elements created by evaluation (initializers and Constant nodes are always tracked), with
+ * eval (NULL: wh_fold_eval only).
  * write_back: also store the results in the model's values, subgraphs included (the model
  * is modified although passed const: only wh_model_infer_shapes asks for it). */
 enum wh_status wh_infer_run(const struct wh_model *m, uint64_t max_value_elements, bool write_back,
-			    struct wh_vstate **states_out);
+			    wh_fold_fn eval, struct wh_vstate **states_out);
 void wh_infer_states_free(struct wh_vstate *s, uint32_t n);
 
 #endif

@@ -56,7 +56,12 @@ static void feed_blob(XXH3_state_t *s, const struct wh_blob *b)
 		return;
 	}
 	feed_u64(s, b->size);
-	feed_hash(s, XXH3_128bits(b->data, b->size));
+	/* cached per blob, and a file's identity for mapped weights: hashing a candidate costs
+	 * nothing per weight byte */
+	uint64_t d[2];
+	wh_blob_digest(b, d);
+	feed_u64(s, d[0]);
+	feed_u64(s, d[1]);
 }
 
 static void feed_const_tensor(XXH3_state_t *s, const struct wh_const_tensor *t)

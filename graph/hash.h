@@ -1,7 +1,10 @@
 /* Canonical XXH3-128 hash of a (sub)graph: equal for the same computation whatever order
  * its nodes are stored in and whatever its intermediate tensors and nodes are named;
  * different when an op, attribute, weight, shape, type or edge changes. Graph input and
- * output names are part of the hash (they are the candidate's interface). */
+ * output names are part of the hash (they are the candidate's interface). A weight counts by
+ * its bytes, or, for a view of an external-data file, by the file's identity and the range
+ * (wh_blob_digest): hashing never reads external weights, and the same model stored inline
+ * and externally hashes differently. */
 #ifndef WH_HASH_H
 #define WH_HASH_H
 

@@ -123,20 +123,29 @@ static enum wh_status index_insert(struct wh_graph *g, uint32_t id)
 	return WH_OK;
 }
 
+/* The array (values or nodes) with room for one more item: itself, or a copy twice as
+ * large in the graph's arena (*cap updated); NULL when out of memory. */
+static void *room_for_one(struct wh_graph *g, void *items, uint32_t n, uint32_t *cap, size_t size)
+{
+	if (n < *cap)
+		return items;
+	uint32_t c = *cap ? *cap * 2 : 64;
+	void *grown = wh_arena_grow(g->arena, items, n, c, size);
+	if (grown)
+		*cap = c;
+	return grown;
+}
+
 enum wh_status wh_graph_add_value(struct wh_graph *g, const char *name, uint32_t *id_out)
 {
 	if (wh_graph_find_value(g, name) != WH_NONE)
 		return wh_error(WH_ERR_INVALID, "tensor '%s': defined twice (each tensor name must be unique; fix the model)", name);
 	if (g->n_values == WH_NONE - 1)
 		return wh_error(WH_ERR_OVERFLOW, "graph: too many tensors (split the model)");
-	if (g->n_values == g->cap_values) {
-		uint32_t cap = g->cap_values ? g->cap_values * 2 : 64;
-		struct wh_value *nv = wh_arena_grow(g->arena, g->values, g->n_values, cap, sizeof *nv);
-		if (!nv)
-			return wh_error(WH_ERR_NOMEM, "graph: out of memory (free some memory)");
-		g->values = nv;
-		g->cap_values = cap;
-	}
+	struct wh_value *nv = room_for_one(g, g->values, g->n_values, &g->cap_values, sizeof *nv);
+	if (!nv)
+		return wh_error(WH_ERR_NOMEM, "graph: out of memory (free some memory)");
+	g->values = nv;
 	uint32_t id = g->n_values;
 	struct wh_value *v = &g->values[id];
 	memset(v, 0, sizeof *v);
@@ -168,14 +177,10 @@ enum wh_status wh_graph_add_node(struct wh_graph *g, const char *op_type, const 
 				 const char *name, uint32_t n_inputs, const uint32_t *inputs,
 				 uint32_t n_outputs, const uint32_t *outputs, uint32_t *id_out)
 {
-	if (g->n_nodes == g->cap_nodes) {
-		uint32_t cap = g->cap_nodes ? g->cap_nodes * 2 : 64;
-		struct wh_node *nn = wh_arena_grow(g->arena, g->nodes, g->n_nodes, cap, sizeof *nn);
-		if (!nn)
-			return wh_error(WH_ERR_NOMEM, "graph: out of memory (free some memory)");
-		g->nodes = nn;
-		g->cap_nodes = cap;
-	}
+	struct wh_node *nn = room_for_one(g, g->nodes, g->n_nodes, &g->cap_nodes, sizeof *nn);
+	if (!nn)
+		return wh_error(WH_ERR_NOMEM, "graph: out of memory (free some memory)");
+	g->nodes = nn;
 	uint32_t id = g->n_nodes;
 	struct wh_node *n = &g->nodes[id];
 	memset(n, 0, sizeof *n);

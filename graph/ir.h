@@ -5,7 +5,9 @@
  * Nodes and values are referred to by uint32_t ids, indices into their graph's arrays.
  * Weight data (initializers and tensor attributes) lives in reference-counted blobs
  * (graph/blob.h) that the model holds one reference to; models extracted from it take
- * their own references, so weights are never copied.
+ * their own references, so weights are never copied. Weights loaded from external data are
+ * views of a read-only mapping of their file (graph/blob.h), read only when a kernel touches
+ * them; saving keeps them in that file (graph/onnx-io.h, struct wh_save_opts).
  *
  * Round trip: the IR never points into protobuf memory. For every ONNX message it models
  * (model, graph, node, attribute, tensor, value info) it keeps the fields it does not model

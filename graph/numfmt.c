@@ -176,7 +176,8 @@ static uint8_t fnuz_finish(uint8_t sign, uint32_t c, uint32_t max, bool saturate
 	return (uint8_t)(sign | c);
 }
 
-uint8_t wh_f32_to_e4m3fnuz(float f, bool saturate)
+/* The fnuz formats differ only in their field widths: one encoder and one decoder. */
+static uint8_t to_fnuz(float f, bool saturate, int mbits, int emin, uint32_t max)
 {
 	uint32_t b = wh_f32_bits(f);
 	uint8_t sign = (uint8_t)(b >> 24) & 0x80;
@@ -184,15 +185,25 @@ uint8_t wh_f32_to_e4m3fnuz(float f, bool saturate)
 	if (is_nan_bits(b))
 		return FNUZ_NAN;
 	if (is_inf_bits(b))
-		return saturate ? (uint8_t)(sign | E4M3FNUZ_MAX) : FNUZ_NAN;
-	return fnuz_finish(sign, small_code(b, 3, -7), E4M3FNUZ_MAX, saturate);
+		return saturate ? (uint8_t)(sign | max) : FNUZ_NAN;
+	return fnuz_finish(sign, small_code(b, mbits, emin), max, saturate);
+}
+
+static float from_fnuz(uint8_t v, int mbits, int bias)
+{
+	if (v == FNUZ_NAN)
+		return wh_bits_f32(0x7FC00000);
+	return with_sign(small_decode(v & 0x7F, mbits, bias), v & 0x80);
+}
+
+uint8_t wh_f32_to_e4m3fnuz(float f, bool saturate)
+{
+	return to_fnuz(f, saturate, 3, -7, E4M3FNUZ_MAX);
 }
 
 float wh_e4m3fnuz_to_f32(uint8_t v)
 {
-	if (v == FNUZ_NAN)
-		return wh_bits_f32(0x7FC00000);
-	return with_sign(small_decode(v & 0x7F, 3, 8), v & 0x80);
+	return from_fnuz(v, 3, 8);
 }
 
 uint8_t wh_f32_to_e5m2(float f, bool saturate)
@@ -224,21 +235,12 @@ float wh_e5m2_to_f32(uint8_t v)
 
 uint8_t wh_f32_to_e5m2fnuz(float f, bool saturate)
 {
-	uint32_t b = wh_f32_bits(f);
-	uint8_t sign = (uint8_t)(b >> 24) & 0x80;
-
-	if (is_nan_bits(b))
-		return FNUZ_NAN;
-	if (is_inf_bits(b))
-		return saturate ? (uint8_t)(sign | E5M2FNUZ_MAX) : FNUZ_NAN;
-	return fnuz_finish(sign, small_code(b, 2, -15), E5M2FNUZ_MAX, saturate);
+	return to_fnuz(f, saturate, 2, -15, E5M2FNUZ_MAX);
 }
 
 float wh_e5m2fnuz_to_f32(uint8_t v)
 {
-	if (v == FNUZ_NAN)
-		return wh_bits_f32(0x7FC00000);
-	return with_sign(small_decode(v & 0x7F, 2, 16), v & 0x80);
+	return from_fnuz(v, 2, 16);
 }
 
 /* ---- float4 e2m1 ---- */

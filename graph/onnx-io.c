@@ -6,12 +6,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "graph/onnx-depth.h"
 #include "graph/onnx-internal.h"
+#include "graph/os.h"
 #include "graph/topo.h"
+
+/* protobuf's hard limit: a message of 2 GiB or more cannot be parsed by anyone */
+#define PROTOBUF_MAX ((uint64_t)INT32_MAX)
 
 /* ---- protobuf-c allocator on an arena ---- */
 
@@ -53,10 +58,43 @@ static enum wh_status pack_rest(struct wh_arena *arena, const ProtobufCMessage *
 
 /* ---- external data ---- */
 
-static enum wh_status read_external(const char *dir, const char *label, const char *location,
+void wh_pb_files_release(struct wh_pb_files *fs)
+{
+	for (uint32_t i = 0; i < fs->n; i++)
+		wh_blob_file_release(fs->files[i]);
+	free(fs->files);
+	fs->files = NULL;
+	fs->n = fs->cap = 0;
+}
+
+/* The mapping of a checked external-data file, opened once per load. */
+static enum wh_status files_get(struct wh_pb_files *fs, const char *real_path, const char *location,
+				struct wh_blob_file **out)
+{
+	for (uint32_t i = 0; i < fs->n; i++)
+		if (!strcmp(wh_blob_file_path(fs->files[i]), real_path)) {
+			*out = fs->files[i];
+			return WH_OK;
+		}
+	if (fs->n == fs->cap) {
+		uint32_t cap = fs->cap ? fs->cap * 2 : 4;
+		struct wh_blob_file **n = realloc(fs->files, cap * sizeof *n);
+		if (!n)
+			return wh_error(WH_ERR_NOMEM, "model: out of memory (free some memory)");
+		fs->files = n;
+		fs->cap = cap;
+	}
+	enum wh_status st = wh_blob_file_open(real_path, location, &fs->files[fs->n]);
+	if (st == WH_OK)
+		*out = fs->files[fs->n++];
+	return st;
+}
+
+static enum wh_status read_external(struct wh_pb_files *fs, const char *label, const char *location,
 				    uint64_t offset, int64_t length, uint64_t expected,
 				    struct wh_blob **out)
 {
+	const char *dir = fs ? fs->dir : NULL;
 	if (!dir)
 		return wh_error(WH_ERR_INVALID, "tensor '%s': uses external data but the model was not loaded from a file (save it with weights inline)", label);
 	if (!location || !*location)
@@ -73,44 +111,27 @@ static enum wh_status read_external(const char *dir, const char *label, const ch
 	size_t dl = strlen(real_dir);
 	if (strncmp(real_path, real_dir, dl) != 0 || real_path[dl] != '/')
 		return wh_error(WH_ERR_INVALID, "tensor '%s': external data file '%s' resolves outside the model's folder (remove the symlink)", label, location);
-	int fd = open(real_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return wh_error(WH_ERR_IO, "tensor '%s': external data file '%s': %s (check permissions)", label, path, strerror(errno));
 	struct stat sb;
-	enum wh_status st = WH_OK;
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		st = wh_error(WH_ERR_IO, "tensor '%s': external data '%s' is not a regular file (point it at a file)", label, path);
-		goto out;
-	}
-	uint64_t len = length >= 0 ? (uint64_t)length : ((uint64_t)sb.st_size > offset ? (uint64_t)sb.st_size - offset : 0);
+	if (stat(real_path, &sb) != 0 || !S_ISREG(sb.st_mode))
+		return wh_error(WH_ERR_IO, "tensor '%s': external data '%s' is not a regular file (point it at a file)", label, path);
+	uint64_t size = (uint64_t)sb.st_size;
+	uint64_t len = length >= 0 ? (uint64_t)length : (size > offset ? size - offset : 0);
 	uint64_t end;
-	if (!wh_add_u64(offset, len, &end) || end > (uint64_t)sb.st_size) {
-		st = wh_error(WH_ERR_INVALID, "tensor '%s': external data range %llu+%llu is beyond the end of '%s' (%lld bytes) (the weights file is truncated)",
-			      label, (unsigned long long)offset, (unsigned long long)len, path, (long long)sb.st_size);
-		goto out;
-	}
-	if (len != expected) {
-		st = wh_error(WH_ERR_INVALID, "tensor '%s': external data has %llu bytes, its shape needs %llu (fix the model)",
-			      label, (unsigned long long)len, (unsigned long long)expected);
-		goto out;
-	}
-	void *w;
-	if ((st = wh_blob_create(len, out, &w)) != WH_OK)
-		goto out;
-	uint64_t done = 0;
-	while (done < len) {
-		ssize_t r = pread(fd, (char *)w + done, len - done, (off_t)(offset + done));
-		if (r <= 0) {
-			wh_blob_release(*out);
-			*out = NULL;
-			st = wh_error(WH_ERR_IO, "tensor '%s': reading '%s' failed (check the file)", label, path);
-			goto out;
-		}
-		done += (uint64_t)r;
-	}
-out:
-	close(fd);
-	return st;
+	if (!wh_add_u64(offset, len, &end) || end > size)
+		return wh_error(WH_ERR_INVALID, "tensor '%s': external data range %llu+%llu is beyond the end of '%s' (%llu bytes) (the weights file is truncated)",
+				label, (unsigned long long)offset, (unsigned long long)len, path, (unsigned long long)size);
+	if (len != expected)
+		return wh_error(WH_ERR_INVALID, "tensor '%s': external data has %llu bytes, its shape needs %llu (fix the model)",
+				label, (unsigned long long)len, (unsigned long long)expected);
+	struct wh_blob_file *f = NULL;
+	enum wh_status st = files_get(fs, real_path, location, &f);
+	if (st != WH_OK)
+		return st;
+	/* the file may have changed between the stat and the mapping: check the mapped size */
+	if (end > wh_blob_file_size(f))
+		return wh_error(WH_ERR_INVALID, "tensor '%s': external data range %llu+%llu is beyond the end of '%s' (%llu bytes) (the weights file is truncated)",
+				label, (unsigned long long)offset, (unsigned long long)len, path, (unsigned long long)wh_blob_file_size(f));
+	return wh_blob_create_view(f, offset, (size_t)len, out);
 }
 
 /* ---- tensors ---- */
@@ -118,6 +139,16 @@ out:
 enum wh_status wh_pb_tensor_decode(const Onnx__TensorProto *tp, const char *dir, const char *label,
 				   enum wh_dtype *dtype_out, int32_t *rank_out, int64_t *dims_out,
 				   struct wh_blob **data_out)
+{
+	struct wh_pb_files fs = {.dir = dir};
+	enum wh_status st = wh_pb_tensor_decode_in(tp, &fs, label, dtype_out, rank_out, dims_out, data_out);
+	wh_pb_files_release(&fs);
+	return st;
+}
+
+enum wh_status wh_pb_tensor_decode_in(const Onnx__TensorProto *tp, struct wh_pb_files *fs,
+				      const char *label, enum wh_dtype *dtype_out, int32_t *rank_out,
+				      int64_t *dims_out, struct wh_blob **data_out)
 {
 	*data_out = NULL;
 	int dt = tp->has_data_type ? tp->data_type : 0;
@@ -166,7 +197,7 @@ enum wh_status wh_pb_tensor_decode(const Onnx__TensorProto *tp, const char *dir,
 					length = x;
 			}
 		}
-		return read_external(dir, label, location, offset, length, bytes, data_out);
+		return read_external(fs, label, location, offset, length, bytes, data_out);
 	}
 
 	void *w;
@@ -246,7 +277,8 @@ static void tensor_clear_modelled(Onnx__TensorProto *tp)
 struct loader {
 	struct wh_model *m;
 	struct wh_arena *tmp;
-	const char *dir, *label;
+	const char *label;
+	struct wh_pb_files files; /* the external-data files opened so far */
 };
 
 static enum wh_status convert_graph(struct loader *L, Onnx__GraphProto *gp, struct wh_graph *g);
@@ -255,7 +287,7 @@ static enum wh_status convert_const_tensor(struct loader *L, Onnx__TensorProto *
 					   struct wh_const_tensor *t, const char *label)
 {
 	int64_t dims[WH_MAX_RANK];
-	enum wh_status st = wh_pb_tensor_decode(tp, L->dir, label, &t->dtype, &t->rank, dims, &t->data);
+	enum wh_status st = wh_pb_tensor_decode_in(tp, &L->files, label, &t->dtype, &t->rank, dims, &t->data);
 	if (st != WH_OK)
 		return st;
 	t->dims = wh_arena_memdup(L->m->arena, dims, sizeof(int64_t) * (size_t)(t->rank ? t->rank : 1));
@@ -457,7 +489,7 @@ static enum wh_status convert_graph(struct loader *L, Onnx__GraphProto *gp, stru
 		int32_t rank;
 		int64_t dims[WH_MAX_RANK];
 		struct wh_blob *blob;
-		if ((st = wh_pb_tensor_decode(tp, L->dir, nm, &dt, &rank, dims, &blob)) != WH_OK)
+		if ((st = wh_pb_tensor_decode_in(tp, &L->files, nm, &dt, &rank, dims, &blob)) != WH_OK)
 			return st;
 		/* an initializer that doubles as a graph input (its default value) must agree with
 		 * the input's declaration; the declaration itself is kept as loaded */
@@ -600,7 +632,7 @@ static enum wh_status convert_graph(struct loader *L, Onnx__GraphProto *gp, stru
 enum wh_status wh_model_load_buffer(const void *data, size_t len, const char *dir,
 				    const char *label, struct wh_model **out)
 {
-	struct loader L = {.dir = dir, .label = label ? label : "model"};
+	struct loader L = {.label = label ? label : "model", .files = {.dir = dir}};
 	enum wh_status st = wh_model_create(&L.m);
 	if (st != WH_OK)
 		return st;
@@ -650,6 +682,7 @@ enum wh_status wh_model_load_buffer(const void *data, size_t len, const char *di
 	st = pack_rest(L.m->arena, &mp->base, &L.m->rest);
 out:
 	wh_arena_destroy(L.tmp);
+	wh_pb_files_release(&L.files); /* the blobs keep the files they view */
 	if (st != WH_OK) {
 		wh_model_destroy(L.m);
 		return st;
@@ -669,45 +702,214 @@ enum wh_status wh_model_load(const char *path, struct wh_model **out)
 		return wh_error(WH_ERR_IO, "%s: not a regular file (give the path of a .onnx file)", path);
 	}
 	/* protobuf messages are limited to 2 GiB; larger weights must be external */
-	if ((uint64_t)sb.st_size > ((uint64_t)2 << 30)) {
+	if ((uint64_t)sb.st_size > PROTOBUF_MAX) {
 		close(fd);
-		return wh_error(WH_ERR_UNSUPPORTED, "%s: larger than 2 GiB (store the weights as external data)", path);
+		return wh_error(WH_ERR_UNSUPPORTED, "%s: %lld bytes, above protobuf's 2 GiB limit (store its weights as external data, e.g. onnx.save_model(model, path, save_as_external_data=True))",
+				path, (long long)sb.st_size);
 	}
+	/* mapped, not read: protobuf-c copies what it keeps, the file's pages stay in the cache */
 	size_t len = (size_t)sb.st_size;
-	uint8_t *buf = malloc(len ? len : 1);
-	if (!buf) {
-		close(fd);
-		return wh_error(WH_ERR_NOMEM, "%s: cannot allocate %zu bytes (free some memory)", path, len);
-	}
-	size_t done = 0;
-	while (done < len) {
-		ssize_t r = read(fd, buf + done, len - done);
-		if (r <= 0) {
-			free(buf);
-			close(fd);
-			return wh_error(WH_ERR_IO, "%s: read failed (check the file)", path);
-		}
-		done += (size_t)r;
-	}
+	void *buf = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
 	close(fd);
+	if (len && buf == MAP_FAILED)
+		return wh_error(WH_ERR_IO, "%s: cannot map: %s (check the file)", path, strerror(errno));
 	char dir[PATH_MAX];
-	snprintf(dir, sizeof dir, "%s", path);
-	char *slash = strrchr(dir, '/');
-	if (slash)
-		*slash = '\0';
-	else
-		snprintf(dir, sizeof dir, ".");
-	enum wh_status st = wh_model_load_buffer(buf, len, dir, path, out);
-	free(buf);
+	enum wh_status st = wh_os_dir_of(path, dir, sizeof dir);
+	if (st == WH_OK)
+		st = wh_model_load_buffer(len ? buf : "", len, dir, path, out);
+	if (len)
+		munmap(buf, len);
 	return st;
 }
 
 /* ---- save ---- */
 
+/* Where one tensor written by this save goes in a new external-data file. */
+struct ext_entry {
+	const struct wh_blob *blob;
+	uint32_t file; /* index in saver.new_files */
+	uint64_t offset;
+};
+
+struct new_file {
+	const char *name; /* location, in tmp */
+	uint64_t size;
+};
+
 struct saver {
 	struct wh_arena *tmp;
 	ProtobufCAllocator alloc;
+	const struct wh_save_opts *o; /* NULL: everything inline (a buffer) */
+	bool externalize;             /* this pass moves tensors >= threshold to new files */
+	bool failed;                  /* out of memory while placing */
+	/* original weights files that tensors keep pointing at */
+	const struct wh_blob_file **linked;
+	uint32_t n_linked, cap_linked;
+	struct ext_entry *ents;
+	uint32_t n_ents, cap_ents;
+	struct new_file *new_files;
+	uint32_t n_new, cap_new;
+	const char *model_name; /* base name of the model file */
 };
+
+static bool grow(void **arr, uint32_t n, uint32_t *cap, size_t elem)
+{
+	if (n < *cap)
+		return true;
+	uint32_t c = *cap ? *cap * 2 : 16;
+	void *p = realloc(*arr, c * elem);
+	if (!p)
+		return false;
+	*arr = p;
+	*cap = c;
+	return true;
+}
+
+static bool name_taken(const struct saver *S, const char *name)
+{
+	if (S->model_name && !strcmp(name, S->model_name))
+		return true;
+	for (uint32_t i = 0; i < S->n_linked; i++)
+		if (!strcmp(wh_blob_file_location(S->linked[i]), name))
+			return true;
+	for (uint32_t i = 0; i < S->n_new; i++)
+		if (!strcmp(S->new_files[i].name, name))
+			return true;
+	return false;
+}
+
+/* A location for a new weights file: base (already safe) or base.N, not used by the model
+ * file, a linked file or another new file. */
+static const char *unique_name(struct saver *S, const char *base)
+{
+	size_t n = strlen(base) + 24;
+	char *buf = wh_arena_alloc(S->tmp, n);
+	if (!buf)
+		return NULL;
+	snprintf(buf, n, "%s", base);
+	for (unsigned k = 1; name_taken(S, buf); k++)
+		snprintf(buf, n, "%s.%u", base, k);
+	return buf;
+}
+
+static uint32_t new_file(struct saver *S, const char *name)
+{
+	if (!grow((void **)&S->new_files, S->n_new, &S->cap_new, sizeof *S->new_files)) {
+		S->failed = true;
+		return 0;
+	}
+	S->new_files[S->n_new].name = name;
+	S->new_files[S->n_new].size = 0;
+	return S->n_new++;
+}
+
+static bool set_external(struct saver *S, Onnx__TensorProto *tp, const char *location, uint64_t offset,
+			 uint64_t length)
+{
+	Onnx__StringStringEntryProto **e = wh_arena_calloc(S->tmp, 4, sizeof *e);
+	char *num = wh_arena_alloc(S->tmp, 48);
+	if (!e || !num)
+		return false;
+	snprintf(num, 48, "%llu", (unsigned long long)offset);
+	snprintf(num + 24, 24, "%llu", (unsigned long long)length);
+	const char *kv[3][2] = {{"location", location}, {"offset", num}, {"length", num + 24}};
+	for (int i = 0; i < 3; i++) {
+		if (!(e[i] = wh_arena_alloc(S->tmp, sizeof *e[i])))
+			return false;
+		onnx__string_string_entry_proto__init(e[i]);
+		e[i]->key = (char *)kv[i][0];
+		e[i]->value = (char *)kv[i][1];
+	}
+	tp->external_data = e;
+	tp->n_external_data = 3;
+	tp->has_data_location = 1;
+	tp->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+	tp->has_raw_data = 0;
+	tp->raw_data.data = NULL;
+	tp->raw_data.len = 0;
+	return true;
+}
+
+/* Decides where an encoded tensor's bytes go: inline (as encoded), the original weights
+ * file it views (linked into the model's folder, same offset), or a new weights file. */
+static void place_tensor(struct saver *S, Onnx__TensorProto *tp, const char *name, const struct wh_blob *b,
+			 bool attribute)
+{
+	if (!S->o || !b || !tp->has_raw_data || S->failed)
+		return;
+	const struct wh_blob_file *f;
+	uint64_t off;
+	if (!S->o->self_contained && !S->o->external_data_path && wh_blob_origin(b, &f, &off)) {
+		uint32_t i = 0;
+		while (i < S->n_linked && S->linked[i] != f)
+			i++;
+		if (i == S->n_linked) {
+			if (!grow((void **)&S->linked, S->n_linked, &S->cap_linked, sizeof *S->linked)) {
+				S->failed = true;
+				return;
+			}
+			S->linked[S->n_linked++] = f;
+		}
+		if (!set_external(S, tp, wh_blob_file_location(f), off, b->size))
+			S->failed = true;
+		return;
+	}
+	/* a tensor attribute (Constant's value) stays inline, as onnx's own converter leaves it
+	 * (convert_attribute=False): not every runtime reads external data there */
+	if (attribute || !S->externalize || b->size < S->o->size_threshold)
+		return;
+	uint32_t fi;
+	if (S->o->one_file) {
+		if (!S->n_new) {
+			char dflt[PATH_MAX];
+			snprintf(dflt, sizeof dflt, "%s.data", S->model_name);
+			const char *nm = S->o->external_data_path ? wh_arena_strdup(S->tmp, S->o->external_data_path)
+								  : unique_name(S, dflt);
+			if (!nm) {
+				S->failed = true;
+				return;
+			}
+			new_file(S, nm);
+		}
+		fi = 0;
+	} else {
+		/* one file per tensor, named after it (ONNX's convention), made safe as a file name */
+		size_t n = strlen(name);
+		char *safe = wh_arena_alloc(S->tmp, n + 2);
+		if (!safe) {
+			S->failed = true;
+			return;
+		}
+		for (size_t i = 0; i < n; i++) {
+			char c = name[i];
+			bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+				  (c == '.' && i > 0);
+			safe[i] = ok ? c : '_';
+		}
+		if (!n)
+			safe[n++] = '_';
+		safe[n] = '\0';
+		const char *nm = unique_name(S, safe);
+		if (!nm) {
+			S->failed = true;
+			return;
+		}
+		fi = new_file(S, nm);
+	}
+	if (S->failed)
+		return;
+	struct new_file *nf = &S->new_files[fi];
+	/* large tensors start on a page (mappable by every runtime), others on 64 bytes */
+	uint64_t align = b->size >= ((uint64_t)1 << 20) ? 4096 : 64;
+	uint64_t offset = (nf->size + align - 1) / align * align;
+	if (!grow((void **)&S->ents, S->n_ents, &S->cap_ents, sizeof *S->ents) ||
+	    !set_external(S, tp, nf->name, offset, b->size)) {
+		S->failed = true;
+		return;
+	}
+	S->ents[S->n_ents++] = (struct ext_entry){.blob = b, .file = fi, .offset = offset};
+	nf->size = offset + b->size;
+}
 
 #define UNPACK_REST(S, type, fn_init, fn_unpack, bytes, out_ptr)                                   \
 	do {                                                                                       \
@@ -729,6 +931,7 @@ static Onnx__TensorProto *encode_const_tensor(struct saver *S, const struct wh_c
 	if (!tp)
 		return NULL;
 	wh_pb_tensor_encode(tp, t->name, t->dtype, t->rank, t->dims, t->data);
+	place_tensor(S, tp, t->name, t->data, true);
 	return tp;
 }
 
@@ -880,6 +1083,7 @@ static Onnx__GraphProto *encode_graph(struct saver *S, const struct wh_graph *g)
 		for (int32_t k = 0; k < rank; k++)
 			dims[k] = d[k].value;
 		wh_pb_tensor_encode(tp, v->name, v->dtype, rank, dims, v->data);
+		place_tensor(S, tp, v->name, v->data, false);
 		gp->initializer[i] = tp;
 	}
 	gp->n_value_info = 0;
@@ -919,44 +1123,58 @@ static Onnx__GraphProto *encode_graph(struct saver *S, const struct wh_graph *g)
 	return gp;
 }
 
-enum wh_status wh_model_save_buffer(const struct wh_model *m, uint8_t **data_out, size_t *len_out)
+static enum wh_status encode_model(struct saver *S, const struct wh_model *m, Onnx__ModelProto **out)
 {
-	struct saver S;
-	enum wh_status st = wh_arena_create(&S.tmp);
-	if (st != WH_OK)
-		return st;
-	wh_pb_allocator_init(&S.alloc, S.tmp);
 	Onnx__ModelProto *mp;
-	UNPACK_REST(&S, Onnx__ModelProto, onnx__model_proto__init, onnx__model_proto__unpack, m->rest, mp);
-	if (!mp) {
-		st = wh_error(WH_ERR_NOMEM, "model: cannot encode (out of memory)");
-		goto out;
-	}
+	UNPACK_REST(S, Onnx__ModelProto, onnx__model_proto__init, onnx__model_proto__unpack, m->rest, mp);
+	if (!mp)
+		return wh_error(WH_ERR_NOMEM, "model: cannot encode (out of memory)");
 	mp->has_ir_version = 1;
 	mp->ir_version = m->ir_version;
 	mp->n_opset_import = m->n_opsets;
-	mp->opset_import = wh_arena_calloc(S.tmp, m->n_opsets + 1, sizeof *mp->opset_import);
-	if (!mp->opset_import) {
-		st = wh_error(WH_ERR_NOMEM, "model: cannot encode (out of memory)");
-		goto out;
-	}
+	mp->opset_import = wh_arena_calloc(S->tmp, m->n_opsets + 1, sizeof *mp->opset_import);
+	if (!mp->opset_import)
+		return wh_error(WH_ERR_NOMEM, "model: cannot encode (out of memory)");
 	for (uint32_t i = 0; i < m->n_opsets; i++) {
-		Onnx__OperatorSetIdProto *op = wh_arena_alloc(S.tmp, sizeof *op);
-		if (!op) {
-			st = wh_error(WH_ERR_NOMEM, "model: cannot encode (out of memory)");
-			goto out;
-		}
+		Onnx__OperatorSetIdProto *op = wh_arena_alloc(S->tmp, sizeof *op);
+		if (!op)
+			return wh_error(WH_ERR_NOMEM, "model: cannot encode (out of memory)");
 		onnx__operator_set_id_proto__init(op);
 		op->domain = (char *)m->opsets[i].domain;
 		op->has_version = 1;
 		op->version = m->opsets[i].version;
 		mp->opset_import[i] = op;
 	}
-	if (!(mp->graph = encode_graph(&S, m->graph))) {
-		st = wh_error(WH_ERR_NOMEM, "model: cannot encode (out of memory)");
+	if (!(mp->graph = encode_graph(S, m->graph)) || S->failed)
+		return wh_error(WH_ERR_NOMEM, "model: cannot encode (out of memory)");
+	*out = mp;
+	return WH_OK;
+}
+
+static void saver_release(struct saver *S)
+{
+	wh_arena_destroy(S->tmp);
+	free(S->linked);
+	free(S->ents);
+	free(S->new_files);
+}
+
+
+enum wh_status wh_model_save_buffer(const struct wh_model *m, uint8_t **data_out, size_t *len_out)
+{
+	struct saver S = {0};
+	enum wh_status st = wh_arena_create(&S.tmp);
+	if (st != WH_OK)
+		return st;
+	wh_pb_allocator_init(&S.alloc, S.tmp);
+	Onnx__ModelProto *mp;
+	if ((st = encode_model(&S, m, &mp)) != WH_OK)
+		goto out;
+	size_t len = onnx__model_proto__get_packed_size(mp);
+	if (len > PROTOBUF_MAX) {
+		st = wh_error(WH_ERR_UNSUPPORTED, "model: %zu bytes with its weights inline, above protobuf's 2 GiB limit (save it to a file, where large weights go to external data)", len);
 		goto out;
 	}
-	size_t len = onnx__model_proto__get_packed_size(mp);
 	uint8_t *buf = malloc(len ? len : 1);
 	if (!buf) {
 		st = wh_error(WH_ERR_NOMEM, "model: cannot allocate %zu bytes to save it (free some memory)", len);
@@ -966,30 +1184,220 @@ enum wh_status wh_model_save_buffer(const struct wh_model *m, uint8_t **data_out
 	*data_out = buf;
 	*len_out = len;
 out:
-	wh_arena_destroy(S.tmp);
+	saver_release(&S);
+	return st;
+}
+
+void wh_save_opts_init(struct wh_save_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->size_threshold = WH_SAVE_DEFAULT_SIZE_THRESHOLD;
+	o->inline_limit = WH_SAVE_DEFAULT_INLINE_LIMIT;
+	o->one_file = true;
+}
+
+/* A fresh name next to path for writing before the rename: "<path>.tmp.XXXXXX". */
+static enum wh_status temp_next_to(const char *path, char *buf, size_t size, int *fd_out)
+{
+	if ((size_t)snprintf(buf, size, "%s.tmp.XXXXXX", path) >= size)
+		return wh_error(WH_ERR_INVALID, "%s: path too long (shorten it)", path);
+	int fd = mkstemp(buf);
+	if (fd < 0)
+		return wh_error(WH_ERR_IO, "%s: cannot write: %s (check the folder exists and is writable)", path, strerror(errno));
+	*fd_out = fd;
+	return WH_OK;
+}
+
+static enum wh_status write_all(int fd, const void *p, uint64_t len, uint64_t offset, const char *path)
+{
+	uint64_t done = 0;
+	while (done < len) {
+		size_t chunk = len - done > ((size_t)1 << 30) ? ((size_t)1 << 30) : (size_t)(len - done);
+		ssize_t w = pwrite(fd, (const char *)p + done, chunk, (off_t)(offset + done));
+		if (w <= 0)
+			return wh_error(WH_ERR_IO, "%s: write failed: %s (check free disk space)", path, w < 0 ? strerror(errno) : "short write");
+		done += (uint64_t)w;
+	}
+	return WH_OK;
+}
+
+/* The folder of `path` holding `location`: creates the location's own subfolders. */
+static enum wh_status dest_of(const char *dir, const char *location, char *buf, size_t size)
+{
+	if ((size_t)snprintf(buf, size, "%s/%s", dir, location) >= size)
+		return wh_error(WH_ERR_INVALID, "%s/%s: path too long (shorten it)", dir, location);
+	char *slash = strrchr(buf, '/');
+	if (slash && strchr(location, '/')) {
+		*slash = '\0';
+		enum wh_status st = wh_os_make_dir(buf);
+		*slash = '/';
+		return st;
+	}
+	return WH_OK;
+}
+
+static enum wh_status write_new_file(const struct saver *S, uint32_t fi, const char *dir)
+{
+	char dest[PATH_MAX], tmp[PATH_MAX];
+	int fd;
+	enum wh_status st = dest_of(dir, S->new_files[fi].name, dest, sizeof dest);
+	if (st != WH_OK || (st = temp_next_to(dest, tmp, sizeof tmp, &fd)) != WH_OK)
+		return st;
+	for (uint32_t i = 0; i < S->n_ents && st == WH_OK; i++)
+		if (S->ents[i].file == fi)
+			st = write_all(fd, S->ents[i].blob->data, S->ents[i].blob->size, S->ents[i].offset, dest);
+	mode_t um = umask(0);
+	umask(um);
+	if (st == WH_OK && fchmod(fd, 0666 & ~um) != 0)
+		st = wh_error(WH_ERR_IO, "%s: cannot set permissions: %s (check the folder)", dest, strerror(errno));
+	if (st == WH_OK && ftruncate(fd, (off_t)S->new_files[fi].size) != 0)
+		st = wh_error(WH_ERR_IO, "%s: write failed: %s (check free disk space)", dest, strerror(errno));
+	if (close(fd) != 0 && st == WH_OK)
+		st = wh_error(WH_ERR_IO, "%s: write failed: %s (check free disk space)", dest, strerror(errno));
+	/* rename, never rewrite in place: a file being replaced may be mapped by a loaded model */
+	if (st == WH_OK && rename(tmp, dest) != 0)
+		st = wh_error(WH_ERR_IO, "%s: cannot replace: %s (check the folder is writable)", dest, strerror(errno));
+	if (st != WH_OK)
+		unlink(tmp);
+	return st;
+}
+
+/* Makes dir/<location> the original weights file f: nothing when it already is (the
+ * original folder, or a link made before), else a hard link. *cannot_out: a hard link is
+ * impossible there (another file system, links refused); the caller then writes the weights.
+ * A symbolic link would not do: ONNX Runtime and whittle's own loader refuse external data
+ * that resolves outside the model's folder. */
+static enum wh_status link_original(const struct wh_blob_file *f, const char *dir, bool *cannot_out)
+{
+	char dest[PATH_MAX], tmp[PATH_MAX];
+	int fd;
+	*cannot_out = false;
+	enum wh_status st = dest_of(dir, wh_blob_file_location(f), dest, sizeof dest);
+	if (st != WH_OK)
+		return st;
+	if (wh_blob_file_is(f, dest))
+		return WH_OK;
+	if ((st = temp_next_to(dest, tmp, sizeof tmp, &fd)) != WH_OK)
+		return st;
+	close(fd);
+	unlink(tmp);
+	if (link(wh_blob_file_path(f), tmp) != 0) {
+		if (errno == EXDEV || errno == EPERM || errno == EMLINK || errno == ENOTSUP || errno == EACCES) {
+			*cannot_out = true;
+			return WH_OK;
+		}
+		return wh_error(WH_ERR_IO, "%s: cannot link the weights file '%s': %s (save with --self-contained to copy the weights)",
+				dest, wh_blob_file_path(f), strerror(errno));
+	}
+	if (rename(tmp, dest) != 0) {
+		st = wh_error(WH_ERR_IO, "%s: cannot replace: %s (check the folder is writable)", dest, strerror(errno));
+		unlink(tmp);
+	}
+	return st;
+}
+
+enum wh_status wh_model_save_with(const struct wh_model *m, const char *path, const struct wh_save_opts *opts)
+{
+	struct wh_save_opts dflt;
+	if (!opts) {
+		wh_save_opts_init(&dflt);
+		opts = &dflt;
+	}
+	const char *xp = opts->external_data_path;
+	if (xp && (!*xp || xp[0] == '/' || strstr(xp, "..")))
+		return wh_error(WH_ERR_USAGE, "external data path '%s': must be a file name relative to the model's folder, without '..'", xp);
+	const char *slash0 = strrchr(path, '/');
+	if (xp && !strcmp(xp, slash0 ? slash0 + 1 : path))
+		return wh_error(WH_ERR_USAGE, "external data path '%s': is the model file itself (give the weights another name)", xp);
+	char dir[PATH_MAX];
+	enum wh_status st = wh_os_dir_of(path, dir, sizeof dir);
+	if (st != WH_OK)
+		return st;
+	const char *base = slash0 ? slash0 + 1 : path;
+
+	struct saver S = {.o = opts, .model_name = base, .externalize = opts->external || xp};
+	st = wh_arena_create(&S.tmp);
+	if (st != WH_OK)
+		return st;
+	wh_pb_allocator_init(&S.alloc, S.tmp);
+	uint8_t *buf = NULL;
+	char tmp[PATH_MAX];
+	int fd = -1;
+	Onnx__ModelProto *mp;
+	if ((st = encode_model(&S, m, &mp)) != WH_OK)
+		goto out;
+	size_t len = onnx__model_proto__get_packed_size(mp);
+	if (!S.externalize && len >= opts->inline_limit) {
+		/* too large inline: encode again with the large weights in a new file */
+		S.externalize = true;
+		S.n_linked = S.n_ents = S.n_new = 0;
+		if ((st = encode_model(&S, m, &mp)) != WH_OK)
+			goto out;
+		len = onnx__model_proto__get_packed_size(mp);
+	}
+	if (len > PROTOBUF_MAX) {
+		st = wh_error(WH_ERR_UNSUPPORTED, "%s: the model is %zu bytes even with every weight of %llu bytes or more in external data, above protobuf's 2 GiB limit (lower --external-data-size-threshold, or turn large Constant nodes into initializers with whittle sanitize)",
+			      path, len, (unsigned long long)opts->size_threshold);
+		goto out;
+	}
+	if (!(buf = malloc(len ? len : 1))) {
+		st = wh_error(WH_ERR_NOMEM, "model: cannot allocate %zu bytes to save it (free some memory)", len);
+		goto out;
+	}
+	onnx__model_proto__pack(mp, buf);
+	bool cannot_link = false;
+	for (uint32_t i = 0; i < S.n_linked && st == WH_OK && !cannot_link; i++)
+		st = link_original(S.linked[i], dir, &cannot_link);
+	if (st == WH_OK && cannot_link) {
+		/* another file system: write the weights this model needs instead */
+		struct wh_save_opts copy = *opts;
+		copy.self_contained = true;
+		wh_warn("%s: cannot hard-link the original's weights file into %s (another file system); writing the weights this model needs",
+			path, dir);
+		free(buf);
+		saver_release(&S);
+		return wh_model_save_with(m, path, &copy);
+	}
+	for (uint32_t i = 0; i < S.n_new && st == WH_OK; i++)
+		st = write_new_file(&S, i, dir);
+	if (st != WH_OK)
+		goto out;
+	struct stat sb;
+	if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		/* a device or a pipe (/dev/null, /dev/stdout): written in place, never replaced */
+		FILE *f = fopen(path, "wb");
+		if (!f) {
+			st = wh_error(WH_ERR_IO, "%s: cannot write: %s (check the folder exists and is writable)", path, strerror(errno));
+			goto out;
+		}
+		size_t wrote = fwrite(buf, 1, len, f);
+		if (fclose(f) != 0 || wrote != len)
+			st = wh_error(WH_ERR_IO, "%s: write failed: %s (check free disk space)", path, strerror(errno));
+		goto out;
+	}
+	if ((st = temp_next_to(path, tmp, sizeof tmp, &fd)) != WH_OK)
+		goto out;
+	st = write_all(fd, buf, len, 0, path);
+	/* mkstemp makes the file 0600; a model is as readable as any file the user writes */
+	mode_t um = umask(0);
+	umask(um);
+	if (st == WH_OK && fchmod(fd, 0666 & ~um) != 0)
+		st = wh_error(WH_ERR_IO, "%s: cannot set permissions: %s (check the folder)", path, strerror(errno));
+	if (close(fd) != 0 && st == WH_OK)
+		st = wh_error(WH_ERR_IO, "%s: write failed: %s (check free disk space)", path, strerror(errno));
+	if (st == WH_OK && rename(tmp, path) != 0)
+		st = wh_error(WH_ERR_IO, "%s: cannot write: %s (check the folder exists and is writable)", path, strerror(errno));
+	if (st != WH_OK)
+		unlink(tmp);
+out:
+	free(buf);
+	saver_release(&S);
 	return st;
 }
 
 enum wh_status wh_model_save(const struct wh_model *m, const char *path)
 {
-	uint8_t *buf;
-	size_t len;
-	enum wh_status st = wh_model_save_buffer(m, &buf, &len);
-	if (st != WH_OK)
-		return st;
-	FILE *f = fopen(path, "wb");
-	if (!f) {
-		st = wh_error(WH_ERR_IO, "%s: cannot write: %s (check the folder exists and is writable)", path, strerror(errno));
-		goto out;
-	}
-	size_t wrote = fwrite(buf, 1, len, f);
-	if (fclose(f) != 0 || wrote != len) {
-		st = wh_error(WH_ERR_IO, "%s: write failed: %s (check free disk space)", path, strerror(errno));
-		goto out;
-	}
-out:
-	free(buf);
-	return st;
+	return wh_model_save_with(m, path, NULL);
 }
 
 /* The element type of a TypeProto that must be a tensor; false for anything else. */

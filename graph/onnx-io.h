@@ -3,11 +3,14 @@
  * Model files are untrusted: every size is checked, external-data paths must stay inside
  * the model's folder (relative, no "..", no symlink leaving the folder), and a model whose
  * graph references a tensor nothing produces, or produces one twice, is rejected with
- * WH_ERR_INVALID. External weights are read into blobs at load; saving writes all weights
- * inline. The returned model belongs to the caller (wh_model_destroy). */
+ * WH_ERR_INVALID. External weights are mapped at load, never read (graph/blob.h views of
+ * one read-only mapping per file, shared by every model, subgraph and engine that uses
+ * them). Saving never writes a protobuf of 2 GiB or more: see struct wh_save_opts. The
+ * returned model belongs to the caller (wh_model_destroy). */
 #ifndef WH_ONNX_IO_H
 #define WH_ONNX_IO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,8 +22,41 @@ enum wh_status wh_model_load(const char *path, struct wh_model **out);
  * error messages. */
 enum wh_status wh_model_load_buffer(const void *data, size_t len, const char *dir,
 				    const char *label, struct wh_model **out);
+
+/* How a model is saved to a file (options as Polygraphy's --save-external-data,
+ * --external-data-size-threshold, --no-save-all-tensors-to-one-file).
+ *
+ * Weights that are views of an original weights file (loaded external data) keep pointing
+ * at it, with their original offsets: the file is hard-linked into the saved model's folder
+ * under the name the original gives it (nothing when it is already there), so saving a
+ * subgraph of a 100 GB model writes kilobytes. Where a hard link is impossible (another file
+ * system) the save warns and proceeds as self_contained: a symbolic link out of the folder
+ * would be refused by ONNX Runtime and by wh_model_load. Other weights are written inline,
+ * unless the model would be inline_limit bytes or more (or external is set): then each
+ * initializer of size_threshold bytes or more goes to a new weights file next to the model
+ * ("<model file name>.data", or one file per tensor named after it; a name used by the model
+ * file or by a linked file gets a ".N" suffix). Tensor attributes (Constant values) stay
+ * inline, as onnx's converter leaves them. Files are written to a temporary name and renamed
+ * (a replaced file may be mapped by a loaded model), the model file last. */
+#define WH_SAVE_DEFAULT_SIZE_THRESHOLD 1024u
+#define WH_SAVE_DEFAULT_INLINE_LIMIT ((uint64_t)2 << 30)
+struct wh_save_opts {
+	bool external;                  /* always write tensors >= size_threshold externally */
+	const char *external_data_path; /* new weights file (relative to the model's folder);
+					 * implies external and self_contained; borrowed */
+	uint64_t size_threshold;        /* bytes; tensors below stay inline */
+	uint64_t inline_limit;          /* bytes; a model this large inline goes external */
+	bool one_file;                  /* false: one new file per tensor */
+	bool self_contained;            /* write every weight (never link the original's files) */
+};
+void wh_save_opts_init(struct wh_save_opts *o); /* the defaults above, one file */
+/* opts NULL: the defaults. */
+enum wh_status wh_model_save_with(const struct wh_model *m, const char *path,
+				  const struct wh_save_opts *opts);
+/* wh_model_save_with(m, path, NULL). */
 enum wh_status wh_model_save(const struct wh_model *m, const char *path);
-/* *data_out is malloc'd, owned by the caller. */
+/* Everything inline (a buffer cannot point at files); WH_ERR_UNSUPPORTED over 2 GiB.
+ * *data_out is malloc'd, owned by the caller. */
 enum wh_status wh_model_save_buffer(const struct wh_model *m, uint8_t **data_out, size_t *len_out);
 
 /* What a value's declared type holds (ONNX TypeProto): a tensor (also when no type is

@@ -164,3 +164,16 @@ bool wh_os_self_exe(char *buf, size_t size)
 	buf[n] = '\0';
 	return buf[0] == '/';
 }
+enum wh_status wh_os_dir_of(const char *path, char *dir, size_t size)
+{
+	if ((size_t)snprintf(dir, size, "%s", path) >= size)
+		return wh_error(WH_ERR_INVALID, "%s: path too long (shorten it)", path);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	else
+		snprintf(dir, size, ".");
+	if (slash == dir)
+		snprintf(dir, size, "/");
+	return WH_OK;
+}

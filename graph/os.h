@@ -45,6 +45,9 @@ void wh_os_unlock(int fd);
  * cannot be told or does not fit. */
 bool wh_os_self_exe(char *buf, size_t size);
 
+/* The folder a file path is in, into dir (size bytes): "." for a bare name, "/" for a file
+ * at the root. WH_ERR_INVALID when the path does not fit. */
+enum wh_status wh_os_dir_of(const char *path, char *dir, size_t size);
 /* Whether path names an existing folder. */
 bool wh_os_is_dir(const char *path);
 

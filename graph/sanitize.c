@@ -175,6 +175,21 @@ static enum wh_status add_folded(struct wh_model *dm, const char *name, const st
 	return st;
 }
 
+static void mark_outer(const struct wh_graph *main, const struct wh_graph *sg, bool *live);
+
+/* Marks the main-graph values that the subgraphs of node nd read by name. */
+static void mark_subgraphs(const struct wh_graph *main, const struct wh_node *nd, bool *live)
+{
+	for (uint32_t a = 0; a < nd->n_attrs; a++) {
+		const struct wh_attr *at = &nd->attrs[a];
+		if (at->type == WH_ATTR_GRAPH)
+			mark_outer(main, at->g, live);
+		else if (at->type == WH_ATTR_GRAPHS)
+			for (size_t i = 0; i < at->n; i++)
+				mark_outer(main, at->graphs[i], live);
+	}
+}
+
 /* Marks the main-graph values that a subgraph (and those nested in it) reads by name. */
 static void mark_outer(const struct wh_graph *main, const struct wh_graph *sg, bool *live)
 {
@@ -187,24 +202,13 @@ static void mark_outer(const struct wh_graph *main, const struct wh_graph *sg, b
 		if (id != WH_NONE)
 			live[id] = true;
 	}
-	for (uint32_t n = 0; n < sg->n_nodes; n++) {
-		const struct wh_node *nd = &sg->nodes[n];
-		for (uint32_t a = 0; a < nd->n_attrs; a++) {
-			const struct wh_attr *at = &nd->attrs[a];
-			if (at->type == WH_ATTR_GRAPH)
-				mark_outer(main, at->g, live);
-			else if (at->type == WH_ATTR_GRAPHS)
-				for (size_t i = 0; i < at->n; i++)
-					mark_outer(main, at->graphs[i], live);
-		}
-	}
+	for (uint32_t n = 0; n < sg->n_nodes; n++)
+		mark_subgraphs(main, &sg->nodes[n], live);
 }
 
 static bool foldable(const struct wh_graph *g, const struct wh_node *n, const struct wh_vstate *st, uint64_t max)
 {
 	if (!default_domain(n) || has_subgraph(n) || n->n_outputs == 0)
-		return false;
-	if (!strncmp(n->op_type, "Random", 6) || !strcmp(n->op_type, "Bernoulli") || !strcmp(n->op_type, "Multinomial"))
 		return false;
 	for (uint32_t k = 0; k < n->n_outputs; k++) {
 		uint32_t v = n->outputs[k];
@@ -252,7 +256,7 @@ enum wh_status wh_model_sanitize(const struct wh_model *m, const struct wh_sanit
 	}
 	if ((st = wh_graph_topo_order(g, order)) != WH_OK)
 		goto out;
-	if (fold && (st = wh_infer_run(m, max, false, &states)) != WH_OK)
+	if (fold && (st = wh_infer_run(m, max, false, opt->evaluate, &states)) != WH_OK)
 		goto out;
 
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
@@ -292,14 +296,7 @@ enum wh_status wh_model_sanitize(const struct wh_model *m, const struct wh_sanit
 		for (uint32_t k = 0; k < n->n_inputs; k++)
 			if (n->inputs[k] != WH_NONE)
 				live[n->inputs[k]] = true;
-		for (uint32_t a = 0; a < n->n_attrs; a++) {
-			const struct wh_attr *at = &n->attrs[a];
-			if (at->type == WH_ATTR_GRAPH)
-				mark_outer(g, at->g, live);
-			else if (at->type == WH_ATTR_GRAPHS)
-				for (size_t j = 0; j < at->n; j++)
-					mark_outer(g, at->graphs[j], live);
-		}
+		mark_subgraphs(g, n, live);
 	}
 
 	if ((st = wh_model_create_like(m, &dm)) != WH_OK)

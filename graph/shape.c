@@ -26,6 +26,7 @@ struct ictx {
 	int64_t opset;
 	uint64_t limit;
 	bool write_back;
+	wh_fold_fn eval; /* NULL: fold-eval.c's shape arithmetic */
 	const struct wh_node *n; /* node being inferred */
 	/* op types seen without a rule, reported once per run */
 	const char **unknown;
@@ -34,7 +35,7 @@ struct ictx {
 
 static enum wh_status infer_graph(const struct wh_model *m, const struct wh_graph *g, const struct ictx *parent,
 				  const struct wh_vstate *seeds, uint32_t n_seeds, uint64_t limit, bool write_back,
-				  const char **unknown, uint32_t *n_unknown, struct wh_vstate **out);
+				  wh_fold_fn eval, const char **unknown, uint32_t *n_unknown, struct wh_vstate **out);
 
 /* ---- small helpers ---- */
 
@@ -129,6 +130,13 @@ static struct wh_vstate *out_set(struct ictx *c, uint32_t k, enum wh_dtype dt, i
 	return o;
 }
 
+/* Output 0 of type dt and unknown rank, for a rule that can say no more. */
+static enum wh_status out_unknown(struct ictx *c, enum wh_dtype dt)
+{
+	out_set(c, 0, dt, -1);
+	return WH_OK;
+}
+
 static void dim_copy(struct wh_vstate *o, int32_t oi, const struct wh_vstate *s, int32_t si)
 {
 	o->dims[oi] = s->dims[si];
@@ -154,6 +162,15 @@ static void out_like(struct ictx *c, uint32_t k, const struct wh_vstate *s, enum
 		dim_copy(o, i, s, i);
 }
 
+/* Output 0 of type dt with the rank of x, or of y where x's is unknown (ops whose two
+ * inputs have one rank: input and weight, input and grid); NULL when neither is known. */
+static struct wh_vstate *out_rank_of_either(struct ictx *c, enum wh_dtype dt, const struct wh_vstate *x,
+					    const struct wh_vstate *y)
+{
+	struct wh_vstate *o = out_set(c, 0, dt, ranked(x) ? x->rank : (ranked(y) ? y->rank : -1));
+	return o && o->rank >= 0 ? o : NULL;
+}
+
 /* Output 0 = input 0's type and shape; returns it when that rank is known (for rules that
  * then change some dimensions), else NULL. */
 static struct wh_vstate *out_like_x(struct ictx *c)
@@ -176,7 +193,7 @@ static bool st_ints(const struct wh_vstate *s, int64_t *vals, uint32_t cap, uint
 	if (!s || !s->known || !wh_dtype_is_int(s->value.dtype) || s->value.rank > 1 || s->value.count > cap)
 		return false;
 	for (uint64_t i = 0; i < s->value.count; i++)
-		vals[i] = wh_fold_get_i(&s->value, i);
+		vals[i] = wh_tensor_get_i64(&s->value, i);
 	*n_out = (uint32_t)s->value.count;
 	return true;
 }
@@ -186,20 +203,8 @@ static bool st_floats(const struct wh_vstate *s, double *vals, uint32_t cap, uin
 	if (!s || !s->known || s->value.rank > 1 || s->value.count > cap)
 		return false;
 	for (uint64_t i = 0; i < s->value.count; i++)
-		vals[i] = wh_fold_get_f(&s->value, i);
+		vals[i] = wh_tensor_get_f64(&s->value, i);
 	*n_out = (uint32_t)s->value.count;
-	return true;
-}
-
-static bool attr_ints(const struct wh_node *n, const char *name, int64_t *vals, uint32_t cap, uint32_t *n_out)
-{
-	const int64_t *v;
-	int64_t cnt = wh_node_attr_ints(n, name, &v);
-	if (cnt < 0 || cnt > cap)
-		return false;
-	for (int64_t i = 0; i < cnt; i++)
-		vals[i] = v[i];
-	*n_out = (uint32_t)cnt;
 	return true;
 }
 
@@ -223,6 +228,14 @@ static bool norm_axis(int64_t axis, int32_t rank, int32_t *out)
 static enum wh_status bad_axis(struct ictx *c, int64_t axis, int32_t rank)
 {
 	return node_err(c, WH_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)axis, rank);
+}
+
+/* The node's axis attribute (dflt when absent) as an index below rank. */
+static enum wh_status attr_axis(struct ictx *c, int64_t dflt, int32_t rank, int32_t *axis_out)
+{
+	int64_t axis = wh_node_attr_int(c->n, "axis", dflt);
+	*axis_out = 0;
+	return norm_axis(axis, rank, axis_out) ? WH_OK : bad_axis(c, axis, rank);
 }
 
 /* Length of a 1-D input whose shape is static (for a Reshape target of unknown contents). */
@@ -250,7 +263,7 @@ static bool sym_of(const struct wh_vstate *s, struct wh_symvec *out)
 		out->scalar = t->rank == 0;
 		out->n = (int32_t)t->count;
 		for (int32_t i = 0; i < out->n; i++) {
-			out->v[i] = wh_fold_get_i(t, (uint64_t)i);
+			out->v[i] = wh_tensor_get_i64(t, (uint64_t)i);
 			out->p[i] = NULL;
 			out->k[i] = true;
 		}
@@ -348,8 +361,8 @@ static void infer_sym(struct ictx *c)
 			return;
 		bool ok;
 		if (c->opset < 10) {
-			ok = attr_ints(c->n, "starts", st, 1, &n1) && attr_ints(c->n, "ends", en, 1, &n2);
-			if (ok && !attr_ints(c->n, "axes", ax, 1, &n3))
+			ok = wh_fold_attr_ints(c->n, "starts", st, 1, &n1) && wh_fold_attr_ints(c->n, "ends", en, 1, &n2);
+			if (ok && !wh_fold_attr_ints(c->n, "axes", ax, 1, &n3))
 				n3 = 1;
 		} else {
 			ok = st_ints(IN(c, 1), st, 1, &n1) && st_ints(IN(c, 2), en, 1, &n2) &&
@@ -402,10 +415,8 @@ static enum wh_status broadcast(struct ictx *c, const struct wh_vstate *const *i
 {
 	int32_t rank = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		if (!ranked(ins[i])) {
-			out_set(c, 0, dt, -1);
-			return WH_OK;
-		}
+		if (!ranked(ins[i]))
+			return out_unknown(c, dt);
 		if (ins[i]->rank > rank)
 			rank = ins[i]->rank;
 	}
@@ -573,8 +584,14 @@ struct window {
 	bool ceil_mode;
 };
 
-static enum wh_status read_window(struct ictx *c, int32_t nsp, const struct wh_vstate *w, struct window *win)
+/* The window attributes of a node whose input has this rank (batch, channels, then the
+ * spatial dimensions); what names the operation in the error for a rank below 3. */
+static enum wh_status read_window(struct ictx *c, int32_t rank, const char *what, const struct wh_vstate *w,
+				  struct window *win)
 {
+	if (rank < 3)
+		return node_err(c, WH_ERR_SHAPE, "input has rank %d, %s needs at least 3", rank, what);
+	int32_t nsp = rank - 2;
 	uint32_t n;
 	win->nsp = nsp;
 	for (int32_t i = 0; i < nsp; i++) {
@@ -582,20 +599,20 @@ static enum wh_status read_window(struct ictx *c, int32_t nsp, const struct wh_v
 		win->strides[i] = win->dilations[i] = 1;
 		win->pads[i] = win->pads[nsp + i] = win->out_pad[i] = 0;
 	}
-	if (attr_ints(c->n, "kernel_shape", win->kernel, WH_MAX_RANK, &n)) {
+	if (wh_fold_attr_ints(c->n, "kernel_shape", win->kernel, WH_MAX_RANK, &n)) {
 		if ((int32_t)n != nsp)
 			return node_err(c, WH_ERR_SHAPE, "kernel_shape has %u values for %d spatial dimensions", n, nsp);
 	} else if (ranked(w) && w->rank == nsp + 2) {
 		for (int32_t i = 0; i < nsp; i++)
 			win->kernel[i] = w->dims[2 + i];
 	}
-	if (attr_ints(c->n, "strides", win->strides, WH_MAX_RANK, &n) && (int32_t)n != nsp)
+	if (wh_fold_attr_ints(c->n, "strides", win->strides, WH_MAX_RANK, &n) && (int32_t)n != nsp)
 		return node_err(c, WH_ERR_SHAPE, "strides has %u values for %d spatial dimensions", n, nsp);
-	if (attr_ints(c->n, "dilations", win->dilations, WH_MAX_RANK, &n) && (int32_t)n != nsp)
+	if (wh_fold_attr_ints(c->n, "dilations", win->dilations, WH_MAX_RANK, &n) && (int32_t)n != nsp)
 		return node_err(c, WH_ERR_SHAPE, "dilations has %u values for %d spatial dimensions", n, nsp);
-	if (attr_ints(c->n, "pads", win->pads, 2 * WH_MAX_RANK, &n) && (int32_t)n != 2 * nsp)
+	if (wh_fold_attr_ints(c->n, "pads", win->pads, 2 * WH_MAX_RANK, &n) && (int32_t)n != 2 * nsp)
 		return node_err(c, WH_ERR_SHAPE, "pads has %u values for %d spatial dimensions", n, nsp);
-	if (attr_ints(c->n, "output_padding", win->out_pad, WH_MAX_RANK, &n) && (int32_t)n != nsp)
+	if (wh_fold_attr_ints(c->n, "output_padding", win->out_pad, WH_MAX_RANK, &n) && (int32_t)n != nsp)
 		return node_err(c, WH_ERR_SHAPE, "output_padding has %u values for %d spatial dimensions", n, nsp);
 	for (int32_t i = 0; i < nsp; i++) {
 		if (win->strides[i] <= 0 || win->dilations[i] <= 0)
@@ -649,16 +666,16 @@ static enum wh_status window_out(struct ictx *c, const struct window *win, int32
 static enum wh_status r_conv_like(struct ictx *c, uint32_t xi, uint32_t wi, enum wh_dtype dt)
 {
 	const struct wh_vstate *x = IN(c, xi), *w = IN(c, wi);
-	int32_t rank = ranked(x) ? x->rank : (ranked(w) ? w->rank : -1);
-	struct wh_vstate *o = out_set(c, 0, dt, rank);
-	if (!o || rank < 0)
+	struct wh_vstate *o = out_rank_of_either(c, dt, x, w);
+	if (!o)
 		return WH_OK;
+	int32_t rank = o->rank;
 	if (rank < 3)
 		return node_err(c, WH_ERR_SHAPE, "input has rank %d, convolution needs at least 3", rank);
 	if (ranked(x) && ranked(w) && x->rank != w->rank)
 		return node_err(c, WH_ERR_SHAPE, "input rank %d and weight rank %d differ", x->rank, w->rank);
 	struct window win;
-	enum wh_status st = read_window(c, rank - 2, w, &win);
+	enum wh_status st = read_window(c, rank, "convolution", w, &win);
 	if (st != WH_OK)
 		return st;
 	if (ranked(x))
@@ -703,14 +720,12 @@ static enum wh_status r_qlinear_conv(struct ictx *c)
 static enum wh_status r_conv_transpose(struct ictx *c)
 {
 	const struct wh_vstate *x = IN(c, 0), *w = IN(c, 1);
-	int32_t rank = ranked(x) ? x->rank : (ranked(w) ? w->rank : -1);
-	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, rank);
-	if (!o || rank < 0)
+	struct wh_vstate *o = out_rank_of_either(c, x ? x->dtype : WH_DT_UNDEFINED, x, w);
+	if (!o)
 		return WH_OK;
-	if (rank < 3)
-		return node_err(c, WH_ERR_SHAPE, "input has rank %d, convolution needs at least 3", rank);
+	int32_t rank = o->rank;
 	struct window win;
-	enum wh_status st = read_window(c, rank - 2, w, &win);
+	enum wh_status st = read_window(c, rank, "convolution", w, &win);
 	if (st != WH_OK)
 		return st;
 	int64_t group = wh_node_attr_int(c->n, "group", 1);
@@ -724,7 +739,7 @@ static enum wh_status r_conv_transpose(struct ictx *c)
 	}
 	int64_t oshape[WH_MAX_RANK];
 	uint32_t nos = 0;
-	bool have_os = attr_ints(c->n, "output_shape", oshape, WH_MAX_RANK, &nos);
+	bool have_os = wh_fold_attr_ints(c->n, "output_shape", oshape, WH_MAX_RANK, &nos);
 	if (have_os && (int32_t)nos != win.nsp && (int32_t)nos != rank)
 		return node_err(c, WH_ERR_SHAPE, "output_shape has %u values for %d spatial dimensions", nos, win.nsp);
 	for (int32_t i = 0; i < win.nsp; i++) {
@@ -764,10 +779,8 @@ static enum wh_status r_pool(struct ictx *c)
 		out_set(c, 1, WH_DT_INT64, -1);
 		return WH_OK;
 	}
-	if (x->rank < 3)
-		return node_err(c, WH_ERR_SHAPE, "input has rank %d, pooling needs at least 3", x->rank);
 	struct window win;
-	enum wh_status st = read_window(c, x->rank - 2, NULL, &win);
+	enum wh_status st = read_window(c, x->rank, "pooling", NULL, &win);
 	if (st != WH_OK)
 		return st;
 	for (uint32_t k = 0; k < 2; k++) {
@@ -786,12 +799,8 @@ static enum wh_status r_pool(struct ictx *c)
 	return WH_OK;
 }
 
-static enum wh_status r_global_pool(struct ictx *c)
+static enum wh_status r_global_pool(struct ictx *c, const struct wh_vstate *x, struct wh_vstate *o)
 {
-	const struct wh_vstate *x = IN(c, 0);
-	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, x ? x->rank : -1);
-	if (!o || !ranked(x))
-		return WH_OK;
 	if (x->rank < 2)
 		return node_err(c, WH_ERR_SHAPE, "input has rank %d, pooling needs at least 2", x->rank);
 	dim_copy(o, 0, x, 0);
@@ -827,8 +836,9 @@ static enum wh_status r_layernorm(struct ictx *c)
 		if (!o || !ranked(x))
 			continue;
 		int32_t axis;
-		if (!norm_axis(wh_node_attr_int(c->n, "axis", -1), x->rank, &axis))
-			return bad_axis(c, wh_node_attr_int(c->n, "axis", -1), x->rank);
+		enum wh_status st = attr_axis(c, -1, x->rank, &axis);
+		if (st != WH_OK)
+			return st;
 		for (int32_t i = 0; i < x->rank; i++) {
 			if (i < axis)
 				dim_copy(o, i, x, i);
@@ -843,10 +853,8 @@ static enum wh_status r_layernorm(struct ictx *c)
 
 static enum wh_status matmul_shape(struct ictx *c, const struct wh_vstate *a, const struct wh_vstate *b, enum wh_dtype dt)
 {
-	if (!ranked(a) || !ranked(b)) {
-		out_set(c, 0, dt, -1);
-		return WH_OK;
-	}
+	if (!ranked(a) || !ranked(b))
+		return out_unknown(c, dt);
 	if (a->rank < 1 || b->rank < 1)
 		return node_err(c, WH_ERR_SHAPE, "matrix product of a scalar");
 	/* promote 1-D operands to matrices, broadcast the batch dims, then drop the promotion */
@@ -964,14 +972,8 @@ static enum wh_status r_shape(struct ictx *c)
 	struct wh_vstate *o = out_set(c, 0, WH_DT_INT64, 1);
 	if (!o || !ranked(x))
 		return WH_OK;
-	int64_t start = wh_node_attr_int(c->n, "start", 0), end = wh_node_attr_int(c->n, "end", x->rank);
-	if (start < 0)
-		start += x->rank;
-	if (end < 0)
-		end += x->rank;
-	start = start < 0 ? 0 : (start > x->rank ? x->rank : start);
-	end = end < 0 ? 0 : (end > x->rank ? x->rank : end);
-	int64_t len = end > start ? end - start : 0;
+	int64_t start, len;
+	wh_fold_shape_range(c->n, x->rank, &start, &len);
 	dim_set(o, 0, len);
 	for (int64_t i = 0; i < len; i++)
 		if (x->dims[start + i] < 0)
@@ -1005,7 +1007,7 @@ static enum wh_status r_reshape(struct ictx *c)
 	bool have;
 	if (c->opset < 5) {
 		uint32_t n = 0;
-		have = attr_ints(c->n, "shape", sv.v, WH_MAX_RANK, &n);
+		have = wh_fold_attr_ints(c->n, "shape", sv.v, WH_MAX_RANK, &n);
 		sv.n = (int32_t)n;
 		for (int32_t i = 0; i < sv.n; i++)
 			sv.k[i] = true;
@@ -1138,11 +1140,14 @@ static bool node_axes(struct ictx *c, int64_t from_opset, uint32_t input, int64_
 	if (wh_node_attr_ints(c->n, "axes", &v) < 0)
 		return true;
 	*given = true;
-	return attr_ints(c->n, "axes", axes, WH_MAX_RANK, n);
+	return wh_fold_attr_ints(c->n, "axes", axes, WH_MAX_RANK, n);
 }
 
-static enum wh_status r_squeeze(struct ictx *c)
+/* Squeeze drops axes of size 1 (every one of them when none are listed); Unsqueeze inserts
+ * axes of size 1. One mask over the longer of the two shapes marks those axes. */
+static enum wh_status r_squeeze_unsqueeze(struct ictx *c)
 {
+	bool squeeze = !strcmp(c->n->op_type, "Squeeze");
 	const struct wh_vstate *x = IN(c, 0);
 	enum wh_dtype dt = x ? x->dtype : WH_DT_UNDEFINED;
 	int64_t axes[WH_MAX_RANK];
@@ -1150,96 +1155,57 @@ static enum wh_status r_squeeze(struct ictx *c)
 	bool given, unknown;
 	if (!node_axes(c, 13, 1, axes, &n, &given, &unknown))
 		return node_err(c, WH_ERR_SHAPE, "too many axes");
-	if (!ranked(x)) {
-		out_set(c, 0, dt, -1);
-		return WH_OK;
-	}
-	if (unknown) {
-		out_set(c, 0, dt, static_len(IN(c, 1)) >= 0 ? x->rank - (int32_t)n : -1);
-		return WH_OK;
-	}
-	bool drop[WH_MAX_RANK] = {false};
-	if (!given) {
-		for (int32_t i = 0; i < x->rank; i++) {
-			if (x->dims[i] < 0) {
-				out_set(c, 0, dt, -1);
-				return WH_OK;
-			}
-			drop[i] = x->dims[i] == 1;
-		}
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		int32_t a;
-		if (!norm_axis(axes[i], x->rank, &a))
-			return bad_axis(c, axes[i], x->rank);
-		if (x->dims[a] >= 0 && x->dims[a] != 1)
-			return node_err(c, WH_ERR_SHAPE, "cannot squeeze axis %d of size %lld", a, (long long)x->dims[a]);
-		drop[a] = true;
-	}
-	int32_t r = 0;
-	for (int32_t i = 0; i < x->rank; i++)
-		r += !drop[i];
-	struct wh_vstate *o = out_set(c, 0, dt, r);
-	if (!o)
-		return WH_OK;
-	for (int32_t i = 0, k = 0; i < x->rank; i++)
-		if (!drop[i])
-			dim_copy(o, k++, x, i);
-	return WH_OK;
-}
-
-static enum wh_status r_unsqueeze(struct ictx *c)
-{
-	const struct wh_vstate *x = IN(c, 0);
-	enum wh_dtype dt = x ? x->dtype : WH_DT_UNDEFINED;
-	int64_t axes[WH_MAX_RANK];
-	uint32_t n;
-	bool given, unknown;
-	if (!node_axes(c, 13, 1, axes, &n, &given, &unknown))
-		return node_err(c, WH_ERR_SHAPE, "too many axes");
-	if (!ranked(x) || !given) {
-		out_set(c, 0, dt, -1);
-		return WH_OK;
-	}
-	int32_t r = x->rank + (int32_t)n;
+	if (!ranked(x) || (!squeeze && !given))
+		return out_unknown(c, dt);
+	int32_t r = squeeze ? x->rank - (int32_t)n : x->rank + (int32_t)n;
 	if (unknown) {
 		out_set(c, 0, dt, static_len(IN(c, 1)) >= 0 ? r : -1);
 		return WH_OK;
 	}
-	if (r > WH_MAX_RANK) {
-		out_set(c, 0, dt, -1);
-		return WH_OK;
+	int32_t full = squeeze ? x->rank : r;
+	if (full > WH_MAX_RANK)
+		return out_unknown(c, dt);
+	bool mark[WH_MAX_RANK] = {false};
+	for (int32_t i = 0; squeeze && !given && i < x->rank; i++) {
+		if (x->dims[i] < 0)
+			return out_unknown(c, dt);
+		mark[i] = x->dims[i] == 1;
 	}
-	bool ins[WH_MAX_RANK] = {false};
 	for (uint32_t i = 0; i < n; i++) {
 		int32_t a;
-		if (!norm_axis(axes[i], r, &a))
-			return bad_axis(c, axes[i], r);
-		if (ins[a])
+		if (!norm_axis(axes[i], full, &a))
+			return bad_axis(c, axes[i], full);
+		if (squeeze && x->dims[a] >= 0 && x->dims[a] != 1)
+			return node_err(c, WH_ERR_SHAPE, "cannot squeeze axis %d of size %lld", a, (long long)x->dims[a]);
+		if (!squeeze && mark[a])
 			return node_err(c, WH_ERR_SHAPE, "axis %d is listed twice", a);
-		ins[a] = true;
+		mark[a] = true;
+	}
+	if (squeeze) {
+		r = 0;
+		for (int32_t i = 0; i < full; i++)
+			r += !mark[i];
 	}
 	struct wh_vstate *o = out_set(c, 0, dt, r);
 	if (!o)
 		return WH_OK;
-	for (int32_t i = 0, k = 0; i < r; i++) {
-		if (ins[i])
+	/* k walks the shorter shape: the output's for Squeeze, the input's for Unsqueeze */
+	for (int32_t i = 0, k = 0; i < full; i++) {
+		if (squeeze && !mark[i])
+			dim_copy(o, k++, x, i);
+		else if (!squeeze && mark[i])
 			dim_set(o, i, 1);
-		else
+		else if (!squeeze)
 			dim_copy(o, i, x, k++);
 	}
 	return WH_OK;
 }
 
-static enum wh_status r_transpose(struct ictx *c)
+static enum wh_status r_transpose(struct ictx *c, const struct wh_vstate *x, struct wh_vstate *o)
 {
-	const struct wh_vstate *x = IN(c, 0);
-	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, x ? x->rank : -1);
-	if (!o || !ranked(x))
-		return WH_OK;
 	int64_t perm[WH_MAX_RANK];
 	uint32_t n;
-	if (!attr_ints(c->n, "perm", perm, WH_MAX_RANK, &n)) {
+	if (!wh_fold_attr_ints(c->n, "perm", perm, WH_MAX_RANK, &n)) {
 		n = (uint32_t)x->rank;
 		for (uint32_t i = 0; i < n; i++)
 			perm[i] = (int64_t)n - 1 - i;
@@ -1275,10 +1241,10 @@ static enum wh_status r_concat(struct ictx *c)
 	struct wh_vstate *o = out_set(c, 0, x0 ? x0->dtype : WH_DT_UNDEFINED, rank);
 	if (!o || rank < 0)
 		return WH_OK;
-	int64_t axis_attr = wh_node_attr_int(c->n, "axis", c->opset < 4 ? 1 : 0);
 	int32_t axis;
-	if (!norm_axis(axis_attr, rank, &axis))
-		return bad_axis(c, axis_attr, rank);
+	enum wh_status st = attr_axis(c, c->opset < 4 ? 1 : 0, rank, &axis);
+	if (st != WH_OK)
+		return st;
 	int64_t sum = 0;
 	bool sum_known = true;
 	for (uint32_t i = 0; i < c->n->n_inputs; i++) {
@@ -1321,10 +1287,10 @@ static enum wh_status r_split(struct ictx *c)
 		out_like(c, k, x, dt);
 	if (!ranked(x) || nout == 0)
 		return WH_OK;
-	int64_t axis_attr = wh_node_attr_int(c->n, "axis", 0);
 	int32_t axis;
-	if (!norm_axis(axis_attr, x->rank, &axis))
-		return bad_axis(c, axis_attr, x->rank);
+	enum wh_status st = attr_axis(c, 0, x->rank, &axis);
+	if (st != WH_OK)
+		return st;
 	int64_t split[256];
 	uint32_t ns = 0;
 	bool have = false;
@@ -1338,7 +1304,7 @@ static enum wh_status r_split(struct ictx *c)
 					dim_set(OUT(c, k), axis, -1);
 			return WH_OK;
 		}
-	} else if (c->opset < 13 && attr_ints(c->n, "split", split, 256, &ns)) {
+	} else if (c->opset < 13 && wh_fold_attr_ints(c->n, "split", split, 256, &ns)) {
 		have = true;
 	}
 	int64_t d = x->dims[axis];
@@ -1379,14 +1345,12 @@ static enum wh_status r_gather(struct ictx *c)
 {
 	const struct wh_vstate *x = IN(c, 0), *idx = IN(c, 1);
 	enum wh_dtype dt = x ? x->dtype : WH_DT_UNDEFINED;
-	if (!ranked(x) || !ranked(idx)) {
-		out_set(c, 0, dt, -1);
-		return WH_OK;
-	}
-	int64_t axis_attr = wh_node_attr_int(c->n, "axis", 0);
+	if (!ranked(x) || !ranked(idx))
+		return out_unknown(c, dt);
 	int32_t axis;
-	if (!norm_axis(axis_attr, x->rank, &axis))
-		return bad_axis(c, axis_attr, x->rank);
+	enum wh_status st = attr_axis(c, 0, x->rank, &axis);
+	if (st != WH_OK)
+		return st;
 	struct wh_vstate *o = out_set(c, 0, dt, x->rank - 1 + idx->rank);
 	if (!o || o->rank < 0)
 		return WH_OK;
@@ -1412,10 +1376,8 @@ static enum wh_status r_gather_nd(struct ictx *c)
 	const struct wh_vstate *x = IN(c, 0), *idx = IN(c, 1);
 	enum wh_dtype dt = x ? x->dtype : WH_DT_UNDEFINED;
 	int64_t b = wh_node_attr_int(c->n, "batch_dims", 0);
-	if (!ranked(x) || !ranked(idx) || idx->rank < 1 || idx->dims[idx->rank - 1] < 0) {
-		out_set(c, 0, dt, -1);
-		return WH_OK;
-	}
+	if (!ranked(x) || !ranked(idx) || idx->rank < 1 || idx->dims[idx->rank - 1] < 0)
+		return out_unknown(c, dt);
 	int64_t last = idx->dims[idx->rank - 1];
 	if (b < 0 || b > x->rank || last > x->rank - b)
 		return node_err(c, WH_ERR_SHAPE, "index depth %lld with batch_dims %lld exceeds the data rank %d",
@@ -1431,21 +1393,17 @@ static enum wh_status r_gather_nd(struct ictx *c)
 	return WH_OK;
 }
 
-static enum wh_status r_slice(struct ictx *c)
+static enum wh_status r_slice(struct ictx *c, const struct wh_vstate *x, struct wh_vstate *o)
 {
-	const struct wh_vstate *x = IN(c, 0);
-	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, x ? x->rank : -1);
-	if (!o || !ranked(x))
-		return WH_OK;
 	for (int32_t i = 0; i < x->rank; i++)
 		dim_copy(o, i, x, i);
 	int64_t starts[WH_MAX_RANK], ends[WH_MAX_RANK], axes[WH_MAX_RANK], steps[WH_MAX_RANK];
 	uint32_t ns = 0, ne = 0, na = 0, nst = 0;
 	bool axes_known = true, se_known;
 	if (c->opset < 10) {
-		se_known = attr_ints(c->n, "starts", starts, WH_MAX_RANK, &ns) &&
-			   attr_ints(c->n, "ends", ends, WH_MAX_RANK, &ne);
-		if (!attr_ints(c->n, "axes", axes, WH_MAX_RANK, &na))
+		se_known = wh_fold_attr_ints(c->n, "starts", starts, WH_MAX_RANK, &ns) &&
+			   wh_fold_attr_ints(c->n, "ends", ends, WH_MAX_RANK, &ne);
+		if (!wh_fold_attr_ints(c->n, "axes", axes, WH_MAX_RANK, &na))
 			na = 0;
 	} else {
 		se_known = st_ints(IN(c, 1), starts, WH_MAX_RANK, &ns) && st_ints(IN(c, 2), ends, WH_MAX_RANK, &ne);
@@ -1520,20 +1478,16 @@ static enum wh_status r_expand(struct ictx *c)
 		dim_set(&t, i, sv.v[i]);
 	}
 	const struct wh_vstate *ins[2] = {x, &t};
-	if (!x) {
-		out_set(c, 0, dt, -1);
-		return WH_OK;
-	}
+	if (!x)
+		return out_unknown(c, dt);
 	return broadcast(c, ins, 2, dt);
 }
 
-static enum wh_status r_tile(struct ictx *c)
+static enum wh_status r_tile(struct ictx *c, const struct wh_vstate *x, struct wh_vstate *o)
 {
-	const struct wh_vstate *x = IN(c, 0);
-	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, x ? x->rank : -1);
 	int64_t rep[WH_MAX_RANK];
 	uint32_t n;
-	if (!o || !ranked(x) || !st_ints(IN(c, 1), rep, WH_MAX_RANK, &n))
+	if (!st_ints(IN(c, 1), rep, WH_MAX_RANK, &n))
 		return WH_OK;
 	if ((int32_t)n != x->rank)
 		return node_err(c, WH_ERR_SHAPE, "repeats has %u values for rank %d", n, x->rank);
@@ -1556,17 +1510,13 @@ static enum wh_status r_tile(struct ictx *c)
 	return WH_OK;
 }
 
-static enum wh_status r_pad(struct ictx *c)
+static enum wh_status r_pad(struct ictx *c, const struct wh_vstate *x, struct wh_vstate *o)
 {
-	const struct wh_vstate *x = IN(c, 0);
-	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, x ? x->rank : -1);
-	if (!o || !ranked(x))
-		return WH_OK;
 	int64_t pads[2 * WH_MAX_RANK], axes[WH_MAX_RANK];
 	uint32_t np, na = 0;
 	bool have;
 	if (c->opset < 11)
-		have = attr_ints(c->n, c->opset < 2 ? "paddings" : "pads", pads, 2 * WH_MAX_RANK, &np);
+		have = wh_fold_attr_ints(c->n, c->opset < 2 ? "paddings" : "pads", pads, 2 * WH_MAX_RANK, &np);
 	else
 		have = st_ints(IN(c, 1), pads, 2 * WH_MAX_RANK, &np);
 	if (have && IN(c, 3) && !st_ints(IN(c, 3), axes, WH_MAX_RANK, &na))
@@ -1669,17 +1619,15 @@ static enum wh_status r_onehot(struct ictx *c)
 {
 	const struct wh_vstate *idx = IN(c, 0), *vals = IN(c, 2);
 	enum wh_dtype dt = vals ? vals->dtype : WH_DT_UNDEFINED;
-	if (!ranked(idx)) {
-		out_set(c, 0, dt, -1);
-		return WH_OK;
-	}
+	if (!ranked(idx))
+		return out_unknown(c, dt);
 	struct wh_vstate *o = out_set(c, 0, dt, idx->rank + 1);
 	if (!o || o->rank < 0)
 		return WH_OK;
-	int64_t axis_attr = wh_node_attr_int(c->n, "axis", -1);
 	int32_t axis;
-	if (!norm_axis(axis_attr, o->rank, &axis))
-		return bad_axis(c, axis_attr, o->rank);
+	enum wh_status st = attr_axis(c, -1, o->rank, &axis);
+	if (st != WH_OK)
+		return st;
 	for (int32_t i = 0, k = 0; i < o->rank; i++)
 		if (i != axis)
 			dim_copy(o, i, idx, k++);
@@ -1700,10 +1648,10 @@ static enum wh_status r_topk(struct ictx *c)
 	out_like(c, 1, x, WH_DT_INT64);
 	if (!ranked(x))
 		return WH_OK;
-	int64_t axis_attr = wh_node_attr_int(c->n, "axis", -1);
 	int32_t axis;
-	if (!norm_axis(axis_attr, x->rank, &axis))
-		return bad_axis(c, axis_attr, x->rank);
+	enum wh_status st = attr_axis(c, -1, x->rank, &axis);
+	if (st != WH_OK)
+		return st;
 	int64_t k = -1;
 	uint32_t n;
 	if (c->opset < 10) {
@@ -1724,14 +1672,12 @@ static enum wh_status r_argminmax(struct ictx *c)
 {
 	const struct wh_vstate *x = IN(c, 0);
 	bool keep = wh_node_attr_int(c->n, "keepdims", 1) != 0;
-	if (!ranked(x)) {
-		out_set(c, 0, WH_DT_INT64, -1);
-		return WH_OK;
-	}
-	int64_t axis_attr = wh_node_attr_int(c->n, "axis", 0);
+	if (!ranked(x))
+		return out_unknown(c, WH_DT_INT64);
 	int32_t axis;
-	if (!norm_axis(axis_attr, x->rank, &axis))
-		return bad_axis(c, axis_attr, x->rank);
+	enum wh_status st = attr_axis(c, 0, x->rank, &axis);
+	if (st != WH_OK)
+		return st;
 	struct wh_vstate *o = out_set(c, 0, WH_DT_INT64, keep ? x->rank : x->rank - 1);
 	if (!o)
 		return WH_OK;
@@ -1756,10 +1702,8 @@ static enum wh_status r_reduce(struct ictx *c)
 	bool given, unknown;
 	if (!node_axes(c, strcmp(c->n->op_type, "ReduceSum") ? 18 : 13, 1, axes, &n, &given, &unknown))
 		return node_err(c, WH_ERR_SHAPE, "too many axes");
-	if (!ranked(x)) {
-		out_set(c, 0, dt, -1);
-		return WH_OK;
-	}
+	if (!ranked(x))
+		return out_unknown(c, dt);
 	if (unknown) {
 		out_set(c, 0, dt, keep ? x->rank : -1);
 		return WH_OK;
@@ -1795,12 +1739,8 @@ static enum wh_status r_reduce(struct ictx *c)
 }
 
 /* Resize (opset 10: X, scales; 11+: X, roi, scales, sizes) and Upsample. */
-static enum wh_status r_resize(struct ictx *c)
+static enum wh_status r_resize(struct ictx *c, const struct wh_vstate *x, struct wh_vstate *o)
 {
-	const struct wh_vstate *x = IN(c, 0);
-	struct wh_vstate *o = out_like_x(c);
-	if (!o)
-		return WH_OK;
 	bool upsample = !strcmp(c->n->op_type, "Upsample");
 	double scales[WH_MAX_RANK];
 	int64_t sizes[WH_MAX_RANK], axes[WH_MAX_RANK];
@@ -1831,7 +1771,7 @@ static enum wh_status r_resize(struct ictx *c)
 			dim_set(o, i, -1);
 		return WH_OK;
 	}
-	if (!attr_ints(c->n, "axes", axes, WH_MAX_RANK, &na))
+	if (!wh_fold_attr_ints(c->n, "axes", axes, WH_MAX_RANK, &na))
 		na = 0;
 	uint32_t cnt = have_sizes ? nsz : nsc;
 	if ((na && cnt != na) || (!na && (int32_t)cnt != x->rank))
@@ -1889,12 +1829,8 @@ static enum wh_status r_resize(struct ictx *c)
 	return WH_OK;
 }
 
-static enum wh_status r_depth_space(struct ictx *c)
+static enum wh_status r_depth_space(struct ictx *c, const struct wh_vstate *x, struct wh_vstate *o)
 {
-	const struct wh_vstate *x = IN(c, 0);
-	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, x ? x->rank : -1);
-	if (!o || !ranked(x))
-		return WH_OK;
 	if (x->rank != 4)
 		return node_err(c, WH_ERR_SHAPE, "input has rank %d, 4 needed", x->rank);
 	int64_t b = wh_node_attr_int(c->n, "blocksize", 0);
@@ -2043,10 +1979,8 @@ static enum wh_status r_random(struct ictx *c)
 	int64_t shape[WH_MAX_RANK];
 	uint32_t n;
 	enum wh_dtype t = wh_dtype_valid((int)dt) ? (enum wh_dtype)dt : WH_DT_UNDEFINED;
-	if (!attr_ints(c->n, "shape", shape, WH_MAX_RANK, &n)) {
-		out_set(c, 0, t, -1);
-		return WH_OK;
-	}
+	if (!wh_fold_attr_ints(c->n, "shape", shape, WH_MAX_RANK, &n))
+		return out_unknown(c, t);
 	struct wh_vstate *o = out_set(c, 0, t, (int32_t)n);
 	for (uint32_t i = 0; o && i < n; i++)
 		dim_set(o, (int32_t)i, shape[i]);
@@ -2099,28 +2033,13 @@ static enum wh_status r_rnn(struct ictx *c)
 	return WH_OK;
 }
 
-static enum wh_status r_roialign(struct ictx *c)
-{
-	const struct wh_vstate *x = IN(c, 0), *rois = IN(c, 1);
-	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, 4);
-	if (!o)
-		return WH_OK;
-	if (ranked(rois) && rois->rank == 2)
-		dim_copy(o, 0, rois, 0);
-	if (ranked(x) && x->rank == 4)
-		dim_copy(o, 1, x, 1);
-	dim_set(o, 2, wh_node_attr_int(c->n, "output_height", 1));
-	dim_set(o, 3, wh_node_attr_int(c->n, "output_width", 1));
-	return WH_OK;
-}
-
 static enum wh_status r_grid_sample(struct ictx *c)
 {
 	const struct wh_vstate *x = IN(c, 0), *grid = IN(c, 1);
-	int32_t rank = ranked(x) ? x->rank : (ranked(grid) ? grid->rank : -1);
-	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, rank);
-	if (!o || rank < 3)
+	struct wh_vstate *o = out_rank_of_either(c, x ? x->dtype : WH_DT_UNDEFINED, x, grid);
+	if (!o || o->rank < 3)
 		return WH_OK;
+	int32_t rank = o->rank;
 	if (ranked(x))
 		dim_copy(o, 0, x, 0), dim_copy(o, 1, x, 1);
 	if (ranked(grid) && grid->rank == rank)
@@ -2132,10 +2051,8 @@ static enum wh_status r_grid_sample(struct ictx *c)
 static enum wh_status r_det(struct ictx *c)
 {
 	const struct wh_vstate *x = IN(c, 0);
-	if (!ranked(x) || x->rank < 2) {
-		out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, -1);
-		return WH_OK;
-	}
+	if (!ranked(x) || x->rank < 2)
+		return out_unknown(c, x ? x->dtype : WH_DT_UNDEFINED);
 	struct wh_vstate *o = out_set(c, 0, x->dtype, x->rank - 2);
 	for (int32_t i = 0; o && i < x->rank - 2; i++)
 		dim_copy(o, i, x, i);
@@ -2157,7 +2074,7 @@ static enum wh_status sub_infer(struct ictx *c, const struct wh_graph *g, const 
 	*out = NULL;
 	if (!g)
 		return WH_OK;
-	return infer_graph(c->m, g, c, seeds, n_seeds, c->limit, c->write_back, c->unknown, c->n_unknown, out);
+	return infer_graph(c->m, g, c, seeds, n_seeds, c->limit, c->write_back, c->eval, c->unknown, c->n_unknown, out);
 }
 
 static void merge_into(struct wh_vstate *o, const struct wh_vstate *b)
@@ -2197,7 +2114,7 @@ static enum wh_status r_if(struct ictx *c)
 	const struct wh_vstate *cond = IN(c, 0);
 	int which = -1;
 	if (cond && cond->known && cond->value.count == 1)
-		which = wh_fold_get_i(&cond->value, 0) ? 0 : 1;
+		which = wh_tensor_get_i64(&cond->value, 0) ? 0 : 1;
 	for (uint32_t k = 0; k < c->n->n_outputs; k++) {
 		struct wh_vstate *o = out_set(c, k, WH_DT_UNDEFINED, -1);
 		if (!o)
@@ -2294,9 +2211,9 @@ static enum wh_status r_scan(struct ictx *c)
 	uint32_t n_state = c->n->n_inputs - (uint32_t)m;
 	int64_t in_axes[64], out_axes[64];
 	uint32_t n_in_axes = 0, n_out_axes = 0;
-	if (!attr_ints(c->n, "scan_input_axes", in_axes, 64, &n_in_axes))
+	if (!wh_fold_attr_ints(c->n, "scan_input_axes", in_axes, 64, &n_in_axes))
 		n_in_axes = 0;
-	if (!attr_ints(c->n, "scan_output_axes", out_axes, 64, &n_out_axes))
+	if (!wh_fold_attr_ints(c->n, "scan_output_axes", out_axes, 64, &n_out_axes))
 		n_out_axes = 0;
 	struct wh_vstate seeds[64];
 	memset(seeds, 0, sizeof seeds);
@@ -2579,10 +2496,8 @@ static enum wh_status r_affine_grid(struct ictx *c)
 	bool known = st_ints(IN(c, 1), sz, 5, &n);
 	int64_t len = known ? n : static_len(IN(c, 1));
 	enum wh_dtype dt = theta ? theta->dtype : WH_DT_UNDEFINED;
-	if (len != 4 && len != 5) {
-		out_set(c, 0, dt, -1);
-		return WH_OK;
-	}
+	if (len != 4 && len != 5)
+		return out_unknown(c, dt);
 	struct wh_vstate *o = out_set(c, 0, dt, (int32_t)len);
 	if (!o)
 		return WH_OK;
@@ -2622,20 +2537,24 @@ static enum wh_status r_col2im(struct ictx *c)
 	return WH_OK;
 }
 
-/* MaxRoiPool(X [N, C, H, W], rois [R, 5]) -> [R, C, pooled_shape]. */
-static enum wh_status r_max_roi_pool(struct ictx *c)
+/* RoiAlign and MaxRoiPool (X [N, C, H, W], rois [R, ...]) -> [R, C, h, w], the output size
+ * (h, w) from output_height and output_width (RoiAlign) or pooled_shape (MaxRoiPool). */
+static enum wh_status r_roi_pool(struct ictx *c)
 {
 	const struct wh_vstate *x = IN(c, 0), *rois = IN(c, 1);
 	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, 4);
-	int64_t ps[2];
-	uint32_t n;
 	if (!o)
 		return WH_OK;
 	if (ranked(rois) && rois->rank == 2)
 		dim_copy(o, 0, rois, 0);
 	if (ranked(x) && x->rank == 4)
 		dim_copy(o, 1, x, 1);
-	if (attr_ints(c->n, "pooled_shape", ps, 2, &n) && n == 2) {
+	int64_t ps[2];
+	uint32_t n;
+	if (!strcmp(c->n->op_type, "RoiAlign")) {
+		dim_set(o, 2, wh_node_attr_int(c->n, "output_height", 1));
+		dim_set(o, 3, wh_node_attr_int(c->n, "output_width", 1));
+	} else if (wh_fold_attr_ints(c->n, "pooled_shape", ps, 2, &n) && n == 2) {
 		dim_set(o, 2, ps[0]);
 		dim_set(o, 3, ps[1]);
 	}
@@ -2661,10 +2580,8 @@ static enum wh_status r_max_unpool(struct ictx *c)
 	struct wh_vstate *o = out_set(c, 0, dt, ranked(x) ? x->rank : -1);
 	if (!o || !ranked(x))
 		return WH_OK;
-	if (x->rank < 3)
-		return node_err(c, WH_ERR_SHAPE, "input has rank %d, unpooling needs at least 3", x->rank);
 	struct window win;
-	enum wh_status st = read_window(c, x->rank - 2, NULL, &win);
+	enum wh_status st = read_window(c, x->rank, "unpooling", NULL, &win);
 	if (st != WH_OK)
 		return st;
 	dim_copy(o, 0, x, 0);
@@ -2934,15 +2851,11 @@ static enum wh_status r_optimizer(struct ictx *c)
 }
 
 /* CenterCropPad(input, shape): the listed axes (all by default) take shape's values. */
-static enum wh_status r_center_crop_pad(struct ictx *c)
+static enum wh_status r_center_crop_pad(struct ictx *c, const struct wh_vstate *x, struct wh_vstate *o)
 {
-	const struct wh_vstate *x = IN(c, 0);
-	struct wh_vstate *o = out_like_x(c);
-	if (!o)
-		return WH_OK;
 	int64_t axes[WH_MAX_RANK], shape[WH_MAX_RANK];
 	uint32_t na = 0, nsh = 0;
-	if (!attr_ints(c->n, "axes", axes, WH_MAX_RANK, &na)) {
+	if (!wh_fold_attr_ints(c->n, "axes", axes, WH_MAX_RANK, &na)) {
 		na = (uint32_t)x->rank;
 		for (uint32_t i = 0; i < na; i++)
 			axes[i] = i;
@@ -2972,8 +2885,7 @@ static enum wh_status r_sequence_map(struct ictx *c)
  * so its output stays untyped rather than be declared a plain tensor. */
 static enum wh_status r_optional(struct ictx *c)
 {
-	out_set(c, 0, WH_DT_UNDEFINED, -1);
-	return WH_OK;
+	return out_unknown(c, WH_DT_UNDEFINED);
 }
 
 static enum wh_status r_optional_has_element(struct ictx *c)
@@ -2985,10 +2897,20 @@ static enum wh_status r_optional_has_element(struct ictx *c)
 /* ---- dispatch ---- */
 
 typedef enum wh_status (*rule_fn)(struct ictx *c);
+/* A rule whose output 0 keeps input 0's type and rank: the dispatcher sets that output up
+ * (run_rule) and calls it only when x's rank is known. on_x rules get the dimensions
+ * unknown, like_x rules get x's, to change some of them. */
+typedef enum wh_status (*x_rule_fn)(struct ictx *c, const struct wh_vstate *x, struct wh_vstate *o);
+
+struct rule {
+	rule_fn fn;
+	x_rule_fn on_x, like_x;
+};
 
 static const struct {
 	const char *op;
 	rule_fn fn;
+	x_rule_fn on_x, like_x;
 } rules[] = {
 	/* elementwise, same shape */
 	{"Abs", r_unary}, {"Neg", r_unary}, {"Floor", r_unary}, {"Ceil", r_unary}, {"Round", r_unary},
@@ -3022,40 +2944,40 @@ static const struct {
 	/* windows */
 	{"Conv", r_conv}, {"ConvInteger", r_conv_integer}, {"QLinearConv", r_qlinear_conv},
 	{"ConvTranspose", r_conv_transpose}, {"AveragePool", r_pool}, {"MaxPool", r_pool},
-	{"LpPool", r_pool}, {"GlobalAveragePool", r_global_pool}, {"GlobalMaxPool", r_global_pool},
-	{"GlobalLpPool", r_global_pool},
+	{"LpPool", r_pool}, {"GlobalAveragePool", .on_x = r_global_pool}, {"GlobalMaxPool", .on_x = r_global_pool},
+	{"GlobalLpPool", .on_x = r_global_pool},
 	/* normalisation, products */
 	{"BatchNormalization", r_batchnorm}, {"LayerNormalization", r_layernorm},
 	{"MatMul", r_matmul}, {"MatMulInteger", r_matmul_integer}, {"QLinearMatMul", r_qlinear_matmul},
 	{"Gemm", r_gemm},
 	/* shapes */
 	{"Shape", r_shape}, {"Size", r_size}, {"Reshape", r_reshape}, {"Flatten", r_flatten},
-	{"Squeeze", r_squeeze}, {"Unsqueeze", r_unsqueeze}, {"Transpose", r_transpose}, {"Concat", r_concat},
+	{"Squeeze", r_squeeze_unsqueeze}, {"Unsqueeze", r_squeeze_unsqueeze}, {"Transpose", .on_x = r_transpose}, {"Concat", r_concat},
 	{"Split", r_split}, {"Gather", r_gather}, {"GatherElements", r_gather_elements},
-	{"GatherND", r_gather_nd}, {"Slice", r_slice}, {"Expand", r_expand}, {"Tile", r_tile}, {"Pad", r_pad},
+	{"GatherND", r_gather_nd}, {"Slice", .on_x = r_slice}, {"Expand", r_expand}, {"Tile", .on_x = r_tile}, {"Pad", .on_x = r_pad},
 	{"ConstantOfShape", r_constant_of_shape}, {"Range", r_range}, {"EyeLike", r_like_dtype},
 	{"OneHot", r_onehot}, {"TopK", r_topk}, {"ArgMax", r_argminmax}, {"ArgMin", r_argminmax},
 	{"ReduceSum", r_reduce}, {"ReduceMean", r_reduce}, {"ReduceMax", r_reduce}, {"ReduceMin", r_reduce},
 	{"ReduceProd", r_reduce}, {"ReduceL1", r_reduce}, {"ReduceL2", r_reduce},
 	{"ReduceSumSquare", r_reduce}, {"ReduceLogSum", r_reduce}, {"ReduceLogSumExp", r_reduce},
-	{"Resize", r_resize}, {"Upsample", r_resize}, {"DepthToSpace", r_depth_space},
-	{"SpaceToDepth", r_depth_space}, {"Constant", r_constant}, {"NonZero", r_nonzero},
+	{"Resize", .like_x = r_resize}, {"Upsample", .like_x = r_resize}, {"DepthToSpace", .on_x = r_depth_space},
+	{"SpaceToDepth", .on_x = r_depth_space}, {"Constant", r_constant}, {"NonZero", r_nonzero},
 	{"NonMaxSuppression", r_nms}, {"Compress", r_compress}, {"Unique", r_unique},
 	{"QuantizeLinear", r_quantize}, {"DequantizeLinear", r_dequantize},
 	{"DynamicQuantizeLinear", r_dyn_quantize}, {"RandomNormal", r_random}, {"RandomUniform", r_random},
 	{"RandomNormalLike", r_like_dtype}, {"RandomUniformLike", r_like_dtype},
 	{"Bernoulli", r_like_dtype}, {"Multinomial", r_multinomial}, {"LSTM", r_rnn}, {"GRU", r_rnn},
-	{"RNN", r_rnn}, {"RoiAlign", r_roialign}, {"GridSample", r_grid_sample}, {"Det", r_det},
+	{"RNN", r_rnn}, {"RoiAlign", r_roi_pool}, {"GridSample", r_grid_sample}, {"Det", r_det},
 	{"If", r_if}, {"Loop", r_loop}, {"Scan", r_scan},
 	/* transformer, signal, string ops */
 	{"Attention", r_attention}, {"LinearAttention", r_linear_attention},
 	{"CausalConvWithState", r_causal_conv_state}, {"SwiGLU", r_unary}, {"Einsum", r_einsum},
 	{"DFT", r_dft}, {"STFT", r_stft}, {"HannWindow", r_window_fn}, {"HammingWindow", r_window_fn},
 	{"BlackmanWindow", r_window_fn}, {"MelWeightMatrix", r_mel_weight}, {"AffineGrid", r_affine_grid},
-	{"Col2Im", r_col2im}, {"DeformConv", r_conv}, {"MaxRoiPool", r_max_roi_pool}, {"MaxUnpool", r_max_unpool},
+	{"Col2Im", r_col2im}, {"DeformConv", r_conv}, {"MaxRoiPool", r_roi_pool}, {"MaxUnpool", r_max_unpool},
 	{"NegativeLogLikelihoodLoss", r_loss}, {"SoftmaxCrossEntropyLoss", r_loss}, {"StringConcat", r_arith},
 	{"StringSplit", r_string_split}, {"StringNormalizer", r_string_normalizer}, {"TfIdfVectorizer", r_tfidf},
-	{"CenterCropPad", r_center_crop_pad}, {"SequenceMap", r_sequence_map}, {"Optional", r_optional},
+	{"CenterCropPad", .like_x = r_center_crop_pad}, {"SequenceMap", r_sequence_map}, {"Optional", r_optional},
 	{"OptionalHasElement", r_optional_has_element}, {"OptionalGetElement", r_unary} /* the value held passes through */,
 };
 
@@ -3075,29 +2997,40 @@ static bool is_default_domain(const char *d)
 	return !d || !*d || !strcmp(d, "ai.onnx");
 }
 
-static rule_fn find_rule(const char *domain, const char *op)
+/* The rule of an op; false when it has none. */
+static bool find_rule(const char *domain, const char *op, struct rule *out)
 {
 	if (is_default_domain(domain)) {
 		for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
-			if (!strcmp(rules[i].op, op))
-				return rules[i].fn;
-		return NULL;
+			if (!strcmp(rules[i].op, op)) {
+				*out = (struct rule){rules[i].fn, rules[i].on_x, rules[i].like_x};
+				return true;
+			}
+		return false;
 	}
 	for (size_t i = 0; i < sizeof domain_rules / sizeof domain_rules[0]; i++)
-		if (!strcmp(domain_rules[i].domain, domain) && !strcmp(domain_rules[i].op, op))
-			return domain_rules[i].fn;
-	return NULL;
+		if (!strcmp(domain_rules[i].domain, domain) && !strcmp(domain_rules[i].op, op)) {
+			*out = (struct rule){domain_rules[i].fn, NULL, NULL};
+			return true;
+		}
+	return false;
 }
 
 bool wh_shape_has_rule(const char *domain, const char *op_type)
 {
-	return find_rule(domain, op_type) != NULL;
+	struct rule r;
+	return find_rule(domain, op_type, &r);
 }
 
-/* Ops whose results differ from run to run: never evaluated at inference time. */
-static bool is_random(const char *op)
+static enum wh_status run_rule(struct ictx *c, const struct rule *r)
 {
-	return !strncmp(op, "Random", 6) || !strcmp(op, "Bernoulli") || !strcmp(op, "Multinomial");
+	if (r->fn)
+		return r->fn(c);
+	const struct wh_vstate *x = IN(c, 0);
+	struct wh_vstate *o = r->like_x ? out_like_x(c) : out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, x ? x->rank : -1);
+	if (!o || !ranked(x))
+		return WH_OK;
+	return r->like_x ? r->like_x(c, x, o) : r->on_x(c, x, o);
 }
 
 static bool default_domain(const struct wh_node *n)
@@ -3117,61 +3050,120 @@ static void note_unknown(struct ictx *c)
 	}
 }
 
-/* Tries to compute the node's outputs from known inputs. */
-static enum wh_status try_eval(struct ictx *c, bool *done)
+enum { EVAL_MAX_INPUTS = 64, EVAL_MAX_OUTPUTS = 16 };
+
+/* The node's inputs as constant tensors (ins[i] NULL for an omitted input); false when one is
+ * not known. Shape and Size read only the shape: an input of static shape but unknown
+ * contents stands in as a tensor without data (*shape_only_out). */
+static bool eval_inputs(struct ictx *c, struct wh_tensor *store, const struct wh_tensor **ins, bool *shape_only_out)
 {
 	const struct wh_node *n = c->n;
-	*done = false;
-	if (!default_domain(n) || is_random(n->op_type) || n->n_outputs == 0 || n->n_inputs > 64)
-		return WH_OK;
+	*shape_only_out = false;
+	if (!default_domain(n) || n->n_outputs == 0 || n->n_outputs > EVAL_MAX_OUTPUTS || n->n_inputs > EVAL_MAX_INPUTS)
+		return false;
 	for (uint32_t a = 0; a < n->n_attrs; a++)
 		if (n->attrs[a].type == WH_ATTR_GRAPH || n->attrs[a].type == WH_ATTR_GRAPHS)
-			return WH_OK;
-	struct wh_tensor ins[64], outs[16];
-	if (n->n_outputs > 16)
-		return WH_OK;
+			return false;
+	bool shape_op = !strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size");
 	for (uint32_t i = 0; i < n->n_inputs; i++) {
 		const struct wh_vstate *s = IN(c, i);
-		if (!s) {
-			wh_tensor_init(&ins[i]);
+		ins[i] = NULL;
+		if (!s)
+			continue;
+		if (s->known) {
+			ins[i] = &s->value;
 			continue;
 		}
-		bool shape_only = (!strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size")) && all_static(s);
-		if (!s->known && !shape_only)
-			return WH_OK;
-		if (s->known) {
-			ins[i] = s->value;
-		} else {
-			/* only the shape is read */
-			wh_tensor_init(&ins[i]);
-			ins[i].dtype = s->dtype ? s->dtype : WH_DT_FLOAT;
-			ins[i].rank = s->rank;
-			memcpy(ins[i].dims, s->dims, sizeof ins[i].dims);
-			if (!wh_shape_count(ins[i].dims, ins[i].rank, &ins[i].count))
-				return WH_OK;
-		}
+		if (!shape_op || !all_static(s))
+			return false;
+		/* only the shape is read */
+		struct wh_tensor *t = &store[i];
+		wh_tensor_init(t);
+		t->dtype = s->dtype ? s->dtype : WH_DT_FLOAT;
+		t->rank = s->rank;
+		memcpy(t->dims, s->dims, sizeof t->dims);
+		if (!wh_shape_count(t->dims, t->rank, &t->count))
+			return false;
+		ins[i] = t;
+		*shape_only_out = true;
 	}
+	return true;
+}
+
+/* Whether the outputs the rule inferred are static and within the limit, so that an evaluator
+ * that allocates its own outputs (the executor's kernels) may run. Ops whose output size
+ * depends on the values are bounded by their inputs' size instead. */
+static bool eval_bounded(struct ictx *c, const struct wh_tensor *const *ins)
+{
+	const struct wh_node *n = c->n;
+	bool all = true;
+	for (uint32_t k = 0; k < n->n_outputs; k++) {
+		const struct wh_vstate *o = OUT(c, k);
+		uint64_t count;
+		if (o && (o->seq || !all_static(o) || !wh_shape_count(o->dims, o->rank, &count) || count > c->limit))
+			all = false;
+	}
+	if (all)
+		return true;
+	if (strcmp(n->op_type, "NonZero") && strcmp(n->op_type, "Unique") && strcmp(n->op_type, "Compress"))
+		return false;
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < n->n_inputs; i++)
+		if (ins[i])
+			total += ins[i]->count * (uint64_t)(ins[i]->rank > 0 ? ins[i]->rank : 1);
+	return total <= c->limit;
+}
+
+/* Stores evaluated outputs as the node's known values: numeric tensors within the limit only
+ * (anything else leaves the rule's result). Takes the outputs. */
+static void eval_store(struct ictx *c, struct wh_tensor *outs, bool *done)
+{
+	const struct wh_node *n = c->n;
+	for (uint32_t k = 0; *done && k < n->n_outputs; k++)
+		if (OUT(c, k) && (!wh_value_is_tensor(&outs[k]) || !wh_fold_dtype_ok(outs[k].dtype) || outs[k].count > c->limit))
+			*done = false;
+	for (uint32_t k = 0; *done && k < n->n_outputs; k++) {
+		struct wh_vstate *o = OUT(c, k);
+		if (!o)
+			continue;
+		st_clear_value(o);
+		o->sym.valid = false;
+		o->seq = false;
+		o->dtype = outs[k].dtype;
+		o->rank = outs[k].rank;
+		for (int32_t i = 0; i < WH_MAX_RANK; i++) {
+			o->dims[i] = i < outs[k].rank ? outs[k].dims[i] : -1;
+			o->params[i] = NULL;
+		}
+		o->value = outs[k];
+		o->known = true;
+		wh_tensor_init(&outs[k]);
+	}
+}
+
+/* Computes the node's outputs from known inputs. Without an evaluator, before the shape rule
+ * (fold-eval.c bounds its outputs itself); with one, after it (after_rule), when the rule has
+ * bounded the outputs. Constant, and Shape and Size of an input without contents, are shape
+ * inference's own (fold-eval.c) in both cases. */
+static enum wh_status try_eval(struct ictx *c, bool after_rule, bool *done)
+{
+	const struct wh_node *n = c->n;
+	struct wh_tensor store[EVAL_MAX_INPUTS], outs[EVAL_MAX_OUTPUTS];
+	const struct wh_tensor *ins[EVAL_MAX_INPUTS];
+	bool shape_only;
+	*done = false;
+	if (!eval_inputs(c, store, ins, &shape_only))
+		return WH_OK;
+	/* a Constant's value is its attribute: nothing to compute */
+	bool own = !c->eval || shape_only || !strcmp(n->op_type, "Constant");
+	if (own == after_rule || (after_rule && !eval_bounded(c, ins)))
+		return WH_OK;
 	for (uint32_t k = 0; k < n->n_outputs; k++)
 		wh_tensor_init(&outs[k]);
-	enum wh_status st = wh_fold_eval(n, c->opset, ins, outs, c->limit, done);
-	if (st == WH_OK && *done) {
-		for (uint32_t k = 0; k < n->n_outputs; k++) {
-			struct wh_vstate *o = OUT(c, k);
-			if (!o)
-				continue;
-			st_clear_value(o);
-			o->sym.valid = false;
-			o->dtype = outs[k].dtype;
-			o->rank = outs[k].rank;
-			for (int32_t i = 0; i < WH_MAX_RANK; i++) {
-				o->dims[i] = i < outs[k].rank ? outs[k].dims[i] : -1;
-				o->params[i] = NULL;
-			}
-			o->value = outs[k];
-			o->known = true;
-			wh_tensor_init(&outs[k]);
-		}
-	}
+	enum wh_status st = own ? wh_fold_eval(n, c->opset, ins, outs, c->limit, done)
+				: c->eval(c->m, c->g, n, c->opset, ins, outs, done);
+	if (st == WH_OK && *done)
+		eval_store(c, outs, done);
 	for (uint32_t k = 0; k < n->n_outputs; k++)
 		wh_tensor_release(&outs[k]);
 	return st;
@@ -3215,15 +3207,17 @@ static enum wh_status infer_node(struct ictx *c)
 {
 	const struct wh_node *n = c->n;
 	bool done = false;
-	enum wh_status st = try_eval(c, &done);
+	enum wh_status st = try_eval(c, false, &done);
 	if (st != WH_OK)
 		return st;
 	if (!done) {
-		rule_fn fn = find_rule(n->domain, n->op_type);
-		if (fn) {
-			if ((st = fn(c)) != WH_OK)
+		struct rule r;
+		if (find_rule(n->domain, n->op_type, &r)) {
+			if ((st = run_rule(c, &r)) != WH_OK)
 				return st;
 			infer_sym(c);
+			if ((st = try_eval(c, true, &done)) != WH_OK)
+				return st;
 		} else {
 			note_unknown(c);
 		}
@@ -3319,7 +3313,7 @@ static enum wh_status write_back(const struct wh_graph *cg, const struct wh_vsta
 
 static enum wh_status infer_graph(const struct wh_model *m, const struct wh_graph *g, const struct ictx *parent,
 				  const struct wh_vstate *seeds, uint32_t n_seeds, uint64_t limit, bool wb,
-				  const char **unknown, uint32_t *n_unknown, struct wh_vstate **out)
+				  wh_fold_fn eval, const char **unknown, uint32_t *n_unknown, struct wh_vstate **out)
 {
 	*out = NULL;
 	enum wh_status st = WH_OK;
@@ -3373,7 +3367,7 @@ static enum wh_status infer_graph(const struct wh_model *m, const struct wh_grap
 		goto out;
 	struct ictx c = {
 		.m = m, .g = g, .st = s, .parent = parent, .opset = wh_model_opset(m, ""), .limit = limit,
-		.write_back = wb, .unknown = unknown, .n_unknown = n_unknown,
+		.write_back = wb, .eval = eval, .unknown = unknown, .n_unknown = n_unknown,
 	};
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
 		c.n = &g->nodes[order[i]];
@@ -3401,14 +3395,14 @@ void wh_infer_states_free(struct wh_vstate *s, uint32_t n)
 	free(s);
 }
 
-enum wh_status wh_infer_run(const struct wh_model *m, uint64_t max_value_elements, bool wb,
+enum wh_status wh_infer_run(const struct wh_model *m, uint64_t max_value_elements, bool wb, wh_fold_fn eval,
 			    struct wh_vstate **states_out)
 {
 	const char *unknown[WH_MAX_UNKNOWN_OPS];
 	uint32_t n_unknown = 0;
 	*states_out = NULL;
 	struct wh_vstate *s;
-	enum wh_status st = infer_graph(m, m->graph, NULL, NULL, 0, max_value_elements, wb, unknown, &n_unknown, &s);
+	enum wh_status st = infer_graph(m, m->graph, NULL, NULL, 0, max_value_elements, wb, eval, unknown, &n_unknown, &s);
 	if (st != WH_OK)
 		return st;
 	if (wb && (st = write_back(m->graph, s)) != WH_OK) {
@@ -3423,8 +3417,13 @@ enum wh_status wh_infer_run(const struct wh_model *m, uint64_t max_value_element
 
 enum wh_status wh_model_infer_shapes(struct wh_model *m)
 {
+	return wh_model_infer_shapes_eval(m, NULL);
+}
+
+enum wh_status wh_model_infer_shapes_eval(struct wh_model *m, wh_fold_fn eval)
+{
 	struct wh_vstate *s;
-	enum wh_status st = wh_infer_run(m, WH_INFER_VALUE_LIMIT, true, &s);
+	enum wh_status st = wh_infer_run(m, WH_INFER_VALUE_LIMIT, true, eval, &s);
 	if (st != WH_OK)
 		return st;
 	wh_infer_states_free(s, m->graph->n_values);

@@ -11,6 +11,8 @@
 
 #include "graph/ir.h"
 
+struct wh_tensor;
+
 struct wh_input_shape {
 	char *name;
 	int32_t rank;
@@ -25,7 +27,26 @@ void wh_input_shapes_free(struct wh_input_shape *s, uint32_t n);
  * WH_ERR_NOT_FOUND; a rank or a fixed dimension that contradicts the model is
  * WH_ERR_SHAPE. */
 enum wh_status wh_model_bind_inputs(struct wh_model *m, const struct wh_input_shape *s, uint32_t n);
-/* Infers every value of the main graph (and subgraphs where possible), in place. */
+/* Constant folding's evaluator: computes node n (of graph g in model m; opset is the version
+ * of the default domain) from constant tensors in[0..n->n_inputs) (NULL for an omitted
+ * input) into out[0..n->n_outputs) (initialised and released by the caller whatever
+ * happens). *done_out false when it cannot (no kernel, the kernel refuses the inputs, an op
+ * whose result is random): not an error. Shape inference calls it only after the op's shape
+ * rule has bounded every output within the size limit (or, for NonZero/Unique/Compress,
+ * whose output sizes depend on the values, when the inputs are that small), and keeps only
+ * numeric tensor results within the limit.
+ * The executor provides the evaluator (wh_executor_fold_eval in executor/executor.h: its
+ * kernels); graph/ never calls up into the executor, so callers pass it in. Without one,
+ * inference evaluates only integer shape arithmetic itself (graph/fold-eval.c). */
+typedef enum wh_status (*wh_fold_fn)(const struct wh_model *m, const struct wh_graph *g, const struct wh_node *n,
+				      int64_t opset, const struct wh_tensor *const *in, struct wh_tensor *out,
+				      bool *done_out);
+
+/* Infers every value of the main graph (and subgraphs where possible), in place; small
+ * values computable from constants are evaluated with eval (NULL: integer shape arithmetic
+ * only). */
+enum wh_status wh_model_infer_shapes_eval(struct wh_model *m, wh_fold_fn eval);
+/* The same without an evaluator (graph-only callers). */
 enum wh_status wh_model_infer_shapes(struct wh_model *m);
 /* Whether inference has a shape rule for the op (domain "" or "ai.onnx" is the default
  * one). Every op the executor runs must have one (tests/check-registry.c walks the

@@ -18,47 +18,61 @@
 
 /* ---- whole files ---- */
 
-/* Reads a regular file of at most max bytes into a malloc'd buffer. */
-static enum wh_status slurp(const char *path, uint64_t max, uint8_t **buf_out, size_t *len_out)
+/* Opens path for reading and checks that it is a regular file (what: the kind of file the
+ * message asks for); *fd_out is open only on success. */
+static enum wh_status open_regular(const char *path, const char *what, int *fd_out, struct stat *sb)
 {
-	enum wh_status st = WH_OK;
-	uint8_t *buf = NULL;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return wh_error(WH_ERR_IO, "%s: cannot open: %s (check the path)", path, strerror(errno));
-	struct stat sb;
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		st = wh_error(WH_ERR_IO, "%s: not a regular file (give the path of a tensor file)", path);
-		goto out;
+	if (fstat(fd, sb) != 0 || !S_ISREG(sb->st_mode)) {
+		close(fd);
+		return wh_error(WH_ERR_IO, "%s: not a regular file (give the path of %s)", path, what);
 	}
-	if ((uint64_t)sb.st_size > max) {
-		st = wh_error(WH_ERR_UNSUPPORTED, "%s: %lld bytes is larger than the %llu this format allows (split the data)",
-			      path, (long long)sb.st_size, (unsigned long long)max);
-		goto out;
-	}
-	size_t len = (size_t)sb.st_size;
-	if (!(buf = malloc(len ? len : 1))) {
-		st = wh_error(WH_ERR_NOMEM, "%s: cannot allocate %zu bytes (free some memory)", path, len);
-		goto out;
-	}
+	*fd_out = fd;
+	return WH_OK;
+}
+
+/* Reads exactly len bytes at offset off (a file that shrank under us is an error). */
+static enum wh_status read_at(int fd, void *buf, size_t len, uint64_t off, const char *label)
+{
 	size_t done = 0;
 	while (done < len) {
-		ssize_t r = read(fd, buf + done, len - done);
+		ssize_t r = pread(fd, (uint8_t *)buf + done, len - done, (off_t)(off + done));
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0) {
-			st = wh_error(WH_ERR_IO, "%s: read failed: %s (check the file)", path, r < 0 ? strerror(errno) : "file shrank");
-			goto out;
-		}
+		if (r <= 0)
+			return wh_error(WH_ERR_IO, "%s: read failed: %s (check the file)", label, r < 0 ? strerror(errno) : "file shrank");
 		done += (size_t)r;
+	}
+	return WH_OK;
+}
+
+/* Reads a regular file of at most max bytes into a malloc'd buffer. */
+static enum wh_status slurp(const char *path, uint64_t max, uint8_t **buf_out, size_t *len_out)
+{
+	int fd;
+	struct stat sb;
+	enum wh_status st = open_regular(path, "a tensor file", &fd, &sb);
+	if (st != WH_OK)
+		return st;
+	size_t len = (size_t)sb.st_size;
+	uint8_t *buf = NULL;
+	if ((uint64_t)sb.st_size > max)
+		st = wh_error(WH_ERR_UNSUPPORTED, "%s: %lld bytes is larger than the %llu this format allows (split the data)",
+			      path, (long long)sb.st_size, (unsigned long long)max);
+	else if (!(buf = malloc(len ? len : 1)))
+		st = wh_error(WH_ERR_NOMEM, "%s: cannot allocate %zu bytes (free some memory)", path, len);
+	else
+		st = read_at(fd, buf, len, 0, path);
+	close(fd);
+	if (st != WH_OK) {
+		free(buf);
+		return st;
 	}
 	*buf_out = buf;
 	*len_out = len;
-	buf = NULL;
-out:
-	free(buf);
-	close(fd);
-	return st;
+	return WH_OK;
 }
 
 /* Writes len bytes to path; a failed write leaves no file behind. */
@@ -222,6 +236,16 @@ static enum wh_status decode_optional_msg(const Onnx__OptionalProto *op, const c
 	return WH_OK;
 }
 
+/* The message each kind of file holds. */
+static const struct {
+	const char *msg;
+	const ProtobufCMessageDescriptor *desc;
+} pb_kinds[] = {
+	[WH_PB_TENSOR] = {"TensorProto", &onnx__tensor_proto__descriptor},
+	[WH_PB_SEQUENCE] = {"SequenceProto", &onnx__sequence_proto__descriptor},
+	[WH_PB_OPTIONAL] = {"OptionalProto", &onnx__optional_proto__descriptor},
+};
+
 static enum wh_status read_pb_mem(const void *data, size_t len, const char *dir, const char *label,
 				  enum wh_pb_kind kind, struct wh_tensor *t, char **name_out)
 {
@@ -233,34 +257,25 @@ static enum wh_status read_pb_mem(const void *data, size_t len, const char *dir,
 	ProtobufCAllocator alloc;
 	wh_pb_allocator_init(&alloc, arena);
 	const char *stored = NULL;
+	enum wh_pb_kind k = kind == WH_PB_SEQUENCE || kind == WH_PB_OPTIONAL ? kind : WH_PB_TENSOR;
 	/* nested sequences and optionals recurse in protobuf-c: bound them first */
-	const ProtobufCMessageDescriptor *desc = kind == WH_PB_SEQUENCE ? &onnx__sequence_proto__descriptor
-						 : kind == WH_PB_OPTIONAL ? &onnx__optional_proto__descriptor
-									  : &onnx__tensor_proto__descriptor;
-	if ((st = wh_pb_check_depth(desc, data, len, label)) != WH_OK)
+	if ((st = wh_pb_check_depth(pb_kinds[k].desc, data, len, label)) != WH_OK)
 		goto out;
-	if (kind == WH_PB_SEQUENCE) {
-		Onnx__SequenceProto *sp = onnx__sequence_proto__unpack(&alloc, len, data);
-		if (!sp) {
-			st = wh_error(WH_ERR_PARSE, "%s: not a valid SequenceProto (truncated or corrupt protobuf; write it again)", label);
-			goto out;
-		}
+	ProtobufCMessage *msg = protobuf_c_message_unpack(pb_kinds[k].desc, &alloc, len, data);
+	if (!msg) {
+		st = wh_error(WH_ERR_PARSE, "%s: not a valid %s (truncated or corrupt protobuf; write it again)", label, pb_kinds[k].msg);
+		goto out;
+	}
+	if (k == WH_PB_SEQUENCE) {
+		Onnx__SequenceProto *sp = (Onnx__SequenceProto *)msg;
 		stored = sp->name;
 		st = decode_sequence_msg(sp, dir, label, t);
-	} else if (kind == WH_PB_OPTIONAL) {
-		Onnx__OptionalProto *op = onnx__optional_proto__unpack(&alloc, len, data);
-		if (!op) {
-			st = wh_error(WH_ERR_PARSE, "%s: not a valid OptionalProto (truncated or corrupt protobuf; write it again)", label);
-			goto out;
-		}
+	} else if (k == WH_PB_OPTIONAL) {
+		Onnx__OptionalProto *op = (Onnx__OptionalProto *)msg;
 		stored = op->name;
 		st = decode_optional_msg(op, dir, label, t);
 	} else {
-		Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&alloc, len, data);
-		if (!tp) {
-			st = wh_error(WH_ERR_PARSE, "%s: not a valid TensorProto (truncated or corrupt protobuf; write it again)", label);
-			goto out;
-		}
+		Onnx__TensorProto *tp = (Onnx__TensorProto *)msg;
 		stored = tp->name;
 		st = decode_tensor_msg(tp, dir, label, t);
 		if (st != WH_OK && tp->segment && wh_pb_check_depth(&onnx__sequence_proto__descriptor, data, len, label) == WH_OK) {
@@ -315,15 +330,8 @@ enum wh_status wh_value_read_pb(const char *path, enum wh_pb_kind kind, struct w
 		return st;
 	/* external data of a tensor file lives next to it */
 	char dir[PATH_MAX];
-	snprintf(dir, sizeof dir, "%s", path);
-	char *slash = strrchr(dir, '/');
-	if (slash)
-		*slash = '\0';
-	else
-		snprintf(dir, sizeof dir, ".");
-	if (slash == dir)
-		snprintf(dir, sizeof dir, "/");
-	st = read_pb_mem(buf, len, dir, path, kind, t, name_out);
+	if ((st = wh_os_dir_of(path, dir, sizeof dir)) == WH_OK)
+		st = read_pb_mem(buf, len, dir, path, kind, t, name_out);
 	free(buf);
 	return st;
 }
@@ -781,17 +789,8 @@ static enum wh_status npy_make(const struct npy_info *info, const char *label, s
 		if (info->data_bytes)
 			memcpy(w, src, (size_t)info->data_bytes);
 	} else {
-		uint64_t done = 0;
-		while (done < info->data_bytes) {
-			ssize_t r = pread(fd, (uint8_t *)w + done, (size_t)(info->data_bytes - done), (off_t)(info->data_offset + done));
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0) {
-				st = wh_error(WH_ERR_IO, "%s: read failed: %s (check the file)", label, r < 0 ? strerror(errno) : "file shrank");
-				goto out;
-			}
-			done += (uint64_t)r;
-		}
+		if ((st = read_at(fd, w, (size_t)info->data_bytes, info->data_offset, label)) != WH_OK)
+			goto out;
 	}
 	if (w)
 		npy_fix_data(info, w);
@@ -821,15 +820,11 @@ enum wh_status wh_tensor_read_npy_buffer(const void *data, size_t len, const cha
 enum wh_status wh_tensor_read_npy(const char *path, struct wh_tensor *t)
 {
 	uint8_t *head = NULL;
-	enum wh_status st = WH_OK;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return wh_error(WH_ERR_IO, "%s: cannot open: %s (check the path)", path, strerror(errno));
+	int fd;
 	struct stat sb;
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		st = wh_error(WH_ERR_IO, "%s: not a regular file (give the path of a .npy file)", path);
-		goto out;
-	}
+	enum wh_status st = open_regular(path, "a .npy file", &fd, &sb);
+	if (st != WH_OK)
+		return st;
 	/* only the header is read whole; the data goes straight into the tensor's blob */
 	size_t want = 12 + NPY_MAX_HEADER;
 	size_t have = (uint64_t)sb.st_size < want ? (size_t)sb.st_size : want;
@@ -837,17 +832,8 @@ enum wh_status wh_tensor_read_npy(const char *path, struct wh_tensor *t)
 		st = wh_error(WH_ERR_NOMEM, "%s: out of memory (free some memory)", path);
 		goto out;
 	}
-	size_t done = 0;
-	while (done < have) {
-		ssize_t r = pread(fd, head + done, have - done, (off_t)done);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			st = wh_error(WH_ERR_IO, "%s: read failed: %s (check the file)", path, r < 0 ? strerror(errno) : "file shrank");
-			goto out;
-		}
-		done += (size_t)r;
-	}
+	if ((st = read_at(fd, head, have, 0, path)) != WH_OK)
+		goto out;
 	struct npy_info info;
 	if ((st = npy_parse(head, have, path, &info)) != WH_OK)
 		goto out;

@@ -360,15 +360,10 @@ double wh_tensor_get_f64(const struct wh_tensor *t, uint64_t i)
 	case WH_DT_FLOAT8E5M2FNUZ: return wh_e5m2fnuz_to_f32(((const uint8_t *)p)[i]);
 	case WH_DT_FLOAT4E2M1: return wh_e2m1_to_f32(((const uint8_t *)p)[i]);
 	case WH_DT_FLOAT8E8M0: return wh_e8m0_to_f32(((const uint8_t *)p)[i]);
-	case WH_DT_INT64: return (double)((const int64_t *)p)[i];
-	case WH_DT_INT32: return ((const int32_t *)p)[i];
-	case WH_DT_INT16: return ((const int16_t *)p)[i];
-	case WH_DT_INT8: case WH_DT_INT4: case WH_DT_INT2: return ((const int8_t *)p)[i];
 	case WH_DT_UINT64: return (double)((const uint64_t *)p)[i];
-	case WH_DT_UINT32: return ((const uint32_t *)p)[i];
-	case WH_DT_UINT16: return ((const uint16_t *)p)[i];
-	case WH_DT_UINT8: case WH_DT_BOOL: case WH_DT_UINT4: case WH_DT_UINT2: return ((const uint8_t *)p)[i];
-	default: return NAN;
+	default:
+		/* every other integer type and bool fits int64 exactly */
+		return wh_dtype_is_int(t->dtype) || t->dtype == WH_DT_BOOL ? (double)wh_tensor_get_i64(t, i) : NAN;
 	}
 }
 

@@ -38,6 +38,27 @@ static uint32_t heap_pop(uint32_t *h, uint32_t *n)
 	return top;
 }
 
+/* Visits every edge from a produced value to the node that consumes it, in node order, in
+ * two passes of one walk: without cons it counts (first[v + 1], pending[i]); with cons it
+ * fills each value's CSR slice in the same order. */
+static void consumer_edges(const struct wh_graph *g, uint32_t *first, uint32_t *pending, uint32_t *cons, uint32_t *fill)
+{
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct wh_node *nd = &g->nodes[i];
+		for (uint32_t k = 0; k < nd->n_inputs; k++) {
+			uint32_t v = nd->inputs[k];
+			if (v == WH_NONE || g->values[v].producer == WH_NONE)
+				continue;
+			if (cons) {
+				cons[first[v] + fill[v]++] = i;
+			} else {
+				first[v + 1]++;
+				pending[i]++;
+			}
+		}
+	}
+}
+
 enum wh_status wh_graph_topo_order(const struct wh_graph *g, uint32_t *order_out)
 {
 	uint32_t n = g->n_nodes;
@@ -46,41 +67,22 @@ enum wh_status wh_graph_topo_order(const struct wh_graph *g, uint32_t *order_out
 	uint32_t *heap = calloc((size_t)n + 1, sizeof *heap);
 	/* consumers of each value as a CSR list */
 	uint32_t *first = calloc((size_t)g->n_values + 1, sizeof *first);
-	uint32_t total = 0;
 	uint32_t *cons = NULL;
 	if (!pending || !heap || !first) {
 		st = wh_error(WH_ERR_NOMEM, "graph: out of memory sorting nodes (free some memory)");
 		goto out;
 	}
-	for (uint32_t i = 0; i < n; i++) {
-		const struct wh_node *nd = &g->nodes[i];
-		for (uint32_t k = 0; k < nd->n_inputs; k++) {
-			uint32_t v = nd->inputs[k];
-			if (v == WH_NONE || g->values[v].producer == WH_NONE)
-				continue;
-			first[v + 1]++;
-			total++;
-			pending[i]++;
-		}
-	}
+	consumer_edges(g, first, pending, NULL, NULL);
 	for (uint32_t v = 0; v < g->n_values; v++)
 		first[v + 1] += first[v];
-	cons = calloc((size_t)total + 1, sizeof *cons);
+	cons = calloc((size_t)first[g->n_values] + 1, sizeof *cons);
 	uint32_t *fill = calloc((size_t)g->n_values + 1, sizeof *fill);
 	if (!cons || !fill) {
 		free(fill);
 		st = wh_error(WH_ERR_NOMEM, "graph: out of memory sorting nodes (free some memory)");
 		goto out;
 	}
-	for (uint32_t i = 0; i < n; i++) {
-		const struct wh_node *nd = &g->nodes[i];
-		for (uint32_t k = 0; k < nd->n_inputs; k++) {
-			uint32_t v = nd->inputs[k];
-			if (v == WH_NONE || g->values[v].producer == WH_NONE)
-				continue;
-			cons[first[v] + fill[v]++] = i;
-		}
-	}
+	consumer_edges(g, first, NULL, cons, fill);
 	free(fill);
 	uint32_t hn = 0, done = 0;
 	for (uint32_t i = 0; i < n; i++)

@@ -1,6 +1,9 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "reducer/check.h"
 #include "graph/os.h"
+#include "reducer/driver-util.h"
+#include "reducer/launcher-slurm.h"
+#include "reducer/launcher.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +20,7 @@
 struct wh_check {
 	struct wh_check_options o;
 	pcre2_code **re;
+	struct wh_slurm *slurm; /* the slurm launcher's state, NULL for local checks */
 };
 
 const char *wh_verdict_name(enum wh_verdict v)
@@ -32,6 +36,9 @@ enum wh_status wh_check_create(const struct wh_check_options *o, struct wh_check
 {
 	if (!o->argv || o->argc < 1)
 		return wh_error(WH_ERR_USAGE, "check: no command (give --check CMD ...)");
+	if (o->launcher != WH_LAUNCHER_SLURM &&
+	    ((o->slurm_args && *o->slurm_args) || o->shared_dir || o->queue_timeout_s > 0 || o->retries > 0))
+		return wh_error(WH_ERR_USAGE, "check: --slurm-args, --shared-dir, --retries and --queue-timeout need --launcher slurm");
 	struct wh_check *c = calloc(1, sizeof *c);
 	if (!c)
 		return wh_error(WH_ERR_NOMEM, "check: out of memory");
@@ -58,6 +65,13 @@ enum wh_status wh_check_create(const struct wh_check_options *o, struct wh_check
 			}
 		}
 	}
+	if (o->launcher == WH_LAUNCHER_SLURM) {
+		enum wh_status st = wh_slurm_create(&c->o, &c->slurm);
+		if (st != WH_OK) {
+			wh_check_destroy(c);
+			return st;
+		}
+	}
 	*out = c;
 	return WH_OK;
 }
@@ -70,6 +84,7 @@ void wh_check_destroy(struct wh_check *c)
 		for (int i = 0; i < c->o.n_fail_regex; i++)
 			pcre2_code_free(c->re[i]);
 	free(c->re);
+	wh_slurm_destroy(c->slurm);
 	free(c);
 }
 
@@ -87,32 +102,7 @@ static char *substitute(const char *word, const struct wh_check_vars *v)
 	static const char *const names[] = {"{model}", "{inputs}", "{golden}", "{tactics}", "{precisions}"};
 	const char *vals[] = {v ? v->model : NULL, v ? v->inputs : NULL, v ? v->golden : NULL, v ? v->tactics : NULL,
 			      v ? v->precisions : NULL};
-	size_t cap = strlen(word) + 1;
-	for (int i = 0; i < 5; i++)
-		if (vals[i])
-			for (const char *p = strstr(word, names[i]); p; p = strstr(p + 1, names[i]))
-				cap += strlen(vals[i]);
-	char *out = malloc(cap);
-	if (!out)
-		return NULL;
-	size_t n = 0;
-	for (const char *p = word; *p;) {
-		bool done = false;
-		for (int i = 0; i < 5 && !done; i++) {
-			size_t len = strlen(names[i]);
-			if (vals[i] && !strncmp(p, names[i], len)) {
-				size_t vl = strlen(vals[i]);
-				memcpy(out + n, vals[i], vl);
-				n += vl;
-				p += len;
-				done = true;
-			}
-		}
-		if (!done)
-			out[n++] = *p++;
-	}
-	out[n] = '\0';
-	return out;
+	return wh_text_subst(word, names, vals, 5);
 }
 
 static void free_argv(char **v)
@@ -169,6 +159,27 @@ static char **build_argv(const struct wh_check *c, const struct wh_check_vars *v
 	return v;
 }
 
+void wh_sh_quote(const char *s, char *out, size_t size)
+{
+	size_t n = 0;
+	if (size < 3) {
+		if (size)
+			out[0] = '\0';
+		return;
+	}
+	out[n++] = '\'';
+	for (const char *p = s; *p && n + 6 < size; p++) {
+		if (*p == '\'') {
+			memcpy(out + n, "'\\''", 4);
+			n += 4;
+		} else {
+			out[n++] = *p;
+		}
+	}
+	out[n++] = '\'';
+	out[n] = '\0';
+}
+
 static bool needs_quote(const char *s)
 {
 	if (!*s)
@@ -187,7 +198,7 @@ char *wh_check_command_line(const struct wh_check *c, const struct wh_check_vars
 		return NULL;
 	for (int i = 0; i < c->o.argc; i++) {
 		words[i] = substitute(c->o.argv[i], vars);
-		cap += (words[i] ? 4 * strlen(words[i]) : 0) + 3;
+		cap += (words[i] ? 4 * strlen(words[i]) : 0) + 4;
 	}
 	char *out = malloc(cap);
 	size_t n = 0;
@@ -201,63 +212,12 @@ char *wh_check_command_line(const struct wh_check *c, const struct wh_check_vars
 			n += l;
 			continue;
 		}
-		out[n++] = '\'';
-		for (const char *p = w; *p; p++) {
-			if (*p == '\'') {
-				memcpy(out + n, "'\\''", 4);
-				n += 4;
-			} else {
-				out[n++] = *p;
-			}
-		}
-		out[n++] = '\'';
+		wh_sh_quote(w, out + n, cap - n);
+		n += strlen(out + n);
 	}
 	if (out)
 		out[n] = '\0';
 	free_argv(words);
-	return out;
-}
-
-/* Output keeper: the first cap bytes and a ring of the last cap bytes. */
-struct keeper {
-	char *head, *ring;
-	size_t cap, head_len, ring_pos, total;
-};
-
-static void keep(struct keeper *k, const char *buf, size_t n)
-{
-	k->total += n;
-	size_t h = k->head_len < k->cap ? k->cap - k->head_len : 0;
-	if (h > n)
-		h = n;
-	memcpy(k->head + k->head_len, buf, h);
-	k->head_len += h;
-	buf += h;
-	n -= h;
-	for (size_t i = 0; i < n; i++) {
-		k->ring[k->ring_pos % k->cap] = buf[i];
-		k->ring_pos++;
-	}
-}
-
-static char *keeper_text(const struct keeper *k)
-{
-	size_t tail = k->ring_pos < k->cap ? k->ring_pos : k->cap;
-	const char *sep = tail && k->ring_pos > k->cap ? "\n[... output cut ...]\n" : "";
-	size_t sl = strlen(sep);
-	char *out = malloc(k->head_len + sl + tail + 1);
-	if (!out)
-		return NULL;
-	memcpy(out, k->head, k->head_len);
-	memcpy(out + k->head_len, sep, sl);
-	size_t start = k->ring_pos > k->cap ? k->ring_pos % k->cap : 0;
-	for (size_t i = 0; i < tail; i++)
-		out[k->head_len + sl + i] = k->ring[(start + i) % k->cap];
-	out[k->head_len + sl + tail] = '\0';
-	/* the text is matched by regexes: NUL bytes from binary output must not end it early */
-	for (size_t i = 0; i < k->head_len + sl + tail; i++)
-		if (!out[i])
-			out[i] = ' ';
 	return out;
 }
 
@@ -269,121 +229,9 @@ static bool in_list(int x, const int *v, int n)
 	return false;
 }
 
-enum wh_status wh_check_run(const struct wh_check *c, const struct wh_check_vars *vars,
-			    struct wh_check_result *out)
+/* The verdict from the outcome in out (exit code, signal, timeout, output). */
+static void decide(const struct wh_check *c, struct wh_check_result *out)
 {
-	memset(out, 0, sizeof *out);
-	enum wh_status st = WH_OK;
-	struct keeper k = {.cap = c->o.output_cap};
-	char **argv = build_argv(c, vars);
-	int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
-	k.head = malloc(k.cap);
-	k.ring = malloc(k.cap);
-	/* everything the child needs is allocated before fork */
-	if (!argv || !k.head || !k.ring) {
-		st = wh_error(WH_ERR_NOMEM, "check: out of memory");
-		goto out;
-	}
-	if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
-		st = wh_error(WH_ERR_CHECK, "check: cannot create a pipe: %s (raise the open-file limit)", strerror(errno));
-		goto out;
-	}
-	double t0 = wh_os_now_s();
-	pid_t pid = fork();
-	if (pid < 0) {
-		st = wh_error(WH_ERR_CHECK, "check: cannot fork: %s (too many processes?)", strerror(errno));
-		goto out;
-	}
-	if (pid == 0) {
-		setpgid(0, 0);
-		signal(SIGPIPE, SIG_DFL);
-		dup2(out_pipe[1], 1);
-		dup2(out_pipe[1], 2);
-		int devnull = open("/dev/null", O_RDONLY);
-		if (devnull >= 0)
-			dup2(devnull, 0);
-		execvp(argv[0], argv);
-		int e = errno;
-		ssize_t w = write(err_pipe[1], &e, sizeof e);
-		(void)w;
-		_exit(127);
-	}
-	setpgid(pid, pid); /* also from the parent, so the group exists before any kill */
-	close(out_pipe[1]);
-	out_pipe[1] = -1;
-	close(err_pipe[1]);
-	err_pipe[1] = -1;
-	int exec_errno = 0;
-	if (read(err_pipe[0], &exec_errno, sizeof exec_errno) == (ssize_t)sizeof exec_errno) {
-		waitpid(pid, NULL, 0);
-		st = wh_error(WH_ERR_CHECK, "check command '%s': cannot run it: %s (check the path and that it is executable)",
-			      argv[0], strerror(exec_errno));
-		goto out;
-	}
-	double deadline = c->o.timeout_s > 0 ? t0 + c->o.timeout_s : 0;
-	double kill_at = 0;
-	bool term_sent = false, eof = false;
-	int status = 0;
-	bool reaped = false;
-	char buf[65536];
-	while (!eof || !reaped) {
-		int wait_ms = 100;
-		double now = wh_os_now_s();
-		if (deadline && now >= deadline && !term_sent) {
-			kill(-pid, SIGTERM);
-			term_sent = true;
-			out->timed_out = true;
-			kill_at = now + c->o.kill_grace_s;
-		}
-		if (term_sent && kill_at && now >= kill_at) {
-			kill(-pid, SIGKILL);
-			kill_at = 0;
-		}
-		if (!eof) {
-			struct pollfd p = {.fd = out_pipe[0], .events = POLLIN};
-			int r = poll(&p, 1, wait_ms);
-			if (r > 0) {
-				ssize_t n = read(out_pipe[0], buf, sizeof buf);
-				if (n > 0)
-					keep(&k, buf, (size_t)n);
-				else if (n == 0 || (errno != EINTR && errno != EAGAIN))
-					eof = true;
-			}
-		} else {
-			/* the output is closed; the child is about to exit */
-			struct timespec ts = {0, 1000 * 1000};
-			nanosleep(&ts, NULL);
-		}
-		if (!reaped) {
-			pid_t w = waitpid(pid, &status, WNOHANG);
-			if (w == pid) {
-				reaped = true;
-				/* the check is over: whatever it left behind goes too */
-				kill(-pid, SIGKILL);
-			}
-		}
-		if (reaped && !eof) {
-			/* grandchildren holding the pipe were just killed; drain what is left */
-			struct pollfd p = {.fd = out_pipe[0], .events = POLLIN};
-			while (poll(&p, 1, 200) > 0) {
-				ssize_t n = read(out_pipe[0], buf, sizeof buf);
-				if (n <= 0)
-					break;
-				keep(&k, buf, (size_t)n);
-			}
-			eof = true;
-		}
-	}
-	out->seconds = wh_os_now_s() - t0;
-	out->output_bytes = k.total;
-	out->output = keeper_text(&k);
-	if (WIFSIGNALED(status)) {
-		out->signal = WTERMSIG(status);
-		out->exit_code = -1;
-	} else {
-		out->exit_code = WEXITSTATUS(status);
-	}
-	/* verdict */
 	if (out->timed_out) {
 		out->verdict = c->o.timeout_is == WH_TIMEOUT_FAIL ? WH_VERDICT_FAIL :
 			       c->o.timeout_is == WH_TIMEOUT_PASS ? WH_VERDICT_PASS : WH_VERDICT_SKIP;
@@ -416,15 +264,69 @@ enum wh_status wh_check_run(const struct wh_check *c, const struct wh_check_vars
 		out->verdict = WH_VERDICT_PASS;
 		out->why = out->exit_code ? "exit code ignored" : "exit 0";
 	}
-out:
-	for (int i = 0; i < 2; i++) {
-		if (out_pipe[i] >= 0)
-			close(out_pipe[i]);
-		if (err_pipe[i] >= 0)
-			close(err_pipe[i]);
+}
+
+enum wh_status wh_check_run(const struct wh_check *c, const struct wh_check_vars *vars,
+			    struct wh_check_result *out)
+{
+	memset(out, 0, sizeof *out);
+	struct wh_keeper k;
+	enum wh_status st = wh_keeper_init(&k, c->o.output_cap);
+	if (st != WH_OK)
+		return st;
+	if (c->slurm) {
+		struct wh_slurm_outcome so;
+		if ((st = wh_slurm_run(c->slurm, c, vars, &k, &so)) != WH_OK)
+			goto out;
+		out->seconds = so.seconds;
+		out->attempts = so.attempts;
+		out->timed_out = so.timed_out;
+		out->exit_code = so.exit_code;
+		out->signal = so.signal;
+		if (so.fault) {
+			/* never pass or fail: the cluster, not the candidate, decided */
+			wh_warn("slurm: %s after %d attempt%s: the check counts as cannot tell", so.why, so.attempts,
+				so.attempts == 1 ? "" : "s");
+			out->cluster_fault = true;
+			out->exit_code = 125;
+		}
+	} else {
+		char **argv = build_argv(c, vars);
+		if (!argv) {
+			st = wh_error(WH_ERR_NOMEM, "check: out of memory");
+			goto out;
+		}
+		struct wh_proc_options po = {.timeout_s = c->o.timeout_s, .kill_grace_s = c->o.kill_grace_s};
+		struct wh_proc_result pr;
+		st = wh_proc_run(argv, &po, &k, &pr);
+		free_argv(argv);
+		if (st != WH_OK)
+			goto out;
+		out->seconds = pr.seconds;
+		out->attempts = 1;
+		out->timed_out = pr.timed_out;
+		out->exit_code = pr.exit_code;
+		out->signal = pr.signal;
 	}
-	free(k.head);
-	free(k.ring);
-	free_argv(argv);
+	out->output_bytes = k.total;
+	out->output = wh_keeper_text(&k);
+	if (out->cluster_fault) {
+		out->verdict = WH_VERDICT_SKIP;
+		out->why = "Slurm fault after retries (cannot tell)";
+	} else {
+		decide(c, out);
+	}
+out:
+	wh_keeper_release(&k);
 	return st;
+}
+
+char **wh_check_build_argv(const struct wh_check *c, const struct wh_check_vars *vars)
+{
+	return build_argv(c, vars);
+}
+
+void wh_check_free_argv(char **v)
+{
+	free_argv(v);
 }

@@ -16,6 +16,11 @@
  * (skip); a timeout is "cannot tell" unless timeout_is says otherwise; death by a signal is a
  * failure (a crash is a bug) unless patterns decide.
  *
+ * With the slurm launcher the same command runs as a Slurm step or job and its output comes
+ * back through a file; cluster faults become "cannot tell" after retries, never pass or fail
+ * (reducer/launcher-slurm.h). Every process and job is registered for interrupts
+ * (reducer/launcher.h): after an interrupt no check starts and none gives a verdict.
+ *
  * struct wh_check is created from options and owned by the caller (wh_check_destroy). Runs
  * are independent and may happen from several threads at once. */
 #ifndef WH_CHECK_H
@@ -29,6 +34,10 @@
 enum wh_verdict { WH_VERDICT_PASS = 0, WH_VERDICT_FAIL = 1, WH_VERDICT_SKIP = 2 };
 
 enum wh_timeout_is { WH_TIMEOUT_SKIP = 0, WH_TIMEOUT_FAIL, WH_TIMEOUT_PASS };
+
+/* Where a check runs: a local process group, or Slurm work (reducer/launcher-slurm.h: a
+ * step inside an allocation, a job outside one). */
+enum wh_launcher { WH_LAUNCHER_LOCAL = 0, WH_LAUNCHER_SLURM };
 
 struct wh_check_options {
 	char **argv;   /* command words (borrowed), NULL-terminated */
@@ -44,6 +53,14 @@ struct wh_check_options {
 	enum wh_timeout_is timeout_is;
 	double kill_grace_s;        /* SIGTERM -> SIGKILL delay; default 2 s */
 	size_t output_cap;          /* bytes kept of the head and of the tail each; default 1 MiB */
+	enum wh_launcher launcher;
+	/* slurm only */
+	const char *slurm_args;     /* extra srun/sbatch flags, split on blanks (borrowed) */
+	const char *shared_dir;     /* staging folder all nodes see; NULL: the folder of {model},
+				     * else the current folder */
+	int retries;                /* cluster faults retried before "cannot tell" (0: none; the
+				     * front end's default is 2) */
+	double queue_timeout_s;     /* pending longer: cancelled, cannot tell; <= 0: no limit */
 };
 
 struct wh_check_vars {
@@ -60,6 +77,8 @@ struct wh_check_result {
 	size_t output_bytes;     /* total printed */
 	char *output;            /* head + tail kept, NUL-terminated, malloc'd */
 	const char *why;         /* static text: what decided the verdict */
+	int attempts;            /* slurm: jobs or steps it took (retries + 1); local: 1 */
+	bool cluster_fault;      /* slurm: cannot tell because of the cluster (logged) */
 };
 
 struct wh_check;
@@ -73,6 +92,8 @@ enum wh_status wh_check_run(const struct wh_check *c, const struct wh_check_vars
 			    struct wh_check_result *out);
 void wh_check_result_release(struct wh_check_result *r);
 const char *wh_verdict_name(enum wh_verdict v);
+/* s single-quoted for /bin/sh into out (NUL-terminated; cut short to fit size). */
+void wh_sh_quote(const char *s, char *out, size_t size);
 /* The command with placeholders replaced, shell-quoted, for logs and repro bundles
  * (malloc'd). */
 char *wh_check_command_line(const struct wh_check *c, const struct wh_check_vars *vars);

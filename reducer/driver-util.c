@@ -85,23 +85,10 @@ void wh_text_one_line(char *s)
 
 char *wh_text_sh_quote(const char *s)
 {
-	size_t n = 3;
-	for (const char *p = s; *p; p++)
-		n += *p == '\'' ? 4 : 1;
-	char *out = malloc(n), *o = out;
-	if (!out)
-		return NULL;
-	*o++ = '\'';
-	for (const char *p = s; *p; p++) {
-		if (*p == '\'') {
-			memcpy(o, "'\\''", 4);
-			o += 4;
-		} else {
-			*o++ = *p;
-		}
-	}
-	*o++ = '\'';
-	*o = '\0';
+	size_t n = 4 * strlen(s) + 8; /* every character a quote ('\'') fits */
+	char *out = malloc(n);
+	if (out)
+		wh_sh_quote(s, out, n);
 	return out;
 }
 
@@ -350,13 +337,9 @@ enum wh_status wh_output_check(const char *path, const char *what, const char *i
 					path, input, what);
 	}
 	char dir[PATH_MAX];
-	const char *slash = strrchr(path, '/');
-	if (!slash)
-		wh_text_printf(dir, sizeof dir, ".");
-	else if (slash == path)
-		wh_text_printf(dir, sizeof dir, "/");
-	else
-		wh_text_printf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+	enum wh_status st = wh_os_dir_of(path, dir, sizeof dir);
+	if (st != WH_OK)
+		return st;
 	struct stat sd;
 	if (stat(dir, &sd) != 0 || !S_ISDIR(sd.st_mode))
 		return wh_error(WH_ERR_IO, "%s: cannot write %s: the folder %s does not exist (create it, or choose another path)", path,

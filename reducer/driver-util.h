@@ -48,7 +48,8 @@ void wh_text_one_line(char *s);
  * (malloc'd; NULL when out of memory). */
 char *wh_text_subst(const char *tmpl, const char *const *keys, const char *const *vals, int n);
 
-/* s single-quoted for /bin/sh ('it'\''s'), malloc'd; NULL when out of memory. */
+/* wh_sh_quote (reducer/check.h) into a malloc'd string that always fits; NULL when out of
+ * memory. */
 char *wh_text_sh_quote(const char *s);
 /* The line a repro script starts with to call this whittle as "$WHITTLE":
  * WHITTLE=${WHITTLE:-'/abs/path/whittle'} (the binary that wrote it; the environment's

@@ -1,4 +1,5 @@
 #include "reducer/precision-search.h"
+#include "reducer/launcher.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -280,6 +281,8 @@ enum wh_status wh_precision_search(const struct wh_model *m, const struct wh_ten
 		p->tmpdir[0] = '\0';
 		goto out;
 	}
+	if (o->check)
+		wh_interrupt_track_dir(p->tmpdir);
 	if (!o->check) {
 		if ((st = wh_builtin_reference(m, o->threads, inputs, n_samples, false, p->ref)) != WH_OK)
 			goto out;
@@ -371,8 +374,10 @@ enum wh_status wh_precision_search(const struct wh_model *m, const struct wh_ten
 
 out:
 	rep->seconds = wh_os_now_s() - p->t0;
-	if (p->tmpdir[0] && o->check)
+	if (p->tmpdir[0] && o->check) {
+		wh_interrupt_untrack_dir(p->tmpdir);
 		wh_os_remove_tree(p->tmpdir);
+	}
 	for (uint32_t k = 0; p->ref && k < n_samples; k++)
 		wh_tensor_set_release(&p->ref[k]);
 	free(p->ref);

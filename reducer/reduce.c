@@ -1,4 +1,5 @@
 #include "reducer/reduce.h"
+#include "reducer/launcher.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -157,8 +158,13 @@ static void replay_append(struct driver *d, struct wh_hash h, enum wh_verdict v,
 	}
 	char *s = json_dumps(j, JSON_COMPACT);
 	if (s) {
-		fprintf(d->replay, "%s\n", s);
+		/* one write() of the whole line: an interrupt (reducer/launcher.h exits from its own
+		 * thread) finds the line written or not, never half */
+		size_t len = strlen(s);
+		s[len] = '\n';
 		fflush(d->replay);
+		ssize_t w = write(fileno(d->replay), s, len + 1);
+		(void)w;
 		fsync(fileno(d->replay));
 	}
 	free(s);
@@ -263,7 +269,7 @@ static enum wh_status external_check(struct driver *d, struct job *j)
 	if (st != WH_OK)
 		return st;
 	snprintf(model, sizeof model, "%s/model.onnx", dir);
-	if ((st = wh_model_save(j->cand, model)) != WH_OK)
+	if ((st = wh_model_save_with(j->cand, model, d->o->save)) != WH_OK)
 		goto out;
 	j->v = WH_VERDICT_PASS;
 	bool any_skip = false;
@@ -566,7 +572,7 @@ static enum wh_status save_mask_model(struct driver *d, const uint8_t *mask, con
 	enum wh_status st = build_candidate(d, mask, &c, &h);
 	if (st != WH_OK)
 		return st;
-	st = wh_model_save(c, path);
+	st = wh_model_save_with(c, path, d->o->save);
 	if (keep && st == WH_OK)
 		*keep = c;
 	else
@@ -590,7 +596,7 @@ static enum wh_status write_repro(struct driver *d, const struct wh_model *c, co
 	snprintf(model, sizeof model, "%s/model.onnx", dir);
 	snprintf(ins, sizeof ins, "%s/inputs", dir);
 	snprintf(gold, sizeof gold, "%s/golden", dir);
-	if ((st = wh_model_save(c, model)) != WH_OK || (st = write_tensors(d, c, ins, false)) != WH_OK ||
+	if ((st = wh_model_save_with(c, model, d->o->save)) != WH_OK || (st = write_tensors(d, c, ins, false)) != WH_OK ||
 	    (st = write_tensors(d, c, gold, true)) != WH_OK)
 		return st;
 	/* the command, rerunnable from inside repro/ */
@@ -773,6 +779,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			goto out;
 		}
 	}
+	wh_interrupt_track_dir(d->workdir);
 	/* every output can be written (the artifacts folder exists now), before the search: not
 	 * after an hour of checks */
 	if ((o->output_path && (st = wh_output_check(o->output_path, "the reduced model", o->model_path)) != WH_OK) ||
@@ -816,6 +823,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			st = wh_error(WH_ERR_IO, "%s: cannot write the replay: %s (check the folder)", save_replay, strerror(errno));
 			goto out;
 		}
+		wh_interrupt_set_replay(save_replay);
 		if (fresh || !o->load_replay || strcmp(o->load_replay, save_replay)) {
 			fprintf(d->replay, "{\"original\":\"%s\",\"whittle\":\"%s\",\"nodes\":%u}\n", mhex, WHITTLE_VERSION, d->n);
 			fflush(d->replay);
@@ -964,7 +972,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			if (build_candidate(d, tmp, &c, &h) != WH_OK)
 				continue;
 			struct wh_verdict_entry *ce = wh_verdict_cache_find(&d->cache, h);
-			if (ce && ce->v == WH_VERDICT_PASS && wh_model_save(c, o->min_good_path) == WH_OK)
+			if (ce && ce->v == WH_VERDICT_PASS && wh_model_save_with(c, o->min_good_path, o->save) == WH_OK)
 				saved = true;
 			wh_model_destroy(c);
 		}
@@ -976,7 +984,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 	if (o->artifacts_dir) {
 		char p[PATH_MAX + 64];
 		snprintf(p, sizeof p, "%s/reduced.onnx", o->artifacts_dir);
-		if ((st = wh_model_save(reduced, p)) != WH_OK)
+		if ((st = wh_model_save_with(reduced, p, o->save)) != WH_OK)
 			goto out;
 		snprintf(p, sizeof p, "%s/inputs", o->artifacts_dir);
 		wh_os_remove_tree(p);
@@ -1018,8 +1026,10 @@ out:
 	wh_progress_clear(&d->pr);
 	if (d->replay)
 		fclose(d->replay);
-	if (d->workdir[0])
+	if (d->workdir[0]) {
+		wh_interrupt_untrack_dir(d->workdir);
 		wh_os_remove_tree(d->workdir); /* the temporary folder, or artifacts_dir/work */
+	}
 	wh_artifacts_unlock(artifacts_lock);
 	if (d->ref_owned) {
 		for (uint32_t k = 0; k < data->n_samples; k++) {

@@ -26,6 +26,7 @@
 #include "executor/compare.h"
 #include "executor/executor.h"
 #include "graph/ir.h"
+#include "graph/onnx-io.h"
 #include "graph/tensor-file.h"
 #include "reducer/check.h"
 #include "reducer/search.h"
@@ -46,6 +47,7 @@ struct wh_reduce_options {
 	const char *output_path;           /* the reduced model */
 	const char *min_good_path;         /* may be NULL */
 	const char *model_path;
+	const struct wh_save_opts *save;   /* how models are saved; NULL: the defaults */
 	bool json;                         /* JSON lines events on stdout */
 	FILE *log;                         /* human progress (stderr) */
 	int confirm_runs;                  /* times the original is checked (>= 1) */

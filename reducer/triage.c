@@ -505,7 +505,7 @@ static enum wh_status check_part(struct tri *T, const struct wh_model *part, con
 	wh_text_printf(tac, sizeof tac, "%s/tactics.json", dir);
 	enum wh_status st = wh_os_make_dir(dir);
 	if (st == WH_OK)
-		st = wh_model_save(part, model);
+		st = wh_model_save_with(part, model, T->o->save);
 	if (st == WH_OK)
 		st = write_ref_tensors(T, part, false, ins);
 	if (st == WH_OK)
@@ -621,7 +621,7 @@ static enum wh_status step_reduce(struct tri *T, struct wh_model **reduced_out)
 	struct wh_model *red = NULL;
 	enum wh_status st = wh_model_load(out, &red);
 	if (st == WH_OK)
-		st = wh_model_infer_shapes(red);
+		st = wh_model_infer_shapes_eval(red, wh_executor_fold_eval);
 	if (st != WH_OK) {
 		wh_model_destroy(red);
 		return st;
@@ -707,7 +707,7 @@ static enum wh_status write_bundle(struct tri *T, const struct wh_model *model, 
 	if (st != WH_OK)
 		return st;
 	wh_text_printf(p, sizeof p, "%s/model.onnx", dir);
-	if ((st = wh_model_save(model, p)) != WH_OK)
+	if ((st = wh_model_save_with(model, p, T->o->save)) != WH_OK)
 		return st;
 	wh_text_printf(p, sizeof p, "%s/inputs", dir);
 	if ((st = write_ref_tensors(T, model, false, p)) != WH_OK)
@@ -754,9 +754,9 @@ static enum wh_status write_bundle(struct tri *T, const struct wh_model *model, 
 		   "cd \"$(dirname \"$0\")\" || exit 2\n%s\n", self ? self : "WHITTLE=${WHITTLE:-whittle}");
 	free(self);
 	if (T->o->faulty_tactic && *T->o->faulty_tactic) {
-		char *q = wh_text_sh_quote(T->o->faulty_tactic);
-		fprintf(f, "# fault injection was on during triage (a test setting): keep it for the repro\nexport WHITTLE_FAULTY_TACTIC=%s\n", q ? q : "''");
-		free(q);
+		char q[512];
+		wh_sh_quote(T->o->faulty_tactic, q, sizeof q);
+		fprintf(f, "# fault injection was on during triage (a test setting): keep it for the repro\nexport WHITTLE_FAULTY_TACTIC=%s\n", q);
 	}
 	fprintf(f, "%s\n", T->repro_cmd);
 	if (fclose(f) != 0)

@@ -32,6 +32,7 @@
 #include "executor/compare.h"
 #include "executor/precision.h"
 #include "graph/ir.h"
+#include "graph/onnx-io.h"
 #include "graph/tensor-file.h"
 #include "reducer/check.h"
 
@@ -58,6 +59,7 @@ struct wh_triage_options {
 	const char *model_path;
 	const char *artifacts_dir;             /* required */
 	bool force;                            /* write into a folder holding an earlier run's files */
+	const struct wh_save_opts *save;       /* how models are saved; NULL: the defaults */
 	bool graphviz;                         /* draw the subgraph with `dot` when installed */
 	bool precision_search;                 /* step 5 */
 	/* the whittle binary, for checking that repro/command.sh still fails; NULL: skip that */

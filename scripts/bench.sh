@@ -116,6 +116,7 @@ Timings on a shared 2-core machine move by 10-30 % from run to run; rerun
 NOTES
 } >> "$out"
 { echo; "$root/scripts/bench-reduce.sh" "$build"; } >> "$out"
+[ -n "${WHITTLE_BENCH_BIGMODEL:-}" ] && { echo; WHITTLE=$wh "$root/scripts/bench-bigmodel.sh" --threads "$threads"; } >> "$out" # writes 3.1 GB
 cat "$out"
 if [ "$write_docs" = 1 ]; then
 	cp "$out" "$root/docs/benchmarks.md"

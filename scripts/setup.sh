@@ -1,7 +1,8 @@
 #!/bin/bash
 # Installs what a fresh Debian 12 machine lacks to build and test whittle: the apt packages
-# below and the npm packages of scripts/package-lock.json (ONNX Runtime for Node and the
-# PaddleOCR models). Idempotent: when everything is there it prints nothing and changes
+# below (with munge and Slurm's daemons and commands for the one-host cluster of
+# scripts/slurm-local.sh) and the npm packages of scripts/package-lock.json (ONNX Runtime for
+# Node and the PaddleOCR models). Idempotent: when everything is there it prints nothing and changes
 # nothing, so test.sh and demo.sh call it on every run.
 set -euo pipefail
 
@@ -13,6 +14,7 @@ apt_packages=(
 	libpcre2-dev libxxhash-dev check libjansson-dev
 	python3-onnx python3-numpy
 	clang libclang-rt-14-dev
+	munge slurmctld slurmd slurm-client
 )
 
 sudo_cmd=()

@@ -4,10 +4,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "graph/extract.h"
 #include "graph/hash.h"
 #include "graph/onnx-io.h"
+#include "graph/os.h"
 #include "graph/topo.h"
 
 static struct wh_blob *blob_of_floats(const float *v, size_t n)
@@ -254,6 +257,114 @@ START_TEST(test_real_model_extract_hash_roundtrip)
 }
 END_TEST
 
+/* A file of 256 bytes 0..255 in a fresh folder; returns the folder (malloc'd). */
+static char *pattern_file(char *path, size_t size)
+{
+	char *dir = strdup("/tmp/whittle-check-graph.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, size, "%s/w.bin", dir);
+	FILE *f = fopen(path, "wb");
+	ck_assert_ptr_nonnull(f);
+	for (int i = 0; i < 256; i++)
+		fputc(i, f);
+	fclose(f);
+	return dir;
+}
+
+START_TEST(test_blob_view_maps_and_remembers_origin)
+{
+	char path[4200];
+	char *dir = pattern_file(path, sizeof path);
+	struct wh_blob_file *f;
+	ck_assert_int_eq(wh_blob_file_open(path, "w.bin", &f), WH_OK);
+	ck_assert_uint_eq(wh_blob_file_size(f), 256);
+	ck_assert_str_eq(wh_blob_file_location(f), "w.bin");
+	ck_assert(wh_blob_file_is(f, path));
+	struct wh_blob *a, *b, *c;
+	ck_assert_int_eq(wh_blob_create_view(f, 64, 32, &a), WH_OK);
+	ck_assert_int_eq(wh_blob_create_view(f, 3, 8, &b), WH_OK); /* misaligned: copied */
+	ck_assert_int_ne(wh_blob_create_view(f, 250, 8, &c), WH_OK);
+	wh_blob_file_release(f); /* the views keep the mapping */
+	ck_assert(wh_blob_is_mapped(a));
+	ck_assert(!wh_blob_is_mapped(b));
+	ck_assert_uint_eq(((const uint8_t *)a->data)[0], 64);
+	ck_assert_uint_eq(((const uint8_t *)b->data)[7], 10);
+	const struct wh_blob_file *of;
+	uint64_t off;
+	ck_assert(wh_blob_origin(b, &of, &off));
+	ck_assert_uint_eq(off, 3);
+	ck_assert(wh_blob_file_is(of, path));
+	uint64_t d1[2], d2[2], d3[2];
+	wh_blob_digest(a, d1);
+	wh_blob_digest(a, d2);
+	wh_blob_digest(b, d3);
+	ck_assert(d1[0] == d2[0] && d1[1] == d2[1]);
+	ck_assert(d1[0] != d3[0] || d1[1] != d3[1]);
+	struct wh_blob *mem;
+	ck_assert_int_eq(wh_blob_create_copy(a->data, a->size, &mem), WH_OK);
+	ck_assert(!wh_blob_origin(mem, NULL, NULL));
+	wh_blob_release(mem);
+	wh_blob_release(a);
+	wh_blob_release(b);
+	remove(path);
+	rmdir(dir);
+	free(dir);
+}
+END_TEST
+
+static ino_t inode_of(const char *p)
+{
+	struct stat sb;
+	ck_assert_int_eq(stat(p, &sb), 0);
+	return sb.st_ino;
+}
+
+START_TEST(test_save_external_data_and_link_original)
+{
+	char tmpl[] = "/tmp/whittle-check-graph.XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(tmpl));
+	char a[4200], b[4200], p[4300];
+	snprintf(a, sizeof a, "%s/a", tmpl);
+	snprintf(b, sizeof b, "%s/b", tmpl);
+	mkdir(a, 0777);
+	mkdir(b, 0777);
+	struct wh_model *m = diamond(0, 6.0f, NULL);
+	/* over a lowered inline limit: w (24 bytes) goes to a/m.onnx.data */
+	struct wh_save_opts o;
+	wh_save_opts_init(&o);
+	o.size_threshold = 16;
+	o.inline_limit = 64;
+	snprintf(p, sizeof p, "%s/m.onnx", a);
+	ck_assert_int_eq(wh_model_save_with(m, p, &o), WH_OK);
+	struct wh_model *r;
+	ck_assert_int_eq(wh_model_load(p, &r), WH_OK);
+	uint32_t w = wh_graph_find_value(r->graph, "w");
+	ck_assert(wh_blob_is_mapped(r->graph->values[w].data));
+	ck_assert_float_eq(((const float *)r->graph->values[w].data->data)[5], 6.0f);
+	snprintf(p, sizeof p, "%s/m.onnx.data", a);
+	ino_t data_ino = inode_of(p);
+	/* a subgraph saved elsewhere links the same file, at the same name */
+	snprintf(p, sizeof p, "%s/sub.onnx", b);
+	ck_assert_int_eq(wh_model_save(r, p), WH_OK);
+	snprintf(p, sizeof p, "%s/m.onnx.data", b);
+	ck_assert(inode_of(p) == data_ino);
+	/* the buffer keeps everything inline and loads without a folder */
+	uint8_t *buf;
+	size_t len;
+	ck_assert_int_eq(wh_model_save_buffer(r, &buf, &len), WH_OK);
+	struct wh_model *r2;
+	ck_assert_int_eq(wh_model_load_buffer(buf, len, NULL, "buffer", &r2), WH_OK);
+	free(buf);
+	/* hashes: by content in memory, by the file's identity for views; never crashes */
+	ck_assert(hash_eq(hash_of(m), hash_of(r2)));
+	ck_assert(!hash_eq(hash_of(m), hash_of(r)));
+	wh_model_destroy(r2);
+	wh_model_destroy(r);
+	wh_model_destroy(m);
+	wh_os_remove_tree(tmpl);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("graph");
@@ -266,6 +377,8 @@ int main(void)
 	tcase_add_test(tc, test_extract_by_names_and_nodes);
 	tcase_add_test(tc, test_load_rejects_garbage);
 	tcase_add_test(tc, test_real_model_extract_hash_roundtrip);
+	tcase_add_test(tc, test_blob_view_maps_and_remembers_origin);
+	tcase_add_test(tc, test_save_external_data_and_link_original);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

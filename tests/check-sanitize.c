@@ -9,9 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "executor/executor.h"
 #include "graph/ir.h"
 #include "graph/onnx-io.h"
 #include "graph/sanitize.h"
+#include "graph/tensor-file.h"
 #include "graph/shape.h"
 
 static struct wh_model *new_model(int64_t opset)
@@ -231,7 +233,7 @@ START_TEST(test_fold_small)
 {
 	struct wh_model *m = small_model();
 	uint32_t before = m->graph->n_nodes;
-	struct wh_sanitize_options opt = {.fold_constants = true};
+	struct wh_sanitize_options opt = {.fold_constants = true, .evaluate = wh_executor_fold_eval};
 	struct wh_sanitize_stats stats;
 	struct wh_model *s;
 	ck_assert_msg(wh_model_sanitize(m, &opt, &s, &stats) == WH_OK, "%s", wh_error_message());
@@ -299,6 +301,72 @@ START_TEST(test_fold_small)
 }
 END_TEST
 
+/* Folding evaluates with the executor's kernels (an op graph/ has no evaluator for: Softmax
+ * of a Constant), with the bits the engine computes at run time; without the executor's
+ * evaluator only integer shape arithmetic folds. */
+START_TEST(test_fold_uses_executor)
+{
+	struct wh_model *m = new_model(13);
+	uint32_t c = node(m, "Constant", "c", 0, NULL, "c");
+	struct wh_attr *a = add_attr(m, c, "value_floats", WH_ATTR_FLOATS);
+	a->n = 5;
+	a->floats = wh_arena_memdup(m->arena, (const float[]){0.5f, -1.25f, 3.0f, 7.75f, 0.1f}, 5 * sizeof(float));
+	node(m, "Softmax", "softmax", 1, (const char *[]){"c"}, "y");
+	output(m, "y");
+
+	/* what the engine computes for y */
+	struct wh_engine *e;
+	struct wh_engine_options eo = {.threads = 1};
+	struct wh_tensor_set none, res;
+	wh_tensor_set_init(&none);
+	wh_tensor_set_init(&res);
+	ck_assert_msg(wh_engine_create(m, &eo, &e) == WH_OK, "%s", wh_error_message());
+	ck_assert_msg(wh_engine_run(e, &none, WH_KEEP_OUTPUTS, &res) == WH_OK, "%s", wh_error_message());
+	const struct wh_tensor *ref = wh_tensor_set_find(&res, "y");
+	ck_assert_ptr_nonnull(ref);
+
+	struct wh_sanitize_options opt = {.fold_constants = true, .evaluate = wh_executor_fold_eval};
+	struct wh_sanitize_stats stats;
+	struct wh_model *s;
+	ck_assert_msg(wh_model_sanitize(m, &opt, &s, &stats) == WH_OK, "%s", wh_error_message());
+	ck_assert_uint_eq(count_op(s, "Softmax"), 0);
+	ck_assert_uint_eq(s->graph->n_nodes, 0);
+	const struct wh_value *y = find(s, "y");
+	ck_assert(y->flags & WH_VALUE_INITIALIZER);
+	ck_assert_int_eq(y->dtype, WH_DT_FLOAT);
+	ck_assert_int_eq(y->dims[0].value, 5);
+	const float *got = (const float *)y->data->data, *want = ref->data;
+	/* the fold runs the scalar kernel; the engine may use a SIMD exp: a last-bit difference
+	 * at most */
+	for (int i = 0; i < 5; i++)
+		ck_assert_float_eq_tol(got[i], want[i], 1e-6f * want[i]);
+	wh_model_destroy(s);
+
+	/* without the executor: Softmax stays */
+	opt.evaluate = NULL;
+	ck_assert_int_eq(wh_model_sanitize(m, &opt, &s, &stats), WH_OK);
+	ck_assert_uint_eq(count_op(s, "Softmax"), 1);
+	ck_assert_uint_eq(stats.nodes_folded, 0);
+	wh_model_destroy(s);
+
+	/* the shape arithmetic of small_model folds graph-only too, its float Add does not */
+	struct wh_model *sm = small_model();
+	ck_assert_msg(wh_model_sanitize(sm, &opt, &s, &stats) == WH_OK, "%s", wh_error_message());
+	ck_assert_uint_eq(count_op(s, "Shape"), 0);
+	ck_assert_uint_eq(count_op(s, "Concat"), 0);
+	ck_assert_uint_eq(count_op(s, "ConstantOfShape"), 1); /* its default value is a float 0 */
+	ck_assert_uint_eq(count_op(s, "Add"), 2);
+	ck_assert(find(s, "tgt")->flags & WH_VALUE_INITIALIZER);
+	wh_model_destroy(s);
+	wh_model_destroy(sm);
+
+	wh_tensor_set_release(&res);
+	wh_tensor_set_release(&none);
+	wh_engine_destroy(e);
+	wh_model_destroy(m);
+}
+END_TEST
+
 /* Without bound shapes, Shape of a dynamic input must not fold. */
 START_TEST(test_fold_dynamic)
 {
@@ -307,7 +375,7 @@ START_TEST(test_fold_dynamic)
 	node(m, "Shape", "shape", 1, (const char *[]){"x"}, "sh");
 	node(m, "Reshape", "reshape", 2, (const char *[]){"x", "sh"}, "y");
 	output(m, "y");
-	struct wh_sanitize_options opt = {.fold_constants = true};
+	struct wh_sanitize_options opt = {.fold_constants = true, .evaluate = wh_executor_fold_eval};
 	struct wh_model *s;
 	ck_assert_int_eq(wh_model_sanitize(m, &opt, &s, NULL), WH_OK);
 	ck_assert_uint_eq(count_op(s, "Shape"), 1);
@@ -343,7 +411,7 @@ static void check_ocr(const char *file, const char *spec)
 	ck_assert_int_eq(wh_input_shapes_parse(spec, &sh, &n), WH_OK);
 	ck_assert_int_eq(wh_model_bind_inputs(m, sh, n), WH_OK);
 	wh_input_shapes_free(sh, n);
-	struct wh_sanitize_options opt = {.fold_constants = true};
+	struct wh_sanitize_options opt = {.fold_constants = true, .evaluate = wh_executor_fold_eval};
 	struct wh_sanitize_stats stats;
 	ck_assert_msg(wh_model_sanitize(m, &opt, &s, &stats) == WH_OK, "%s", wh_error_message());
 	ck_assert_uint_eq(count_op(s, "Constant"), 0);
@@ -403,6 +471,7 @@ static Suite *sanitize_suite(void)
 	tcase_add_test(tc, test_constant_forms);
 	tcase_add_test(tc, test_fold_small);
 	tcase_add_test(tc, test_fold_dynamic);
+	tcase_add_test(tc, test_fold_uses_executor);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("ocr");
 	tcase_set_timeout(tc, 300);

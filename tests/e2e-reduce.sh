@@ -2,7 +2,7 @@
 # whittle reduce end to end: planted culprits on PP-OCRv4 det and generated models (exact
 # result, 1-minimal, check counts within the bounds), the numerical case with the built-in
 # check and with whittle itself as an external check, faulty checks, kill -9 and resume,
-# and -j 2 (same result, less wall time).
+# and -j 2 (same result, fewer rounds).
 set -euo pipefail
 : "${WHITTLE:?}" "${WHITTLE_SRC:?}"
 export WHITTLE
@@ -163,19 +163,18 @@ else
 	ok "kill -9 after $recorded checks, resumed with $resumed more: same result, $full_checks in all, none repeated"
 fi
 
-# -j 2: same model as -j 1, and at most 0.65 x the wall time on a check that sleeps 1 s
-t0=$(date +%s.%N)
-WHITTLE_CHECK_SLEEP=1 "$WHITTLE" reduce "$c200" -o "$tmp/j1.onnx" -j 1 --check "$culprits" '{model}' n117_ 2> /dev/null
-t1=$(date +%s.%N)
-WHITTLE_CHECK_SLEEP=1 "$WHITTLE" reduce "$c200" -o "$tmp/j2.onnx" -j 2 --check "$culprits" '{model}' n117_ 2> /dev/null
-t2=$(date +%s.%N)
-r=$(awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN { printf "%.3f", (c - b) / (b - a) }')
+# -j 2: same model as -j 1 in fewer rounds (batches that must finish before the next can
+# start: what the user waits for when each check takes minutes). Rounds, not wall time: a
+# timed assertion fails on a busy machine; scripts/bench-reduce.sh measures the time.
+rounds_of() { sed -n 's/.*"event":"result".*"rounds":\([0-9]*\).*/\1/p'; }
+rj1=$("$WHITTLE" reduce "$c200" -o "$tmp/j1.onnx" -j 1 --json --check "$culprits" '{model}' n117_ 2> /dev/null | rounds_of)
+rj2=$("$WHITTLE" reduce "$c200" -o "$tmp/j2.onnx" -j 2 --json --check "$culprits" '{model}' n117_ 2> /dev/null | rounds_of)
 if [ "$(layers_of "$tmp/j1.onnx")" != "$(layers_of "$tmp/j2.onnx")" ]; then
 	bad "-j 2 gives another model than -j 1"
-elif awk -v r="$r" 'BEGIN { exit !(r <= 0.65) }'; then
-	ok "-j 2: same model, wall time $r x the -j 1 run"
+elif [ -n "$rj1" ] && [ -n "$rj2" ] && [ $((rj2 * 100)) -le $((rj1 * 65)) ]; then
+	ok "-j 2: same model, $rj2 rounds against $rj1 at -j 1"
 else
-	bad "-j 2: wall time $r x the -j 1 run (goal <= 0.65)"
+	bad "-j 2: ${rj2:-?} rounds against ${rj1:-?} at -j 1 (goal <= 0.65 x)"
 fi
 "$WHITTLE" reduce "$det" --input-shapes $detshape -o "$tmp/dj2.onnx" -j 2 --check "$culprits" '{model}' p2o.Conv.40 p2o.Mul.158 2> /dev/null
 [ "$(layers_of "$tmp/dj2.onnx")" = "p2o.Conv.40 p2o.Mul.158 " ] && ok "-j 2 on det, two branches: same result as -j 1" || bad "-j 2 on det: $(layers_of "$tmp/dj2.onnx")"

@@ -2,9 +2,9 @@
  * (--calib-method, --calib-data, --calibration-cache) and the step that turns them into the
  * calibration table of a precision config.
  *
- * A subcommand adds WH_CALIB_LONGOPTS to its getopt_long table, offers each option it does
- * not know to wh_calib_opts_parse, and calls wh_calib_opts_apply once the model and the
- * run's inputs are loaded, before the first reduced-precision run. The table lives in
+ * The commands that run a model take them (their rows in options.c); each option is offered
+ * to wh_calib_opts_parse (through wh_run_opts_parse), and wh_calib_opts_apply runs once the
+ * model and the run's inputs are loaded, before the first reduced-precision run. The table lives in
  * struct wh_calib_opts (caller-owned, _init/_release), which must outlive every engine that
  * uses the config. */
 #ifndef WH_CALIB_OPTS_H
@@ -24,11 +24,6 @@ enum {
 	WH_CALIB_OPT_DATA,
 	WH_CALIB_OPT_CACHE,
 };
-
-#define WH_CALIB_LONGOPTS                                                      \
-	{"calib-method", required_argument, NULL, WH_CALIB_OPT_METHOD},        \
-	{"calib-data", required_argument, NULL, WH_CALIB_OPT_DATA},            \
-	{"calibration-cache", required_argument, NULL, WH_CALIB_OPT_CACHE}
 
 #define WH_CALIB_HELP                                                                                      \
 	"calibration (int8, fp8; without these, each tensor's own range in the run):\n"                  \

@@ -3,12 +3,14 @@
 #define WH_CLI_INTERNAL_H
 
 #include <getopt.h>
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 
 #include "graph/ir.h"
 #include "graph/shape.h"
 #include "graph/status.h"
+#include "executor/precision.h"
 
 enum wh_exit {
 	WH_EXIT_OK = 0,
@@ -21,6 +23,7 @@ enum wh_exit {
 struct wh_cmd {
 	const char *name;
 	int (*run)(int argc, char **argv);
+	uint32_t bit;         /* WH_CMD_* (options.h): which rows of the option table are its */
 	const char *summary;
 };
 
@@ -40,10 +43,9 @@ int wh_exit_for(enum wh_status st);
  * shape inference (so extraction and inspection see types). */
 enum wh_status wh_cli_load_model(const char *path, const char *input_shapes, struct wh_model **out);
 
-/* The check command's options, shared by reduce, precision, build, repeat and triage: each
- * lists WH_CLI_CHECK_LONGOPTS among its long options and hands every option to
- * wh_cli_check_option first (wh_cli_parse does). Caller-owned, no heap (the lists hold at
- * most 64 entries). */
+/* The check command's options, shared by reduce, precision, build, repeat and triage (their
+ * rows in options.c): wh_cli_parse hands every option to wh_cli_check_option first.
+ * Caller-owned, no heap (the lists hold at most 64 entries). */
 #include "reducer/check.h"
 
 struct wh_cli_check_opts {
@@ -51,14 +53,31 @@ struct wh_cli_check_opts {
 	const char *regex[64];
 	int fail_codes[64], ignore_codes[64];
 	int n_regex, n_fail, n_ignore;
+	bool launcher_given; /* any launcher option, for wh_cli_check_opts_given */
+	bool retries_given;  /* else finish sets the default, 2, for slurm */
 };
 
-#define WH_CLI_CHECK_LONGOPTS                                                   \
-	{"shell", no_argument, NULL, 'S'}, {"fail-regex", required_argument, NULL, 'r'}, \
-	{"fail-code", required_argument, NULL, 'f'},                            \
-	{"ignore-fail-code", required_argument, NULL, 'i'},                     \
-	{"timeout", required_argument, NULL, 'T'},                              \
-	{"timeout-is", required_argument, NULL, 'U'}
+/* getopt values of the launcher options: above every character, so no command's own short
+ * or numbered options collide with them */
+enum {
+	WH_CLI_OPT_LAUNCHER = 0x5300,
+	WH_CLI_OPT_SLURM_ARGS,
+	WH_CLI_OPT_SHARED_DIR,
+	WH_CLI_OPT_RETRIES,
+	WH_CLI_OPT_QUEUE_TIMEOUT,
+};
+
+/* Help text of the launcher options, for each command's usage. */
+#define WH_CLI_LAUNCHER_HELP                                                                           \
+	"launcher:\n"                                                                                  \
+	"  --launcher L             where checks run: local (default; process groups) or slurm (a\n"   \
+	"                           step per check inside an allocation, else a job per check)\n"     \
+	"  --slurm-args \"ARGS\"     srun/sbatch flags for every check (e.g. \"-p gpu --gres=gpu:1\")\n" \
+	"  --shared-dir DIR         folder every node sees, where checks are staged (default: the\n"  \
+	"                           work folder of the candidates)\n"                                 \
+	"  --retries N              a job that fails to start, a node failure or a preemption is\n"   \
+	"                           retried N times (default 2), then counts as cannot tell\n"        \
+	"  --queue-timeout S        cancel a job pending longer than S seconds: cannot tell\n"
 
 void wh_cli_check_opts_init(struct wh_cli_check_opts *o);
 /* 1: consumed; 0: not a check option; -1: a bad value (recorded with wh_cli_usage_error). */
@@ -76,30 +95,12 @@ void wh_cli_check_opts_finish(struct wh_cli_check_opts *o, char **words, int n_w
 	"                           the check fails on these exit codes only (repeatable)\n"                  \
 	"  --ignore-fail-code N     a non-zero exit that does not mean failure (repeatable)\n"                \
 	"  --timeout S              kill the check (and its children) after S seconds\n"                      \
-	"  --timeout-is V           skip (default), fail or pass\n"
-
-/* One getopt_long loop for every command. The getopt codes of the commands' own long-only
- * options are WH_CLI_OPT_BASE and up, so that none of them is also a short option letter
- * (a command's letters are its real short options: -o, -j, -h). */
-#define WH_CLI_OPT_BASE 0x1a00
-#define WH_CLI_HELP_LONGOPTS {"help", no_argument, NULL, 'h'}, {0, 0, 0, 0}
+	"  --timeout-is V           skip (default), fail or pass\n"                                          \
+	WH_CLI_LAUNCHER_HELP
 
 struct wh_run_opts;
-
-struct wh_cli_spec {
-	const char *cmd;
-	const char *help;                 /* printed on stdout for -h/--help */
-	const char *shortopts;            /* the command's short options (getopt syntax), or "" */
-	const struct option *longopts;    /* ends with WH_CLI_HELP_LONGOPTS */
-	const char *operands;             /* e.g. "one MODEL": exactly these; NULL: none */
-	int n_operands;
-	bool check;                       /* takes --check CMD ... (the rest of the line) */
-	struct wh_cli_check_opts *check_opts; /* the check options; NULL: not taken */
-	struct wh_run_opts *run_opts;     /* the run options; NULL: not taken */
-	/* the command's own options: WH_OK or a usage error (wh_cli_usage_error) */
-	enum wh_status (*own)(void *ctx, int c, const char *arg);
-	void *ctx;
-};
+struct wh_cmd_ctx;
+struct wh_cli_save_opts;
 
 struct wh_cli_args {
 	char **operands;      /* into argv */
@@ -108,12 +109,73 @@ struct wh_cli_args {
 	bool help;            /* the help was printed: exit 0 */
 };
 
+/* A command: its name, help and operands, the option groups it takes and its own steps.
+ * Its options are its rows in options.c's table (by the command's WH_CMD_* bit, cli.c). */
+struct wh_cli_spec {
+	const char *cmd;
+	const char *help;                 /* printed on stdout for -h/--help */
+	const char *operands;             /* e.g. "one MODEL": exactly these; NULL: none */
+	int n_operands;
+	bool check;                       /* takes --check CMD ... (the rest of the line) */
+	struct wh_cli_check_opts *check_opts; /* the check options; NULL: not taken */
+	struct wh_run_opts *run_opts;     /* the run options; NULL: not taken */
+	struct wh_cli_save_opts *save_opts; /* how saved models store weights; NULL: not taken */
+	enum wh_precision precision;      /* the run options' default --precision */
+	/* the command's own options: WH_OK or a usage error (wh_cli_usage_error) */
+	enum wh_status (*own)(void *self, int c, const char *arg);
+	/* the rules between the options, once parsed (may be NULL) */
+	enum wh_status (*validate)(void *self, const struct wh_cli_args *a);
+	/* the command's work; what it holds in c is released after it */
+	enum wh_status (*go)(void *self, const struct wh_cli_args *a, struct wh_cmd_ctx *c);
+	void *self;                       /* the command's own state, for own/validate/go */
+};
+
 /* Parses argv (argv[0] is the command's name) by spec: every option is offered to the check
  * options, then to the run options, then to own; the operands are counted; --check without
- * a command and check options without --check are refused. */
+ * a command and check options without --check are refused. The groups must be
+ * initialised (wh_cli_command does). */
 enum wh_status wh_cli_parse(const struct wh_cli_spec *spec, int argc, char **argv, struct wh_cli_args *out);
-/* The exit code of a command that only failed or succeeded. */
-int wh_cli_exit(enum wh_status st);
+
+/* What a command holds while it runs: wh_cli_command gives `go` an empty one and releases
+ * it after, so that a command's error paths free nothing of it themselves. */
+struct wh_cmd_ctx {
+	struct wh_model *model;
+	struct wh_check *check;           /* the --check command, or NULL */
+	char *check_display;              /* its command line, for messages */
+	struct wh_tensor_set *samples;    /* n_samples input samples, or NULL */
+	uint32_t n_samples;
+	size_t n_generated;               /* how many input tensors were generated */
+	bool fails;                       /* a verdict failed: the command exits 1 */
+};
+
+/* What wh_cmd_ctx_load loads besides the model. */
+enum wh_cmd_samples {
+	WH_SAMPLES_NONE,
+	WH_SAMPLES_ONE, /* one sample (a folder of sample folders is a usage error) */
+	WH_SAMPLES_ALL, /* every sample of --load-inputs */
+};
+
+/* Creates the check of --check into c->check and c->check_display; nothing without
+ * --check. */
+enum wh_status wh_cmd_ctx_check(struct wh_cmd_ctx *c, const struct wh_cli_args *a, const struct wh_cli_check_opts *o);
+/* Loads the model at path (wh_run_opts_load_model) and the samples asked for
+ * (wh_run_opts_load_inputs, wh_run_opts_load_sample). */
+enum wh_status wh_cmd_ctx_load(struct wh_cmd_ctx *c, const struct wh_run_opts *o, const char *path, enum wh_cmd_samples want);
+void wh_cmd_ctx_release(struct wh_cmd_ctx *c);
+
+/* A whole command: initialises the groups, parses, validates, goes, releases; returns
+ * the exit code (0, 1 when c->fails, else the status's). */
+int wh_cli_command(const struct wh_cli_spec *spec, int argc, char **argv);
+
+/* The WH_CMD_* bit of the command `name` (cli.c's command table), or 0. */
+uint32_t wh_cli_cmd_bit(const char *name);
+
+/* --artifacts FILE (reduce, build, repeat): appends arg to files (64 entries at most). */
+enum wh_status wh_cli_artifact(const char *cmd, const char **files, int *n, const char *arg);
+
+/* Prints root on stdout as one text, keys in their order (json_dumps flags: JSON_INDENT(1)
+ * or JSON_COMPACT), and takes root. */
+void wh_cli_print_json(json_t *root, size_t flags);
 
 /* Splits "a,b,c" into a malloc'd array of malloc'd strings. */
 char **wh_cli_split(const char *s, uint32_t *n_out);

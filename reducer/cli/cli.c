@@ -7,28 +7,33 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "executor/builder.h"
 #include "executor/cpu.h"
+#include "executor/executor.h"
 #include "graph/tensor.h" /* element setters for generated inputs */
 #include "graph/tensor-file.h"
 #include <math.h>
 #include "graph/onnx-io.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/options.h"
+#include "reducer/cli/save-opts.h"
 #include "reducer/cli/run-opts.h"
+#include "reducer/launcher.h"
 
 static const struct wh_cmd commands[] = {
-	{"inspect", wh_cmd_inspect, "show a model's inputs, outputs, layers, shapes and hash"},
-	{"extract", wh_cmd_extract, "cut a subgraph out of a model by tensor names"},
-	{"sanitize", wh_cmd_sanitize, "fold constants and remove dead nodes"},
-	{"run", wh_cmd_run, "run a model on whittle's executor, compare precisions"},
-	{"compare", wh_cmd_compare, "compare two folders of tensors"},
-	{"reduce", wh_cmd_reduce, "find the smallest subgraph that still fails a check"},
-	{"build", wh_cmd_build, "rebuild until builds differ, find and prove the flaky tactic"},
-	{"diff-tactics", wh_cmd_diff_tactics, "tactics seen only in bad builds, ranked"},
-	{"repeat", wh_cmd_repeat, "rerun a check and count good and bad runs"},
-	{"precision", wh_cmd_precision, "find the layers to keep in higher precision"},
-	{"triage", wh_cmd_triage, "walk the accuracy-debugging flowchart, write a report and a repro"},
+	{"inspect", wh_cmd_inspect, WH_CMD_INSPECT, "show a model's inputs, outputs, layers, shapes and hash"},
+	{"extract", wh_cmd_extract, WH_CMD_EXTRACT, "cut a subgraph out of a model by tensor names"},
+	{"sanitize", wh_cmd_sanitize, WH_CMD_SANITIZE, "fold constants and remove dead nodes"},
+	{"run", wh_cmd_run, WH_CMD_RUN, "run a model on whittle's executor, compare precisions"},
+	{"compare", wh_cmd_compare, WH_CMD_COMPARE, "compare two folders of tensors"},
+	{"reduce", wh_cmd_reduce, WH_CMD_REDUCE, "find the smallest subgraph that still fails a check"},
+	{"build", wh_cmd_build, WH_CMD_BUILD, "rebuild until builds differ, find and prove the flaky tactic"},
+	{"diff-tactics", wh_cmd_diff_tactics, WH_CMD_DIFF_TACTICS, "tactics seen only in bad builds, ranked"},
+	{"repeat", wh_cmd_repeat, WH_CMD_REPEAT, "rerun a check and count good and bad runs"},
+	{"precision", wh_cmd_precision, WH_CMD_PRECISION, "find the layers to keep in higher precision"},
+	{"triage", wh_cmd_triage, WH_CMD_TRIAGE, "walk the accuracy-debugging flowchart, write a report and a repro"},
 };
 
 int wh_exit_for(enum wh_status st)
@@ -41,8 +46,18 @@ int wh_exit_for(enum wh_status st)
 	}
 }
 
+/* An interrupt ends the process from its own thread with its own line (reducer/launcher.h);
+ * what the interrupted command returns meanwhile is neither printed nor the exit code. */
+static void wait_for_interrupt_exit(void)
+{
+	if (wh_interrupted())
+		for (;;)
+			pause();
+}
+
 int wh_cli_fail(enum wh_status st)
 {
+	wait_for_interrupt_exit();
 	const char *msg = wh_error_message();
 	if (!msg || !*msg)
 		msg = wh_status_name(st);
@@ -50,9 +65,12 @@ int wh_cli_fail(enum wh_status st)
 	return wh_exit_for(st);
 }
 
-int wh_cli_exit(enum wh_status st)
+uint32_t wh_cli_cmd_bit(const char *name)
 {
-	return st == WH_OK ? WH_EXIT_OK : wh_cli_fail(st);
+	for (size_t c = 0; c < sizeof commands / sizeof commands[0]; c++)
+		if (!strcmp(name, commands[c].name))
+			return commands[c].bit;
+	return 0;
 }
 
 enum wh_status wh_cli_usage_error(const char *cmd, const char *fmt, ...)
@@ -92,8 +110,13 @@ static enum wh_status offer_option(const struct wh_cli_spec *spec, int c, char *
 		if (consumed)
 			return st;
 	}
+	if (spec->save_opts) {
+		enum wh_status st;
+		if (wh_cli_save_opts_parse(spec->save_opts, c, optarg, &st))
+			return st;
+	}
 	if (spec->own)
-		return spec->own(spec->ctx, c, optarg);
+		return spec->own(spec->self, c, optarg);
 	return bad_option(spec->cmd, '?', argv);
 }
 
@@ -103,10 +126,12 @@ enum wh_status wh_cli_parse(const struct wh_cli_spec *spec, int argc, char **arg
 	/* --check takes the rest of the line */
 	int check_at = spec->check ? wh_cli_check_at(argc, argv) : -1;
 	int nargs = check_at >= 0 ? check_at : argc;
-	char shortopts[32];
-	snprintf(shortopts, sizeof shortopts, ":h%s", spec->shortopts ? spec->shortopts : "");
+	struct option longopts[128];
+	char shortopts[32] = ":";
+	if (!wh_cli_options_for(wh_cli_cmd_bit(spec->cmd), longopts, 128, shortopts + 1, sizeof shortopts - 1))
+		return wh_error(WH_ERR_INTERNAL, "%s: more options than the parser holds (raise the limit in wh_cli_parse)", spec->cmd);
 	int c;
-	while ((c = getopt_long(nargs, argv, shortopts, spec->longopts, NULL)) != -1) {
+	while ((c = getopt_long(nargs, argv, shortopts, longopts, NULL)) != -1) {
 		if (c == 'h') {
 			fputs(spec->help, stdout);
 			out->help = true;
@@ -151,7 +176,7 @@ enum wh_status wh_cli_load_model(const char *path, const char *input_shapes, str
 		if ((st = wh_model_bind_inputs(m, shapes, n_shapes)) != WH_OK)
 			goto out;
 	}
-	st = wh_model_infer_shapes(m);
+	st = wh_model_infer_shapes_eval(m, wh_executor_fold_eval);
 out:
 	wh_input_shapes_free(shapes, n_shapes);
 	if (st != WH_OK) {
@@ -216,6 +241,45 @@ int wh_cli_check_option(struct wh_cli_check_opts *o, const char *cmd, int c, con
 			return -1;
 		}
 		return 1;
+	case WH_CLI_OPT_LAUNCHER:
+		if (!strcmp(arg, "local")) {
+			o->co.launcher = WH_LAUNCHER_LOCAL;
+		} else if (!strcmp(arg, "slurm")) {
+			o->co.launcher = WH_LAUNCHER_SLURM;
+		} else {
+			wh_cli_usage_error(cmd, "--launcher takes local or slurm, not '%s'", arg);
+			return -1;
+		}
+		o->launcher_given = true;
+		return 1;
+	case WH_CLI_OPT_SLURM_ARGS:
+	case WH_CLI_OPT_SHARED_DIR:
+	case WH_CLI_OPT_RETRIES:
+	case WH_CLI_OPT_QUEUE_TIMEOUT:
+		o->launcher_given = true;
+		if (c == WH_CLI_OPT_SLURM_ARGS) {
+			o->co.slurm_args = arg;
+		} else if (c == WH_CLI_OPT_SHARED_DIR) {
+			if (!*arg) {
+				wh_cli_usage_error(cmd, "--shared-dir takes a folder, not an empty string");
+				return -1;
+			}
+			o->co.shared_dir = arg;
+		} else if (c == WH_CLI_OPT_RETRIES) {
+			if (!wh_cli_parse_int(arg, 0, 100, &v)) {
+				wh_cli_usage_error(cmd, "--retries takes 0..100, not '%s'", arg);
+				return -1;
+			}
+			o->co.retries = (int)v;
+			o->retries_given = true;
+		} else {
+			if (!wh_cli_parse_double(arg, &d) || !(d > 0) || d == INFINITY) {
+				wh_cli_usage_error(cmd, "--queue-timeout takes seconds > 0, not '%s'", arg);
+				return -1;
+			}
+			o->co.queue_timeout_s = d;
+		}
+		return 1;
 	default:
 		return 0;
 	}
@@ -223,8 +287,9 @@ int wh_cli_check_option(struct wh_cli_check_opts *o, const char *cmd, int c, con
 
 bool wh_cli_check_opts_given(const struct wh_cli_check_opts *o)
 {
-	return o->n_regex || o->n_fail || o->n_ignore || o->co.timeout_s > 0 || o->co.shell;
+	return o->n_regex || o->n_fail || o->n_ignore || o->co.timeout_s > 0 || o->co.shell || o->launcher_given;
 }
+
 
 void wh_cli_check_opts_finish(struct wh_cli_check_opts *o, char **words, int n_words)
 {
@@ -236,6 +301,26 @@ void wh_cli_check_opts_finish(struct wh_cli_check_opts *o, char **words, int n_w
 	o->co.n_fail_codes = o->n_fail;
 	o->co.ignore_codes = o->ignore_codes;
 	o->co.n_ignore_codes = o->n_ignore;
+	/* the runner refuses retries > 0 for local checks (an option parsed and ignored) */
+	if (!o->retries_given && o->co.launcher == WH_LAUNCHER_SLURM)
+		o->co.retries = 2;
+}
+
+enum wh_status wh_cli_artifact(const char *cmd, const char **files, int *n, const char *arg)
+{
+	if (*n == 64)
+		return wh_cli_usage_error(cmd, "too many --artifacts (64 at most; have the check write them into one folder)");
+	files[(*n)++] = arg;
+	return WH_OK;
+}
+
+void wh_cli_print_json(json_t *root, size_t flags)
+{
+	char *text = json_dumps(root, flags | JSON_PRESERVE_ORDER);
+	if (text)
+		puts(text);
+	free(text);
+	json_decref(root);
 }
 
 char **wh_cli_split(const char *s, uint32_t *n_out)
@@ -365,6 +450,11 @@ static void usage(FILE *f)
 int wh_cli_main(int argc, char **argv)
 {
 	wh_cpu_init();
+	/* before any thread: every thread inherits the blocked stop signals, which the interrupt
+	 * thread takes (reducer/launcher.h) */
+	enum wh_status ist = wh_interrupt_install();
+	if (ist != WH_OK)
+		return wh_cli_fail(ist);
 	/* Tensors are allocated and freed per layer; glibc would mmap each large one afresh and
 	 * pay its page faults on every run. Keeping them in the heap lets freed buffers be
 	 * reused (process-wide setting, made once here like the CPU table). */
@@ -394,7 +484,9 @@ int wh_cli_main(int argc, char **argv)
 		if (!strcmp(argv[i], commands[c].name)) {
 			optind = 1;
 			opterr = 0;
-			return commands[c].run(argc - i, argv + i);
+			int rc = commands[c].run(argc - i, argv + i);
+			wait_for_interrupt_exit();
+			return rc;
 		}
 	return wh_cli_fail(wh_cli_usage_error(argv[i], "unknown command (see whittle --help)"));
 }

@@ -8,9 +8,10 @@
 #include "graph/tensor-file.h"
 #include "reducer/cli/calib-opts.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/options.h"
 #include "reducer/cli/run-opts.h"
-#include "reducer/driver-util.h"
 #include "reducer/builds.h"
+#include "reducer/driver-util.h"
 
 static const char build_help[] =
 	"usage: whittle build MODEL --until N|good|bad|confirmed [options] [--check CMD ARGS...]\n\n"
@@ -74,24 +75,6 @@ static bool mentions(char **words, int n, const char *what)
 	return false;
 }
 
-enum {
-	OPT_UNTIL = WH_CLI_OPT_BASE,
-	OPT_MAX_BUILDS,
-	OPT_ARTIFACTS_DIR,
-	OPT_FORCE,
-	OPT_ARTIFACTS,
-	OPT_NO_CONFIRM,
-	OPT_MARK_ALL,
-	OPT_MAX_SUSPECTS,
-	OPT_JSON,
-	OPT_TIMING_ITERATIONS,
-	OPT_TIMING_TOLERANCE,
-	OPT_TIMING_CACHE,
-	OPT_BUILD_CMD,
-	OPT_PIN_CMD,
-	OPT_BUILD_TIMEOUT,
-};
-
 struct build_cmd {
 	struct wh_build_loop_options lo;
 	const char *artifacts[64];
@@ -120,40 +103,36 @@ static enum wh_status build_until(struct build_cmd *x, const char *arg)
 	return WH_OK;
 }
 
-static enum wh_status build_option(void *ctx, int c, const char *arg)
+static enum wh_status build_option(void *self, int c, const char *arg)
 {
-	struct build_cmd *x = ctx;
+	struct build_cmd *x = self;
 	struct wh_build_loop_options *lo = &x->lo;
 	long long v;
 	double d;
 	switch (c) {
-	case OPT_UNTIL: return build_until(x, arg);
-	case OPT_MAX_BUILDS:
+	case WH_OPT_UNTIL: return build_until(x, arg);
+	case WH_OPT_MAX_BUILDS:
 		if (!wh_cli_parse_int(arg, 1, 1000000, &x->max_builds))
 			return wh_cli_usage_error("build", "--max-builds '%s': not an integer from 1 to 1000000 (give a cap such as 100)", arg);
 		x->max_builds_given = true;
 		break;
-	case OPT_ARTIFACTS_DIR: lo->artifacts_dir = arg; break;
-	case OPT_FORCE: lo->force = true; break;
-	case OPT_ARTIFACTS:
-		if (lo->n_artifacts == 64)
-			return wh_cli_usage_error("build", "too many --artifacts (64 at most; have the check write them into one folder)");
-		x->artifacts[lo->n_artifacts++] = arg;
-		break;
-	case OPT_NO_CONFIRM: lo->confirm = false; break;
-	case OPT_MARK_ALL: lo->mark_all = true; break;
-	case OPT_MAX_SUSPECTS:
+	case WH_OPT_ARTIFACTS_DIR: lo->artifacts_dir = arg; break;
+	case WH_OPT_FORCE: lo->force = true; break;
+	case WH_OPT_ARTIFACTS: return wh_cli_artifact("build", x->artifacts, &lo->n_artifacts, arg);
+	case WH_OPT_NO_CONFIRM: lo->confirm = false; break;
+	case WH_OPT_MARK_ALL: lo->mark_all = true; break;
+	case WH_OPT_MAX_SUSPECTS:
 		if (!wh_cli_parse_int(arg, 0, UINT32_MAX, &v))
 			return wh_cli_usage_error("build", "--max-suspects '%s': not an integer >= 0 (give a count such as 32; 0: all)", arg);
 		lo->max_suspects = (uint32_t)v;
 		break;
-	case OPT_JSON: lo->json = true; break;
-	case OPT_TIMING_ITERATIONS: return wh_cli_timing_option("build", "timing-iterations", arg, &lo->build);
-	case OPT_TIMING_TOLERANCE: return wh_cli_timing_option("build", "timing-tolerance", arg, &lo->build);
-	case OPT_TIMING_CACHE: lo->build.timing_cache = arg; break;
-	case OPT_BUILD_CMD: lo->build_cmd = arg; break;
-	case OPT_PIN_CMD: lo->pin_cmd = arg; break;
-	case OPT_BUILD_TIMEOUT:
+	case WH_OPT_JSON: lo->json = true; break;
+	case WH_OPT_TIMING_ITERATIONS: return wh_cli_timing_option("build", "timing-iterations", arg, &lo->build);
+	case WH_OPT_TIMING_TOLERANCE: return wh_cli_timing_option("build", "timing-tolerance", arg, &lo->build);
+	case WH_OPT_TIMING_CACHE: lo->build.timing_cache = arg; break;
+	case WH_OPT_BUILD_CMD: lo->build_cmd = arg; break;
+	case WH_OPT_PIN_CMD: lo->pin_cmd = arg; break;
+	case WH_OPT_BUILD_TIMEOUT:
 		if (!wh_cli_parse_double(arg, &d) || !isfinite(d) || d <= 0)
 			return wh_cli_usage_error("build", "--build-timeout '%s': not a finite number of seconds > 0 (give seconds such as 600)", arg);
 		lo->build_timeout_s = d;
@@ -189,8 +168,9 @@ static enum wh_status build_validate_loop(struct build_cmd *x, bool external)
 	return WH_OK;
 }
 
-static enum wh_status build_validate(struct build_cmd *x, const struct wh_cli_args *a)
+static enum wh_status build_validate(void *self, const struct wh_cli_args *a)
 {
+	struct build_cmd *x = self;
 	struct wh_build_loop_options *lo = &x->lo;
 	enum wh_status st = build_validate_loop(x, a->check != NULL);
 	if (st != WH_OK)
@@ -206,92 +186,53 @@ static enum wh_status build_validate(struct build_cmd *x, const struct wh_cli_ar
 	return st;
 }
 
-static enum wh_status build(struct build_cmd *x, const char *model_path, bool external)
+static enum wh_status build(void *self, const struct wh_cli_args *a, struct wh_cmd_ctx *c)
 {
+	struct build_cmd *x = self;
 	struct wh_build_loop_options *lo = &x->lo;
-	struct wh_model *m = NULL;
-	struct wh_check *check = NULL;
-	char *display = NULL;
-	struct wh_tensor_set inputs;
-	wh_tensor_set_init(&inputs);
+	struct wh_tensor_set none;
+	wh_tensor_set_init(&none);
 	bool reduced = false;
-	enum wh_status st = WH_OK;
-	lo->model_path = model_path;
+	enum wh_status st;
+	lo->model_path = a->operands[0];
 	lo->input_shapes = x->run.input_shapes;
 	lo->artifacts = x->artifacts;
 	lo->build.seed = x->run.seed;
 	lo->compare = x->run.compare;
 	if (lo->json)
 		lo->out = NULL;
-	if (external) {
-		if ((st = wh_check_create(&x->check.co, &check)) != WH_OK)
-			goto out;
-		display = wh_check_command_line(check, NULL);
-		lo->check = check;
-		lo->check_display = display;
-	}
-	if ((st = wh_run_opts_load_model(&x->run, model_path, &m)) != WH_OK)
-		goto out;
+	if ((st = wh_cmd_ctx_check(c, a, &x->check)) != WH_OK)
+		return st;
+	lo->check = c->check;
+	lo->check_display = c->check_display;
 	/* inputs: whittle's builder and the built-in check run the model; an external builder
 	 * and check get them only when they ask for {inputs} */
-	if ((!lo->build_cmd || !lo->check || lo->need_inputs) && (st = wh_run_opts_load_sample(&x->run, m, &inputs)) != WH_OK)
-		goto out;
-	if ((st = wh_run_opts_precision(&x->run, m, &inputs, &reduced)) != WH_OK)
-		goto out;
+	bool need_inputs = !lo->build_cmd || !lo->check || lo->need_inputs;
+	if ((st = wh_cmd_ctx_load(c, &x->run, lo->model_path, need_inputs ? WH_SAMPLES_ONE : WH_SAMPLES_NONE)) != WH_OK)
+		return st;
+	const struct wh_tensor_set *inputs = c->samples ? &c->samples[0] : &none;
+	if ((st = wh_run_opts_precision(&x->run, c->model, inputs, &reduced)) != WH_OK)
+		return st;
 	lo->engine = wh_run_opts_engine(&x->run, reduced);
 	lo->engine.faulty_tactic = wh_run_opts_faulty_tactic();
+	char dflt[64];
+	if (!lo->artifacts_dir) {
+		/* a fresh folder per run (two runs from one folder never meet in it); the
+		 * driver's first progress line names it */
+		wh_artifacts_default_dir("build", dflt, sizeof dflt);
+		lo->artifacts_dir = dflt;
+	}
 	struct wh_build_loop_report rep;
-	st = wh_build_loop_run(m, &inputs, lo, &rep);
-out:
-	wh_tensor_set_release(&inputs);
-	free(display);
-	wh_check_destroy(check);
-	wh_model_destroy(m);
-	return st;
+	return wh_build_loop_run(c->model, inputs, lo, &rep);
 }
 
 int wh_cmd_build(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"until", required_argument, NULL, OPT_UNTIL},
-		{"max-builds", required_argument, NULL, OPT_MAX_BUILDS},
-		{"artifacts-dir", required_argument, NULL, OPT_ARTIFACTS_DIR},
-		{"force", no_argument, NULL, OPT_FORCE},
-		{"artifacts", required_argument, NULL, OPT_ARTIFACTS},
-		{"no-confirm", no_argument, NULL, OPT_NO_CONFIRM},
-		{"mark-all", no_argument, NULL, OPT_MARK_ALL},
-		{"max-suspects", required_argument, NULL, OPT_MAX_SUSPECTS},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"timing-iterations", required_argument, NULL, OPT_TIMING_ITERATIONS},
-		{"timing-tolerance", required_argument, NULL, OPT_TIMING_TOLERANCE},
-		{"timing-cache", required_argument, NULL, OPT_TIMING_CACHE},
-		{"build-cmd", required_argument, NULL, OPT_BUILD_CMD},
-		{"pin-cmd", required_argument, NULL, OPT_PIN_CMD},
-		{"build-timeout", required_argument, NULL, OPT_BUILD_TIMEOUT},
-		WH_CLI_CHECK_LONGOPTS,
-		WH_RUN_LONGOPTS,
-		WH_RUN_LAYER_PRECISIONS_LONGOPTS,
-		WH_CLI_HELP_LONGOPTS,
-	};
 	struct build_cmd x = {.lo = {.until = WH_UNTIL_COUNT, .confirm = true, .max_suspects = 32,
 				     .log = stderr, .out = stdout, .build = {.timing_iterations = 3, .timing_tolerance = 0.05}},
 			      .max_builds = 100};
-	wh_run_opts_init(&x.run, "build", WH_PREC_FP32);
-	wh_cli_check_opts_init(&x.check);
-	struct wh_cli_spec spec = {.cmd = "build", .help = build_help, .longopts = longopts, .operands = "one MODEL", .n_operands = 1,
-				   .check = true, .check_opts = &x.check, .run_opts = &x.run, .own = build_option, .ctx = &x};
-	struct wh_cli_args a;
-	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
-	char dflt[64];
-	if (st == WH_OK && !a.help && (st = build_validate(&x, &a)) == WH_OK) {
-		if (!x.lo.artifacts_dir) {
-			/* a fresh folder per run (two runs from one folder never meet in it); the
-		 * driver's first progress line names it */
-			wh_artifacts_default_dir("build", dflt, sizeof dflt);
-			x.lo.artifacts_dir = dflt;
-		}
-		st = build(&x, a.operands[0], a.check != NULL);
-	}
-	wh_run_opts_release(&x.run);
-	return wh_cli_exit(st);
+	struct wh_cli_spec spec = {.cmd = "build", .help = build_help, .operands = "one MODEL", .n_operands = 1, .check = true,
+				   .check_opts = &x.check, .run_opts = &x.run, .own = build_option, .validate = build_validate,
+				   .go = build, .self = &x};
+	return wh_cli_command(&spec, argc, argv);
 }

@@ -4,6 +4,7 @@
 #include "executor/compare.h"
 #include "graph/tensor-file.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/options.h"
 #include "reducer/cli/run-opts.h"
 
 static const char compare_help[] =
@@ -12,30 +13,33 @@ static const char compare_help[] =
 	"An element fails when its absolute error exceeds --atol AND its relative error exceeds\n"
 	"--rtol (Polygraphy's semantics). Exit 0 when all pass, 1 when any differs.\n";
 
-enum { OPT_HISTOGRAM = WH_CLI_OPT_BASE };
+struct compare_cmd {
+	bool histogram;
+	struct wh_run_opts run;
+};
 
-static enum wh_status compare_option(void *ctx, int c, const char *arg)
+static enum wh_status compare_option(void *self, int c, const char *arg)
 {
 	(void)arg;
-	if (c == OPT_HISTOGRAM)
-		*(bool *)ctx = true;
+	if (c == WH_OPT_SHOW_HISTOGRAM)
+		((struct compare_cmd *)self)->histogram = true;
 	return WH_OK;
 }
 
-/* Exit 0 when every tensor of dir_b has a passing counterpart in dir_a, 1 when not. */
-static int compare_dirs(const char *dir_a, const char *dir_b, const struct wh_compare_options *co, bool histogram)
+/* c->fails unless every tensor of dir_b has a passing counterpart in dir_a. */
+static enum wh_status compare_dirs(void *self, const struct wh_cli_args *args, struct wh_cmd_ctx *c)
 {
+	const struct compare_cmd *x = self;
+	const char *dir_a = args->operands[0], *dir_b = args->operands[1];
+	const struct wh_compare_options *co = &x->run.compare;
 	struct wh_tensor_set a, b;
 	wh_tensor_set_init(&a);
 	wh_tensor_set_init(&b);
-	int rc = 0;
 	enum wh_status st = wh_tensor_set_read_dir(dir_a, NULL, &a);
 	if (st == WH_OK)
 		st = wh_tensor_set_read_dir(dir_b, NULL, &b);
-	if (st != WH_OK) {
-		rc = wh_cli_fail(st);
+	if (st != WH_OK)
 		goto out;
-	}
 	size_t compared = 0, failed = 0, missing = 0;
 	for (size_t i = 0; i < b.n; i++) {
 		char label[64];
@@ -56,45 +60,31 @@ static int compare_dirs(const char *dir_a, const char *dir_b, const struct wh_co
 			continue;
 		}
 		struct wh_compare_stats s;
-		if ((st = wh_compare_tensors(t, &b.items[i].t, co, &s)) != WH_OK) {
-			rc = wh_cli_fail(st);
+		if ((st = wh_compare_tensors(t, &b.items[i].t, co, &s)) != WH_OK)
 			goto out;
-		}
-		wh_compare_print(stdout, name, &s, histogram);
+		wh_compare_print(stdout, name, &s, x->histogram);
 		compared++;
 		failed += !s.pass || !s.comparable;
 	}
 	if (!compared) {
-		rc = wh_cli_fail(wh_error(WH_ERR_NOT_FOUND, "%s and %s: no tensor names in common (name the files after the tensors)", dir_a, dir_b));
+		st = wh_error(WH_ERR_NOT_FOUND, "%s and %s: no tensor names in common (name the files after the tensors)", dir_a, dir_b);
 		goto out;
 	}
-	if (failed || missing) {
+	c->fails = failed || missing;
+	if (c->fails)
 		printf("compare: FAIL: %zu of %zu tensors differ, %zu missing\n", failed, compared, missing);
-		rc = WH_EXIT_FAILS;
-	} else {
+	else
 		printf("compare: PASS: %zu tensors within atol %g rtol %g\n", compared, co->atol, co->rtol);
-	}
 out:
 	wh_tensor_set_release(&a);
 	wh_tensor_set_release(&b);
-	return rc;
+	return st;
 }
 
 int wh_cmd_compare(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		WH_RUN_TOLERANCE_LONGOPTS,
-		{"show-histogram", no_argument, NULL, OPT_HISTOGRAM},
-		WH_CLI_HELP_LONGOPTS,
-	};
-	bool histogram = false;
-	struct wh_run_opts ro;
-	wh_run_opts_init(&ro, "compare", WH_PREC_FP32);
-	struct wh_cli_spec spec = {.cmd = "compare", .help = compare_help, .longopts = longopts, .operands = "two folders DIR_A DIR_B",
-				   .n_operands = 2, .run_opts = &ro, .own = compare_option, .ctx = &histogram};
-	struct wh_cli_args a;
-	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
-	int rc = st != WH_OK || a.help ? wh_cli_exit(st) : compare_dirs(a.operands[0], a.operands[1], &ro.compare, histogram);
-	wh_run_opts_release(&ro);
-	return rc;
+	struct compare_cmd x = {0};
+	struct wh_cli_spec spec = {.cmd = "compare", .help = compare_help, .operands = "two folders DIR_A DIR_B", .n_operands = 2,
+				   .run_opts = &x.run, .own = compare_option, .go = compare_dirs, .self = &x};
+	return wh_cli_command(&spec, argc, argv);
 }

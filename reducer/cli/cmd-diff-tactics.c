@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/options.h"
 #include "reducer/tactic-diff.h"
 
 static const char diff_help[] =
@@ -23,8 +24,6 @@ static const char diff_help[] =
 	"  --json            machine-readable output\n"
 	"exit status: 0 done (with or without suspects), 2 usage, 3 unreadable replays\n";
 
-enum { OPT_GOOD = WH_CLI_OPT_BASE, OPT_BAD, OPT_DIR, OPT_TOP, OPT_JSON };
-
 struct diff_cmd {
 	const char *good[64], *bad[64];
 	int n_good, n_bad;
@@ -34,32 +33,34 @@ struct diff_cmd {
 	char gdir[PATH_MAX], bdir[PATH_MAX];
 };
 
-static enum wh_status diff_option(void *ctx, int c, const char *arg)
+static enum wh_status diff_option(void *self, int c, const char *arg)
 {
-	struct diff_cmd *x = ctx;
+	struct diff_cmd *x = self;
 	switch (c) {
-	case OPT_GOOD:
-	case OPT_BAD:
-		if ((c == OPT_GOOD ? x->n_good : x->n_bad) == 64)
-			return wh_cli_usage_error("diff-tactics", "too many --%s (64 at most; give folders)", c == OPT_GOOD ? "good" : "bad");
-		if (c == OPT_GOOD)
+	case WH_OPT_GOOD:
+	case WH_OPT_BAD:
+		if ((c == WH_OPT_GOOD ? x->n_good : x->n_bad) == 64)
+			return wh_cli_usage_error("diff-tactics", "too many --%s (64 at most; give folders)", c == WH_OPT_GOOD ? "good" : "bad");
+		if (c == WH_OPT_GOOD)
 			x->good[x->n_good++] = arg;
 		else
 			x->bad[x->n_bad++] = arg;
 		break;
-	case OPT_DIR: x->dir = arg; break;
-	case OPT_TOP:
+	case WH_OPT_DIR: x->dir = arg; break;
+	case WH_OPT_TOP:
 		if (!wh_cli_parse_int(arg, 0, INT32_MAX, &x->top))
 			return wh_cli_usage_error("diff-tactics", "--top '%s': not an integer >= 0 (give a count such as 20; 0 shows all)", arg);
 		break;
-	case OPT_JSON: x->json = true; break;
+	case WH_OPT_JSON: x->json = true; break;
 	}
 	return WH_OK;
 }
 
 /* --dir DIR stands for --good DIR/good --bad DIR/bad. */
-static enum wh_status diff_sources(struct diff_cmd *x)
+static enum wh_status diff_sources(void *self, const struct wh_cli_args *a)
 {
+	struct diff_cmd *x = self;
+	(void)a;
 	if (x->dir && (x->n_good || x->n_bad))
 		return wh_cli_usage_error("diff-tactics", "--dir replaces --good and --bad (give one or the other)");
 	if (x->dir) {
@@ -74,8 +75,11 @@ static enum wh_status diff_sources(struct diff_cmd *x)
 	return WH_OK;
 }
 
-static enum wh_status diff_tactics(const struct diff_cmd *x)
+static enum wh_status diff_tactics(void *self, const struct wh_cli_args *args, struct wh_cmd_ctx *c)
 {
+	const struct diff_cmd *x = self;
+	(void)args;
+	(void)c;
 	enum wh_status st = WH_OK;
 	struct wh_tactic_replays r;
 	wh_tactic_replays_init(&r);
@@ -121,11 +125,7 @@ static enum wh_status diff_tactics(const struct diff_cmd *x)
 			json_array_append_new(a, o);
 		}
 		json_object_set_new(root, "suspects", a);
-		char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-		if (text)
-			puts(text);
-		free(text);
-		json_decref(root);
+		wh_cli_print_json(root, JSON_INDENT(1));
 	} else {
 		printf("diff-tactics: %u good, %u bad replays\n", d.n_good, d.n_bad);
 		if (!d.n)
@@ -152,19 +152,8 @@ out:
 
 int wh_cmd_diff_tactics(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"good", required_argument, NULL, OPT_GOOD},
-		{"bad", required_argument, NULL, OPT_BAD},
-		{"dir", required_argument, NULL, OPT_DIR},
-		{"top", required_argument, NULL, OPT_TOP},
-		{"json", no_argument, NULL, OPT_JSON},
-		WH_CLI_HELP_LONGOPTS,
-	};
 	struct diff_cmd x = {.top = 50};
-	struct wh_cli_spec spec = {.cmd = "diff-tactics", .help = diff_help, .longopts = longopts, .own = diff_option, .ctx = &x};
-	struct wh_cli_args a;
-	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
-	if (st == WH_OK && !a.help && (st = diff_sources(&x)) == WH_OK)
-		st = diff_tactics(&x);
-	return wh_cli_exit(st);
+	struct wh_cli_spec spec = {.cmd = "diff-tactics", .help = diff_help, .own = diff_option, .validate = diff_sources,
+				   .go = diff_tactics, .self = &x};
+	return wh_cli_command(&spec, argc, argv);
 }

@@ -9,6 +9,7 @@
 #include "graph/topo.h"
 #include "graph/onnx-io.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/options.h"
 #include "reducer/cli/run-opts.h"
 
 static const char inspect_help[] =
@@ -252,11 +253,7 @@ static void print_json(const struct inspect_view *v)
 		}
 		json_object_set_new(root, "weights", ws);
 	}
-	char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-	if (text)
-		puts(text);
-	free(text);
-	json_decref(root);
+	wh_cli_print_json(root, JSON_INDENT(1));
 }
 
 static void print_text(const struct inspect_view *iv)
@@ -355,19 +352,18 @@ static void print_details(const struct inspect_view *iv)
 	}
 }
 
-enum { OPT_SHOW = WH_CLI_OPT_BASE, OPT_JSON, OPT_TACTICS };
-
 struct inspect_cmd {
 	bool tactics;
 	struct inspect_view v;
+	struct wh_run_opts run;
 };
 
-static enum wh_status inspect_option(void *ctx, int c, const char *arg)
+static enum wh_status inspect_option(void *self, int c, const char *arg)
 {
-	struct inspect_cmd *x = ctx;
+	struct inspect_cmd *x = self;
 	enum wh_status st = WH_OK;
 	switch (c) {
-	case OPT_SHOW: {
+	case WH_OPT_SHOW: {
 		uint32_t n;
 		char **w = wh_cli_split(arg, &n);
 		for (uint32_t i = 0; w && i < n && st == WH_OK; i++) {
@@ -383,8 +379,8 @@ static enum wh_status inspect_option(void *ctx, int c, const char *arg)
 		wh_cli_free_split(w, n);
 		break;
 	}
-	case OPT_JSON: x->v.json_out = true; break;
-	case OPT_TACTICS: x->tactics = true; break;
+	case WH_OPT_JSON: x->v.json_out = true; break;
+	case WH_OPT_TACTICS: x->tactics = true; break;
 	}
 	return st;
 }
@@ -424,29 +420,21 @@ out:
 	return st;
 }
 
+static enum wh_status inspect_go(void *self, const struct wh_cli_args *a, struct wh_cmd_ctx *c)
+{
+	struct inspect_cmd *x = self;
+	enum wh_status st = wh_cmd_ctx_load(c, &x->run, a->operands[0], WH_SAMPLES_NONE);
+	if (st != WH_OK)
+		return st;
+	x->v.path = a->operands[0];
+	x->v.m = c->model;
+	return x->tactics ? list_tactics(c->model) : inspect(&x->v);
+}
+
 int wh_cmd_inspect(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"show", required_argument, NULL, OPT_SHOW},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"tactics", no_argument, NULL, OPT_TACTICS},
-		WH_RUN_SHAPES_LONGOPTS,
-		WH_CLI_HELP_LONGOPTS,
-	};
 	struct inspect_cmd x = {0};
-	struct wh_run_opts ro;
-	wh_run_opts_init(&ro, "inspect", WH_PREC_FP32);
-	struct wh_cli_spec spec = {.cmd = "inspect", .help = inspect_help, .longopts = longopts, .operands = "one MODEL",
-				   .n_operands = 1, .run_opts = &ro, .own = inspect_option, .ctx = &x};
-	struct wh_cli_args a;
-	struct wh_model *m = NULL;
-	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
-	if (st == WH_OK && !a.help && (st = wh_run_opts_load_model(&ro, a.operands[0], &m)) == WH_OK) {
-		x.v.path = a.operands[0];
-		x.v.m = m;
-		st = x.tactics ? list_tactics(m) : inspect(&x.v);
-	}
-	wh_model_destroy(m);
-	wh_run_opts_release(&ro);
-	return wh_cli_exit(st);
+	struct wh_cli_spec spec = {.cmd = "inspect", .help = inspect_help, .operands = "one MODEL", .n_operands = 1, .run_opts = &x.run,
+				   .own = inspect_option, .go = inspect_go, .self = &x};
+	return wh_cli_command(&spec, argc, argv);
 }

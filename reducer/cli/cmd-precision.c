@@ -12,9 +12,10 @@
 #include "graph/topo.h"
 #include "reducer/cli/calib-opts.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/options.h"
 #include "reducer/cli/run-opts.h"
-#include "reducer/driver-util.h"
 #include "graph/os.h"
+#include "reducer/driver-util.h"
 #include "reducer/precision-search.h"
 
 static const char precision_help[] =
@@ -115,14 +116,8 @@ static void print_result_json(const struct wh_model *m, const uint32_t *kept, ui
 	json_object_set_new(root, "output", output_path ? json_string(output_path) : json_null());
 	if (rep->note[0])
 		json_object_set_new(root, "note", json_string(rep->note));
-	char *text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	if (text)
-		puts(text);
-	free(text);
-	json_decref(root);
+	wh_cli_print_json(root, JSON_COMPACT);
 }
-
-enum { OPT_HIGHER = WH_CLI_OPT_BASE, OPT_MODE, OPT_DIRECTION, OPT_JSON };
 
 struct precision_cmd {
 	struct wh_precision_search_options so;
@@ -131,27 +126,27 @@ struct precision_cmd {
 	struct wh_cli_check_opts check;
 };
 
-static enum wh_status precision_option(void *ctx, int c, const char *arg)
+static enum wh_status precision_option(void *self, int c, const char *arg)
 {
-	struct precision_cmd *x = ctx;
+	struct precision_cmd *x = self;
 	struct wh_precision_search_options *so = &x->so;
 	switch (c) {
 	case 'o': x->output_path = arg; break;
-	case OPT_HIGHER:
+	case WH_OPT_HIGHER:
 		if (!wh_precision_parse(arg, &so->higher) || (so->higher != WH_PREC_FP32 && so->higher != WH_PREC_FP16 && so->higher != WH_PREC_BF16))
 			return wh_cli_usage_error("precision", "--higher '%s': not a higher precision (give fp32, fp16 or bf16)", arg);
 		break;
-	case OPT_MODE:
+	case WH_OPT_MODE:
 		if (!strcmp(arg, "ddmin")) so->mode = WH_SEARCH_DDMIN;
 		else if (!strcmp(arg, "bisect")) so->mode = WH_SEARCH_BISECT;
 		else return wh_cli_usage_error("precision", "--mode '%s': not a search mode (give ddmin or bisect)", arg);
 		break;
-	case OPT_DIRECTION:
+	case WH_OPT_DIRECTION:
 		if (!strcmp(arg, "forward")) so->reverse = false;
 		else if (!strcmp(arg, "reverse")) so->reverse = true;
 		else return wh_cli_usage_error("precision", "--direction '%s': not a direction (give forward or reverse)", arg);
 		break;
-	case OPT_JSON: so->json = true; break;
+	case WH_OPT_JSON: so->json = true; break;
 	}
 	return WH_OK;
 }
@@ -160,8 +155,9 @@ static const int builtin_check_opts[] = {WH_RUN_OPT_ATOL, WH_RUN_OPT_RTOL, WH_RU
 /* with an external check, the bisection runs no model (ddmin orders layers by their error) */
 static const int run_opts[] = {WH_RUN_OPT_THREADS, WH_CALIB_OPT_METHOD, WH_RUN_OPT_END};
 
-static enum wh_status precision_validate(struct precision_cmd *x, const struct wh_cli_args *a)
+static enum wh_status precision_validate(void *self, const struct wh_cli_args *a)
 {
+	struct precision_cmd *x = self;
 	struct wh_precision_search_options *so = &x->so;
 	so->target = x->run.precision;
 	enum wh_status st = WH_OK;
@@ -263,90 +259,62 @@ static void print_result_text(const struct precision_cmd *x, const struct wh_mod
 		fprintf(stderr, "precision: warning: the check contradicted itself: %s\n", rep->note);
 }
 
-static enum wh_status precision(struct precision_cmd *x, const char *model_path, bool external)
+static enum wh_status precision(void *self, const struct wh_cli_args *a, struct wh_cmd_ctx *c)
 {
+	struct precision_cmd *x = self;
 	struct wh_precision_search_options *so = &x->so;
-	struct wh_model *m = NULL;
-	struct wh_check *check = NULL;
-	struct wh_tensor_set *samples = NULL;
-	uint32_t n_samples = 0, *kept = NULL, n_kept = 0;
-	size_t n_generated = 0;
-	char **dirs = NULL, *display = NULL, inputs_tmp[PATH_MAX] = "";
+	uint32_t *kept = NULL, n_kept = 0;
+	char **dirs = NULL, inputs_tmp[PATH_MAX] = "";
 	struct wh_precision_config result;
 	wh_precision_config_init(&result);
-	enum wh_status st = WH_OK;
-	so->model_path = model_path;
+	enum wh_status st;
+	so->model_path = a->operands[0];
 	so->compare = x->run.compare;
 	so->threads = x->run.threads;
-	if (external) {
-		if ((st = wh_check_create(&x->check.co, &check)) != WH_OK)
-			goto out;
-		display = wh_check_command_line(check, NULL);
-		so->check = check;
-		so->check_display = display;
-	}
-	if ((x->output_path && (st = wh_output_check(x->output_path, "the layer precisions", model_path)) != WH_OK) ||
-	    (st = wh_run_opts_load_model(&x->run, model_path, &m)) != WH_OK ||
-	    (st = wh_run_opts_load_inputs(&x->run, m, &samples, &n_samples, &n_generated)) != WH_OK)
+	if ((x->output_path && (st = wh_output_check(x->output_path, "the layer precisions", so->model_path)) != WH_OK) ||
+	    (st = wh_cmd_ctx_check(c, a, &x->check)) != WH_OK ||
+	    (st = wh_cmd_ctx_load(c, &x->run, so->model_path, WH_SAMPLES_ALL)) != WH_OK)
 		goto out;
-	if (check && (st = inputs_dirs(&x->run, m, samples, n_samples, n_generated, &dirs, inputs_tmp, sizeof inputs_tmp)) != WH_OK)
+	so->check = c->check;
+	so->check_display = c->check_display;
+	if (c->check && (st = inputs_dirs(&x->run, c->model, c->samples, c->n_samples, c->n_generated, &dirs, inputs_tmp,
+					  sizeof inputs_tmp)) != WH_OK)
 		goto out;
 	so->inputs_dirs = (const char *const *)dirs;
-	if ((st = wh_run_opts_precision(&x->run, m, &samples[0], NULL)) != WH_OK)
+	if ((st = wh_run_opts_precision(&x->run, c->model, &c->samples[0], NULL)) != WH_OK)
 		goto out;
 	so->calib = x->run.config.calib;
 	if (!so->json)
-		fprintf(stderr, "precision: %s at %s, searching layers to keep at %s (%s, %s); check: %s\n", model_path,
+		fprintf(stderr, "precision: %s at %s, searching layers to keep at %s (%s, %s); check: %s\n", so->model_path,
 			wh_precision_name(so->target), wh_precision_name(so->higher), so->mode == WH_SEARCH_BISECT ? "bisect" : "ddmin",
-			so->reverse ? "reverse" : "forward", display ? display : "built-in comparison with fp32");
+			so->reverse ? "reverse" : "forward", c->check_display ? c->check_display : "built-in comparison with fp32");
 	struct wh_precision_search_report rep;
-	if ((st = wh_precision_search(m, samples, n_samples, so, &result, &rep)) != WH_OK ||
-	    (st = kept_in_order(m, &result, &kept, &n_kept)) != WH_OK)
+	if ((st = wh_precision_search(c->model, c->samples, c->n_samples, so, &result, &rep)) != WH_OK ||
+	    (st = kept_in_order(c->model, &result, &kept, &n_kept)) != WH_OK)
 		goto out;
 	/* the result is printed even when it cannot be written: the search is not lost */
 	bool written = !x->output_path || (st = wh_precision_config_write(&result, x->output_path)) == WH_OK;
 	if (so->json) {
-		print_result_json(m, kept, n_kept, so, &rep, written ? x->output_path : NULL);
+		print_result_json(c->model, kept, n_kept, so, &rep, written ? x->output_path : NULL);
 	} else {
-		print_result_text(x, m, kept, n_kept, &rep);
+		print_result_text(x, c->model, kept, n_kept, &rep);
 		if (x->output_path && written)
-			print_verify_command(x, n_samples, n_generated);
+			print_verify_command(x, c->n_samples, c->n_generated);
 	}
 out:
 	if (inputs_tmp[0])
 		wh_os_remove_tree(inputs_tmp);
 	free(kept);
-	free(display);
-	wh_check_destroy(check);
-	wh_cli_samples_free(samples, n_samples);
-	free_dirs(dirs, n_samples);
+	free_dirs(dirs, c->n_samples);
 	wh_precision_config_release(&result);
-	wh_model_destroy(m);
 	return st;
 }
 
 int wh_cmd_precision(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"output", required_argument, NULL, 'o'},
-		{"higher", required_argument, NULL, OPT_HIGHER},
-		{"mode", required_argument, NULL, OPT_MODE},
-		{"direction", required_argument, NULL, OPT_DIRECTION},
-		{"json", no_argument, NULL, OPT_JSON},
-		WH_CLI_CHECK_LONGOPTS,
-		WH_RUN_LONGOPTS,
-		WH_CLI_HELP_LONGOPTS,
-	};
 	struct precision_cmd x = {.so = {.target = WH_PREC_FP32, .higher = WH_PREC_FP32, .mode = WH_SEARCH_DDMIN, .log = stderr}};
-	wh_run_opts_init(&x.run, "precision", WH_PREC_FP32);
-	wh_cli_check_opts_init(&x.check);
-	struct wh_cli_spec spec = {.cmd = "precision", .help = precision_help, .shortopts = "o:", .longopts = longopts,
-				   .operands = "one MODEL", .n_operands = 1, .check = true, .check_opts = &x.check,
-				   .run_opts = &x.run, .own = precision_option, .ctx = &x};
-	struct wh_cli_args a;
-	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
-	if (st == WH_OK && !a.help && (st = precision_validate(&x, &a)) == WH_OK)
-		st = precision(&x, a.operands[0], a.check != NULL);
-	wh_run_opts_release(&x.run);
-	return wh_cli_exit(st);
+	struct wh_cli_spec spec = {.cmd = "precision", .help = precision_help, .operands = "one MODEL", .n_operands = 1, .check = true,
+				   .check_opts = &x.check, .run_opts = &x.run, .own = precision_option, .validate = precision_validate,
+				   .go = precision, .self = &x};
+	return wh_cli_command(&spec, argc, argv);
 }

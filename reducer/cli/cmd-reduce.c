@@ -9,6 +9,8 @@
 #include "graph/tensor-file.h"
 #include "reducer/cli/calib-opts.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/options.h"
+#include "reducer/cli/save-opts.h"
 #include "reducer/cli/run-opts.h"
 #include "reducer/reduce.h"
 
@@ -51,24 +53,10 @@ static const char reduce_help[] =
 	"  --atol X, --rtol X, --check-error-stat S   as in whittle run\n"
 	"  --threads N              executor threads\n"
 	"exit status: 0 reduced, 2 usage, 3 bad input or the original passes, 4 the check is broken\n"
-	"or flaky\n";
-
-enum {
-	OPT_MODE = WH_CLI_OPT_BASE,
-	OPT_NO_REDUCE_INPUTS,
-	OPT_NO_REDUCE_OUTPUTS,
-	OPT_MIN_GOOD,
-	OPT_LOAD_REPLAY,
-	OPT_SAVE_REPLAY,
-	OPT_ARTIFACTS_DIR,
-	OPT_FORCE,
-	OPT_ARTIFACTS,
-	OPT_CONFIRM,
-	OPT_JSON,
-	OPT_REFERENCE,
-};
+	"or flaky\n\n" WH_SAVE_HELP;
 
 struct reduce_cmd {
+	struct wh_cli_save_opts save;
 	struct wh_reduce_options ro;
 	const char *artifacts[64];
 	const char *reference;
@@ -76,42 +64,38 @@ struct reduce_cmd {
 	struct wh_cli_check_opts check;
 };
 
-static enum wh_status reduce_option(void *ctx, int c, const char *arg)
+static enum wh_status reduce_option(void *self, int c, const char *arg)
 {
-	struct reduce_cmd *x = ctx;
+	struct reduce_cmd *x = self;
 	long long v;
 	switch (c) {
 	case 'o': x->ro.output_path = arg; break;
-	case OPT_MODE:
+	case WH_OPT_MODE:
 		if (!strcmp(arg, "ddmin")) x->ro.mode = WH_SEARCH_DDMIN;
 		else if (!strcmp(arg, "bisect")) x->ro.mode = WH_SEARCH_BISECT;
 		else if (!strcmp(arg, "linear")) x->ro.mode = WH_SEARCH_LINEAR;
 		else return wh_cli_usage_error("reduce", "--mode '%s': not a search mode (give ddmin, bisect or linear)", arg);
 		break;
-	case OPT_NO_REDUCE_INPUTS: x->ro.reduce_inputs = false; break;
-	case OPT_NO_REDUCE_OUTPUTS: x->ro.reduce_outputs = false; break;
+	case WH_OPT_NO_REDUCE_INPUTS: x->ro.reduce_inputs = false; break;
+	case WH_OPT_NO_REDUCE_OUTPUTS: x->ro.reduce_outputs = false; break;
 	case 'j':
 		if (!wh_cli_parse_int(arg, 1, 64, &v))
 			return wh_cli_usage_error("reduce", "-j '%s': not an integer from 1 to 64 (give a number of checks at once such as 4)", arg);
 		x->ro.jobs = (int)v;
 		break;
-	case OPT_MIN_GOOD: x->ro.min_good_path = arg; break;
-	case OPT_LOAD_REPLAY: x->ro.load_replay = arg; break;
-	case OPT_SAVE_REPLAY: x->ro.save_replay = arg; break;
-	case OPT_ARTIFACTS_DIR: x->ro.artifacts_dir = arg; break;
-	case OPT_FORCE: x->ro.force = true; break;
-	case OPT_ARTIFACTS:
-		if (x->ro.n_artifacts == 64)
-			return wh_cli_usage_error("reduce", "too many --artifacts (64 at most; have the check write them into one folder)");
-		x->artifacts[x->ro.n_artifacts++] = arg;
-		break;
-	case OPT_CONFIRM:
+	case WH_OPT_MIN_GOOD: x->ro.min_good_path = arg; break;
+	case WH_OPT_LOAD_REPLAY: x->ro.load_replay = arg; break;
+	case WH_OPT_SAVE_REPLAY: x->ro.save_replay = arg; break;
+	case WH_OPT_ARTIFACTS_DIR: x->ro.artifacts_dir = arg; break;
+	case WH_OPT_FORCE: x->ro.force = true; break;
+	case WH_OPT_ARTIFACTS: return wh_cli_artifact("reduce", x->artifacts, &x->ro.n_artifacts, arg);
+	case WH_OPT_CONFIRM:
 		if (!wh_cli_parse_int(arg, 1, 100, &v))
 			return wh_cli_usage_error("reduce", "--confirm '%s': not an integer from 1 to 100 (give a number of checks such as 3)", arg);
 		x->ro.confirm_runs = (int)v;
 		break;
-	case OPT_JSON: x->ro.json = true; break;
-	case OPT_REFERENCE: x->reference = arg; break;
+	case WH_OPT_JSON: x->ro.json = true; break;
+	case WH_OPT_REFERENCE: x->reference = arg; break;
 	}
 	return WH_OK;
 }
@@ -121,8 +105,9 @@ static const int builtin_check_opts[] = {WH_RUN_OPT_PRECISION, WH_RUN_OPT_LAYER_
 					 WH_RUN_OPT_ERROR_STAT, WH_CALIB_OPT_METHOD, WH_RUN_OPT_END};
 static const int threads_opt[] = {WH_RUN_OPT_THREADS, WH_RUN_OPT_END};
 
-static enum wh_status reduce_validate(const struct reduce_cmd *x, const struct wh_cli_args *a)
+static enum wh_status reduce_validate(void *self, const struct wh_cli_args *a)
 {
+	const struct reduce_cmd *x = self;
 	const struct wh_reduce_options *ro = &x->ro;
 	enum wh_status st = WH_OK;
 	if (!ro->output_path)
@@ -158,79 +143,41 @@ static enum wh_status load_reference(const char *dir, uint32_t n_samples, struct
 	return st;
 }
 
-static enum wh_status reduce(struct reduce_cmd *x, const char *model_path, bool external)
+static enum wh_status reduce(void *self, const struct wh_cli_args *a, struct wh_cmd_ctx *c)
 {
+	struct reduce_cmd *x = self;
 	struct wh_reduce_options *ro = &x->ro;
-	struct wh_model *m = NULL;
-	struct wh_check *check = NULL;
-	struct wh_tensor_set *samples = NULL, *refs = NULL;
-	uint32_t n_samples = 0, n_refs = 0;
-	char *display = NULL;
+	struct wh_tensor_set *refs = NULL;
+	uint32_t n_refs = 0;
 	bool reduced = false;
-	enum wh_status st = WH_OK;
-	ro->model_path = model_path;
+	enum wh_status st;
+	ro->model_path = a->operands[0];
 	ro->artifacts = x->artifacts;
 	ro->compare = x->run.compare;
-	if (external) {
-		if ((st = wh_check_create(&x->check.co, &check)) != WH_OK)
-			goto out;
-		display = wh_check_command_line(check, NULL);
-		ro->check = check;
-		ro->check_display = display;
-	}
-	if ((st = wh_run_opts_load_model(&x->run, model_path, &m)) != WH_OK ||
-	    (st = wh_run_opts_load_inputs(&x->run, m, &samples, &n_samples, NULL)) != WH_OK ||
-	    (st = wh_run_opts_precision(&x->run, m, &samples[0], &reduced)) != WH_OK)
-		goto out;
+	ro->save = &x->save.save;
+	if ((st = wh_cmd_ctx_check(c, a, &x->check)) != WH_OK ||
+	    (st = wh_cmd_ctx_load(c, &x->run, ro->model_path, WH_SAMPLES_ALL)) != WH_OK ||
+	    (st = wh_run_opts_precision(&x->run, c->model, &c->samples[0], &reduced)) != WH_OK)
+		return st;
+	ro->check = c->check;
+	ro->check_display = c->check_display;
 	ro->engine = wh_run_opts_engine(&x->run, reduced);
-	if (x->reference && (st = load_reference(x->reference, n_samples, &refs, &n_refs)) != WH_OK)
-		goto out;
-	struct wh_reduce_data data = {.inputs = samples, .n_samples = n_samples, .reference = refs};
+	if (x->reference)
+		st = load_reference(x->reference, c->n_samples, &refs, &n_refs);
+	struct wh_reduce_data data = {.inputs = c->samples, .n_samples = c->n_samples, .reference = refs};
 	struct wh_reduce_report rep;
-	if ((st = wh_reduce_run(m, &data, ro, &rep)) == WH_OK)
+	if (st == WH_OK && (st = wh_reduce_run(c->model, &data, ro, &rep)) == WH_OK)
 		reduce_summary(ro, &rep);
-out:
-	wh_cli_samples_free(samples, n_samples);
 	wh_cli_samples_free(refs, n_refs);
-	free(display);
-	wh_check_destroy(check);
-	wh_model_destroy(m);
 	return st;
 }
 
 int wh_cmd_reduce(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"output", required_argument, NULL, 'o'},
-		{"mode", required_argument, NULL, OPT_MODE},
-		{"no-reduce-inputs", no_argument, NULL, OPT_NO_REDUCE_INPUTS},
-		{"no-reduce-outputs", no_argument, NULL, OPT_NO_REDUCE_OUTPUTS},
-		{"jobs", required_argument, NULL, 'j'},
-		{"min-good", required_argument, NULL, OPT_MIN_GOOD},
-		{"load-replay", required_argument, NULL, OPT_LOAD_REPLAY},
-		{"save-replay", required_argument, NULL, OPT_SAVE_REPLAY},
-		{"artifacts-dir", required_argument, NULL, OPT_ARTIFACTS_DIR},
-		{"force", no_argument, NULL, OPT_FORCE},
-		{"artifacts", required_argument, NULL, OPT_ARTIFACTS},
-		{"confirm", required_argument, NULL, OPT_CONFIRM},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"reference", required_argument, NULL, OPT_REFERENCE},
-		WH_CLI_CHECK_LONGOPTS,
-		WH_RUN_LONGOPTS,
-		WH_RUN_LAYER_PRECISIONS_LONGOPTS,
-		WH_CLI_HELP_LONGOPTS,
-	};
 	struct reduce_cmd x = {.ro = {.mode = WH_SEARCH_DDMIN, .jobs = 1, .reduce_inputs = true, .reduce_outputs = true, .log = stderr,
 				      .confirm_runs = 1}};
-	wh_run_opts_init(&x.run, "reduce", WH_PREC_FP32);
-	wh_cli_check_opts_init(&x.check);
-	struct wh_cli_spec spec = {.cmd = "reduce", .help = reduce_help, .shortopts = "o:j:", .longopts = longopts,
-				   .operands = "one MODEL", .n_operands = 1, .check = true, .check_opts = &x.check,
-				   .run_opts = &x.run, .own = reduce_option, .ctx = &x};
-	struct wh_cli_args a;
-	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
-	if (st == WH_OK && !a.help && (st = reduce_validate(&x, &a)) == WH_OK)
-		st = reduce(&x, a.operands[0], a.check != NULL);
-	wh_run_opts_release(&x.run);
-	return wh_cli_exit(st);
+	struct wh_cli_spec spec = {.cmd = "reduce", .help = reduce_help, .operands = "one MODEL", .n_operands = 1, .check = true,
+				   .check_opts = &x.check, .run_opts = &x.run, .save_opts = &x.save, .own = reduce_option, .validate = reduce_validate,
+				   .go = reduce, .self = &x};
+	return wh_cli_command(&spec, argc, argv);
 }

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include "reducer/check.h"
+#include "reducer/driver-util.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/options.h"
 #include "graph/os.h"
 
 static const char repeat_help[] =
@@ -40,7 +42,6 @@ static void move_artifacts(const char *dir, const char *const *artifacts, int n,
 	}
 }
 
-enum { OPT_UNTIL = WH_CLI_OPT_BASE, OPT_MAX_RUNS, OPT_ARTIFACTS_DIR, OPT_ARTIFACTS, OPT_JSON };
 enum until { COUNT, GOOD, BAD };
 
 struct repeat_cmd {
@@ -50,13 +51,14 @@ struct repeat_cmd {
 	const char *dir;
 	const char *artifacts[64];
 	int n_artifacts;
+	struct wh_cli_check_opts check;
 };
 
-static enum wh_status repeat_option(void *ctx, int c, const char *arg)
+static enum wh_status repeat_option(void *self, int c, const char *arg)
 {
-	struct repeat_cmd *x = ctx;
+	struct repeat_cmd *x = self;
 	switch (c) {
-	case OPT_UNTIL:
+	case WH_OPT_UNTIL:
 		x->until_given = true;
 		if (!strcmp(arg, "good"))
 			x->until = GOOD;
@@ -67,24 +69,21 @@ static enum wh_status repeat_option(void *ctx, int c, const char *arg)
 		else
 			return wh_cli_usage_error("repeat", "--until '%s': not a stopping rule (give a number of runs, good or bad)", arg);
 		break;
-	case OPT_MAX_RUNS:
+	case WH_OPT_MAX_RUNS:
 		if (!wh_cli_parse_int(arg, 1, 100000000, &x->max_runs))
 			return wh_cli_usage_error("repeat", "--max-runs '%s': not an integer from 1 to 100000000 (give a cap such as 1000)", arg);
 		x->max_given = true;
 		break;
-	case OPT_ARTIFACTS_DIR: x->dir = arg; break;
-	case OPT_ARTIFACTS:
-		if (x->n_artifacts == 64)
-			return wh_cli_usage_error("repeat", "too many --artifacts (64 at most; have the check write them into one folder)");
-		x->artifacts[x->n_artifacts++] = arg;
-		break;
-	case OPT_JSON: x->json = true; break;
+	case WH_OPT_ARTIFACTS_DIR: x->dir = arg; break;
+	case WH_OPT_ARTIFACTS: return wh_cli_artifact("repeat", x->artifacts, &x->n_artifacts, arg);
+	case WH_OPT_JSON: x->json = true; break;
 	}
 	return WH_OK;
 }
 
-static enum wh_status repeat_validate(const struct repeat_cmd *x, const struct wh_cli_args *a)
+static enum wh_status repeat_validate(void *self, const struct wh_cli_args *a)
 {
+	const struct repeat_cmd *x = self;
 	if (!x->until_given)
 		return wh_cli_usage_error("repeat", "no stopping rule (give --until N, --until good or --until bad)");
 	if (x->until == COUNT && x->max_given)
@@ -101,7 +100,7 @@ static enum wh_status repeat_validate(const struct repeat_cmd *x, const struct w
 /* What the runs came to. */
 struct repeat_counts {
 	uint64_t n_pass, n_fail_runs, n_skip, done, runs;
-	double t0;
+	const struct wh_progress *pr;
 	bool stopped;
 };
 
@@ -118,12 +117,7 @@ static void print_result(const struct repeat_cmd *x, const struct repeat_counts 
 		json_object_set_new(e, "skipped", json_integer((json_int_t)c->n_skip));
 		json_object_set_new(e, "fail_rate", decided ? json_real(rate) : json_null());
 		json_object_set_new(e, "stopped", json_boolean(x->until == COUNT || c->stopped));
-		json_object_set_new(e, "elapsed_s", json_real(wh_os_now_s() - c->t0));
-		char *s = json_dumps(e, JSON_COMPACT);
-		if (s)
-			puts(s);
-		free(s);
-		json_decref(e);
+		wh_progress_event(c->pr, e);
 	} else {
 		printf("repeat: %llu runs: %llu good, %llu bad, %llu skipped\n", (unsigned long long)c->done, (unsigned long long)c->n_pass,
 		       (unsigned long long)c->n_fail_runs, (unsigned long long)c->n_skip);
@@ -139,15 +133,15 @@ static void print_result(const struct repeat_cmd *x, const struct repeat_counts 
 	}
 }
 
-static enum wh_status repeat_check(const struct repeat_cmd *x, const struct wh_check_options *co)
+static enum wh_status repeat_check(void *self, const struct wh_cli_args *a, struct wh_cmd_ctx *c)
 {
+	const struct repeat_cmd *x = self;
 	uint64_t runs = x->until == COUNT ? (uint64_t)x->count : (uint64_t)x->max_runs;
-	struct wh_check *check = NULL;
-	char *display = NULL;
-	enum wh_status st = wh_check_create(co, &check);
+	enum wh_status st = wh_cmd_ctx_check(c, a, &x->check);
 	if (st != WH_OK)
-		goto fail;
-	display = wh_check_command_line(check, NULL);
+		return st;
+	struct wh_check *check = c->check;
+	const char *display = c->check_display;
 	if (x->dir) {
 		static const char *const subs[] = {"", "/good", "/bad", "/skipped"};
 		for (size_t i = 0; i < 4 && st == WH_OK; i++) {
@@ -156,23 +150,23 @@ static enum wh_status repeat_check(const struct repeat_cmd *x, const struct wh_c
 			st = wh_os_make_dir(p);
 		}
 		if (st != WH_OK)
-			goto fail;
+			return st;
 	}
-	bool tty = isatty(STDERR_FILENO) && !x->json;
-	double t0 = wh_os_now_s();
+	struct wh_progress pr;
+	wh_progress_init(&pr, stderr, x->json);
 	uint64_t n_pass = 0, n_fail_runs = 0, n_skip = 0, done = 0;
 	bool stopped = false;
-	if (!tty)
+	if (!pr.tty)
 		fprintf(stderr, "repeat: check: %s\n", display ? display : "?");
 	for (uint64_t k = 0; k < runs && !stopped; k++) {
 		struct wh_check_result r = {0};
 		if ((st = wh_check_run(check, NULL, &r)) != WH_OK)
-			goto fail;
+			return st;
 		if (k == 0 && !r.signal && (r.exit_code == 126 || r.exit_code == 127)) {
 			st = wh_error(WH_ERR_CHECK, "check: exited %d on the first run (a command inside the check was not found or is not executable; output: %.200s)",
 				      r.exit_code, r.output ? r.output : "");
 			wh_check_result_release(&r);
-			goto fail;
+			return st;
 		}
 		done++;
 		n_pass += r.verdict == WH_VERDICT_PASS;
@@ -181,9 +175,9 @@ static enum wh_status repeat_check(const struct repeat_cmd *x, const struct wh_c
 		if (x->dir)
 			move_artifacts(x->dir, x->artifacts, x->n_artifacts, r.verdict, (uint32_t)k);
 		const char *word = r.verdict == WH_VERDICT_PASS ? "good" : r.verdict == WH_VERDICT_FAIL ? "bad" : "skipped";
-		if (tty)
+		if (pr.tty)
 			fprintf(stderr, "\r\033[Krepeat: %llu runs (%llu good, %llu bad, %llu skipped) | %.1f s", (unsigned long long)done,
-				(unsigned long long)n_pass, (unsigned long long)n_fail_runs, (unsigned long long)n_skip, wh_os_now_s() - t0);
+				(unsigned long long)n_pass, (unsigned long long)n_fail_runs, (unsigned long long)n_skip, wh_os_now_s() - pr.t0);
 		else
 			fprintf(stderr, "run %llu: %s, %s, exit %d, %.2f s\n", (unsigned long long)k, word, r.why ? r.why : "", r.exit_code,
 				r.seconds);
@@ -198,49 +192,22 @@ static enum wh_status repeat_check(const struct repeat_cmd *x, const struct wh_c
 			if (r.timed_out)
 				json_object_set_new(e, "timeout", json_true());
 			json_object_set_new(e, "seconds", json_real(r.seconds));
-			json_object_set_new(e, "elapsed_s", json_real(wh_os_now_s() - t0));
-			char *s = json_dumps(e, JSON_COMPACT);
-			if (s)
-				puts(s);
-			free(s);
-			fflush(stdout);
-			json_decref(e);
+			wh_progress_event(&pr, e);
 		}
 		if ((x->until == GOOD && r.verdict == WH_VERDICT_PASS) || (x->until == BAD && r.verdict == WH_VERDICT_FAIL))
 			stopped = true;
 		wh_check_result_release(&r);
 	}
-	if (tty)
-		fputs("\r\033[K", stderr);
-	struct repeat_counts counts = {n_pass, n_fail_runs, n_skip, done, runs, t0, stopped};
+	wh_progress_clear(&pr);
+	struct repeat_counts counts = {n_pass, n_fail_runs, n_skip, done, runs, &pr, stopped};
 	print_result(x, &counts);
-	goto out;
-fail:
-out:
-	free(display);
-	wh_check_destroy(check);
-	return st;
+	return WH_OK;
 }
 
 int wh_cmd_repeat(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"until", required_argument, NULL, OPT_UNTIL},
-		{"max-runs", required_argument, NULL, OPT_MAX_RUNS},
-		{"artifacts-dir", required_argument, NULL, OPT_ARTIFACTS_DIR},
-		{"artifacts", required_argument, NULL, OPT_ARTIFACTS},
-		{"json", no_argument, NULL, OPT_JSON},
-		WH_CLI_CHECK_LONGOPTS,
-		WH_CLI_HELP_LONGOPTS,
-	};
 	struct repeat_cmd x = {.until = COUNT, .max_runs = 1000};
-	struct wh_cli_check_opts cko;
-	wh_cli_check_opts_init(&cko);
-	struct wh_cli_spec spec = {.cmd = "repeat", .help = repeat_help, .longopts = longopts, .check = true, .check_opts = &cko,
-				   .own = repeat_option, .ctx = &x};
-	struct wh_cli_args a;
-	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
-	if (st == WH_OK && !a.help && (st = repeat_validate(&x, &a)) == WH_OK)
-		st = repeat_check(&x, &cko.co);
-	return wh_cli_exit(st);
+	struct wh_cli_spec spec = {.cmd = "repeat", .help = repeat_help, .check = true, .check_opts = &x.check, .own = repeat_option,
+				   .validate = repeat_validate, .go = repeat_check, .self = &x};
+	return wh_cli_command(&spec, argc, argv);
 }

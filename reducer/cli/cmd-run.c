@@ -8,6 +8,7 @@
 #include "graph/hash.h"
 #include "graph/tensor-file.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/options.h"
 #include "reducer/cli/run-opts.h"
 #include "reducer/cli/run-report.h"
 
@@ -58,39 +59,17 @@ static const char run_help[] =
 	"  --hash-outputs          print `xxh3 <tensor> <hash>` for every output\n"
 	"exit status: 0 pass, 1 a comparison or validation failed, 2 usage, 3 bad input\n";
 
-enum {
-	OPT_SAVE_INPUTS = WH_CLI_OPT_BASE,
-	OPT_SAVE_OUTPUTS,
-	OPT_MARK_ALL,
-	OPT_VALIDATE,
-	OPT_COMPARE,
-	OPT_HISTOGRAM,
-	OPT_JSON,
-	OPT_REPORT,
-	OPT_REPEAT,
-	OPT_HASH_OUTPUTS,
-	OPT_FP16_ACCUMULATE,
-	OPT_ITERATIONS,
-	OPT_LOAD_TACTICS,
-	OPT_STRICT_TACTICS,
-	OPT_SAVE_TACTICS,
-	OPT_TIMING_CACHE,
-	OPT_TIMING_ITERATIONS,
-	OPT_TIMING_TOLERANCE,
-	OPT_BUILD_SEED,
-};
-
 static enum wh_status tactics_option(struct wh_run_cmd *x, int c, const char *arg)
 {
 	long long v;
 	switch (c) {
-	case OPT_LOAD_TACTICS: x->load_tactics = arg; break;
-	case OPT_STRICT_TACTICS: x->strict_tactics = true; break;
-	case OPT_SAVE_TACTICS: x->save_tactics = arg; break;
-	case OPT_TIMING_CACHE: x->build.timing_cache = arg; break;
-	case OPT_TIMING_ITERATIONS: x->timing_given = true; return wh_cli_timing_option("run", "timing-iterations", arg, &x->build);
-	case OPT_TIMING_TOLERANCE: x->timing_given = true; return wh_cli_timing_option("run", "timing-tolerance", arg, &x->build);
-	case OPT_BUILD_SEED:
+	case WH_OPT_LOAD_TACTICS: x->load_tactics = arg; break;
+	case WH_OPT_STRICT_TACTICS: x->strict_tactics = true; break;
+	case WH_OPT_SAVE_TACTICS: x->save_tactics = arg; break;
+	case WH_OPT_TIMING_CACHE: x->build.timing_cache = arg; break;
+	case WH_OPT_TIMING_ITERATIONS: x->timing_given = true; return wh_cli_timing_option("run", "timing-iterations", arg, &x->build);
+	case WH_OPT_TIMING_TOLERANCE: x->timing_given = true; return wh_cli_timing_option("run", "timing-tolerance", arg, &x->build);
+	case WH_OPT_BUILD_SEED:
 		if (!wh_cli_parse_int(arg, 0, INT64_MAX, &v))
 			return wh_cli_usage_error("run", "--build-seed '%s': not an integer >= 0 (give a seed such as 0)", arg);
 		x->build.seed = (uint64_t)v;
@@ -100,25 +79,25 @@ static enum wh_status tactics_option(struct wh_run_cmd *x, int c, const char *ar
 	return WH_OK;
 }
 
-static enum wh_status run_option(void *ctx, int c, const char *arg)
+static enum wh_status run_option(void *self, int c, const char *arg)
 {
-	struct wh_run_cmd *x = ctx;
+	struct wh_run_cmd *x = self;
 	switch (c) {
-	case OPT_SAVE_INPUTS: x->save_inputs = arg; break;
-	case OPT_SAVE_OUTPUTS: x->save_outputs = arg; break;
-	case OPT_MARK_ALL: x->mark_all = true; break;
-	case OPT_VALIDATE: x->validate = true; break;
-	case OPT_COMPARE: x->compare = arg; break;
-	case OPT_HISTOGRAM: x->histogram = true; break;
-	case OPT_JSON: x->json = true; break;
-	case OPT_REPORT: x->report = arg; break;
-	case OPT_REPEAT:
+	case WH_OPT_SAVE_INPUTS: x->save_inputs = arg; break;
+	case WH_OPT_SAVE_OUTPUTS: x->save_outputs = arg; break;
+	case WH_OPT_MARK_ALL: x->mark_all = true; break;
+	case WH_OPT_VALIDATE: x->validate = true; break;
+	case WH_OPT_COMPARE: x->compare = arg; break;
+	case WH_OPT_SHOW_HISTOGRAM: x->histogram = true; break;
+	case WH_OPT_JSON: x->json = true; break;
+	case WH_OPT_REPORT: x->report = arg; break;
+	case WH_OPT_REPEAT:
 		if (!wh_cli_parse_int(arg, 2, 1000000, &x->repeat))
 			return wh_cli_usage_error("run", "--repeat '%s': not an integer from 2 to 1000000 (give a number of runs such as 10)", arg);
 		break;
-	case OPT_HASH_OUTPUTS: x->hash_outputs = true; break;
-	case OPT_FP16_ACCUMULATE: x->run.config.fp16_accumulate = true; break;
-	case OPT_ITERATIONS:
+	case WH_OPT_HASH_OUTPUTS: x->hash_outputs = true; break;
+	case WH_OPT_FP16_ACCUMULATE: x->run.config.fp16_accumulate = true; break;
+	case WH_OPT_ITERATIONS:
 		if (!wh_cli_parse_int(arg, 1, 1000000, &x->iterations))
 			return wh_cli_usage_error("run", "--iterations '%s': not an integer from 1 to 1000000 (give a number of runs such as 20)", arg);
 		break;
@@ -160,8 +139,10 @@ static enum wh_status check_save_inputs(const struct wh_run_cmd *x)
 	return WH_OK;
 }
 
-static enum wh_status run_validate(const struct wh_run_cmd *x)
+static enum wh_status run_validate(void *self, const struct wh_cli_args *a)
 {
+	const struct wh_run_cmd *x = self;
+	(void)a;
 	if (x->load_tactics && x->save_tactics)
 		return wh_cli_usage_error("run", "--load-tactics pins a build and --save-tactics makes one (give one of them)");
 	if (x->strict_tactics && !x->load_tactics)
@@ -240,82 +221,48 @@ static enum wh_status report(struct wh_run_cmd *x, const struct wh_model *m, str
 	return st;
 }
 
-static enum wh_status run(struct wh_run_cmd *x, bool *fails)
+static enum wh_status run(void *self, const struct wh_cli_args *a, struct wh_cmd_ctx *c)
 {
-	struct wh_model *m = NULL;
+	struct wh_run_cmd *x = self;
 	struct wh_engine *e = NULL;
-	struct wh_tensor_set inputs, results;
-	wh_tensor_set_init(&inputs);
+	struct wh_tensor_set results;
 	wh_tensor_set_init(&results);
 	struct wh_tactic_plan plan;
 	wh_tactic_plan_init(&plan);
 	bool reduced = false;
 	enum wh_status st;
-	if ((st = wh_run_opts_load_model(&x->run, x->model_path, &m)) != WH_OK ||
-	    (st = wh_run_opts_load_sample(&x->run, m, &inputs)) != WH_OK ||
-	    (st = wh_run_opts_precision(&x->run, m, &inputs, &reduced)) != WH_OK)
+	x->model_path = a->operands[0];
+	if ((st = wh_cmd_ctx_load(c, &x->run, x->model_path, WH_SAMPLES_ONE)) != WH_OK ||
+	    (st = wh_run_opts_precision(&x->run, c->model, &c->samples[0], &reduced)) != WH_OK)
 		goto out;
+	const struct wh_model *m = c->model;
+	const struct wh_tensor_set *inputs = &c->samples[0];
 	struct wh_engine_options eo = wh_run_opts_engine(&x->run, reduced);
 	eo.faulty_tactic = wh_run_opts_faulty_tactic();
 	if (x->load_tactics || x->save_tactics) {
-		if ((st = tactics(x, m, &eo, &inputs, &plan)) != WH_OK)
+		if ((st = tactics(x, m, &eo, inputs, &plan)) != WH_OK)
 			goto out;
 		eo.tactics = &plan;
 		eo.tactics_strict = x->strict_tactics;
 	}
 	if ((st = wh_engine_create(m, &eo, &e)) != WH_OK)
 		goto out;
-	if (x->save_inputs && (st = wh_tensor_set_write_dir_for(x->save_inputs, NULL, m->graph, false, &inputs)) != WH_OK)
+	if (x->save_inputs && (st = wh_tensor_set_write_dir_for(x->save_inputs, NULL, m->graph, false, inputs)) != WH_OK)
 		goto out;
-	if ((st = wh_engine_run(e, &inputs, x->mark_all ? WH_KEEP_ALL : WH_KEEP_OUTPUTS, &results)) != WH_OK)
+	if ((st = wh_engine_run(e, inputs, x->mark_all ? WH_KEEP_ALL : WH_KEEP_OUTPUTS, &results)) != WH_OK)
 		goto out;
-	st = report(x, m, e, &inputs, &results, fails);
+	st = report(x, m, e, inputs, &results, &c->fails);
 out:
-	wh_tensor_set_release(&inputs);
 	wh_tensor_set_release(&results);
 	wh_engine_destroy(e);
-	wh_model_destroy(m);
 	wh_tactic_plan_release(&plan);
 	return st;
 }
 
 int wh_cmd_run(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"save-inputs", required_argument, NULL, OPT_SAVE_INPUTS},
-		{"save-outputs", required_argument, NULL, OPT_SAVE_OUTPUTS},
-		{"mark-all", no_argument, NULL, OPT_MARK_ALL},
-		{"validate", no_argument, NULL, OPT_VALIDATE},
-		{"compare", required_argument, NULL, OPT_COMPARE},
-		{"show-histogram", no_argument, NULL, OPT_HISTOGRAM},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"report", required_argument, NULL, OPT_REPORT},
-		{"repeat", required_argument, NULL, OPT_REPEAT},
-		{"hash-outputs", no_argument, NULL, OPT_HASH_OUTPUTS},
-		{"fp16-accumulate", no_argument, NULL, OPT_FP16_ACCUMULATE},
-		{"iterations", required_argument, NULL, OPT_ITERATIONS},
-		{"load-tactics", required_argument, NULL, OPT_LOAD_TACTICS},
-		{"strict-tactics", no_argument, NULL, OPT_STRICT_TACTICS},
-		{"save-tactics", required_argument, NULL, OPT_SAVE_TACTICS},
-		{"timing-cache", required_argument, NULL, OPT_TIMING_CACHE},
-		{"timing-iterations", required_argument, NULL, OPT_TIMING_ITERATIONS},
-		{"timing-tolerance", required_argument, NULL, OPT_TIMING_TOLERANCE},
-		{"build-seed", required_argument, NULL, OPT_BUILD_SEED},
-		WH_RUN_LONGOPTS,
-		WH_RUN_LAYER_PRECISIONS_LONGOPTS,
-		WH_CLI_HELP_LONGOPTS,
-	};
 	struct wh_run_cmd x = {.build = {.timing_iterations = 3, .timing_tolerance = 0.05}};
-	wh_run_opts_init(&x.run, "run", WH_PREC_FP32);
-	struct wh_cli_spec spec = {.cmd = "run", .help = run_help, .longopts = longopts, .operands = "one MODEL", .n_operands = 1,
-				   .run_opts = &x.run, .own = run_option, .ctx = &x};
-	struct wh_cli_args a;
-	bool fails = false;
-	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
-	if (st == WH_OK && !a.help && (st = run_validate(&x)) == WH_OK) {
-		x.model_path = a.operands[0];
-		st = run(&x, &fails);
-	}
-	wh_run_opts_release(&x.run);
-	return st != WH_OK ? wh_cli_fail(st) : fails ? WH_EXIT_FAILS : WH_EXIT_OK;
+	struct wh_cli_spec spec = {.cmd = "run", .help = run_help, .operands = "one MODEL", .n_operands = 1, .run_opts = &x.run,
+				   .own = run_option, .validate = run_validate, .go = run, .self = &x};
+	return wh_cli_command(&spec, argc, argv);
 }

@@ -8,6 +8,8 @@
 #include "graph/tensor-file.h"
 #include "reducer/cli/calib-opts.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/cli/options.h"
+#include "reducer/cli/save-opts.h"
 #include "reducer/cli/run-opts.h"
 #include "reducer/driver-util.h"
 #include "reducer/triage.h"
@@ -57,56 +59,46 @@ static const char triage_help[] =
 	"WHITTLE_FAULTY_TACTIC=<tactic>[:<layer>] in the environment makes that tactic corrupt its\n"
 	"output (fault injection, to try the flaky branch out); the repro's command.sh keeps it.\n"
 	"exit status: 0 done (the answer is in the report), 2 usage, 3 bad input, 4 the check\n"
-	"command is broken or cannot tell\n";
-
-enum {
-	OPT_ARTIFACTS_DIR = WH_CLI_OPT_BASE,
-	OPT_FORCE,
-	OPT_BUILDS,
-	OPT_NO_PRECISION_SEARCH,
-	OPT_NO_GRAPHVIZ,
-	OPT_JSON,
-	OPT_TIMING_ITERATIONS,
-	OPT_TIMING_TOLERANCE,
-};
+	"command is broken or cannot tell\n\n" WH_SAVE_HELP;
 
 struct triage_cmd {
+	struct wh_cli_save_opts save;
 	struct wh_triage_options to;
 	struct wh_run_opts run;
 	struct wh_cli_check_opts check;
 	char self[PATH_MAX];
 };
 
-static enum wh_status triage_option(void *ctx, int c, const char *arg)
+static enum wh_status triage_option(void *self, int c, const char *arg)
 {
-	struct wh_triage_options *to = &((struct triage_cmd *)ctx)->to;
+	struct wh_triage_options *to = &((struct triage_cmd *)self)->to;
 	long long v;
 	switch (c) {
-	case OPT_ARTIFACTS_DIR: to->artifacts_dir = arg; break;
-	case OPT_FORCE: to->force = true; break;
-	case OPT_BUILDS:
+	case WH_OPT_ARTIFACTS_DIR: to->artifacts_dir = arg; break;
+	case WH_OPT_FORCE: to->force = true; break;
+	case WH_OPT_BUILDS:
 		if (!wh_cli_parse_int(arg, 1, 10000, &v))
 			return wh_cli_usage_error("triage", "--builds '%s': not an integer from 1 to 10000 (give a number of builds such as 5)", arg);
 		to->builds = (uint32_t)v;
 		break;
-	case OPT_NO_PRECISION_SEARCH: to->precision_search = false; break;
-	case OPT_NO_GRAPHVIZ: to->graphviz = false; break;
-	case OPT_JSON: to->json = true; break;
-	case OPT_TIMING_ITERATIONS: return wh_cli_timing_option("triage", "timing-iterations", arg, &to->build);
-	case OPT_TIMING_TOLERANCE: return wh_cli_timing_option("triage", "timing-tolerance", arg, &to->build);
+	case WH_OPT_NO_PRECISION_SEARCH: to->precision_search = false; break;
+	case WH_OPT_NO_GRAPHVIZ: to->graphviz = false; break;
+	case WH_OPT_JSON: to->json = true; break;
+	case WH_OPT_TIMING_ITERATIONS: return wh_cli_timing_option("triage", "timing-iterations", arg, &to->build);
+	case WH_OPT_TIMING_TOLERANCE: return wh_cli_timing_option("triage", "timing-tolerance", arg, &to->build);
 	}
 	return WH_OK;
 }
 
-static enum wh_status triage(struct triage_cmd *x, const char *model_path)
+static enum wh_status triage(void *self, const struct wh_cli_args *a, struct wh_cmd_ctx *c)
 {
+	struct triage_cmd *x = self;
 	struct wh_triage_options *to = &x->to;
-	struct wh_model *m = NULL;
-	struct wh_tensor_set inputs;
-	wh_tensor_set_init(&inputs);
-	to->model_path = model_path;
+	to->model_path = a->operands[0];
+	to->check = a->check ? &x->check.co : NULL;
 	to->precision = x->run.precision;
 	to->compare = x->run.compare;
+	to->save = &x->save.save;
 	to->threads = x->run.threads;
 	to->faulty_tactic = wh_run_opts_faulty_tactic();
 	if (to->json)
@@ -119,52 +111,27 @@ static enum wh_status triage(struct triage_cmd *x, const char *model_path)
 	}
 	enum wh_status st;
 	struct wh_triage_report rep;
-	if ((st = wh_run_opts_load_model(&x->run, model_path, &m)) == WH_OK &&
-	    (st = wh_run_opts_load_sample(&x->run, m, &inputs)) == WH_OK &&
-	    (st = wh_run_opts_precision(&x->run, m, &inputs, NULL)) == WH_OK) {
-		to->calib = x->run.config.calib;
-		st = wh_triage_run(m, &inputs, to, &rep);
+	if ((st = wh_cmd_ctx_load(c, &x->run, to->model_path, WH_SAMPLES_ONE)) != WH_OK ||
+	    (st = wh_run_opts_precision(&x->run, c->model, &c->samples[0], NULL)) != WH_OK)
+		return st;
+	to->calib = x->run.config.calib;
+	char dflt[64];
+	if (!to->artifacts_dir) {
+		/* a fresh folder per run (two runs from one folder never meet in it); the
+		 * driver's first progress line names it */
+		wh_artifacts_default_dir("triage", dflt, sizeof dflt);
+		to->artifacts_dir = dflt;
 	}
-	wh_tensor_set_release(&inputs);
-	wh_model_destroy(m);
-	return st;
+	return wh_triage_run(c->model, &c->samples[0], to, &rep);
 }
 
 int wh_cmd_triage(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"artifacts-dir", required_argument, NULL, OPT_ARTIFACTS_DIR},
-		{"force", no_argument, NULL, OPT_FORCE},
-		{"builds", required_argument, NULL, OPT_BUILDS},
-		{"no-precision-search", no_argument, NULL, OPT_NO_PRECISION_SEARCH},
-		{"no-graphviz", no_argument, NULL, OPT_NO_GRAPHVIZ},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"timing-iterations", required_argument, NULL, OPT_TIMING_ITERATIONS},
-		{"timing-tolerance", required_argument, NULL, OPT_TIMING_TOLERANCE},
-		WH_CLI_CHECK_LONGOPTS,
-		WH_RUN_LONGOPTS,
-		WH_CLI_HELP_LONGOPTS,
-	};
 	struct triage_cmd x = {.to = {.precision = WH_PREC_FP16, .builds = 5, .graphviz = true,
 				      .precision_search = true, .log = stderr, .out = stdout,
 				      .build = {.timing_iterations = 3, .timing_tolerance = 0.05}}};
-	wh_run_opts_init(&x.run, "triage", WH_PREC_FP16);
-	wh_cli_check_opts_init(&x.check);
-	struct wh_cli_spec spec = {.cmd = "triage", .help = triage_help, .longopts = longopts, .operands = "one MODEL", .n_operands = 1,
-				   .check = true, .check_opts = &x.check, .run_opts = &x.run, .own = triage_option, .ctx = &x};
-	struct wh_cli_args a;
-	enum wh_status st = wh_cli_parse(&spec, argc, argv, &a);
-	char dflt[64];
-	if (st == WH_OK && !a.help && !x.to.artifacts_dir) {
-		/* a fresh folder per run (two runs from one folder never meet in it); the
-		 * driver's first progress line names it */
-		wh_artifacts_default_dir("triage", dflt, sizeof dflt);
-		x.to.artifacts_dir = dflt;
-	}
-	if (st == WH_OK && !a.help) {
-		x.to.check = a.check ? &x.check.co : NULL;
-		st = triage(&x, a.operands[0]);
-	}
-	wh_run_opts_release(&x.run);
-	return wh_cli_exit(st);
+	struct wh_cli_spec spec = {.cmd = "triage", .help = triage_help, .operands = "one MODEL", .n_operands = 1, .check = true,
+				   .check_opts = &x.check, .run_opts = &x.run, .save_opts = &x.save, .precision = WH_PREC_FP16, .own = triage_option,
+				   .go = triage, .self = &x};
+	return wh_cli_command(&spec, argc, argv);
 }

@@ -3,7 +3,7 @@
  * --layer-precisions, --atol, --rtol, --check-error-stat, --threads and, through
  * calib-opts.h, the calibration options).
  *
- * A command lists the macros of the options it takes in its getopt_long table and hands
+ * Which commands take which of these options is their rows in options.c; a command hands
  * its struct wh_run_opts to wh_cli_parse (cli-internal.h), which offers every option to
  * wh_run_opts_parse before the command's own switch. Each value is checked there, once:
  * finite, in range, with one message shape
@@ -29,7 +29,7 @@
 #include "reducer/cli/calib-opts.h"
 
 /* getopt_long codes, out of the range of characters, of the calibration codes and of the
- * commands' own codes (cli-internal.h) */
+ * commands' own codes (options.h) */
 enum wh_run_opt {
 	WH_RUN_OPT_INPUT_SHAPES = 0x1b00,
 	WH_RUN_OPT_LOAD_INPUTS,
@@ -43,28 +43,6 @@ enum wh_run_opt {
 	WH_RUN_OPT_THREADS,
 	WH_RUN_OPT_END,
 };
-
-/* extract, sanitize, inspect */
-#define WH_RUN_SHAPES_LONGOPTS {"input-shapes", required_argument, NULL, WH_RUN_OPT_INPUT_SHAPES}
-
-/* the comparison (compare, and every command with a built-in check) */
-#define WH_RUN_TOLERANCE_LONGOPTS                                               \
-	{"atol", required_argument, NULL, WH_RUN_OPT_ATOL},                    \
-	{"rtol", required_argument, NULL, WH_RUN_OPT_RTOL},                    \
-	{"check-error-stat", required_argument, NULL, WH_RUN_OPT_ERROR_STAT}
-
-/* what every command that runs a model takes: run, reduce, precision, build, triage */
-#define WH_RUN_LONGOPTS                                                         \
-	WH_RUN_SHAPES_LONGOPTS,                                                 \
-	{"load-inputs", required_argument, NULL, WH_RUN_OPT_LOAD_INPUTS},      \
-	{"seed", required_argument, NULL, WH_RUN_OPT_SEED},                    \
-	{"val-range", required_argument, NULL, WH_RUN_OPT_VAL_RANGE},          \
-	{"precision", required_argument, NULL, WH_RUN_OPT_PRECISION},          \
-	{"threads", required_argument, NULL, WH_RUN_OPT_THREADS},              \
-	WH_RUN_TOLERANCE_LONGOPTS, WH_CALIB_LONGOPTS
-
-/* run, reduce, build (the searches of precision and triage choose the layers themselves) */
-#define WH_RUN_LAYER_PRECISIONS_LONGOPTS {"layer-precisions", required_argument, NULL, WH_RUN_OPT_LAYER_PRECISIONS}
 
 /* The largest --seed: a command adds the sample or build number to it. */
 #define WH_RUN_SEED_MAX (INT64_MAX / 2)

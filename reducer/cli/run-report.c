@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include "executor/compare.h"
+#include "reducer/cli/cli-internal.h"
 #include "graph/tensor.h"
 #include "graph/os.h"
 #include "graph/shape.h"
@@ -19,15 +20,6 @@ static json_t *shape_json(const struct wh_tensor *t)
 	for (int32_t d = 0; d < t->rank; d++)
 		json_array_append_new(a, json_integer(t->dims[d]));
 	return a;
-}
-
-static void print_json(json_t *root)
-{
-	char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-	if (text)
-		puts(text);
-	free(text);
-	json_decref(root);
 }
 
 static void print_outputs_json(const struct wh_run_cmd *x, const struct wh_tensor_set *results)
@@ -51,7 +43,7 @@ static void print_outputs_json(const struct wh_run_cmd *x, const struct wh_tenso
 		json_array_append_new(outs, o);
 	}
 	json_object_set_new(root, "outputs", outs);
-	print_json(root);
+	wh_cli_print_json(root, JSON_INDENT(1));
 }
 
 void wh_run_print_outputs(const struct wh_run_cmd *x, const struct wh_tensor_set *results)
@@ -286,7 +278,7 @@ static void summary_json(const struct wh_run_cmd *x, struct compare_state *cs, c
 	json_object_set_new(root, "first_failing_layer", ff ? json_string(ff->name) : json_null());
 	json_object_set_new(root, "tensors", cs->rows);
 	cs->rows = NULL;
-	print_json(root);
+	wh_cli_print_json(root, JSON_INDENT(1));
 }
 
 /* What to try next: the failing layer in higher precision, by a name --layer-precisions

