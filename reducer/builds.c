@@ -84,36 +84,15 @@ static enum wh_status run_tool(struct loop *L, const char *what, const char *tmp
 	char num[2][32];
 	wh_text_printf(num[0], sizeof num[0], "%llu", (unsigned long long)seed);
 	wh_text_printf(num[1], sizeof num[1], "%u", iter);
-	/* the command is shell text: every value goes in single-quoted, so a path with a space
-	 * or a ';' stays one word; a placeholder the user quoted ('{model}', "{model}") takes
-	 * the quoted value in place of the quotes */
-	const char *raw[6] = {num[0], num[1], L->o->model_path, tactics, L->inputs_dir[0] ? L->inputs_dir : NULL,
-			      L->precisions[0] ? L->precisions : NULL};
-	static const char *const names[6] = {"seed", "iteration", "model", "tactics", "inputs", "precisions"};
-	char keys_buf[18][24];
-	const char *keys[18], *vals[18];
-	char *quoted[6] = {0};
-	char *cmd = NULL;
-	enum wh_status st = WH_OK;
-	for (int i = 0; i < 6; i++) {
-		if (raw[i] && !(quoted[i] = wh_text_sh_quote(raw[i])))
-			goto nomem;
-		wh_text_printf(keys_buf[3 * i], sizeof keys_buf[0], "'{%s}'", names[i]);
-		wh_text_printf(keys_buf[3 * i + 1], sizeof keys_buf[0], "\"{%s}\"", names[i]);
-		wh_text_printf(keys_buf[3 * i + 2], sizeof keys_buf[0], "{%s}", names[i]);
-		for (int k = 0; k < 3; k++) {
-			keys[3 * i + k] = keys_buf[3 * i + k];
-			vals[3 * i + k] = quoted[i];
-		}
-	}
-	if (!(cmd = wh_text_subst(tmpl, keys, vals, 18))) {
-nomem:
-		for (int i = 0; i < 6; i++)
-			free(quoted[i]);
+	/* the command is shell text: every value goes in quoted (a path with a space or a ';'
+	 * stays one word) */
+	static const char *const keys[6] = {"{seed}", "{iteration}", "{model}", "{tactics}", "{inputs}", "{precisions}"};
+	const char *vals[6] = {num[0], num[1], L->o->model_path, tactics, L->inputs_dir[0] ? L->inputs_dir : NULL,
+			       L->precisions[0] ? L->precisions : NULL};
+	char *cmd = wh_text_subst_shell(tmpl, keys, vals, 6);
+	if (!cmd)
 		return wh_error(WH_ERR_NOMEM, "%s: out of memory", what);
-	}
-	for (int i = 0; i < 6; i++)
-		free(quoted[i]);
+	enum wh_status st = WH_OK;
 	char *argv[2] = {cmd, NULL};
 	struct wh_check_options co = {.argv = argv, .argc = 1, .shell = true, .timeout_s = L->o->build_timeout_s};
 	struct wh_check *c = NULL;

@@ -92,6 +92,33 @@ char *wh_text_sh_quote(const char *s)
 	return out;
 }
 
+char *wh_text_subst_shell(const char *tmpl, const char *const *keys, const char *const *vals, int n)
+{
+	if (n > 16)
+		return NULL;
+	char kb[48][72];
+	const char *k3[48] = {0}, *v3[48] = {0};
+	char *quoted[16] = {0};
+	char *out = NULL;
+	for (int i = 0; i < n; i++) {
+		if (vals[i] && !(quoted[i] = wh_text_sh_quote(vals[i])))
+			goto out;
+		/* the quoted forms first: at a quote, they match before the bare key does */
+		wh_text_printf(kb[3 * i], sizeof kb[0], "'%s'", keys[i]);
+		wh_text_printf(kb[3 * i + 1], sizeof kb[0], "\"%s\"", keys[i]);
+		wh_text_printf(kb[3 * i + 2], sizeof kb[0], "%s", keys[i]);
+		for (int k = 0; k < 3; k++) {
+			k3[3 * i + k] = kb[3 * i + k];
+			v3[3 * i + k] = quoted[i];
+		}
+	}
+	out = wh_text_subst(tmpl, k3, v3, 3 * n);
+out:
+	for (int i = 0; i < n; i++)
+		free(quoted[i]);
+	return out;
+}
+
 char *wh_text_whittle_line(void)
 {
 	char self[PATH_MAX];

@@ -47,6 +47,10 @@ void wh_text_one_line(char *s);
 /* tmpl with every keys[i] replaced by vals[i]; a NULL vals[i] leaves keys[i] as it is
  * (malloc'd; NULL when out of memory). */
 char *wh_text_subst(const char *tmpl, const char *const *keys, const char *const *vals, int n);
+/* wh_text_subst for shell text: each value goes in single-quoted (wh_sh_quote), so a path
+ * with a space or a ';' stays one word; a key the template already quotes ('{model}' or
+ * "{model}") is replaced with its quotes. keys are the bare placeholders, n <= 16. */
+char *wh_text_subst_shell(const char *tmpl, const char *const *keys, const char *const *vals, int n);
 
 /* wh_sh_quote (reducer/check.h) into a malloc'd string that always fits; NULL when out of
  * memory. */

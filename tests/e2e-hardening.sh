@@ -263,6 +263,15 @@ else
 	bad "13: --build-cmd with hostile paths: exit $rc, PWNED: $(ls PWNED "$art/PWNED" 2>/dev/null)"
 fi
 
+art2='y z;touch PWNED2;'
+run "$whittle" reduce "a dir/m 1.onnx" -o r.onnx --input-shapes x:1x4x8x8 --artifacts-dir "$art2" --shell \
+	--check 'test -f {model} && exit 1; exit 0'
+if [ "$rc" -eq 0 ] && [ ! -e PWNED2 ] && [ ! -e "$art2/PWNED2" ]; then
+	ok "13: --shell check with a folder holding ';' and a space: {model} stays one word"
+else
+	bad "13: --shell check with hostile paths: exit $rc, PWNED2: $(ls PWNED2 "$art2/PWNED2" 2>/dev/null)"
+fi
+
 # ---- 16: repro/command.sh calls the whittle that made it; errors say what to do ----
 run "$whittle" reduce conv2.onnx -o r.onnx --input-shapes x:1x4x8x8 --artifacts-dir repro16 --precision fp16 --atol 0 --rtol 0
 if [ -x repro16/repro/command.sh ] && PATH=/usr/bin:/bin sh repro16/repro/command.sh >/dev/null 2>"$tmp/err"; rc16=$?; [ "$rc16" -eq 1 ]; then
