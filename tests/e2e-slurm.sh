@@ -165,7 +165,7 @@ interrupted_resume() {
 	cat > "$d/check.sh" << SH
 #!/bin/sh
 ps -o pgid= \$\$ | tr -d ' ' >> "$d/pgids"
-sleep 0.7
+sleep 1.5
 r=0
 "$culprits" "\$1" p2o.Conv.30 > /dev/null || r=\$?
 echo "\$(md5sum < "\$1" | cut -c1-32) \$r" >> "\$2"
