@@ -230,8 +230,75 @@ static bool in_list(int x, const int *v, int n)
 	return false;
 }
 
+/* The fail regexes run on the whole output as it streams in, not on the capped copy kept
+ * for the log (a failure line in the middle of a long build log must count). Each chunk is
+ * matched after what is carried over from the previous ones; PCRE2's hard partial matching
+ * says where a match may continue into the next chunk, and the carry starts there (less a
+ * little context for lookbehinds and for ^ after a newline). A match longer than
+ * STREAM_CARRY_MAX is the limit of what can be found. */
+#define STREAM_CONTEXT 256
+#define STREAM_CARRY_MAX ((size_t)1 << 20)
+
+struct stream_match {
+	const struct wh_check *c;
+	pcre2_match_data *md;
+	char *buf;
+	size_t len, cap;
+	bool dropped; /* bytes before buf were consumed: ^ cannot match at its start */
+	bool matched;
+	bool nomem;
+};
+
+static void stream_scan(struct stream_match *sm, bool final)
+{
+	size_t keep_from = sm->len > STREAM_CONTEXT ? sm->len - STREAM_CONTEXT : 0;
+	uint32_t opts = (sm->dropped ? PCRE2_NOTBOL : 0) | (final ? 0 : PCRE2_PARTIAL_HARD);
+	for (int i = 0; i < sm->c->o.n_fail_regex && !sm->matched; i++) {
+		int rc = pcre2_match(sm->c->re[i], (PCRE2_SPTR)sm->buf, sm->len, 0, opts, sm->md, NULL);
+		if (rc >= 0) {
+			sm->matched = true;
+		} else if (rc == PCRE2_ERROR_PARTIAL) {
+			size_t start = pcre2_get_ovector_pointer(sm->md)[0];
+			start = start > STREAM_CONTEXT ? start - STREAM_CONTEXT : 0;
+			if (start < keep_from)
+				keep_from = start;
+		}
+	}
+	if (sm->matched || final)
+		return;
+	if (sm->len - keep_from > STREAM_CARRY_MAX)
+		keep_from = sm->len - STREAM_CARRY_MAX;
+	if (keep_from) {
+		memmove(sm->buf, sm->buf + keep_from, sm->len - keep_from);
+		sm->len -= keep_from;
+		sm->dropped = true;
+	}
+}
+
+static void stream_feed(void *ctx, const char *buf, size_t n)
+{
+	struct stream_match *sm = ctx;
+	if (sm->matched || sm->nomem || !n)
+		return;
+	if (sm->len + n > sm->cap) {
+		size_t cap = sm->cap ? sm->cap : 65536;
+		while (cap < sm->len + n)
+			cap *= 2;
+		char *b = realloc(sm->buf, cap);
+		if (!b) {
+			sm->nomem = true;
+			return;
+		}
+		sm->buf = b;
+		sm->cap = cap;
+	}
+	memcpy(sm->buf + sm->len, buf, n);
+	sm->len += n;
+	stream_scan(sm, false);
+}
+
 /* The verdict from the outcome in out (exit code, signal, timeout, output). */
-static void decide(const struct wh_check *c, struct wh_check_result *out)
+static void decide(const struct wh_check *c, const struct stream_match *sm, struct wh_check_result *out)
 {
 	if (out->timed_out) {
 		out->verdict = c->o.timeout_is == WH_TIMEOUT_FAIL ? WH_VERDICT_FAIL :
@@ -241,14 +308,7 @@ static void decide(const struct wh_check *c, struct wh_check_result *out)
 		out->verdict = WH_VERDICT_SKIP;
 		out->why = "exit 125 (cannot tell)";
 	} else if (c->o.n_fail_regex) {
-		bool matched = false;
-		pcre2_match_data *md = NULL;
-		for (int i = 0; i < c->o.n_fail_regex && !matched && out->output; i++) {
-			md = pcre2_match_data_create_from_pattern(c->re[i], NULL);
-			if (md && pcre2_match(c->re[i], (PCRE2_SPTR)out->output, strlen(out->output), 0, 0, md, NULL) >= 0)
-				matched = true;
-			pcre2_match_data_free(md);
-		}
+		bool matched = sm->matched;
 		bool code_ok = !c->o.n_fail_codes || in_list(out->exit_code, c->o.fail_codes, c->o.n_fail_codes);
 		out->verdict = matched && code_ok ? WH_VERDICT_FAIL : WH_VERDICT_PASS;
 		out->why = matched ? (code_ok ? "fail regex matched" : "fail regex matched, exit code not listed") : "no fail regex matched";
@@ -275,6 +335,22 @@ enum wh_status wh_check_run(const struct wh_check *c, const struct wh_check_vars
 	enum wh_status st = wh_keeper_init(&k, c->o.output_cap);
 	if (st != WH_OK)
 		return st;
+	struct stream_match sm = {.c = c};
+	if (c->o.n_fail_regex) {
+		/* one match block sized for the pattern with the most groups */
+		uint32_t pairs = 1;
+		for (int i = 0; i < c->o.n_fail_regex; i++) {
+			uint32_t cc = 0;
+			pcre2_pattern_info(c->re[i], PCRE2_INFO_CAPTURECOUNT, &cc);
+			pairs = cc + 1 > pairs ? cc + 1 : pairs;
+		}
+		if (!(sm.md = pcre2_match_data_create(pairs, NULL))) {
+			wh_keeper_release(&k);
+			return wh_error(WH_ERR_NOMEM, "check: out of memory");
+		}
+		k.tap = stream_feed;
+		k.tap_ctx = &sm;
+	}
 	if (c->slurm) {
 		struct wh_slurm_outcome so;
 		if ((st = wh_slurm_run(c->slurm, c, vars, &k, &so)) != WH_OK)
@@ -311,13 +387,23 @@ enum wh_status wh_check_run(const struct wh_check *c, const struct wh_check_vars
 	}
 	out->output_bytes = k.total;
 	out->output = wh_keeper_text(&k);
+	if (sm.md && !sm.matched && !sm.nomem)
+		stream_scan(&sm, true);
+	if (sm.nomem) {
+		free(out->output);
+		out->output = NULL;
+		st = wh_error(WH_ERR_NOMEM, "check: out of memory matching --fail-regex on the output");
+		goto out;
+	}
 	if (out->cluster_fault) {
 		out->verdict = WH_VERDICT_SKIP;
 		out->why = "Slurm fault after retries (cannot tell)";
 	} else {
-		decide(c, out);
+		decide(c, &sm, out);
 	}
 out:
+	pcre2_match_data_free(sm.md);
+	free(sm.buf);
 	wh_keeper_release(&k);
 	return st;
 }

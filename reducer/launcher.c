@@ -252,6 +252,8 @@ void wh_keeper_release(struct wh_keeper *k)
 
 void wh_keeper_add(struct wh_keeper *k, const char *buf, size_t n)
 {
+	if (k->tap)
+		k->tap(k->tap_ctx, buf, n);
 	k->total += n;
 	size_t h = k->head_len < k->cap ? k->cap - k->head_len : 0;
 	if (h > n)

@@ -48,6 +48,10 @@ void wh_interrupt_note_slurm(bool inside_allocation);
 struct wh_keeper {
 	char *head, *ring;
 	size_t cap, head_len, ring_pos, total;
+	/* optional: sees every byte as it is read, before any is cut (the check runner matches
+	 * the fail regexes on the whole stream here) */
+	void (*tap)(void *ctx, const char *buf, size_t n);
+	void *tap_ctx;
 };
 
 enum wh_status wh_keeper_init(struct wh_keeper *k, size_t cap);

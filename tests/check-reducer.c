@@ -135,6 +135,42 @@ START_TEST(test_runner_big_output_capped_and_matched)
 }
 END_TEST
 
+/* Runs `sh -c script` with one fail regex and returns the verdict. */
+static enum wh_verdict shell_verdict(const char *script, const char *regex)
+{
+	char *argv[] = {"/bin/sh", "-c", (char *)script, NULL};
+	struct wh_check *c = make_check(argv, 3, regex, 60);
+	struct wh_check_result r;
+	ck_assert_int_eq(wh_check_run(c, NULL, &r), WH_OK);
+	enum wh_verdict v = r.verdict;
+	wh_check_result_release(&r);
+	wh_check_destroy(c);
+	return v;
+}
+
+/* The fail regex sees the whole stream, not only the kept head and tail of the output: a
+ * failure line in the middle of 3 MiB (a verbose engine build) fails the check, a pattern
+ * split across two writes matches, and ^ matches at a line start after a cut. */
+START_TEST(test_runner_regex_on_the_whole_stream)
+{
+	const char *filler = "i=0; while [ $i -lt 48000 ]; do echo 'build log line ................................'; "
+			     "i=$((i+1)); done";
+	char script[1024];
+	snprintf(script, sizeof script, "%s; echo 'ACCURACY FAILURE in layer 7'; %s", filler, filler);
+	ck_assert_int_eq(shell_verdict(script, "ACCURACY FAILURE"), WH_VERDICT_FAIL);
+	snprintf(script, sizeof script, "%s; %s", filler, filler);
+	ck_assert_int_eq(shell_verdict(script, "ACCURACY FAILURE"), WH_VERDICT_PASS);
+	ck_assert_int_eq(shell_verdict("printf 'xx ACCURACY FAI'; sleep 0.3; printf 'LURE yy\\n'", "ACCURACY FAILURE"),
+			 WH_VERDICT_FAIL);
+	ck_assert_int_eq(shell_verdict("printf 'xx ACCURACY FAI'; sleep 0.3; printf 'LED yy\\n'", "ACCURACY FAILURE"),
+			 WH_VERDICT_PASS);
+	snprintf(script, sizeof script, "%s; printf 'abc\\nERR'; sleep 0.3; printf 'OR: bad\\n'; %s", filler, filler);
+	ck_assert_int_eq(shell_verdict(script, "^ERROR: bad$"), WH_VERDICT_FAIL);
+	snprintf(script, sizeof script, "%s; printf 'abcERROR: bad\\n'", filler);
+	ck_assert_int_eq(shell_verdict(script, "^ERROR: bad$"), WH_VERDICT_PASS);
+}
+END_TEST
+
 START_TEST(test_runner_not_executable_is_broken_check)
 {
 	char *bad[] = {(char *)fx("not-executable.sh"), NULL};
@@ -388,6 +424,7 @@ int main(void)
 	tcase_add_test(tr, test_runner_signal_is_failure);
 	tcase_add_test(tr, test_runner_hang_kills_group);
 	tcase_add_test(tr, test_runner_big_output_capped_and_matched);
+	tcase_add_test(tr, test_runner_regex_on_the_whole_stream);
 	tcase_add_test(tr, test_runner_not_executable_is_broken_check);
 	tcase_add_test(tr, test_runner_placeholders);
 	suite_add_tcase(s, tr);
