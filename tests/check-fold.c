@@ -85,7 +85,8 @@ START_TEST(test_fold_matches_onnx_tests)
 		struct wh_graph *g = m->graph;
 		bool ok = g->n_nodes == 1;
 		uint32_t n_in = g->n_inputs, ins[64], k = 0;
-		memcpy(ins, g->inputs, (n_in < 64 ? n_in : 64) * sizeof ins[0]);
+		if (n_in)
+			memcpy(ins, g->inputs, (n_in < 64 ? n_in : 64) * sizeof ins[0]);
 		for (uint32_t i = 0; ok && i < n_in && i < 64; i++) {
 			const struct wh_value *v = &g->values[ins[i]];
 			if (v->flags & WH_VALUE_INITIALIZER)

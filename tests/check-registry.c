@@ -112,7 +112,8 @@ START_TEST(test_new_rules_match_onnx_tests)
 		seen[op]++;
 		struct wh_input_shape sh[16];
 		uint32_t ns = 0, k = 0, n_in = g->n_inputs, ins[64];
-		memcpy(ins, g->inputs, (n_in < 64 ? n_in : 64) * sizeof ins[0]);
+		if (n_in)
+			memcpy(ins, g->inputs, (n_in < 64 ? n_in : 64) * sizeof ins[0]);
 		for (uint32_t i = 0; i < n_in && i < 64; i++) {
 			const struct wh_value *v = &g->values[ins[i]];
 			if (v->flags & WH_VALUE_INITIALIZER)
