@@ -38,6 +38,8 @@ struct wh_engine_options {
 	 * when its layer runs and freed after it). Past the budget, the least recently used
 	 * copies are dropped: an engine never holds a second copy of a large model's weights. */
 	int64_t weight_cache_bytes;
+	/* time every layer of the main graph in each run (wh_engine_profile); off: no cost */
+	bool profile;
 };
 
 enum wh_status wh_engine_create(const struct wh_model *m, const struct wh_engine_options *opt,
@@ -70,6 +72,20 @@ enum wh_status wh_engine_run(struct wh_engine *e, const struct wh_tensor_set *in
 enum wh_status wh_executor_fold_eval(const struct wh_model *m, const struct wh_graph *g, const struct wh_node *n,
 				     int64_t opset, const struct wh_tensor *const *in, struct wh_tensor *out,
 				     bool *done_out);
+
+/* One layer (main-graph node) of the last run of an engine created with opt->profile. */
+struct wh_layer_profile {
+	const char *name, *op_type; /* borrowed from the model */
+	const char *tactic;         /* the pinned or chosen tactic, or "default" (static) */
+	double ms;                  /* wall time of the layer in the last run */
+	double flops;               /* Conv, ConvTranspose, MatMul, Gemm: 2 x multiply-adds of the
+				     * last run; 0 for other ops */
+};
+
+/* The layers of the last run in execution order (owned by the engine, valid until the next
+ * run or destroy); NULL and *n_out 0 when the engine was created without opt->profile or
+ * has not run yet. */
+const struct wh_layer_profile *wh_engine_profile(const struct wh_engine *e, uint32_t *n_out);
 
 /* Names of the ops of m (and its subgraphs) that the executor cannot run, as
  * "A, B, C" into buf; returns their count. */

@@ -15,6 +15,7 @@
 #include "executor/tactic-plan.h"
 #include "executor/threadpool.h"
 #include "graph/onnx-io.h"
+#include "graph/os.h"
 #include "graph/topo.h"
 
 struct plan {
@@ -41,6 +42,9 @@ struct wh_engine {
 	const struct wh_cpu_features *cpu;
 	struct plan **plans;
 	uint32_t n_plans, cap_plans;
+	/* opt->profile: one entry per step of the main graph, NULL otherwise */
+	struct wh_layer_profile *prof;
+	uint32_t n_prof;
 };
 
 struct wh_frame {
@@ -315,6 +319,11 @@ static enum wh_status engine_create(const struct wh_model *m, const struct wh_en
 	enum wh_status st = wh_threadpool_create(opt ? opt->threads : 0, &e->pool);
 	if (st == WH_OK)
 		st = build_plan(e, m->graph);
+	if (st == WH_OK && opt && opt->profile) {
+		e->prof = calloc((size_t)m->graph->n_nodes + 1, sizeof *e->prof);
+		if (!e->prof)
+			st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+	}
 	if (st != WH_OK) {
 		wh_engine_destroy(e);
 		return st;
@@ -343,6 +352,7 @@ void wh_engine_destroy(struct wh_engine *e)
 		plan_destroy(e->plans[i]);
 	free(e->plans);
 	wh_threadpool_destroy(e->pool);
+	free(e->prof);
 	free(e);
 }
 
@@ -353,6 +363,35 @@ size_t wh_engine_weight_cache_bytes(const struct wh_engine *e)
 		n += e->plans[i]->emul.bytes;
 	return n;
 }
+
+const struct wh_layer_profile *wh_engine_profile(const struct wh_engine *e, uint32_t *n_out)
+{
+	*n_out = e && e->prof ? e->n_prof : 0;
+	return *n_out ? e->prof : NULL;
+}
+
+/* 2 x the multiply-adds of a Conv, ConvTranspose, MatMul or Gemm node that just ran (from
+ * its inputs' and first output's shapes); 0 for other ops or shapes it cannot tell. */
+static double node_flops(const struct wh_kernel_ctx *ctx)
+{
+	const char *op = ctx->node->op_type;
+	const struct wh_tensor *a = wh_kin(ctx, 0), *b = wh_kin(ctx, 1);
+	const struct wh_tensor *y = ctx->n_outputs ? &ctx->outputs[0] : NULL;
+	if (!a || !b || !y || !wh_value_is_tensor(a) || !wh_value_is_tensor(b) || !wh_value_is_tensor(y) || !wh_value_present(y))
+		return 0;
+	if (!strcmp(op, "Conv") && b->rank >= 3)
+		/* each output element: C/group x kernel window multiply-adds */
+		return 2.0 * (double)y->count * (double)(b->count / (uint64_t)(b->dims[0] ? b->dims[0] : 1));
+	if (!strcmp(op, "ConvTranspose") && b->rank >= 3)
+		/* each input element meets M/group x kernel window weights */
+		return 2.0 * (double)a->count * (double)(b->count / (uint64_t)(b->dims[0] ? b->dims[0] : 1));
+	if (!strcmp(op, "MatMul") && a->rank >= 1)
+		return 2.0 * (double)y->count * (double)a->dims[a->rank - 1];
+	if (!strcmp(op, "Gemm") && a->rank == 2)
+		return 2.0 * (double)y->count * (double)a->dims[wh_node_attr_int(ctx->node, "transA", 0) ? 0 : 1];
+	return 0;
+}
+
 
 /* ---- execution ---- */
 
@@ -376,8 +415,11 @@ static void frame_release(struct wh_frame *f)
 {
 	if (!f->vals)
 		return;
+	/* only slots that hold something: a release re-initialises the slot, which costs a
+	 * memset per value per run for nothing (the array is freed next) */
 	for (uint32_t v = 0; v < f->plan->g->n_values; v++)
-		wh_tensor_release(&f->vals[v]);
+		if (f->vals[v].blob || f->vals[v].seq)
+			wh_tensor_release(&f->vals[v]);
 	free(f->vals);
 	f->vals = NULL;
 }
@@ -425,6 +467,9 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 	for (uint32_t s = 0; s < g->n_nodes; s++) {
 		uint32_t nid = p->order[s];
 		const struct wh_node *n = &g->nodes[nid];
+		/* a layer's time is its whole step: binding, the kernel, freeing what it last read */
+		struct wh_layer_profile *lp = f->e->prof && !f->parent ? &f->e->prof[s] : NULL;
+		double t0 = lp ? wh_os_now_s() : 0;
 		const struct wh_tensor **ins = ins_fixed;
 		struct wh_tensor *outs = outs_fixed;
 		bool *wanted = wanted_fixed;
@@ -513,6 +558,13 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 		} else {
 			st = run(&ctx);
 		}
+		if (lp) {
+			lp->name = n->name;
+			lp->op_type = n->op_type;
+			lp->tactic = ctx.tactic ? ctx.tactic->name : "default";
+			lp->flops = st == WH_OK ? node_flops(&ctx) : 0;
+			f->e->n_prof = s + 1;
+		}
 		if (st == WH_OK && ctx.tactic && f->e->faulty_tactic[0] && !strcmp(ctx.tactic->name, f->e->faulty_tactic) &&
 		    (!f->e->faulty_layer[0] || !strcmp(f->e->faulty_layer, n->name)))
 			corrupt_outputs(&ctx);
@@ -527,7 +579,8 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 					wh_tensor_init(&outs[k]);
 				}
 			}
-			wh_tensor_release(&outs[k]);
+			if (outs[k].blob || outs[k].seq)
+				wh_tensor_release(&outs[k]);
 		}
 		if (st == WH_OK && !keep_all) {
 			for (uint32_t k = 0; k < n->n_inputs; k++) {
@@ -544,13 +597,16 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 		}
 step_out:
 		for (uint32_t k = 0; outs && k < n_slots; k++)
-			wh_tensor_release(&outs[k]);
+			if (outs[k].blob || outs[k].seq)
+				wh_tensor_release(&outs[k]);
 		if (ins != ins_fixed)
 			free(ins);
 		if (outs != outs_fixed)
 			free(outs);
 		if (wanted != wanted_fixed)
 			free(wanted);
+		if (lp)
+			lp->ms = (wh_os_now_s() - t0) * 1e3;
 		if (st != WH_OK)
 			return st;
 	}
@@ -649,6 +705,7 @@ enum wh_status wh_engine_run(struct wh_engine *e, const struct wh_tensor_set *in
 	const struct plan *p = find_plan(e, e->m->graph);
 	const struct wh_graph *g = p->g;
 	struct wh_frame f = {0};
+	e->n_prof = 0;
 	enum wh_status st = frame_init(&f, e, p, NULL);
 	if (st != WH_OK)
 		return st;

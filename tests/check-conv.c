@@ -175,6 +175,12 @@ static const struct geo conv_geos[] = {
 	{2, 1, 4, 8, 4, {{9, 3, 1, 2, 2, 2}, {17, 5, 2, 1, 2, 1}}},
 	{2, 1, 3, 3, 3, {{6, 5, 2, 1, 2, 2}, {80, 5, 1, 1, 2, 2}}},
 	{2, 1, 2, 2, 2, {{3, 3, 1, 1, 0, 0}, {3, 3, 1, 1, 0, 0}}},
+	/* depthwise planes of short rows, run as one span of columns (conv.c span_of): KWS's
+	 * 3x3 on 25x5, unpadded 10x6, and strided ones the span rule leaves row by row */
+	{2, 1, 8, 8, 8, {{25, 3, 1, 1, 1, 1}, {5, 3, 1, 1, 1, 1}}},
+	{2, 1, 4, 4, 4, {{10, 3, 1, 1, 0, 0}, {6, 3, 1, 1, 0, 0}}},
+	{2, 1, 4, 4, 4, {{14, 3, 2, 1, 1, 1}, {7, 3, 2, 1, 1, 1}}},
+	{2, 1, 4, 4, 4, {{10, 3, 1, 1, 1, 1}, {9, 3, 2, 1, 1, 1}}},
 	/* depthwise 3x1 and 1x3 with stride (2, 1) as PP-OCR rec uses */
 	{2, 1, 5, 5, 5, {{12, 3, 2, 1, 1, 1}, {33, 3, 1, 1, 1, 1}}},
 	/* 1-D (plain, grouped, depthwise) and 3-D */

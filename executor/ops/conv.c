@@ -590,7 +590,27 @@ struct dw_job {
 	const ptrdiff_t *toff; /* tap offsets in a plane */
 	float *y;
 	atomic_int failed;
+	size_t span, rstep; /* span_of's: 0, or one call of span columns, rows rstep apart */
 };
+
+#define WH_DW_SPAN_MAX ((size_t)2048)
+
+/* Depthwise planes of short rows (a 3x3 over 25x5 is 25 calls of 5 columns, mostly call
+ * overhead and empty vector lanes): in 2-D, output row r reads the plane at r * rstep, so
+ * one call over span = (R - 1) * rstep + L consecutive columns computes every output at
+ * column r * rstep + l, with the gap columns in between computed and dropped. Each column
+ * is summed alone, taps in the same order, so the bits are those of the row-by-row calls;
+ * every column read lies below the last real output's. Used when the gaps at most double
+ * the work; 0 otherwise. */
+static size_t span_of(const struct conv_plan *pl, size_t *rstep)
+{
+	const struct wh_conv_shape *s = pl->s;
+	if (s->nsp != 2 || pl->R < 2 || pl->L >= 16)
+		return 0;
+	*rstep = (size_t)s->stride[0] * pl->ostr[0];
+	size_t span = (pl->R - 1) * *rstep + pl->L;
+	return *rstep <= 2 * pl->L && span <= WH_DW_SPAN_MAX ? span : 0;
+}
 
 /* Depthwise with one output channel per group: each plane (prepared when padded or
  * strided) row by row through the single-row kernel, which sums the taps in MLAS's order. */
@@ -617,8 +637,16 @@ static void dw_task(void *arg, size_t begin, size_t end)
 		}
 		float *y = j->y + (n * (size_t)s->M + co) * P;
 		const float *bias = j->b ? j->b + co : NULL;
-		for (size_t r = 0; r < pl->R; r++)
-			pl->kern.m1(pl->L, KS, j->w + co * KS, xc + row_base(pl, r), j->toff, y + r * pl->L, bias);
+		if (j->span) {
+			/* short rows: one call over the plane's rows side by side (see span_of) */
+			float tmp[WH_DW_SPAN_MAX];
+			pl->kern.m1(j->span, KS, j->w + co * KS, xc, j->toff, tmp, bias);
+			for (size_t r = 0; r < pl->R; r++)
+				memcpy(y + r * pl->L, tmp + r * j->rstep, pl->L * sizeof(float));
+		} else {
+			for (size_t r = 0; r < pl->R; r++)
+				pl->kern.m1(pl->L, KS, j->w + co * KS, xc + row_base(pl, r), j->toff, y + r * pl->L, bias);
+		}
 		wh_out_round_apply(pl->round, y, P);
 	}
 	free(scratch);
@@ -770,8 +798,11 @@ enum wh_status wh_conv_f32_round(const struct wh_cpu_features *cpu, struct wh_th
 			return wh_error(WH_ERR_NOMEM, "conv: out of memory for tap offsets");
 		plan_koff(&pl, pl.plane, toff);
 		struct dw_job dj = {.pl = &pl, .x = x, .w = w, .b = b, .y = y, .toff = toff};
+		dj.span = span_of(&pl, &dj.rstep);
 		atomic_init(&dj.failed, 0);
-		wh_parallel_for(pool, (size_t)(s->N * s->M), 1, dw_task, &dj);
+		/* planes are computed alone, so any chunking gives the same bits: about
+		 * WH_CHUNK_ELEMS multiply-adds a chunk rather than a plane each */
+		wh_parallel_for(pool, (size_t)(s->N * s->M), wh_grain_for((uint64_t)pl.P * (uint64_t)pl.KS), dw_task, &dj);
 		free(toff);
 		if (atomic_load(&dj.failed))
 			return wh_error(WH_ERR_NOMEM, "conv: out of memory for a padded input plane");

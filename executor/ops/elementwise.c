@@ -1340,8 +1340,10 @@ static void row_pow(const struct ew_job *j, const uint64_t *off, uint64_t o, siz
 		const float *a = (const float *)A->data + off[0], *b = (const float *)B->data + off[1];
 		float *y = (float *)j->out->data + o;
 		for (size_t i = 0; i < n; i++) {
-			float e = b[i * sb];
-			y[i] = e == 2.0f ? a[i * sa] * a[i * sa] : powf(a[i * sa], e);
+			/* squares and cubes as products, as ONNX Runtime computes them (GELU's x^3:
+			 * powf is ~20x slower than two multiplies) */
+			float e = b[i * sb], x = a[i * sa];
+			y[i] = e == 2.0f ? x * x : e == 3.0f ? x * x * x : powf(x, e);
 		}
 		return;
 	}

@@ -10,6 +10,7 @@
 #include "reducer/cli/cli-internal.h"
 #include "reducer/cli/options.h"
 #include "reducer/cli/run-opts.h"
+#include "reducer/cli/run-profile.h"
 #include "reducer/cli/run-report.h"
 
 static const char run_help[] =
@@ -56,6 +57,8 @@ static const char run_help[] =
 	"execution:\n"
 	"  --threads N             worker threads (default: all cores); results do not depend on it\n"
 	"  --iterations N          time N runs after a warm-up and print `median_ms <x>`\n"
+	"  --profile               time every layer over the --iterations runs (default 10): median ms,\n"
+	"                          share, tactic, GFLOP/s, and per op type (a table, or with --json)\n"
 	"  --repeat N              run N times and check that every output (every tensor with\n"
 	"                          --mark-all) is bit-identical across runs (XXH3), naming any that differs\n"
 	"  --hash-outputs          print `xxh3 <tensor> <hash>` for every output\n"
@@ -98,6 +101,7 @@ static enum wh_status run_option(void *self, int c, const char *arg)
 			return wh_cli_usage_error("run", "--repeat '%s': not an integer from 2 to 1000000 (give a number of runs such as 10)", arg);
 		break;
 	case WH_OPT_HASH_OUTPUTS: x->hash_outputs = true; break;
+	case WH_OPT_PROFILE: x->profile = true; break;
 	case WH_OPT_FP16_ACCUMULATE: x->run.config.fp16_accumulate = true; break;
 	case WH_OPT_ITERATIONS:
 		if (!wh_cli_parse_int(arg, 1, 1000000, &x->iterations))
@@ -151,6 +155,8 @@ static enum wh_status run_validate(void *self, const struct wh_cli_args *a)
 		return wh_cli_usage_error("run", "--strict-tactics goes with --load-tactics (give the replay to check against)");
 	if ((x->build.timing_cache || x->timing_given) && !x->save_tactics)
 		return wh_cli_usage_error("run", "--timing-cache, --timing-iterations, --timing-tolerance and --build-seed go with --save-tactics (add it, or drop them)");
+	if (x->profile && x->json && x->compare)
+		return wh_cli_usage_error("run", "--profile --json and --compare --json would print two JSON objects (drop one of them)");
 	if (!x->compare && x->report)
 		return wh_cli_usage_error("run", "--report: there is nothing to report without --compare (add --compare fp32 or --compare DIR)");
 	if (!x->compare && x->histogram)
@@ -204,7 +210,11 @@ static enum wh_status report(struct wh_run_cmd *x, const struct wh_model *m, str
 {
 	enum wh_status st = WH_OK;
 	bool differ = false, failed = false;
-	if (x->iterations && (st = wh_run_time(e, inputs, x->iterations)) != WH_OK)
+	if (x->profile)
+		st = wh_run_profile(e, x->model_path, inputs, x->iterations ? x->iterations : 10, x->json);
+	else if (x->iterations)
+		st = wh_run_time(e, inputs, x->iterations);
+	if (st != WH_OK)
 		return st;
 	if ((x->hash_outputs || x->repeat) && (st = wh_run_repeat(x, e, inputs, results, &differ)) != WH_OK)
 		return st;
@@ -241,6 +251,7 @@ static enum wh_status run(void *self, const struct wh_cli_args *a, struct wh_cmd
 	const struct wh_tensor_set *inputs = &c->samples[0];
 	struct wh_engine_options eo = wh_run_opts_engine(&x->run, reduced);
 	eo.faulty_tactic = wh_run_opts_faulty_tactic();
+	eo.profile = x->profile;
 	if (x->load_tactics || x->save_tactics) {
 		if ((st = tactics(x, m, &eo, inputs, &plan)) != WH_OK)
 			goto out;

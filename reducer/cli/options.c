@@ -75,6 +75,7 @@ static const struct wh_cli_option options[] = {
 	{"fp16-accumulate", no_argument, WH_OPT_FP16_ACCUMULATE, false, WH_CMD_RUN},
 	{"good", required_argument, WH_OPT_GOOD, false, WH_CMD_DIFF_TACTICS},
 	{"hash-outputs", no_argument, WH_OPT_HASH_OUTPUTS, false, WH_CMD_RUN},
+	{"profile", no_argument, WH_OPT_PROFILE, false, WH_CMD_RUN},
 	{"higher", required_argument, WH_OPT_HIGHER, false, WH_CMD_PRECISION},
 	{"inputs", required_argument, WH_OPT_INPUTS, false, WH_CMD_EXTRACT},
 	{"iterations", required_argument, WH_OPT_ITERATIONS, false, WH_CMD_RUN},

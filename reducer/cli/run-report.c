@@ -50,7 +50,7 @@ static void print_outputs_json(const struct wh_run_cmd *x, const struct wh_tenso
 void wh_run_print_outputs(const struct wh_run_cmd *x, const struct wh_tensor_set *results)
 {
 	if (x->json) {
-		if (!x->compare)
+		if (!x->compare && !x->profile)
 			print_outputs_json(x, results);
 		return;
 	}

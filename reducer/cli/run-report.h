@@ -18,6 +18,7 @@ struct wh_run_cmd {
 	const char *model_path;
 	const char *save_inputs, *save_outputs, *compare, *report;
 	bool mark_all, validate, histogram, json, hash_outputs;
+	bool profile; /* --profile (run-profile.h); with --json its object replaces the outputs' */
 	long long iterations, repeat;
 	const char *load_tactics, *save_tactics;
 	bool strict_tactics, timing_given;
