@@ -1,9 +1,13 @@
 #include "executor/builder.h"
 
+#include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "executor/build-internal.h"
 #include "executor/precision.h"
@@ -24,6 +28,7 @@ struct wh_build_state {
 	uint64_t rng;
 	struct wh_timing_cache *cache; /* may be NULL */
 	FILE *list;                    /* list mode: print eligible tactics instead of timing */
+	uint32_t plan_first;           /* the plan's entries from this build start here */
 };
 
 static void shape_key(const struct wh_kernel_ctx *ctx, char *buf, size_t size)
@@ -57,6 +62,107 @@ static void shape_key(const struct wh_kernel_ctx *ctx, char *buf, size_t size)
 			break;
 		off += (size_t)w;
 	}
+}
+
+/* Every entry is {key: {tactic: ms}} with ms a finite, non-negative number: a negative time
+ * would empty the list of near-fastest tactics. */
+static enum wh_status cache_validate(const char *path, json_t *root)
+{
+	if (!json_is_object(root))
+		return wh_error(WH_ERR_PARSE, "%s: not a timing cache: not a JSON object (delete it to start afresh)", path);
+	const char *key, *tname;
+	json_t *entry, *tv;
+	json_object_foreach(root, key, entry)
+	{
+		if (!json_is_object(entry))
+			return wh_error(WH_ERR_PARSE, "%s: entry '%s' is not an object of times (delete the timing cache to start afresh)", path, key);
+		json_object_foreach(entry, tname, tv)
+		{
+			double ms = json_is_number(tv) ? json_number_value(tv) : -1;
+			if (!json_is_number(tv) || !isfinite(ms) || ms < 0)
+				return wh_error(WH_ERR_PARSE, "%s: entry '%s', tactic '%s': not a time in ms (a finite number >= 0; delete the timing cache to start afresh)",
+						path, key, tname);
+		}
+	}
+	return WH_OK;
+}
+
+/* Reads and validates the cache at path; *out is NULL when there is none. */
+static enum wh_status cache_read(const char *path, json_t **out)
+{
+	*out = NULL;
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		if (errno == ENOENT)
+			return WH_OK;
+		return wh_error(WH_ERR_IO, "%s: cannot read the timing cache: %s (check the path)", path, strerror(errno));
+	}
+	json_error_t err;
+	json_t *root = json_loadf(f, 0, &err);
+	fclose(f);
+	if (!root)
+		return wh_error(WH_ERR_PARSE, "%s: not a timing cache: %s (delete it to start afresh)", path, err.text);
+	enum wh_status st = cache_validate(path, root);
+	if (st != WH_OK) {
+		json_decref(root);
+		return st;
+	}
+	*out = root;
+	return WH_OK;
+}
+
+/* Merges ours into the cache on disk and replaces it whole: under a lock (path.lock), the
+ * file is read again (another build may have written it since), our times are added (ours
+ * win for the same tactic), and the result is written to a temporary file renamed over
+ * path. Readers never see a half-written cache and no writer loses another's entries. */
+static enum wh_status cache_write(const char *path, json_t *ours)
+{
+	char lock[PATH_MAX], tmp[PATH_MAX];
+	if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock ||
+	    snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp)
+		return wh_error(WH_ERR_IO, "%s: path too long for the timing cache (use a shorter path)", path);
+	int lfd;
+	enum wh_status st = wh_os_lock(lock, true, "the timing cache", &lfd, NULL);
+	if (st != WH_OK)
+		return st;
+	json_t *disk = NULL;
+	if (cache_read(path, &disk) != WH_OK)
+		disk = NULL; /* unreadable: ours replaces it */
+	json_t *merged = disk ? disk : json_incref(ours);
+	const char *key, *tname;
+	json_t *entry, *tv;
+	if (disk)
+		json_object_foreach(ours, key, entry)
+		{
+			json_t *d = json_object_get(disk, key);
+			if (!d) {
+				json_object_set(disk, key, entry);
+				continue;
+			}
+			json_object_foreach(entry, tname, tv)
+				json_object_set(d, tname, tv);
+		}
+	int fd = mkstemp(tmp);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		st = wh_error(WH_ERR_IO, "%s: cannot write the timing cache: %s (check the folder)", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	fchmod(fd, 0644);
+	bool ok = json_dumpf(merged, f, JSON_INDENT(1)) == 0;
+	ok = fflush(f) == 0 && ok;
+	ok = fsync(fd) == 0 && ok;
+	ok = fclose(f) == 0 && ok;
+	if (!ok || rename(tmp, path) != 0) {
+		st = wh_error(WH_ERR_IO, "%s: cannot write the timing cache: %s (check the folder and free space)", path, strerror(errno));
+		unlink(tmp);
+	}
+out:
+	json_decref(merged);
+	wh_os_unlock(lfd);
+	return st;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -105,6 +211,20 @@ static enum wh_status choose(void *state, struct wh_kernel_ctx *ctx, const struc
 	char key[2048];
 	shape_key(ctx, key, sizeof key);
 	json_t *cached = b->cache ? json_object_get(b->cache->root, key) : NULL;
+	if (cached) {
+		/* every time read back must be one this op's tactics could have measured */
+		const char *tname;
+		json_t *tv;
+		json_object_foreach(cached, tname, tv)
+		{
+			uint32_t t = 0;
+			while (t < op->n_tactics && strcmp(op->tactics[t].name, tname))
+				t++;
+			if (t == op->n_tactics)
+				return wh_error(WH_ERR_INVALID, "%s: entry '%s' names tactic '%s', which %s does not have (delete the timing cache to start afresh)",
+						b->bo->timing_cache, key, tname, ctx->node->op_type);
+		}
+	}
 	int iters = b->bo && b->bo->timing_iterations > 0 ? b->bo->timing_iterations : 3;
 	for (uint32_t i = 0; i < n; i++) {
 		json_t *c = cached ? json_object_get(cached, eligible[i]->name) : NULL;
@@ -151,8 +271,24 @@ static enum wh_status choose(void *state, struct wh_kernel_ctx *ctx, const struc
 	for (uint32_t i = 0; i < n; i++)
 		if (isinf(tol) || ms[i] <= best * (1 + tol) + 1e-9) /* inf: the seed alone picks */
 			near[k++] = i;
+	if (!k) /* unreachable with finite, non-negative times; never divide by zero */
+		for (uint32_t i = 0; i < n && !k; i++)
+			if (!(ms[i] > best))
+				near[k++] = i;
+	if (!k)
+		near[k++] = 0;
 	uint32_t pick = near[splitmix(&b->rng) % k];
 	*out = eligible[pick];
+	/* a replay names layers: a layer without a name, or one sharing it, would be pinned to
+	 * another's tactic (so say so, as the precision search does) */
+	const char *lname = ctx->node->name;
+	if (!lname || !*lname)
+		return wh_error(WH_ERR_INVALID, "model: a %s layer has no name, and a tactic replay names layers (give every node a unique name)",
+				ctx->node->op_type);
+	for (uint32_t i = b->plan_first; i < b->plan->n; i++)
+		if (!strcmp(b->plan->c[i].layer, lname))
+			return wh_error(WH_ERR_INVALID, "model: two layers are named '%s', and a tactic replay names layers (give every node a unique name)",
+					lname);
 	return wh_tactic_plan_set(b->plan, ctx->node->name, ctx->node->op_type, eligible[pick]->name, eligible[pick]->id, ms[pick]);
 }
 
@@ -163,17 +299,12 @@ static enum wh_status build_or_list(const struct wh_model *m, const struct wh_en
 	struct wh_build_state b = {.bo = bo, .plan = plan, .rng = bo ? bo->seed * 0x2545f4914f6cdd1dull + 1 : 1, .list = list};
 	struct wh_timing_cache tc = {0};
 	enum wh_status st = WH_OK;
+	b.plan_first = plan ? plan->n : 0;
 	if (bo && bo->timing_cache && !list) {
-		json_error_t err;
-		FILE *f = fopen(bo->timing_cache, "r");
-		if (f) {
-			tc.root = json_loadf(f, 0, &err);
-			fclose(f);
-			if (!tc.root)
-				return wh_error(WH_ERR_PARSE, "%s: not a timing cache: %s (delete it to start afresh)", bo->timing_cache, err.text);
-		} else {
-			tc.root = json_object();
-		}
+		if ((st = cache_read(bo->timing_cache, &tc.root)) != WH_OK)
+			return st;
+		if (!tc.root && !(tc.root = json_object()))
+			return wh_error(WH_ERR_NOMEM, "timing cache: out of memory");
 		b.cache = &tc;
 	}
 	struct wh_tactic_chooser chooser = {.choose = choose, .state = &b};
@@ -193,8 +324,8 @@ static enum wh_status build_or_list(const struct wh_model *m, const struct wh_en
 		plan->seed = bo ? bo->seed : 0;
 	}
 	if (tc.root) {
-		if (st == WH_OK && tc.dirty && json_dump_file(tc.root, bo->timing_cache, JSON_INDENT(1)) != 0)
-			st = wh_error(WH_ERR_IO, "%s: cannot write the timing cache (check the folder)", bo->timing_cache);
+		if (st == WH_OK && tc.dirty)
+			st = cache_write(bo->timing_cache, tc.root);
 		json_decref(tc.root);
 	}
 	return st;

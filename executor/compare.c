@@ -90,6 +90,37 @@ static double quantile_of(double *v, uint64_t n, double q)
 	return a + (b - a) * frac;
 }
 
+/* Integers are compared as integers: int64 and uint64 do not fit a double (2^62 + 1 and
+ * 2^62 are one double). */
+static bool is_exact_int(enum wh_dtype dt)
+{
+	return wh_dtype_is_int(dt) || dt == WH_DT_BOOL;
+}
+
+static void int_elem(const struct wh_tensor *t, uint64_t i, bool *neg, uint64_t *mag)
+{
+	if (t->dtype == WH_DT_UINT64) {
+		*neg = false;
+		*mag = ((const uint64_t *)t->data)[i];
+		return;
+	}
+	int64_t v = wh_tensor_get_i64(t, i);
+	*neg = v < 0;
+	*mag = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+}
+
+/* |a[i] - r[i]| computed exactly, rounded once to a double: a difference is never 0 */
+static double int_abs_diff(const struct wh_tensor *a, const struct wh_tensor *r, uint64_t i)
+{
+	bool na, nr;
+	uint64_t ma, mr;
+	int_elem(a, i, &na, &ma);
+	int_elem(r, i, &nr, &mr);
+	if (na != nr)
+		return (double)ma + (double)mr;
+	return (double)(ma > mr ? ma - mr : mr - ma);
+}
+
 enum wh_status wh_compare_tensors(const struct wh_tensor *actual, const struct wh_tensor *ref,
 				  const struct wh_compare_options *o, struct wh_compare_stats *out)
 {
@@ -153,19 +184,26 @@ enum wh_status wh_compare_tensors(const struct wh_tensor *actual, const struct w
 	}
 	double sum_abs = 0, sum_rel = 0, dot = 0, na = 0, nr = 0, err2 = 0;
 	uint64_t m = 0; /* finite pairs */
+	bool exact_int = is_exact_int(actual->dtype) && is_exact_int(ref->dtype);
+	struct wh_compare_options int_o = *o;
+	if (exact_int) {
+		int_o.rtol = -1; /* integers fail on atol alone: a relative tolerance lets large ones differ */
+		o = &int_o;
+	}
 	for (uint64_t i = 0; i < n; i++) {
 		double x = wh_tensor_get_f64(actual, i), y = wh_tensor_get_f64(ref, i);
-		out->nan_actual += isnan(x);
-		out->inf_actual += isinf(x);
-		out->nan_ref += isnan(y);
-		out->inf_ref += isinf(y);
+		/* isnan/isinf are only nonzero, not 1 (glibc's isinf(-inf) is -1) */
+		out->nan_actual += isnan(x) != 0;
+		out->inf_actual += isinf(x) != 0;
+		out->nan_ref += isnan(y) != 0;
+		out->inf_ref += isinf(y) != 0;
 		double ae, re;
 		if (isnan(x) || isnan(y) || isinf(x) || isinf(y)) {
 			bool same = (isnan(x) && isnan(y)) || (x == y);
 			ae = same ? 0 : INFINITY;
 			re = same ? 0 : INFINITY;
 		} else {
-			ae = fabs(x - y);
+			ae = exact_int ? int_abs_diff(actual, ref, i) : fabs(x - y);
 			re = y != 0 ? ae / fabs(y) : (ae == 0 ? 0 : INFINITY);
 			dot += x * y;
 			na += x * x;

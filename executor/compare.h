@@ -50,7 +50,8 @@ struct wh_compare_stats {
 
 void wh_compare_options_default(struct wh_compare_options *o);
 bool wh_error_stat_parse(const char *s, enum wh_error_stat *out, double *quantile_out);
-/* Compares actual against reference (numeric tensors; converted to double). */
+/* Compares actual against reference (numeric tensors; converted to double, except that
+ * integer against integer is compared exactly, and fails on |difference| > atol alone). */
 enum wh_status wh_compare_tensors(const struct wh_tensor *actual, const struct wh_tensor *ref,
 				  const struct wh_compare_options *o, struct wh_compare_stats *out);
 /* One-line summary and, when verbose, the histogram, for a named tensor. */

@@ -142,6 +142,14 @@ enum wh_status wh_kernel_fail(const struct wh_kernel_ctx *ctx, enum wh_status st
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	const char *name = ctx->node->name && *ctx->node->name ? ctx->node->name : "(unnamed)";
+	/* every error says what to do: kernels that do not, get the advice for their status */
+	size_t len = strlen(msg);
+	if (len && msg[len - 1] != ')') {
+		const char *todo = st == WH_ERR_UNSUPPORTED ? "not supported by whittle's executor; extract or reduce around it with an external --check"
+				   : st == WH_ERR_NOMEM || st == WH_ERR_OVERFLOW ? "the tensors are too large; bind smaller --input-shapes"
+				   : "the node does not follow the ONNX operator's specification; fix the attribute or input in the exporter";
+		return wh_error(st, "node '%s' (%s): %s (%s)", name, ctx->node->op_type, msg, todo);
+	}
 	return wh_error(st, "node '%s' (%s): %s", name, ctx->node->op_type, msg);
 }
 

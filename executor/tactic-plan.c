@@ -3,6 +3,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,12 +85,20 @@ enum wh_status wh_tactic_plan_read(const char *path, struct wh_tactic_plan *p)
 			const char *t = json_string_value(json_object_get(v, "tactic"));
 			const char *op = json_string_value(json_object_get(v, "op"));
 			json_t *id = json_object_get(v, "id"), *ms = json_object_get(v, "ms");
-			if (!t) {
+			if (!t || !*t) {
 				st = wh_error(WH_ERR_PARSE, "%s: layer '%s' has no \"tactic\" (see docs/formats.md)", path, name);
 				break;
 			}
-			if ((st = wh_tactic_plan_set(p, name, op, t, json_is_integer(id) ? (uint32_t)json_integer_value(id) : 0,
-						     json_is_number(ms) ? json_number_value(ms) : -1)) != WH_OK)
+			/* what is there must make sense: a time is a finite number >= 0, an id a uint32 */
+			if ((ms && (!json_is_number(ms) || !isfinite(json_number_value(ms)) || json_number_value(ms) < 0)) ||
+			    (id && (!json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) > UINT32_MAX)) ||
+			    (json_object_get(v, "op") && !op)) {
+				st = wh_error(WH_ERR_PARSE, "%s: layer '%s': \"ms\", \"id\" or \"op\" is not a number >= 0, a uint32 or a string (see docs/formats.md)",
+					      path, name);
+				break;
+			}
+			if ((st = wh_tactic_plan_set(p, name, op, t, id ? (uint32_t)json_integer_value(id) : 0,
+						     ms ? json_number_value(ms) : -1)) != WH_OK)
 				break;
 		}
 	} else if (json_is_object(replay)) {
@@ -97,18 +106,27 @@ enum wh_status wh_tactic_plan_read(const char *path, struct wh_tactic_plan *p)
 		json_object_foreach(replay, name, v)
 		{
 			json_t *impl = json_object_get(v, "implementation"), *tac = json_object_get(v, "tactic");
-			char buf[256];
-			char a[96], b[96];
-			if (json_is_string(impl))
-				snprintf(a, sizeof a, "%s", json_string_value(impl));
-			else
-				snprintf(a, sizeof a, "%lld", (long long)json_integer_value(impl));
-			if (json_is_string(tac))
-				snprintf(b, sizeof b, "%s", json_string_value(tac));
-			else
-				snprintf(b, sizeof b, "%lld", (long long)json_integer_value(tac));
-			snprintf(buf, sizeof buf, "%s:%s", a, b);
-			if ((st = wh_tactic_plan_set(p, name, NULL, buf, 0, -1)) != WH_OK)
+			if (!(json_is_string(impl) || json_is_integer(impl)) || !(json_is_string(tac) || json_is_integer(tac))) {
+				st = wh_error(WH_ERR_PARSE, "%s: layer '%s': \"implementation\" and \"tactic\" must be strings or integers (a Polygraphy tactic replay; see docs/formats.md)",
+					      path, name);
+				break;
+			}
+			/* the whole name, however long (Polygraphy's names run past 100 characters) */
+			char a[32], b[32];
+			const char *as = json_is_string(impl) ? json_string_value(impl) : a;
+			const char *bs = json_is_string(tac) ? json_string_value(tac) : b;
+			snprintf(a, sizeof a, "%lld", (long long)json_integer_value(impl));
+			snprintf(b, sizeof b, "%lld", (long long)json_integer_value(tac));
+			size_t len = strlen(as) + strlen(bs) + 2;
+			char *buf = malloc(len);
+			if (!buf) {
+				st = wh_error(WH_ERR_NOMEM, "tactics: out of memory");
+				break;
+			}
+			snprintf(buf, len, "%s:%s", as, bs);
+			st = wh_tactic_plan_set(p, name, NULL, buf, 0, -1);
+			free(buf);
+			if (st != WH_OK)
 				break;
 		}
 	} else {

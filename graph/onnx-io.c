@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "graph/onnx-depth.h"
 #include "graph/onnx-internal.h"
 #include "graph/os.h"
 #include "graph/topo.h"
@@ -639,6 +640,8 @@ enum wh_status wh_model_load_buffer(const void *data, size_t len, const char *di
 		goto out;
 	ProtobufCAllocator alloc;
 	wh_pb_allocator_init(&alloc, L.tmp);
+	if ((st = wh_pb_check_depth(&onnx__model_proto__descriptor, data, len, L.label)) != WH_OK)
+		goto out;
 	Onnx__ModelProto *mp = onnx__model_proto__unpack(&alloc, len, data);
 	if (!mp) {
 		st = wh_error(WH_ERR_PARSE, "%s: not a valid ONNX model (truncated or corrupt protobuf; re-export the model)", L.label);

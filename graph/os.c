@@ -1,11 +1,13 @@
 #include "graph/os.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -121,6 +123,47 @@ bool wh_os_is_dir(const char *path)
 	return path && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
+enum wh_status wh_os_lock(const char *path, bool wait, const char *what_for, int *fd_out, bool *busy_out)
+{
+	*fd_out = -1;
+	if (busy_out)
+		*busy_out = false;
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return wh_error(WH_ERR_IO, "%s: cannot open the lock of %s: %s (check the folder)", path, what_for, strerror(errno));
+	int r;
+	while ((r = flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB))) != 0 && errno == EINTR)
+		;
+	if (r != 0) {
+		int e = errno;
+		close(fd);
+		if (e == EWOULDBLOCK) {
+			if (busy_out)
+				*busy_out = true;
+			return wh_error(WH_ERR_IO, "%s: %s is in use by another whittle run (wait for it to finish, or choose another path)", path, what_for);
+		}
+		return wh_error(WH_ERR_IO, "%s: cannot lock %s: %s (check the file system supports flock)", path, what_for, strerror(e));
+	}
+	*fd_out = fd;
+	return WH_OK;
+}
+
+void wh_os_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd); /* closing the last descriptor releases the flock */
+}
+
+bool wh_os_self_exe(char *buf, size_t size)
+{
+	if (!size)
+		return false;
+	ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+	if (n <= 0 || (size_t)n >= size - 1)
+		return false;
+	buf[n] = '\0';
+	return buf[0] == '/';
+}
 enum wh_status wh_os_dir_of(const char *path, char *dir, size_t size)
 {
 	if ((size_t)snprintf(dir, size, "%s", path) >= size)

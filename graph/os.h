@@ -33,6 +33,18 @@ enum wh_status wh_os_copy_file(const char *from, const char *to);
 /* rename(), falling back to copy + remove across file systems. */
 enum wh_status wh_os_move_file(const char *from, const char *to);
 
+/* An advisory, exclusive lock (flock) on path, created when missing (mode 0666 before the
+ * umask); the lock lasts until wh_os_unlock(*fd_out) or the process ends. wait: block until
+ * the holder lets go; else a held lock is WH_ERR_IO at once and *busy_out (may be NULL) is
+ * set. Errors name the path and what_for ("the timing cache", "the artifacts folder"). */
+enum wh_status wh_os_lock(const char *path, bool wait, const char *what_for, int *fd_out, bool *busy_out);
+/* Releases a lock from wh_os_lock (closes fd); -1 is a no-op. */
+void wh_os_unlock(int fd);
+
+/* The absolute path of the running executable (/proc/self/exe) into buf; false when it
+ * cannot be told or does not fit. */
+bool wh_os_self_exe(char *buf, size_t size);
+
 /* The folder a file path is in, into dir (size bytes): "." for a bare name, "/" for a file
  * at the root. WH_ERR_INVALID when the path does not fit. */
 enum wh_status wh_os_dir_of(const char *path, char *dir, size_t size);

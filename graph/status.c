@@ -29,10 +29,15 @@ const char *wh_status_name(enum wh_status st)
 
 enum wh_status wh_error(enum wh_status st, const char *fmt, ...)
 {
+	/* formatted aside first: callers may wrap the current message
+	 * (wh_error(st, "...: %s", wh_error_message())), and formatting into the buffer one
+	 * reads from erases it */
+	char line[sizeof error_message];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(error_message, sizeof error_message, fmt, ap);
+	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
+	memcpy(error_message, line, sizeof line);
 	/* one line, always */
 	for (char *p = error_message; *p; p++)
 		if (*p == '\n' || *p == '\r')

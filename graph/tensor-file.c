@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "graph/onnx-depth.h"
 #include "graph/onnx-internal.h"
 #include "graph/onnx-io.h"
 #include "onnx/onnx-data.pb-c.h"
@@ -257,6 +258,9 @@ static enum wh_status read_pb_mem(const void *data, size_t len, const char *dir,
 	wh_pb_allocator_init(&alloc, arena);
 	const char *stored = NULL;
 	enum wh_pb_kind k = kind == WH_PB_SEQUENCE || kind == WH_PB_OPTIONAL ? kind : WH_PB_TENSOR;
+	/* nested sequences and optionals recurse in protobuf-c: bound them first */
+	if ((st = wh_pb_check_depth(pb_kinds[k].desc, data, len, label)) != WH_OK)
+		goto out;
 	ProtobufCMessage *msg = protobuf_c_message_unpack(pb_kinds[k].desc, &alloc, len, data);
 	if (!msg) {
 		st = wh_error(WH_ERR_PARSE, "%s: not a valid %s (truncated or corrupt protobuf; write it again)", label, pb_kinds[k].msg);
@@ -274,7 +278,7 @@ static enum wh_status read_pb_mem(const void *data, size_t len, const char *dir,
 		Onnx__TensorProto *tp = (Onnx__TensorProto *)msg;
 		stored = tp->name;
 		st = decode_tensor_msg(tp, dir, label, t);
-		if (st != WH_OK && tp->segment) {
+		if (st != WH_OK && tp->segment && wh_pb_check_depth(&onnx__sequence_proto__descriptor, data, len, label) == WH_OK) {
 			/* a SequenceProto's items land in TensorProto's segment field: say what it is */
 			Onnx__SequenceProto *sp = onnx__sequence_proto__unpack(&alloc, len, data);
 			if (sp && sp->n_tensor_values)

@@ -31,6 +31,7 @@ struct loop_build {
 };
 
 struct loop {
+	int lock; /* the artifacts folder's (wh_artifacts_claim) */
 	const struct wh_model *m;
 	const struct wh_tensor_set *inputs;
 	const struct wh_build_loop_options *o;
@@ -91,10 +92,15 @@ static enum wh_status run_tool(struct loop *L, const char *what, const char *tmp
 	char num[2][32];
 	wh_text_printf(num[0], sizeof num[0], "%llu", (unsigned long long)seed);
 	wh_text_printf(num[1], sizeof num[1], "%u", iter);
-	const char *keys[] = {"{seed}", "{iteration}"}, *vals[] = {num[0], num[1]};
-	char *cmd = wh_text_subst(tmpl, keys, vals, 2);
+	/* the command is shell text: every value goes in quoted (a path with a space or a ';'
+	 * stays one word) */
+	static const char *const keys[6] = {"{seed}", "{iteration}", "{model}", "{tactics}", "{inputs}", "{precisions}"};
+	const char *vals[6] = {num[0], num[1], L->o->model_path, tactics, L->inputs_dir[0] ? L->inputs_dir : NULL,
+			       L->precisions[0] ? L->precisions : NULL};
+	char *cmd = wh_text_subst_shell(tmpl, keys, vals, 6);
 	if (!cmd)
 		return wh_error(WH_ERR_NOMEM, "%s: out of memory", what);
+	enum wh_status st = WH_OK;
 	char *argv[2] = {cmd, NULL};
 	struct wh_check_options co = {.argv = argv, .argc = 1, .shell = true, .timeout_s = L->o->build_timeout_s};
 	const struct wh_check_options *la = L->o->launch;
@@ -108,10 +114,8 @@ static enum wh_status run_tool(struct loop *L, const char *what, const char *tmp
 	}
 	struct wh_check *c = NULL;
 	struct wh_check_result r = {0};
-	struct wh_check_vars vars = {.model = L->o->model_path, .tactics = tactics,
-				     .inputs = L->inputs_dir[0] ? L->inputs_dir : NULL,
-				     .precisions = L->precisions[0] ? L->precisions : NULL};
-	enum wh_status st = wh_check_create(&co, &c);
+	struct wh_check_vars vars = {0}; /* substituted above, quoted */
+	st = wh_check_create(&co, &c);
 	if (st == WH_OK)
 		st = wh_check_run(c, &vars, &r);
 	if (st == WH_OK && (r.verdict != WH_VERDICT_PASS || r.exit_code != 0)) {
@@ -628,7 +632,7 @@ static void write_report(struct loop *L, int32_t fixed)
 enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tensor_set *inputs,
 				 const struct wh_build_loop_options *o, struct wh_build_loop_report *rep)
 {
-	struct loop LL = {.m = m, .inputs = inputs, .o = o, .rep = rep};
+	struct loop LL = {.lock = -1, .m = m, .inputs = inputs, .o = o, .rep = rep};
 	struct loop *L = &LL;
 	memset(rep, 0, sizeof *rep);
 	rep->fixed_build = -1;
@@ -645,13 +649,13 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 		return wh_error(WH_ERR_INVALID, "%s: path too long", o->artifacts_dir);
 	wh_text_printf(L->dir, sizeof L->dir, "%s", o->artifacts_dir);
 	static const char *const subs[] = {"good", "bad", "skipped", "work", "confirm"};
-	if ((st = wh_os_make_dir(L->dir)) != WH_OK)
+	if ((st = wh_artifacts_claim(L->dir, o->force, NULL, &L->lock)) != WH_OK)
 		return st;
 	for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
 		char p[PATH_MAX + 16];
 		wh_text_printf(p, sizeof p, "%s/%s", L->dir, subs[i]);
 		if ((st = wh_os_make_dir(p)) != WH_OK)
-			return st;
+			goto out;
 		remove_stale(p, i < 4 ? "build_" : "swap_");
 	}
 	if (o->need_inputs || !o->check) {
@@ -674,11 +678,11 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 		if ((st = wh_precision_config_write(o->engine.precision, L->precisions)) != WH_OK)
 			goto out;
 	}
-	wh_progress_log(&L->pr, "build: %s, %s, check: %s%s", o->build_cmd ? "external builder" : "whittle's builder",
+	wh_progress_log(&L->pr, "build: %s, %s, check: %s%s; artifacts in %s", o->build_cmd ? "external builder" : "whittle's builder",
 	      o->until == WH_UNTIL_COUNT ? "fixed number of builds" : o->until == WH_UNTIL_GOOD ? "until a good build" :
 	      o->until == WH_UNTIL_BAD ? "until a bad build" : "until a culprit is confirmed",
 	      o->check_display ? o->check_display : "built-in comparison with FP32",
-	      o->engine.faulty_tactic && *o->engine.faulty_tactic ? " (fault injection on: WHITTLE_FAULTY_TACTIC)" : "");
+	      o->engine.faulty_tactic && *o->engine.faulty_tactic ? " (fault injection on: WHITTLE_FAULTY_TACTIC)" : "", L->dir);
 	{
 		json_t *e = json_object();
 		json_object_set_new(e, "event", json_string("start"));
@@ -779,6 +783,7 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 	}
 out:
 	wh_progress_clear(&L->pr);
+	wh_artifacts_unlock(L->lock);
 	if (L->dir[0]) {
 		/* empty unless a build stopped half-way; then its replay stays for a look */
 		char p[PATH_MAX + 16];

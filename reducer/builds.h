@@ -50,6 +50,7 @@ struct wh_build_loop_options {
 	const char *model_path;
 	const char *input_shapes;          /* as given, for the commands in the report; may be NULL */
 	const char *artifacts_dir;         /* required */
+	bool force;                        /* write into a folder holding an earlier run's files */
 	const char *const *artifacts;      /* files the check writes, sorted into good/ and bad/ */
 	int n_artifacts;
 	bool need_inputs, need_golden;     /* the external check uses {inputs} / {golden} */

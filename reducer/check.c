@@ -96,13 +96,14 @@ void wh_check_result_release(struct wh_check_result *r)
 	memset(r, 0, sizeof *r);
 }
 
-/* Replaces the placeholders of one word (malloc'd result). */
-static char *substitute(const char *word, const struct wh_check_vars *v)
+/* Replaces the placeholders of one word (malloc'd result); in a --shell command the values
+ * go in quoted for the shell, so a path with a space or a ';' stays one word. */
+static char *substitute(const char *word, const struct wh_check_vars *v, bool shell)
 {
 	static const char *const names[] = {"{model}", "{inputs}", "{golden}", "{tactics}", "{precisions}"};
 	const char *vals[] = {v ? v->model : NULL, v ? v->inputs : NULL, v ? v->golden : NULL, v ? v->tactics : NULL,
 			      v ? v->precisions : NULL};
-	return wh_text_subst(word, names, vals, 5);
+	return shell ? wh_text_subst_shell(word, names, vals, 5) : wh_text_subst(word, names, vals, 5);
 }
 
 static void free_argv(char **v)
@@ -128,7 +129,7 @@ static char **build_argv(const struct wh_check *c, const struct wh_check_vars *v
 			return NULL;
 		}
 		for (int i = 0; i < c->o.argc; i++) {
-			words[i] = substitute(c->o.argv[i], vars);
+			words[i] = substitute(c->o.argv[i], vars, true);
 			len += (words[i] ? strlen(words[i]) : 0) + 1;
 		}
 		char *cmd = malloc(len);
@@ -152,7 +153,7 @@ static char **build_argv(const struct wh_check *c, const struct wh_check_vars *v
 		return v;
 	}
 	for (int i = 0; i < c->o.argc; i++)
-		if (!(v[i] = substitute(c->o.argv[i], vars))) {
+		if (!(v[i] = substitute(c->o.argv[i], vars, false))) {
 			free_argv(v);
 			return NULL;
 		}
@@ -197,7 +198,7 @@ char *wh_check_command_line(const struct wh_check *c, const struct wh_check_vars
 	if (!words)
 		return NULL;
 	for (int i = 0; i < c->o.argc; i++) {
-		words[i] = substitute(c->o.argv[i], vars);
+		words[i] = substitute(c->o.argv[i], vars, c->o.shell);
 		cap += (words[i] ? 4 * strlen(words[i]) : 0) + 4;
 	}
 	char *out = malloc(cap);

@@ -1,5 +1,7 @@
 #include "reducer/driver-util.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -7,6 +9,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "graph/os.h"
@@ -79,6 +83,55 @@ void wh_text_one_line(char *s)
 	for (; *s; s++)
 		if (*s == '\n' || *s == '\r')
 			*s = ' ';
+}
+
+char *wh_text_sh_quote(const char *s)
+{
+	size_t n = 4 * strlen(s) + 8; /* every character a quote ('\'') fits */
+	char *out = malloc(n);
+	if (out)
+		wh_sh_quote(s, out, n);
+	return out;
+}
+
+char *wh_text_subst_shell(const char *tmpl, const char *const *keys, const char *const *vals, int n)
+{
+	if (n > 16)
+		return NULL;
+	char kb[48][72];
+	const char *k3[48] = {0}, *v3[48] = {0};
+	char *quoted[16] = {0};
+	char *out = NULL;
+	for (int i = 0; i < n; i++) {
+		if (vals[i] && !(quoted[i] = wh_text_sh_quote(vals[i])))
+			goto out;
+		/* the quoted forms first: at a quote, they match before the bare key does */
+		wh_text_printf(kb[3 * i], sizeof kb[0], "'%s'", keys[i]);
+		wh_text_printf(kb[3 * i + 1], sizeof kb[0], "\"%s\"", keys[i]);
+		wh_text_printf(kb[3 * i + 2], sizeof kb[0], "%s", keys[i]);
+		for (int k = 0; k < 3; k++) {
+			k3[3 * i + k] = kb[3 * i + k];
+			v3[3 * i + k] = quoted[i];
+		}
+	}
+	out = wh_text_subst(tmpl, k3, v3, 3 * n);
+out:
+	for (int i = 0; i < n; i++)
+		free(quoted[i]);
+	return out;
+}
+
+char *wh_text_whittle_line(void)
+{
+	char self[PATH_MAX];
+	char *q = wh_os_self_exe(self, sizeof self) ? wh_text_sh_quote(self) : NULL;
+	size_t n = (q ? strlen(q) : 8) + 24;
+	char *out = malloc(n);
+	/* an assignment: the quotes inside ${...:-'...'} are removed there, not inside "..." */
+	if (out)
+		snprintf(out, n, "WHITTLE=${WHITTLE:-%s}", q ? q : "whittle");
+	free(q);
+	return out;
 }
 
 char *wh_text_subst(const char *tmpl, const char *const *keys, const char *const *vals, int n)
@@ -161,6 +214,93 @@ enum wh_status wh_verdict_cache_put(struct wh_verdict_cache *c, struct wh_hash h
 const char *wh_verdict_dir(enum wh_verdict v)
 {
 	return v == WH_VERDICT_PASS ? "good" : v == WH_VERDICT_FAIL ? "bad" : "skipped";
+}
+
+/* ---- replays ---- */
+
+/* false for a name wh_verdict_name never writes */
+static bool verdict_from_name(const char *s, enum wh_verdict *out)
+{
+	for (enum wh_verdict v = WH_VERDICT_PASS; v <= WH_VERDICT_SKIP; v++)
+		if (!strcmp(s, wh_verdict_name(v))) {
+			*out = v;
+			return true;
+		}
+	return false;
+}
+
+static bool is_hex32(const char *s)
+{
+	size_t n = 0;
+	while (n < 32 && isxdigit((unsigned char)s[n]))
+		n++;
+	return n == 32 && !s[n];
+}
+
+enum wh_status wh_verdict_cache_load(struct wh_verdict_cache *c, const char *path, const char *model_hash, unsigned *loaded_out)
+{
+	*loaded_out = 0;
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		if (errno == ENOENT)
+			return wh_error(WH_ERR_IO, "%s: replay file not found (check the path, or drop --load-replay)", path);
+		return wh_error(WH_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+	}
+	struct stat sb;
+	if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		fclose(f);
+		return wh_error(WH_ERR_IO, "%s: not a replay file (a folder or a device; give the replay.jsonl a run wrote)", path);
+	}
+	char line[4096];
+	unsigned lineno = 0, loaded = 0;
+	enum wh_status st = WH_OK;
+	while (fgets(line, sizeof line, f)) {
+		lineno++;
+		json_error_t err;
+		json_t *j = json_loads(line, 0, &err);
+		if (!j) {
+			/* a run killed mid-write leaves a partial last line: ignore it */
+			if (!feof(f) && strchr(line, '\n')) {
+				st = wh_error(WH_ERR_PARSE, "%s:%u: not a replay line: %s (was the file edited?)", path, lineno, err.text);
+				break;
+			}
+			continue;
+		}
+		const char *orig = json_string_value(json_object_get(j, "original"));
+		if (orig && model_hash && strcmp(orig, model_hash)) {
+			/* orig lives in j: the message is made before j is released */
+			st = wh_error(WH_ERR_USAGE, "%s: replay of another model (hash %s, this model %s; use a fresh replay file)", path, orig, model_hash);
+			json_decref(j);
+			break;
+		}
+		json_t *hj = json_object_get(j, "hash"), *vj = json_object_get(j, "verdict");
+		const char *hs = json_string_value(hj), *vs = json_string_value(vj);
+		enum wh_verdict v = WH_VERDICT_SKIP;
+		if (!json_is_object(j) || ((hj || vj) && (!hs || !is_hex32(hs) || !vs || !verdict_from_name(vs, &v)))) {
+			/* a line that is not a header must be a verdict whittle wrote: never drop it silently */
+			json_decref(j);
+			st = wh_error(WH_ERR_PARSE, "%s:%u: not a replay line (\"hash\" must be 32 hex digits and \"verdict\" pass, fail or skip; was the file edited?)",
+				      path, lineno);
+			break;
+		}
+		if (hs && vs) {
+			char hi[17], lo[17];
+			memcpy(hi, hs, 16);
+			hi[16] = '\0';
+			memcpy(lo, hs + 16, 16);
+			lo[16] = '\0';
+			struct wh_hash h = {.hi = strtoull(hi, NULL, 16), .lo = strtoull(lo, NULL, 16)};
+			if ((st = wh_verdict_cache_put(c, h, v)) != WH_OK) {
+				json_decref(j);
+				break;
+			}
+			loaded++;
+		}
+		json_decref(j);
+	}
+	fclose(f);
+	*loaded_out = loaded;
+	return st;
 }
 
 void wh_artifacts_sort(const char *const *files, int n, const char *dir, enum wh_verdict v, uint32_t seq)
@@ -262,4 +402,80 @@ int wh_threads_per_job(int threads, int jobs)
 	if (threads <= 0)
 		return 1;
 	return threads / jobs > 0 ? threads / jobs : 1;
+}
+
+enum wh_status wh_output_check(const char *path, const char *what, const char *input)
+{
+	struct stat sp, si;
+	if (stat(path, &sp) == 0) {
+		if (S_ISDIR(sp.st_mode))
+			return wh_error(WH_ERR_USAGE, "%s: is a folder, not a file for %s (give a file path)", path, what);
+		if (input && stat(input, &si) == 0 && sp.st_dev == si.st_dev && sp.st_ino == si.st_ino)
+			return wh_error(WH_ERR_USAGE, "%s: is the input model %s, and writing %s there would overwrite it (choose another path)",
+					path, input, what);
+	}
+	char dir[PATH_MAX];
+	enum wh_status st = wh_os_dir_of(path, dir, sizeof dir);
+	if (st != WH_OK)
+		return st;
+	struct stat sd;
+	if (stat(dir, &sd) != 0 || !S_ISDIR(sd.st_mode))
+		return wh_error(WH_ERR_IO, "%s: cannot write %s: the folder %s does not exist (create it, or choose another path)", path,
+				what, dir);
+	if (access(dir, W_OK | X_OK) != 0)
+		return wh_error(WH_ERR_IO, "%s: cannot write %s: the folder %s is not writable (choose another path)", path, what, dir);
+	return WH_OK;
+}
+
+#define WH_ARTIFACTS_LOCK ".whittle-lock"
+
+enum wh_status wh_artifacts_claim(const char *dir, bool force, const char *resume, int *lock_out)
+{
+	*lock_out = -1;
+	enum wh_status st = wh_os_make_dir(dir);
+	if (st != WH_OK)
+		return st;
+	char lock[PATH_MAX + 32];
+	wh_text_printf(lock, sizeof lock, "%s/" WH_ARTIFACTS_LOCK, dir);
+	bool busy;
+	if ((st = wh_os_lock(lock, false, "the artifacts folder", lock_out, &busy)) != WH_OK) {
+		if (busy)
+			return wh_error(WH_ERR_IO, "%s: another whittle run is writing into this artifacts folder (wait for it, or give another --artifacts-dir)",
+					dir);
+		return st;
+	}
+	if (force)
+		return WH_OK;
+	/* resuming from a replay inside the folder continues that run: its files are ours */
+	char rd[PATH_MAX], rr[PATH_MAX];
+	if (resume && realpath(dir, rd) && realpath(resume, rr) && !strncmp(rr, rd, strlen(rd)) && rr[strlen(rd)] == '/')
+		return WH_OK;
+	DIR *dh = opendir(dir);
+	struct dirent *de;
+	bool empty = true;
+	while (dh && empty && (de = readdir(dh)))
+		empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || !strcmp(de->d_name, WH_ARTIFACTS_LOCK);
+	if (dh)
+		closedir(dh);
+	if (!empty) {
+		wh_artifacts_unlock(*lock_out);
+		*lock_out = -1;
+		return wh_error(WH_ERR_USAGE, "%s: holds files of an earlier run (give a new --artifacts-dir, or --force to write over them)", dir);
+	}
+	return WH_OK;
+}
+
+void wh_artifacts_unlock(int lock)
+{
+	wh_os_unlock(lock);
+}
+
+void wh_artifacts_default_dir(const char *cmd, char *out, size_t size)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	char stamp[32] = "0";
+	if (localtime_r(&now, &tm))
+		strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+	wh_text_printf(out, size, "whittle-%s-%s-%ld", cmd, stamp, (long)getpid());
 }

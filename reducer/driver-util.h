@@ -47,6 +47,18 @@ void wh_text_one_line(char *s);
 /* tmpl with every keys[i] replaced by vals[i]; a NULL vals[i] leaves keys[i] as it is
  * (malloc'd; NULL when out of memory). */
 char *wh_text_subst(const char *tmpl, const char *const *keys, const char *const *vals, int n);
+/* wh_text_subst for shell text: each value goes in single-quoted (wh_sh_quote), so a path
+ * with a space or a ';' stays one word; a key the template already quotes ('{model}' or
+ * "{model}") is replaced with its quotes. keys are the bare placeholders, n <= 16. */
+char *wh_text_subst_shell(const char *tmpl, const char *const *keys, const char *const *vals, int n);
+
+/* wh_sh_quote (reducer/check.h) into a malloc'd string that always fits; NULL when out of
+ * memory. */
+char *wh_text_sh_quote(const char *s);
+/* The line a repro script starts with to call this whittle as "$WHITTLE":
+ * WHITTLE=${WHITTLE:-'/abs/path/whittle'} (the binary that wrote it; the environment's
+ * WHITTLE overrides), malloc'd; NULL when out of memory. */
+char *wh_text_whittle_line(void);
 
 /* ---- checks ---- */
 
@@ -89,7 +101,29 @@ struct wh_verdict_entry *wh_verdict_cache_find(const struct wh_verdict_cache *c,
 /* Records v for h (replacing an earlier verdict; runs and fails are kept). */
 enum wh_status wh_verdict_cache_put(struct wh_verdict_cache *c, struct wh_hash h, enum wh_verdict v);
 
+/* Adds the verdicts of a reduce replay (JSON lines, docs/formats.md) to c; *loaded_out
+ * counts them. A replay of another model (its "original" is not model_hash; NULL: any), a
+ * folder, or a line that is neither a header nor a verdict whittle wrote is an error; a
+ * partial last line (a run killed mid-write) is ignored. */
+enum wh_status wh_verdict_cache_load(struct wh_verdict_cache *c, const char *path, const char *model_hash,
+				     unsigned *loaded_out);
+
 /* ---- files ---- */
+
+/* Checks before any work that path can be written as `what` ("the reduced model"): not a
+ * folder, in a folder that exists and is writable, and not the file input (the model being
+ * worked on; a link to it counts; NULL: no such check). One line on failure. */
+enum wh_status wh_output_check(const char *path, const char *what, const char *input);
+
+/* Claims an artifacts folder for one run: creates it and locks it (dir/.whittle-lock, held
+ * until wh_artifacts_unlock) so that a second run into it refuses at once; a folder holding
+ * files of an earlier run is refused unless force, or unless resume names a file inside it
+ * that this run continues from (the --load-replay file). *lock_out: the lock (-1 on error). */
+enum wh_status wh_artifacts_claim(const char *dir, bool force, const char *resume, int *lock_out);
+void wh_artifacts_unlock(int lock);
+/* A fresh default artifacts folder name for cmd ("build" -> whittle-build-<date>-<time>-<pid>)
+ * into out: two runs in one folder never share one unless the user names it. */
+void wh_artifacts_default_dir(const char *cmd, char *out, size_t size);
 
 /* Moves the files a check wrote into dir/<good|bad|skipped>/<seq>_<name> by the verdict
  * (a warning when one cannot be moved; missing files are skipped). */

@@ -128,62 +128,10 @@ static uint32_t mask_count(const struct driver *d, const uint8_t *mask)
 	return c;
 }
 
-static enum wh_verdict verdict_from_name(const char *s)
-{
-	if (!strcmp(s, "fail"))
-		return WH_VERDICT_FAIL;
-	if (!strcmp(s, "pass"))
-		return WH_VERDICT_PASS;
-	return WH_VERDICT_SKIP;
-}
-
 static enum wh_status load_replay(struct driver *d, const char *path, const char *model_hash)
 {
-	FILE *f = fopen(path, "r");
-	if (!f) {
-		if (errno == ENOENT)
-			return wh_error(WH_ERR_IO, "%s: replay file not found (check the path, or drop --load-replay)", path);
-		return wh_error(WH_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
-	}
-	char line[4096];
-	unsigned lineno = 0, loaded = 0;
-	enum wh_status st = WH_OK;
-	while (fgets(line, sizeof line, f)) {
-		lineno++;
-		json_error_t err;
-		json_t *j = json_loads(line, 0, &err);
-		if (!j) {
-			/* a run killed mid-write leaves a partial last line: ignore it */
-			if (!feof(f) && strchr(line, '\n')) {
-				st = wh_error(WH_ERR_PARSE, "%s:%u: not a replay line: %s (was the file edited?)", path, lineno, err.text);
-				break;
-			}
-			continue;
-		}
-		const char *orig = json_string_value(json_object_get(j, "original"));
-		if (orig && strcmp(orig, model_hash)) {
-			json_decref(j);
-			st = wh_error(WH_ERR_USAGE, "%s: replay of another model (hash %s, this model %s; use a fresh replay file)", path, orig, model_hash);
-			break;
-		}
-		const char *hs = json_string_value(json_object_get(j, "hash"));
-		const char *vs = json_string_value(json_object_get(j, "verdict"));
-		if (hs && vs && strlen(hs) == 32) {
-			char hi[17], lo[17];
-			memcpy(hi, hs, 16);
-			hi[16] = '\0';
-			memcpy(lo, hs + 16, 16);
-			lo[16] = '\0';
-			struct wh_hash h = {.hi = strtoull(hi, NULL, 16), .lo = strtoull(lo, NULL, 16)};
-			if ((st = wh_verdict_cache_put(&d->cache, h, verdict_from_name(vs))) != WH_OK) {
-				json_decref(j);
-				break;
-			}
-			loaded++;
-		}
-		json_decref(j);
-	}
-	fclose(f);
+	unsigned loaded;
+	enum wh_status st = wh_verdict_cache_load(&d->cache, path, model_hash, &loaded);
 	if (st == WH_OK)
 		wh_progress_log(&d->pr, "reduce: loaded %u verdicts from %s", loaded, path);
 	return st;
@@ -641,6 +589,7 @@ static enum wh_status write_repro(struct driver *d, const struct wh_model *c, co
 {
 	char dir[PATH_MAX], p[PATH_MAX + 64], model[PATH_MAX + 64], ins[PATH_MAX + 64], gold[PATH_MAX + 64];
 	snprintf(dir, sizeof dir, "%s/repro", d->o->artifacts_dir);
+	wh_os_remove_tree(dir); /* a bundle of one run only: nothing stale from an earlier one */
 	enum wh_status st = wh_os_make_dir(dir);
 	if (st != WH_OK)
 		return st;
@@ -658,12 +607,15 @@ static enum wh_status write_repro(struct driver *d, const struct wh_model *c, co
 	}
 	snprintf(p, sizeof p, "%s/command.sh", dir);
 	FILE *f = fopen(p, "w");
+	char *self = cmd ? NULL : wh_text_whittle_line();
 	if (f) {
 		fprintf(f, "#!/bin/sh\n# rerun the check on the reduced model (from this folder)\ncd \"$(dirname \"$0\")\" || exit 2\n");
 		if (cmd)
 			fprintf(f, "%s\n", cmd);
 		else
-			fprintf(f, "whittle run model.onnx --load-inputs inputs --compare golden --precision %s --atol %g --rtol %g\n",
+			fprintf(f, "# the whittle that made this bundle; set WHITTLE to use another\n%s\n"
+				   "\"$WHITTLE\" run model.onnx --load-inputs inputs --compare golden --precision %s --atol %.17g --rtol %.17g\n",
+				self ? self : "WHITTLE=${WHITTLE:-whittle}",
 				wh_precision_name(d->o->engine.precision ? d->o->engine.precision->dflt : WH_PREC_FP32),
 				d->o->compare.atol, d->o->compare.rtol);
 		fclose(f);
@@ -701,6 +653,7 @@ static enum wh_status write_repro(struct driver *d, const struct wh_model *c, co
 		fprintf(f, "whittle %s\ncpu %s\nisa %s (detected %s)\n", WHITTLE_VERSION, cpu->brand, wh_isa_name(cpu->isa), wh_isa_name(cpu->detected));
 		fclose(f);
 	}
+	free(self);
 	free(cmd);
 	return WH_OK;
 }
@@ -728,8 +681,18 @@ static enum wh_status compute_reference(struct driver *d)
 					st = wh_tensor_set_add(&d->ref[k], r->items[i].name, -1, &r->items[i].t);
 		}
 	} else {
-		if ((st = wh_builtin_reference(d->m, d->o->engine.threads, d->data->inputs, ns, true, d->ref)) != WH_OK)
-			return wh_error(st, "%s; with an external --check, give reference values with --reference DIR", wh_error_message());
+		if ((st = wh_builtin_reference(d->m, d->o->engine.threads, d->data->inputs, ns, true, d->ref)) != WH_OK) {
+			/* the runtime's advice is for `run`; here what helps depends on the check */
+			char why[1024];
+			snprintf(why, sizeof why, "%s", wh_error_message());
+			size_t len = strlen(why);
+			char *paren = strrchr(why, '(');
+			if (len && why[len - 1] == ')' && paren && paren > why && paren[-1] == ' ')
+				paren[-1] = '\0';
+			if (d->o->check)
+				return wh_error(st, "%s (the candidates need reference values whittle cannot compute: give them with --reference DIR)", why);
+			return wh_error(st, "%s (the built-in check runs the model with whittle: give an external --check that runs it elsewhere, and reference values with --reference DIR)", why);
+		}
 	}
 	/* the original inputs are reference values too */
 	for (uint32_t k = 0; k < ns && st == WH_OK; k++)
@@ -749,6 +712,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 	uint32_t *order = calloc((size_t)g->n_nodes + 1, sizeof *order);
 	uint8_t *full = NULL, *result = NULL, *fixed = NULL;
 	struct wh_model *reduced = NULL;
+	int artifacts_lock = -1;
 	if (!order) {
 		st = wh_error(WH_ERR_NOMEM, "reduce: out of memory");
 		goto out;
@@ -795,7 +759,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 	}
 	/* work folder */
 	if (o->artifacts_dir) {
-		if ((st = wh_os_make_dir(o->artifacts_dir)) != WH_OK)
+		if ((st = wh_artifacts_claim(o->artifacts_dir, o->force, o->load_replay, &artifacts_lock)) != WH_OK)
 			goto out;
 		snprintf(d->workdir, sizeof d->workdir, "%s/work", o->artifacts_dir);
 		if ((st = wh_os_make_dir(d->workdir)) != WH_OK)
@@ -816,6 +780,12 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 		}
 	}
 	wh_interrupt_track_dir(d->workdir);
+	/* every output can be written (the artifacts folder exists now), before the search: not
+	 * after an hour of checks */
+	if ((o->output_path && (st = wh_output_check(o->output_path, "the reduced model", o->model_path)) != WH_OK) ||
+	    (o->min_good_path && (st = wh_output_check(o->min_good_path, "the --min-good model", o->model_path)) != WH_OK) ||
+	    (o->save_replay && (st = wh_output_check(o->save_replay, "the replay", o->model_path)) != WH_OK))
+		goto out;
 	{
 		char p[PATH_MAX + 96];
 		snprintf(p, sizeof p, "%s/tensors", d->workdir);
@@ -846,8 +816,10 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 		save_replay = replay_default;
 	}
 	if (save_replay) {
-		bool fresh = access(save_replay, F_OK) != 0;
-		if (!(d->replay = fopen(save_replay, "a"))) {
+		/* the folder's own replay belongs to this run unless it resumes from it: one header */
+		bool resumes = o->load_replay && !strcmp(o->load_replay, save_replay);
+		bool fresh = access(save_replay, F_OK) != 0 || (save_replay == replay_default && !resumes);
+		if (!(d->replay = fopen(save_replay, fresh ? "w" : "a"))) {
 			st = wh_error(WH_ERR_IO, "%s: cannot write the replay: %s (check the folder)", save_replay, strerror(errno));
 			goto out;
 		}
@@ -965,8 +937,25 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			      rep->note, o->artifacts_dir ? "; the best failing candidate is in unverified.onnx" : "");
 		goto out;
 	}
-	if ((st = save_mask_model(d, result, o->output_path, &reduced)) != WH_OK)
+	if ((st = save_mask_model(d, result, o->output_path, &reduced)) != WH_OK) {
+		/* the search is done: say what it found and where its verdicts are, so that a
+		 * rerun with --load-replay costs nothing */
+		char why[600], found[400] = "";
+		wh_text_printf(why, sizeof why, "%s", wh_error_message());
+		for (uint32_t i = 0, k = 0; i < d->n; i++)
+			if (result[i] && k++ < 8)
+				wh_text_cat(found, sizeof found, "%s%s", k > 1 ? ", " : "", g->nodes[d->search_nodes[i]].name);
+		char *paren = strrchr(why, '(');
+		if (paren && paren > why && paren[-1] == ' ')
+			paren[-1] = '\0';
+		if (save_replay)
+			st = wh_error(st, "%s; the reduced model has %u layers: %s%s (fix the path and rerun with --load-replay %s: no check runs again)",
+				      why, mask_count(d, result), found, mask_count(d, result) > 8 ? ", ..." : "", save_replay);
+		else
+			st = wh_error(st, "%s; the reduced model has %u layers: %s%s (fix the path and rerun; --save-replay keeps the verdicts)",
+				      why, mask_count(d, result), found, mask_count(d, result) > 8 ? ", ..." : "");
 		goto out;
+	}
 	if (o->min_good_path) {
 		/* a passing model one layer away from the reduced one (from the minimality pass) */
 		bool saved = false;
@@ -998,9 +987,11 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 		if ((st = wh_model_save_with(reduced, p, o->save)) != WH_OK)
 			goto out;
 		snprintf(p, sizeof p, "%s/inputs", o->artifacts_dir);
+		wh_os_remove_tree(p);
 		if ((st = write_tensors(d, reduced, p, false)) != WH_OK)
 			goto out;
 		snprintf(p, sizeof p, "%s/golden", o->artifacts_dir);
+		wh_os_remove_tree(p);
 		if ((st = write_tensors(d, reduced, p, true)) != WH_OK)
 			goto out;
 		if (o->min_good_path && access(o->min_good_path, F_OK) == 0) {
@@ -1039,6 +1030,7 @@ out:
 		wh_interrupt_untrack_dir(d->workdir);
 		wh_os_remove_tree(d->workdir); /* the temporary folder, or artifacts_dir/work */
 	}
+	wh_artifacts_unlock(artifacts_lock);
 	if (d->ref_owned) {
 		for (uint32_t k = 0; k < data->n_samples; k++) {
 			wh_tensor_set_release(&d->ref[k]);

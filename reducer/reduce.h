@@ -41,6 +41,7 @@ struct wh_reduce_options {
 	struct wh_compare_options compare; /* for the built-in check */
 	const char *load_replay, *save_replay;
 	const char *artifacts_dir;         /* NULL: a temporary folder, removed at the end */
+	bool force;                        /* write into an artifacts folder of an earlier run */
 	const char *const *artifacts;      /* files the check writes, sorted into good/ and bad/ */
 	int n_artifacts;
 	const char *output_path;           /* the reduced model */

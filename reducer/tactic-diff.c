@@ -405,6 +405,14 @@ static enum wh_status replays_add_file(struct wh_tactic_replays *r, const char *
 	r->plans = pp;
 	wh_tactic_plan_init(&r->plans[r->n]);
 	enum wh_status st = wh_tactic_plan_read(path, &r->plans[r->n]);
+	/* differences between builds of different models or precisions explain nothing */
+	const struct wh_tactic_plan *first = r->n ? &r->plans[0] : NULL, *p = &r->plans[r->n];
+	if (st == WH_OK && first && first->model_hash[0] && p->model_hash[0] && strcmp(first->model_hash, p->model_hash))
+		st = wh_error(WH_ERR_INVALID, "%s: a replay of another model (hash %s, while %s is of %s: compare replays of one model only)", path,
+			      p->model_hash, r->paths[0], first->model_hash);
+	else if (st == WH_OK && first && first->precision[0] && p->precision[0] && strcmp(first->precision, p->precision))
+		st = wh_error(WH_ERR_INVALID, "%s: a replay built at %s (while %s was built at %s: compare replays of one precision only)", path,
+			      p->precision, r->paths[0], first->precision);
 	if (st == WH_OK && !(r->paths[r->n] = strdup(path)))
 		st = wh_error(WH_ERR_NOMEM, "replays: out of memory");
 	if (st != WH_OK) {

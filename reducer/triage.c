@@ -668,6 +668,7 @@ static enum wh_status step_reduce(struct tri *T, struct wh_model **reduced_out)
 		.engine = {.threads = T->o->threads, .precision = &T->pc, .tactics = T->pin, .faulty_tactic = T->o->faulty_tactic},
 		.compare = T->o->compare,
 		.artifacts_dir = rdir,
+		.force = true, /* a part of this run's folder, claimed by triage */
 		.output_path = out,
 		.model_path = T->o->model_path,
 		.log = T->logf,
@@ -769,6 +770,7 @@ static enum wh_status write_bundle(struct tri *T, const struct wh_model *model, 
 {
 	char dir[PATH_MAX + 16], p[PATH_MAX + 64];
 	wh_text_printf(dir, sizeof dir, "%s/repro", T->dir);
+	wh_os_remove_tree(dir); /* a bundle of one run only */
 	enum wh_status st = wh_os_make_dir(dir);
 	if (st != WH_OK)
 		return st;
@@ -799,7 +801,7 @@ static enum wh_status write_bundle(struct tri *T, const struct wh_model *model, 
 		wh_text_printf(T->repro_cmd, sizeof T->repro_cmd, "%s", cmd);
 	} else {
 		wh_text_printf(T->repro_cmd, sizeof T->repro_cmd,
-			"\"${WHITTLE:-whittle}\" run model.onnx --load-inputs inputs --precision %s%s --compare golden --atol %.17g --rtol %.17g",
+			"\"$WHITTLE\" run model.onnx --load-inputs inputs --precision %s%s --compare golden --atol %.17g --rtol %.17g",
 			wh_precision_name(T->o->precision), T->repro_tactics ? " --load-tactics tactics.json" : "", T->o->compare.atol, T->o->compare.rtol);
 		if (T->o->compare.stat != WH_STAT_ELEMWISE) {
 			static const char *const names[] = {"elemwise", "max", "mean", "median", "quantile"};
@@ -814,9 +816,11 @@ static enum wh_status write_bundle(struct tri *T, const struct wh_model *model, 
 	FILE *f = fopen(p, "w");
 	if (!f)
 		return wh_error(WH_ERR_IO, "%s: cannot write: %s (check the folder)", p, strerror(errno));
+	char *self = wh_text_whittle_line();
 	fprintf(f, "#!/bin/sh\n# whittle triage repro: exits non-zero while the failure is there.\n"
-		   "# Runs from this folder; set WHITTLE to the whittle binary if it is not on PATH.\n"
-		   "cd \"$(dirname \"$0\")\" || exit 2\n");
+		   "# Runs from this folder with the whittle that made it; set WHITTLE to use another.\n"
+		   "cd \"$(dirname \"$0\")\" || exit 2\n%s\n", self ? self : "WHITTLE=${WHITTLE:-whittle}");
+	free(self);
 	if (T->o->faulty_tactic && *T->o->faulty_tactic) {
 		char q[512];
 		wh_sh_quote(T->o->faulty_tactic, q, sizeof q);
@@ -966,6 +970,7 @@ enum wh_status wh_triage_run(const struct wh_model *m, const struct wh_tensor_se
 	wh_tensor_set_init(&T->ref);
 	wh_tactic_diff_init(&T->diff);
 	struct wh_model *owned = NULL;     /* the repro model when it is a part of m */
+	int artifacts_lock = -1;
 	enum wh_status st = WH_OK;
 	const struct wh_graph *g = m->graph;
 	if (!o->artifacts_dir || !*o->artifacts_dir)
@@ -990,7 +995,7 @@ enum wh_status wh_triage_run(const struct wh_model *m, const struct wh_tensor_se
 		goto out;
 	for (uint32_t k = 0; k < g->n_nodes; k++)
 		T->pos[T->order[k]] = k;
-	if ((st = wh_os_make_dir(T->dir)) != WH_OK || (st = wh_os_make_dir(T->builds_dir)) != WH_OK)
+	if ((st = wh_artifacts_claim(T->dir, o->force, NULL, &artifacts_lock)) != WH_OK || (st = wh_os_make_dir(T->builds_dir)) != WH_OK)
 		goto out;
 	remove_stale(T);
 	{
@@ -1014,9 +1019,9 @@ enum wh_status wh_triage_run(const struct wh_model *m, const struct wh_tensor_se
 			goto out;
 		T->check_display = wh_check_command_line(T->c_raw, NULL);
 	}
-	wh_triage_say(T, "%s at %s; check: %s%s", o->model_path ? o->model_path : "model", wh_precision_name(o->precision),
+	wh_triage_say(T, "%s at %s; check: %s%s; artifacts in %s", o->model_path ? o->model_path : "model", wh_precision_name(o->precision),
 	    T->check_display ? T->check_display : "built-in comparison with FP32",
-	    o->faulty_tactic && *o->faulty_tactic ? " (fault injection on: WHITTLE_FAULTY_TACTIC)" : "");
+	    o->faulty_tactic && *o->faulty_tactic ? " (fault injection on: WHITTLE_FAULTY_TACTIC)" : "", T->dir);
 
 	/* 1. intermittent? */
 	if ((st = step_builds(T)) != WH_OK)
@@ -1150,6 +1155,7 @@ out:
 	rep->seconds = wh_os_now_s() - T->t0;
 	if (T->logf)
 		fclose(T->logf);
+	wh_artifacts_unlock(artifacts_lock);
 	wh_model_destroy(owned);
 	free(T->order);
 	free(T->pos);

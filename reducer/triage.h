@@ -59,6 +59,7 @@ struct wh_triage_options {
 	const char *faulty_tactic;             /* WHITTLE_FAULTY_TACTIC (fault injection), or NULL */
 	const char *model_path;
 	const char *artifacts_dir;             /* required */
+	bool force;                            /* write into a folder holding an earlier run's files */
 	const struct wh_save_opts *save;       /* how models are saved; NULL: the defaults */
 	bool graphviz;                         /* draw the subgraph with `dot` when installed */
 	bool precision_search;                 /* step 5 */

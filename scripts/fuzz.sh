@@ -3,7 +3,8 @@
 # corpora from the ONNX backend test data and fixtures/tensors, runs each target for
 # SECONDS (default 600) and reports what it found.
 #
-#   scripts/fuzz.sh [SECONDS] [TARGET...]      TARGET: fuzz-model, fuzz-tensor, fuzz-run (default: all)
+#   scripts/fuzz.sh [SECONDS] [TARGET...]      TARGET: fuzz-model, fuzz-tensor, fuzz-run,
+#                                              fuzz-replay (default: all)
 #
 # Environment: WHITTLE_ONNX_TESTS (default ../shared/onnx-tests), FUZZ_BUILD (default
 # build-fuzz), FUZZ_JOBS (targets run at once, default 1: the machine is shared),
@@ -16,7 +17,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECONDS_EACH=${1:-600}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz-model fuzz-tensor fuzz-run)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz-model fuzz-tensor fuzz-run fuzz-replay)
 BUILD=${FUZZ_BUILD:-$ROOT/build-fuzz}
 ONNX_TESTS=${WHITTLE_ONNX_TESTS:-$ROOT/../shared/onnx-tests}
 JOBS=${FUZZ_JOBS:-1}
@@ -67,6 +68,26 @@ if [ ! -d "$BUILD/seeds" ]; then
 	seed fuzz-model $(find "$ROOT/fixtures" -name '*.onnx' -size -64k 2>/dev/null)
 	seed fuzz-tensor "$ROOT"/fixtures/tensors/*.pb "$ROOT"/fixtures/tensors/*.npy
 	mkdir -p "$BUILD/seeds/fuzz-model" "$BUILD/seeds/fuzz-tensor" "$BUILD/seeds/fuzz-run"
+fi
+# fuzz-replay: one file of each kind it reads (tests/fuzz-replay.c's model is one Conv
+# x[1,1,3,3] * w[1,1,1,1], whose timing-cache key is below)
+if [ ! -d "$BUILD/seeds/fuzz-replay" ]; then
+	mkdir -p "$BUILD/seeds/fuzz-replay"
+	cat >"$BUILD/seeds/fuzz-replay/timing-cache.json" <<'EOF'
+{"Conv|float32:1x1x3x3;float32:1x1x1x1": {"conv-gemm-scalar": 0.0097, "conv-direct-scalar": 0.004, "conv-im2col-gemm-scalar": 0.02}}
+EOF
+	cat >"$BUILD/seeds/fuzz-replay/tactics.json" <<'EOF'
+{"format": "whittle-tactics", "version": 1, "model": "49098e19f365facde62a9872b75123e9", "precision": "fp32", "seed": 3,
+ "layers": {"c": {"op": "Conv", "tactic": "conv-direct-scalar", "id": 1000, "ms": 0.004}}}
+EOF
+	cat >"$BUILD/seeds/fuzz-replay/polygraphy.json" <<'EOF'
+{"replay": {"c": {"implementation": "CaskConvolution", "tactic": 4611686018427387905, "inputs": [], "outputs": []}}}
+EOF
+	cat >"$BUILD/seeds/fuzz-replay/reduce-replay.jsonl" <<'EOF'
+{"original":"3beee95a85d77c0da2e74fc0d7efc02a","whittle":"0.1","nodes":2}
+{"hash":"0123456789abcdef0123456789abcdef","verdict":"fail","nodes":2,"seconds":0.01,"exit":1}
+{"hash":"fedcba9876543210fedcba9876543210","verdict":"skip","nodes":1,"seconds":0.01,"exit":125,"timeout":true}
+EOF
 fi
 
 # Tokens of the .npy header help the fuzzer past the dict parser.

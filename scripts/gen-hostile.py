@@ -45,6 +45,62 @@ def external_w(location, offset=0, length=16):
     return t
 
 
+def varint(n):
+    b = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            b.append(byte | 0x80)
+        else:
+            b.append(byte)
+            return bytes(b)
+
+
+def field(num, payload):
+    """A length-delimited protobuf field (wire type 2): bytes, strings and messages."""
+    return varint(num << 3 | 2) + varint(len(payload)) + payload
+
+
+def field_int(num, v):
+    return varint(num << 3) + varint(v)
+
+
+def nest(levels, inner, wrap):
+    """inner wrapped `levels` times by wrap(bytes) -> bytes (written by hand: the protobuf
+    library itself refuses to build or parse messages this deep)."""
+    for _ in range(levels):
+        inner = wrap(inner)
+    return inner
+
+
+def wire_model(graph):
+    """ModelProto{ir_version 7, opset "" 13, graph}."""
+    return field_int(1, 7) + field(8, field(1, b"") + field_int(2, 13)) + field(7, graph)
+
+
+def deep_sequence_model(levels):
+    """Input x of type sequence(sequence(... tensor(float) ...)), levels deep."""
+    tensor = field(1, field_int(1, TensorProto.FLOAT))  # TypeProto{tensor_type{elem_type}}
+    # TypeProto{sequence_type (4): Sequence{elem_type (1): TypeProto}}
+    t = nest(levels, tensor, lambda inner: field(4, field(1, inner)))
+    x = field(1, b"x") + field(2, t)
+    node = field(1, b"x") + field(2, b"y") + field(4, b"Identity")
+    return wire_model(field(1, node) + field(2, b"deep") + field(11, x) + field(12, field(1, b"y") + field(2, t)))
+
+
+def deep_if_model(levels):
+    """If nodes nested `levels` deep through their then_branch."""
+    def if_node(body):
+        attr = field(1, b"then_branch") + field(6, body) + field_int(20, 5)  # type GRAPH
+        return field(1, b"c") + field(2, b"y") + field(4, b"If") + field(5, attr)
+    inner = field(1, field(1, b"c") + field(2, b"y") + field(4, b"Identity")) + field(2, b"leaf") + \
+        field(12, field(1, b"y"))
+    g = nest(levels, inner, lambda body: field(1, if_node(body)) + field(2, b"g") + field(12, field(1, b"y")))
+    c = field(1, b"c") + field(2, field(1, field_int(1, TensorProto.BOOL)))
+    return wire_model(field(1, if_node(g)) + field(2, b"deep") + field(11, c) + field(12, field(1, b"y")))
+
+
 def main(argv):
     if len(argv) != 2:
         sys.stderr.write(__doc__)
@@ -127,6 +183,10 @@ def main(argv):
          model_of([helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Neg", ["x"], ["y"])],
                   [vi("x", [4])], [vi("y", [4])]),
          "two nodes produce y")
+
+    # Nesting that makes a recursive unpacker overflow its stack (34 KB and 100 KB files).
+    case("nested-sequence-5000", deep_sequence_model(5000), "an input type of 5000 nested sequences")
+    case("nested-if-3000", deep_if_model(3000), "3000 If nodes nested through their then_branch")
 
     for name, p, why in cases:
         print("%s %s %s" % (name, p, why))

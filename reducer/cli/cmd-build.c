@@ -11,6 +11,7 @@
 #include "reducer/cli/options.h"
 #include "reducer/cli/run-opts.h"
 #include "reducer/builds.h"
+#include "reducer/driver-util.h"
 
 static const char build_help[] =
 	"usage: whittle build MODEL --until N|good|bad|confirmed [options] [--check CMD ARGS...]\n\n"
@@ -27,7 +28,9 @@ static const char build_help[] =
 	"  --until N|good|bad|confirmed   N builds; or until the first good or bad build, or until\n"
 	"                           a culprit is confirmed (at most --max-builds builds)\n"
 	"  --max-builds N           cap for --until good|bad|confirmed (default 100)\n"
-	"  --artifacts-dir DIR      where replays, fixed.json and report.md go (default whittle-build)\n"
+	"  --artifacts-dir DIR      where replays, fixed.json and report.md go (default: a new\n"
+	"                           whittle-build-<date>-<time>-<pid>)\n"
+	"  --force                  write into an artifacts folder holding an earlier run's files\n"
 	"  --artifacts FILE         a file the check writes, sorted into DIR/good and DIR/bad (repeatable)\n"
 	"  --no-confirm             diff only: do not run the swap checks\n"
 	"  --mark-all               built-in check: compare every tensor with FP32, not only the outputs\n"
@@ -116,6 +119,7 @@ static enum wh_status build_option(void *self, int c, const char *arg)
 		x->max_builds_given = true;
 		break;
 	case WH_OPT_ARTIFACTS_DIR: lo->artifacts_dir = arg; break;
+	case WH_OPT_FORCE: lo->force = true; break;
 	case WH_OPT_ARTIFACTS: return wh_cli_artifact("build", x->artifacts, &lo->n_artifacts, arg);
 	case WH_OPT_NO_CONFIRM: lo->confirm = false; break;
 	case WH_OPT_MARK_ALL: lo->mark_all = true; break;
@@ -218,13 +222,20 @@ static enum wh_status build(void *self, const struct wh_cli_args *a, struct wh_c
 		return st;
 	lo->engine = wh_run_opts_engine(&x->run, reduced);
 	lo->engine.faulty_tactic = wh_run_opts_faulty_tactic();
+	char dflt[64];
+	if (!lo->artifacts_dir) {
+		/* a fresh folder per run (two runs from one folder never meet in it); the
+		 * driver's first progress line names it */
+		wh_artifacts_default_dir("build", dflt, sizeof dflt);
+		lo->artifacts_dir = dflt;
+	}
 	struct wh_build_loop_report rep;
 	return wh_build_loop_run(c->model, inputs, lo, &rep);
 }
 
 int wh_cmd_build(int argc, char **argv)
 {
-	struct build_cmd x = {.lo = {.until = WH_UNTIL_COUNT, .artifacts_dir = "whittle-build", .confirm = true, .max_suspects = 32,
+	struct build_cmd x = {.lo = {.until = WH_UNTIL_COUNT, .confirm = true, .max_suspects = 32,
 				     .log = stderr, .out = stdout, .build = {.timing_iterations = 3, .timing_tolerance = 0.05}},
 			      .max_builds = 100};
 	struct wh_cli_spec spec = {.cmd = "build", .help = build_help, .operands = "one MODEL", .n_operands = 1, .check = true,

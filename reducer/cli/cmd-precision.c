@@ -16,6 +16,7 @@
 #include "reducer/cli/run-opts.h"
 #include "graph/os.h"
 #include "reducer/launcher.h"
+#include "reducer/driver-util.h"
 #include "reducer/precision-search.h"
 
 static const char precision_help[] =
@@ -280,7 +281,8 @@ static enum wh_status precision(void *self, const struct wh_cli_args *a, struct 
 	so->compare = x->run.compare;
 	so->threads = x->run.threads;
 	so->jobs = x->check.jobs;
-	if ((st = wh_cmd_ctx_check(c, a, &x->check)) != WH_OK ||
+	if ((x->output_path && (st = wh_output_check(x->output_path, "the layer precisions", so->model_path)) != WH_OK) ||
+	    (st = wh_cmd_ctx_check(c, a, &x->check)) != WH_OK ||
 	    (st = wh_cmd_ctx_load(c, &x->run, so->model_path, WH_SAMPLES_ALL)) != WH_OK)
 		goto out;
 	so->check = c->check;
@@ -300,13 +302,13 @@ static enum wh_status precision(void *self, const struct wh_cli_args *a, struct 
 	if ((st = wh_precision_search(c->model, c->samples, c->n_samples, so, &result, &rep)) != WH_OK ||
 	    (st = kept_in_order(c->model, &result, &kept, &n_kept)) != WH_OK)
 		goto out;
-	if (x->output_path && (st = wh_precision_config_write(&result, x->output_path)) != WH_OK)
-		goto out;
+	/* the result is printed even when it cannot be written: the search is not lost */
+	bool written = !x->output_path || (st = wh_precision_config_write(&result, x->output_path)) == WH_OK;
 	if (so->json) {
-		print_result_json(c->model, kept, n_kept, so, &rep, x->output_path);
+		print_result_json(c->model, kept, n_kept, so, &rep, written ? x->output_path : NULL);
 	} else {
 		print_result_text(x, c->model, kept, n_kept, &rep);
-		if (x->output_path)
+		if (x->output_path && written)
 			print_verify_command(x, c->n_samples, c->n_generated);
 	}
 out:

@@ -32,6 +32,7 @@ static const char reduce_help[] =
 	"  --load-replay F          reuse the verdicts recorded in F (resume a killed run)\n"
 	"  --save-replay F          append each verdict to F as it comes (JSON lines)\n"
 	"  --artifacts-dir DIR      reduced model, inputs, golden outputs, replay, repro/ bundle\n"
+	"  --force                  write into an artifacts folder holding an earlier run's files\n"
 	"  --artifacts FILE         a file the check writes, sorted into DIR/good and DIR/bad\n"
 	"  --confirm N              check the original N times first (flaky checks show; default 1)\n"
 	"  --json                   machine-readable events on stdout (one JSON object a line)\n"
@@ -84,6 +85,7 @@ static enum wh_status reduce_option(void *self, int c, const char *arg)
 	case WH_OPT_LOAD_REPLAY: x->ro.load_replay = arg; break;
 	case WH_OPT_SAVE_REPLAY: x->ro.save_replay = arg; break;
 	case WH_OPT_ARTIFACTS_DIR: x->ro.artifacts_dir = arg; break;
+	case WH_OPT_FORCE: x->ro.force = true; break;
 	case WH_OPT_ARTIFACTS: return wh_cli_artifact("reduce", x->artifacts, &x->ro.n_artifacts, arg);
 	case WH_OPT_CONFIRM:
 		if (!wh_cli_parse_int(arg, 1, 100, &v))

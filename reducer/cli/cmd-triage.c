@@ -11,6 +11,7 @@
 #include "reducer/cli/options.h"
 #include "reducer/cli/save-opts.h"
 #include "reducer/cli/run-opts.h"
+#include "reducer/driver-util.h"
 #include "reducer/triage.h"
 
 static const char triage_help[] =
@@ -33,7 +34,8 @@ static const char triage_help[] =
 	"triage:\n"
 	"  --precision P            fp16 (default), bf16, tf32, fp8, fp8e5m2, int8, fp32\n"
 	"  --artifacts-dir DIR      where the report, the repro bundle and the artifacts go\n"
-	"                           (default whittle-triage)\n"
+	"                           (default: a new whittle-triage-<date>-<time>-<pid>)\n"
+	"  --force                  write into an artifacts folder holding an earlier run's files\n"
 	"  --builds N               builds of step 1 (default 5)\n"
 	"  --no-precision-search    skip step 5\n"
 	"  --no-graphviz            draw the subgraph without Graphviz even when `dot` is installed\n"
@@ -77,6 +79,7 @@ static enum wh_status triage_option(void *self, int c, const char *arg)
 	long long v;
 	switch (c) {
 	case WH_OPT_ARTIFACTS_DIR: to->artifacts_dir = arg; break;
+	case WH_OPT_FORCE: to->force = true; break;
 	case WH_OPT_BUILDS:
 		if (!wh_cli_parse_int(arg, 1, 10000, &v))
 			return wh_cli_usage_error("triage", "--builds '%s': not an integer from 1 to 10000 (give a number of builds such as 5)", arg);
@@ -117,12 +120,19 @@ static enum wh_status triage(void *self, const struct wh_cli_args *a, struct wh_
 	    (st = wh_run_opts_precision(&x->run, c->model, &c->samples[0], NULL)) != WH_OK)
 		return st;
 	to->calib = x->run.config.calib;
+	char dflt[64];
+	if (!to->artifacts_dir) {
+		/* a fresh folder per run (two runs from one folder never meet in it); the
+		 * driver's first progress line names it */
+		wh_artifacts_default_dir("triage", dflt, sizeof dflt);
+		to->artifacts_dir = dflt;
+	}
 	return wh_triage_run(c->model, &c->samples[0], to, &rep);
 }
 
 int wh_cmd_triage(int argc, char **argv)
 {
-	struct triage_cmd x = {.to = {.precision = WH_PREC_FP16, .builds = 5, .artifacts_dir = "whittle-triage", .graphviz = true,
+	struct triage_cmd x = {.to = {.precision = WH_PREC_FP16, .builds = 5, .graphviz = true,
 				      .precision_search = true, .log = stderr, .out = stdout,
 				      .build = {.timing_iterations = 3, .timing_tolerance = 0.05}}};
 	struct wh_cli_spec spec = {.cmd = "triage", .help = triage_help, .operands = "one MODEL", .n_operands = 1, .check = true,

@@ -72,6 +72,7 @@ static const struct wh_cli_option options[] = {
 	{"dir", required_argument, WH_OPT_DIR, false, WH_CMD_DIFF_TACTICS},
 	{"direction", required_argument, WH_OPT_DIRECTION, false, WH_CMD_PRECISION},
 	{"fold-constants", no_argument, WH_OPT_FOLD_CONSTANTS, false, WH_CMD_SANITIZE},
+	{"force", no_argument, WH_OPT_FORCE, false, WH_CMD_REDUCE | WH_CMD_BUILD | WH_CMD_TRIAGE},
 	{"fp16-accumulate", no_argument, WH_OPT_FP16_ACCUMULATE, false, WH_CMD_RUN},
 	{"good", required_argument, WH_OPT_GOOD, false, WH_CMD_DIFF_TACTICS},
 	{"hash-outputs", no_argument, WH_OPT_HASH_OUTPUTS, false, WH_CMD_RUN},
