@@ -1,5 +1,8 @@
 #include "executor/emulate.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,25 +10,105 @@
 #include "executor/numfmt-bulk.h"
 #include "executor/numfmt.h"
 
-enum wh_status wh_emul_cache_init(struct wh_emul_cache *c, uint32_t n_values)
+enum wh_status wh_emul_cache_init(struct wh_emul_cache *c, uint32_t n_values, size_t budget)
 {
 	c->n = n_values;
+	c->budget = budget;
+	c->bytes = 0;
+	c->clock = 0;
 	c->e = calloc((size_t)n_values + 1, sizeof *c->e);
 	if (!c->e)
 		return wh_error(WH_ERR_NOMEM, "engine: out of memory");
 	return WH_OK;
 }
 
+static void entry_drop(struct wh_emul_cache *c, struct wh_emul_entry *ce)
+{
+	wh_tensor_release(&ce->t);
+	free(ce->scales);
+	ce->scales = NULL;
+	ce->n_scales = 0;
+	c->bytes -= ce->bytes;
+	ce->bytes = 0;
+	ce->valid = false;
+}
+
 void wh_emul_cache_release(struct wh_emul_cache *c)
 {
 	if (!c || !c->e)
 		return;
-	for (uint32_t i = 0; i < c->n; i++) {
-		wh_tensor_release(&c->e[i].t);
-		free(c->e[i].scales);
-	}
+	for (uint32_t i = 0; i < c->n; i++)
+		entry_drop(c, &c->e[i]);
 	free(c->e);
 	c->e = NULL;
+}
+
+/* The cached copy of value vid at precision p, or NULL; marks it used. */
+static struct wh_emul_entry *cache_get(struct wh_emul_cache *c, uint32_t vid, enum wh_precision p)
+{
+	struct wh_emul_entry *ce = &c->e[vid];
+	if (!ce->valid || ce->prec != (uint8_t)p)
+		return NULL;
+	ce->last_use = ++c->clock;
+	return ce;
+}
+
+/* Drops value vid's copy and, if need bytes fit the budget at all, the least recently used
+ * copies until they fit: called before the new copy is allocated, so that the old ones are
+ * gone before it exists (the peak is the budget, not the budget plus the largest weight). */
+static void cache_make_room(struct wh_emul_cache *c, uint32_t vid, size_t need)
+{
+	entry_drop(c, &c->e[vid]);
+	if (need > c->budget)
+		return;
+	bool dropped = false;
+	while (c->bytes + need > c->budget) {
+		struct wh_emul_entry *lru = NULL;
+		for (uint32_t i = 0; i < c->n; i++)
+			if (c->e[i].valid && (!lru || c->e[i].last_use < lru->last_use))
+				lru = &c->e[i];
+		if (!lru)
+			break;
+		entry_drop(c, lru);
+		dropped = true;
+	}
+#ifdef __GLIBC__
+	/* copies below glibc's mmap threshold (32 MiB at most) live in the heap, where a freed
+	 * one stays resident unless trimmed: without this, the process keeps up to half of
+	 * the budget more than the cache holds (measured on a 3 GB decoder: 240 MB at 512 MiB) */
+	if (dropped)
+		malloc_trim(0);
+#else
+	(void)dropped;
+#endif
+}
+
+/* Keeps a reference to t (and a copy of the scales) as value vid's copy at precision p,
+ * within the budget (cache_make_room). A copy larger than the whole budget is not kept (its
+ * layer frees it). Callers hold their own reference to what they use, so dropping an entry
+ * never frees a tensor a running layer reads. Keeping is best effort: without memory for
+ * the scales, nothing is kept. */
+static void cache_put(struct wh_emul_cache *c, uint32_t vid, enum wh_precision p, const struct wh_tensor *t,
+		      const float *scales, uint32_t n_scales, int axis)
+{
+	struct wh_emul_entry *ce = &c->e[vid];
+	size_t need = wh_tensor_nbytes(t) + (size_t)n_scales * sizeof(float);
+	cache_make_room(c, vid, need);
+	if (need > c->budget)
+		return;
+	if (n_scales) {
+		if (!(ce->scales = malloc(n_scales * sizeof *ce->scales)))
+			return;
+		memcpy(ce->scales, scales, n_scales * sizeof *ce->scales);
+	}
+	wh_tensor_ref(&ce->t, t);
+	ce->n_scales = n_scales;
+	ce->axis = (int8_t)axis;
+	ce->prec = (uint8_t)p;
+	ce->bytes = need;
+	ce->last_use = ++c->clock;
+	ce->valid = true;
+	c->bytes += need;
 }
 
 static bool is_gemm_like(const char *op)
@@ -61,6 +144,21 @@ bool wh_emulate_parameter_input(const char *op, uint32_t k, enum wh_precision p)
 		return grid && k >= 1; /* min, max */
 	if (!strcmp(op, "Pow"))
 		return grid && k == 1; /* exponent */
+	return false;
+}
+
+/* Ops whose output elements are copies of input elements (selected, moved, repeated). At
+ * fp16/bf16, rounding such an op's outputs gives the same bits as rounding its inputs
+ * (rounding is a function of each element alone), so a constant input (an embedding table
+ * that a Gather reads 32 rows of) is left as it is and the outputs are rounded instead: the
+ * weight is neither copied nor read in full. */
+static bool moves_values(const char *op)
+{
+	static const char *const ops[] = {"Gather", "Reshape", "Transpose", "Concat", "Slice", "Split", "Squeeze",
+					  "Unsqueeze", "Flatten", "Identity", "Expand", "Tile", NULL};
+	for (int i = 0; ops[i]; i++)
+		if (!strcmp(op, ops[i]))
+			return true;
 	return false;
 }
 
@@ -415,6 +513,8 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 	int w_axis = -1;
 	const struct wh_tensor *bias_t = NULL;
 	const struct wh_tensor **ins = (const struct wh_tensor **)ctx->inputs;
+	bool round_outputs_only = (p == WH_PREC_FP16 || p == WH_PREC_BF16) && en->out == p && moves_values(node->op_type);
+	bool inputs_left = false; /* constant inputs not rounded: the outputs must be */
 	for (uint32_t k = 0; k < n && st == WH_OK && p != WH_PREC_FP32; k++) {
 		const struct wh_tensor *t = orig[k];
 		if (!t || t->dtype != WH_DT_FLOAT || wh_emulate_parameter_input(node->op_type, k, p))
@@ -422,7 +522,6 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 		uint32_t vid = node->inputs[k];
 		bool is_bias = gemm && (int)k == bias;
 		bool cacheable = value_is_const(ctx, k) && en->cache && vid < en->cache->n;
-		struct wh_emul_entry *ce = cacheable ? &en->cache->e[vid] : NULL;
 		if (p == WH_PREC_TF32 && (!gemm || is_bias))
 			continue;
 		/* an activation its producer already rounded to this format needs nothing more */
@@ -438,20 +537,24 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 		 * conversion counts as part of this layer). An FP32 layer therefore hands FP32
 		 * values to an FP16 consumer, which rounds them: an overflow shows up here, in
 		 * the consumer, as it does in a real engine. */
+		if (round_outputs_only && value_is_const(ctx, k)) {
+			inputs_left = true;
+			continue;
+		}
 		if ((p == WH_PREC_FP16 || p == WH_PREC_BF16 || p == WH_PREC_TF32)) {
-			if (ce && ce->valid && ce->prec == p) {
-				ins[k] = &ce->t;
+			struct wh_emul_entry *hit = cacheable ? cache_get(en->cache, vid, p) : NULL;
+			if (hit) {
+				wh_tensor_ref(&tmp[k], &hit->t);
+				ins[k] = &tmp[k];
 				continue;
 			}
+			if (cacheable)
+				cache_make_room(en->cache, vid, t->count * sizeof(float));
 			if ((st = wh_tensor_alloc(&tmp[k], WH_DT_FLOAT, t->rank, t->dims)) != WH_OK)
 				break;
 			round_to_pool(t->data, tmp[k].data, t->count, p, ctx->cpu, ctx->pool);
-			if (ce) {
-				wh_tensor_release(&ce->t);
-				wh_tensor_ref(&ce->t, &tmp[k]);
-				ce->prec = (uint8_t)p;
-				ce->valid = true;
-			}
+			if (cacheable)
+				cache_put(en->cache, vid, p, &tmp[k], NULL, 0, -1);
 			ins[k] = &tmp[k];
 			continue;
 		}
@@ -467,50 +570,33 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 			int axis = p == WH_PREC_INT8 ? weight_axis(ctx, t) : -1;
 			if (!strcmp(node->op_type, "ConvTranspose") && wh_node_attr_int(node, "group", 1) != 1)
 				axis = -1;
-			if (!(ce && ce->valid && ce->prec == p)) {
-				struct wh_tensor q;
-				wh_tensor_init(&q);
-				float *sc = NULL;
-				uint32_t ns = 0;
-				if ((st = quant_weight(t, axis, p, &q, &sc, &ns)) != WH_OK)
+			struct wh_emul_entry *hit = cacheable ? cache_get(en->cache, vid, p) : NULL;
+			if (hit) {
+				wh_tensor_ref(&tmp[k], &hit->t);
+				w_scales = malloc((hit->n_scales ? hit->n_scales : 1) * sizeof *w_scales);
+				if (!w_scales) {
+					st = wh_error(WH_ERR_NOMEM, "engine: out of memory");
+					break;
+				}
+				memcpy(w_scales, hit->scales, hit->n_scales * sizeof *w_scales);
+				n_w_scales = hit->n_scales;
+				w_axis = hit->axis;
+			} else {
+				if (cacheable)
+					cache_make_room(en->cache, vid, t->count * sizeof(float));
+				if ((st = quant_weight(t, axis, p, &tmp[k], &w_scales, &n_w_scales)) != WH_OK)
 					break;
 				if (!integer_gemm) {
 					/* fp8: back to real values (the kernel accumulates in FP32) */
-					float *d = q.data;
-					for (uint64_t i = 0; i < q.count; i++)
-						d[i] *= sc[0];
+					float *d = tmp[k].data;
+					for (uint64_t i = 0; i < tmp[k].count; i++)
+						d[i] *= w_scales[0];
 				}
-				if (ce) {
-					wh_tensor_release(&ce->t);
-					free(ce->scales);
-					ce->t = q;
-					ce->scales = sc;
-					ce->n_scales = ns;
-					ce->axis = (int8_t)axis;
-					ce->prec = (uint8_t)p;
-					ce->valid = true;
-				} else {
-					tmp[k] = q;
-					w_scales = sc;
-				}
-				n_w_scales = ns;
-			}
-			if (ce) {
-				ins[k] = &ce->t;
-				if (!w_scales) {
-					w_scales = malloc((ce->n_scales ? ce->n_scales : 1) * sizeof *w_scales);
-					if (!w_scales) {
-						st = wh_error(WH_ERR_NOMEM, "engine: out of memory");
-						break;
-					}
-					memcpy(w_scales, ce->scales, ce->n_scales * sizeof *w_scales);
-				}
-				n_w_scales = ce->n_scales;
-				w_axis = ce->axis;
-			} else {
-				ins[k] = &tmp[k];
 				w_axis = axis;
+				if (cacheable)
+					cache_put(en->cache, vid, p, &tmp[k], w_scales, n_w_scales, axis);
 			}
+			ins[k] = &tmp[k];
 			continue;
 		}
 		/* an activation (or a non-constant weight): per-tensor */
@@ -558,6 +644,8 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 			char mode[16];
 			exact_op = !strcmp(wh_node_attr_string(node, "mode", "nearest", mode, sizeof mode), "nearest");
 		}
+		if (inputs_left)
+			exact_op = false;
 	}
 	/* fp16/bf16 outputs: kernels that can round each block as they write it do so (same
 	 * bits, one pass over memory less); the loop below rounds what they did not */

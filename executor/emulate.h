@@ -1,8 +1,12 @@
 /* Private to executor/: runs one node under a reduced precision (see executor/precision.h
  * for the semantics). The runtime calls wh_emulate_node instead of the kernel for every
- * node whose execution or output precision is not FP32. Converted weights are kept in a
- * per-plan cache (struct wh_emul_cache, one entry per value id) so they are converted once
- * per engine, not per run. Not thread-safe: an engine runs one inference at a time. */
+ * node whose execution or output precision is not FP32. A constant input (a weight) is
+ * converted when its layer runs; the converted copy is kept in a per-plan cache (struct
+ * wh_emul_cache, one entry per value id) so that the next run does not convert it again, up
+ * to the cache's byte budget: past it, the least recently used copies are dropped, and a
+ * weight larger than the whole budget is converted for its layer and freed right after. So
+ * an engine never holds a second full copy of a large model's weights. Not thread-safe: an
+ * engine runs one inference at a time. */
 #ifndef WH_EMULATE_H
 #define WH_EMULATE_H
 
@@ -16,14 +20,24 @@ struct wh_emul_entry {
 	struct wh_tensor t;
 	float *scales;  /* per channel (or one) */
 	uint32_t n_scales;
+	uint64_t last_use; /* the cache's clock when last used (least recently used goes first) */
+	size_t bytes;      /* t's elements and the scales */
 };
+
+/* 512 MiB: the rounded weights of a model up to that size (FP32) stay between runs; a
+ * bigger model's are converted layer by layer without holding more than this. */
+#define WH_EMUL_CACHE_DEFAULT_BYTES ((size_t)512 << 20)
 
 struct wh_emul_cache {
 	uint32_t n;
 	struct wh_emul_entry *e; /* per value id */
+	size_t budget;           /* bytes the entries may hold together */
+	size_t bytes;            /* bytes they hold */
+	uint64_t clock;
 };
 
-enum wh_status wh_emul_cache_init(struct wh_emul_cache *c, uint32_t n_values);
+/* budget: bytes of converted weights kept between runs (0 keeps none). */
+enum wh_status wh_emul_cache_init(struct wh_emul_cache *c, uint32_t n_values, size_t budget);
 void wh_emul_cache_release(struct wh_emul_cache *c);
 
 struct wh_emul_node {

@@ -5,11 +5,13 @@
  * borrows the model (which must outlive it) and owns its thread pool.
  * wh_engine_create fails with WH_ERR_UNSUPPORTED and one message naming every unsupported
  * op of the model (including ops inside subgraphs). An engine runs one inference at a time
- * (it caches converted weights between runs); use one engine per thread. */
+ * (it caches converted weights between runs, within weight_cache_bytes); use one engine per
+ * thread. */
 #ifndef WH_EXECUTOR_H
 #define WH_EXECUTOR_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "graph/ir.h"
@@ -31,6 +33,11 @@ struct wh_engine_options {
 	/* WHITTLE_FAULTY_TACTIC=<tactic>[:<layer>] as read by the CLI (fault injection for
 	 * testing the flaky-tactic loop; off when NULL): that tactic corrupts its output */
 	const char *faulty_tactic;
+	/* reduced-precision copies of the weights (rounded to fp16, quantized to int8, ...) kept
+	 * between runs, in bytes: 0 is the default (512 MiB); < 0 keeps none (each is converted
+	 * when its layer runs and freed after it). Past the budget, the least recently used
+	 * copies are dropped: an engine never holds a second copy of a large model's weights. */
+	int64_t weight_cache_bytes;
 	/* time every layer of the main graph in each run (wh_engine_profile); off: no cost */
 	bool profile;
 };
@@ -38,6 +45,8 @@ struct wh_engine_options {
 enum wh_status wh_engine_create(const struct wh_model *m, const struct wh_engine_options *opt,
 				struct wh_engine **out);
 void wh_engine_destroy(struct wh_engine *e);
+/* Bytes of reduced-precision weight copies e holds now (at most weight_cache_bytes). */
+size_t wh_engine_weight_cache_bytes(const struct wh_engine *e);
 
 /* What a run returns. */
 enum wh_run_keep {

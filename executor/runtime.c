@@ -35,6 +35,7 @@ struct wh_engine {
 	const struct wh_precision_config *precision;
 	const struct wh_tactic_plan *tactics;
 	bool tactics_strict;
+	int64_t weight_cache_bytes;
 	char faulty_tactic[128], faulty_layer[256];
 	struct wh_tactic_chooser chooser; /* a build's (choose NULL otherwise) */
 	struct wh_threadpool *pool;
@@ -188,7 +189,8 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 		}
 		if ((st = wh_precision_resolve(e->m, e->precision, p->exec_prec, p->out_prec)) != WH_OK)
 			goto out;
-		if ((st = wh_emul_cache_init(&p->emul, g->n_values)) != WH_OK)
+		int64_t wc = e->weight_cache_bytes;
+		if ((st = wh_emul_cache_init(&p->emul, g->n_values, wc < 0 ? 0 : wc ? (size_t)wc : WH_EMUL_CACHE_DEFAULT_BYTES)) != WH_OK)
 			goto out;
 	}
 	if (g == e->m->graph && e->tactics) {
@@ -304,6 +306,7 @@ static enum wh_status engine_create(const struct wh_model *m, const struct wh_en
 	e->precision = opt ? opt->precision : NULL;
 	e->tactics = opt && !chooser ? opt->tactics : NULL;
 	e->tactics_strict = opt && opt->tactics_strict;
+	e->weight_cache_bytes = opt ? opt->weight_cache_bytes : 0;
 	if (chooser)
 		e->chooser = *chooser;
 	if (opt && opt->faulty_tactic && *opt->faulty_tactic) {
@@ -351,6 +354,14 @@ void wh_engine_destroy(struct wh_engine *e)
 	wh_threadpool_destroy(e->pool);
 	free(e->prof);
 	free(e);
+}
+
+size_t wh_engine_weight_cache_bytes(const struct wh_engine *e)
+{
+	size_t n = 0;
+	for (uint32_t i = 0; e && i < e->n_plans; i++)
+		n += e->plans[i]->emul.bytes;
+	return n;
 }
 
 const struct wh_layer_profile *wh_engine_profile(const struct wh_engine *e, uint32_t *n_out)
