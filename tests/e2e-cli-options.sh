@@ -8,24 +8,7 @@ set -euo pipefail
 
 whittle=${WHITTLE:?set by ctest}
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/whittle-e2e-cli-options.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-
-pass=0
-fail=0
-ok() {
-	echo "ok   $1"
-	pass=$((pass + 1))
-}
-bad() {
-	echo "FAIL $1"
-	[ -s "$tmp/err" ] && head -c 600 "$tmp/err" | sed 's/^/    /'
-	fail=$((fail + 1))
-}
-run() {
-	rc=0
-	"$@" >"$tmp/out" 2>"$tmp/err" </dev/null || rc=$?
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib-e2e.sh" # $tmp (removed at exit), ok, bad, run
 
 # expect_usage LABEL MESSAGE CMD...: exit 2, nothing on stdout, exactly MESSAGE on stderr.
 expect_usage() {

@@ -9,25 +9,8 @@ set -euo pipefail
 whittle=${WHITTLE:?set by ctest}
 src=${WHITTLE_SRC:?set by ctest}
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/whittle-e2e-hardening.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/lib-e2e.sh" # $tmp (removed at exit), ok, bad, run
 cd "$tmp"
-
-pass=0
-fail=0
-ok() {
-	echo "ok   $1"
-	pass=$((pass + 1))
-}
-bad() {
-	echo "FAIL $1"
-	[ -s "$tmp/err" ] && tail -c 800 "$tmp/err" | sed 's/^/    /'
-	fail=$((fail + 1))
-}
-run() {
-	rc=0
-	"$@" >"$tmp/out" 2>"$tmp/err" </dev/null || rc=$?
-}
 # one_line RC: exit RC, exactly one well-formed error line, no crash
 one_line() {
 	[ "$rc" -eq "$1" ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -qE '^whittle: .+: .+ \(.+\)$' "$tmp/err"

@@ -11,24 +11,7 @@ set -euo pipefail
 whittle=${WHITTLE:?set by ctest}
 py=/usr/bin/python3
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/whittle-e2e-inputs-by-name.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-
-pass=0
-fail=0
-ok() {
-	echo "ok   $1"
-	pass=$((pass + 1))
-}
-bad() {
-	echo "FAIL $1"
-	[ -s "$tmp/err" ] && head -3 "$tmp/err" | sed 's/^/    /'
-	fail=$((fail + 1))
-}
-run() {
-	rc=0
-	"$@" >"$tmp/out" 2>"$tmp/err" </dev/null || rc=$?
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib-e2e.sh" # $tmp (removed at exit), ok, bad, run
 
 # two models: `flat` with inputs onnx::Flatten_0 and scale (y = Relu(x) * scale), and
 # `twins` whose inputs a/b and a:b both read a_b when '/' and ':' become '_'

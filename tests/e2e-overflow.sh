@@ -17,24 +17,7 @@ whittle=${WHITTLE:?set by ctest}
 src=${WHITTLE_SRC:?set by ctest}
 py=/usr/bin/python3
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/whittle-e2e-overflow.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-
-pass=0
-fail=0
-ok() {
-	echo "ok   $1"
-	pass=$((pass + 1))
-}
-bad() {
-	echo "FAIL $1"
-	[ -s "$tmp/err" ] && tail -5 "$tmp/err" | sed 's/^/    /'
-	fail=$((fail + 1))
-}
-run() {
-	rc=0
-	"$@" >"$tmp/out" 2>"$tmp/err" </dev/null || rc=$?
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib-e2e.sh" # $tmp (removed at exit), ok, bad, run
 
 m=$tmp/dec.onnx
 in=$tmp/in

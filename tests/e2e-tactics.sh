@@ -24,24 +24,7 @@ tol=(--mark-all --atol 1e-2 --rtol 1e-2)
 # and the outcome does not depend on this machine's timings.
 timing=(--timing-tolerance inf --timing-iterations 1 --threads 1)
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/whittle-e2e-tactics.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-
-pass=0
-fail=0
-ok() {
-	echo "ok   $1"
-	pass=$((pass + 1))
-}
-bad() {
-	echo "FAIL $1"
-	[ -s "$tmp/err" ] && tail -c 800 "$tmp/err" | sed 's/^/    /'
-	fail=$((fail + 1))
-}
-run() {
-	rc=0
-	"$@" >"$tmp/out" 2>"$tmp/err" </dev/null || rc=$?
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib-e2e.sh" # $tmp (removed at exit), ok, bad, run
 finish() {
 	echo "$pass passed, $fail failed"
 	[ "$fail" -eq 0 ]
