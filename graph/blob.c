@@ -45,7 +45,7 @@ static enum wh_status blob_new(struct blob_impl **out)
 
 enum wh_status wh_blob_create(size_t size, struct wh_blob **out, void **writable_out)
 {
-	struct blob_impl *b;
+	struct blob_impl *b = NULL;
 	enum wh_status st = blob_new(&b);
 	if (st != WH_OK)
 		return st;
@@ -197,7 +197,7 @@ enum wh_status wh_blob_create_view(struct wh_blob_file *f, uint64_t offset, size
 		return wh_error(WH_ERR_INVALID, "%s: range %llu+%zu is beyond the end of the file (the weights file is truncated)",
 				f->path, (unsigned long long)offset, size);
 	enum wh_status st;
-	struct blob_impl *b;
+	struct blob_impl *b = NULL;
 	if (offset % 16) {
 		/* a typed pointer to a misaligned element is undefined behaviour: copy */
 		if ((st = wh_blob_create_copy((const char *)f->base + offset, size, out)) != WH_OK)

@@ -1239,7 +1239,7 @@ static enum wh_status dest_of(const char *dir, const char *location, char *buf, 
 static enum wh_status write_new_file(const struct saver *S, uint32_t fi, const char *dir)
 {
 	char dest[PATH_MAX], tmp[PATH_MAX];
-	int fd;
+	int fd = -1;
 	enum wh_status st = dest_of(dir, S->new_files[fi].name, dest, sizeof dest);
 	if (st != WH_OK || (st = temp_next_to(dest, tmp, sizeof tmp, &fd)) != WH_OK)
 		return st;
@@ -1270,7 +1270,7 @@ static enum wh_status write_new_file(const struct saver *S, uint32_t fi, const c
 static enum wh_status link_original(const struct wh_blob_file *f, const char *dir, bool *cannot_out)
 {
 	char dest[PATH_MAX], tmp[PATH_MAX];
-	int fd;
+	int fd = -1;
 	*cannot_out = false;
 	enum wh_status st = dest_of(dir, wh_blob_file_location(f), dest, sizeof dest);
 	if (st != WH_OK)

@@ -2468,7 +2468,7 @@ static enum wh_status r_stft(struct ictx *c)
 /* Hann, Hamming, Blackman windows: [size] of output_datatype. */
 static enum wh_status r_window_fn(struct ictx *c)
 {
-	int64_t n;
+	int64_t n = -1;
 	struct wh_vstate *o = out_set(c, 0, attr_dtype(c->n, "output_datatype", WH_DT_FLOAT), 1);
 	if (o && st_scalar(IN(c, 0), &n))
 		dim_set(o, 0, n);
@@ -2567,8 +2567,8 @@ static enum wh_status r_max_unpool(struct ictx *c)
 {
 	const struct wh_vstate *x = IN(c, 0), *os = IN(c, 2);
 	enum wh_dtype dt = x ? x->dtype : WH_DT_UNDEFINED;
-	int64_t v[WH_MAX_RANK];
-	uint32_t n;
+	int64_t v[WH_MAX_RANK] = {0};
+	uint32_t n = 0;
 	if (os) {
 		bool known = st_ints(os, v, WH_MAX_RANK, &n);
 		int64_t len = known ? n : static_len(os);

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Installs what is missing, builds whittle twice and runs every test through ctest:
 #   1. build/       RelWithDebInfo, -Werror: the full suite;
-#   2. build-asan/  the same with AddressSanitizer + UndefinedBehaviorSanitizer
+#   2. build-release/  the plain CMake Release build, warnings as errors (binary only);
+#   3. build-asan/  the same suite with AddressSanitizer + UndefinedBehaviorSanitizer
 #                   (-DWHITTLE_SANITIZE=ON), run with WHITTLE_TEST_QUICK=1.
 # WHITTLE_TEST_QUICK=1 lets an expensive test run a representative subset (it says so in
 # its output); the sanitizers are about memory and UB in whittle, which a subset exercises
@@ -40,6 +41,24 @@ fi
 total_pass=0
 total_fail=0
 status=0
+
+# The plain CMake Release build (-O3, where gcc finds more maybe-uninitialized paths than at
+# -O2) must compile without a warning too: built with -Werror, the binary only, no tests.
+release_build() {
+	local dir=$1
+	echo "== release-build: cmake -DCMAKE_BUILD_TYPE=Release in $dir"
+	mkdir -p "$dir"
+	if cmake -S "$repo" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DWHITTLE_WERROR=ON >"$dir/whittle-build.log" 2>&1 &&
+		cmake --build "$dir" -j"${WHITTLE_JOBS:-2}" --target whittle >>"$dir/whittle-build.log" 2>&1; then
+		echo "== release-build: 1 passed"
+		total_pass=$((total_pass + 1))
+	else
+		tail -40 "$dir/whittle-build.log"
+		echo "== release-build: failed (full log: $dir/whittle-build.log)"
+		total_fail=$((total_fail + 1))
+		return 1
+	fi
+}
 
 # run_pass NAME BUILD_DIR [CMAKE_OPTION...]: build, run ctest, add to the totals.
 run_pass() {
@@ -81,6 +100,7 @@ if ! run_pass release "$prefix"; then
 	# a build that does not compile will not compile with sanitizers either
 	[ -f "$prefix/whittle" ] || asan=0
 fi
+release_build "$prefix-release" || status=1
 if [ "$asan" -eq 1 ]; then
 	if ! WHITTLE_TEST_QUICK=1 run_pass asan "$prefix-asan" -DWHITTLE_SANITIZE=ON; then
 		status=1
