@@ -1,5 +1,5 @@
 #!/bin/bash
-# Installs what is missing, builds whittle twice and runs every test through ctest:
+# Installs what is missing, builds whittle three ways and runs every test through ctest:
 #   1. build/       RelWithDebInfo, -Werror: the full suite;
 #   2. build-release/  the plain CMake Release build, warnings as errors (binary only);
 #   3. build-asan/  the same suite with AddressSanitizer + UndefinedBehaviorSanitizer
@@ -20,7 +20,7 @@ for arg in "$@"; do
 	case $arg in
 	--no-asan) asan=0 ;;
 	-h | --help)
-		sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+		sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
