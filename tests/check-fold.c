@@ -14,21 +14,7 @@
 #include "graph/onnx-io.h"
 #include "graph/sanitize.h"
 #include "graph/tensor-file.h"
-
-/* Graph input `id` becomes an initializer holding t. */
-static void make_constant(struct wh_graph *g, uint32_t id, const struct wh_tensor *t)
-{
-	struct wh_blob *b;
-	ck_assert_int_eq(wh_tensor_to_raw(t, &b), WH_OK);
-	ck_assert_int_eq(wh_graph_set_initializer(g, id, t->dtype, t->rank, t->dims, b), WH_OK);
-	wh_blob_release(b);
-	uint32_t j = 0;
-	for (uint32_t i = 0; i < g->n_inputs; i++)
-		if (g->inputs[i] != id)
-			g->inputs[j++] = g->inputs[i];
-	g->n_inputs = j;
-	g->values[id].flags &= ~(uint32_t)WH_VALUE_INPUT;
-}
+#include "tests/kernel-harness.h"
 
 /* ONNX's backend tests compare at rtol 1e-3, atol 1e-7 (NaN equals NaN), except where the
  * expected output is float32 noise of the generator around an exact 0 (DFT inverse: 1.9e-7;
@@ -97,7 +83,7 @@ START_TEST(test_fold_matches_onnx_tests)
 			/* sequences, optionals and strings are not folded */
 			ok = !v->type_rest.len && wh_tensor_read_pb(path, &t, NULL) == WH_OK && t.dtype != WH_DT_STRING;
 			if (ok)
-				make_constant(g, ins[i], &t);
+				kh_input_to_constant(g, ins[i], &t);
 			wh_error_clear();
 			wh_tensor_release(&t);
 		}

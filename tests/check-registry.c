@@ -12,6 +12,7 @@
 #include "graph/onnx-io.h"
 #include "graph/shape.h"
 #include "graph/tensor-file.h"
+#include "tests/kernel-harness.h"
 
 START_TEST(test_every_op_has_a_shape_rule)
 {
@@ -65,22 +66,6 @@ static int new_op_index(const struct wh_graph *g)
 	return -1;
 }
 
-/* Graph input `id` becomes a constant holding t (small integer inputs: axes, lengths, target
- * shapes, which ONNX's own inference also needs as constants to get the output shape). */
-static void make_constant(struct wh_graph *g, uint32_t id, const struct wh_tensor *t)
-{
-	struct wh_blob *b;
-	ck_assert_int_eq(wh_blob_create_copy(t->data, t->count * wh_dtype_size(t->dtype), &b), WH_OK);
-	ck_assert_int_eq(wh_graph_set_initializer(g, id, t->dtype, t->rank, t->dims, b), WH_OK);
-	wh_blob_release(b);
-	uint32_t j = 0;
-	for (uint32_t i = 0; i < g->n_inputs; i++)
-		if (g->inputs[i] != id)
-			g->inputs[j++] = g->inputs[i];
-	g->n_inputs = j;
-	g->values[id].flags &= ~(uint32_t)WH_VALUE_INPUT;
-}
-
 START_TEST(test_new_rules_match_onnx_tests)
 {
 	const char *root = getenv("WHITTLE_ONNX_TESTS");
@@ -125,8 +110,10 @@ START_TEST(test_new_rules_match_onnx_tests)
 				wh_error_clear();
 				continue;
 			}
+			/* small integer inputs (axes, lengths, target shapes) become constants, as
+			 * ONNX's own inference needs them to get the output shape */
 			if (wh_dtype_is_int(t.dtype) && t.count <= 8 && t.dtype != WH_DT_BOOL) {
-				make_constant(g, ins[i], &t);
+				kh_input_to_constant(g, ins[i], &t);
 			} else if (ns < 16) {
 				sh[ns].name = (char *)v->name;
 				sh[ns].rank = t.rank;

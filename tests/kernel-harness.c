@@ -443,3 +443,17 @@ const struct wh_tensor *kh_result(const struct wh_tensor_set *res, const char *n
 	ck_assert_msg(t != NULL, "no result '%s'", name);
 	return t;
 }
+
+void kh_input_to_constant(struct wh_graph *g, uint32_t id, const struct wh_tensor *t)
+{
+	struct wh_blob *b;
+	ck_assert_int_eq(wh_tensor_to_raw(t, &b), WH_OK);
+	ck_assert_int_eq(wh_graph_set_initializer(g, id, t->dtype, t->rank, t->dims, b), WH_OK);
+	wh_blob_release(b);
+	uint32_t j = 0;
+	for (uint32_t i = 0; i < g->n_inputs; i++)
+		if (g->inputs[i] != id)
+			g->inputs[j++] = g->inputs[i];
+	g->n_inputs = j;
+	g->values[id].flags &= ~(uint32_t)WH_VALUE_INPUT;
+}

@@ -153,4 +153,8 @@ enum wh_status kh_model_run(struct kh_model *b, int threads, struct wh_tensor_se
 /* The result named name (fails the test if there is none). */
 const struct wh_tensor *kh_result(const struct wh_tensor_set *res, const char *name);
 
+/* Graph input `id` becomes an initializer holding a copy of t (ONNX test cases whose inputs
+ * are made constants, for folding and for shape rules that need values). */
+void kh_input_to_constant(struct wh_graph *g, uint32_t id, const struct wh_tensor *t);
+
 #endif
