@@ -20,13 +20,7 @@ set -euo pipefail
 whittle=${WHITTLE:?set by ctest}
 src=${WHITTLE_SRC:?set by ctest}
 py=/usr/bin/python3
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/whittle-e2e-jobs.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-
-pass=0
-fail=0
-ok() { echo "ok   $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+. "$(dirname "${BASH_SOURCE[0]}")/lib-e2e.sh" # $tmp (removed at exit), ok, bad, run
 
 $py "$src/scripts/gen-precision-fixtures.py" "$tmp/pf" > /dev/null
 $py "$src/tests/gen-precision-search-fixtures.py" "$tmp/ps" > /dev/null

@@ -28,28 +28,11 @@ full=${WHITTLE_TEST_FULL:-0}
 f16tol=(--atol 1e-2 --rtol 1e-2)
 i8tol=(--atol 0.05 --rtol 0.05)
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/whittle-e2e-precision.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-
-pass=0
-fail=0
+. "$(dirname "${BASH_SOURCE[0]}")/lib-e2e.sh" # $tmp (removed at exit), ok, bad, run
 todo=0
-ok() {
-	echo "ok   $1"
-	pass=$((pass + 1))
-}
-bad() {
-	echo "FAIL $1"
-	[ -s "$tmp/err" ] && head -c 800 "$tmp/err" | sed 's/^/    /'
-	fail=$((fail + 1))
-}
 later() {
 	echo "TODO $1"
 	todo=$((todo + 1))
-}
-run() {
-	rc=0
-	"$@" >"$tmp/out" 2>"$tmp/err" </dev/null || rc=$?
 }
 # jget EXPR: evaluates a Python expression over the JSON on stdout of the last run (d)
 jget() {

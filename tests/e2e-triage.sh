@@ -28,22 +28,9 @@ whittle=${WHITTLE:?set by ctest}
 src=${WHITTLE_SRC:?set by ctest}
 py=/usr/bin/python3
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/whittle-e2e-triage.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/lib-e2e.sh" # $tmp (removed at exit), ok, bad, run
 mkdir -p "$tmp/bin"
 ln -s "$whittle" "$tmp/bin/whittle"
-
-pass=0
-fail=0
-ok() {
-	echo "ok   $1"
-	pass=$((pass + 1))
-}
-bad() {
-	echo "FAIL $1"
-	[ -s "$tmp/err" ] && head -c 1500 "$tmp/err" | sed 's/^/    /'
-	fail=$((fail + 1))
-}
 
 "$py" "$src/tests/gen-triage-fixtures.py" "$tmp/fx"
 fx=$tmp/fx
