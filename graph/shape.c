@@ -2440,7 +2440,7 @@ static enum wh_status r_dft(struct ictx *c)
 	return WH_OK;
 }
 
-/* STFT: signal [B, L, 1 or 2] -> [B, frames, bins, 2]; the frame length is frame_length,
+/* STFT: signal [B, L, 1 or 2] or [B, L] (real) -> [B, frames, bins, 2]; the frame length is frame_length,
  * else the window's length (else the signal's). */
 static enum wh_status r_stft(struct ictx *c)
 {
@@ -2451,7 +2451,7 @@ static enum wh_status r_stft(struct ictx *c)
 	if (ranked(x) && x->rank >= 1)
 		dim_copy(o, 0, x, 0);
 	dim_set(o, 3, 2);
-	int64_t s = -1, fl = -1, siglen = ranked(x) && x->rank == 3 ? x->dims[1] : -1;
+	int64_t s = -1, fl = -1, siglen = ranked(x) && (x->rank == 2 || x->rank == 3) ? x->dims[1] : -1;
 	if (len)
 		st_scalar(len, &fl);
 	else if (w)

@@ -317,6 +317,40 @@ START_TEST(stft_hand_values)
 }
 END_TEST
 
+START_TEST(stft_two_dim_signal_is_real)
+{
+	/* PyTorch's TorchScript exporter gives STFT a [batch][length] signal (ONNX Runtime reads
+	 * it as real): the same bits as [batch][length][1], and the shape rule agrees */
+	float x[2 * 10], w[4] = {0, 0.5f, 1, 0.5f};
+	for (int i = 0; i < 20; i++)
+		x[i] = kh_pat(i, 3);
+	int64_t d2[2] = {2, 10}, d3[3] = {2, 10, 1}, wd[1] = {4};
+	struct kh_harness a, b;
+	kh_init(&a, "", "STFT", 17, 3, 1);
+	kh_in_raw(&a, 0, WH_DT_FLOAT, 2, d2, x);
+	kh_in_scalar_i64(&a, 1, 3);
+	kh_in_raw(&a, 2, WH_DT_FLOAT, 1, wd, w);
+	kh_run_ok(&a);
+	kh_init(&b, "", "STFT", 17, 3, 1);
+	kh_in_raw(&b, 0, WH_DT_FLOAT, 3, d3, x);
+	kh_in_scalar_i64(&b, 1, 3);
+	kh_in_raw(&b, 2, WH_DT_FLOAT, 1, wd, w);
+	kh_run_ok(&b);
+	int64_t od[4] = {2, 3, 3, 2};
+	kh_expect_shape(&a.out[0], 4, od);
+	kh_expect_shape(&b.out[0], 4, od);
+	ck_assert_mem_eq(a.out[0].data, b.out[0].data, wh_tensor_nbytes(&b.out[0]));
+	/* frame 1 of batch 1: x[13..16] windowed, bin 0 = the windowed sum */
+	const float *y = a.out[0].data;
+	float s0 = 0.0f;
+	for (int t = 0; t < 4; t++)
+		s0 += x[13 + t] * w[t];
+	ck_assert(fabsf(y[((1 * 3 + 1) * 3 + 0) * 2] - s0) < 1e-6f);
+	kh_free(&a);
+	kh_free(&b);
+}
+END_TEST
+
 START_TEST(stft_one_second_of_audio_matches_frame_dfts)
 {
 	/* 16000 samples at 16 kHz, 25 ms frames (400) every 10 ms (160), Hann window: each
@@ -565,9 +599,14 @@ START_TEST(hostile_inputs_fail_cleanly)
 	kh_run_fails(&h, WH_ERR_SHAPE, "must agree");
 	kh_free(&h);
 	kh_init(&h, "", "STFT", 17, 2, 1);
-	kh_in_raw(&h, 0, WH_DT_FLOAT, 2, d1 + 1, x);
+	kh_in_raw(&h, 0, WH_DT_FLOAT, 1, d1 + 1, x);
 	kh_in_scalar_i64(&h, 1, 1);
-	kh_run_fails(&h, WH_ERR_SHAPE, "expected [batch][length][1 or 2]");
+	kh_run_fails(&h, WH_ERR_SHAPE, "expected [batch][length][1 or 2] or [batch][length]");
+	kh_free(&h);
+	kh_init(&h, "", "STFT", 17, 2, 1);
+	kh_in_raw(&h, 0, WH_DT_FLOAT, 3, d3, x);
+	kh_in_scalar_i64(&h, 1, 1);
+	kh_run_fails(&h, WH_ERR_SHAPE, "signal has shape 1x4x3");
 	kh_free(&h);
 	kh_init(&h, "", "STFT", 17, 2, 1);
 	kh_in_raw(&h, 0, WH_DT_FLOAT, 3, d1, x);
@@ -619,6 +658,7 @@ static Suite *signal_suite(void)
 	tcase_add_test(tc, dft_half_precision_inputs);
 	tcase_add_test(tc, results_do_not_depend_on_threads);
 	tcase_add_test(tc, stft_hand_values);
+	tcase_add_test(tc, stft_two_dim_signal_is_real);
 	tcase_add_test(tc, stft_one_second_of_audio_matches_frame_dfts);
 	tcase_add_test(tc, window_values);
 	tcase_add_test(tc, mel_triangles);

@@ -12,8 +12,9 @@
  * Semantics where the spec is loose follow ONNX's test data and ONNX Runtime: DFT with
  * onesided=1 and inverse=1 is an IRFFT at every opset (complex one-sided spectrum in, real
  * signal of dft_length = 2 * (bins - 1) by default out); a forward one-sided DFT needs real
- * input; STFT slices a complex signal's spectrum when onesided=1; a one-point symmetric
- * window is 0/0 (NaN). */
+ * input; STFT slices a complex signal's spectrum when onesided=1, and takes a 2-D signal
+ * [batch][length] as real ([batch][length][1]), as ONNX Runtime does (PyTorch's TorchScript
+ * exporter writes torch.stft so); a one-point symmetric window is 0/0 (NaN). */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -459,9 +460,9 @@ static enum wh_status stft_run(struct wh_kernel_ctx *ctx)
 	if (!is_signal_type(x->dtype))
 		return wh_kernel_fail(ctx, WH_ERR_UNSUPPORTED, "signal of type %s is not supported (float16, bfloat16, float32 or float64)",
 				      wh_dtype_name(x->dtype));
-	if (x->rank != 3 || (x->dims[2] != 1 && x->dims[2] != 2)) {
+	if ((x->rank != 2 && x->rank != 3) || (x->rank == 3 && x->dims[2] != 1 && x->dims[2] != 2)) {
 		char buf[64];
-		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "signal has shape %s, expected [batch][length][1 or 2]",
+		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "signal has shape %s, expected [batch][length][1 or 2] or [batch][length] (real)",
 				      wh_shape_str(x->dims, x->rank, buf, sizeof buf));
 	}
 	int64_t step = 0, frame_len = 0;
@@ -507,7 +508,7 @@ static enum wh_status stft_run(struct wh_kernel_ctx *ctx)
 	struct stft_job j = {
 		.x = x, .w = w, .y = &ctx->outputs[0], .len = (uint64_t)x->dims[1], .frames = (uint64_t)frames,
 		.step = (uint64_t)step, .frame_len = (uint64_t)frame_len, .bins = (uint64_t)bins,
-		.cin = (int)x->dims[2], .plan = plan,
+		.cin = x->rank == 3 ? (int)x->dims[2] : 1, .plan = plan,
 	};
 	atomic_init(&j.failed, 0);
 	wh_parallel_for(ctx->pool, (size_t)(x->dims[0] * frames), wh_grain_for((uint64_t)frame_len * 8), stft_range, &j);
