@@ -1,7 +1,7 @@
-/* Private to executor/ops/elementwise*.c and tests/check-elementwise.c: the float32 row
- * kernels behind the elementwise ops. Each has a scalar reference (elementwise.c) and
- * AVX2 / AVX-512 variants (elementwise-avx2.c, elementwise-avx512.c) that must only be
- * called when ctx->cpu->isa allows them.
+/* Private to executor/ops/elementwise*.c, executor/ops/rnn.c (its gates) and
+ * tests/check-elementwise.c: the float32 row kernels behind the elementwise ops. Each has a
+ * scalar reference (elementwise.c) and AVX2 / AVX-512 variants (elementwise-avx2.c,
+ * elementwise-avx512.c) that must only be called when ctx->cpu->isa allows them.
  *
  * Numerics: every variant gives bit-identical results to the scalar reference.
  * Add/Sub/Mul/Div/Max/Min/PRelu/Relu/Clip/Abs/Neg/Sqrt/Reciprocal/Floor/Ceil/Round are

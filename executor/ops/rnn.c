@@ -3,8 +3,17 @@
  * Each (direction, batch entry) pair is an independent chain over time, so the pairs are
  * the parallel units: a unit reads its own rows of X and the shared weights and writes only
  * its own slices of Y, Y_h and Y_c, which keeps results bit-identical for any thread count.
- * A step is a few matrix-vector products (dot products over contiguous weight rows); the
- * layers are small in the models whittle meets, so no GEMM packing is worth it.
+ *
+ * Two paths with the same semantics:
+ * - the scalar reference (ctx->cpu->isa scalar): per step, every gate is a dot product over
+ *   contiguous weight rows, activations from libm; the tests hold the fast path to it.
+ * - the fast path (AVX2 / AVX-512): the input projection X W^T of all timesteps, for all
+ *   directions, is one packed GEMM (gemm-internal.h) before the recurrence; per step only
+ *   h R^T remains, a single-row product over R^T (transposed once per run) with the GEMM's
+ *   M = 1 kernel, and the gates go through the elementwise row kernels (their own exp,
+ *   sigmoid and tanh, elementwise-internal.h). The GEMM is bit-identical for any thread
+ *   count and the rest is per unit, so the fast path is too; it differs from the
+ *   reference by rounding only (summation order, about 1 ulp activations).
  *
  * Non-float32 inputs (float16, bfloat16, double) are converted to float32, computed, and
  * the outputs converted back with round-to-nearest-even. */
@@ -13,6 +22,8 @@
 #include <string.h>
 
 #include "executor/kernel.h"
+#include "executor/ops/elementwise-internal.h"
+#include "executor/ops/gemm-internal.h"
 
 enum rnn_kind { KIND_RNN, KIND_GRU, KIND_LSTM };
 
@@ -91,11 +102,24 @@ struct rnn_args {
 	float *y, *yh, *yc;    /* NULL when not wanted */
 	float *scratch;
 	size_t scratch_per_unit;
+	/* the fast path (NULL xw: the scalar reference) */
+	enum wh_isa isa;
+	wh_sgemm_m1_fn m1;
+	const float *xw;       /* D x (S B) x GH: x W^T per direction, rows in X's order */
+	const float *rt;       /* D x H x GH: R^T */
+	const float *bx, *br;  /* D x GH: bias added to x W^T, to h R^T (zeros without B) */
+	const ptrdiff_t *boff; /* k GH for k < H: rows of R^T */
 };
+
+/* The row of X (and of x W^T) that holds step t of batch entry b. */
+static size_t x_row(const struct rnn_args *a, int64_t t, int64_t b)
+{
+	return (size_t)(a->layout ? b * a->S + t : t * a->B + b);
+}
 
 static size_t x_off(const struct rnn_args *a, int64_t t, int64_t b)
 {
-	return (size_t)(a->layout ? b * a->S + t : t * a->B + b) * (size_t)a->I;
+	return x_row(a, t, b) * (size_t)a->I;
 }
 
 static size_t state_off(const struct rnn_args *a, int64_t d, int64_t b)
@@ -194,12 +218,157 @@ static void lstm_step(const struct rnn_args *a, const struct act *act, const flo
 	}
 }
 
+/* ---- the fast path ---- */
+
+static void ew_un(enum wh_isa isa, enum wh_ew_un op, float *x, size_t n, float p1, float p2)
+{
+	if (isa >= WH_ISA_AVX512)
+		wh_ew_un_f32_avx512(op, x, x, n, p1, p2);
+	else if (isa >= WH_ISA_AVX2)
+		wh_ew_un_f32_avx2(op, x, x, n, p1, p2);
+	else
+		wh_ew_un_f32_scalar(op, x, x, n, p1, p2);
+}
+
+/* o[i] = a[i * sa] OP b[i] */
+static void ew_bin(enum wh_isa isa, enum wh_ew_bin op, const float *a, size_t sa, const float *b, float *o,
+		   size_t n)
+{
+	if (isa >= WH_ISA_AVX512)
+		wh_ew_bin_f32_avx512(op, a, sa, b, 1, o, n);
+	else if (isa >= WH_ISA_AVX2)
+		wh_ew_bin_f32_avx2(op, a, sa, b, 1, o, n);
+	else
+		wh_ew_bin_f32_scalar(op, a, sa, b, 1, o, n);
+}
+
+/* x = f(clip(x)) in place (f(x) without clip: LSTM's h = o h(c)): sigmoid and tanh (the
+ * defaults) as row kernels, the others element by element. */
+static void act_rows(const struct rnn_args *a, const struct act *ac, float *x, size_t n, bool clip)
+{
+	if (clip && a->has_clip) {
+		if (a->clip >= 0.0f)
+			ew_un(a->isa, WH_EW_CLIP, x, n, -a->clip, a->clip);
+		else
+			for (size_t k = 0; k < n; k++)
+				x[k] = clipv(a, x[k]);
+	}
+	if (ac->fn == ACT_SIGMOID)
+		ew_un(a->isa, WH_EW_SIGMOID, x, n, 0.0f, 0.0f);
+	else if (ac->fn == ACT_TANH)
+		ew_un(a->isa, WH_EW_TANH, x, n, 0.0f, 0.0f);
+	else
+		for (size_t k = 0; k < n; k++)
+			x[k] = act_apply(ac, x[k]);
+}
+
+/* rec[0..n) = v R^T over columns [j0, j0 + n) of R^T, plus br there */
+static void rec_rows(const struct rnn_args *a, const float *v, const float *rt, const float *br, size_t j0,
+		     size_t n, float *rec)
+{
+	a->m1(n, (size_t)a->H, v, rt + j0, a->boff, rec, NULL);
+	ew_bin(a->isa, WH_EW_ADD, rec, 1, br + j0, rec, n);
+}
+
+/* gates[j0..j0+n) = (xw + bx) + rec over those columns */
+static void pre_rows(const struct rnn_args *a, const float *xw, const float *bx, const float *rec, size_t j0,
+		     size_t n, float *gates)
+{
+	ew_bin(a->isa, WH_EW_ADD, xw + j0, 1, bx + j0, gates + j0, n);
+	ew_bin(a->isa, WH_EW_ADD, gates + j0, 1, rec + j0, gates + j0, n);
+}
+
+static void rnn_step_fast(const struct rnn_args *a, const struct act *act, const float *xw, const float *rt,
+			  const float *bx, const float *br, float *gates, float *rec, float *h)
+{
+	size_t H = (size_t)a->H;
+	rec_rows(a, h, rt, br, 0, H, rec);
+	pre_rows(a, xw, bx, rec, 0, H, gates);
+	act_rows(a, &act[0], gates, H, true);
+	memcpy(h, gates, H * sizeof *h);
+}
+
+/* h = (1 - z) hh + z h, rounded as the reference's expression */
+static void gru_blend(const struct rnn_args *a, const float *z, const float *hh, float *h, float *tmp)
+{
+	static const float one = 1.0f;
+	size_t H = (size_t)a->H;
+	ew_bin(a->isa, WH_EW_SUB, &one, 0, z, tmp, H);
+	ew_bin(a->isa, WH_EW_MUL, tmp, 1, hh, tmp, H);
+	ew_bin(a->isa, WH_EW_MUL, z, 1, h, h, H);
+	ew_bin(a->isa, WH_EW_ADD, tmp, 1, h, h, H);
+}
+
+static void gru_step_fast(const struct rnn_args *a, const struct act *act, const float *xw, const float *rt,
+			  const float *bx, const float *br, float *gates, float *rec, float *h, float *tmp)
+{
+	size_t H = (size_t)a->H;
+	float *z = gates, *rg = gates + H, *hh = gates + 2 * H;
+	if (a->linear_before_reset) {
+		/* hh = g(x Wh + Wbh + r (h Rh + Rbh)) */
+		rec_rows(a, h, rt, br, 0, 3 * H, rec);
+		pre_rows(a, xw, bx, rec, 0, 2 * H, gates);
+		act_rows(a, &act[0], gates, 2 * H, true);
+		ew_bin(a->isa, WH_EW_ADD, xw + 2 * H, 1, bx + 2 * H, hh, H);
+		ew_bin(a->isa, WH_EW_MUL, rg, 1, rec + 2 * H, tmp, H);
+		ew_bin(a->isa, WH_EW_ADD, hh, 1, tmp, hh, H);
+	} else {
+		/* hh = g(x Wh + (r h) Rh + Wbh + Rbh) */
+		rec_rows(a, h, rt, br, 0, 2 * H, rec);
+		pre_rows(a, xw, bx, rec, 0, 2 * H, gates);
+		act_rows(a, &act[0], gates, 2 * H, true);
+		ew_bin(a->isa, WH_EW_MUL, rg, 1, h, tmp, H);
+		rec_rows(a, tmp, rt, br, 2 * H, H, rec + 2 * H);
+		pre_rows(a, xw, bx, rec, 2 * H, H, gates);
+	}
+	act_rows(a, &act[1], hh, H, true);
+	gru_blend(a, z, hh, h, tmp);
+}
+
+static void lstm_step_fast(const struct rnn_args *a, const struct act *act, const float *xw, const float *rt,
+			   const float *bx, const float *br, const float *P, float *gates, float *rec, float *h,
+			   float *c, float *tmp)
+{
+	size_t H = (size_t)a->H;
+	float *gi = gates, *go = gates + H, *gf = gates + 2 * H, *gc = gates + 3 * H;
+	rec_rows(a, h, rt, br, 0, 4 * H, rec);
+	pre_rows(a, xw, bx, rec, 0, 4 * H, gates);
+	if (P) {
+		ew_bin(a->isa, WH_EW_MUL, P, 1, c, tmp, H);
+		ew_bin(a->isa, WH_EW_ADD, gi, 1, tmp, gi, H);
+	}
+	act_rows(a, &act[0], gi, H, true);
+	if (a->input_forget) {
+		static const float one = 1.0f;
+		ew_bin(a->isa, WH_EW_SUB, &one, 0, gi, gf, H);
+	} else {
+		if (P) {
+			ew_bin(a->isa, WH_EW_MUL, P + 2 * H, 1, c, tmp, H);
+			ew_bin(a->isa, WH_EW_ADD, gf, 1, tmp, gf, H);
+		}
+		act_rows(a, &act[0], gf, H, true);
+	}
+	act_rows(a, &act[1], gc, H, true);
+	/* c = f c + i cc */
+	ew_bin(a->isa, WH_EW_MUL, gf, 1, c, c, H);
+	ew_bin(a->isa, WH_EW_MUL, gi, 1, gc, tmp, H);
+	ew_bin(a->isa, WH_EW_ADD, c, 1, tmp, c, H);
+	if (P) {
+		ew_bin(a->isa, WH_EW_MUL, P + H, 1, c, tmp, H);
+		ew_bin(a->isa, WH_EW_ADD, go, 1, tmp, go, H);
+	}
+	act_rows(a, &act[0], go, H, true);
+	memcpy(tmp, c, H * sizeof *tmp);
+	act_rows(a, &act[2], tmp, H, false);
+	ew_bin(a->isa, WH_EW_MUL, go, 1, tmp, h, H);
+}
+
 static void rnn_unit(const struct rnn_args *a, size_t unit)
 {
 	int64_t d = (int64_t)unit / a->B, b = (int64_t)unit % a->B;
 	int64_t H = a->H, GH = a->G * H;
 	float *gates = a->scratch + unit * a->scratch_per_unit;
-	float *h = gates + GH, *c = h + H, *tmp = c + H;
+	float *h = gates + GH, *c = h + H, *tmp = c + H, *rec = tmp + H;
 	size_t so = state_off(a, d, b);
 	for (int64_t k = 0; k < H; k++) {
 		h[k] = a->h0 ? a->h0[so + (size_t)k] : 0.0f;
@@ -211,14 +380,30 @@ static void rnn_unit(const struct rnn_args *a, size_t unit)
 	const float *bias = a->bias ? a->bias + (size_t)d * 2 * (size_t)GH : NULL;
 	const float *P = a->p ? a->p + (size_t)d * 3 * (size_t)H : NULL;
 	const struct act *act = a->acts[d];
+	const float *xw = NULL, *rt = NULL, *bx = NULL, *br = NULL;
+	if (a->xw) {
+		xw = a->xw + (size_t)d * (size_t)(a->S * a->B) * (size_t)GH;
+		rt = a->rt + (size_t)d * (size_t)H * (size_t)GH;
+		bx = a->bx + (size_t)d * (size_t)GH;
+		br = a->br + (size_t)d * (size_t)GH;
+	}
 	int64_t len = a->lens ? a->lens[b] : a->S;
 	for (int64_t step = 0; step < len; step++) {
 		int64_t t = rev ? len - 1 - step : step;
-		const float *xt = a->x + x_off(a, t, b);
-		switch (a->kind) {
-		case KIND_RNN: rnn_step(a, act, xt, W, R, bias, gates, h); break;
-		case KIND_GRU: gru_step(a, act, xt, W, R, bias, gates, h, tmp); break;
-		case KIND_LSTM: lstm_step(a, act, xt, W, R, bias, P, gates, h, c); break;
+		if (xw) {
+			const float *xwt = xw + x_row(a, t, b) * (size_t)GH;
+			switch (a->kind) {
+			case KIND_RNN: rnn_step_fast(a, act, xwt, rt, bx, br, gates, rec, h); break;
+			case KIND_GRU: gru_step_fast(a, act, xwt, rt, bx, br, gates, rec, h, tmp); break;
+			case KIND_LSTM: lstm_step_fast(a, act, xwt, rt, bx, br, P, gates, rec, h, c, tmp); break;
+			}
+		} else {
+			const float *xt = a->x + x_off(a, t, b);
+			switch (a->kind) {
+			case KIND_RNN: rnn_step(a, act, xt, W, R, bias, gates, h); break;
+			case KIND_GRU: gru_step(a, act, xt, W, R, bias, gates, h, tmp); break;
+			case KIND_LSTM: lstm_step(a, act, xt, W, R, bias, P, gates, h, c); break;
+			}
 		}
 		if (a->y)
 			memcpy(a->y + y_off(a, t, d, b), h, (size_t)H * sizeof *h);
@@ -353,6 +538,70 @@ static enum wh_status expect_shape(struct wh_kernel_ctx *ctx, const struct wh_te
 			      wh_shape_str(t->dims, t->rank, got, sizeof got), wh_shape_str(dims, rank, want, sizeof want));
 }
 
+/* The fast path's operands: R^T, the biases, and x W^T for every row of X and direction as
+ * one GEMM on the pool. *buf_out gets the memory (caller frees). Leaves a->xw NULL (the
+ * scalar reference runs) when the products would be too large to hold. */
+static enum wh_status fast_setup(struct wh_kernel_ctx *ctx, struct rnn_args *a, float **buf_out,
+				 ptrdiff_t **boff_out)
+{
+	*buf_out = NULL;
+	*boff_out = NULL;
+	size_t D = (size_t)a->D, I = (size_t)a->I, H = (size_t)a->H, GH = (size_t)(a->G * a->H);
+	uint64_t rows, xw_n, wt_n, rt_n, total;
+	if (!wh_mul_u64((uint64_t)a->S, (uint64_t)a->B, &rows) || !wh_mul_u64(rows, (uint64_t)(D * GH), &xw_n) ||
+	    !wh_mul_u64((uint64_t)(D * GH), I, &wt_n) || !wh_mul_u64((uint64_t)(D * GH), H, &rt_n) ||
+	    !wh_add_u64(xw_n, wt_n, &total) || !wh_add_u64(total, rt_n, &total) ||
+	    !wh_add_u64(total, 2 * (uint64_t)(D * GH), &total) || total > WH_MAX_ELEMENTS)
+		return WH_OK;
+	float *buf = malloc((size_t)total * sizeof *buf);
+	ptrdiff_t *boff = malloc(H * sizeof *boff);
+	if (!buf || !boff) {
+		free(buf);
+		free(boff);
+		return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory (free some memory)");
+	}
+	float *xw = buf, *wt = xw + xw_n, *rt = wt + wt_n, *bx = rt + rt_n, *br = bx + D * GH;
+	for (size_t d = 0; d < D; d++) {
+		for (size_t j = 0; j < GH; j++) {
+			const float *wj = a->w + (d * GH + j) * I, *rj = a->r + (d * GH + j) * H;
+			for (size_t k = 0; k < I; k++)
+				wt[(d * I + k) * GH + j] = wj[k];
+			for (size_t k = 0; k < H; k++)
+				rt[(d * H + k) * GH + j] = rj[k];
+			/* GRU with linear_before_reset keeps Rbh inside r (h Rh + Rbh) */
+			const float *bd = a->bias ? a->bias + d * 2 * GH : NULL;
+			bool rec_bias = a->kind == KIND_GRU && a->linear_before_reset && j >= 2 * H;
+			bx[d * GH + j] = !bd ? 0.0f : rec_bias ? bd[j] : bd[j] + bd[GH + j];
+			br[d * GH + j] = bd && rec_bias ? bd[GH + j] : 0.0f;
+		}
+	}
+	for (size_t k = 0; k < H; k++)
+		boff[k] = (ptrdiff_t)(k * GH);
+	size_t b_off[2] = {0, I * GH}, c_off[2] = {0, (size_t)rows * GH};
+	struct wh_sgemm_desc g = {
+		.M = (size_t)rows, .N = GH, .K = I, .batch = D, .a = a->x, .rsa = I, .csa = 1, .b = wt, .ldb = GH,
+		.b_off = b_off, .c = xw, .ldc = GH, .c_off = c_off,
+	};
+	enum wh_status st = wh_sgemm_run(ctx->cpu, ctx->pool, &g);
+	if (st != WH_OK) {
+		free(buf);
+		free(boff);
+		return st;
+	}
+	struct wh_sgemm_kernel kern;
+	wh_sgemm_kernel_get(ctx->cpu->isa, &kern);
+	a->isa = ctx->cpu->isa;
+	a->m1 = kern.m1;
+	a->xw = xw;
+	a->rt = rt;
+	a->bx = bx;
+	a->br = br;
+	a->boff = boff;
+	*buf_out = buf;
+	*boff_out = boff;
+	return WH_OK;
+}
+
 static enum wh_status rnn_common(struct wh_kernel_ctx *ctx, enum rnn_kind kind)
 {
 	enum wh_status st = WH_OK;
@@ -360,6 +609,8 @@ static enum wh_status rnn_common(struct wh_kernel_ctx *ctx, enum rnn_kind kind)
 	float *cvt[8] = {0};
 	float *outbuf[3] = {0};
 	int64_t *lens = NULL;
+	float *fastbuf = NULL;
+	ptrdiff_t *fastboff = NULL;
 	a.G = kind == KIND_RNN ? 1 : kind == KIND_GRU ? 3 : 4;
 	const struct wh_tensor *X = wh_kin(ctx, 0), *W = wh_kin(ctx, 1), *R = wh_kin(ctx, 2);
 	const struct wh_tensor *Bt = wh_kin(ctx, 3), *SL = wh_kin(ctx, 4), *H0 = wh_kin(ctx, 5);
@@ -473,7 +724,7 @@ static enum wh_status rnn_common(struct wh_kernel_ctx *ctx, enum rnn_kind kind)
 	}
 
 	uint64_t units = (uint64_t)a.D * (uint64_t)a.B, per = 0, total = 0;
-	if (!wh_add_u64((uint64_t)GH, 3 * (uint64_t)a.H, &per) || !wh_mul_u64(units, per, &total) ||
+	if (!wh_add_u64(2 * (uint64_t)GH, 3 * (uint64_t)a.H, &per) || !wh_mul_u64(units, per, &total) ||
 	    total > WH_MAX_ELEMENTS) {
 		st = wh_kernel_fail(ctx, WH_ERR_OVERFLOW, "working memory would be too large (use smaller inputs)");
 		goto out;
@@ -482,6 +733,11 @@ static enum wh_status rnn_common(struct wh_kernel_ctx *ctx, enum rnn_kind kind)
 	a.scratch = malloc(((size_t)total + 1) * sizeof *a.scratch);
 	if (!a.scratch) {
 		st = wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory (free some memory)");
+		goto out;
+	}
+	if (ctx->cpu->isa >= WH_ISA_AVX2 && a.I > 0 && a.H > 0 && units > 0 &&
+	    (st = fast_setup(ctx, &a, &fastbuf, &fastboff)) != WH_OK) {
+		free(a.scratch);
 		goto out;
 	}
 	wh_parallel_for(ctx->pool, (size_t)units, 1, rnn_range, &a);
@@ -497,6 +753,8 @@ out:
 	for (size_t i = 0; i < 3; i++)
 		free(outbuf[i]);
 	free(lens);
+	free(fastbuf);
+	free(fastboff);
 	if (st != WH_OK)
 		for (uint32_t k = 0; k < ctx->n_outputs; k++)
 			wh_tensor_release(&ctx->outputs[k]);
