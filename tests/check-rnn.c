@@ -279,6 +279,157 @@ START_TEST(rnn_threads_and_dtypes)
 }
 END_TEST
 
+/* ---- the fast path (AVX2, AVX-512) against the scalar reference ---- */
+
+struct rnn_cfg {
+	const char *op;
+	const char *dir;
+	int layout;
+	int64_t S, B, I, H;
+	int lbr, input_forget, peep;
+	float clip;             /* 0: none */
+	const char *acts[6];    /* NULL-terminated, or {NULL}: the defaults */
+	bool seq_lens, init;
+};
+
+/* A layer of cfg with the CPU capped at isa and the given pool; outputs stay in h. */
+static void rnn_cfg_run(struct kh_harness *h, const struct rnn_cfg *c, enum wh_isa isa, struct wh_threadpool *pool)
+{
+	int G = !strcmp(c->op, "RNN") ? 1 : !strcmp(c->op, "GRU") ? 3 : 4;
+	bool lstm = G == 4;
+	int64_t D = !strcmp(c->dir, "bidirectional") ? 2 : 1;
+	kh_init(h, "", c->op, 14, lstm ? 8 : 6, lstm ? 3 : 2);
+	kh_attr_str(h, "direction", c->dir);
+	kh_attr_int(h, "hidden_size", c->H);
+	if (c->layout)
+		kh_attr_int(h, "layout", 1);
+	if (c->lbr)
+		kh_attr_int(h, "linear_before_reset", 1);
+	if (c->input_forget)
+		kh_attr_int(h, "input_forget", 1);
+	if (c->clip > 0.0f)
+		kh_attr_float(h, "clip", c->clip);
+	size_t n_acts = 0;
+	while (c->acts[n_acts])
+		n_acts++;
+	if (n_acts)
+		kh_attr_strings(h, "activations", n_acts, c->acts);
+	int64_t dx[3] = {c->S, c->B, c->I}, dw[3] = {D, G * c->H, c->I}, dr[3] = {D, G * c->H, c->H},
+		db[2] = {D, 2 * G * c->H}, dh[3] = {D, c->B, c->H}, dp[2] = {D, 3 * c->H};
+	if (c->layout) {
+		dx[0] = c->B;
+		dx[1] = c->S;
+		dh[0] = c->B;
+		dh[1] = D;
+	}
+	kh_in_pat(h, 0, 3, dx, 31, 2.0f);
+	kh_in_pat(h, 1, 3, dw, 32, 0.6f);
+	kh_in_pat(h, 2, 3, dr, 33, 0.6f);
+	kh_in_pat(h, 3, 2, db, 34, 1.0f);
+	if (c->seq_lens) {
+		int32_t sl[8];
+		for (int64_t b = 0; b < c->B; b++)
+			sl[b] = (int32_t)((c->S - 2 * b) > 0 ? c->S - 2 * b : 0);
+		kh_in_raw(h, 4, WH_DT_INT32, 1, (int64_t[]){c->B}, sl);
+	} else {
+		kh_omit(h, 4);
+	}
+	if (c->init) {
+		kh_in_pat(h, 5, 3, dh, 35, 1.0f);
+		if (lstm)
+			kh_in_pat(h, 6, 3, dh, 36, 1.0f);
+	} else {
+		kh_omit(h, 5);
+		if (lstm)
+			kh_omit(h, 6);
+	}
+	if (lstm) {
+		if (c->peep)
+			kh_in_pat(h, 7, 2, dp, 37, 1.0f);
+		else
+			kh_omit(h, 7);
+	}
+	h->cpu = wh_cpu_capped(isa);
+	h->ctx.pool = pool;
+	kh_run_ok(h);
+}
+
+static const struct rnn_cfg fast_cfgs[] = {
+	{"GRU", "forward", 0, 98, 1, 40, 64, 1, 0, 0, 0.0f, {NULL}, false, true}, /* kws_gru's layer */
+	{"GRU", "bidirectional", 0, 9, 3, 7, 5, 0, 0, 0, 0.0f, {NULL}, true, true},
+	{"GRU", "reverse", 1, 6, 2, 4, 17, 1, 0, 0, 0.4f, {NULL}, false, false},
+	{"GRU", "forward", 0, 5, 2, 3, 6, 0, 0, 0, 0.0f, {"HardSigmoid", "Relu", NULL}, true, true},
+	{"LSTM", "bidirectional", 1, 7, 5, 9, 6, 0, 0, 1, 0.0f, {NULL}, true, true},
+	{"LSTM", "forward", 0, 8, 2, 5, 19, 0, 1, 1, 0.3f, {NULL}, false, true},
+	{"LSTM", "reverse", 0, 4, 3, 6, 4, 0, 0, 0, 0.0f, {"Sigmoid", "Softsign", "Elu", NULL}, true, false},
+	{"RNN", "bidirectional", 0, 6, 4, 5, 33, 0, 0, 0, 0.0f, {"Tanh", "LeakyRelu", NULL}, true, true},
+	{"RNN", "forward", 1, 5, 2, 3, 3, 0, 0, 0, 0.5f, {NULL}, false, false},
+};
+
+START_TEST(rnn_fast_path_matches_reference)
+{
+	const struct rnn_cfg *c = &fast_cfgs[_i];
+	struct kh_harness ref;
+	rnn_cfg_run(&ref, c, WH_ISA_SCALAR, NULL);
+	for (int isa = WH_ISA_AVX2; isa <= (int)wh_cpu()->detected; isa++) {
+		struct kh_harness f;
+		rnn_cfg_run(&f, c, (enum wh_isa)isa, NULL);
+		uint32_t n_out = ref.ctx.n_outputs;
+		bool differs = false;
+		for (uint32_t k = 0; k < n_out; k++) {
+			ck_assert(wh_tensor_same_shape(&ref.out[k], &f.out[k]));
+			const float *r = ref.out[k].data, *v = f.out[k].data;
+			bool nonzero = false;
+			for (uint64_t i = 0; i < ref.out[k].count; i++) {
+				/* rounding only: summation order and ~1 ulp activations, compounded over
+				 * the steps of a bounded recurrence */
+				ck_assert_msg(fabsf(r[i] - v[i]) <= 2e-5f + 1e-5f * fabsf(r[i]),
+					      "case %d isa %d output %u [%llu]: fast %.9g, reference %.9g", _i, isa, k,
+					      (unsigned long long)i, (double)v[i], (double)r[i]);
+				nonzero |= r[i] != 0.0f;
+				differs |= r[i] != v[i];
+			}
+			ck_assert(nonzero);
+		}
+		/* the fast path ran (its sums and activations round differently somewhere) */
+		if (c->S * c->B * c->H > 200)
+			ck_assert_msg(differs, "case %d isa %d: bit-identical to the reference", _i, isa);
+		kh_free(&f);
+	}
+	kh_free(&ref);
+}
+END_TEST
+
+/* The fast path with the input GEMM large enough to go to the pool: bit for bit the same
+ * for 1, 2 and 3 threads. */
+START_TEST(rnn_fast_path_threads)
+{
+	static const struct rnn_cfg cfgs[] = {
+		{"LSTM", "bidirectional", 0, 24, 6, 32, 32, 0, 0, 1, 0.0f, {NULL}, true, true},
+		{"GRU", "bidirectional", 1, 24, 6, 32, 48, 1, 0, 0, 0.0f, {NULL}, true, true},
+	};
+	struct wh_threadpool *pools[2];
+	ck_assert_int_eq(wh_threadpool_create(2, &pools[0]), WH_OK);
+	ck_assert_int_eq(wh_threadpool_create(3, &pools[1]), WH_OK);
+	for (size_t ci = 0; ci < 2; ci++) {
+		struct kh_harness one;
+		rnn_cfg_run(&one, &cfgs[ci], wh_cpu()->isa, NULL);
+		for (int p = 0; p < 2; p++) {
+			struct kh_harness m;
+			rnn_cfg_run(&m, &cfgs[ci], wh_cpu()->isa, pools[p]);
+			for (uint32_t k = 0; k < one.ctx.n_outputs; k++) {
+				ck_assert(wh_tensor_same_shape(&one.out[k], &m.out[k]));
+				ck_assert_mem_eq(one.out[k].data, m.out[k].data, wh_tensor_nbytes(&one.out[k]));
+			}
+			kh_free(&m);
+		}
+		kh_free(&one);
+	}
+	wh_threadpool_destroy(pools[0]);
+	wh_threadpool_destroy(pools[1]);
+}
+END_TEST
+
 START_TEST(rnn_bad_inputs)
 {
 	struct kh_harness h;
@@ -615,6 +766,8 @@ static Suite *rnn_suite(void)
 	tcase_add_test(tc, rnn_reverse_leakyrelu_seq_lens);
 	tcase_add_test(tc, rnn_threads_and_dtypes);
 	tcase_add_test(tc, rnn_bad_inputs);
+	tcase_add_loop_test(tc, rnn_fast_path_matches_reference, 0, (int)(sizeof fast_cfgs / sizeof fast_cfgs[0]));
+	tcase_add_test(tc, rnn_fast_path_threads);
 	suite_add_tcase(s, tc);
 	TCase *cf = tcase_create("control");
 	tcase_add_test(cf, loop_cond_trip_count_and_scan_outputs);
