@@ -652,6 +652,59 @@ static void dw_task(void *arg, size_t begin, size_t end)
 	free(scratch);
 }
 
+/* The direct depthwise kernels (conv-internal.h): the geometry of one plane, or false
+ * where they do not apply (scalar ISA, 3-D, a column stride above 2, a kernel wider than
+ * WH_DW_MAXK, sizes that do not fit their lane arithmetic). */
+static bool dw_direct_geom(const struct conv_plan *pl, struct wh_dw_geom *g)
+{
+	const struct wh_conv_shape *s = pl->s;
+	int last = s->nsp - 1;
+	if (pl->kern.isa < WH_ISA_AVX2 || s->nsp > 2 || s->stride[last] > 2)
+		return false;
+	bool two = s->nsp == 2;
+	*g = (struct wh_dw_geom){
+		.H = two ? (size_t)s->in[0] : 1, .W = (size_t)s->in[last],
+		.OH = two ? (size_t)s->out[0] : 1, .OW = (size_t)s->out[last],
+		.KH = two ? (size_t)s->k[0] : 1, .KW = (size_t)s->k[last],
+		.sh = two ? (size_t)s->stride[0] : 1, .sw = (size_t)s->stride[last],
+		.dh = two ? (size_t)s->dil[0] : 1, .dw = (size_t)s->dil[last],
+		.ph = two ? (size_t)s->pad0[0] : 0, .pw = (size_t)s->pad0[last],
+	};
+	if (g->KH > WH_DW_MAXK || g->KW > WH_DW_MAXK)
+		return false;
+	size_t v[] = {g->H, g->W, g->OH, g->OW, g->sh, g->dh * g->KH, g->dw * g->KW, g->ph, g->pw};
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+		if (v[i] >= WH_DW_MAXDIM)
+			return false;
+	return g->OH * g->OW < WH_DW_MAXDIM;
+}
+
+struct dwd_job {
+	const struct conv_plan *pl;
+	const struct wh_dw_geom *g;
+	const float *x, *w, *b;
+	float *y;
+};
+
+static void dwd_task(void *arg, size_t begin, size_t end)
+{
+	struct dwd_job *j = arg;
+	const struct conv_plan *pl = j->pl;
+	const struct wh_conv_shape *s = pl->s;
+	size_t KS = (size_t)pl->KS, P = (size_t)pl->P, M = (size_t)s->M;
+	for (size_t t = begin; t < end; t++) {
+		size_t co = t % M;
+		const float *xc = j->x + t * (size_t)pl->Pin; /* C == M: plane t of the input */
+		float *y = j->y + t * P;
+		const float *bias = j->b ? j->b + co : NULL;
+		if (pl->kern.isa >= WH_ISA_AVX512)
+			wh_conv_dw_plane_avx512(j->g, xc, j->w + co * KS, bias, y);
+		else
+			wh_conv_dw_plane_avx2(j->g, xc, j->w + co * KS, bias, y);
+		wh_out_round_apply(pl->round, y, P);
+	}
+}
+
 #define WH_BAND_FLOATS ((size_t)128 * 1024)
 
 static enum wh_status conv_bands(const struct conv_plan *pl, struct wh_threadpool *pool, int threads,
@@ -793,6 +846,13 @@ enum wh_status wh_conv_f32_round(const struct wh_cpu_features *cpu, struct wh_th
 		return WH_OK;
 	}
 	if (pl.Cg == 1 && pl.Mg == 1 && s->nsp <= 2 && !pl.flat && algo != WH_CONV_GEMM) {
+		struct wh_dw_geom dg;
+		if (dw_direct_geom(&pl, &dg)) {
+			/* planes are computed alone: any chunking gives the same bits */
+			struct dwd_job dj = {.pl = &pl, .g = &dg, .x = x, .w = w, .b = b, .y = y};
+			wh_parallel_for(pool, (size_t)(s->N * s->M), wh_grain_for((uint64_t)pl.P * (uint64_t)pl.KS), dwd_task, &dj);
+			return WH_OK;
+		}
 		ptrdiff_t *toff = malloc((size_t)pl.KS * sizeof(ptrdiff_t));
 		if (!toff)
 			return wh_error(WH_ERR_NOMEM, "conv: out of memory for tap offsets");
