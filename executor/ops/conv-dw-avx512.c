@@ -1,4 +1,4 @@
-/* AVX-512 direct depthwise plane (conv-internal.h, wh_conv_dw_plane_avx512): the taps read
+/* AVX-512 direct depthwise planes (conv-internal.h, wh_conv_dw_planes_avx512): the taps read
  * the unpadded input with masked loads, the padding is the masked-off lanes (zero), so no
  * padded copy is made. The products and sums are MLAS's single-row order (wh_sgemm_m1_ref:
  * groups of 4 products, no fused multiply-add), the padding taking part as zero products,
@@ -32,96 +32,111 @@ static inline uint32_t range32(ptrdiff_t lo, ptrdiff_t hi)
 }
 
 /* The sum of the products w[k] * X(k), k < KS, in MLAS's single-row order, X(k) given by
- * the statement TAP (which sets xv from k). */
-#define WH_DW_SUM(KS, TAP)                                                                 \
+ * the statement TAP (which sets xv from k), w[k] = (WP)[k]. */
+#define WH_DW_SUM(KS, WP, TAP)                                                                 \
 	do {                                                                               \
 		size_t k_ = 0;                                                             \
 		__m512 xv;                                                                 \
 		for (; k_ + 4 <= (KS); k_ += 4) {                                          \
 			size_t k = k_;                                                     \
 			TAP;                                                               \
-			__m512 t = _mm512_mul_ps(_mm512_set1_ps(w[k]), xv);                \
+			__m512 t = _mm512_mul_ps(_mm512_set1_ps((WP)[k]), xv);                \
 			k = k_ + 1;                                                        \
 			TAP;                                                               \
-			t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_set1_ps(w[k]), xv));     \
+			t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_set1_ps((WP)[k]), xv));     \
 			k = k_ + 2;                                                        \
 			TAP;                                                               \
-			t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_set1_ps(w[k]), xv));     \
+			t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_set1_ps((WP)[k]), xv));     \
 			k = k_ + 3;                                                        \
 			TAP;                                                               \
-			t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_set1_ps(w[k]), xv));     \
+			t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_set1_ps((WP)[k]), xv));     \
 			acc = _mm512_add_ps(t, acc);                                       \
 		}                                                                          \
 		if ((KS) - k_ >= 2) {                                                      \
 			size_t k = k_;                                                     \
 			TAP;                                                               \
-			__m512 t = _mm512_mul_ps(_mm512_set1_ps(w[k]), xv);                \
+			__m512 t = _mm512_mul_ps(_mm512_set1_ps((WP)[k]), xv);                \
 			k = k_ + 1;                                                        \
 			TAP;                                                               \
-			t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_set1_ps(w[k]), xv));     \
+			t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_set1_ps((WP)[k]), xv));     \
 			acc = _mm512_add_ps(t, acc);                                       \
 			k_ += 2;                                                           \
 		}                                                                          \
 		if ((KS) - k_ == 1) {                                                      \
 			size_t k = k_;                                                     \
 			TAP;                                                               \
-			acc = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(w[k]), xv), acc); \
+			acc = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps((WP)[k]), xv), acc); \
 		}                                                                          \
 	} while (0)
 
 /* Unit strides and an output as wide as the input: output position p reads input p + a
  * constant per tap, so 16 consecutive positions (across rows) are one masked load; the
- * lanes' rows and columns decide which taps fall in the padding. */
-static void plane_flat(const struct wh_dw_geom *g, const float *x, const float *w, const float *bias, float *y)
+ * lanes' rows and columns decide which taps fall in the padding. The masks are the same for
+ * every plane: they are computed for a block of vectors once, then every plane runs over the
+ * block. */
+#define WH_DW_MASKS 4096
+
+static inline void wrap16(__m512i *col, __m512i *row, __m512i vow)
 {
-	size_t KH = g->KH, KW = g->KW, KS = KH * KW, P = g->OH * g->OW;
-	const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-	const __m512i vow = _mm512_set1_epi32((int)g->OW);
-	/* lanes' output row and column, advanced by 16 positions a step */
-	__m512i col = iota, row = _mm512_setzero_si512();
 	for (;;) {
-		__mmask16 over = _mm512_cmpge_epi32_mask(col, vow);
+		__mmask16 over = _mm512_cmpge_epi32_mask(*col, vow);
 		if (!over)
 			break;
-		col = _mm512_mask_sub_epi32(col, over, col, vow);
-		row = _mm512_mask_add_epi32(row, over, row, _mm512_set1_epi32(1));
+		*col = _mm512_mask_sub_epi32(*col, over, *col, vow);
+		*row = _mm512_mask_add_epi32(*row, over, *row, _mm512_set1_epi32(1));
 	}
-	__mmask16 rm[WH_DW_MAXK], cm[WH_DW_MAXK], mk[WH_DW_MAXK * WH_DW_MAXK];
+}
+
+static void planes_flat(const struct wh_dw_geom *g, size_t np, const float *x, const float *w, const float *bias,
+			float *y)
+{
+	size_t KH = g->KH, KW = g->KW, KS = KH * KW, P = g->OH * g->OW, Pin = g->H * g->W;
+	size_t nvec = (P + 15) / 16, vb = WH_DW_MASKS / KS;
+	const __m512i vow = _mm512_set1_epi32((int)g->OW);
+	/* lanes' output row and column, advanced by 16 positions a vector */
+	__m512i col = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+	__m512i row = _mm512_setzero_si512();
+	wrap16(&col, &row, vow);
+	__mmask16 mt[WH_DW_MASKS];
 	ptrdiff_t toff[WH_DW_MAXK * WH_DW_MAXK];
 	for (size_t kh = 0; kh < KH; kh++)
 		for (size_t kw = 0; kw < KW; kw++)
 			toff[kh * KW + kw] = ((ptrdiff_t)(kh * g->dh) - (ptrdiff_t)g->ph) * (ptrdiff_t)g->W +
 					     (ptrdiff_t)(kw * g->dw) - (ptrdiff_t)g->pw;
-	const __m512 vb = _mm512_set1_ps(bias ? *bias : 0.0f);
-	for (size_t p0 = 0; p0 < P; p0 += 16) {
-		__mmask16 live = range16(0, (ptrdiff_t)(P - p0));
-		for (size_t kh = 0; kh < KH; kh++) {
-			int lo = (int)g->ph - (int)(kh * g->dh); /* valid: lo <= row < lo + H */
-			rm[kh] = _mm512_cmpge_epi32_mask(row, _mm512_set1_epi32(lo)) &
-				 _mm512_cmplt_epi32_mask(row, _mm512_set1_epi32(lo + (int)g->H)) & live;
+	for (size_t v0 = 0; v0 < nvec; v0 += vb) {
+		size_t v1 = v0 + vb < nvec ? v0 + vb : nvec;
+		for (size_t v = v0; v < v1; v++) {
+			__mmask16 live = range16(0, (ptrdiff_t)(P - 16 * v)), rm[WH_DW_MAXK], cm[WH_DW_MAXK];
+			for (size_t kh = 0; kh < KH; kh++) {
+				int lo = (int)g->ph - (int)(kh * g->dh); /* valid: lo <= row < lo + H */
+				rm[kh] = _mm512_cmpge_epi32_mask(row, _mm512_set1_epi32(lo)) &
+					 _mm512_cmplt_epi32_mask(row, _mm512_set1_epi32(lo + (int)g->H)) & live;
+			}
+			for (size_t kw = 0; kw < KW; kw++) {
+				int lo = (int)g->pw - (int)(kw * g->dw);
+				cm[kw] = _mm512_cmpge_epi32_mask(col, _mm512_set1_epi32(lo)) &
+					 _mm512_cmplt_epi32_mask(col, _mm512_set1_epi32(lo + (int)g->W));
+			}
+			__mmask16 *mk = mt + (v - v0) * KS;
+			for (size_t kh = 0; kh < KH; kh++)
+				for (size_t kw = 0; kw < KW; kw++)
+					mk[kh * KW + kw] = rm[kh] & cm[kw];
+			col = _mm512_add_epi32(col, _mm512_set1_epi32(16));
+			wrap16(&col, &row, vow);
 		}
-		for (size_t kw = 0; kw < KW; kw++) {
-			int lo = (int)g->pw - (int)(kw * g->dw);
-			cm[kw] = _mm512_cmpge_epi32_mask(col, _mm512_set1_epi32(lo)) &
-				 _mm512_cmplt_epi32_mask(col, _mm512_set1_epi32(lo + (int)g->W));
-		}
-		for (size_t kh = 0; kh < KH; kh++)
-			for (size_t kw = 0; kw < KW; kw++)
-				mk[kh * KW + kw] = rm[kh] & cm[kw];
-		const float *xb = x + p0;
-		__m512 acc = _mm512_setzero_ps();
-		WH_DW_SUM(KS, xv = _mm512_maskz_loadu_ps(mk[k], xb + toff[k]));
-		if (bias)
-			acc = _mm512_add_ps(acc, vb);
-		_mm512_mask_storeu_ps(y + p0, live, acc);
-		/* next 16 positions */
-		col = _mm512_add_epi32(col, _mm512_set1_epi32(16));
-		for (;;) {
-			__mmask16 over = _mm512_cmpge_epi32_mask(col, vow);
-			if (!over)
-				break;
-			col = _mm512_mask_sub_epi32(col, over, col, vow);
-			row = _mm512_mask_add_epi32(row, over, row, _mm512_set1_epi32(1));
+		for (size_t i = 0; i < np; i++) {
+			const float *xc = x + i * Pin, *wc = w + i * KS;
+			float *yc = y + i * P;
+			const __m512 vbias = _mm512_set1_ps(bias ? bias[i] : 0.0f);
+			for (size_t v = v0; v < v1; v++) {
+				const __mmask16 *mk = mt + (v - v0) * KS;
+				const float *xb = xc + 16 * v;
+				__m512 acc = _mm512_setzero_ps();
+				WH_DW_SUM(KS, wc, xv = _mm512_maskz_loadu_ps(mk[k], xb + toff[k]));
+				if (bias)
+					acc = _mm512_add_ps(acc, vbias);
+				_mm512_mask_storeu_ps(yc + 16 * v, range16(0, (ptrdiff_t)(P - 16 * v)), acc);
+			}
 		}
 	}
 }
@@ -152,14 +167,14 @@ static void plane_rows(const struct wh_dw_geom *g, const float *x, const float *
 			ptrdiff_t n = (ptrdiff_t)(g->OW - ow0 < 16 ? g->OW - ow0 : 16);
 			__m512 acc = _mm512_setzero_ps();
 			if (g->sw == 1) {
-				WH_DW_SUM(KS, {
+				WH_DW_SUM(KS, w, {
 					const float *r = rows[tr[k]];
 					ptrdiff_t c0 = (ptrdiff_t)ow0 + tc[k];
 					xv = r ? _mm512_maskz_loadu_ps(range16(-c0, n < W - c0 ? n : W - c0), r + c0)
 					       : _mm512_setzero_ps();
 				});
 			} else {
-				WH_DW_SUM(KS, {
+				WH_DW_SUM(KS, w, {
 					const float *r = rows[tr[k]];
 					ptrdiff_t c0 = (ptrdiff_t)(2 * ow0) + tc[k];
 					uint32_t m = r ? range32(-c0, 2 * n - 1 < W - c0 ? 2 * n - 1 : W - c0) : 0;
@@ -175,11 +190,14 @@ static void plane_rows(const struct wh_dw_geom *g, const float *x, const float *
 	}
 }
 
-void wh_conv_dw_plane_avx512(const struct wh_dw_geom *g, const float *x, const float *w, const float *bias,
-			     float *y)
+void wh_conv_dw_planes_avx512(const struct wh_dw_geom *g, size_t n, const float *x, const float *w,
+			      const float *bias, float *y)
 {
-	if (g->sh == 1 && g->sw == 1 && g->OW == g->W)
-		plane_flat(g, x, w, bias, y);
-	else
-		plane_rows(g, x, w, bias, y);
+	size_t KS = g->KH * g->KW, P = g->OH * g->OW, Pin = g->H * g->W;
+	if (g->sh == 1 && g->sw == 1 && g->OW == g->W) {
+		planes_flat(g, n, x, w, bias, y);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		plane_rows(g, x + i * Pin, w + i * KS, bias ? bias + i : NULL, y + i * P);
 }

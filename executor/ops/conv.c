@@ -690,19 +690,18 @@ static void dwd_task(void *arg, size_t begin, size_t end)
 {
 	struct dwd_job *j = arg;
 	const struct conv_plan *pl = j->pl;
-	const struct wh_conv_shape *s = pl->s;
-	size_t KS = (size_t)pl->KS, P = (size_t)pl->P, M = (size_t)s->M;
-	for (size_t t = begin; t < end; t++) {
-		size_t co = t % M;
-		const float *xc = j->x + t * (size_t)pl->Pin; /* C == M: plane t of the input */
-		float *y = j->y + t * P;
-		const float *bias = j->b ? j->b + co : NULL;
+	size_t KS = (size_t)pl->KS, P = (size_t)pl->P, M = (size_t)pl->s->M;
+	/* runs of channels of one batch item (C == M: plane t of the input is t's) */
+	for (size_t t = begin; t < end;) {
+		size_t co = t % M, n = M - co < end - t ? M - co : end - t;
+		const float *xc = j->x + t * (size_t)pl->Pin, *wc = j->w + co * KS, *bias = j->b ? j->b + co : NULL;
 		if (pl->kern.isa >= WH_ISA_AVX512)
-			wh_conv_dw_plane_avx512(j->g, xc, j->w + co * KS, bias, y);
+			wh_conv_dw_planes_avx512(j->g, n, xc, wc, bias, j->y + t * P);
 		else
-			wh_conv_dw_plane_avx2(j->g, xc, j->w + co * KS, bias, y);
-		wh_out_round_apply(pl->round, y, P);
+			wh_conv_dw_planes_avx2(j->g, n, xc, wc, bias, j->y + t * P);
+		t += n;
 	}
+	wh_out_round_apply(pl->round, j->y + begin * P, (end - begin) * P);
 }
 
 #define WH_BAND_FLOATS ((size_t)128 * 1024)
