@@ -183,8 +183,8 @@ static const struct geo conv_geos[] = {
 	{2, 1, 4, 4, 4, {{10, 3, 1, 1, 1, 1}, {9, 3, 2, 1, 1, 1}}},
 	/* depthwise planes whose padding masks take several blocks (conv-dw-*.c planes_flat),
 	 * and 1-D depthwise at stride 2 (the direct kernels' even lanes) */
-	{2, 1, 2, 2, 2, {{120, 5, 1, 1, 2, 2}, {120, 5, 1, 1, 2, 2}}},
-	{1, 1, 3, 3, 3, {{70, 7, 2, 1, 3, 2}}},
+	{2, 1, 2, 2, 2, {{90, 3, 1, 1, 1, 1}, {90, 3, 1, 1, 1, 1}}},
+	{1, 1, 3, 3, 3, {{70, 3, 2, 1, 1, 0}}},
 	/* depthwise 3x1 and 1x3 with stride (2, 1) as PP-OCR rec uses */
 	{2, 1, 5, 5, 5, {{12, 3, 2, 1, 1, 1}, {33, 3, 1, 1, 1, 1}}},
 	/* 1-D (plain, grouped, depthwise) and 3-D */
