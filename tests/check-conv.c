@@ -181,6 +181,10 @@ static const struct geo conv_geos[] = {
 	{2, 1, 4, 4, 4, {{10, 3, 1, 1, 0, 0}, {6, 3, 1, 1, 0, 0}}},
 	{2, 1, 4, 4, 4, {{14, 3, 2, 1, 1, 1}, {7, 3, 2, 1, 1, 1}}},
 	{2, 1, 4, 4, 4, {{10, 3, 1, 1, 1, 1}, {9, 3, 2, 1, 1, 1}}},
+	/* depthwise planes whose padding masks take several blocks (conv-dw-*.c planes_flat),
+	 * and 1-D depthwise at stride 2 (the direct kernels' even lanes) */
+	{2, 1, 2, 2, 2, {{90, 3, 1, 1, 1, 1}, {90, 3, 1, 1, 1, 1}}},
+	{1, 1, 3, 3, 3, {{70, 3, 2, 1, 1, 0}}},
 	/* depthwise 3x1 and 1x3 with stride (2, 1) as PP-OCR rec uses */
 	{2, 1, 5, 5, 5, {{12, 3, 2, 1, 1, 1}, {33, 3, 1, 1, 1, 1}}},
 	/* 1-D (plain, grouped, depthwise) and 3-D */
@@ -254,6 +258,8 @@ START_TEST(threads_bit_identical)
 		/* K blocks of 128 (K = 200) and the single-row order, split across threads */
 		{2, 1, 200, 40, 1, {{20, 1, 1, 1, 0, 0}, {30, 1, 1, 1, 0, 0}}},
 		{2, 1, 24, 2, 2, {{30, 3, 1, 1, 1, 1}, {40, 3, 1, 1, 1, 1}}},
+		/* short output rows: one GEMM over an im2col copy (KWS's first conv) */
+		{2, 1, 16, 64, 1, {{49, 10, 2, 1, 5, 5}, {10, 4, 2, 1, 1, 1}}},
 		/* one output position, the output channels split across threads */
 		{2, 2, 300, 512, 1, {{1, 1, 1, 1, 0, 0}, {1, 1, 1, 1, 0, 0}}},
 	};

@@ -78,6 +78,24 @@ enum wh_status wh_convt_f32(const struct wh_cpu_features *cpu, struct wh_threadp
 void wh_convt_f32_ref(const struct wh_conv_shape *s, const float *x, const float *w,
 		      const float *b, float *y);
 
+/* Planes of a depthwise convolution (one input and one output channel per group) read
+ * straight from the unpadded input: taps in the padding read zeros (masked lanes), and each
+ * output sums its taps in MLAS's single-row order (wh_sgemm_m1_ref: groups of 4 products, no
+ * fused multiply-add) and then adds *bias (bias may be NULL), so the bits are those of
+ * wh_conv_f32_ref. 1-D is H = OH = KH = 1. Taken when KH, KW <= WH_DW_MAXK, sw is 1 or 2 and
+ * every size is below WH_DW_MAXDIM (conv.c checks). */
+#define WH_DW_MAXK 16
+#define WH_DW_MAXDIM ((size_t)1 << 28)
+struct wh_dw_geom {
+	size_t H, W, OH, OW, KH, KW, sh, sw, dh, dw, ph, pw;
+};
+/* n planes: plane i reads x + i*H*W with the taps w + i*KH*KW and bias[i] (bias may be
+ * NULL), and writes y + i*OH*OW. */
+void wh_conv_dw_planes_avx2(const struct wh_dw_geom *g, size_t n, const float *x, const float *w,
+			    const float *bias, float *y);
+void wh_conv_dw_planes_avx512(const struct wh_dw_geom *g, size_t n, const float *x, const float *w,
+			      const float *bias, float *y);
+
 /* dst[2i] = bias + c0[i], dst[2i+1] = bias + c1[i] for i < n (ConvTranspose with a
  * 2-wide kernel at stride 2). */
 void wh_interleave2_avx2(const float *c0, const float *c1, float bias, size_t n, float *dst);

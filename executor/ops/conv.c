@@ -292,6 +292,8 @@ struct conv_plan {
 	size_t kb; /* MLAS's K block (wh_sgemm_ort_kblock) */
 	bool flat; /* 1x1, stride 1, no padding: the input channels are B's rows as they are */
 	bool prep; /* the planes are a padded copy (else the input itself) */
+	bool im2col; /* 2-D with short output rows: each channel's "plane" is its im2col rows,
+		      * KS rows of P, and the GEMM runs over all P positions at once */
 	size_t plane, sw, wq, wp;
 	size_t pdim[WH_MAX_RANK], ostr[WH_MAX_RANK];
 	size_t R, L; /* output rows (all spatial dims but the last) and their length */
@@ -441,6 +443,39 @@ static void prep_plane(const struct conv_plan *pl, const float *xc, float *dst)
 	}
 }
 
+/* The im2col rows of input channel plane xc (2-D): dst[kp * P + p] = the input that tap kp
+ * of output position p reads, 0 in the padding. */
+static void im2col_plane(const struct conv_plan *pl, const float *xc, float *dst)
+{
+	const struct wh_conv_shape *s = pl->s;
+	size_t H = (size_t)s->in[0], W = (size_t)s->in[1], OH = (size_t)s->out[0], OW = (size_t)s->out[1];
+	size_t sw = (size_t)s->stride[1], P = (size_t)pl->P;
+	for (int64_t kh = 0; kh < s->k[0]; kh++)
+		for (int64_t kw = 0; kw < s->k[1]; kw++, dst += P) {
+			/* output columns whose input column ow*sw + kw*dw - pw is inside the row */
+			int64_t c = kw * s->dil[1] - s->pad0[1];
+			size_t lo = c >= 0 ? 0 : (size_t)((-c + (int64_t)sw - 1) / (int64_t)sw);
+			size_t hi = (int64_t)W > c ? (size_t)(((int64_t)W - c + (int64_t)sw - 1) / (int64_t)sw) : 0;
+			if (hi > OW)
+				hi = OW;
+			if (lo > hi)
+				lo = hi;
+			for (size_t oh = 0; oh < OH; oh++) {
+				float *d = dst + oh * OW;
+				int64_t ih = (int64_t)oh * s->stride[0] + kh * s->dil[0] - s->pad0[0];
+				if (ih < 0 || ih >= (int64_t)H) {
+					memset(d, 0, OW * sizeof(float));
+					continue;
+				}
+				const float *src = xc + (size_t)ih * W;
+				memset(d, 0, lo * sizeof(float));
+				for (size_t ow = lo; ow < hi; ow++)
+					d[ow] = src[(size_t)((int64_t)(ow * sw) + c)];
+				memset(d + hi, 0, (OW - hi) * sizeof(float));
+			}
+		}
+}
+
 /* Offset in the planes (from the group's first channel) of the input that output (0, ..)
  * reads for k = (channel, tap). */
 static void plan_koff(const struct conv_plan *pl, size_t chan_stride, ptrdiff_t *koff)
@@ -496,8 +531,13 @@ struct prep_job {
 static void prep_task(void *arg, size_t begin, size_t end)
 {
 	struct prep_job *j = arg;
-	for (size_t c = begin; c < end; c++)
-		prep_plane(j->pl, j->x + c * (size_t)j->pl->Pin, j->planes + c * j->pl->plane);
+	for (size_t c = begin; c < end; c++) {
+		const float *xc = j->x + c * (size_t)j->pl->Pin;
+		if (j->pl->im2col)
+			im2col_plane(j->pl, xc, j->planes + c * j->pl->plane);
+		else
+			prep_plane(j->pl, xc, j->planes + c * j->pl->plane);
+	}
 }
 
 struct gemm_job {
@@ -652,7 +692,62 @@ static void dw_task(void *arg, size_t begin, size_t end)
 	free(scratch);
 }
 
+/* The direct depthwise kernels (conv-internal.h): the geometry of one plane, or false
+ * where they do not apply (scalar ISA, 3-D, a column stride above 2, a kernel wider than
+ * WH_DW_MAXK, sizes that do not fit their lane arithmetic). */
+static bool dw_direct_geom(const struct conv_plan *pl, struct wh_dw_geom *g)
+{
+	const struct wh_conv_shape *s = pl->s;
+	int last = s->nsp - 1;
+	if (pl->kern.isa < WH_ISA_AVX2 || s->nsp > 2 || s->stride[last] > 2)
+		return false;
+	bool two = s->nsp == 2;
+	*g = (struct wh_dw_geom){
+		.H = two ? (size_t)s->in[0] : 1, .W = (size_t)s->in[last],
+		.OH = two ? (size_t)s->out[0] : 1, .OW = (size_t)s->out[last],
+		.KH = two ? (size_t)s->k[0] : 1, .KW = (size_t)s->k[last],
+		.sh = two ? (size_t)s->stride[0] : 1, .sw = (size_t)s->stride[last],
+		.dh = two ? (size_t)s->dil[0] : 1, .dw = (size_t)s->dil[last],
+		.ph = two ? (size_t)s->pad0[0] : 0, .pw = (size_t)s->pad0[last],
+	};
+	/* up to 3x3: larger kernels (5x5 on PP-OCR cls) measured slower here than the padded
+	 * plane through the two-vector single-row kernel (one accumulator chain a vector) */
+	if (g->KH * g->KW > 9)
+		return false;
+	size_t v[] = {g->H, g->W, g->OH, g->OW, g->sh, g->dh * g->KH, g->dw * g->KW, g->ph, g->pw};
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+		if (v[i] >= WH_DW_MAXDIM)
+			return false;
+	return g->OH * g->OW < WH_DW_MAXDIM;
+}
+
+struct dwd_job {
+	const struct conv_plan *pl;
+	const struct wh_dw_geom *g;
+	const float *x, *w, *b;
+	float *y;
+};
+
+static void dwd_task(void *arg, size_t begin, size_t end)
+{
+	struct dwd_job *j = arg;
+	const struct conv_plan *pl = j->pl;
+	size_t KS = (size_t)pl->KS, P = (size_t)pl->P, M = (size_t)pl->s->M;
+	/* runs of channels of one batch item (C == M: plane t of the input is t's) */
+	for (size_t t = begin; t < end;) {
+		size_t co = t % M, n = M - co < end - t ? M - co : end - t;
+		const float *xc = j->x + t * (size_t)pl->Pin, *wc = j->w + co * KS, *bias = j->b ? j->b + co : NULL;
+		if (pl->kern.isa >= WH_ISA_AVX512)
+			wh_conv_dw_planes_avx512(j->g, n, xc, wc, bias, j->y + t * P);
+		else
+			wh_conv_dw_planes_avx2(j->g, n, xc, wc, bias, j->y + t * P);
+		t += n;
+	}
+	wh_out_round_apply(pl->round, j->y + begin * P, (end - begin) * P);
+}
+
 #define WH_BAND_FLOATS ((size_t)128 * 1024)
+#define WH_IM2COL_FLOATS ((uint64_t)256 * 1024)
 
 static enum wh_status conv_bands(const struct conv_plan *pl, struct wh_threadpool *pool, int threads,
 				 const float *x, const float *w, const float *b, float *y)
@@ -793,6 +888,13 @@ enum wh_status wh_conv_f32_round(const struct wh_cpu_features *cpu, struct wh_th
 		return WH_OK;
 	}
 	if (pl.Cg == 1 && pl.Mg == 1 && s->nsp <= 2 && !pl.flat && algo != WH_CONV_GEMM) {
+		struct wh_dw_geom dg;
+		if (dw_direct_geom(&pl, &dg)) {
+			/* planes are computed alone: any chunking gives the same bits */
+			struct dwd_job dj = {.pl = &pl, .g = &dg, .x = x, .w = w, .b = b, .y = y};
+			wh_parallel_for(pool, (size_t)(s->N * s->M), wh_grain_for((uint64_t)pl.P * (uint64_t)pl.KS), dwd_task, &dj);
+			return WH_OK;
+		}
 		ptrdiff_t *toff = malloc((size_t)pl.KS * sizeof(ptrdiff_t));
 		if (!toff)
 			return wh_error(WH_ERR_NOMEM, "conv: out of memory for tap offsets");
@@ -810,8 +912,22 @@ enum wh_status wh_conv_f32_round(const struct wh_cpu_features *cpu, struct wh_th
 	}
 
 	size_t K = (size_t)pl.K, Mg = (size_t)pl.Mg, G = (size_t)s->G;
-	if (s->nsp == 2 && !pl.flat)
-		return conv_bands(&pl, pool, threads, x, w, b, y);
+	if (s->nsp == 2 && !pl.flat) {
+		/* Short output rows (a row is narrower than the kernel's tile): one GEMM over all
+		 * the positions of an im2col copy instead of one call per row with mostly empty
+		 * tiles. Each output still sums K in the same order and blocks, so the bits are
+		 * those of the row-by-row GEMM. Bounded to small planes. */
+		uint64_t cols;
+		if (pl.L < pl.kern.nr && wh_mul_u64((uint64_t)pl.KS * (uint64_t)pl.P, (uint64_t)s->C, &cols) &&
+		    cols <= WH_IM2COL_FLOATS) {
+			pl.im2col = pl.prep = true;
+			pl.plane = (size_t)pl.KS * (size_t)pl.P;
+			pl.R = 1;
+			pl.L = (size_t)pl.P;
+		} else {
+			return conv_bands(&pl, pool, threads, x, w, b, y);
+		}
+	}
 	size_t na = (size_t)s->M * K, np = pl.plane * (size_t)s->C;
 	float *apack = malloc((na ? na : 1) * sizeof(float));
 	ptrdiff_t *koff = malloc((K ? K : 1) * sizeof(ptrdiff_t));
@@ -823,7 +939,11 @@ enum wh_status wh_conv_f32_round(const struct wh_cpu_features *cpu, struct wh_th
 		goto out;
 	}
 	wh_sgemm_pack_groups(&pl.kern, pool, G, Mg, K, w, Mg * K, K, 1, apack);
-	plan_koff(&pl, pl.plane, koff);
+	if (pl.im2col)
+		for (size_t k = 0; k < K; k++)
+			koff[k] = (ptrdiff_t)(k * (size_t)pl.P);
+	else
+		plan_koff(&pl, pl.plane, koff);
 
 	struct gemm_job gj = {.pl = &pl, .apack = apack, .koff = koff, .bias = b};
 	size_t NR = pl.kern.nr, MR = pl.kern.mr;

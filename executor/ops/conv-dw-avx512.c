@@ -1,0 +1,203 @@
+/* AVX-512 direct depthwise planes (conv-internal.h, wh_conv_dw_planes_avx512): the taps read
+ * the unpadded input with masked loads, the padding is the masked-off lanes (zero), so no
+ * padded copy is made. The products and sums are MLAS's single-row order (wh_sgemm_m1_ref:
+ * groups of 4 products, no fused multiply-add), the padding taking part as zero products,
+ * so the bits are those of the reference. */
+#include <immintrin.h>
+
+#include "executor/ops/conv-internal.h"
+
+/* Lanes l with lo <= l < hi (clamped to [0, 16)). */
+static inline __mmask16 range16(ptrdiff_t lo, ptrdiff_t hi)
+{
+	if (lo < 0)
+		lo = 0;
+	if (hi > 16)
+		hi = 16;
+	if (hi <= lo)
+		return 0;
+	return (__mmask16)((((uint32_t)1 << hi) - 1) & ~(((uint32_t)1 << lo) - 1));
+}
+
+static inline uint32_t range32(ptrdiff_t lo, ptrdiff_t hi)
+{
+	if (lo < 0)
+		lo = 0;
+	if (hi > 32)
+		hi = 32;
+	if (hi <= lo)
+		return 0;
+	uint64_t m = (((uint64_t)1 << hi) - 1) & ~(((uint64_t)1 << lo) - 1);
+	return (uint32_t)m;
+}
+
+/* The sum of the products w[k] * X(k), k < KS, in MLAS's single-row order, X(k) given by
+ * the statement TAP (which sets xv from k), w[k] = (WP)[k]. */
+#define WH_DW_SUM(KS, WP, TAP)                                                                 \
+	do {                                                                               \
+		size_t k_ = 0;                                                             \
+		__m512 xv;                                                                 \
+		for (; k_ + 4 <= (KS); k_ += 4) {                                          \
+			size_t k = k_;                                                     \
+			TAP;                                                               \
+			__m512 t = _mm512_mul_ps(_mm512_set1_ps((WP)[k]), xv);                \
+			k = k_ + 1;                                                        \
+			TAP;                                                               \
+			t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_set1_ps((WP)[k]), xv));     \
+			k = k_ + 2;                                                        \
+			TAP;                                                               \
+			t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_set1_ps((WP)[k]), xv));     \
+			k = k_ + 3;                                                        \
+			TAP;                                                               \
+			t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_set1_ps((WP)[k]), xv));     \
+			acc = _mm512_add_ps(t, acc);                                       \
+		}                                                                          \
+		if ((KS) - k_ >= 2) {                                                      \
+			size_t k = k_;                                                     \
+			TAP;                                                               \
+			__m512 t = _mm512_mul_ps(_mm512_set1_ps((WP)[k]), xv);                \
+			k = k_ + 1;                                                        \
+			TAP;                                                               \
+			t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_set1_ps((WP)[k]), xv));     \
+			acc = _mm512_add_ps(t, acc);                                       \
+			k_ += 2;                                                           \
+		}                                                                          \
+		if ((KS) - k_ == 1) {                                                      \
+			size_t k = k_;                                                     \
+			TAP;                                                               \
+			acc = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps((WP)[k]), xv), acc); \
+		}                                                                          \
+	} while (0)
+
+/* Unit strides and an output as wide as the input: output position p reads input p + a
+ * constant per tap, so 16 consecutive positions (across rows) are one masked load; the
+ * lanes' rows and columns decide which taps fall in the padding. The masks are the same for
+ * every plane: they are computed for a block of vectors once, then every plane runs over the
+ * block. */
+#define WH_DW_MASKS 4096
+
+static inline void wrap16(__m512i *col, __m512i *row, __m512i vow)
+{
+	for (;;) {
+		__mmask16 over = _mm512_cmpge_epi32_mask(*col, vow);
+		if (!over)
+			break;
+		*col = _mm512_mask_sub_epi32(*col, over, *col, vow);
+		*row = _mm512_mask_add_epi32(*row, over, *row, _mm512_set1_epi32(1));
+	}
+}
+
+static void planes_flat(const struct wh_dw_geom *g, size_t np, const float *x, const float *w, const float *bias,
+			float *y)
+{
+	size_t KH = g->KH, KW = g->KW, KS = KH * KW, P = g->OH * g->OW, Pin = g->H * g->W;
+	size_t nvec = (P + 15) / 16, vb = WH_DW_MASKS / KS;
+	const __m512i vow = _mm512_set1_epi32((int)g->OW);
+	/* lanes' output row and column, advanced by 16 positions a vector */
+	__m512i col = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+	__m512i row = _mm512_setzero_si512();
+	wrap16(&col, &row, vow);
+	__mmask16 mt[WH_DW_MASKS];
+	ptrdiff_t toff[WH_DW_MAXK * WH_DW_MAXK];
+	for (size_t kh = 0; kh < KH; kh++)
+		for (size_t kw = 0; kw < KW; kw++)
+			toff[kh * KW + kw] = ((ptrdiff_t)(kh * g->dh) - (ptrdiff_t)g->ph) * (ptrdiff_t)g->W +
+					     (ptrdiff_t)(kw * g->dw) - (ptrdiff_t)g->pw;
+	for (size_t v0 = 0; v0 < nvec; v0 += vb) {
+		size_t v1 = v0 + vb < nvec ? v0 + vb : nvec;
+		for (size_t v = v0; v < v1; v++) {
+			__mmask16 live = range16(0, (ptrdiff_t)(P - 16 * v)), rm[WH_DW_MAXK], cm[WH_DW_MAXK];
+			for (size_t kh = 0; kh < KH; kh++) {
+				int lo = (int)g->ph - (int)(kh * g->dh); /* valid: lo <= row < lo + H */
+				rm[kh] = _mm512_cmpge_epi32_mask(row, _mm512_set1_epi32(lo)) &
+					 _mm512_cmplt_epi32_mask(row, _mm512_set1_epi32(lo + (int)g->H)) & live;
+			}
+			for (size_t kw = 0; kw < KW; kw++) {
+				int lo = (int)g->pw - (int)(kw * g->dw);
+				cm[kw] = _mm512_cmpge_epi32_mask(col, _mm512_set1_epi32(lo)) &
+					 _mm512_cmplt_epi32_mask(col, _mm512_set1_epi32(lo + (int)g->W));
+			}
+			__mmask16 *mk = mt + (v - v0) * KS;
+			for (size_t kh = 0; kh < KH; kh++)
+				for (size_t kw = 0; kw < KW; kw++)
+					mk[kh * KW + kw] = rm[kh] & cm[kw];
+			col = _mm512_add_epi32(col, _mm512_set1_epi32(16));
+			wrap16(&col, &row, vow);
+		}
+		for (size_t i = 0; i < np; i++) {
+			const float *xc = x + i * Pin, *wc = w + i * KS;
+			float *yc = y + i * P;
+			const __m512 vbias = _mm512_set1_ps(bias ? bias[i] : 0.0f);
+			for (size_t v = v0; v < v1; v++) {
+				const __mmask16 *mk = mt + (v - v0) * KS;
+				const float *xb = xc + 16 * v;
+				__m512 acc = _mm512_setzero_ps();
+				WH_DW_SUM(KS, wc, xv = _mm512_maskz_loadu_ps(mk[k], xb + toff[k]));
+				if (bias)
+					acc = _mm512_add_ps(acc, vbias);
+				_mm512_mask_storeu_ps(yc + 16 * v, range16(0, (ptrdiff_t)(P - 16 * v)), acc);
+			}
+		}
+	}
+}
+
+/* Any other geometry with a column stride of 1 or 2: row by row, 16 output columns a step;
+ * at stride 2 the even lanes of 32 loaded inputs. */
+static void plane_rows(const struct wh_dw_geom *g, const float *x, const float *w, const float *bias, float *y)
+{
+	size_t KW = g->KW, KS = g->KH * KW;
+	ptrdiff_t W = (ptrdiff_t)g->W;
+	/* each tap's kernel row and column offset (no division in the loops) */
+	unsigned char tr[WH_DW_MAXK * WH_DW_MAXK];
+	ptrdiff_t tc[WH_DW_MAXK * WH_DW_MAXK];
+	for (size_t k = 0; k < KS; k++) {
+		tr[k] = (unsigned char)(k / KW);
+		tc[k] = (ptrdiff_t)((k % KW) * g->dw) - (ptrdiff_t)g->pw;
+	}
+	const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+	const __m512 vb = _mm512_set1_ps(bias ? *bias : 0.0f);
+	for (size_t oh = 0; oh < g->OH; oh++) {
+		const float *rows[WH_DW_MAXK];
+		for (size_t kh = 0; kh < g->KH; kh++) {
+			ptrdiff_t ih = (ptrdiff_t)(oh * g->sh + kh * g->dh) - (ptrdiff_t)g->ph;
+			rows[kh] = ih >= 0 && ih < (ptrdiff_t)g->H ? x + ih * W : NULL;
+		}
+		float *yr = y + oh * g->OW;
+		for (size_t ow0 = 0; ow0 < g->OW; ow0 += 16) {
+			ptrdiff_t n = (ptrdiff_t)(g->OW - ow0 < 16 ? g->OW - ow0 : 16);
+			__m512 acc = _mm512_setzero_ps();
+			if (g->sw == 1) {
+				WH_DW_SUM(KS, w, {
+					const float *r = rows[tr[k]];
+					ptrdiff_t c0 = (ptrdiff_t)ow0 + tc[k];
+					xv = r ? _mm512_maskz_loadu_ps(range16(-c0, n < W - c0 ? n : W - c0), r + c0)
+					       : _mm512_setzero_ps();
+				});
+			} else {
+				WH_DW_SUM(KS, w, {
+					const float *r = rows[tr[k]];
+					ptrdiff_t c0 = (ptrdiff_t)(2 * ow0) + tc[k];
+					uint32_t m = r ? range32(-c0, 2 * n - 1 < W - c0 ? 2 * n - 1 : W - c0) : 0;
+					xv = m ? _mm512_permutex2var_ps(_mm512_maskz_loadu_ps((__mmask16)m, r + c0), even,
+									_mm512_maskz_loadu_ps((__mmask16)(m >> 16), r + c0 + 16))
+					       : _mm512_setzero_ps();
+				});
+			}
+			if (bias)
+				acc = _mm512_add_ps(acc, vb);
+			_mm512_mask_storeu_ps(yr + ow0, range16(0, n), acc);
+		}
+	}
+}
+
+void wh_conv_dw_planes_avx512(const struct wh_dw_geom *g, size_t n, const float *x, const float *w,
+			      const float *bias, float *y)
+{
+	size_t KS = g->KH * g->KW, P = g->OH * g->OW, Pin = g->H * g->W;
+	if (g->sh == 1 && g->sw == 1 && g->OW == g->W) {
+		planes_flat(g, n, x, w, bias, y);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		plane_rows(g, x + i * Pin, w + i * KS, bias ? bias + i : NULL, y + i * P);
+}
