@@ -10,6 +10,7 @@
 #ifndef WH_EMULATE_H
 #define WH_EMULATE_H
 
+#include "executor/executor.h"
 #include "executor/kernel.h"
 #include "executor/precision.h"
 
@@ -24,9 +25,8 @@ struct wh_emul_entry {
 	size_t bytes;      /* t's elements and the scales */
 };
 
-/* 512 MiB: the rounded weights of a model up to that size (FP32) stay between runs; a
- * bigger model's are converted layer by layer without holding more than this. */
-#define WH_EMUL_CACHE_DEFAULT_BYTES ((size_t)512 << 20)
+/* executor.h's default of weight_cache_bytes */
+#define WH_EMUL_CACHE_DEFAULT_BYTES ((size_t)WH_ENGINE_WEIGHT_CACHE_DEFAULT)
 
 struct wh_emul_cache {
 	uint32_t n;

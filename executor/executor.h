@@ -22,6 +22,10 @@ struct wh_engine;
 struct wh_precision_config;
 struct wh_tactic_plan;
 
+/* weight_cache_bytes 0 means this: the rounded weights of a model up to 512 MiB (FP32) stay
+ * between runs; a bigger model's are converted layer by layer without holding more. */
+#define WH_ENGINE_WEIGHT_CACHE_DEFAULT ((int64_t)512 << 20)
+
 struct wh_engine_options {
 	int threads; /* <= 0: all cores */
 	/* reduced-precision emulation (executor/precision.h), borrowed; NULL: FP32 */
@@ -61,6 +65,16 @@ enum wh_run_keep {
  * soon as their last consumer has run unless kept. */
 enum wh_status wh_engine_run(struct wh_engine *e, const struct wh_tensor_set *inputs,
 			     enum wh_run_keep keep, struct wh_tensor_set *results);
+
+/* Told of one tensor of a run: t is borrowed (wh_tensor_ref keeps it); a status other than
+ * WH_OK stops the run with it. */
+typedef enum wh_status (*wh_engine_tensor_fn)(void *state, const char *name, const struct wh_tensor *t);
+/* Runs the model as wh_engine_run does and calls fn for every tensor a node of the main graph
+ * computes, in execution order, as soon as it is computed, then for the graph outputs no node
+ * produces. The engine frees its own reference after the last consumer, as with
+ * WH_KEEP_OUTPUTS: a caller that writes each tensor away (reduce's reference values on disk)
+ * holds at most what the run needs at once, where WH_KEEP_ALL holds every tensor. */
+enum wh_status wh_engine_run_each(struct wh_engine *e, const struct wh_tensor_set *inputs, wh_engine_tensor_fn fn, void *state);
 
 /* Constant folding with the executor's kernels: a wh_fold_fn (graph/shape.h) that shape
  * inference and sanitize --fold-constants call, passed in by the front end (graph/ cannot

@@ -52,6 +52,9 @@ struct wh_frame {
 	const struct plan *plan;
 	struct wh_tensor *vals; /* per value id */
 	const struct wh_frame *parent;
+	/* wh_engine_run_each: told of each tensor of the main graph as it is computed */
+	wh_engine_tensor_fn each;
+	void *each_state;
 };
 
 /* ---- unsupported-op listing ---- */
@@ -582,6 +585,9 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			if (outs[k].blob || outs[k].seq)
 				wh_tensor_release(&outs[k]);
 		}
+		for (uint32_t k = 0; f->each && k < n->n_outputs && st == WH_OK; k++)
+			if (wanted[k] && wh_value_present(&f->vals[n->outputs[k]]))
+				st = f->each(f->each_state, g->values[n->outputs[k]].name, &f->vals[n->outputs[k]]);
 		if (st == WH_OK && !keep_all) {
 			for (uint32_t k = 0; k < n->n_inputs; k++) {
 				uint32_t v = n->inputs[k];
@@ -699,8 +705,8 @@ static enum wh_status check_input(const struct wh_value *v, const struct wh_tens
 			v->name, wh_shape_str(t->dims, t->rank, got, sizeof got), want);
 }
 
-enum wh_status wh_engine_run(struct wh_engine *e, const struct wh_tensor_set *inputs,
-			     enum wh_run_keep keep, struct wh_tensor_set *results)
+static enum wh_status engine_run(struct wh_engine *e, const struct wh_tensor_set *inputs, enum wh_run_keep keep,
+				 wh_engine_tensor_fn each, void *each_state, struct wh_tensor_set *results)
 {
 	const struct plan *p = find_plan(e, e->m->graph);
 	const struct wh_graph *g = p->g;
@@ -709,6 +715,8 @@ enum wh_status wh_engine_run(struct wh_engine *e, const struct wh_tensor_set *in
 	enum wh_status st = frame_init(&f, e, p, NULL);
 	if (st != WH_OK)
 		return st;
+	f.each = each;
+	f.each_state = each_state;
 	/* bind inputs: by name, or by position among the inputs that are not initializers */
 	uint32_t pos = 0;
 	for (uint32_t i = 0; i < g->n_inputs; i++) {
@@ -737,7 +745,14 @@ enum wh_status wh_engine_run(struct wh_engine *e, const struct wh_tensor_set *in
 	}
 	if ((st = frame_execute(&f, keep == WH_KEEP_ALL)) != WH_OK)
 		goto out;
-	if (keep == WH_KEEP_ALL) {
+	if (each) {
+		/* graph outputs that no node produces (inputs or initializers passed through) */
+		for (uint32_t i = 0; i < g->n_outputs && st == WH_OK; i++) {
+			uint32_t v = g->outputs[i];
+			if (g->values[v].producer == WH_NONE && wh_value_present(&f.vals[v]))
+				st = each(each_state, g->values[v].name, &f.vals[v]);
+		}
+	} else if (keep == WH_KEEP_ALL) {
 		for (uint32_t s = 0; s < g->n_nodes && st == WH_OK; s++) {
 			const struct wh_node *n = &g->nodes[p->order[s]];
 			for (uint32_t k = 0; k < n->n_outputs && st == WH_OK; k++) {
@@ -765,4 +780,15 @@ enum wh_status wh_engine_run(struct wh_engine *e, const struct wh_tensor_set *in
 out:
 	frame_release(&f);
 	return st;
+}
+
+enum wh_status wh_engine_run(struct wh_engine *e, const struct wh_tensor_set *inputs,
+			     enum wh_run_keep keep, struct wh_tensor_set *results)
+{
+	return engine_run(e, inputs, keep, NULL, NULL, results);
+}
+
+enum wh_status wh_engine_run_each(struct wh_engine *e, const struct wh_tensor_set *inputs, wh_engine_tensor_fn fn, void *state)
+{
+	return engine_run(e, inputs, WH_KEEP_OUTPUTS, fn, state, NULL);
 }

@@ -76,24 +76,28 @@ static enum wh_status slurp(const char *path, uint64_t max, uint8_t **buf_out, s
 }
 
 /* Writes len bytes to path; a failed write leaves no file behind. */
-static enum wh_status write_whole(const char *path, const void *data, size_t len)
+/* Writes the parts one after the other into a new file (no copy into one buffer: a large
+ * tensor's data is written from where it lies). */
+static enum wh_status write_parts(const char *path, const void *const *parts, const size_t *lens, int n_parts)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 	if (fd < 0)
 		return wh_error(WH_ERR_IO, "%s: cannot create: %s (check the folder and its permissions)", path, strerror(errno));
-	const uint8_t *p = data;
-	size_t done = 0;
-	while (done < len) {
-		ssize_t w = write(fd, p + done, len - done);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			int e = errno;
-			close(fd);
-			unlink(path);
-			return wh_error(WH_ERR_IO, "%s: write failed: %s (check the free disk space)", path, strerror(e));
+	for (int i = 0; i < n_parts; i++) {
+		const uint8_t *p = parts[i];
+		size_t done = 0, len = lens[i];
+		while (done < len) {
+			ssize_t w = write(fd, p + done, len - done);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				int e = errno;
+				close(fd);
+				unlink(path);
+				return wh_error(WH_ERR_IO, "%s: write failed: %s (check the free disk space)", path, strerror(e));
+			}
+			done += (size_t)w;
 		}
-		done += (size_t)w;
 	}
 	if (close(fd) != 0) {
 		int e = errno;
@@ -101,6 +105,11 @@ static enum wh_status write_whole(const char *path, const void *data, size_t len
 		return wh_error(WH_ERR_IO, "%s: write failed: %s (check the free disk space)", path, strerror(e));
 	}
 	return WH_OK;
+}
+
+static enum wh_status write_whole(const char *path, const void *data, size_t len)
+{
+	return write_parts(path, &data, &len, 1);
 }
 
 /* ---- .pb (ONNX TensorProto) ---- */
@@ -867,6 +876,11 @@ static const char *npy_descr_of(enum wh_dtype dt)
 	}
 }
 
+bool wh_npy_holds(enum wh_dtype dt)
+{
+	return npy_descr_of(dt) != NULL;
+}
+
 enum wh_status wh_tensor_write_npy(const char *path, const struct wh_tensor *t)
 {
 	const char *descr = npy_descr_of(t->dtype);
@@ -885,12 +899,8 @@ enum wh_status wh_tensor_write_npy(const char *path, const struct wh_tensor *t)
 	if ((total + 63) / 64 * 64 - pre > 65535)
 		pre = 12; /* version 2.0: 4-byte header length */
 	total = (pre + (size_t)n + 1 + 63) / 64 * 64;
-	size_t hlen = total - pre, nbytes = wh_tensor_nbytes(t), all;
-	if (__builtin_add_overflow(total, nbytes, &all))
-		return wh_error(WH_ERR_OVERFLOW, "%s: tensor too large", path);
-	uint8_t *buf = malloc(all);
-	if (!buf)
-		return wh_error(WH_ERR_NOMEM, "%s: cannot allocate %zu bytes (free some memory)", path, all);
+	size_t hlen = total - pre, nbytes = wh_tensor_nbytes(t);
+	uint8_t buf[640];
 	memcpy(buf, npy_magic, sizeof npy_magic);
 	buf[6] = pre == 10 ? 1 : 2;
 	buf[7] = 0;
@@ -903,10 +913,47 @@ enum wh_status wh_tensor_write_npy(const char *path, const struct wh_tensor *t)
 	memcpy(buf + pre, dict, (size_t)n);
 	memset(buf + pre + n, ' ', hlen - (size_t)n - 1);
 	buf[total - 1] = '\n';
-	if (nbytes)
-		memcpy(buf + total, t->data, nbytes);
-	enum wh_status st = write_whole(path, buf, all);
-	free(buf);
+	/* the data straight from the tensor: no second copy of a large one in memory */
+	const void *parts[2] = {buf, t->data};
+	size_t lens[2] = {total, nbytes};
+	return write_parts(path, parts, lens, nbytes ? 2 : 1);
+}
+
+enum wh_status wh_tensor_map_npy(const char *path, struct wh_tensor *t)
+{
+	struct wh_blob_file *f = NULL;
+	struct wh_blob *whole = NULL, *view = NULL;
+	const char *base = strrchr(path, '/');
+	enum wh_status st = wh_blob_file_open(path, base ? base + 1 : path, &f);
+	if (st != WH_OK)
+		return st;
+	uint64_t size = wh_blob_file_size(f);
+	if (size < 10) {
+		st = wh_error(WH_ERR_PARSE, "%s: not a .npy file (too short; save it with numpy.save)", path);
+		goto out;
+	}
+	if ((st = wh_blob_create_view(f, 0, (size_t)size, &whole)) != WH_OK)
+		goto out;
+	struct npy_info info;
+	if ((st = npy_parse(whole->data, (size_t)size, path, &info)) != WH_OK || (st = npy_check_size(&info, size, path)) != WH_OK)
+		goto out;
+	if (info.swap || info.dtype == WH_DT_BOOL) {
+		/* the bytes need fixing (byte order, bool values other than 0 and 1): a copy */
+		st = npy_make(&info, path, t, (const uint8_t *)whole->data + info.data_offset, -1);
+		goto out;
+	}
+	if ((st = wh_blob_create_view(f, info.data_offset, (size_t)info.data_bytes, &view)) != WH_OK)
+		goto out;
+	struct wh_tensor tmp;
+	wh_tensor_init(&tmp);
+	if ((st = wh_tensor_from_raw(&tmp, info.dtype, info.rank, info.dims, view)) != WH_OK)
+		goto out;
+	wh_tensor_release(t);
+	*t = tmp;
+out:
+	wh_blob_release(view);
+	wh_blob_release(whole);
+	wh_blob_file_release(f);
 	return st;
 }
 

@@ -36,6 +36,12 @@ enum wh_status wh_tensor_read_npy(const char *path, struct wh_tensor *t);
 enum wh_status wh_tensor_read_npy_buffer(const void *data, size_t len, const char *label,
 					 struct wh_tensor *t);
 enum wh_status wh_tensor_write_npy(const char *path, const struct wh_tensor *t);
+/* Whether .npy has a type for dt (numpy lacks bfloat16, the float8 and the sub-byte types). */
+bool wh_npy_holds(enum wh_dtype dt);
+/* A .npy file as a tensor that views the file read-only (graph/blob.h: mapped, nothing read
+ * before it is touched, shared by every reference to t); the file must not change while t
+ * or a reference to it lives. Data that needs fixing (big-endian, bool) is copied instead. */
+enum wh_status wh_tensor_map_npy(const char *path, struct wh_tensor *t);
 /* By extension (.pb or .npy). */
 enum wh_status wh_tensor_read_file(const char *path, struct wh_tensor *t, char **name_out);
 

@@ -229,6 +229,32 @@ enum wh_status wh_builtin_reference(const struct wh_model *m, int threads, const
 	return st;
 }
 
+struct each_sample {
+	wh_builtin_tensor_fn fn;
+	void *state;
+	uint32_t k;
+};
+
+static enum wh_status each_tensor(void *state, const char *name, const struct wh_tensor *t)
+{
+	struct each_sample *es = state;
+	return es->fn(es->state, es->k, name, t);
+}
+
+enum wh_status wh_builtin_reference_each(const struct wh_model *m, int threads, const struct wh_tensor_set *inputs,
+					 uint32_t n_samples, wh_builtin_tensor_fn fn, void *state)
+{
+	struct wh_engine *e = NULL;
+	struct wh_engine_options eo = {.threads = threads};
+	enum wh_status st = wh_engine_create(m, &eo, &e);
+	for (uint32_t k = 0; k < n_samples && st == WH_OK; k++) {
+		struct each_sample es = {fn, state, k};
+		st = wh_engine_run_each(e, &inputs[k], each_tensor, &es);
+	}
+	wh_engine_destroy(e);
+	return st;
+}
+
 double wh_builtin_rel_l2(const struct wh_tensor *a, const struct wh_tensor *r)
 {
 	if (a->count != r->count)

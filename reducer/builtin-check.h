@@ -73,6 +73,13 @@ enum wh_status wh_builtin_check_run(const struct wh_model *m, const struct wh_en
 enum wh_status wh_builtin_reference(const struct wh_model *m, int threads, const struct wh_tensor_set *inputs,
 				    uint32_t n_samples, bool keep_all, struct wh_tensor_set *out);
 
+/* The same FP32 run, every tensor handed to fn as it is computed (executor.h,
+ * wh_engine_run_each) instead of kept: the caller keeps or writes away what it wants, so the
+ * run holds no more than it needs at once. */
+typedef enum wh_status (*wh_builtin_tensor_fn)(void *state, uint32_t sample, const char *name, const struct wh_tensor *t);
+enum wh_status wh_builtin_reference_each(const struct wh_model *m, int threads, const struct wh_tensor_set *inputs,
+					 uint32_t n_samples, wh_builtin_tensor_fn fn, void *state);
+
 /* Adds the model's inputs (initializers aside) from `inputs` to `ref` when it lacks them
  * (matched by name, or by position for unnamed items of `inputs`): the inputs are
  * reference values too, for candidates that start at them. */

@@ -29,8 +29,14 @@ struct driver {
 	struct wh_reduce_report *rep;
 	uint32_t n;             /* search nodes */
 	uint32_t *search_nodes; /* node ids, topological order, no Constant nodes */
-	struct wh_tensor_set *ref; /* per sample */
+	struct wh_tensor_set *ref; /* per sample: reference values held in memory */
 	bool ref_owned;
+	/* per sample: the reference values past the memory budget (--reference-memory), names
+	 * only; each was written once as <workdir>/tensors/s<k>/<name>.npy and is mapped when a
+	 * candidate needs it (ref_get) */
+	struct wh_tensor_set *spilled;
+	uint64_t ref_budget, ref_mem_bytes, spill_bytes;
+	uint32_t n_spilled;
 	struct wh_verdict_cache cache;
 	FILE *replay;
 	char workdir[PATH_MAX];
@@ -173,25 +179,74 @@ static void replay_append(struct driver *d, struct wh_hash h, enum wh_verdict v,
 
 /* ---- reference data ---- */
 
-static const struct wh_tensor *ref_value(const struct driver *d, uint32_t sample, const char *name)
+/* <workdir>/tensors/s<k>/<escaped name><ext>: the file of a reference value */
+static enum wh_status ref_path(const struct driver *d, uint32_t k, const char *name, const char *ext, char *path, size_t size)
 {
-	return wh_tensor_set_find(&d->ref[sample], name);
+	char stem[1024];
+	wh_tensor_name_to_file(name, stem, sizeof stem);
+	if ((size_t)snprintf(path, size, "%s/tensors/s%u/%s%s", d->workdir, k, stem, ext) >= size)
+		return wh_error(WH_ERR_INVALID, "tensor '%s': name too long for a file name", name);
+	return WH_OK;
+}
+
+/* The reference value of name for sample k into *t (a reference to the one in memory, or a
+ * mapping of its .npy); *found false when there is none. Thread-safe: the sets are only
+ * read once the reference run is done. */
+static enum wh_status ref_get(const struct driver *d, uint32_t k, const char *name, struct wh_tensor *t, bool *found)
+{
+	const struct wh_tensor *m = wh_tensor_set_find(&d->ref[k], name);
+	*found = m || wh_tensor_set_find(&d->spilled[k], name);
+	if (m) {
+		wh_tensor_ref(t, m);
+		return WH_OK;
+	}
+	if (!*found)
+		return WH_OK;
+	char path[PATH_MAX];
+	enum wh_status st = ref_path(d, k, name, ".npy", path, sizeof path);
+	return st == WH_OK ? wh_tensor_map_npy(path, t) : st;
+}
+
+/* The reference values candidate c needs for sample k into *out (caller-initialised): its
+ * inputs and outputs, and with all every other tensor of it the reference holds. Spilled
+ * ones are mapped for as long as *out holds them. */
+static enum wh_status cand_ref(const struct driver *d, const struct wh_model *c, uint32_t k, bool all, struct wh_tensor_set *out)
+{
+	const struct wh_graph *g = c->graph;
+	enum wh_status st = WH_OK;
+	for (uint32_t v = 0; v < g->n_values && st == WH_OK; v++) {
+		const struct wh_value *val = &g->values[v];
+		if (!val->name || (val->flags & WH_VALUE_INITIALIZER))
+			continue;
+		if (!all && !(val->flags & (WH_VALUE_INPUT | WH_VALUE_OUTPUT)))
+			continue;
+		struct wh_tensor t;
+		bool found;
+		wh_tensor_init(&t);
+		st = ref_get(d, k, val->name, &t, &found);
+		if (st == WH_OK && found)
+			st = wh_tensor_set_add(out, val->name, -1, &t);
+		wh_tensor_release(&t);
+	}
+	return st;
 }
 
 /* Makes sure <workdir>/tensors/s<k>/<name>.pb exists; writes it on first use. */
 static enum wh_status tensor_file(struct driver *d, uint32_t k, const char *name, char *path, size_t size)
 {
-	char stem[1024];
-	wh_tensor_name_to_file(name, stem, sizeof stem);
-	if ((size_t)snprintf(path, size, "%s/tensors/s%u/%s.pb", d->workdir, k, stem) >= size)
-		return wh_error(WH_ERR_INVALID, "tensor '%s': name too long for a file name", name);
-	if (wh_tensor_set_find(&d->written[k], name))
-		return WH_OK;
-	const struct wh_tensor *t = ref_value(d, k, name);
-	if (!t)
+	enum wh_status st = ref_path(d, k, name, ".pb", path, size);
+	if (st != WH_OK || wh_tensor_set_find(&d->written[k], name))
+		return st;
+	struct wh_tensor t;
+	bool found;
+	wh_tensor_init(&t);
+	if ((st = ref_get(d, k, name, &t, &found)) != WH_OK)
+		return st;
+	if (!found)
 		return wh_error(WH_ERR_NOT_FOUND, "tensor '%s': no reference value for sample %u (give --reference DIR with every tensor, e.g. from scripts/ort-run.js --all)", name, k);
 	double t0 = wh_os_now_s();
-	enum wh_status st = wh_tensor_write_pb(path, name, t);
+	st = wh_tensor_write_pb(path, name, &t);
+	wh_tensor_release(&t);
 	d->tensor_write_s += wh_os_now_s() - t0;
 	if (st == WH_OK) {
 		struct wh_tensor empty;
@@ -254,10 +309,30 @@ static enum wh_status builtin_check(struct driver *d, struct job *j)
 		eo.threads = eo.threads / jobs > 0 ? eo.threads / jobs : 1;
 	else if (jobs > 1)
 		eo.threads = 1;
+	/* each engine in flight gets its share of the weight cache: -j N engines together hold
+	 * no more rounded weights than one */
+	if (jobs > 1 && eo.weight_cache_bytes >= 0) {
+		int64_t wc = eo.weight_cache_bytes ? eo.weight_cache_bytes : WH_ENGINE_WEIGHT_CACHE_DEFAULT;
+		eo.weight_cache_bytes = wc / jobs > 0 ? wc / jobs : -1;
+	}
 	struct wh_builtin_check_options bo = {.compare = d->o->compare};
-	struct wh_builtin_check_result res;
-	enum wh_status st = wh_builtin_check_run(j->cand, &eo, NULL, d->ref, d->data->n_samples, &bo, &res);
+	struct wh_builtin_check_result res = {.verdict = WH_VERDICT_PASS};
+	uint32_t ns = d->data->n_samples;
+	struct wh_tensor_set *ref = calloc(ns ? ns : 1, sizeof *ref);
+	if (!ref)
+		return wh_error(WH_ERR_NOMEM, "reduce: out of memory");
+	enum wh_status st = WH_OK;
+	for (uint32_t k = 0; k < ns; k++)
+		wh_tensor_set_init(&ref[k]);
+	/* --validate compares every tensor the candidate computes */
+	for (uint32_t k = 0; k < ns && st == WH_OK; k++)
+		st = cand_ref(d, j->cand, k, bo.compare.validate, &ref[k]);
+	if (st == WH_OK)
+		st = wh_builtin_check_run(j->cand, &eo, NULL, ref, ns, &bo, &res);
 	j->v = res.verdict;
+	for (uint32_t k = 0; k < ns; k++)
+		wh_tensor_set_release(&ref[k]);
+	free(ref);
 	return st;
 }
 
@@ -582,7 +657,13 @@ static enum wh_status save_mask_model(struct driver *d, const uint8_t *mask, con
 
 static enum wh_status write_tensors(struct driver *d, const struct wh_model *c, const char *dir, bool outputs)
 {
-	return wh_reference_write(c, &d->ref[0], outputs, dir);
+	struct wh_tensor_set r;
+	wh_tensor_set_init(&r);
+	enum wh_status st = cand_ref(d, c, 0, false, &r);
+	if (st == WH_OK)
+		st = wh_reference_write(c, &r, outputs, dir);
+	wh_tensor_set_release(&r);
+	return st;
 }
 
 static enum wh_status write_repro(struct driver *d, const struct wh_model *c, const uint8_t *mask)
@@ -660,17 +741,48 @@ static enum wh_status write_repro(struct driver *d, const struct wh_model *c, co
 
 /* ---- the driver ---- */
 
+/* wh_builtin_reference_each's callback: a tensor of the reference run is kept in memory
+ * while the budget allows, else written to its .npy now (the engine frees it after its last
+ * consumer) and mapped when a candidate needs it. Types .npy cannot hold stay in memory. */
+static enum wh_status keep_ref(void *state, uint32_t k, const char *name, const struct wh_tensor *t)
+{
+	struct driver *d = state;
+	uint64_t nb = wh_value_is_tensor(t) ? wh_tensor_nbytes(t) : 0;
+	struct wh_tensor marker;
+	wh_tensor_init(&marker);
+	marker.dtype = WH_DT_BOOL; /* only the name matters */
+	if (!wh_value_is_tensor(t) || !wh_npy_holds(t->dtype) || d->ref_mem_bytes + nb <= d->ref_budget) {
+		d->ref_mem_bytes += nb;
+		return wh_tensor_set_add(&d->ref[k], name, -1, t);
+	}
+	char path[PATH_MAX];
+	enum wh_status st = ref_path(d, k, name, ".npy", path, sizeof path);
+	double t0 = wh_os_now_s();
+	if (st == WH_OK)
+		st = wh_tensor_write_npy(path, t);
+	d->tensor_write_s += wh_os_now_s() - t0;
+	if (st != WH_OK)
+		return st;
+	d->spill_bytes += nb;
+	d->n_spilled++;
+	return wh_tensor_set_add(&d->spilled[k], name, -1, &marker);
+}
+
 static enum wh_status compute_reference(struct driver *d)
 {
 	uint32_t ns = d->data->n_samples;
 	d->ref = calloc(ns ? ns : 1, sizeof *d->ref);
 	d->written = calloc(ns ? ns : 1, sizeof *d->written);
-	if (!d->ref || !d->written)
+	d->spilled = calloc(ns ? ns : 1, sizeof *d->spilled);
+	if (!d->ref || !d->written || !d->spilled)
 		return wh_error(WH_ERR_NOMEM, "reduce: out of memory");
 	for (uint32_t k = 0; k < ns; k++) {
 		wh_tensor_set_init(&d->ref[k]);
 		wh_tensor_set_init(&d->written[k]);
+		wh_tensor_set_init(&d->spilled[k]);
 	}
+	int64_t budget = d->o->reference_memory;
+	d->ref_budget = budget < 0 ? 0 : budget ? (uint64_t)budget : WH_REDUCE_REFERENCE_MEMORY_DEFAULT;
 	d->ref_owned = true;
 	enum wh_status st = WH_OK;
 	if (d->data->reference) {
@@ -681,7 +793,7 @@ static enum wh_status compute_reference(struct driver *d)
 					st = wh_tensor_set_add(&d->ref[k], r->items[i].name, -1, &r->items[i].t);
 		}
 	} else {
-		if ((st = wh_builtin_reference(d->m, d->o->engine.threads, d->data->inputs, ns, true, d->ref)) != WH_OK) {
+		if ((st = wh_builtin_reference_each(d->m, d->o->engine.threads, d->data->inputs, ns, keep_ref, d)) != WH_OK) {
 			/* the runtime's advice is for `run`; here what helps depends on the check */
 			char why[1024];
 			snprintf(why, sizeof why, "%s", wh_error_message());
@@ -697,6 +809,9 @@ static enum wh_status compute_reference(struct driver *d)
 	/* the original inputs are reference values too */
 	for (uint32_t k = 0; k < ns && st == WH_OK; k++)
 		st = wh_builtin_add_inputs(d->m, &d->data->inputs[k], &d->ref[k]);
+	if (st == WH_OK && d->n_spilled)
+		wh_progress_log(&d->pr, "reduce: reference values: %.1f MiB in memory, %.1f MiB in %u .npy files (past --reference-memory %.0f MiB), mapped when needed",
+				d->ref_mem_bytes / 1048576.0, d->spill_bytes / 1048576.0, d->n_spilled, d->ref_budget / 1048576.0);
 	return st;
 }
 
@@ -1023,6 +1138,8 @@ out:
 	rep->seconds = wh_os_now_s() - d->pr.t0;
 	rep->driver_ms_per_candidate = d->driver_n ? 1e3 * d->driver_s / d->driver_n : 0;
 	rep->tensor_write_s = d->tensor_write_s;
+	rep->ref_memory_bytes = d->ref_mem_bytes;
+	rep->ref_disk_bytes = d->spill_bytes;
 	wh_progress_clear(&d->pr);
 	if (d->replay)
 		fclose(d->replay);
@@ -1035,10 +1152,13 @@ out:
 		for (uint32_t k = 0; k < data->n_samples; k++) {
 			wh_tensor_set_release(&d->ref[k]);
 			wh_tensor_set_release(&d->written[k]);
+			if (d->spilled)
+				wh_tensor_set_release(&d->spilled[k]);
 		}
 	}
 	free(d->ref);
 	free(d->written);
+	free(d->spilled);
 	wh_verdict_cache_release(&d->cache);
 	free(d->search_nodes);
 	free(d->best_mask);

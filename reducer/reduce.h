@@ -9,8 +9,9 @@
  * appended (flushed) to the replay file; a replay loaded with load_replay answers those
  * candidates without running the check again.
  *
- * Reference values: an FP32 run of the original on whittle's executor (every tensor kept),
- * or a folder of named tensors (e.g. from scripts/ort-run.js --all) for models whittle cannot
+ * Reference values: an FP32 run of the original on whittle's executor (every tensor kept:
+ * in memory up to reference_memory, the rest written once as one .npy per tensor per sample
+ * and mapped when a candidate needs it), or a folder of named tensors (e.g. from scripts/ort-run.js --all) for models whittle cannot
  * run. Several data samples are supported: a candidate fails when it fails on any sample.
  *
  * The check: an external command (reducer/check.h) given {model}, {inputs}, {golden}; or
@@ -51,7 +52,13 @@ struct wh_reduce_options {
 	bool json;                         /* JSON lines events on stdout */
 	FILE *log;                         /* human progress (stderr) */
 	int confirm_runs;                  /* times the original is checked (>= 1) */
+	/* bytes of computed reference values held in memory (all samples together); each tensor
+	 * past it is written once as .npy in the work folder and mapped when a candidate needs
+	 * it. 0: the default (WH_REDUCE_REFERENCE_MEMORY_DEFAULT); < 0: none in memory */
+	int64_t reference_memory;
 };
+
+#define WH_REDUCE_REFERENCE_MEMORY_DEFAULT ((uint64_t)1 << 30)
 
 /* Samples of inputs: sample k's tensors are inputs[k]. reference: optional folder per
  * sample already holding every tensor (NULL: computed with whittle's executor). */
@@ -71,6 +78,8 @@ struct wh_reduce_report {
 	bool one_minimal, inconsistent;
 	double driver_ms_per_candidate; /* cut, hash, save and stage, not the check */
 	double tensor_write_s;          /* one-time: reference tensors written on first use */
+	uint64_t ref_memory_bytes;      /* reference values held in memory */
+	uint64_t ref_disk_bytes;        /* and written as .npy (past reference_memory) */
 	char note[512];
 };
 

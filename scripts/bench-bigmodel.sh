@@ -3,8 +3,10 @@
 # layers, hidden 2048, vocabulary 32000, every weight in one external-data file;
 # scripts/gen-decoder.py), kept under $WHITTLE_BIGMODEL_DIR (default /tmp/whittle-bigmodel;
 # never in the repository). Measures whittle's inspect, extract of the whole model and of
-# one layer, sanitize, a reduce --precision fp16 with the built-in check (time, peak resident
-# memory, new bytes written) and a run against
+# one layer, sanitize, a reduce --precision fp16 with the built-in check (reference values
+# in memory, then all on disk with --reference-memory 0), a reduce whose external check loads
+# every candidate with the onnx package and ONNX Runtime (time, peak resident memory, new
+# bytes written) and a run against
 # ONNX Runtime (median time, peak resident memory). Prints a markdown section
 # ("## Large models") on stdout.
 #   scripts/bench-bigmodel.sh [--threads N] [--iterations N] [--keep]
@@ -86,6 +88,47 @@ mkdir -p "$work/red"
 set -- $(timed "$wh" reduce "$model" -o "$work/red/reduced.onnx" --precision fp16 --atol 1e-4 --rtol 1e-4 --threads "$threads")
 red_line=$(grep -o "reduce: .* per candidate" "$work/err" || true)
 row "reduce --precision fp16 (built-in check)" "$1" "$2" "$work/red"
+# the same with every reference value on disk (one .npy per tensor, mapped when needed)
+mkdir -p "$work/red0"
+set -- $(timed "$wh" reduce "$model" -o "$work/red0/reduced.onnx" --precision fp16 --atol 1e-4 --rtol 1e-4 --threads "$threads" \
+	--reference-memory 0)
+red0_line=$(grep -o "reduce: .* per candidate" "$work/err" || true)
+spill_line=$(grep -o "reference values: .*" "$work/err" || true)
+cmp -s "$work/red/reduced.onnx" "$work/red0/reduced.onnx" || { echo "bench-bigmodel: --reference-memory 0 reduced to another model" >&2; exit 1; }
+row "reduce --precision fp16 --reference-memory 0" "$1" "$2" "$work/red0"
+# an external check that loads each candidate with the onnx package (checker on the path)
+# and ONNX Runtime, and fails while the candidate holds layer 6's MLP up projection; every
+# candidate must load in both, and no file whittle writes may reach 2 GiB
+cat > "$work/check.py" <<EOF
+import os, subprocess, sys, tempfile
+import onnx
+model, inputs = sys.argv[1], sys.argv[2]
+why = None
+try:
+    onnx.checker.check_model(model)
+    for f in os.listdir(os.path.dirname(model)):
+        st = os.stat(os.path.join(os.path.dirname(model), f))
+        if st.st_ino != $data_ino and st.st_size >= 2 << 30:
+            why = "%s: %d bytes" % (f, st.st_size)
+    with tempfile.TemporaryDirectory() as out:
+        r = subprocess.run(["node", "$root/scripts/ort-run.js", model, inputs, out], capture_output=True, text=True)
+        if r.returncode:
+            why = "ONNX Runtime: " + (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]
+except Exception as e:
+    why = "%s: %s" % (type(e).__name__, (str(e).splitlines() or [""])[0])
+with open("$work/check.log", "a") as f:
+    f.write(("BAD %s: %s\n" % (model, why)) if why else ("OK %s\n" % model))
+m = onnx.load(model, load_external_data=False)
+sys.exit(1 if any(n.name == "layer6_up" for n in m.graph.node) else 0)
+EOF
+mkdir -p "$work/redx"
+: > "$work/check.log"
+set -- $(timed "$wh" reduce "$model" -o "$work/redx/reduced.onnx" --artifacts-dir "$work/redx" \
+	--check /usr/bin/python3 "$work/check.py" {model} {inputs})
+redx_line=$(grep -o "reduce: .* per candidate" "$work/err" || true)
+if grep -q '^BAD ' "$work/check.log"; then grep '^BAD ' "$work/check.log" | head -3 >&2; echo "bench-bigmodel: a candidate did not load" >&2; exit 1; fi
+n_loaded=$(grep -c '^OK ' "$work/check.log")
+row "reduce, external check (onnx + ONNX Runtime load each candidate)" "$1" "$2" "$work/redx"
 for f in "$work/whole/decoder.onnx" "$work/layer/layer6.onnx" "$work/sane/decoder.onnx"; do
 	/usr/bin/python3 -c "import onnx, sys; onnx.checker.check_model(sys.argv[1])" "$f" ||
 		{ echo "bench-bigmodel: onnx.checker refuses $f" >&2; exit 1; }
@@ -118,6 +161,10 @@ o=$(val median_ms "$work/ort.txt"); w=$(val median_ms "$work/wh.txt")
 om=$(val peak_rss_mb "$work/ort.txt"); wm=$(val peak_rss_mb "$work/wh.txt")
 echo
 echo "The reduce: ${red_line#reduce: }); its built-in check runs each candidate in fp16 and in FP32."
+echo "With --reference-memory 0 (the same reduced model): ${red0_line#reduce: }); ${spill_line}."
+echo "With the external check: ${redx_line#reduce: }); $n_loaded candidates, each loaded by"
+echo "onnx.checker and run by ONNX Runtime with its external data; no file written reached 2 GiB. Its peak"
+echo "memory is the largest of whittle's and its checks' (GNU time counts waited-for children)."
 echo
 echo "Run, $threads threads, median of $iters runs after a warm-up:"
 echo

@@ -234,10 +234,25 @@ START_TEST(test_npy_roundtrip_every_type)
 		return;
 	}
 	ck_assert_int_eq(st, WH_OK);
+	ck_assert(wh_npy_holds(dt));
 	ck_assert_int_eq(wh_tensor_read_npy(path, &u), WH_OK);
 	assert_same_tensor(&t, &u);
 	ck_assert_int_eq(wh_tensor_read_file(path, &u, NULL), WH_OK);
 	assert_same_tensor(&t, &u);
+	/* mapped: the same elements, viewed in the file (bool is copied: its bytes are checked) */
+	ck_assert_int_eq(wh_tensor_map_npy(path, &u), WH_OK);
+	assert_same_tensor(&t, &u);
+	ck_assert_int_eq(wh_blob_is_mapped(u.blob), dt != WH_DT_BOOL);
+	const struct wh_blob_file *bf = NULL;
+	uint64_t off = 0;
+	if (dt != WH_DT_BOOL) {
+		ck_assert(wh_blob_origin(u.blob, &bf, &off));
+		ck_assert_uint_eq(off % 64, 0); /* the header is padded: the view needs no copy */
+	}
+	/* the mapping outlives the file's name (a work folder removed while in use) */
+	ck_assert_int_eq(unlink(path), 0);
+	assert_same_tensor(&t, &u);
+	ck_assert_int_eq(wh_tensor_write_npy(path, &t), WH_OK);
 
 	/* what numpy needs: magic, version 1.0, header padded to 64 bytes ending in '\n' */
 	size_t len;
@@ -984,6 +999,9 @@ START_TEST(test_npy_hostile_headers)
 	tmp_path(path, sizeof path, "h.npy");
 	write_all(path, b, len);
 	ck_assert_int_eq(wh_tensor_read_npy(path, &t), bad_headers[_i].st);
+	/* and so does the mapper */
+	ck_assert_int_eq(wh_tensor_map_npy(path, &t), bad_headers[_i].st);
+	ck_assert_ptr_null(t.data);
 	free(b);
 }
 END_TEST
@@ -1004,6 +1022,8 @@ START_TEST(test_npy_bool_normalised)
 	tmp_path(path, sizeof path, "b.npy");
 	write_all(path, b, len);
 	ck_assert_int_eq(wh_tensor_read_npy(path, &t), WH_OK);
+	ck_assert_mem_eq(t.data, "\0\1\1\1", 4);
+	ck_assert_int_eq(wh_tensor_map_npy(path, &t), WH_OK);
 	ck_assert_mem_eq(t.data, "\0\1\1\1", 4);
 	/* the same in a .pb */
 	static const uint8_t pb[] = {0x08, 4, 0x10, 9, 0x4a, 4, 0, 1, 2, 255};
@@ -1054,6 +1074,10 @@ START_TEST(test_truncated_everywhere)
 		uint8_t *copy = malloc(n ? n : 1); /* exact size, so ASan sees over-reads */
 		memcpy(copy, bn, n);
 		ck_assert_int_ne(wh_tensor_read_npy_buffer(copy, n, "cut", &u), WH_OK);
+		/* mapped from a file cut there: refused too, one line */
+		write_all(npy, copy, n);
+		ck_assert_int_ne(wh_tensor_map_npy(npy, &u), WH_OK);
+		ck_assert_ptr_null(strchr(wh_error_message(), '\n'));
 		free(copy);
 	}
 	for (size_t n = 0; n < lp; n++) {

@@ -45,6 +45,8 @@ static const char reduce_help[] =
 	"                           on one line); without it a missing input is an error\n"
 	"  --reference DIR          reference values of every tensor (e.g. scripts/ort-run.js --all),\n"
 	"                           for models whittle cannot run; default: whittle's FP32 run\n"
+	"  --reference-memory SIZE  reference values held in memory (default 1G); past it each is\n"
+	"                           written once as .npy in the work folder and mapped when needed\n"
 	"  --seed N, --val-range LO,HI   generated inputs (default seed 1, range 0,1)\n"
 	"  --input-shapes S         bind dynamic input dimensions\n"
 	"built-in check:\n"
@@ -94,6 +96,13 @@ static enum wh_status reduce_option(void *self, int c, const char *arg)
 		break;
 	case WH_OPT_JSON: x->ro.json = true; break;
 	case WH_OPT_REFERENCE: x->reference = arg; break;
+	case WH_OPT_REFERENCE_MEMORY: {
+		uint64_t b;
+		if (!wh_cli_parse_size(arg, &b) || b > INT64_MAX)
+			return wh_cli_usage_error("reduce", "--reference-memory '%s': not a size (bytes, or with K, M or G, e.g. 4G)", arg);
+		x->ro.reference_memory = b ? (int64_t)b : -1; /* 0: every value on disk */
+		break;
+	}
 	}
 	return WH_OK;
 }

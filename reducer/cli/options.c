@@ -98,6 +98,7 @@ static const struct wh_cli_option options[] = {
 	{"outputs", required_argument, WH_OPT_OUTPUTS, false, WH_CMD_EXTRACT},
 	{"pin-cmd", required_argument, WH_OPT_PIN_CMD, false, WH_CMD_BUILD},
 	{"reference", required_argument, WH_OPT_REFERENCE, false, WH_CMD_REDUCE},
+	{"reference-memory", required_argument, WH_OPT_REFERENCE_MEMORY, false, WH_CMD_REDUCE},
 	{"repeat", required_argument, WH_OPT_REPEAT, false, WH_CMD_RUN},
 	{"report", required_argument, WH_OPT_REPORT, false, WH_CMD_RUN},
 	{"save-inputs", required_argument, WH_OPT_SAVE_INPUTS, false, WH_CMD_RUN},
