@@ -405,16 +405,14 @@ static enum wh_status apply_type(struct loader *L, struct wh_graph *g, uint32_t 
 		int dt = tt->has_elem_type ? tt->elem_type : 0;
 		if (dt && !wh_dtype_valid(dt))
 			return wh_error(WH_ERR_INVALID, "tensor '%s': unknown element type %d (fix the model)", v->name, dt);
-		if (!tt->shape)
-			return wh_graph_set_shape(g, id, (enum wh_dtype)dt, -1, NULL);
 		Onnx__TensorShapeProto *sp = tt->shape;
-		if (sp->n_dim > WH_MAX_RANK)
+		if (sp && sp->n_dim > WH_MAX_RANK)
 			return wh_error(WH_ERR_UNSUPPORTED, "tensor '%s': rank %zu is above %d (whittle's limit)", v->name, sp->n_dim, WH_MAX_RANK);
-		enum wh_status st = wh_graph_set_shape(g, id, (enum wh_dtype)dt, (int32_t)sp->n_dim, NULL);
+		enum wh_status st = wh_graph_set_shape(g, id, (enum wh_dtype)dt, sp ? (int32_t)sp->n_dim : -1, NULL);
 		if (st != WH_OK)
 			return st;
 		v = &g->values[id];
-		for (size_t i = 0; i < sp->n_dim; i++) {
+		for (size_t i = 0; sp && i < sp->n_dim; i++) {
 			Onnx__TensorShapeProto__Dimension *d = sp->dim[i];
 			if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
 				if (d->dim_value < 0)
@@ -431,6 +429,38 @@ static enum wh_status apply_type(struct loader *L, struct wh_graph *g, uint32_t 
 	return pack_rest(L->m->arena, &tp->base, &g->values[id].type_rest);
 }
 
+/* Whether a declared type (dtype 0: any; rank -1: any; a dimension < 0: any) admits a tensor
+ * of dt and these dims. */
+static bool declaration_admits(const struct wh_value *decl, enum wh_dtype dt, int32_t rank, const struct wh_dim *dims)
+{
+	if (decl->dtype && decl->dtype != dt)
+		return false;
+	if (decl->rank < 0)
+		return true;
+	if (decl->rank != rank)
+		return false;
+	for (int32_t d = 0; d < rank; d++)
+		if (decl->dims[d].value >= 0 && decl->dims[d].value != dims[d].value)
+			return false;
+	return true;
+}
+
+/* A declaration (graph input, value_info, graph output) of a tensor that is also an
+ * initializer describes the initializer's data, which keeps its own type and shape (the
+ * saver writes the data's dims): the declaration must admit them, and is kept as loaded
+ * (type_orig) for the saver to write. */
+static enum wh_status keep_declaration(struct wh_graph *g, uint32_t id, const struct wh_value *decl, const struct wh_value *data)
+{
+	struct wh_value *v = &g->values[id];
+	if (!declaration_admits(decl, data->dtype, data->rank, data->dims))
+		return wh_error(WH_ERR_INVALID, "tensor '%s': its declared type or shape differs from its initializer's (fix the model)", v->name);
+	v->dtype = data->dtype;
+	v->rank = data->rank;
+	v->dims = data->dims;
+	v->type_orig = decl->type_orig;
+	return WH_OK;
+}
+
 static enum wh_status convert_value_info(struct loader *L, struct wh_graph *g, Onnx__ValueInfoProto *vi,
 					 uint32_t *id_out)
 {
@@ -441,7 +471,13 @@ static enum wh_status convert_value_info(struct loader *L, struct wh_graph *g, O
 		return st;
 	struct wh_value *v = &g->values[*id_out];
 	if (!(v->flags & WH_VALUE_HAS_INFO)) {
+		/* a value_info or graph output after the initializers: apply_type would give the
+		 * initializer the declared shape */
+		struct wh_value data = *v;
 		if ((st = apply_type(L, g, *id_out, vi->type)) != WH_OK)
+			return st;
+		struct wh_value decl = g->values[*id_out];
+		if ((data.flags & WH_VALUE_INITIALIZER) && (st = keep_declaration(g, *id_out, &decl, &data)) != WH_OK)
 			return st;
 		v = &g->values[*id_out];
 		v->flags |= WH_VALUE_HAS_INFO;
@@ -491,26 +527,16 @@ static enum wh_status convert_graph(struct loader *L, Onnx__GraphProto *gp, stru
 		struct wh_blob *blob;
 		if ((st = wh_pb_tensor_decode_in(tp, &L->files, nm, &dt, &rank, dims, &blob)) != WH_OK)
 			return st;
-		/* an initializer that doubles as a graph input (its default value) must agree with
-		 * the input's declaration; the declaration itself is kept as loaded */
-		struct wh_value keep = g->values[id];
-		if (keep.flags & WH_VALUE_HAS_INFO) {
-			bool ok = !keep.dtype || keep.dtype == dt;
-			if (keep.rank >= 0) {
-				ok = ok && keep.rank == rank;
-				for (int32_t d = 0; ok && d < rank; d++)
-					ok = keep.dims[d].value < 0 || keep.dims[d].value == dims[d];
-			}
-			if (!ok) {
-				wh_blob_release(blob);
-				return wh_error(WH_ERR_INVALID, "input '%s': its declared type or shape differs from its initializer's (fix the model)", nm);
-			}
-		}
+		/* an initializer that doubles as a graph input is its default value (ONNX allows
+		 * it): the input's declaration stays as loaded, the value takes the data's shape */
+		struct wh_value decl = g->values[id];
 		st = wh_graph_set_initializer(g, id, dt, rank, dims, blob);
 		wh_blob_release(blob);
 		if (st != WH_OK)
 			return st;
-		g->values[id].type_orig = keep.type_orig;
+		struct wh_value data = g->values[id];
+		if ((decl.flags & WH_VALUE_HAS_INFO) && (st = keep_declaration(g, id, &decl, &data)) != WH_OK)
+			return st;
 		tensor_clear_modelled(tp);
 		if ((st = pack_rest(A, &tp->base, &g->values[id].tensor_rest)) != WH_OK)
 			return st;

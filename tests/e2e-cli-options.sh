@@ -117,6 +117,33 @@ expect_usage "build --build-timeout nan" \
 	"whittle: build: --build-timeout 'nan': not a finite number of seconds > 0 (give seconds such as 600)" \
 	"$whittle" build "$m" --until 1 --build-timeout nan
 
+# --validate is one row of the option table (run options): the four commands that take it
+# parse it there (the built-in check's NaN/Inf mode; for run, a check of the run's outputs,
+# with --compare's tolerances still its own); no other command takes it
+run "$whittle" run "$m" --validate
+if [ "$rc" -eq 0 ] && grep -q '^validate: PASS: no NaN or Inf in 1 tensor$' "$tmp/out"; then ok "run --validate checks the outputs"; else bad "run --validate: exit $rc"; fi
+run "$whittle" run "$m" --validate --compare fp32 --atol 1e-3
+if [ "$rc" -eq 0 ] && grep -q '^validate: PASS' "$tmp/out" && grep -q '^compare: PASS: 1 tensors within atol 0.001' "$tmp/out"; then
+	ok "run --validate --compare fp32 --atol: both verdicts, the tolerance is --compare's"
+else
+	bad "run --validate --compare fp32 --atol 1e-3: exit $rc, $(tr '\n' ' ' <"$tmp/out" | head -c 300)"
+fi
+no_tol="--validate fails only on NaN/Inf where FP32 is finite, so no tolerance applies (drop one of them)"
+for cmd in reduce precision triage; do
+	# shellcheck disable=SC2086
+	expect_usage "$cmd --validate --atol" "whittle: $cmd: --atol: $no_tol" "$whittle" "$cmd" ${operands[$cmd]} --precision fp16 --validate --atol 1e-3
+done
+expect_usage "reduce --validate --check" "whittle: reduce: --validate: $decides" "$whittle" reduce "$m" -o "$tmp/r.onnx" --validate --check true
+expect_usage "precision --validate --check" "whittle: precision: --validate: $decides" "$whittle" precision "$m" --precision fp16 --validate --check true
+for cmd in run reduce precision triage; do
+	# shellcheck disable=SC2086
+	expect_usage "$cmd --validate twice" "whittle: $cmd: --validate given twice (give it once)" "$whittle" "$cmd" ${operands[$cmd]} --validate --validate
+done
+for cmd in build compare extract sanitize inspect; do
+	# shellcheck disable=SC2086
+	expect_usage "$cmd takes no --validate" "whittle: $cmd: unknown option '--validate' (see whittle $cmd --help)" "$whittle" "$cmd" ${operands[$cmd]} --validate
+done
+
 # run without --compare: the comparison's options are refused, --json is honoured
 compare_opts="(add --compare fp32 or --compare DIR)"
 expect_usage "run --atol without --compare" "whittle: run: --atol: goes with --compare, without which nothing is compared $compare_opts" \

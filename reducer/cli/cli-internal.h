@@ -177,6 +177,9 @@ uint32_t wh_cli_cmd_bit(const char *name);
 
 /* --artifacts FILE (reduce, build, repeat): appends arg to files (64 entries at most). */
 enum wh_status wh_cli_artifact(const char *cmd, const char **files, int *n, const char *arg);
+/* --artifacts with -j above 1 is a usage error: the files are fixed paths that every check
+ * in flight writes, so one check's file would be sorted by another's verdict (or lost). */
+enum wh_status wh_cli_artifacts_jobs(const char *cmd, int n_artifacts, int jobs);
 
 /* Prints root on stdout as one text, keys in their order (json_dumps flags: JSON_INDENT(1)
  * or JSON_COMPACT), and takes root. */

@@ -322,6 +322,14 @@ enum wh_status wh_cli_artifact(const char *cmd, const char **files, int *n, cons
 	return WH_OK;
 }
 
+enum wh_status wh_cli_artifacts_jobs(const char *cmd, int n_artifacts, int jobs)
+{
+	if (n_artifacts && jobs > 1)
+		return wh_cli_usage_error(cmd, "--artifacts with -j %d: the checks in flight would write the same files, and each would be sorted by another's verdict (give -j 1)",
+					  jobs);
+	return WH_OK;
+}
+
 void wh_cli_print_json(json_t *root, size_t flags)
 {
 	char *text = json_dumps(root, flags | JSON_PRESERVE_ORDER);

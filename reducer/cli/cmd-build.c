@@ -163,9 +163,9 @@ static enum wh_status build_validate_loop(struct build_cmd *x, bool external)
 		return wh_cli_usage_error("build", "--build-timeout goes with --build-cmd (whittle's own builds are not killed; use --timeout for the check)");
 	if (lo->until == WH_UNTIL_CONFIRMED && (!lo->confirm || (lo->build_cmd && !lo->pin_cmd)))
 		return wh_cli_usage_error("build", "--until confirmed needs the swap checks (drop --no-confirm; with --build-cmd, give --pin-cmd)");
-	if (lo->n_artifacts && x->check.jobs > 1)
-		return wh_cli_usage_error("build", "--artifacts with -j %d: the checks in flight would write the same files (give -j 1)",
-					  x->check.jobs);
+	enum wh_status st = wh_cli_artifacts_jobs("build", lo->n_artifacts, x->check.jobs);
+	if (st != WH_OK)
+		return st;
 	if (lo->build_cmd && !strstr(lo->build_cmd, "{tactics}"))
 		return wh_cli_usage_error("build", "--build-cmd must write its tactic replay to {tactics} (e.g. --build-cmd 'polygraphy convert {model} --save-tactics {tactics} -o engine.plan')");
 	if (lo->pin_cmd && !strstr(lo->pin_cmd, "{tactics}") && strcmp(lo->pin_cmd, "true") && strcmp(lo->pin_cmd, ":"))

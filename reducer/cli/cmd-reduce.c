@@ -123,6 +123,8 @@ static enum wh_status reduce_validate(void *self, const struct wh_cli_args *a)
 		return wh_cli_usage_error("reduce", "--mode bisect with both --no-reduce-inputs and --no-reduce-outputs has nothing to do (drop one of them)");
 	if (ro->n_artifacts && !ro->artifacts_dir)
 		return wh_cli_usage_error("reduce", "--artifacts needs --artifacts-dir (give the folder to sort them into)");
+	if ((st = wh_cli_artifacts_jobs("reduce", ro->n_artifacts, x->check.jobs)) != WH_OK)
+		return st;
 	if (a->check)
 		st = wh_run_opts_refuse(&x->run, builtin_check_opts,
 					"belongs to the built-in check, and with --check the check command decides (drop it, or drop --check)");

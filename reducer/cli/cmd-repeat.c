@@ -93,8 +93,9 @@ static enum wh_status repeat_validate(void *self, const struct wh_cli_args *a)
 		return wh_cli_usage_error("repeat", "no check command (put --check CMD ... last)");
 	if (x->n_artifacts && !x->dir)
 		return wh_cli_usage_error("repeat", "--artifacts needs --artifacts-dir (give the folder to sort them into)");
-	if (x->n_artifacts && x->check.jobs > 1)
-		return wh_cli_usage_error("repeat", "--artifacts with -j %d: the runs in flight would write the same files (give -j 1)", x->check.jobs);
+	enum wh_status st = wh_cli_artifacts_jobs("repeat", x->n_artifacts, x->check.jobs);
+	if (st != WH_OK)
+		return st;
 	if (x->dir && strlen(x->dir) > PATH_MAX - 64)
 		return wh_cli_usage_error("repeat", "--artifacts-dir: path too long (give a shorter path)");
 	return WH_OK;

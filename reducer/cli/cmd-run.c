@@ -91,7 +91,6 @@ static enum wh_status run_option(void *self, int c, const char *arg)
 	case WH_OPT_SAVE_INPUTS: x->save_inputs = arg; break;
 	case WH_OPT_SAVE_OUTPUTS: x->save_outputs = arg; break;
 	case WH_OPT_MARK_ALL: x->mark_all = true; break;
-	case WH_OPT_VALIDATE: x->validate = true; break;
 	case WH_OPT_COMPARE: x->compare = arg; break;
 	case WH_OPT_SHOW_HISTOGRAM: x->histogram = true; break;
 	case WH_OPT_JSON: x->json = true; break;
@@ -147,8 +146,12 @@ static enum wh_status check_save_inputs(const struct wh_run_cmd *x)
 
 static enum wh_status run_validate(void *self, const struct wh_cli_args *a)
 {
-	const struct wh_run_cmd *x = self;
+	struct wh_run_cmd *x = self;
 	(void)a;
+	/* run's --validate checks the outputs of its one run, whatever --compare's tolerances
+	 * say: it is not the built-in check's NaN/Inf mode, which refuses tolerances */
+	x->validate = x->run.compare.validate;
+	x->run.compare.validate = false;
 	if (x->load_tactics && x->save_tactics)
 		return wh_cli_usage_error("run", "--load-tactics pins a build and --save-tactics makes one (give one of them)");
 	if (x->strict_tactics && !x->load_tactics)

@@ -45,9 +45,9 @@ static const struct wh_cli_option options[] = {
 	{"seed", required_argument, WH_RUN_OPT_SEED, false, RUNS},
 	{"threads", required_argument, WH_RUN_OPT_THREADS, false, RUNS},
 	{"val-range", required_argument, WH_RUN_OPT_VAL_RANGE, false, RUNS},
-	/* the built-in check's NaN/Inf mode; `run` has its own --validate (an output check of one
-	 * run, no reference), a row below with the command's own code */
-	{"validate", no_argument, WH_RUN_OPT_VALIDATE, false, WH_CMD_REDUCE | WH_CMD_PRECISION | WH_CMD_TRIAGE},
+	/* fail on NaN/Inf: the built-in check's mode (only where FP32 is finite), and for `run`
+	 * a check of its one run's outputs (cmd-run.c) */
+	{"validate", no_argument, WH_RUN_OPT_VALIDATE, false, WH_CMD_RUN | WH_CMD_REDUCE | WH_CMD_PRECISION | WH_CMD_TRIAGE},
 	/* the calibration options (calib-opts.c) */
 	{"calib-data", required_argument, WH_CALIB_OPT_DATA, false, RUNS},
 	{"calib-method", required_argument, WH_CALIB_OPT_METHOD, false, RUNS},
@@ -114,7 +114,6 @@ static const struct wh_cli_option options[] = {
 	{"timing-tolerance", required_argument, WH_OPT_TIMING_TOLERANCE, false, TIMING},
 	{"top", required_argument, WH_OPT_TOP, false, WH_CMD_DIFF_TACTICS},
 	{"until", required_argument, WH_OPT_UNTIL, false, WH_CMD_BUILD | WH_CMD_REPEAT},
-	{"validate", no_argument, WH_OPT_VALIDATE, false, WH_CMD_RUN},
 };
 
 bool wh_cli_options_for(uint32_t cmd, struct option *longopts, size_t n_longopts, char *shortopts, size_t n_shortopts)

@@ -87,7 +87,6 @@ enum wh_cli_opt {
 	WH_OPT_TIMING_TOLERANCE,
 	WH_OPT_TOP,
 	WH_OPT_UNTIL,
-	WH_OPT_VALIDATE,
 	WH_OPT_END, /* keep last, below 0x1b00 */
 };
 
