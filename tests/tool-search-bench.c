@@ -6,7 +6,9 @@
  *
  * N layers in topological order; the candidate fails iff it keeps every culprit Ci (0-based
  * positions). Prints one line of key=value pairs:
- *   n k info_bound issue_bound
+ *   n k info_bound exact_floor issue_bound
+ *                           (exact_floor: ceil(log2 C(n,k)) + 1 + the driver's two checks,
+ *                            what any exact search needs on some placement)
  *   base_checks base_size   (baseline: the original, the shortest failing prefix by
  *                            bisection, the shortest failing suffix of it by bisection;
  *                            its result is the range between, not 1-minimal in general)
@@ -108,6 +110,10 @@ int main(int argc, char **argv)
 	/* information bound: ceil(log2 C(n, k)) */
 	double lc = lgamma(o.n + 1.0) - lgamma(o.k + 1.0) - lgamma(o.n - o.k + 1.0);
 	uint32_t info = (uint32_t)ceil(lc / log(2.0) - 1e-9);
+	/* what an exact search needs on some placement: info + 1 (the result itself must be
+	 * checked: t checks tell apart and prove at most 2^(t-1) placements), plus the driver's
+	 * two (the original's check, the result's re-run) */
+	uint32_t exact_floor = info + 1 + 2;
 	/* the issue's bounds: ceil(log2 n) + 3 for one culprit, k (ceil(log2(n/k)) + 3) + 2 for k */
 	uint32_t issue = o.k == 1 ? ceil_log2(o.n) + 3 : o.k * (ceil_log2((double)o.n / o.k) + 3) + 2;
 	/* baseline */
@@ -128,9 +134,9 @@ int main(int argc, char **argv)
 		return 1;
 	uint32_t j8r = o.rounds, j8c = o.checks;
 	same &= !memcmp(r, r1, o.n);
-	printf("n=%u k=%u info_bound=%u issue_bound=%u base_checks=%u base_size=%u j1_checks=%u j4_rounds=%u j4_checks=%u "
+	printf("n=%u k=%u info_bound=%u exact_floor=%u issue_bound=%u base_checks=%u base_size=%u j1_checks=%u j4_rounds=%u j4_checks=%u "
 	       "j8_rounds=%u j8_checks=%u j1_size=%u same_model=%s\n",
-	       o.n, o.k, info, issue, base_checks, base_size, j1, j4r, j4c, j8r, j8c, size, same ? "yes" : "no");
+	       o.n, o.k, info, exact_floor, issue, base_checks, base_size, j1, j4r, j4c, j8r, j8c, size, same ? "yes" : "no");
 	free(o.culprits);
 	free(m);
 	free(r1);
