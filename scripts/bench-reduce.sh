@@ -73,6 +73,20 @@ for n in 65 221 330; do
 done
 
 echo
+echo "### Simulated check, random placements (tool-search-bench --random, 1000 each)"
+echo
+echo "Culprits placed uniformly at random (seeded: the same placements on every run)."
+echo
+echo "| n | k | info bound | exact worst case | baseline checks, mean (max) | whittle -j 1 checks, mean (max) | -j 8 rounds, mean | same model |"
+echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+for n in 65 221 330; do
+	for k in 1 2 3 4; do
+		o=$("$tool" --random $n $k 1000)
+		echo "| $n | $k | $(kv info_bound "$o") | $(kv exact_floor "$o") | $(kv base_avg "$o") ($(kv base_max "$o")) | $(kv j1_avg "$o") ($(kv j1_max "$o")) | $(kv j8_rounds_avg "$o") | $(kv same_model "$o") |"
+	done
+done
+
+echo
 echo "### Real runs (whittle reduce --check fixtures/checks/culprits.sh)"
 echo
 echo "| model | culprits | layers | -j 1 checks | -j 8 rounds | result (same at -j 1 and -j 8) |"
