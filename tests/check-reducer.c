@@ -354,26 +354,6 @@ START_TEST(test_search_adjacent_is_cheap)
 }
 END_TEST
 
-/* The first search is as deep as bisection in the worst case, with its shallower leaves
- * on the late side, where the last of several culprits falls more often: a single culprit
- * in the late half costs fewer checks than one in the early half (plain bisection spreads
- * them evenly), and no placement costs more than ceil(log2 n) + 3. */
-START_TEST(test_search_late_side_is_shallower)
-{
-	uint32_t n = 330, early = 0, late = 0;
-	for (uint32_t c = 0; c < n; c++) {
-		uint32_t checks;
-		free(run_planted(n, &c, 1, 1, &checks, NULL));
-		ck_assert_uint_le(checks, ceil_log2(n) + 3);
-		if (c < n / 2)
-			early += checks;
-		else
-			late += checks;
-	}
-	ck_assert_msg(late + n / 4 < early, "checks summed over the late half %u, over the early half %u", late, early);
-}
-END_TEST
-
 /* A check that is not monotone: noted, and 1-minimality is then checked directly. The
  * candidate fails when it holds node 5 and not node 2, or holds nodes 2 and 9. */
 static enum wh_status odd_eval(void *ctx, const uint8_t *const *masks, uint32_t n, enum wh_verdict *v)
@@ -454,7 +434,6 @@ int main(void)
 	tcase_add_test(ts, test_search_k_culprits);
 	tcase_add_test(ts, test_search_bisect_mode_is_contiguous);
 	tcase_add_test(ts, test_search_adjacent_is_cheap);
-	tcase_add_test(ts, test_search_late_side_is_shallower);
 	tcase_add_test(ts, test_search_not_monotone);
 	suite_add_tcase(s, ts);
 	SRunner *sr = srunner_create(s);
