@@ -451,27 +451,6 @@ static enum wh_status minimality_pass(struct search *s, uint8_t *R)
 
 /* ---- ddmin: culprits one at a time ---- */
 
-/* The probe of a one-at-a-time search for the smallest failing p in (lo, hi], as deep as
- * bisection in the worst case (ceil(log2 L) for L = hi - lo outcomes), with its shallower
- * leaves on the late side. A tree of that depth over L outcomes has 2^ceil(log2 L) - L
- * leaves one level up, wherever it puts them; late is where a boundary falls more often:
- * the last of k culprits is the latest of k positions, and after a culprit is found the
- * next one is more often near it (the late end of what is left). So the late part gets a
- * full subtree one level shallower where the rest still fits below, else the early part
- * is a full subtree and the late part is split again. */
-static int64_t late_split(int64_t lo, int64_t hi)
-{
-	int64_t L = hi - lo;
-	if (L <= 2)
-		return lo + 1;
-	int b = 0;
-	while (((int64_t)1 << b) < L)
-		b++;
-	if (L - ((int64_t)1 << (b - 1)) <= ((int64_t)1 << (b - 2)))
-		return hi - ((int64_t)1 << (b - 2));
-	return lo + ((int64_t)1 << (b - 1));
-}
-
 /* One boundary search: the smallest p in [0, m] for which K + U[0, p) fails, knowing that
  * p = m fails. lo is the largest p known to pass (-1: none, p = 0 not yet known). Each
  * round asks up to `jobs` cut points: K alone first when it is unknown (is there anything
@@ -508,8 +487,7 @@ static enum wh_status boundary(struct search *s, const uint8_t *K, const uint32_
 			if ((int64_t)want > width - 1)
 				want = (uint32_t)(width - 1);
 			for (uint32_t i = 1; i <= want && k < 130; i++) {
-				int64_t p = s->jobs == 1 ? late_split(lo, hi)
-							 : a + (width * (int64_t)i + (int64_t)want) / ((int64_t)want + 1);
+				int64_t p = a + (width * (int64_t)i + (int64_t)want) / ((int64_t)want + 1);
 				if (p <= lo)
 					p = lo + 1;
 				if (p >= hi)
