@@ -10,10 +10,7 @@
  *    whole U. The smallest failing p names the last culprit U[p-1] (the first search is
  *    the outputs-side bisection); it joins K and U shrinks to the nodes before it. Each
  *    next search tests K alone first (is anything left to find?) and, after the first
- *    culprit or after two adjacent ones, the node next to the last culprit, then bisects
- *    (at -j 1 with the bisection's shallower leaves on the late side: the outputs side in
- *    the first search, the last culprit's side after it; as deep as plain bisection in the
- *    worst case, cheaper on average for k >= 2, where the last of k culprits lies late).
+ *    culprit or after two adjacent ones, the node next to the last culprit, then bisects.
  *    With jobs = N each round probes N cut points of the bracket at once ((N+1)-ary
  *    search). For a monotone check (a failing candidate keeps failing when nodes are added)
  *    the answer is the same for any N: every strategy finds the same smallest p. The result
