@@ -3,10 +3,13 @@
  * Polygraphy-style two-sided bisection. Used by scripts/bench-reduce.sh.
  *
  *   tool-search-bench N C1 [C2 ...]
+ *   tool-search-bench --random N K TRIALS   (averages over seeded uniform placements)
  *
  * N layers in topological order; the candidate fails iff it keeps every culprit Ci (0-based
  * positions). Prints one line of key=value pairs:
- *   n k info_bound issue_bound
+ *   n k info_bound exact_floor issue_bound
+ *                           (exact_floor: ceil(log2 C(n,k)) + 1 + the driver's two checks,
+ *                            what any exact search needs on some placement)
  *   base_checks base_size   (baseline: the original, the shortest failing prefix by
  *                            bisection, the shortest failing suffix of it by bisection;
  *                            its result is the range between, not 1-minimal in general)
@@ -87,18 +90,61 @@ static enum wh_status run_whittle(struct oracle *o, int jobs, uint8_t *res)
 	return st;
 }
 
+struct one {
+	uint32_t base_checks, base_size, j1, j4r, j4c, j8r, j8c, size;
+	bool same, exact;
+};
+
+/* The baseline and whittle at -j 1, 4 and 8 on o's culprits. */
+static enum wh_status measure(struct oracle *o, uint8_t *m, uint8_t *r1, uint8_t *r, struct one *x)
+{
+	o->checks = 1; /* the original */
+	uint32_t p = bisect(o, m, 0, o->n, false);
+	uint32_t q = bisect(o, m, 0, p, true);
+	x->base_checks = o->checks;
+	x->base_size = q;
+	enum wh_status st = run_whittle(o, 1, r1);
+	if (st != WH_OK)
+		return st;
+	x->j1 = o->checks;
+	x->size = 0;
+	for (uint32_t i = 0; i < o->n; i++)
+		x->size += r1[i];
+	x->exact = x->size == o->k;
+	for (uint32_t c = 0; c < o->k; c++)
+		x->exact &= r1[o->culprits[c]] != 0;
+	if ((st = run_whittle(o, 4, r)) != WH_OK)
+		return st;
+	x->j4r = o->rounds;
+	x->j4c = o->checks;
+	x->same = !memcmp(r, r1, o->n);
+	if ((st = run_whittle(o, 8, r)) != WH_OK)
+		return st;
+	x->j8r = o->rounds;
+	x->j8c = o->checks;
+	x->same &= !memcmp(r, r1, o->n);
+	return WH_OK;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc < 3) {
-		fprintf(stderr, "usage: tool-search-bench N CULPRIT...\n");
+	bool random_mode = argc == 5 && !strcmp(argv[1], "--random");
+	if (argc < 3 || (!strcmp(argv[1], "--random") && !random_mode)) {
+		fprintf(stderr, "usage: tool-search-bench N CULPRIT... | tool-search-bench --random N K TRIALS\n");
 		return 2;
 	}
-	struct oracle o = {.n = (uint32_t)strtoul(argv[1], NULL, 10), .k = (uint32_t)(argc - 2)};
+	struct oracle o = {.n = (uint32_t)strtoul(argv[random_mode ? 2 : 1], NULL, 10),
+			   .k = random_mode ? (uint32_t)strtoul(argv[3], NULL, 10) : (uint32_t)(argc - 2)};
+	uint32_t trials = random_mode ? (uint32_t)strtoul(argv[4], NULL, 10) : 1;
+	if (!o.n || !o.k || o.k > o.n || !trials) {
+		fprintf(stderr, "tool-search-bench: need 0 < K <= N and TRIALS > 0\n");
+		return 2;
+	}
 	o.culprits = calloc(o.k, sizeof *o.culprits);
 	uint8_t *m = calloc(o.n, 1), *r1 = calloc(o.n, 1), *r = calloc(o.n, 1);
 	if (!o.culprits || !m || !r1 || !r)
 		return 3;
-	for (uint32_t i = 0; i < o.k; i++) {
+	for (uint32_t i = 0; i < o.k && !random_mode; i++) {
 		o.culprits[i] = (uint32_t)strtoul(argv[2 + i], NULL, 10);
 		if (o.culprits[i] >= o.n) {
 			fprintf(stderr, "tool-search-bench: culprit %u is not below N=%u\n", o.culprits[i], o.n);
@@ -108,29 +154,52 @@ int main(int argc, char **argv)
 	/* information bound: ceil(log2 C(n, k)) */
 	double lc = lgamma(o.n + 1.0) - lgamma(o.k + 1.0) - lgamma(o.n - o.k + 1.0);
 	uint32_t info = (uint32_t)ceil(lc / log(2.0) - 1e-9);
+	/* what an exact search needs on some placement: info + 1 (the result itself must be
+	 * checked: t checks tell apart and prove at most 2^(t-1) placements), plus the driver's
+	 * two (the original's check, the result's re-run) */
+	uint32_t exact_floor = info + 1 + 2;
 	/* the issue's bounds: ceil(log2 n) + 3 for one culprit, k (ceil(log2(n/k)) + 3) + 2 for k */
 	uint32_t issue = o.k == 1 ? ceil_log2(o.n) + 3 : o.k * (ceil_log2((double)o.n / o.k) + 3) + 2;
-	/* baseline */
-	o.checks = 1; /* the original */
-	uint32_t p = bisect(&o, m, 0, o.n, false);
-	uint32_t q = bisect(&o, m, 0, p, true);
-	uint32_t base_checks = o.checks, base_size = q;
-	if (run_whittle(&o, 1, r1) != WH_OK)
-		return 1;
-	uint32_t j1 = o.checks, size = 0;
-	for (uint32_t i = 0; i < o.n; i++)
-		size += r1[i];
-	if (run_whittle(&o, 4, r) != WH_OK)
-		return 1;
-	uint32_t j4r = o.rounds, j4c = o.checks;
-	bool same = !memcmp(r, r1, o.n);
-	if (run_whittle(&o, 8, r) != WH_OK)
-		return 1;
-	uint32_t j8r = o.rounds, j8c = o.checks;
-	same &= !memcmp(r, r1, o.n);
-	printf("n=%u k=%u info_bound=%u issue_bound=%u base_checks=%u base_size=%u j1_checks=%u j4_rounds=%u j4_checks=%u "
-	       "j8_rounds=%u j8_checks=%u j1_size=%u same_model=%s\n",
-	       o.n, o.k, info, issue, base_checks, base_size, j1, j4r, j4c, j8r, j8c, size, same ? "yes" : "no");
+	struct one x;
+	if (!random_mode) {
+		if (measure(&o, m, r1, r, &x) != WH_OK || !x.exact)
+			return 1;
+		printf("n=%u k=%u info_bound=%u exact_floor=%u issue_bound=%u base_checks=%u base_size=%u j1_checks=%u j4_rounds=%u "
+		       "j4_checks=%u j8_rounds=%u j8_checks=%u j1_size=%u same_model=%s\n",
+		       o.n, o.k, info, exact_floor, issue, x.base_checks, x.base_size, x.j1, x.j4r, x.j4c, x.j8r, x.j8c, x.size,
+		       x.same ? "yes" : "no");
+	} else {
+		/* uniform placements of K distinct culprits, the same for every build (seeded) */
+		uint64_t seed = 0x9e3779b97f4a7c15ull ^ ((uint64_t)o.n << 32) ^ o.k;
+		double base = 0, j1 = 0, j8r = 0;
+		uint32_t j1_max = 0, base_max = 0;
+		bool same = true;
+		for (uint32_t t = 0; t < trials; t++) {
+			for (uint32_t i = 0; i < o.k; i++) {
+				bool dup;
+				do {
+					seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+					o.culprits[i] = (uint32_t)((seed >> 33) % o.n);
+					dup = false;
+					for (uint32_t j = 0; j < i; j++)
+						dup |= o.culprits[j] == o.culprits[i];
+				} while (dup);
+			}
+			if (measure(&o, m, r1, r, &x) != WH_OK || !x.exact)
+				return 1;
+			base += x.base_checks;
+			j1 += x.j1;
+			j8r += x.j8r;
+			same &= x.same;
+			if (x.j1 > j1_max)
+				j1_max = x.j1;
+			if (x.base_checks > base_max)
+				base_max = x.base_checks;
+		}
+		printf("n=%u k=%u trials=%u info_bound=%u exact_floor=%u base_avg=%.2f base_max=%u j1_avg=%.2f j1_max=%u j8_rounds_avg=%.2f "
+		       "same_model=%s\n",
+		       o.n, o.k, trials, info, exact_floor, base / trials, base_max, j1 / trials, j1_max, j8r / trials, same ? "yes" : "no");
+	}
 	free(o.culprits);
 	free(m);
 	free(r1);
