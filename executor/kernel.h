@@ -48,7 +48,23 @@ struct wh_kernel_ctx {
 	 * Rounding is elementwise, so both give the same bits. NULL: store as computed. */
 	const struct wh_out_round *round_out;
 	bool outputs_rounded;
+	/* the engine's packed copies of constant GEMM operands (below); NULL: pack none */
+	struct wh_gemm_packs *packs;
 };
+
+/* Packed copies of the constant B operands of MatMul and Gemm, one cache per engine
+ * (executor/ops/gemm-pack.c): a weight is packed into the micro-kernel's panels at its
+ * second use and read from the copy by every run after. The bytes they hold are bounded:
+ * a copy of a weight mapped from a file (graph/blob.h) replaces the mapped pages, which are
+ * dropped after packing (so the copy does not raise the resident peak), up to half the
+ * machine's memory; a copy of a weight held in memory is a second copy, kept within
+ * dup_budget bytes (the engine's weight_cache_bytes: 0 the default 512 MiB, < 0 none).
+ * Not thread-safe: an engine runs one inference at a time. */
+struct wh_gemm_packs;
+enum wh_status wh_gemm_packs_create(int64_t dup_budget, struct wh_gemm_packs **out);
+void wh_gemm_packs_destroy(struct wh_gemm_packs *p); /* NULL-safe */
+/* Bytes of packed copies p holds now (0 for NULL). */
+size_t wh_gemm_packs_bytes(const struct wh_gemm_packs *p);
 
 /* How a layer's float32 outputs are rounded to their storage format (see round_out). */
 struct wh_out_round {

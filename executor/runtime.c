@@ -40,6 +40,7 @@ struct wh_engine {
 	struct wh_tactic_chooser chooser; /* a build's (choose NULL otherwise) */
 	struct wh_threadpool *pool;
 	const struct wh_cpu_features *cpu;
+	struct wh_gemm_packs *packs; /* packed constant GEMM operands (kernel.h) */
 	struct plan **plans;
 	uint32_t n_plans, cap_plans;
 	/* opt->profile: one entry per step of the main graph, NULL otherwise */
@@ -321,6 +322,8 @@ static enum wh_status engine_create(const struct wh_model *m, const struct wh_en
 	}
 	enum wh_status st = wh_threadpool_create(opt ? opt->threads : 0, &e->pool);
 	if (st == WH_OK)
+		st = wh_gemm_packs_create(e->weight_cache_bytes, &e->packs);
+	if (st == WH_OK)
 		st = build_plan(e, m->graph);
 	if (st == WH_OK && opt && opt->profile) {
 		e->prof = calloc((size_t)m->graph->n_nodes + 1, sizeof *e->prof);
@@ -355,6 +358,7 @@ void wh_engine_destroy(struct wh_engine *e)
 		plan_destroy(e->plans[i]);
 	free(e->plans);
 	wh_threadpool_destroy(e->pool);
+	wh_gemm_packs_destroy(e->packs);
 	free(e->prof);
 	free(e);
 }
@@ -521,6 +525,7 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			.pool = f->e->pool,
 			.cpu = f->e->cpu,
 			.frame = f,
+			.packs = f->e->packs,
 		};
 		wh_kernel_fn run = p->kernels[nid]->run;
 		ctx.precision = p->exec_prec ? p->exec_prec[nid] : WH_PREC_FP32;

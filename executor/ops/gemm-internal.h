@@ -23,6 +23,7 @@
 #ifndef WH_GEMM_INTERNAL_H
 #define WH_GEMM_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -124,7 +125,21 @@ struct wh_sgemm_desc {
 	const size_t *c_off;
 	const float *bias;
 	size_t kb; /* K in MLAS's blocks of kb (wh_sgemm_block_kb); 0: one chain */
+	/* B packed by wh_sgemm_pack_b for the kernel of cpu->isa (bpack_nr: its NR), or NULL;
+	 * when set (batch 1 only), b, ldb and b_off are not read. Same bits as the unpacked B. */
+	const float *bpack;
+	size_t bpack_nr;
 };
+
+/* B packed once for a kernel of panel width nr (wh_sgemm_kernel.nr): the K x N matrix
+ * (element (k, j) at b[k*rsb + j*csb]) is cut into ceil(N / nr) panels of nr columns; panel
+ * p holds its columns as [k][nr] (zeros past column N) at dst + p*nr*K, so the micro-kernel
+ * streams each panel contiguously instead of reading B's rows at a stride (which on a
+ * power-of-two row length also maps a panel's rows to the same cache sets). Panels are
+ * packed in parallel on pool. dst holds wh_sgemm_pack_b_floats(nr, K, N) floats. */
+size_t wh_sgemm_pack_b_floats(size_t nr, size_t K, size_t N);
+void wh_sgemm_pack_b(size_t nr, struct wh_threadpool *pool, size_t K, size_t N, const float *b, size_t rsb,
+		     size_t csb, float *dst);
 
 /* Runs the batch on the pool with the kernel of cpu->isa. */
 enum wh_status wh_sgemm_run(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
@@ -147,5 +162,16 @@ struct wh_gemm_geom {
 };
 enum wh_status wh_gemm_geometry(const struct wh_kernel_ctx *ctx, const struct wh_tensor *A, const struct wh_tensor *B,
 				const struct wh_tensor *C, struct wh_gemm_geom *g);
+
+/* The packed copy (wh_sgemm_pack_b, for kern) of input k of the node, a K x N float32
+ * matrix that is B itself (tb false) or B transposed (tb true), from the engine's cache
+ * (ctx->packs, executor/ops/gemm-pack.c), or NULL: use B as it is. Only an initializer
+ * whose bytes the kernel reads unchanged is packed (a reduced-precision layer reads a
+ * rounded copy, which is never packed), and only at the engine's second product with it:
+ * an engine that runs once (a reduce candidate) never pays for packing. Packing is an
+ * optimisation: when memory is short or the budget spent, this returns NULL, no error. The
+ * copy belongs to the cache and lives as long as the engine. */
+const float *wh_gemm_packed_b(const struct wh_kernel_ctx *ctx, uint32_t k, const struct wh_sgemm_kernel *kern,
+			      size_t K, size_t N, bool tb);
 
 #endif

@@ -125,11 +125,18 @@ void wh_sgemm_pack_a(const struct wh_sgemm_kernel *kern, size_t M, size_t K, con
 	}
 }
 
-void wh_sgemm_block(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size_t K,
-		    const float *apack, const float *b, const ptrdiff_t *boff, float *c, size_t ldc,
-		    const float *bias)
+/* Column j of B at b + j (row-major, rows at boff), or, with bps (packed B, gemm-internal.h),
+ * in panel j / nr at b + (j / nr) * bps (j is a multiple of nr here). */
+static const float *b_cols(const struct wh_sgemm_kernel *kern, const float *b, size_t j, size_t bps)
 {
-	size_t n_slices = (K + WH_SGEMM_KC - 1) / WH_SGEMM_KC;
+	return bps ? b + j / kern->nr * bps : b + j;
+}
+
+static void block_one_chain(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size_t K, size_t kc_max,
+			    const float *apack, const float *b, size_t bps, const ptrdiff_t *boff, float *c,
+			    size_t ldc, const float *bias)
+{
+	size_t n_slices = (K + kc_max - 1) / kc_max;
 	size_t kc = n_slices ? (K + n_slices - 1) / n_slices : 0;
 	size_t k0 = 0;
 	do {
@@ -137,9 +144,10 @@ void wh_sgemm_block(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size
 		unsigned flags = (k0 ? WH_SGEMM_LOAD_C : 0) | (k0 + kk == K && bias ? WH_SGEMM_BIAS : 0);
 		for (size_t j = 0; j < N; j += kern->nr) {
 			size_t nr = N - j < kern->nr ? N - j : kern->nr;
+			const float *bj = b_cols(kern, b, j, bps);
 			for (size_t i = 0; i < M; i += kern->mr) {
 				size_t mr = M - i < kern->mr ? M - i : kern->mr;
-				kern->ukernel(mr, nr, kk, apack + i * K + k0 * mr, b + j, boff + k0,
+				kern->ukernel(mr, nr, kk, apack + i * K + k0 * mr, bj, boff + k0,
 					      c + i * ldc + j, ldc, bias ? bias + i : NULL, flags);
 			}
 		}
@@ -147,12 +155,22 @@ void wh_sgemm_block(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size
 	} while (k0 < K);
 }
 
-void wh_sgemm_block_kb(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size_t K, size_t kb,
-		       const float *apack, const float *b, const ptrdiff_t *boff, float *c, size_t ldc,
-		       const float *bias)
+void wh_sgemm_block(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size_t K,
+		    const float *apack, const float *b, const ptrdiff_t *boff, float *c, size_t ldc,
+		    const float *bias)
+{
+	block_one_chain(kern, M, N, K, WH_SGEMM_KC, apack, b, 0, boff, c, ldc, bias);
+}
+
+static void block_kb(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size_t K, size_t kb,
+		     const float *apack, const float *b, size_t bps, const ptrdiff_t *boff, float *c, size_t ldc,
+		     const float *bias)
 {
 	if (kb == 0 || kb >= K) {
-		wh_sgemm_block(kern, M, N, K, apack, b, boff, c, ldc, bias);
+		/* a packed panel slice of KC x NR floats is read contiguously: half of KC keeps
+		 * it in L1 (with A's slice) across the row panels of A */
+		block_one_chain(kern, M, N, K, bps ? WH_SGEMM_KC / 2 : WH_SGEMM_KC, apack, b, bps, boff, c, ldc,
+				bias);
 		return;
 	}
 	for (size_t k0 = 0; k0 < K; k0 += kb) {
@@ -160,13 +178,21 @@ void wh_sgemm_block_kb(const struct wh_sgemm_kernel *kern, size_t M, size_t N, s
 		unsigned flags = (k0 ? WH_SGEMM_ADD_C : 0) | (k0 + kk == K && bias ? WH_SGEMM_BIAS : 0);
 		for (size_t j = 0; j < N; j += kern->nr) {
 			size_t nr = N - j < kern->nr ? N - j : kern->nr;
+			const float *bj = b_cols(kern, b, j, bps);
 			for (size_t i = 0; i < M; i += kern->mr) {
 				size_t mr = M - i < kern->mr ? M - i : kern->mr;
-				kern->ukernel(mr, nr, kk, apack + i * K + k0 * mr, b + j, boff + k0,
+				kern->ukernel(mr, nr, kk, apack + i * K + k0 * mr, bj, boff + k0,
 					      c + i * ldc + j, ldc, bias ? bias + i : NULL, flags);
 			}
 		}
 	}
+}
+
+void wh_sgemm_block_kb(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size_t K, size_t kb,
+		       const float *apack, const float *b, const ptrdiff_t *boff, float *c, size_t ldc,
+		       const float *bias)
+{
+	block_kb(kern, M, N, K, kb, apack, b, 0, boff, c, ldc, bias);
 }
 
 static size_t round_up(size_t x, size_t m)
@@ -205,6 +231,8 @@ struct sgemm_job {
 	const struct wh_sgemm_desc *d;
 	float *apack;
 	const ptrdiff_t *boff;
+	const float *bpack; /* B packed for kern, or NULL */
+	size_t bps;         /* floats per panel of bpack (NR * K), 0 without */
 	size_t mc, nc, mt, nt;
 };
 
@@ -256,10 +284,12 @@ static void sgemm_task(void *arg, size_t begin, size_t end)
 		size_t m0 = (r / j->nt) * j->mc, n0 = (r % j->nt) * j->nc;
 		size_t m = d->M - m0 < j->mc ? d->M - m0 : j->mc;
 		size_t n = d->N - n0 < j->nc ? d->N - n0 : j->nc;
-		const float *b = d->b + (d->b_off ? d->b_off[bi] : 0) + n0;
+		/* n0 is a multiple of nc, itself a multiple of NR: a packed B's tile starts a panel */
+		const float *b = j->bps ? j->bpack + n0 / j->kern->nr * j->bps
+					: d->b + (d->b_off ? d->b_off[bi] : 0) + n0;
 		float *c = d->c + (d->c_off ? d->c_off[bi] : 0) + m0 * d->ldc + n0;
-		wh_sgemm_block_kb(j->kern, m, n, d->K, d->kb, j->apack + bi * d->M * d->K + m0 * d->K, b, j->boff, c,
-				  d->ldc, d->bias ? d->bias + m0 : NULL);
+		block_kb(j->kern, m, n, d->K, d->kb, j->apack + bi * d->M * d->K + m0 * d->K, b, j->bps, j->boff, c,
+			 d->ldc, d->bias ? d->bias + m0 : NULL);
 	}
 }
 
@@ -282,12 +312,19 @@ enum wh_status wh_sgemm_run(const struct wh_cpu_features *cpu, struct wh_threadp
 		st = wh_error(WH_ERR_NOMEM, "gemm: out of memory packing a %zux%zu matrix", d->M, d->K);
 		goto out;
 	}
+	bool packed = d->bpack != NULL;
+	if (packed && (d->bpack_nr != kern.nr || d->batch != 1)) {
+		st = wh_error(WH_ERR_INTERNAL, "gemm: B was packed in panels of %zu columns for a kernel of %zu, batch %zu (report this bug)",
+			      d->bpack_nr, kern.nr, d->batch);
+		goto out;
+	}
 	for (size_t k = 0; k < d->K; k++)
-		boff[k] = (ptrdiff_t)(k * d->ldb);
+		boff[k] = (ptrdiff_t)(k * (packed ? kern.nr : d->ldb));
 	/* Small products are not worth waking the pool for. */
 	if (work < ((uint64_t)1 << 16))
 		pool = NULL;
-	struct sgemm_job job = {.kern = &kern, .d = d, .apack = apack, .boff = boff};
+	struct sgemm_job job = {.kern = &kern, .d = d, .apack = apack, .boff = boff,
+				.bpack = packed ? d->bpack : NULL, .bps = packed ? kern.nr * d->K : 0};
 	struct pack_job pj = {.kern = &kern, .M = d->M, .K = d->K, .rsa = d->rsa, .csa = d->csa, .a = d->a,
 			      .a_off = d->a_off, .dst = apack};
 	pack_parallel(&pj, pool, d->batch);
@@ -500,7 +537,7 @@ static void mm_double(const struct mm_shape *s, const double *A, const double *B
 
 /* float32 product of a batch described by s (fast path). */
 static enum wh_status mm_f32(struct wh_kernel_ctx *ctx, const struct wh_cpu_features *cpu,
-			     const struct mm_shape *s, const float *A, const float *B, float *Y)
+			     const struct mm_shape *s, const float *A, const float *B, float *Y, bool pack)
 {
 	struct wh_sgemm_desc d = {
 		.M = (size_t)s->M, .N = (size_t)s->N, .K = (size_t)s->K, .batch = s->batch,
@@ -508,6 +545,13 @@ static enum wh_status mm_f32(struct wh_kernel_ctx *ctx, const struct wh_cpu_feat
 		.b = B, .ldb = (size_t)s->N, .b_off = s->b_off,
 		.c = Y, .ldc = (size_t)s->N, .c_off = s->c_off,
 	};
+	/* a constant 2-d B (a weight) is read from the engine's packed copy when it has one */
+	if (pack && !s->b_batched && wh_kin(ctx, 1)->rank == 2) {
+		struct wh_sgemm_kernel kern;
+		wh_sgemm_kernel_get(cpu->isa, &kern);
+		d.bpack = wh_gemm_packed_b(ctx, 1, &kern, d.K, d.N, false);
+		d.bpack_nr = kern.nr;
+	}
 	/* With B shared by the whole batch, A's matrices are rows of one tall matrix. */
 	if (!s->b_batched && s->batch > 1) {
 		d.M = (size_t)s->M * s->batch;
@@ -539,7 +583,7 @@ static enum wh_status matmul_common(struct wh_kernel_ctx *ctx, const struct wh_c
 		goto out;
 	struct wh_tensor *Y = &ctx->outputs[0];
 	if (dt == WH_DT_FLOAT) {
-		st = mm_f32(ctx, cpu, &s, A->data, B->data, Y->data);
+		st = mm_f32(ctx, cpu, &s, A->data, B->data, Y->data, true);
 	} else if (is_half(dt)) {
 		if ((st = half_to_f32(A, &fa)) || (st = half_to_f32(B, &fb)))
 			goto out;
@@ -548,7 +592,7 @@ static enum wh_status matmul_common(struct wh_kernel_ctx *ctx, const struct wh_c
 			st = wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the float32 result");
 			goto out;
 		}
-		if ((st = mm_f32(ctx, cpu, &s, fa, fb, fy)))
+		if ((st = mm_f32(ctx, cpu, &s, fa, fb, fy, false)))
 			goto out;
 		f32_to_half(fy, Y);
 	} else if (dt == WH_DT_DOUBLE) {
@@ -647,7 +691,11 @@ static enum wh_status gemm_common(struct wh_kernel_ctx *ctx, const struct wh_cpu
 			}
 			a = fa, b = fb, c = fc, y = fy;
 		}
-		if (tb) {
+		/* a weight is read from the engine's packed copy when it has one (transB included) */
+		struct wh_sgemm_kernel kern;
+		wh_sgemm_kernel_get(cpu->isa, &kern);
+		const float *bpack = dt == WH_DT_FLOAT ? wh_gemm_packed_b(ctx, 1, &kern, (size_t)K, (size_t)N, tb) : NULL;
+		if (tb && !bpack) {
 			/* The engine reads B by rows: transpose it once. */
 			bt = malloc((B->count ? B->count : 1) * sizeof(float));
 			if (!bt) {
@@ -669,6 +717,7 @@ static enum wh_status gemm_common(struct wh_kernel_ctx *ctx, const struct wh_cpu
 			.M = (size_t)M, .N = (size_t)N, .K = (size_t)K, .batch = 1,
 			.a = a, .rsa = ta ? 1 : (size_t)K, .csa = ta ? (size_t)M : 1,
 			.b = b, .ldb = (size_t)N, .c = y, .ldc = (size_t)N,
+			.bpack = bpack, .bpack_nr = kern.nr,
 		};
 		if ((st = wh_sgemm_run(cpu, ctx->pool, &d)))
 			goto out;
