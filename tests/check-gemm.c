@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "executor/cpu.h"
 #include "executor/executor.h"
@@ -24,6 +25,8 @@
 #include "executor/ops/gemm-internal.h"
 #include "executor/threadpool.h"
 #include "graph/arena.h"
+#include "graph/blob.h"
+#include "kernel-harness.h"
 #include "graph/onnx-io.h"
 
 static uint64_t rng_next(uint64_t *s)
@@ -157,6 +160,79 @@ START_TEST(threads_bit_identical)
 	}
 	wh_threadpool_destroy(p2);
 	wh_threadpool_destroy(p3);
+}
+END_TEST
+
+/* ---- B packed once (wh_sgemm_pack_b, gemm-pack.c) ---- */
+
+/* A B read from its packed panels gives the bits of the same B read by rows, for every
+ * kernel, B given as is or transposed (Gemm's transB), tails of every panel width, M = 1
+ * (the GEMV of a classifier) and 1, 2 and 3 threads; the scalar kernel equals the
+ * reference. */
+START_TEST(packed_b_bit_identical)
+{
+	static const size_t shapes[][3] = {{1, 1000, 576}, {1, 7, 3}, {5, 33, 17}, {13, 64, 300}, {32, 100, 257},
+					   {25, 1, 40}, {1, 45, 1}, {67, 301, 129}};
+	enum wh_isa list[3];
+	int n = isas(list);
+	struct wh_threadpool *pools[3] = {NULL, NULL, NULL};
+	ck_assert_int_eq(wh_threadpool_create(2, &pools[1]), WH_OK);
+	ck_assert_int_eq(wh_threadpool_create(3, &pools[2]), WH_OK);
+	for (int ii = 0; ii < n; ii++)
+		for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+			for (int tb = 0; tb < 2; tb++) {
+				size_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+				float *a = random_floats(M * K, 10 * s + 1), *b = random_floats(K * N, 10 * s + 2);
+				float *bias = random_floats(M, 10 * s + 3);
+				/* b is K x N row-major; bt the same matrix stored transposed (N x K) */
+				float *bt = malloc(K * N * sizeof(float));
+				for (size_t k = 0; k < K; k++)
+					for (size_t j = 0; j < N; j++)
+						bt[j * K + k] = b[k * N + j];
+				struct wh_cpu_features cpu = wh_cpu_capped(list[ii]);
+				struct wh_sgemm_kernel kern;
+				wh_sgemm_kernel_get(cpu.isa, &kern);
+				size_t nf = wh_sgemm_pack_b_floats(kern.nr, K, N);
+				ck_assert_uint_eq(nf % (kern.nr * K), 0);
+				ck_assert_uint_ge(nf, K * N);
+				float *bp = malloc(nf * sizeof(float));
+				for (size_t i = 0; i < nf; i++)
+					bp[i] = NAN; /* every float must be written, padding included */
+				wh_sgemm_pack_b(kern.nr, pools[s % 3], K, N, tb ? bt : b, tb ? 1 : N, tb ? K : 1, bp);
+				for (size_t i = 0; i < nf; i++)
+					ck_assert_msg(!isnan(bp[i]), "pack %zux%zu tb=%d: float %zu not written", K, N, tb, i);
+				float *want = malloc(M * N * sizeof(float)), *got = malloc(M * N * sizeof(float));
+				struct wh_sgemm_desc d = {.M = M, .N = N, .K = K, .batch = 1, .a = a, .rsa = K, .csa = 1,
+							  .b = b, .ldb = N, .c = want, .ldc = N, .bias = s % 2 ? bias : NULL};
+				ck_assert_int_eq(wh_sgemm_run(&cpu, NULL, &d), WH_OK);
+				if (cpu.isa == WH_ISA_SCALAR) {
+					wh_sgemm_ref(M, N, K, a, K, 1, b, N, 1, got, N, d.bias);
+					ck_assert(!memcmp(got, want, M * N * sizeof(float)));
+				}
+				d.b = NULL; /* never read */
+				d.bpack = bp;
+				d.bpack_nr = kern.nr;
+				for (int t = 0; t < 3; t++) {
+					d.c = got;
+					memset(got, 0xff, M * N * sizeof(float));
+					ck_assert_int_eq(wh_sgemm_run(&cpu, pools[t], &d), WH_OK);
+					ck_assert_msg(!memcmp(got, want, M * N * sizeof(float)),
+						      "%s %zux%zux%zu tb=%d, %d threads: packed B differs from B",
+						      wh_isa_name(cpu.isa), M, N, K, tb, t + 1);
+				}
+				/* a B packed for another panel width is refused, not misread */
+				d.bpack_nr = kern.nr + 1;
+				ck_assert_int_eq(wh_sgemm_run(&cpu, NULL, &d), WH_ERR_INTERNAL);
+				free(a);
+				free(b);
+				free(bt);
+				free(bias);
+				free(bp);
+				free(want);
+				free(got);
+			}
+	wh_threadpool_destroy(pools[1]);
+	wh_threadpool_destroy(pools[2]);
 }
 END_TEST
 
@@ -616,6 +692,181 @@ START_TEST(matmul_threads_bit_identical)
 }
 END_TEST
 
+/* A one-node MatMul or Gemm (transB) whose B is an initializer with the bytes of blob. */
+struct const_b_node {
+	struct wh_model *m;
+	struct wh_node *node;
+	struct wh_tensor a, b, y;
+	const struct wh_tensor *ins[2];
+	bool wanted;
+	struct wh_kernel_ctx ctx;
+};
+
+static void const_b_node_init(struct const_b_node *x, const char *op, int64_t M, int64_t K, int64_t N, bool tb,
+			      struct wh_blob *blob)
+{
+	memset(x, 0, sizeof *x);
+	ck_assert_int_eq(wh_model_create(&x->m), WH_OK);
+	struct wh_graph *g = x->m->graph;
+	uint32_t ids[2], out, nid;
+	ck_assert_int_eq(wh_graph_add_value(g, "a", &ids[0]), WH_OK);
+	ck_assert_int_eq(wh_graph_add_value(g, "w", &ids[1]), WH_OK);
+	ck_assert_int_eq(wh_graph_add_value(g, "y", &out), WH_OK);
+	int64_t bd[2] = {tb ? N : K, tb ? K : N}, ad[2] = {M, K};
+	ck_assert_int_eq(wh_graph_set_initializer(g, ids[1], WH_DT_FLOAT, 2, bd, blob), WH_OK);
+	ck_assert_int_eq(wh_graph_add_node(g, op, "", "node", 2, ids, 1, &out, &nid), WH_OK);
+	x->node = &g->nodes[nid];
+	if (tb) {
+		x->node->n_attrs = 1;
+		x->node->attrs = wh_arena_calloc(x->m->arena, 1, sizeof *x->node->attrs);
+		x->node->attrs[0] = (struct wh_attr){.name = "transB", .type = WH_ATTR_INT, .i = 1};
+	}
+	tensor_random(&x->a, 2, ad, (uint64_t)(M * 7 + N));
+	/* B read as the runtime reads an initializer: a tensor sharing the value's blob */
+	wh_tensor_init(&x->b);
+	ck_assert_int_eq(wh_tensor_from_raw(&x->b, WH_DT_FLOAT, 2, bd, g->values[ids[1]].data), WH_OK);
+	x->ins[0] = &x->a;
+	x->ins[1] = &x->b;
+	x->wanted = true;
+	x->ctx = (struct wh_kernel_ctx){.model = x->m, .graph = g, .node = x->node, .opset = 13, .n_inputs = 2,
+					.inputs = x->ins, .n_outputs = 1, .outputs = &x->y, .output_wanted = &x->wanted,
+					.cpu = wh_cpu()};
+}
+
+static void const_b_node_release(struct const_b_node *x)
+{
+	wh_tensor_release(&x->a);
+	wh_tensor_release(&x->b);
+	wh_model_destroy(x->m);
+}
+
+/* Runs the node's default kernel; returns its output (caller frees). */
+static float *const_b_run(struct const_b_node *x)
+{
+	const struct wh_op_def *op = wh_op_lookup("", x->node->op_type, 13);
+	wh_tensor_init(&x->y);
+	ck_assert_msg(op->run(&x->ctx) == WH_OK, "%s", wh_error_message());
+	float *r = malloc(x->y.count * sizeof(float));
+	memcpy(r, x->y.data, x->y.count * sizeof(float));
+	wh_tensor_release(&x->y);
+	return r;
+}
+
+/* B from blob (a K x N matrix, or N x K with tb) in a MatMul or Gemm: the first run reads B
+ * as it is, the second packs it (the cache then holds pack_bytes), every later run reads the
+ * copy; the bits never change, for any thread count, and equal those of an engine without
+ * a cache. */
+static void check_const_b(const char *op, int64_t M, int64_t K, int64_t N, bool tb, struct wh_blob *blob,
+			  int64_t dup_budget, bool expect_packed)
+{
+	struct const_b_node x;
+	const_b_node_init(&x, op, M, K, N, tb, blob);
+	float *want = const_b_run(&x); /* no cache: B as it is */
+	size_t bytes = (size_t)(M * N) * sizeof(float);
+	struct wh_threadpool *p2;
+	ck_assert_int_eq(wh_threadpool_create(2, &p2), WH_OK);
+	for (int threads = 1; threads <= 2; threads++) {
+		struct wh_gemm_packs *packs;
+		ck_assert_int_eq(wh_gemm_packs_create(dup_budget, &packs), WH_OK);
+		x.ctx.packs = packs;
+		x.ctx.pool = threads == 2 ? p2 : NULL;
+		for (int run = 0; run < 4; run++) {
+			float *got = const_b_run(&x);
+			ck_assert_msg(!memcmp(got, want, bytes), "%s %lldx%lldx%lld tb=%d, %d threads, run %d: bits differ",
+				      op, (long long)M, (long long)K, (long long)N, tb, threads, run + 1);
+			free(got);
+			size_t held = wh_gemm_packs_bytes(packs);
+			if (run == 0 || !expect_packed)
+				ck_assert_uint_eq(held, 0);
+			else
+				ck_assert_uint_ge(held, (size_t)(K * N) * sizeof(float));
+		}
+		x.ctx.packs = NULL;
+		wh_gemm_packs_destroy(packs);
+	}
+	/* the scalar kernel packs for its own panel width and still equals the reference */
+	float *ref = malloc(bytes);
+	const float *bv = x.b.data;
+	wh_sgemm_ref((size_t)M, (size_t)N, (size_t)K, x.a.data, (size_t)K, 1, bv, tb ? 1 : (size_t)N, tb ? (size_t)K : 1,
+		     ref, (size_t)N, NULL);
+	struct wh_cpu_features scalar = wh_cpu_capped(WH_ISA_SCALAR);
+	struct wh_gemm_packs *packs;
+	ck_assert_int_eq(wh_gemm_packs_create(dup_budget, &packs), WH_OK);
+	x.ctx.packs = packs;
+	x.ctx.cpu = &scalar;
+	for (int run = 0; run < 3; run++) {
+		float *got = const_b_run(&x);
+		ck_assert_msg(!memcmp(got, ref, bytes), "%s scalar run %d differs from the reference", op, run + 1);
+		free(got);
+	}
+	wh_gemm_packs_destroy(packs);
+	free(ref);
+	free(want);
+	wh_threadpool_destroy(p2);
+	const_b_node_release(&x);
+}
+
+static struct wh_blob *random_blob(size_t n, uint64_t seed)
+{
+	struct wh_blob *b;
+	void *w;
+	ck_assert_int_eq(wh_blob_create(n * sizeof(float), &b, &w), WH_OK);
+	float *f = random_floats(n, seed);
+	memcpy(w, f, n * sizeof(float));
+	free(f);
+	return b;
+}
+
+START_TEST(constant_b_packed_once)
+{
+	/* a classifier's GEMV (M = 1, transB), a decoder's projection, tails */
+	static const int64_t shapes[][3] = {{1, 576, 1000}, {32, 256, 160}, {7, 33, 45}, {1, 3, 1}};
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+		for (int o = 0; o < 3; o++) {
+			int64_t M = shapes[s][0], K = shapes[s][1], N = shapes[s][2];
+			struct wh_blob *blob = random_blob((size_t)(K * N), 100 + s);
+			check_const_b(o == 0 ? "MatMul" : "Gemm", M, K, N, o == 2, blob, 0, true);
+			wh_blob_release(blob);
+		}
+	/* weight_cache_bytes < 0 keeps no copies of in-memory weights: never packed, same bits */
+	struct wh_blob *blob = random_blob(64 * 48, 7);
+	check_const_b("MatMul", 9, 64, 48, false, blob, -1, false);
+	/* a budget smaller than the copy: not packed */
+	check_const_b("Gemm", 9, 64, 48, true, blob, 1000, false);
+	wh_blob_release(blob);
+}
+END_TEST
+
+/* A weight mapped from a file is packed in slices, its pages dropped as it goes (several
+ * slices of 8 MiB here); reading it again (the unpacked run of another cache) faults them
+ * back with the same bytes. */
+START_TEST(constant_b_mapped_packed_once)
+{
+	char dir[] = "/tmp/check-gemm.XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char path[64];
+	snprintf(path, sizeof path, "%s/w.bin", dir);
+	const int64_t K = 1200, N = 2100; /* 10 MB */
+	float *w = random_floats((size_t)(K * N), 77);
+	FILE *f = fopen(path, "wb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(w, sizeof(float), (size_t)(K * N), f), (size_t)(K * N));
+	ck_assert_int_eq(fclose(f), 0);
+	free(w);
+	struct wh_blob_file *bf;
+	struct wh_blob *blob;
+	ck_assert_int_eq(wh_blob_file_open(path, "w.bin", &bf), WH_OK);
+	ck_assert_int_eq(wh_blob_create_view(bf, 0, (size_t)(K * N) * sizeof(float), &blob), WH_OK);
+	ck_assert(wh_blob_is_mapped(blob));
+	check_const_b("MatMul", 3, K, N, false, blob, -1, true); /* the in-memory budget does not apply */
+	check_const_b("Gemm", 2, N, K, true, blob, -1, true);
+	wh_blob_release(blob);
+	wh_blob_file_release(bf);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 /* Every eligible Gemm / MatMul tactic runs and matches the reference; the scalar ones
  * bit for bit (same order, no fused multiply-add). */
 START_TEST(tactics_run_and_match)
@@ -675,6 +926,7 @@ static Suite *gemm_suite(void)
 	tcase_add_test(tc, ort_kblock_rule);
 	tcase_add_test(tc, block_kb_matches_reference);
 	tcase_add_test(tc, m1_variants_bit_identical);
+	tcase_add_test(tc, packed_b_bit_identical);
 	suite_add_tcase(s, tc);
 	TCase *ops = tcase_create("ops");
 	tcase_set_timeout(ops, 600);
@@ -686,6 +938,8 @@ static Suite *gemm_suite(void)
 	tcase_add_test(ops, matmul_integer_zero_points);
 	tcase_add_test(ops, matmul_threads_bit_identical);
 	tcase_add_test(ops, tactics_run_and_match);
+	tcase_add_test(ops, constant_b_packed_once);
+	tcase_add_test(ops, constant_b_mapped_packed_once);
 	suite_add_tcase(s, ops);
 	return s;
 }
