@@ -8,21 +8,26 @@
 # every candidate with the onnx package and ONNX Runtime (time, peak resident memory, new
 # bytes written) and a run against
 # ONNX Runtime (median time, peak resident memory). Prints a markdown section
-# ("## Large models") on stdout.
-#   scripts/bench-bigmodel.sh [--threads N] [--iterations N] [--keep]
+# ("## Large models") on stdout. The run is timed in --rounds alternating rounds (ONNX Runtime
+# first in odd rounds, whittle first in even ones, so that a slow spell of a shared machine
+# hits both): a time is the median over the rounds, the time ratio the median of the rounds'
+# ratios, a peak the largest over the rounds.
+#   scripts/bench-bigmodel.sh [--threads N] [--iterations N] [--rounds N] [--keep]
 # It writes 3.1 GB (the model, generated once and reused) plus kilobytes per command;
 # --keep leaves the model in place for the next run (default: removed at the end).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 threads=2
 iters=3
+rounds=3
 keep=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--threads) threads=$2; shift ;;
 	--iterations) iters=$2; shift ;;
+	--rounds) rounds=$2; shift ;;
 	--keep) keep=1 ;;
-	*) echo "usage: scripts/bench-bigmodel.sh [--threads N] [--iterations N] [--keep]" >&2; exit 2 ;;
+	*) echo "usage: scripts/bench-bigmodel.sh [--threads N] [--iterations N] [--rounds N] [--keep]" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -154,11 +159,21 @@ const ort = require('$root/scripts/node_modules/onnxruntime-node');
 	console.log('peak_rss_mb ' + (process.resourceUsage().maxRSS / 1024).toFixed(1));
 })().catch((e) => { console.error('ort: ' + e.message); process.exit(1); });
 EOF
-node "$work/ort.js" "$model" > "$work/ort.txt"
-"$wh" run "$model" --threads "$threads" --iterations "$iters" --val-range 0,1 > "$work/wh.txt"
 val() { grep "^$1 " "$2" | awk '{print $2}'; }
-o=$(val median_ms "$work/ort.txt"); w=$(val median_ms "$work/wh.txt")
-om=$(val peak_rss_mb "$work/ort.txt"); wm=$(val peak_rss_mb "$work/wh.txt")
+run_ort() { node "$work/ort.js" "$model" > "$work/ort.txt"; }
+run_wh() { "$wh" run "$model" --threads "$threads" --iterations "$iters" --val-range 0,1 > "$work/wh.txt"; }
+: > "$work/rounds"
+for r in $(seq "$rounds"); do
+	if [ $((r % 2)) = 1 ]; then run_ort; run_wh; else run_wh; run_ort; fi
+	echo "$(val median_ms "$work/ort.txt") $(val median_ms "$work/wh.txt") $(val peak_rss_mb "$work/ort.txt") $(val peak_rss_mb "$work/wh.txt")" >> "$work/rounds"
+done
+median_col() { # column of the rounds file (or "ratio": whittle / ONNX Runtime time)
+	awk -v c="$1" '{ print (c == "ratio" ? $2 / $1 : $c) }' "$work/rounds" | sort -g |
+		awk '{ v[NR] = $1 } END { printf "%.3f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+max_col() { awk -v c="$1" 'BEGIN { m = 0 } $c > m { m = $c } END { printf "%.1f", m }' "$work/rounds"; }
+o=$(median_col 1); w=$(median_col 2); ratio=$(median_col ratio)
+om=$(max_col 3); wm=$(max_col 4)
 echo
 echo "The reduce: ${red_line#reduce: }); its built-in check runs each candidate in fp16 and in FP32."
 echo "With --reference-memory 0 (the same reduced model): ${red0_line#reduce: }); ${spill_line}."
@@ -166,10 +181,11 @@ echo "With the external check: ${redx_line#reduce: }); $n_loaded candidates, eac
 echo "onnx.checker and run by ONNX Runtime with its external data; no file written reached 2 GiB. Its peak"
 echo "memory is the largest of whittle's and its checks' (GNU time counts waited-for children)."
 echo
-echo "Run, $threads threads, median of $iters runs after a warm-up:"
+echo "Run, $threads threads, median of $iters runs after a warm-up, in $rounds alternating rounds (time: the"
+echo "median over the rounds; ratio: the median of the rounds' ratios; peak: the largest):"
 echo
 echo "| runtime | ms | peak MB |"
 echo "| --- | ---: | ---: |"
 echo "| ONNX Runtime $(node -e "console.log(require('$root/scripts/node_modules/onnxruntime-node/package.json').version)") | $o | $om |"
 echo "| whittle run | $w | $wm |"
-echo "| ratio | $(awk -v a="$w" -v b="$o" 'BEGIN { printf "%.2f", a / b }') | $(awk -v a="$wm" -v b="$om" 'BEGIN { printf "%.2f", a / b }') |"
+echo "| ratio | $(awk -v a="$ratio" 'BEGIN { printf "%.2f", a }') | $(awk -v a="$wm" -v b="$om" 'BEGIN { printf "%.2f", a / b }') |"
