@@ -3,10 +3,13 @@
  *
  * C[i][j] = sum_k A[i][k] * B[k][j] (+ bias[i]). A is packed once into panels of the
  * micro-kernel's MR rows (panel p holds rows p*MR.. as [k][row], the last panel only its
- * own rows, so a packed A takes exactly M*K floats and panel p starts at p*MR*K). B is never
- * packed: row k of B is read at b + boff[k] (boff in floats), which serves a row-major
- * matrix (boff[k] = k*ldb) and convolution inputs alike (boff[k] = offset of the input
- * row that kernel tap k reads), so im2col is never materialised.
+ * own rows, so a packed A takes exactly M*K floats and panel p starts at p*MR*K). B is not
+ * packed per product: row k of B is read at b + boff[k] (boff in floats), which serves a
+ * row-major matrix (boff[k] = k*ldb) and convolution inputs alike (boff[k] = offset of the
+ * input row that kernel tap k reads), so im2col is never materialised. A constant B (a
+ * MatMul or Gemm weight) is packed once per engine into panels of NR columns
+ * (wh_sgemm_pack_b, wh_gemm_packed_b), which the same micro-kernels read with boff[k] =
+ * k*NR: the products and their order do not change, so neither do the bits.
  *
  * Determinism: every element of C is one chain of multiply-adds over k = 0..K-1 in order,
  * started from zero (K blocking reloads the partial sum from C and continues the chain),

@@ -132,11 +132,11 @@ static const float *b_cols(const struct wh_sgemm_kernel *kern, const float *b, s
 	return bps ? b + j / kern->nr * bps : b + j;
 }
 
-static void block_one_chain(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size_t K, size_t kc_max,
+static void block_one_chain(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size_t K,
 			    const float *apack, const float *b, size_t bps, const ptrdiff_t *boff, float *c,
 			    size_t ldc, const float *bias)
 {
-	size_t n_slices = (K + kc_max - 1) / kc_max;
+	size_t n_slices = (K + WH_SGEMM_KC - 1) / WH_SGEMM_KC;
 	size_t kc = n_slices ? (K + n_slices - 1) / n_slices : 0;
 	size_t k0 = 0;
 	do {
@@ -159,7 +159,7 @@ void wh_sgemm_block(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size
 		    const float *apack, const float *b, const ptrdiff_t *boff, float *c, size_t ldc,
 		    const float *bias)
 {
-	block_one_chain(kern, M, N, K, WH_SGEMM_KC, apack, b, 0, boff, c, ldc, bias);
+	block_one_chain(kern, M, N, K, apack, b, 0, boff, c, ldc, bias);
 }
 
 static void block_kb(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size_t K, size_t kb,
@@ -167,10 +167,7 @@ static void block_kb(const struct wh_sgemm_kernel *kern, size_t M, size_t N, siz
 		     const float *bias)
 {
 	if (kb == 0 || kb >= K) {
-		/* a packed panel slice of KC x NR floats is read contiguously: half of KC keeps
-		 * it in L1 (with A's slice) across the row panels of A */
-		block_one_chain(kern, M, N, K, bps ? WH_SGEMM_KC / 2 : WH_SGEMM_KC, apack, b, bps, boff, c, ldc,
-				bias);
+		block_one_chain(kern, M, N, K, apack, b, bps, boff, c, ldc, bias);
 		return;
 	}
 	for (size_t k0 = 0; k0 < K; k0 += kb) {
