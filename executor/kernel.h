@@ -58,7 +58,7 @@ struct wh_kernel_ctx {
  * a copy of a weight mapped from a file (graph/blob.h) replaces the mapped pages, which are
  * dropped after packing (so the copy does not raise the resident peak), up to half the
  * machine's memory; a copy of a weight held in memory is a second copy, kept within
- * dup_budget bytes (the engine's weight_cache_bytes: 0 the default 512 MiB, < 0 none).
+ * dup_budget bytes (the engine's weight_cache_bytes: 0 its default, < 0 none).
  * Not thread-safe: an engine runs one inference at a time. */
 struct wh_gemm_packs;
 enum wh_status wh_gemm_packs_create(int64_t dup_budget, struct wh_gemm_packs **out);

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "executor/executor.h"
 #include "executor/kernel.h"
 #include "executor/ops/gemm-internal.h"
 #include "graph/blob.h"
@@ -95,7 +96,7 @@ enum wh_status wh_gemm_packs_create(int64_t dup_budget, struct wh_gemm_packs **o
 	struct wh_gemm_packs *p = calloc(1, sizeof *p);
 	if (!p)
 		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
-	p->dup_budget = dup_budget < 0 ? 0 : dup_budget ? (size_t)dup_budget : (size_t)512 << 20;
+	p->dup_budget = dup_budget < 0 ? 0 : (size_t)(dup_budget ? dup_budget : WH_ENGINE_WEIGHT_CACHE_DEFAULT);
 	/* a mapped weight's pages can be evicted and read again, anonymous memory cannot (no
 	 * swap assumed): a model larger than memory keeps reading most weights from its file */
 	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
