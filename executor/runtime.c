@@ -14,6 +14,7 @@
 #include "executor/precision.h"
 #include "executor/tactic-plan.h"
 #include "executor/threadpool.h"
+#include "graph/blob.h"
 #include "graph/onnx-io.h"
 #include "graph/os.h"
 #include "graph/topo.h"
@@ -34,6 +35,10 @@ struct plan {
 	struct wh_tensor *spare_vals;
 };
 
+/* At most this much freed activation memory is kept between runs (graph/blob.h holds only
+ * blobs of 256 KiB or less): enough for the small models where allocation shows. */
+#define WH_ENGINE_BLOB_CACHE_BYTES ((size_t)4 << 20)
+
 struct wh_engine {
 	const struct wh_model *m;
 	const struct wh_precision_config *precision;
@@ -43,6 +48,9 @@ struct wh_engine {
 	char faulty_tactic[128], faulty_layer[256];
 	struct wh_tactic_chooser chooser; /* a build's (choose NULL otherwise) */
 	struct wh_threadpool *pool;
+	/* the memory of the activations freed in a run, for the next run's (graph/blob.h): a
+	 * tensor of a small model costs as much in malloc's aligned path as in its kernel */
+	struct wh_blob_cache *blobs;
 	const struct wh_cpu_features *cpu;
 	struct plan **plans;
 	uint32_t n_plans, cap_plans;
@@ -326,6 +334,8 @@ static enum wh_status engine_create(const struct wh_model *m, const struct wh_en
 	}
 	enum wh_status st = wh_threadpool_create(opt ? opt->threads : 0, &e->pool);
 	if (st == WH_OK)
+		st = wh_blob_cache_create(WH_ENGINE_BLOB_CACHE_BYTES, &e->blobs);
+	if (st == WH_OK)
 		st = build_plan(e, m->graph);
 	if (st == WH_OK && opt && opt->profile) {
 		e->prof = calloc((size_t)m->graph->n_nodes + 1, sizeof *e->prof);
@@ -360,6 +370,7 @@ void wh_engine_destroy(struct wh_engine *e)
 		plan_destroy(e->plans[i]);
 	free(e->plans);
 	wh_threadpool_destroy(e->pool);
+	wh_blob_cache_destroy(e->blobs);
 	free(e->prof);
 	free(e);
 }
@@ -770,9 +781,10 @@ enum wh_status wh_engine_run(struct wh_engine *e, const struct wh_tensor_set *in
 	const struct wh_graph *g = p->g;
 	struct wh_frame f = {0};
 	e->n_prof = 0;
+	struct wh_blob_cache *prev_blobs = wh_blob_cache_use(e->blobs);
 	enum wh_status st = frame_init(&f, e, p, NULL);
 	if (st != WH_OK)
-		return st;
+		goto out;
 	/* bind inputs: by name, or by position among the inputs that are not initializers */
 	uint32_t pos = 0;
 	for (uint32_t i = 0; i < g->n_inputs; i++) {
@@ -828,5 +840,6 @@ enum wh_status wh_engine_run(struct wh_engine *e, const struct wh_tensor_set *in
 	}
 out:
 	frame_release(&f);
+	wh_blob_cache_use(prev_blobs);
 	return st;
 }
