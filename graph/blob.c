@@ -45,6 +45,18 @@ static enum wh_status blob_new(struct blob_impl **out)
 
 /* ---- caches of freed blobs (wh_blob_cache_use) ---- */
 
+/* Under AddressSanitizer every freed blob goes back to malloc: memory handed out again
+ * would hide a read of a freed tensor. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CACHE_ON 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CACHE_ON 0
+#endif
+#endif
+#ifndef CACHE_ON
+#define CACHE_ON 1
+#endif
 #define CACHE_SLOTS 64
 #define CACHE_MAX_BLOB ((size_t)256 << 10)
 
@@ -106,7 +118,7 @@ static struct blob_impl *cache_take(struct wh_blob_cache *c, size_t padded)
 static bool cache_put(struct wh_blob_cache *c, struct blob_impl *b)
 {
 	size_t padded = (b->pub.size + 63) & ~(size_t)63;
-	if (!padded || padded > CACHE_MAX_BLOB || c->n == CACHE_SLOTS || c->bytes + padded > c->max_bytes)
+	if (!CACHE_ON || !padded || padded > CACHE_MAX_BLOB || c->n == CACHE_SLOTS || c->bytes + padded > c->max_bytes)
 		return false;
 	b->pub.size = padded;
 	c->held[c->n++] = b;

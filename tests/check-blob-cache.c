@@ -198,15 +198,29 @@ START_TEST(test_engine_runs_are_bit_identical_with_the_cache)
 }
 END_TEST
 
+/* graph/blob.c keeps nothing under AddressSanitizer: only the engine test applies there */
+#if defined(__SANITIZE_ADDRESS__)
+#define WH_CACHE_HOLDS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WH_CACHE_HOLDS 0
+#endif
+#endif
+#ifndef WH_CACHE_HOLDS
+#define WH_CACHE_HOLDS 1
+#endif
+
 int main(void)
 {
 	Suite *s = suite_create("blob-cache");
 	TCase *tc = tcase_create("cache");
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_same_padded_size_reuses_memory);
-	tcase_add_test(tc, test_shared_blob_comes_back_only_when_the_last_reference_goes);
-	tcase_add_test(tc, test_no_reuse_without_a_current_cache_and_limits_hold);
-	tcase_add_test(tc, test_reused_blob_gets_a_fresh_digest);
+	if (WH_CACHE_HOLDS) {
+		tcase_add_test(tc, test_same_padded_size_reuses_memory);
+		tcase_add_test(tc, test_shared_blob_comes_back_only_when_the_last_reference_goes);
+		tcase_add_test(tc, test_no_reuse_without_a_current_cache_and_limits_hold);
+		tcase_add_test(tc, test_reused_blob_gets_a_fresh_digest);
+	}
 	tcase_add_test(tc, test_engine_runs_are_bit_identical_with_the_cache);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
