@@ -14,6 +14,7 @@
 #include "executor/precision.h"
 #include "executor/tactic-plan.h"
 #include "executor/threadpool.h"
+#include "graph/blob.h"
 #include "graph/onnx-io.h"
 #include "graph/os.h"
 #include "graph/topo.h"
@@ -28,7 +29,15 @@ struct plan {
 	uint8_t *exec_prec, *out_prec;      /* per node id (main graph), NULL: all FP32 */
 	const struct wh_tactic **pinned;    /* per node id (main graph), NULL entries: default */
 	struct wh_emul_cache emul;
+	/* A frame's value array kept between runs (a Loop body runs once per iteration, the
+	 * main graph once per run): it holds only the initializers' references (see
+	 * frame_init); NULL while a frame of this plan has it. */
+	struct wh_tensor *spare_vals;
 };
+
+/* At most this much freed activation memory is kept between runs (graph/blob.h holds only
+ * blobs of 256 KiB or less): enough for the small models where allocation shows. */
+#define WH_ENGINE_BLOB_CACHE_BYTES ((size_t)4 << 20)
 
 struct wh_engine {
 	const struct wh_model *m;
@@ -39,6 +48,9 @@ struct wh_engine {
 	char faulty_tactic[128], faulty_layer[256];
 	struct wh_tactic_chooser chooser; /* a build's (choose NULL otherwise) */
 	struct wh_threadpool *pool;
+	/* the memory of the activations freed in a run, for the next run's (graph/blob.h): a
+	 * tensor of a small model costs as much in malloc's aligned path as in its kernel */
+	struct wh_blob_cache *blobs;
 	const struct wh_cpu_features *cpu;
 	struct wh_gemm_packs *packs; /* packed constant GEMM operands (kernel.h) */
 	struct plan **plans;
@@ -50,7 +62,7 @@ struct wh_engine {
 
 struct wh_frame {
 	struct wh_engine *e;
-	const struct plan *plan;
+	struct plan *plan;
 	struct wh_tensor *vals; /* per value id */
 	const struct wh_frame *parent;
 	/* wh_engine_run_each: told of each tensor of the main graph as it is computed */
@@ -128,6 +140,10 @@ static void plan_destroy(struct plan *p)
 {
 	if (!p)
 		return;
+	if (p->spare_vals)
+		for (uint32_t v = 0; v < p->g->n_values; v++)
+			wh_tensor_release(&p->spare_vals[v]);
+	free(p->spare_vals);
 	if (p->inits)
 		for (uint32_t v = 0; v < p->g->n_values; v++)
 			wh_tensor_release(&p->inits[v]);
@@ -286,7 +302,7 @@ out:
 	return st;
 }
 
-static const struct plan *find_plan(const struct wh_engine *e, const struct wh_graph *g)
+static struct plan *find_plan(const struct wh_engine *e, const struct wh_graph *g)
 {
 	for (uint32_t i = 0; i < e->n_plans; i++)
 		if (e->plans[i]->g == g)
@@ -322,7 +338,11 @@ static enum wh_status engine_create(const struct wh_model *m, const struct wh_en
 	}
 	enum wh_status st = wh_threadpool_create(opt ? opt->threads : 0, &e->pool);
 	if (st == WH_OK)
+<<<<<<< HEAD
 		st = wh_gemm_packs_create(e->weight_cache_bytes, &e->packs);
+=======
+		st = wh_blob_cache_create(WH_ENGINE_BLOB_CACHE_BYTES, &e->blobs);
+>>>>>>> fixed
 	if (st == WH_OK)
 		st = build_plan(e, m->graph);
 	if (st == WH_OK && opt && opt->profile) {
@@ -358,7 +378,11 @@ void wh_engine_destroy(struct wh_engine *e)
 		plan_destroy(e->plans[i]);
 	free(e->plans);
 	wh_threadpool_destroy(e->pool);
+<<<<<<< HEAD
 	wh_gemm_packs_destroy(e->packs);
+=======
+	wh_blob_cache_destroy(e->blobs);
+>>>>>>> fixed
 	free(e->prof);
 	free(e);
 }
@@ -418,32 +442,85 @@ static void corrupt_outputs(struct wh_kernel_ctx *ctx)
 	}
 }
 
+/* Empties a value slot. wh_tensor_release clears the whole struct (a `rep stos` of 176
+ * bytes, slow to start: it was 5 % of a 0.16 ms model's run when done for every slot of every
+ * step); a slot holding no sequence only needs its blob dropped and the fields that say what
+ * it holds cleared, down to the dimensions it used, which leaves it all zero as before. */
+static inline void slot_clear(struct wh_tensor *t)
+{
+	if (t->seq) {
+		wh_tensor_release(t);
+		return;
+	}
+	wh_blob_release(t->blob);
+	int32_t rank = t->rank > 0 && t->rank <= WH_MAX_RANK ? t->rank : 0;
+	for (int32_t d = 0; d < rank; d++)
+		t->dims[d] = 0;
+	t->dtype = WH_DT_UNDEFINED;
+	t->rank = 0;
+	t->count = 0;
+	t->blob = NULL;
+	t->data = NULL;
+	t->kind = 0;
+	t->elem = 0;
+}
+
+/* Whether a slot holds or says anything (a kernel may have set a shape it never filled). */
+static inline bool slot_used(const struct wh_tensor *t)
+{
+	return t->dtype || t->rank || t->count || t->blob || t->data || t->kind || t->elem || t->seq;
+}
+
 static void frame_release(struct wh_frame *f)
 {
 	if (!f->vals)
 		return;
-	/* only slots that hold something: a release re-initialises the slot, which costs a
-	 * memset per value per run for nothing (the array is freed next) */
-	for (uint32_t v = 0; v < f->plan->g->n_values; v++)
-		if (f->vals[v].blob || f->vals[v].seq)
-			wh_tensor_release(&f->vals[v]);
-	free(f->vals);
+	struct plan *p = f->plan;
+	const struct wh_graph *g = p->g;
+	/* the initializers' slots keep their references for the next frame (unless something
+	 * else was bound there: a graph input that has an initializer as its default); every
+	 * other slot is emptied */
+	for (uint32_t v = 0; v < g->n_values; v++) {
+		struct wh_tensor *t = &f->vals[v];
+		if (p->inits[v].dtype) {
+			if (t->blob != p->inits[v].blob || t->data != p->inits[v].data || t->dtype != p->inits[v].dtype ||
+			    t->rank != p->inits[v].rank || t->seq || t->kind != WH_VALUE_TENSOR)
+				wh_tensor_ref(t, &p->inits[v]);
+		} else if (slot_used(t)) {
+			slot_clear(t);
+		}
+	}
+	if (!p->spare_vals) {
+		p->spare_vals = f->vals;
+	} else {
+		for (uint32_t v = 0; v < g->n_values; v++)
+			if (f->vals[v].blob || f->vals[v].seq)
+				wh_tensor_release(&f->vals[v]);
+		free(f->vals);
+	}
 	f->vals = NULL;
 }
 
-static enum wh_status frame_init(struct wh_frame *f, struct wh_engine *e, const struct plan *p,
+static enum wh_status frame_init(struct wh_frame *f, struct wh_engine *e, struct plan *p,
 				 const struct wh_frame *parent)
 {
 	f->e = e;
 	f->plan = p;
 	f->parent = parent;
-	f->vals = calloc((size_t)p->g->n_values + 1, sizeof *f->vals);
-	if (!f->vals)
-		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
 	const struct wh_graph *g = p->g;
+	if (p->spare_vals) {
+		/* the last frame's array: initializers bound, every other slot empty */
+		f->vals = p->spare_vals;
+		p->spare_vals = NULL;
+	} else {
+		f->vals = calloc((size_t)g->n_values + 1, sizeof *f->vals);
+		if (!f->vals)
+			return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+		for (uint32_t v = 0; v < g->n_values; v++)
+			if (p->inits[v].dtype)
+				wh_tensor_ref(&f->vals[v], &p->inits[v]);
+	}
 	for (uint32_t v = 0; v < g->n_values; v++) {
-		if (p->inits[v].dtype)
-			wh_tensor_ref(&f->vals[v], &p->inits[v]);
 		if (g->values[v].flags & WH_VALUE_OUTER) {
 			const char *name = g->values[v].name;
 			for (const struct wh_frame *q = parent; q; q = q->parent) {
@@ -471,6 +548,9 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 	const struct wh_tensor *ins_fixed[16];
 	struct wh_tensor outs_fixed[8];
 	bool wanted_fixed[8];
+	/* the fixed slots are emptied once here and left empty by every step (slot_clear) */
+	for (uint32_t k = 0; k < 8; k++)
+		wh_tensor_init(&outs_fixed[k]);
 	for (uint32_t s = 0; s < g->n_nodes; s++) {
 		uint32_t nid = p->order[s];
 		const struct wh_node *n = &g->nodes[nid];
@@ -480,10 +560,11 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 		const struct wh_tensor **ins = ins_fixed;
 		struct wh_tensor *outs = outs_fixed;
 		bool *wanted = wanted_fixed;
-		uint32_t n_slots = 0; /* output slots initialised (released at step_out) */
+		uint32_t n_slots = 0; /* output slots that may be used (emptied at step_out) */
 		if (n->n_inputs > 16)
 			ins = calloc(n->n_inputs, sizeof *ins);
 		if (n->n_outputs > 8) {
+			/* calloc: empty slots */
 			outs = calloc(n->n_outputs, sizeof *outs);
 			wanted = calloc(n->n_outputs, sizeof *wanted);
 		}
@@ -502,10 +583,8 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 		/* a kernel may write the outputs its op defines even where the (bad) model lists
 		 * fewer: every slot starts empty and unwanted, and is released below */
 		n_slots = n->n_outputs > 8 ? n->n_outputs : 8;
-		for (uint32_t k = 0; k < n_slots; k++) {
-			wh_tensor_init(&outs[k]);
+		for (uint32_t k = 0; k < n_slots; k++)
 			wanted[k] = k < n->n_outputs && n->outputs[k] != WH_NONE;
-		}
 		for (uint32_t k = 0; k < n->n_inputs && !p->kernels[nid]->any_value; k++)
 			if (ins[k] && !wh_value_is_tensor(ins[k])) {
 				st = wh_error(WH_ERR_INVALID, "node '%s' (%s): input '%s' is a %s, and this op takes tensors (fix the model)",
@@ -582,13 +661,14 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 					st = wh_error(WH_ERR_INTERNAL, "node '%s' (%s): kernel did not produce output %u", n->name, n->op_type, k);
 				} else {
 					struct wh_tensor *dst = &f->vals[n->outputs[k]];
-					wh_tensor_release(dst);
+					if (slot_used(dst))
+						slot_clear(dst);
+					/* a move: the slot keeps its dims (cleared below), nothing else */
 					*dst = outs[k];
-					wh_tensor_init(&outs[k]);
+					outs[k].blob = NULL;
+					outs[k].seq = NULL;
 				}
 			}
-			if (outs[k].blob || outs[k].seq)
-				wh_tensor_release(&outs[k]);
 		}
 		for (uint32_t k = 0; f->each && k < n->n_outputs && st == WH_OK; k++)
 			if (wanted[k] && wh_value_present(&f->vals[n->outputs[k]]))
@@ -597,19 +677,19 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			for (uint32_t k = 0; k < n->n_inputs; k++) {
 				uint32_t v = n->inputs[k];
 				if (v != WH_NONE && p->last_use[v] == s && !is_kept(g, v) && !(g->values[v].flags & WH_VALUE_INPUT))
-					wh_tensor_release(&f->vals[v]);
+					slot_clear(&f->vals[v]);
 			}
 			/* outputs nobody reads */
 			for (uint32_t k = 0; k < n->n_outputs; k++) {
 				uint32_t v = n->outputs[k];
 				if (v != WH_NONE && p->last_use[v] == WH_NONE && !is_kept(g, v))
-					wh_tensor_release(&f->vals[v]);
+					slot_clear(&f->vals[v]);
 			}
 		}
 step_out:
 		for (uint32_t k = 0; outs && k < n_slots; k++)
-			if (outs[k].blob || outs[k].seq)
-				wh_tensor_release(&outs[k]);
+			if (slot_used(&outs[k]))
+				slot_clear(&outs[k]);
 		if (ins != ins_fixed)
 			free(ins);
 		if (outs != outs_fixed)
@@ -629,7 +709,7 @@ enum wh_status wh_kernel_run_subgraph(struct wh_kernel_ctx *ctx, const struct wh
 				      struct wh_tensor *outs)
 {
 	struct wh_frame *parent = ctx->frame;
-	const struct plan *p = find_plan(parent->e, g);
+	struct plan *p = find_plan(parent->e, g);
 	if (!p)
 		return wh_kernel_fail(ctx, WH_ERR_INTERNAL, "subgraph has no plan");
 	if (n_ins > g->n_inputs)
@@ -713,15 +793,20 @@ static enum wh_status check_input(const struct wh_value *v, const struct wh_tens
 static enum wh_status engine_run(struct wh_engine *e, const struct wh_tensor_set *inputs, enum wh_run_keep keep,
 				 wh_engine_tensor_fn each, void *each_state, struct wh_tensor_set *results)
 {
-	const struct plan *p = find_plan(e, e->m->graph);
+	struct plan *p = find_plan(e, e->m->graph);
 	const struct wh_graph *g = p->g;
 	struct wh_frame f = {0};
 	e->n_prof = 0;
+	struct wh_blob_cache *prev_blobs = wh_blob_cache_use(e->blobs);
 	enum wh_status st = frame_init(&f, e, p, NULL);
 	if (st != WH_OK)
+<<<<<<< HEAD
 		return st;
 	f.each = each;
 	f.each_state = each_state;
+=======
+		goto out;
+>>>>>>> fixed
 	/* bind inputs: by name, or by position among the inputs that are not initializers */
 	uint32_t pos = 0;
 	for (uint32_t i = 0; i < g->n_inputs; i++) {
@@ -784,6 +869,7 @@ static enum wh_status engine_run(struct wh_engine *e, const struct wh_tensor_set
 	}
 out:
 	frame_release(&f);
+	wh_blob_cache_use(prev_blobs);
 	return st;
 }
 

@@ -19,6 +19,10 @@ struct wh_threadpool;
 enum wh_status wh_threadpool_create(int threads, struct wh_threadpool **out);
 void wh_threadpool_destroy(struct wh_threadpool *p);
 int wh_threadpool_size(const struct wh_threadpool *p); /* 1 for NULL */
+/* How many loops were handed to the workers so far; the others ran on the calling thread
+ * alone (one chunk, a nested loop, a loop too small to pay for a wake-up: threadpool.c
+ * SMALL_LOOP_S). 0 for NULL. For tests and diagnostics. */
+uint64_t wh_threadpool_shared_loops(const struct wh_threadpool *p);
 
 /* Calls fn(ctx, begin, end) for consecutive chunks covering [0, n); returns when all are
  * done. Not re-entrant: a loop body must not start another parallel loop on the same pool

@@ -43,9 +43,101 @@ static enum wh_status blob_new(struct blob_impl **out)
 	return WH_OK;
 }
 
+/* ---- caches of freed blobs (wh_blob_cache_use) ---- */
+
+/* Under AddressSanitizer every freed blob goes back to malloc: memory handed out again
+ * would hide a read of a freed tensor. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CACHE_ON 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CACHE_ON 0
+#endif
+#endif
+#ifndef CACHE_ON
+#define CACHE_ON 1
+#endif
+#define CACHE_SLOTS 64
+#define CACHE_MAX_BLOB ((size_t)256 << 10)
+
+struct wh_blob_cache {
+	size_t max_bytes, bytes;
+	uint32_t n;
+	struct blob_impl *held[CACHE_SLOTS]; /* owned, unshared, refs 0; pub.size is the
+					      * allocation's padded size */
+};
+
+static _Thread_local struct wh_blob_cache *tl_cache;
+
+enum wh_status wh_blob_cache_create(size_t max_bytes, struct wh_blob_cache **out)
+{
+	struct wh_blob_cache *c = calloc(1, sizeof *c);
+	if (!c)
+		return wh_error(WH_ERR_NOMEM, "weights: out of memory (free some memory)");
+	c->max_bytes = max_bytes;
+	*out = c;
+	return WH_OK;
+}
+
+void wh_blob_cache_destroy(struct wh_blob_cache *c)
+{
+	if (!c)
+		return;
+	if (tl_cache == c)
+		tl_cache = NULL;
+	for (uint32_t i = 0; i < c->n; i++) {
+		free((void *)c->held[i]->pub.data);
+		free(c->held[i]);
+	}
+	free(c);
+}
+
+struct wh_blob_cache *wh_blob_cache_use(struct wh_blob_cache *c)
+{
+	struct wh_blob_cache *prev = tl_cache;
+	tl_cache = c;
+	return prev;
+}
+
+/* A held blob of exactly this padded size (the last one put back: its memory is the most
+ * likely to be in cache), or NULL. */
+static struct blob_impl *cache_take(struct wh_blob_cache *c, size_t padded)
+{
+	for (uint32_t i = c->n; i-- > 0;) {
+		struct blob_impl *b = c->held[i];
+		if (b->pub.size == padded) {
+			c->held[i] = c->held[--c->n];
+			c->bytes -= padded;
+			return b;
+		}
+	}
+	return NULL;
+}
+
+/* Keeps b (refs 0, owned, no file) if there is room; false: the caller frees it. */
+static bool cache_put(struct wh_blob_cache *c, struct blob_impl *b)
+{
+	size_t padded = (b->pub.size + 63) & ~(size_t)63;
+	if (!CACHE_ON || !padded || padded > CACHE_MAX_BLOB || c->n == CACHE_SLOTS || c->bytes + padded > c->max_bytes)
+		return false;
+	b->pub.size = padded;
+	c->held[c->n++] = b;
+	c->bytes += padded;
+	return true;
+}
+
 enum wh_status wh_blob_create(size_t size, struct wh_blob **out, void **writable_out)
 {
 	struct blob_impl *b = NULL;
+	if (tl_cache && size && (b = cache_take(tl_cache, (size + 63) & ~(size_t)63)) != NULL) {
+		atomic_store_explicit(&b->refs, 1, memory_order_relaxed);
+		atomic_store_explicit(&b->digested, false, memory_order_relaxed);
+		b->pub.size = size;
+		*out = &b->pub;
+		if (writable_out)
+			*writable_out = (void *)b->pub.data;
+		return WH_OK;
+	}
 	enum wh_status st = blob_new(&b);
 	if (st != WH_OK)
 		return st;
@@ -88,6 +180,8 @@ void wh_blob_release(struct wh_blob *b)
 		return;
 	struct blob_impl *bi = (struct blob_impl *)b;
 	if (atomic_fetch_sub_explicit(&bi->refs, 1, memory_order_acq_rel) == 1) {
+		if (tl_cache && bi->owned && !bi->file && cache_put(tl_cache, bi))
+			return;
 		if (bi->owned)
 			free((void *)bi->pub.data);
 		wh_blob_file_release(bi->file);

@@ -31,6 +31,23 @@ enum wh_status wh_blob_create(size_t size, struct wh_blob **out, void **writable
 struct wh_blob *wh_blob_retain(struct wh_blob *b); /* returns b; NULL-safe */
 void wh_blob_release(struct wh_blob *b);            /* NULL-safe */
 
+/* ---- caches of freed blobs ----
+ * A loop that creates and frees blobs of the same sizes again and again (an engine's runs:
+ * every activation is a blob) can keep the memory of freed ones for the next: a blob freed
+ * on a thread whose current cache (wh_blob_cache_use) has room goes there instead of back
+ * to malloc, and a blob created on that thread takes held memory of the same padded size
+ * first. Only small blobs (256 KiB at most) are held, at most max_bytes in all: for them
+ * malloc's aligned path costs as much as the work. Any blob can be freed into any cache, so
+ * blobs may outlive the cache of the thread that made them. A cache is used by one thread at
+ * a time. Under AddressSanitizer caches hold nothing (a reuse would hide a use after free). */
+struct wh_blob_cache;
+
+enum wh_status wh_blob_cache_create(size_t max_bytes, struct wh_blob_cache **out);
+/* Frees what c holds (c must not be any thread's current cache but the caller's). */
+void wh_blob_cache_destroy(struct wh_blob_cache *c);
+/* Makes c (NULL: none) the calling thread's cache; returns the previous one, to restore. */
+struct wh_blob_cache *wh_blob_cache_use(struct wh_blob_cache *c);
+
 /* ---- weights files ---- */
 
 /* A regular file mapped read-only as a whole (PROT_READ, shared): the mapping lives as long

@@ -238,6 +238,62 @@ START_TEST(test_loops_after_a_stalled_claimer_run_on_the_caller)
 }
 END_TEST
 
+/* Loops that take the caller alone less than a wake-up's worth of time run on the caller
+ * (threadpool.c SMALL_LOOP_S) from their second run on, with the same chunks; loops that
+ * take longer are still handed to the workers. */
+START_TEST(test_small_loops_run_on_the_caller_with_the_same_chunks)
+{
+	struct wh_threadpool *pool;
+	ck_assert_int_eq(wh_threadpool_create(2, &pool), WH_OK);
+	const size_t n = 100, grain = 7, n_chunks = (n + grain - 1) / grain;
+	size_t n_ref;
+	size_t *ref = chunks_of(0, n, grain, &n_ref);
+	ck_assert_uint_eq(n_ref, n_chunks);
+	uint64_t shared_first = 0;
+	for (int loop = 0; loop < 50; loop++) {
+		struct record r = {.grain = grain, .ends = calloc(n_chunks + 1, sizeof(size_t))};
+		ck_assert_ptr_nonnull(r.ends);
+		atomic_init(&r.calls, 0);
+		atomic_init(&r.bad, false);
+		wh_parallel_for(pool, n, grain, note, &r);
+		ck_assert(!atomic_load(&r.bad));
+		ck_assert_uint_eq(atomic_load(&r.calls), n_chunks);
+		ck_assert_msg(!memcmp(r.ends, ref, n_chunks * sizeof *ref), "run %d cut other chunks", loop);
+		if (loop == 0)
+			shared_first = wh_threadpool_shared_loops(pool);
+		free(r.ends);
+	}
+	/* the first run is shared and measured; the loop (well under a microsecond) is far below
+	 * a wake-up's cost, so later runs stay on the caller, unless a measurement was inflated
+	 * by losing the core on a loaded machine: a few may be shared */
+	ck_assert_uint_eq(shared_first, 1);
+	uint64_t later = wh_threadpool_shared_loops(pool) - shared_first;
+	ck_assert_msg(later <= 5, "%llu of 49 runs of a tiny loop were handed to the workers", (unsigned long long)later);
+	free(ref);
+	wh_threadpool_destroy(pool);
+}
+END_TEST
+
+static void long_chunk(void *arg, size_t begin, size_t end)
+{
+	(void)arg, (void)begin, (void)end;
+	busy_wait_s(100e-6);
+}
+
+START_TEST(test_long_loops_stay_shared)
+{
+	struct wh_threadpool *pool;
+	ck_assert_int_eq(wh_threadpool_create(2, &pool), WH_OK);
+	for (int loop = 0; loop < 5; loop++) {
+		struct timespec ts = {0, 60000000}; /* past any solo window a stall may open */
+		nanosleep(&ts, NULL);
+		wh_parallel_for(pool, 8, 1, long_chunk, NULL); /* 0.8 ms alone */
+	}
+	ck_assert_uint_eq(wh_threadpool_shared_loops(pool), 5);
+	wh_threadpool_destroy(pool);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("threadpool");
@@ -248,6 +304,8 @@ int main(void)
 	tcase_add_test(tc, test_every_index_once_over_many_loops);
 	tcase_add_test(tc, test_loops_do_not_wait_for_a_parked_worker);
 	tcase_add_test(tc, test_loops_after_a_stalled_claimer_run_on_the_caller);
+	tcase_add_test(tc, test_small_loops_run_on_the_caller_with_the_same_chunks);
+	tcase_add_test(tc, test_long_loops_stay_shared);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
