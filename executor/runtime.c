@@ -338,11 +338,9 @@ static enum wh_status engine_create(const struct wh_model *m, const struct wh_en
 	}
 	enum wh_status st = wh_threadpool_create(opt ? opt->threads : 0, &e->pool);
 	if (st == WH_OK)
-<<<<<<< HEAD
 		st = wh_gemm_packs_create(e->weight_cache_bytes, &e->packs);
-=======
+	if (st == WH_OK)
 		st = wh_blob_cache_create(WH_ENGINE_BLOB_CACHE_BYTES, &e->blobs);
->>>>>>> fixed
 	if (st == WH_OK)
 		st = build_plan(e, m->graph);
 	if (st == WH_OK && opt && opt->profile) {
@@ -378,11 +376,8 @@ void wh_engine_destroy(struct wh_engine *e)
 		plan_destroy(e->plans[i]);
 	free(e->plans);
 	wh_threadpool_destroy(e->pool);
-<<<<<<< HEAD
 	wh_gemm_packs_destroy(e->packs);
-=======
 	wh_blob_cache_destroy(e->blobs);
->>>>>>> fixed
 	free(e->prof);
 	free(e);
 }
@@ -800,13 +795,9 @@ static enum wh_status engine_run(struct wh_engine *e, const struct wh_tensor_set
 	struct wh_blob_cache *prev_blobs = wh_blob_cache_use(e->blobs);
 	enum wh_status st = frame_init(&f, e, p, NULL);
 	if (st != WH_OK)
-<<<<<<< HEAD
-		return st;
+		goto out;
 	f.each = each;
 	f.each_state = each_state;
-=======
-		goto out;
->>>>>>> fixed
 	/* bind inputs: by name, or by position among the inputs that are not initializers */
 	uint32_t pos = 0;
 	for (uint32_t i = 0; i < g->n_inputs; i++) {
