@@ -303,11 +303,12 @@ struct conv_plan {
 	const struct wh_kernel_ctx *wctx;
 };
 
-/* Tiles of a convolution's GEMM hold at least this many multiply-adds: a smaller tile
- * costs more in the pool's hand-off and in the kernel's edges than a second thread saves
- * (kws_gru's Conv: 21.7 us on one thread, 33.6 us on two as 9 tiles). The bound depends
- * on the work only; bits never depend on tiles. */
-#define WH_CONV_TILE_WORK ((uint64_t)1 << 17)
+/* Tiles of a convolution's GEMM hold at least this many multiply-adds (about 13 us of
+ * one core): a smaller tile costs more in the pool's hand-off and in the kernel's edges
+ * than a second thread saves (kws_gru's 0.6 M multiply-add Conv: 21.7 us on one thread,
+ * 33.6 us on two as 9 tiles; at 2^17 a tile, 5 tiles, still no faster than one). The
+ * bound depends on the work only; bits never depend on tiles. */
+#define WH_CONV_TILE_WORK ((uint64_t)1 << 19)
 
 /* How many tiles the work of one batch item is worth splitting into, at most: 4 a thread
  * (to balance), but none below WH_CONV_TILE_WORK. */
@@ -1022,7 +1023,7 @@ static enum wh_status conv_f32(const struct wh_cpu_features *cpu, struct wh_thre
 		const float *xn = x + (size_t)n * (size_t)s->C * (size_t)pl.Pin;
 		if (pl.prep) {
 			struct prep_job pj = {.pl = &pl, .x = xn, .planes = planes};
-			wh_parallel_for(pool, (size_t)s->C, 1, prep_task, &pj);
+			wh_parallel_for(pool, (size_t)s->C, wh_grain_for(pl.plane), prep_task, &pj);
 		}
 		gj.planes = pl.prep ? planes : xn;
 		gj.y = y + (size_t)n * (size_t)s->M * (size_t)pl.P;
