@@ -25,6 +25,7 @@
 #include "executor/ops/conv-internal.h"
 #include "executor/threadpool.h"
 #include "graph/arena.h"
+#include "graph/blob.h"
 #include "graph/onnx-io.h"
 
 static uint64_t rng_next(uint64_t *s)
@@ -738,6 +739,118 @@ START_TEST(tactics_run_and_match)
 }
 END_TEST
 
+/* A Conv whose W is an initializer (the bytes of a blob, as the runtime reads it), run by
+ * its kernel with the engine's cache of packed weights: the first run packs W per call, the
+ * second packs it into the cache (which then holds it), every later run reads the copy; at
+ * every ISA and for 1 and 2 threads the bits equal those of the driver without a cache. */
+static void check_const_w(const struct geo *gm, enum wh_isa isa, struct wh_threadpool *p2, uint64_t seed)
+{
+	struct wh_conv_shape s;
+	make_shape(gm, false, &s);
+	int nsp = gm->nsp;
+	int64_t xd[WH_MAX_RANK] = {gm->N, gm->C}, wd[WH_MAX_RANK] = {gm->M, gm->C / gm->G};
+	for (int i = 0; i < nsp; i++)
+		xd[2 + i] = gm->d[i][0], wd[2 + i] = gm->d[i][1];
+	size_t nw = (size_t)prod(wd, nsp + 2), ny = (size_t)(s.N * s.M * prod(s.out, nsp));
+	struct wh_model *m;
+	ck_assert_int_eq(wh_model_create(&m), WH_OK);
+	struct wh_graph *g = m->graph;
+	uint32_t ids[2], out, nid;
+	ck_assert_int_eq(wh_graph_add_value(g, "x", &ids[0]), WH_OK);
+	ck_assert_int_eq(wh_graph_add_value(g, "w", &ids[1]), WH_OK);
+	ck_assert_int_eq(wh_graph_add_value(g, "y", &out), WH_OK);
+	struct wh_blob *blob;
+	void *bw;
+	ck_assert_int_eq(wh_blob_create(nw * sizeof(float), &blob, &bw), WH_OK);
+	float *wv = random_floats(nw, seed);
+	memcpy(bw, wv, nw * sizeof(float));
+	free(wv);
+	ck_assert_int_eq(wh_graph_set_initializer(g, ids[1], WH_DT_FLOAT, nsp + 2, wd, blob), WH_OK);
+	ck_assert_int_eq(wh_graph_add_node(g, "Conv", "", "conv", 2, ids, 1, &out, &nid), WH_OK);
+	struct wh_node *node = &g->nodes[nid];
+	int64_t pads[6], strides[3], dil[3];
+	for (int i = 0; i < nsp; i++)
+		pads[i] = gm->d[i][4], pads[nsp + i] = gm->d[i][5], strides[i] = gm->d[i][2], dil[i] = gm->d[i][3];
+	node->n_attrs = 4;
+	node->attrs = wh_arena_calloc(m->arena, 4, sizeof *node->attrs);
+	node->attrs[0] = (struct wh_attr){.name = "group", .type = WH_ATTR_INT, .i = gm->G};
+	node->attrs[1] = (struct wh_attr){.name = "pads", .type = WH_ATTR_INTS, .n = (size_t)(2 * nsp),
+					  .ints = wh_arena_memdup(m->arena, pads, (size_t)(2 * nsp) * sizeof(int64_t))};
+	node->attrs[2] = (struct wh_attr){.name = "strides", .type = WH_ATTR_INTS, .n = (size_t)nsp,
+					  .ints = wh_arena_memdup(m->arena, strides, (size_t)nsp * sizeof(int64_t))};
+	node->attrs[3] = (struct wh_attr){.name = "dilations", .type = WH_ATTR_INTS, .n = (size_t)nsp,
+					  .ints = wh_arena_memdup(m->arena, dil, (size_t)nsp * sizeof(int64_t))};
+	struct wh_tensor x, w, y;
+	tensor_random(&x, nsp + 2, xd, seed + 1);
+	wh_tensor_init(&w);
+	ck_assert_int_eq(wh_tensor_from_raw(&w, WH_DT_FLOAT, nsp + 2, wd, g->values[ids[1]].data), WH_OK);
+	const struct wh_tensor *ins[2] = {&x, &w};
+	bool wanted = true;
+	struct wh_cpu_features cpu = wh_cpu_capped(isa);
+	float *want = malloc(ny * sizeof(float));
+	ck_assert_int_eq(wh_conv_f32(&cpu, NULL, &s, x.data, w.data, NULL, want), WH_OK);
+	if (isa == WH_ISA_SCALAR) {
+		/* the scalar path sums in the reference's order, cached or not */
+		float *ref = malloc(ny * sizeof(float));
+		wh_conv_f32_ref(&s, x.data, w.data, NULL, ref);
+		ck_assert(!memcmp(ref, want, ny * sizeof(float)));
+		free(ref);
+	}
+	const struct wh_op_def *op = wh_op_lookup("", "Conv", 13);
+	for (int threads = 1; threads <= 2; threads++) {
+		struct wh_gemm_packs *packs;
+		ck_assert_int_eq(wh_gemm_packs_create(0, &packs), WH_OK);
+		struct wh_kernel_ctx ctx = {.model = m, .graph = g, .node = node, .opset = 13, .n_inputs = 2,
+					    .inputs = ins, .n_outputs = 1, .outputs = &y, .output_wanted = &wanted,
+					    .cpu = &cpu, .pool = threads == 2 ? p2 : NULL, .packs = packs};
+		for (int run = 0; run < 4; run++) {
+			wh_tensor_init(&y);
+			ck_assert_msg(op->run(&ctx) == WH_OK, "%s", wh_error_message());
+			ck_assert_uint_eq(y.count, ny);
+			ck_assert_msg(!memcmp(y.data, want, ny * sizeof(float)),
+				      "isa %d, C%lld M%lld G%lld, %d threads, run %d: bits differ", (int)isa,
+				      (long long)gm->C, (long long)gm->M, (long long)gm->G, threads, run + 1);
+			wh_tensor_release(&y);
+			size_t held = wh_gemm_packs_bytes(packs);
+			if (run == 0)
+				ck_assert_uint_eq(held, 0);
+			else
+				ck_assert_uint_eq(held, nw * sizeof(float));
+		}
+		wh_gemm_packs_destroy(packs);
+	}
+	free(want);
+	wh_tensor_release(&x);
+	wh_tensor_release(&w);
+	wh_blob_release(blob);
+	wh_model_destroy(m);
+}
+
+START_TEST(constant_weights_packed_once)
+{
+	static const struct geo geos[] = {
+		/* 3x3 over long rows (bands of input rows), padded */
+		{2, 1, 8, 16, 1, {{12, 3, 1, 1, 1, 1}, {40, 3, 1, 1, 1, 1}}},
+		/* short rows at stride 2 (one im2col GEMM) */
+		{2, 2, 16, 24, 1, {{7, 3, 2, 1, 1, 1}, {7, 3, 2, 1, 1, 1}}},
+		/* 1x1 pointwise */
+		{2, 1, 16, 40, 1, {{10, 1, 1, 1, 0, 0}, {10, 1, 1, 1, 0, 0}}},
+		/* groups of several output channels, dilated */
+		{2, 1, 8, 12, 2, {{9, 3, 1, 2, 2, 2}, {17, 3, 1, 1, 1, 0}}},
+		/* 1-D, strided */
+		{1, 1, 4, 6, 1, {{50, 5, 2, 1, 2, 2}}},
+	};
+	struct wh_threadpool *p2;
+	ck_assert_int_eq(wh_threadpool_create(2, &p2), WH_OK);
+	enum wh_isa list[8];
+	int ni = isas(list);
+	for (size_t i = 0; i < sizeof geos / sizeof geos[0]; i++)
+		for (int k = 0; k < ni; k++)
+			check_const_w(&geos[i], list[k], p2, 900 + i);
+	wh_threadpool_destroy(p2);
+}
+END_TEST
+
 static Suite *conv_suite(void)
 {
 	Suite *s = suite_create("conv");
@@ -748,6 +861,7 @@ static Suite *conv_suite(void)
 	tcase_add_test(tc, threads_bit_identical);
 	tcase_add_test(tc, depthwise_gemm_same_bits);
 	tcase_add_test(tc, fused_output_rounding_same_bits);
+	tcase_add_test(tc, constant_weights_packed_once);
 	suite_add_tcase(s, tc);
 	TCase *ops = tcase_create("ops");
 	tcase_set_timeout(ops, 600);

@@ -298,7 +298,44 @@ struct conv_plan {
 	size_t pdim[WH_MAX_RANK], ostr[WH_MAX_RANK];
 	size_t R, L; /* output rows (all spatial dims but the last) and their length */
 	const struct wh_out_round *round; /* outputs rounded as written (emulation), or NULL */
+	/* the node whose input 1 is w itself (an initializer's bytes may have a packed copy
+	 * in the engine's cache, wh_gemm_packed_a), or NULL: pack w on every call */
+	const struct wh_kernel_ctx *wctx;
 };
+
+/* Tiles of a convolution's GEMM hold at least this many multiply-adds (about 13 us of
+ * one core): a smaller tile costs more in the pool's hand-off and in the kernel's edges
+ * than a second thread saves (kws_gru's 0.6 M multiply-add Conv: 21.7 us on one thread,
+ * 33.6 us on two as 9 tiles; at 2^17 a tile, 5 tiles, still no faster than one). The
+ * bound depends on the work only; bits never depend on tiles. */
+#define WH_CONV_TILE_WORK ((uint64_t)1 << 19)
+
+/* How many tiles the work of one batch item is worth splitting into, at most: 4 a thread
+ * (to balance), but none below WH_CONV_TILE_WORK. */
+static size_t tiles_wanted(int threads, uint64_t work)
+{
+	if (threads <= 1)
+		return 1;
+	uint64_t cap = work / WH_CONV_TILE_WORK, want = 4 * (uint64_t)threads;
+	return (size_t)(cap < want ? (cap ? cap : 1) : want);
+}
+
+/* The group-packed weights (G matrices of Mg x K): the engine's copy when it has one,
+ * else packed into *own (caller frees; NULL when out of memory). */
+static const float *conv_apack(const struct conv_plan *pl, struct wh_threadpool *pool, const float *w,
+			       float **own)
+{
+	size_t K = (size_t)pl->K, Mg = (size_t)pl->Mg, G = (size_t)pl->s->G;
+	*own = NULL;
+	const float *cached = pl->wctx ? wh_gemm_packed_a(pl->wctx, 1, &pl->kern, G, Mg, K) : NULL;
+	if (cached)
+		return cached;
+	size_t na = (size_t)pl->s->M * K;
+	*own = malloc((na ? na : 1) * sizeof(float));
+	if (*own)
+		wh_sgemm_pack_groups(&pl->kern, pool, G, Mg, K, w, Mg * K, K, 1, *own);
+	return *own;
+}
 
 static enum wh_status plan_init(const struct wh_conv_shape *s, enum wh_isa isa, struct conv_plan *pl)
 {
@@ -753,7 +790,7 @@ static enum wh_status conv_bands(const struct conv_plan *pl, struct wh_threadpoo
 				 const float *x, const float *w, const float *b, float *y)
 {
 	const struct wh_conv_shape *s = pl->s;
-	size_t K = (size_t)pl->K, Mg = (size_t)pl->Mg, G = (size_t)s->G, Cg = (size_t)pl->Cg;
+	size_t K = (size_t)pl->K, G = (size_t)s->G, Cg = (size_t)pl->Cg;
 	size_t row = pl->sw * pl->wq, sh = (size_t)s->stride[0];
 	size_t dkh = (size_t)((s->k[0] - 1) * s->dil[0] + 1);
 	size_t per_row = Cg * row;
@@ -761,7 +798,8 @@ static enum wh_status conv_bands(const struct conv_plan *pl, struct wh_threadpoo
 	size_t rt = fit > dkh ? (fit - dkh) / sh + 1 : 1;
 	if (rt > pl->R)
 		rt = pl->R;
-	while (threads > 1 && rt > 1 && G * ((pl->R + rt - 1) / rt) < 4 * (size_t)threads)
+	size_t want = tiles_wanted(threads, (uint64_t)s->M * (uint64_t)pl->P * (uint64_t)K);
+	while (rt > 1 && G * ((pl->R + rt - 1) / rt) < want)
 		rt = (rt + 1) / 2;
 	struct band_job j = {.pl = pl, .bias = b, .rt = rt, .nbands = (pl->R + rt - 1) / rt};
 	uint64_t bp;
@@ -770,18 +808,17 @@ static enum wh_status conv_bands(const struct conv_plan *pl, struct wh_threadpoo
 	j.band_plane = (size_t)bp;
 	atomic_init(&j.failed, 0);
 	enum wh_status st = WH_OK;
-	size_t na = (size_t)s->M * K;
-	float *apack = malloc((na ? na : 1) * sizeof(float));
+	float *apack;
+	const float *a = conv_apack(pl, pool, w, &apack);
 	ptrdiff_t *koff = malloc((K ? K : 1) * sizeof(ptrdiff_t));
-	if (!apack || !koff) {
+	if (!a || !koff) {
 		st = wh_error(WH_ERR_NOMEM, "conv: out of memory for packed weights");
 		goto out;
 	}
-	wh_sgemm_pack_groups(&pl->kern, pool, G, Mg, K, w, Mg * K, K, 1, apack);
 	plan_koff(pl, j.band_plane, koff);
-	j.apack = apack;
+	j.apack = a;
 	j.koff = koff;
-	size_t ntasks = G * j.nbands, grain = ntasks / (4 * (size_t)threads);
+	size_t ntasks = G * j.nbands, grain = ntasks / want;
 	for (int64_t n = 0; n < s->N && !st; n++) {
 		j.x = x + (size_t)n * (size_t)s->C * (size_t)pl->Pin;
 		j.y = y + (size_t)n * (size_t)s->M * (size_t)pl->P;
@@ -854,15 +891,27 @@ enum wh_status wh_conv_f32_algo(const struct wh_cpu_features *cpu, struct wh_thr
 	return wh_conv_f32_round(cpu, pool, s, x, w, b, y, algo, NULL);
 }
 
+static enum wh_status conv_f32(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
+			       const struct wh_conv_shape *s, const float *x, const float *w, const float *b, float *y,
+			       enum wh_conv_algo algo, const struct wh_out_round *round, const struct wh_kernel_ctx *wctx);
+
 enum wh_status wh_conv_f32_round(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
 				 const struct wh_conv_shape *s, const float *x, const float *w,
 				 const float *b, float *y, enum wh_conv_algo algo, const struct wh_out_round *round)
+{
+	return conv_f32(cpu, pool, s, x, w, b, y, algo, round, NULL);
+}
+
+static enum wh_status conv_f32(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
+			       const struct wh_conv_shape *s, const float *x, const float *w, const float *b, float *y,
+			       enum wh_conv_algo algo, const struct wh_out_round *round, const struct wh_kernel_ctx *wctx)
 {
 	struct conv_plan pl;
 	enum wh_status st = plan_init(s, cpu->isa, &pl);
 	if (st)
 		return st;
 	pl.round = round;
+	pl.wctx = wctx;
 	if (s->N == 0 || pl.P == 0 || s->M == 0)
 		return WH_OK;
 	int threads = wh_threadpool_size(pool);
@@ -928,24 +977,24 @@ enum wh_status wh_conv_f32_round(const struct wh_cpu_features *cpu, struct wh_th
 			return conv_bands(&pl, pool, threads, x, w, b, y);
 		}
 	}
-	size_t na = (size_t)s->M * K, np = pl.plane * (size_t)s->C;
-	float *apack = malloc((na ? na : 1) * sizeof(float));
+	size_t np = pl.plane * (size_t)s->C;
+	float *apack;
+	const float *a = conv_apack(&pl, pool, w, &apack);
 	ptrdiff_t *koff = malloc((K ? K : 1) * sizeof(ptrdiff_t));
 	float *planes = NULL;
 	if (pl.prep)
 		planes = malloc((np ? np : 1) * sizeof(float));
-	if (!apack || !koff || (pl.prep && !planes)) {
+	if (!a || !koff || (pl.prep && !planes)) {
 		st = wh_error(WH_ERR_NOMEM, "conv: out of memory for packed weights or padded input");
 		goto out;
 	}
-	wh_sgemm_pack_groups(&pl.kern, pool, G, Mg, K, w, Mg * K, K, 1, apack);
 	if (pl.im2col)
 		for (size_t k = 0; k < K; k++)
 			koff[k] = (ptrdiff_t)(k * (size_t)pl.P);
 	else
 		plan_koff(&pl, pl.plane, koff);
 
-	struct gemm_job gj = {.pl = &pl, .apack = apack, .koff = koff, .bias = b};
+	struct gemm_job gj = {.pl = &pl, .apack = a, .koff = koff, .bias = b};
 	size_t NR = pl.kern.nr, MR = pl.kern.mr;
 	size_t ncb = (pl.L + 511) / 512;
 	gj.nc = round_up((pl.L + ncb - 1) / ncb, NR);
@@ -953,11 +1002,12 @@ enum wh_status wh_conv_f32_round(const struct wh_cpu_features *cpu, struct wh_th
 	if (gj.rt > pl.R)
 		gj.rt = pl.R;
 	gj.mc = Mg <= 16 * MR ? Mg : 16 * MR;
+	size_t want = tiles_wanted(threads, (uint64_t)s->M * (uint64_t)pl.P * (uint64_t)K);
 	for (;;) {
 		gj.nrb = (pl.R + gj.rt - 1) / gj.rt;
 		gj.ncb = (pl.L + gj.nc - 1) / gj.nc;
 		gj.nmb = (Mg + gj.mc - 1) / gj.mc;
-		if (threads <= 1 || G * gj.nrb * gj.ncb * gj.nmb >= 4 * (size_t)threads)
+		if (G * gj.nrb * gj.ncb * gj.nmb >= want)
 			break;
 		if (gj.rt > 1)
 			gj.rt = (gj.rt + 1) / 2;
@@ -968,15 +1018,16 @@ enum wh_status wh_conv_f32_round(const struct wh_cpu_features *cpu, struct wh_th
 		else
 			break;
 	}
+	size_t ntiles = G * gj.nrb * gj.ncb * gj.nmb;
 	for (int64_t n = 0; n < s->N; n++) {
 		const float *xn = x + (size_t)n * (size_t)s->C * (size_t)pl.Pin;
 		if (pl.prep) {
 			struct prep_job pj = {.pl = &pl, .x = xn, .planes = planes};
-			wh_parallel_for(pool, (size_t)s->C, 1, prep_task, &pj);
+			wh_parallel_for(pool, (size_t)s->C, wh_grain_for(pl.plane), prep_task, &pj);
 		}
 		gj.planes = pl.prep ? planes : xn;
 		gj.y = y + (size_t)n * (size_t)s->M * (size_t)pl.P;
-		wh_parallel_for(pool, G * gj.nrb * gj.ncb * gj.nmb, 1, gemm_task, &gj);
+		wh_parallel_for(pool, ntiles, ntiles / want ? ntiles / want : 1, gemm_task, &gj);
 	}
 out:
 	free(apack);
@@ -1493,8 +1544,8 @@ static enum wh_status conv_common(struct wh_kernel_ctx *ctx, bool transpose,
 		if (transpose)
 			return wh_convt_f32(cpu, ctx->pool, &s, x->data, w->data, b ? b->data : NULL, y->data);
 		ctx->outputs_rounded = ctx->round_out != NULL;
-		return wh_conv_f32_round(cpu, ctx->pool, &s, x->data, w->data, b ? b->data : NULL, y->data, algo,
-					 ctx->round_out);
+		return conv_f32(cpu, ctx->pool, &s, x->data, w->data, b ? b->data : NULL, y->data, algo,
+				ctx->round_out, ctx);
 	}
 	float *fx = NULL, *fw = NULL, *fb = NULL, *fy = NULL;
 	if ((st = half_to_f32(x, &fx)) || (st = half_to_f32(w, &fw)) || (st = half_to_f32(b, &fb)))

@@ -177,4 +177,12 @@ enum wh_status wh_gemm_geometry(const struct wh_kernel_ctx *ctx, const struct wh
 const float *wh_gemm_packed_b(const struct wh_kernel_ctx *ctx, uint32_t k, const struct wh_sgemm_kernel *kern,
 			      size_t K, size_t N, bool tb);
 
+/* The packed copy of input k of the node, G float32 matrices of M x K stored one after
+ * another (a Conv weight [M*G, K...] as its groups), packed by wh_sgemm_pack_groups for
+ * kern (panels of MR rows, G*M*K floats), from the same cache and by the same rules as
+ * wh_gemm_packed_b: only an initializer's own bytes, at the second product, within the
+ * budget, NULL (pack per call) otherwise. The copy belongs to the cache. */
+const float *wh_gemm_packed_a(const struct wh_kernel_ctx *ctx, uint32_t k, const struct wh_sgemm_kernel *kern,
+			      size_t G, size_t M, size_t K);
+
 #endif

@@ -1,5 +1,6 @@
 /* The engine's cache of packed constant GEMM operands (executor/kernel.h, struct
- * wh_gemm_packs) and the B packing of the float32 GEMM engine (gemm-internal.h). */
+ * wh_gemm_packs): B of MatMul and Gemm (panels of NR columns), A of Conv (the weights in
+ * panels of MR rows); and the B packing of the float32 GEMM engine (gemm-internal.h). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,9 +75,13 @@ void wh_sgemm_pack_b(size_t nr, struct wh_threadpool *pool, size_t K, size_t N, 
 
 /* ---- the cache ---- */
 
+enum pack_kind { PACK_B, PACK_A };
+
 struct pack_entry {
-	const float *src; /* the initializer's bytes: with the geometry, the key */
-	size_t K, N, nr;
+	const float *src; /* the initializer's bytes: with the kind and geometry, the key */
+	enum pack_kind kind;
+	size_t K, N, nr; /* A: G matrices of N rows, K columns, in panels of nr (MR) rows */
+	size_t G;        /* B: 1 */
 	bool tb;
 	bool dup;         /* the source lives in memory: the copy counts against dup_budget */
 	uint32_t uses;
@@ -172,12 +177,12 @@ static void pack_entry_fill(struct wh_threadpool *pool, const struct pack_entry 
 	}
 }
 
-static struct pack_entry *entry_find(struct wh_gemm_packs *c, const float *src, size_t K, size_t N, size_t nr,
-				     bool tb)
+static struct pack_entry *entry_find(struct wh_gemm_packs *c, const struct pack_entry *key)
 {
 	for (size_t i = 0; i < c->n; i++) {
 		struct pack_entry *e = &c->e[i];
-		if (e->src == src && e->K == K && e->N == N && e->nr == nr && e->tb == tb)
+		if (e->src == key->src && e->kind == key->kind && e->K == key->K && e->N == key->N &&
+		    e->nr == key->nr && e->G == key->G && e->tb == key->tb)
 			return e;
 	}
 	if (c->n == c->cap) {
@@ -189,16 +194,22 @@ static struct pack_entry *entry_find(struct wh_gemm_packs *c, const float *src, 
 		c->cap = cap;
 	}
 	struct pack_entry *e = &c->e[c->n++];
-	*e = (struct pack_entry){.src = src, .K = K, .N = N, .nr = nr, .tb = tb};
+	*e = *key;
+	e->uses = 0;
+	e->p = NULL;
+	e->bytes = 0;
 	return e;
 }
 
-const float *wh_gemm_packed_b(const struct wh_kernel_ctx *ctx, uint32_t k, const struct wh_sgemm_kernel *kern,
-			      size_t K, size_t N, bool tb)
+/* The entry of input k of the node for key (src is filled in here), when input k is an
+ * initializer's own bytes, float32, at least `floats` of them; NULL otherwise. *mapped
+ * says whether those bytes are mapped from a file. */
+static struct pack_entry *entry_of(const struct wh_kernel_ctx *ctx, uint32_t k, uint64_t floats,
+				   struct pack_entry *key, bool *mapped)
 {
 	struct wh_gemm_packs *c = ctx->packs;
 	const struct wh_tensor *t = wh_kin(ctx, k);
-	if (!c || !t || t->dtype != WH_DT_FLOAT || t->rank != 2 || !t->data || K == 0 || N == 0 ||
+	if (!c || !t || t->dtype != WH_DT_FLOAT || !t->data || floats == 0 || t->count < floats ||
 	    k >= ctx->node->n_inputs || ctx->node->inputs[k] == WH_NONE)
 		return NULL;
 	/* the tensor must be the initializer's own bytes: those never change while the engine
@@ -206,28 +217,79 @@ const float *wh_gemm_packed_b(const struct wh_kernel_ctx *ctx, uint32_t k, const
 	 * computed tensor, or a rounded copy made by the emulation, is read as it is */
 	const struct wh_value *val = &ctx->graph->values[ctx->node->inputs[k]];
 	if (!(val->flags & WH_VALUE_INITIALIZER) || !val->data || val->data->data != t->data ||
-	    val->data->size < (uint64_t)K * N * sizeof(float))
+	    val->data->size / sizeof(float) < floats)
 		return NULL;
-	struct pack_entry *e = entry_find(c, t->data, K, N, kern->nr, tb);
-	if (!e)
-		return NULL;
-	if (e->p || e->uses == UINT32_MAX)
-		return e->p;
-	if (++e->uses < 2)
+	key->src = t->data;
+	*mapped = wh_blob_is_mapped(val->data);
+	return entry_find(c, key);
+}
+
+/* The memory for e's copy of bytes, at the second use only (the first returns NULL, as
+ * does any later one when it was not packed then), within the budget of its kind. */
+static float *entry_alloc(struct wh_gemm_packs *c, struct pack_entry *e, bool mapped, size_t bytes)
+{
+	if (e->uses == UINT32_MAX || ++e->uses < 2)
 		return NULL;
 	e->uses = UINT32_MAX; /* packed now or never */
-	bool mapped = wh_blob_is_mapped(val->data);
-	size_t bytes = wh_sgemm_pack_b_floats(kern->nr, K, N) * sizeof(float);
-	size_t *used = mapped ? &c->map_bytes : &c->dup_bytes, budget = mapped ? c->map_budget : c->dup_budget;
-	if (bytes > budget || *used > budget - bytes)
+	size_t used = mapped ? c->map_bytes : c->dup_bytes, budget = mapped ? c->map_budget : c->dup_budget;
+	if (bytes > budget || used > budget - bytes)
 		return NULL;
-	float *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
-	if (!p)
-		return NULL;
-	pack_entry_fill(ctx->pool, e, mapped, p);
+	return aligned_alloc(64, (bytes + 63) / 64 * 64);
+}
+
+static void entry_commit(struct wh_gemm_packs *c, struct pack_entry *e, bool mapped, float *p, size_t bytes)
+{
 	e->p = p;
 	e->bytes = bytes;
 	e->dup = !mapped;
-	*used += bytes;
+	*(mapped ? &c->map_bytes : &c->dup_bytes) += bytes;
+}
+
+const float *wh_gemm_packed_b(const struct wh_kernel_ctx *ctx, uint32_t k, const struct wh_sgemm_kernel *kern,
+			      size_t K, size_t N, bool tb)
+{
+	const struct wh_tensor *t = wh_kin(ctx, k);
+	if (!t || t->rank != 2 || K == 0 || N == 0)
+		return NULL;
+	struct pack_entry key = {.kind = PACK_B, .K = K, .N = N, .nr = kern->nr, .G = 1, .tb = tb}, *e;
+	bool mapped;
+	if (!(e = entry_of(ctx, k, (uint64_t)K * N, &key, &mapped)))
+		return NULL;
+	if (e->p)
+		return e->p;
+	size_t bytes = wh_sgemm_pack_b_floats(kern->nr, K, N) * sizeof(float);
+	float *p = entry_alloc(ctx->packs, e, mapped, bytes);
+	if (!p)
+		return NULL;
+	pack_entry_fill(ctx->pool, e, mapped, p);
+	entry_commit(ctx->packs, e, mapped, p, bytes);
+	return p;
+}
+
+const float *wh_gemm_packed_a(const struct wh_kernel_ctx *ctx, uint32_t k, const struct wh_sgemm_kernel *kern,
+			      size_t G, size_t M, size_t K)
+{
+	uint64_t mk, floats;
+	if (G == 0 || M == 0 || K == 0 || !wh_mul_u64(M, K, &mk) || !wh_mul_u64(mk, G, &floats) ||
+	    floats > WH_MAX_ELEMENTS)
+		return NULL;
+	struct pack_entry key = {.kind = PACK_A, .K = K, .N = M, .nr = kern->mr, .G = G}, *e;
+	bool mapped;
+	if (!(e = entry_of(ctx, k, floats, &key, &mapped)))
+		return NULL;
+	if (e->p)
+		return e->p;
+	size_t bytes = (size_t)floats * sizeof(float);
+	float *p = entry_alloc(ctx->packs, e, mapped, bytes);
+	if (!p)
+		return NULL;
+	wh_sgemm_pack_groups(kern, ctx->pool, G, M, K, e->src, (size_t)mk, K, 1, p);
+	if (mapped) {
+		/* the copy replaces the mapped pages (convolution weights are small: packed
+		 * whole, then dropped, rather than in slices as B) */
+		uintptr_t from = (uintptr_t)e->src;
+		drop_mapped_pages(&from, (uintptr_t)(e->src + floats));
+	}
+	entry_commit(ctx->packs, e, mapped, p, bytes);
 	return p;
 }
