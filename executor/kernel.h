@@ -52,7 +52,8 @@ struct wh_kernel_ctx {
 	struct wh_gemm_packs *packs;
 };
 
-/* Packed copies of the constant B operands of MatMul and Gemm, one cache per engine
+/* Packed copies of constant GEMM operands (the B of MatMul and Gemm, the weights of Conv as
+ * A panels of MR rows), one cache per engine
  * (executor/ops/gemm-pack.c): a weight is packed into the micro-kernel's panels at its
  * second use and read from the copy by every run after. The bytes they hold are bounded:
  * a copy of a weight mapped from a file (graph/blob.h) replaces the mapped pages, which are
