@@ -510,9 +510,14 @@ static float rescale_rows(const struct rescale_job *j, uint64_t b, uint64_t e)
 			float sc = j->in_scale * (j->w_scales ? j->w_scales[j->per_channel ? c : 0] : 0);
 			float mr = wh_scale_add_n(row, (size_t)j->inner, sc, j->bias ? j->bias[c] : 0.0f, j->cpu);
 			m = mr > m ? mr : m;
-		} else {
+		} else if (j->w_scales && j->per_channel) {
+			/* the factor of each channel as the Conv's: in_scale * w_scale, then the product */
 			for (uint64_t k = 0; k < j->inner; k++)
-				row[k] *= j->in_scale * (j->w_scales ? j->w_scales[j->per_channel ? k : 0] : 0);
+				row[k] *= j->in_scale * j->w_scales[k];
+		} else {
+			float sc = j->in_scale * (j->w_scales ? j->w_scales[0] : 0);
+			for (uint64_t k = 0; k < j->inner; k++)
+				row[k] *= sc;
 		}
 	}
 	return m;
