@@ -47,20 +47,33 @@ float wh_amax_n_avx512(const float *x, size_t n)
 float wh_fake_quant_int8_n_avx512(const float *src, float *dst, size_t n, float inv, float scale)
 {
 	const __m512 vi = _mm512_set1_ps(inv), vs = _mm512_set1_ps(scale);
-	__m512 m = _mm512_setzero_ps();
-	for (size_t i = 0; i < n; i += 16) {
+	/* two running maxima: one would chain every block's max behind the previous one */
+	__m512 m0 = _mm512_setzero_ps(), m1 = _mm512_setzero_ps();
+	size_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m512 d0 = _mm512_mul_ps(quant16(_mm512_loadu_ps(src + i), vi), vs);
+		__m512 d1 = _mm512_mul_ps(quant16(_mm512_loadu_ps(src + i + 16), vi), vs);
+		_mm512_storeu_ps(dst + i, d0);
+		_mm512_storeu_ps(dst + i + 16, d1);
+		m0 = fold_abs(m0, d0);
+		m1 = fold_abs(m1, d1);
+	}
+	for (; i < n; i += 16) {
 		__mmask16 k = tail_mask(n - i);
 		__m512 d = _mm512_mul_ps(quant16(_mm512_maskz_loadu_ps(k, src + i), vi), vs);
 		_mm512_mask_storeu_ps(dst + i, k, d);
-		m = fold_abs(m, _mm512_maskz_mov_ps(k, d));
+		m0 = fold_abs(m0, _mm512_maskz_mov_ps(k, d));
 	}
-	return _mm512_reduce_max_ps(m);
+	return _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
 }
 
 void wh_quant_int8_n_avx512(const float *src, float *dst, size_t n, float inv)
 {
 	const __m512 vi = _mm512_set1_ps(inv);
-	for (size_t i = 0; i < n; i += 16) {
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16)
+		_mm512_storeu_ps(dst + i, quant16(_mm512_loadu_ps(src + i), vi));
+	if (i < n) {
 		__mmask16 k = tail_mask(n - i);
 		_mm512_mask_storeu_ps(dst + i, k, quant16(_mm512_maskz_loadu_ps(k, src + i), vi));
 	}
@@ -69,12 +82,21 @@ void wh_quant_int8_n_avx512(const float *src, float *dst, size_t n, float inv)
 float wh_scale_add_n_avx512(float *y, size_t n, float s, float b)
 {
 	const __m512 vs = _mm512_set1_ps(s), vb = _mm512_set1_ps(b);
-	__m512 m = _mm512_setzero_ps();
-	for (size_t i = 0; i < n; i += 16) {
+	__m512 m0 = _mm512_setzero_ps(), m1 = _mm512_setzero_ps();
+	size_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m512 d0 = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(y + i), vs), vb);
+		__m512 d1 = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(y + i + 16), vs), vb);
+		_mm512_storeu_ps(y + i, d0);
+		_mm512_storeu_ps(y + i + 16, d1);
+		m0 = fold_abs(m0, d0);
+		m1 = fold_abs(m1, d1);
+	}
+	for (; i < n; i += 16) {
 		__mmask16 k = tail_mask(n - i);
 		__m512 d = _mm512_add_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, y + i), vs), vb);
 		_mm512_mask_storeu_ps(y + i, k, d);
-		m = fold_abs(m, _mm512_maskz_mov_ps(k, d));
+		m0 = fold_abs(m0, _mm512_maskz_mov_ps(k, d));
 	}
-	return _mm512_reduce_max_ps(m);
+	return _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
 }
