@@ -316,6 +316,8 @@ static float pass_range(const struct pass_job *j, uint64_t b, uint64_t e)
 	case PASS_FQ:
 		if (j->p == WH_PREC_INT8)
 			return wh_fake_quant_int8_n(src, dst, n, j->inv, j->scale, j->cpu);
+		if (j->p == WH_PREC_FP8 || j->p == WH_PREC_FP8E5M2)
+			return wh_fake_quant_fp8_n(src, dst, n, j->inv, j->scale, j->p == WH_PREC_FP8E5M2, j->cpu);
 		for (size_t i = 0; i < n; i++)
 			dst[i] = quant(src[i], j->inv, j->p) * j->scale;
 		return wh_amax_n(dst, n, j->cpu); /* while the chunk is in cache */

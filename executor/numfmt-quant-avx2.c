@@ -81,3 +81,40 @@ float wh_scale_add_n_avx2(float *y, size_t n, float s, float b)
 	float r = hmax(m), t = wh_scale_add_n_scalar(y + i, n - i, s, b);
 	return t > r ? t : r;
 }
+
+/* The float8 round trip in the value domain, 8 lanes (see numfmt-quant-avx512.c). */
+static inline __m256 fp8_round8(__m256 y, bool e5m2)
+{
+	const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
+	const int mbits = e5m2 ? 2 : 3;
+	const __m256 maxv = _mm256_set1_ps(e5m2 ? 57344.0f : 448.0f);
+	const __m256 min_normal = _mm256_set1_ps(e5m2 ? 0x1p-14f : 0x1p-6f);
+	const __m256 c = _mm256_set1_ps(e5m2 ? 192.0f : 24576.0f);
+	__m256i b = _mm256_castps_si256(y);
+	__m256i sign = _mm256_andnot_si256(abs_mask, b);
+	__m256 nan = _mm256_cmp_ps(y, y, _CMP_UNORD_Q);
+	__m256 a = _mm256_min_ps(_mm256_castsi256_ps(_mm256_and_si256(b, abs_mask)), maxv);
+	__m256i ab = _mm256_castps_si256(a);
+	__m256i lsb = _mm256_and_si256(_mm256_srli_epi32(ab, 23 - mbits), _mm256_set1_epi32(1));
+	__m256i rn = _mm256_add_epi32(ab, _mm256_add_epi32(lsb, _mm256_set1_epi32((1 << (22 - mbits)) - 1)));
+	rn = _mm256_and_si256(rn, _mm256_set1_epi32((int)(0xFFFFFFFFu << (23 - mbits))));
+	__m256 rs = _mm256_sub_ps(_mm256_add_ps(a, c), c);
+	__m256 normal = _mm256_cmp_ps(a, min_normal, _CMP_GE_OQ);
+	__m256 r = _mm256_blendv_ps(rs, _mm256_castsi256_ps(rn), normal);
+	r = _mm256_or_ps(r, _mm256_castsi256_ps(sign));
+	return _mm256_blendv_ps(r, _mm256_castsi256_ps(_mm256_or_si256(sign, _mm256_set1_epi32(0x7FC00000))), nan);
+}
+
+float wh_fake_quant_fp8_n_avx2(const float *src, float *dst, size_t n, float inv, float scale, bool e5m2)
+{
+	const __m256 vi = _mm256_set1_ps(inv), vs = _mm256_set1_ps(scale);
+	__m256 m = _mm256_setzero_ps();
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 d = _mm256_mul_ps(fp8_round8(_mm256_mul_ps(_mm256_loadu_ps(src + i), vi), e5m2), vs);
+		_mm256_storeu_ps(dst + i, d);
+		m = fold_abs(m, d);
+	}
+	float r = hmax(m), t = wh_fake_quant_fp8_n_scalar(src + i, dst + i, n - i, inv, scale, e5m2);
+	return t > r ? t : r;
+}

@@ -100,3 +100,45 @@ float wh_scale_add_n_avx512(float *y, size_t n, float s, float b)
 	}
 	return _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
 }
+
+/* The float8 round trip in the value domain, 16 lanes: |y| saturated to the format's largest
+ * finite value (infinity included), rounded half to even to mbits mantissa bits where it is
+ * normal (on the bits, as the bf16 rounding) and to the subnormal quantum below (adding and
+ * subtracting 1.5 * 2^23 quanta), the sign put back (a zero keeps it); NaN becomes the
+ * format's NaN decoded (the sign and the quiet bit). */
+static inline __m512 fp8_round16(__m512 y, bool e5m2)
+{
+	const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
+	const int mbits = e5m2 ? 2 : 3;
+	const __m512 maxv = _mm512_set1_ps(e5m2 ? 57344.0f : 448.0f);
+	const __m512 min_normal = _mm512_set1_ps(e5m2 ? 0x1p-14f : 0x1p-6f);
+	const __m512 c = _mm512_set1_ps(e5m2 ? 192.0f : 24576.0f); /* 1.5 * 2^23 subnormal quanta */
+	__m512i b = _mm512_castps_si512(y);
+	__m512i sign = _mm512_andnot_si512(abs_mask, b);
+	__mmask16 nan = _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q);
+	__m512 a = _mm512_min_ps(_mm512_castsi512_ps(_mm512_and_si512(b, abs_mask)), maxv);
+	__m512i ab = _mm512_castps_si512(a);
+	__m512i lsb = _mm512_and_si512(_mm512_srli_epi32(ab, 23 - mbits), _mm512_set1_epi32(1));
+	__m512i rn = _mm512_add_epi32(ab, _mm512_add_epi32(lsb, _mm512_set1_epi32((1 << (22 - mbits)) - 1)));
+	rn = _mm512_and_si512(rn, _mm512_set1_epi32((int)(0xFFFFFFFFu << (23 - mbits))));
+	__m512 rs = _mm512_sub_ps(_mm512_add_ps(a, c), c);
+	__mmask16 normal = _mm512_cmp_ps_mask(a, min_normal, _CMP_GE_OQ);
+	__m512i r = _mm512_mask_mov_epi32(_mm512_castps_si512(rs), normal, rn);
+	r = _mm512_or_si512(r, sign);
+	r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(sign, _mm512_set1_epi32(0x7FC00000)));
+	return _mm512_castsi512_ps(r);
+}
+
+float wh_fake_quant_fp8_n_avx512(const float *src, float *dst, size_t n, float inv, float scale, bool e5m2)
+{
+	const __m512 vi = _mm512_set1_ps(inv), vs = _mm512_set1_ps(scale);
+	__m512 m = _mm512_setzero_ps();
+	for (size_t i = 0; i < n; i += 16) {
+		__mmask16 k = tail_mask(n - i);
+		__m512 y = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, src + i), vi);
+		__m512 d = _mm512_mul_ps(fp8_round16(y, e5m2), vs);
+		_mm512_mask_storeu_ps(dst + i, k, d);
+		m = fold_abs(m, _mm512_maskz_mov_ps(k, d));
+	}
+	return _mm512_reduce_max_ps(m);
+}

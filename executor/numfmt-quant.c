@@ -4,6 +4,8 @@
 
 #include <math.h>
 
+#include "graph/numfmt.h"
+
 /* a running maximum of finite |x|: the select keeps NaN and infinities out */
 static inline float fold_abs(float m, float x)
 {
@@ -54,6 +56,19 @@ float wh_scale_add_n_scalar(float *y, size_t n, float s, float b)
 	return m;
 }
 
+/* The reference is the storage format's own conversion and decoding. */
+float wh_fake_quant_fp8_n_scalar(const float *src, float *dst, size_t n, float inv, float scale, bool e5m2)
+{
+	float m = 0;
+	for (size_t i = 0; i < n; i++) {
+		float y = src[i] * inv;
+		float q = e5m2 ? wh_e5m2_to_f32(wh_f32_to_e5m2(y, true)) : wh_e4m3fn_to_f32(wh_f32_to_e4m3fn(y, true));
+		dst[i] = q * scale;
+		m = fold_abs(m, dst[i]);
+	}
+	return m;
+}
+
 static enum wh_isa isa_of(const struct wh_cpu_features *cpu)
 {
 	return cpu ? cpu->isa : WH_ISA_SCALAR;
@@ -93,5 +108,15 @@ float wh_scale_add_n(float *y, size_t n, float s, float b, const struct wh_cpu_f
 	case WH_ISA_AVX512: return wh_scale_add_n_avx512(y, n, s, b);
 	case WH_ISA_AVX2: return wh_scale_add_n_avx2(y, n, s, b);
 	default: return wh_scale_add_n_scalar(y, n, s, b);
+	}
+}
+
+float wh_fake_quant_fp8_n(const float *src, float *dst, size_t n, float inv, float scale, bool e5m2,
+			  const struct wh_cpu_features *cpu)
+{
+	switch (isa_of(cpu)) {
+	case WH_ISA_AVX512: return wh_fake_quant_fp8_n_avx512(src, dst, n, inv, scale, e5m2);
+	case WH_ISA_AVX2: return wh_fake_quant_fp8_n_avx2(src, dst, n, inv, scale, e5m2);
+	default: return wh_fake_quant_fp8_n_scalar(src, dst, n, inv, scale, e5m2);
 	}
 }

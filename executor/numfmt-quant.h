@@ -8,6 +8,7 @@
 #ifndef WH_NUMFMT_QUANT_H
 #define WH_NUMFMT_QUANT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "executor/cpu.h"
@@ -46,6 +47,11 @@ float wh_fake_quant_int8_n(const float *src, float *dst, size_t n, float inv, fl
 			   const struct wh_cpu_features *cpu);
 /* dst[i] = wh_quant_int8(src[i], inv) (the integers, as floats). */
 void wh_quant_int8_n(const float *src, float *dst, size_t n, float inv, const struct wh_cpu_features *cpu);
+/* dst[i] = fp8(src[i] * inv) * scale, fp8 the round trip through float8 e4m3fn (e5m2 false)
+ * or e5m2 (true) with saturation, as graph/numfmt.h's wh_f32_to_e4m3fn / wh_e4m3fn_to_f32 (dst
+ * may equal src); returns the largest finite |dst[i]|. */
+float wh_fake_quant_fp8_n(const float *src, float *dst, size_t n, float inv, float scale, bool e5m2,
+			  const struct wh_cpu_features *cpu);
 /* y[i] = y[i] * s + b (two roundings, never fused); returns the largest finite |y[i]|. */
 float wh_scale_add_n(float *y, size_t n, float s, float b, const struct wh_cpu_features *cpu);
 
@@ -53,6 +59,9 @@ float wh_amax_n_scalar(const float *x, size_t n);
 float wh_fake_quant_int8_n_scalar(const float *src, float *dst, size_t n, float inv, float scale);
 void wh_quant_int8_n_scalar(const float *src, float *dst, size_t n, float inv);
 float wh_scale_add_n_scalar(float *y, size_t n, float s, float b);
+float wh_fake_quant_fp8_n_scalar(const float *src, float *dst, size_t n, float inv, float scale, bool e5m2);
+float wh_fake_quant_fp8_n_avx2(const float *src, float *dst, size_t n, float inv, float scale, bool e5m2);
+float wh_fake_quant_fp8_n_avx512(const float *src, float *dst, size_t n, float inv, float scale, bool e5m2);
 float wh_amax_n_avx2(const float *x, size_t n);
 float wh_fake_quant_int8_n_avx2(const float *src, float *dst, size_t n, float inv, float scale);
 void wh_quant_int8_n_avx2(const float *src, float *dst, size_t n, float inv);

@@ -3,7 +3,8 @@
  * +0; the range as the largest finite |x|), and every SIMD variant and dispatch against the
  * scalar reference bit for bit, on specials, every rounding midpoint of the int8 grid, the
  * saturation boundaries, a sweep of float bit patterns and random values, at every tail
- * length and misalignment, in place and not. */
+ * length and misalignment, in place and not; the float8 fake quantization (e4m3fn, e5m2)
+ * against the formats' own conversions on every code, midpoint and special. */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
@@ -141,6 +142,97 @@ START_TEST(scalar_reference_is_the_definition)
 }
 END_TEST
 
+/* Inputs for the float8 round trip: a sweep of bit patterns, every code's value and the
+ * midpoints between neighbouring codes with the floats next to them (both formats, both
+ * signs), the saturation boundaries and the specials. */
+static float *fp8_inputs(size_t *n_out)
+{
+	size_t n = (((size_t)1 << 32) / 257 + 1) + 2 * 2 * 256 * 5 + 64;
+	float *v = malloc(n * sizeof *v);
+	size_t k = 0;
+	ck_assert_ptr_nonnull(v);
+	for (uint64_t u = 0; u < ((uint64_t)1 << 32); u += 257)
+		v[k++] = wh_bits_f32((uint32_t)u);
+	for (int f = 0; f < 2; f++)
+		for (uint32_t code = 0; code < 128; code++)
+			for (uint32_t sign = 0; sign <= 0x80; sign += 0x80) {
+				float a = f ? wh_e5m2_to_f32((uint8_t)(sign | code)) : wh_e4m3fn_to_f32((uint8_t)(sign | code));
+				float b = f ? wh_e5m2_to_f32((uint8_t)(sign | (code + 1))) : wh_e4m3fn_to_f32((uint8_t)(sign | (code + 1)));
+				float mid = (a + b) / 2;
+				v[k++] = a;
+				v[k++] = mid;
+				v[k++] = nextafterf(mid, INFINITY);
+				v[k++] = nextafterf(mid, -INFINITY);
+				v[k++] = nextafterf(a, 0.0f);
+			}
+	const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 448.0f, -448.0f, 464.0f, 463.9f, 464.1f,
+				 480.0f, 57344.0f, 61440.0f, 61439.9f, 65536.0f, -61440.0f, 1e30f, -1e30f, 0x1p-6f,
+				 0x1p-9f, 0x1p-10f, 0x1.8p-10f, -0x1p-10f, 0x1p-14f, 0x1p-16f, 0x1p-17f, 0x1.8p-17f,
+				 -0x1p-17f, 1e-45f, -1e-45f, 3.4028234663852886e38f, wh_bits_f32(0x7FA00001),
+				 wh_bits_f32(0xFFC00123)};
+	for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
+		v[k++] = special[i];
+	*n_out = k;
+	return v;
+}
+
+static float def_fp8(float y, bool e5m2)
+{
+	return e5m2 ? wh_e5m2_to_f32(wh_f32_to_e5m2(y, true)) : wh_e4m3fn_to_f32(wh_f32_to_e4m3fn(y, true));
+}
+
+/* fn against the definition (the storage format's conversion and decoding): inv 1 and scale
+ * 1 give the round trip itself; then a scale of an activation's size; tails and offsets. */
+static void check_fp8(float (*fn)(const float *, float *, size_t, float, float, bool), const char *name)
+{
+	size_t n;
+	float *in = fp8_inputs(&n);
+	float *a = malloc((n + 1) * sizeof *a), *b = malloc((n + 1) * sizeof *b);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	for (int f = 0; f < 2; f++) {
+		float m = fn(in, a, n, 1.0f, 1.0f, f);
+		for (size_t i = 0; i < n; i++)
+			CHECK(same_bits(a[i], def_fp8(in[i], f)), "%s %s: 0x%08x -> %a, want %a", name, f ? "e5m2" : "e4m3fn",
+			      wh_f32_bits(in[i]), a[i], def_fp8(in[i], f));
+		CHECK(same_bits(m, def_amax(a, n)), "%s %s range", name, f ? "e5m2" : "e4m3fn");
+		const float sc = 0.0123f, inv = 1.0f / sc;
+		float ma = fn(in, a, n, inv, sc, f), mb = wh_fake_quant_fp8_n_scalar(in, b, n, inv, sc, f);
+		CHECK(!memcmp(a, b, n * sizeof *a) && same_bits(ma, mb), "%s %s scaled", name, f ? "e5m2" : "e4m3fn");
+		for (size_t len = 0; len <= 40; len++)
+			for (size_t off = 0; off < 3; off++) {
+				memcpy(a, in + 1000 + off, (len + 1) * sizeof *a);
+				memcpy(b, a, (len + 1) * sizeof *b);
+				ma = fn(a, a, len, inv, sc, f); /* in place */
+				mb = wh_fake_quant_fp8_n_scalar(b, b, len, inv, sc, f);
+				CHECK(!memcmp(a, b, (len + 1) * sizeof *a) && same_bits(ma, mb), "%s %s length %zu", name,
+				      f ? "e5m2" : "e4m3fn", len);
+			}
+	}
+	free(a);
+	free(b);
+	free(in);
+}
+
+START_TEST(fp8_variants_match_the_format)
+{
+	check_fp8(wh_fake_quant_fp8_n_scalar, "scalar");
+	if (wh_cpu()->detected >= WH_ISA_AVX2)
+		check_fp8(wh_fake_quant_fp8_n_avx2, "avx2");
+	if (wh_cpu()->detected >= WH_ISA_AVX512)
+		check_fp8(wh_fake_quant_fp8_n_avx512, "avx512");
+	for (int cap = WH_ISA_SCALAR; cap <= WH_ISA_AVX512; cap++) {
+		struct wh_cpu_features cpu = wh_cpu_capped((enum wh_isa)cap);
+		float x[37], a[37], b[37];
+		for (int i = 0; i < 37; i++)
+			x[i] = (float)(i - 18) * 13.7f;
+		float ma = wh_fake_quant_fp8_n(x, a, 37, 0.5f, 2.0f, cap & 1, &cpu);
+		float mb = wh_fake_quant_fp8_n_scalar(x, b, 37, 0.5f, 2.0f, cap & 1);
+		CHECK(!memcmp(a, b, sizeof a) && same_bits(ma, mb), "fp8 dispatch under cap %d", cap);
+	}
+}
+END_TEST
+
 struct variant {
 	const char *name;
 	float (*amax)(const float *, size_t);
@@ -270,6 +362,7 @@ int main(void)
 	tcase_add_test(tc, avx2_matches_scalar);
 	tcase_add_test(tc, avx512_matches_scalar);
 	tcase_add_test(tc, dispatch_under_isa_caps);
+	tcase_add_test(tc, fp8_variants_match_the_format);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
