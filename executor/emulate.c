@@ -694,8 +694,12 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 			ins[k] = &tmp[k];
 			continue;
 		}
-		float scale = act_scale(en, vid, ctx->graph->values[vid].name, t, p, range_get(en->cache, vid, t), ctx->cpu,
-					ctx->pool);
+		/* a producer records the range of every output it quantizes, so a record is read only
+		 * where the producer quantizes its outputs (then it wrote one in this run) */
+		uint8_t prod_out = en->node_out_prec && prod != WH_NONE ? en->node_out_prec[prod] : (uint8_t)WH_PREC_FP32;
+		bool recorded = prod_out == WH_PREC_INT8 || prod_out == WH_PREC_FP8 || prod_out == WH_PREC_FP8E5M2;
+		float scale = act_scale(en, vid, ctx->graph->values[vid].name, t, p, recorded ? range_get(en->cache, vid, t) : -1,
+					ctx->cpu, ctx->pool);
 		if (keep)
 			cache_make_room(en->cache, vid, t->count * sizeof(float));
 		if ((st = wh_tensor_alloc(&tmp[k], WH_DT_FLOAT, t->rank, t->dims)) != WH_OK)
