@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "executor/numfmt-bulk.h"
+#include "executor/numfmt-quant.h"
 #include "executor/numfmt.h"
 
 enum wh_status wh_emul_cache_init(struct wh_emul_cache *c, uint32_t n_values, size_t budget)
@@ -16,9 +17,19 @@ enum wh_status wh_emul_cache_init(struct wh_emul_cache *c, uint32_t n_values, si
 	c->budget = budget;
 	c->bytes = 0;
 	c->clock = 0;
+	c->calib = NULL;
 	c->e = calloc((size_t)n_values + 1, sizeof *c->e);
-	if (!c->e)
+	c->range = calloc((size_t)n_values + 1, sizeof *c->range);
+	c->calib_idx = malloc(((size_t)n_values + 1) * sizeof *c->calib_idx);
+	if (!c->e || !c->range || !c->calib_idx) {
+		free(c->e);
+		free(c->range);
+		free(c->calib_idx);
+		c->e = NULL;
+		c->range = NULL;
+		c->calib_idx = NULL;
 		return wh_error(WH_ERR_NOMEM, "engine: out of memory");
+	}
 	return WH_OK;
 }
 
@@ -40,14 +51,42 @@ void wh_emul_cache_release(struct wh_emul_cache *c)
 	for (uint32_t i = 0; i < c->n; i++)
 		entry_drop(c, &c->e[i]);
 	free(c->e);
+	free(c->range);
+	free(c->calib_idx);
 	c->e = NULL;
+	c->range = NULL;
+	c->calib_idx = NULL;
+}
+
+void wh_emul_cache_forget_outputs(struct wh_emul_cache *c, const struct wh_node *node)
+{
+	for (uint32_t k = 0; c && c->range && k < node->n_outputs; k++)
+		if (node->outputs[k] != WH_NONE && node->outputs[k] < c->n)
+			c->range[node->outputs[k]].data = NULL;
+}
+
+/* The range a producer recorded for value vid when it wrote t (see struct wh_emul_range), or
+ * -1. */
+static float range_get(const struct wh_emul_cache *c, uint32_t vid, const struct wh_tensor *t)
+{
+	if (!c || !c->range || vid >= c->n)
+		return -1;
+	const struct wh_emul_range *r = &c->range[vid];
+	return r->data && r->data == t->data && r->count == t->count ? r->amax : -1;
+}
+
+static void range_put(struct wh_emul_cache *c, uint32_t vid, const struct wh_tensor *t, float amax)
+{
+	if (!c || !c->range || vid >= c->n)
+		return;
+	c->range[vid] = (struct wh_emul_range){.data = t->data, .count = t->count, .amax = amax};
 }
 
 /* The cached copy of value vid at precision p, or NULL; marks it used. */
-static struct wh_emul_entry *cache_get(struct wh_emul_cache *c, uint32_t vid, enum wh_precision p)
+static struct wh_emul_entry *cache_get(struct wh_emul_cache *c, uint32_t vid, enum wh_precision p, uint8_t kind)
 {
 	struct wh_emul_entry *ce = &c->e[vid];
-	if (!ce->valid || ce->prec != (uint8_t)p)
+	if (!ce->valid || ce->prec != (uint8_t)p || ce->kind != kind)
 		return NULL;
 	ce->last_use = ++c->clock;
 	return ce;
@@ -88,7 +127,7 @@ static void cache_make_room(struct wh_emul_cache *c, uint32_t vid, size_t need)
  * layer frees it). Callers hold their own reference to what they use, so dropping an entry
  * never frees a tensor a running layer reads. Keeping is best effort: without memory for
  * the scales, nothing is kept. */
-static void cache_put(struct wh_emul_cache *c, uint32_t vid, enum wh_precision p, const struct wh_tensor *t,
+static void cache_put(struct wh_emul_cache *c, uint32_t vid, enum wh_precision p, uint8_t kind, const struct wh_tensor *t,
 		      const float *scales, uint32_t n_scales, int axis)
 {
 	struct wh_emul_entry *ce = &c->e[vid];
@@ -105,6 +144,7 @@ static void cache_put(struct wh_emul_cache *c, uint32_t vid, enum wh_precision p
 	ce->n_scales = n_scales;
 	ce->axis = (int8_t)axis;
 	ce->prec = (uint8_t)p;
+	ce->kind = kind;
 	ce->bytes = need;
 	ce->last_use = ++c->clock;
 	ce->valid = true;
@@ -180,47 +220,6 @@ static float qmax_of(enum wh_precision p)
 	}
 }
 
-static float amax_of(const float *x, uint64_t n)
-{
-	/* eight running maxima so the loop vectorizes; infinities and NaN do not count */
-	float m[8] = {0};
-	uint64_t i = 0;
-	for (; i + 8 <= n; i += 8)
-		for (int k = 0; k < 8; k++) {
-			float a = fabsf(x[i + k]);
-			m[k] = (a > m[k] && a <= 3.4028234663852886e38f) ? a : m[k];
-		}
-	for (; i < n; i++) {
-		float a = fabsf(x[i]);
-		m[0] = (a > m[0] && a <= 3.4028234663852886e38f) ? a : m[0];
-	}
-	float r = 0;
-	for (int k = 0; k < 8; k++)
-		r = m[k] > r ? m[k] : r;
-	return r;
-}
-
-/* Round half to even of a value already clamped to [-127, 127]: adding and subtracting
- * 1.5 * 2^23 rounds in the FPU's default mode, without a libm call per element (C does not
- * let the compiler fold the pair without -ffast-math, which whittle never uses), and the
- * loops around it vectorize. */
-static inline float rne_small(float y)
-{
-	const float m = 12582912.0f;
-	return (y + m) - m;
-}
-
-/* Written as selects, without branches, so that the loops around it vectorize (NaN passes
- * both clamps and becomes 0). */
-static inline float quant_int8(float x, float inv_scale)
-{
-	float y = x * inv_scale;
-	y = y > 127.0f ? 127.0f : y;
-	y = y < -127.0f ? -127.0f : y;
-	float r = rne_small(y);
-	return y == y ? r : 0.0f;
-}
-
 /* Quantizes x/scale onto the format's grid and returns the grid value (an integer for int8,
  * an fp8 value for fp8); saturating. */
 static inline float quant(float x, float inv_scale, enum wh_precision p)
@@ -228,28 +227,11 @@ static inline float quant(float x, float inv_scale, enum wh_precision p)
 	float y = x * inv_scale;
 	switch (p) {
 	case WH_PREC_INT8:
-		return quant_int8(x, inv_scale);
+		return wh_quant_int8(x, inv_scale);
 	case WH_PREC_FP8: return wh_e4m3fn_to_f32(wh_f32_to_e4m3fn(y, true));
 	case WH_PREC_FP8E5M2: return wh_e5m2_to_f32(wh_f32_to_e5m2(y, true));
 	default: return y;
 	}
-}
-
-/* dst = fake-quantized src (per-tensor scale). */
-static void fake_quant_range(const float *src, float *dst, uint64_t n, float scale, enum wh_precision p)
-{
-	if (scale <= 0) {
-		memcpy(dst, src, n * sizeof *dst);
-		return;
-	}
-	float inv = 1.0f / scale;
-	if (p == WH_PREC_INT8) {
-		for (uint64_t i = 0; i < n; i++)
-			dst[i] = quant_int8(src[i], inv) * scale;
-		return;
-	}
-	for (uint64_t i = 0; i < n; i++)
-		dst[i] = quant(src[i], inv, p) * scale;
 }
 
 struct round_job {
@@ -295,83 +277,145 @@ static void round_range(const float *src, float *dst, uint64_t n, enum wh_precis
 	}
 }
 
-/* Elementwise or max-reduction passes over large tensors run on the pool; chunks of a fixed
- * size, and a maximum does not depend on the order, so results never depend on threads. */
-#define EMUL_CHUNK ((size_t)32768)
+/* The int8/fp8 passes over a tensor (measure its range; fake-quantize it; write its grid
+ * values) run over chunks of a fixed size on the pool. They are elementwise, and the range
+ * is a maximum, which does not depend on the order: results never depend on the threads. */
+#define EMUL_CHUNK ((size_t)16384)
 
-struct quant_job {
-	const float *src;
-	float *dst;
-	float scale, inv;
-	enum wh_precision p;
-	bool grid; /* store grid values (integers for int8) instead of src's scale */
-	float *part_max; /* amax: one per chunk */
+enum pass_op {
+	PASS_AMAX, /* the range of src */
+	PASS_FQ,   /* dst = src fake-quantized; the range of dst */
+	PASS_GRID  /* dst = the grid values of src / scale */
 };
 
-static void fake_quant_task(void *arg, size_t b, size_t e)
+struct pass_job {
+	enum pass_op op;
+	const float *src;
+	float *dst;
+	uint64_t n;
+	float scale, inv;
+	enum wh_precision p;
+	const struct wh_cpu_features *cpu;
+	float *part; /* per chunk: its range */
+};
+
+static float pass_range(const struct pass_job *j, uint64_t b, uint64_t e)
 {
-	const struct quant_job *j = arg;
-	if (!j->grid) {
-		fake_quant_range(j->src + b, j->dst + b, e - b, j->scale, j->p);
-		return;
+	const float *src = j->src + b;
+	float *dst = j->dst ? j->dst + b : NULL;
+	size_t n = (size_t)(e - b);
+	switch (j->op) {
+	case PASS_AMAX: return wh_amax_n(src, n, j->cpu);
+	case PASS_GRID:
+		if (j->p == WH_PREC_INT8)
+			wh_quant_int8_n(src, dst, n, j->inv, j->cpu);
+		else
+			for (size_t i = 0; i < n; i++)
+				dst[i] = quant(src[i], j->inv, j->p);
+		return 0;
+	case PASS_FQ:
+		if (j->p == WH_PREC_INT8)
+			return wh_fake_quant_int8_n(src, dst, n, j->inv, j->scale, j->cpu);
+		if (j->p == WH_PREC_FP8 || j->p == WH_PREC_FP8E5M2)
+			return wh_fake_quant_fp8_n(src, dst, n, j->inv, j->scale, j->p == WH_PREC_FP8E5M2, j->cpu);
+		for (size_t i = 0; i < n; i++)
+			dst[i] = quant(src[i], j->inv, j->p) * j->scale;
+		return wh_amax_n(dst, n, j->cpu); /* while the chunk is in cache */
 	}
-	if (j->p == WH_PREC_INT8) {
-		for (size_t i = b; i < e; i++)
-			j->dst[i] = quant_int8(j->src[i], j->inv);
-	} else {
-		for (size_t i = b; i < e; i++)
-			j->dst[i] = quant(j->src[i], j->inv, j->p);
+	return 0;
+}
+
+static void pass_task(void *arg, size_t b, size_t e)
+{
+	const struct pass_job *j = arg;
+	for (size_t c = b; c < e; c++) {
+		uint64_t lo = (uint64_t)c * EMUL_CHUNK, hi = lo + EMUL_CHUNK < j->n ? lo + EMUL_CHUNK : j->n;
+		j->part[c] = pass_range(j, lo, hi);
 	}
 }
 
-static void amax_task(void *arg, size_t b, size_t e)
+/* Runs the pass; returns its range (0 for PASS_GRID). */
+static float pass_run(struct pass_job *j, struct wh_threadpool *pool)
 {
-	const struct quant_job *j = arg;
-	for (size_t c = b; c < e; c++)
-		j->part_max[c] = amax_of(j->src + c * EMUL_CHUNK, EMUL_CHUNK);
+	size_t chunks = (size_t)((j->n + EMUL_CHUNK - 1) / EMUL_CHUNK);
+	float fixed[256], *part = chunks <= 256 ? fixed : malloc(chunks * sizeof *part);
+	if (chunks < 2 || !pool || !part) { /* without memory for the maxima: the same, on one thread */
+		if (part != fixed)
+			free(part);
+		return pass_range(j, 0, j->n);
+	}
+	j->part = part;
+	wh_parallel_for(pool, chunks, 1, pass_task, j);
+	float r = 0;
+	for (size_t c = 0; c < chunks; c++)
+		r = part[c] > r ? part[c] : r;
+	if (part != fixed)
+		free(part);
+	return r;
 }
 
-static void fake_quant(const float *src, float *dst, uint64_t n, float scale, enum wh_precision p,
-		       struct wh_threadpool *pool)
+/* dst = src fake-quantized with scale (a copy when scale <= 0, which holds only zeros and
+ * non-finite values); returns the range of dst. */
+static float fake_quant(const float *src, float *dst, uint64_t n, float scale, enum wh_precision p,
+			const struct wh_cpu_features *cpu, struct wh_threadpool *pool)
 {
-	struct quant_job j = {.src = src, .dst = dst, .scale = scale, .p = p};
-	if (scale <= 0 || n < 2 * EMUL_CHUNK || !pool)
-		fake_quant_range(src, dst, n, scale, p);
-	else
-		wh_parallel_for(pool, (size_t)n, EMUL_CHUNK, fake_quant_task, &j);
+	if (scale <= 0) {
+		if (dst != src)
+			memcpy(dst, src, n * sizeof *dst);
+		struct pass_job j = {.op = PASS_AMAX, .src = dst, .n = n, .cpu = cpu};
+		return pass_run(&j, pool);
+	}
+	struct pass_job j = {.op = PASS_FQ, .src = src, .dst = dst, .n = n, .scale = scale, .inv = 1.0f / scale, .p = p, .cpu = cpu};
+	return pass_run(&j, pool);
 }
 
 /* dst = the grid values of src/scale (the integers of int8); scale > 0. */
 static void quant_grid(const float *src, float *dst, uint64_t n, float scale, enum wh_precision p,
-		       struct wh_threadpool *pool)
+		       const struct wh_cpu_features *cpu, struct wh_threadpool *pool)
 {
-	struct quant_job j = {.src = src, .dst = dst, .scale = scale, .inv = 1.0f / scale, .p = p, .grid = true};
-	if (n < 2 * EMUL_CHUNK || !pool)
-		fake_quant_task(&j, 0, (size_t)n);
-	else
-		wh_parallel_for(pool, (size_t)n, EMUL_CHUNK, fake_quant_task, &j);
+	struct pass_job j = {.op = PASS_GRID, .src = src, .dst = dst, .n = n, .scale = scale, .inv = 1.0f / scale, .p = p, .cpu = cpu};
+	pass_run(&j, pool);
 }
 
-static float amax_pool(const float *x, uint64_t n, struct wh_threadpool *pool)
+/* The calibration's amax of value vid (named name), or -1; by name once per table. */
+static float calib_amax(const struct wh_emul_node *en, uint32_t vid, const char *name)
 {
-	size_t chunks = (size_t)(n / EMUL_CHUNK);
-	float parts[64];
-	if (chunks < 2 || chunks > sizeof parts / sizeof parts[0] || !pool)
-		return amax_of(x, n);
-	struct quant_job j = {.src = x, .part_max = parts};
-	wh_parallel_for(pool, chunks, 1, amax_task, &j);
-	float r = amax_of(x + chunks * EMUL_CHUNK, n - chunks * EMUL_CHUNK);
-	for (size_t c = 0; c < chunks; c++)
-		r = parts[c] > r ? parts[c] : r;
-	return r;
+	const struct wh_calib *cal = en->calib;
+	struct wh_emul_cache *c = en->cache;
+	if (!cal)
+		return -1;
+	if (!c || !c->calib_idx || vid >= c->n)
+		return wh_calib_get(cal, name);
+	if (c->calib != cal || c->calib_n != cal->n || c->calib_names != (const void *)cal->names) {
+		for (uint32_t i = 0; i < c->n; i++)
+			c->calib_idx[i] = -2;
+		c->calib = cal;
+		c->calib_n = cal->n;
+		c->calib_names = cal->names;
+	}
+	if (c->calib_idx[vid] == -2) {
+		c->calib_idx[vid] = -1;
+		for (uint32_t i = 0; i < cal->n; i++)
+			if (!strcmp(cal->names[i], name)) {
+				c->calib_idx[vid] = (int32_t)i;
+				break;
+			}
+	}
+	return c->calib_idx[vid] >= 0 ? cal->amax[c->calib_idx[vid]] : -1;
 }
 
-static float act_scale(const struct wh_emul_node *en, const char *name, const struct wh_tensor *t, enum wh_precision p,
-		       struct wh_threadpool *pool)
+/* The per-tensor scale of t (value vid): from the calibration, else from the range known
+ * (known >= 0: recorded by its producer or measured while it was written), else measured. */
+static float act_scale(const struct wh_emul_node *en, uint32_t vid, const char *name, const struct wh_tensor *t,
+		       enum wh_precision p, float known, const struct wh_cpu_features *cpu, struct wh_threadpool *pool)
 {
-	float amax = wh_calib_get(en->calib, name);
+	float amax = calib_amax(en, vid, name);
 	if (amax < 0)
-		amax = amax_pool(t->data, t->count, pool);
+		amax = known;
+	if (amax < 0) {
+		struct pass_job j = {.op = PASS_AMAX, .src = t->data, .n = t->count, .cpu = cpu};
+		amax = pass_run(&j, pool);
+	}
 	return amax > 0 ? amax / qmax_of(p) : 0;
 }
 
@@ -442,36 +486,76 @@ static bool value_is_const(const struct wh_kernel_ctx *ctx, uint32_t k)
 	       (val->producer != WH_NONE && !strcmp(ctx->graph->nodes[val->producer].op_type, "Constant"));
 }
 
-/* Adds beta * C (unidirectionally broadcast) to y [M, N]. */
-/* int8 GEMM-like output: y = acc * s_x * s_w[c] (+ bias[c]) over rows of `inner` elements,
- * row r belonging to channel r % C. */
+/* int8 GEMM-like output: y = acc * s_x * s_w[c] (+ bias[c]). Conv: rows of `inner`
+ * elements, row r belonging to channel r % C, and the bias added (0 without one), so that y
+ * is final and its range is measured in the same pass. MatMul/Gemm: rows of the C channels
+ * (the last axis), scaled only (C is added later). The chunks are groups of `grain` rows. */
 struct rescale_job {
 	float *y;
-	uint64_t C, inner;
+	uint64_t rows, C, inner;
+	size_t grain;
 	float in_scale;
 	const float *w_scales, *bias;
 	bool per_channel;
-	bool add; /* Conv: y * s + bias (0 without one); MatMul/Gemm: y * s, C added later */
+	bool add; /* Conv */
+	const struct wh_cpu_features *cpu;
+	float *part; /* per chunk: the range of its rows (Conv) */
 };
 
-static void rescale_task(void *arg, size_t b, size_t e)
+static float rescale_rows(const struct rescale_job *j, uint64_t b, uint64_t e)
 {
-	const struct rescale_job *j = arg;
-	for (size_t r = b; r < e; r++) {
-		uint64_t c = r % j->C;
-		float sc = j->in_scale * (j->w_scales ? j->w_scales[j->per_channel ? c : 0] : 0);
-		float bb = j->bias ? j->bias[c] : 0.0f;
+	float m = 0;
+	for (uint64_t r = b; r < e; r++) {
 		float *row = j->y + r * j->inner;
 		if (j->add) {
+			uint64_t c = r % j->C;
+			float sc = j->in_scale * (j->w_scales ? j->w_scales[j->per_channel ? c : 0] : 0);
+			float mr = wh_scale_add_n(row, (size_t)j->inner, sc, j->bias ? j->bias[c] : 0.0f, j->cpu);
+			m = mr > m ? mr : m;
+		} else if (j->w_scales && j->per_channel) {
+			/* the factor of each channel as the Conv's: in_scale * w_scale, then the product */
 			for (uint64_t k = 0; k < j->inner; k++)
-				row[k] = row[k] * sc + bb;
+				row[k] *= j->in_scale * j->w_scales[k];
 		} else {
+			float sc = j->in_scale * (j->w_scales ? j->w_scales[0] : 0);
 			for (uint64_t k = 0; k < j->inner; k++)
 				row[k] *= sc;
 		}
 	}
+	return m;
 }
 
+static void rescale_task(void *arg, size_t b, size_t e)
+{
+	const struct rescale_job *j = arg;
+	for (size_t c = b; c < e; c++) {
+		uint64_t lo = (uint64_t)c * j->grain, hi = lo + j->grain < j->rows ? lo + j->grain : j->rows;
+		j->part[c] = rescale_rows(j, lo, hi);
+	}
+}
+
+/* Runs the rescale; returns the range of y (Conv) or 0. */
+static float rescale_run(struct rescale_job *j, struct wh_threadpool *pool)
+{
+	j->grain = j->inner ? EMUL_CHUNK / (size_t)j->inner + 1 : (size_t)j->rows + 1;
+	size_t chunks = (size_t)((j->rows + j->grain - 1) / j->grain);
+	float fixed[256], *part = chunks <= 256 ? fixed : malloc(chunks * sizeof *part);
+	if (chunks < 2 || !pool || !part) {
+		if (part != fixed)
+			free(part);
+		return rescale_rows(j, 0, j->rows);
+	}
+	j->part = part;
+	wh_parallel_for(pool, chunks, 1, rescale_task, j);
+	float r = 0;
+	for (size_t c = 0; c < chunks; c++)
+		r = part[c] > r ? part[c] : r;
+	if (part != fixed)
+		free(part);
+	return r;
+}
+
+/* Adds beta * C (unidirectionally broadcast) to y [M, N]. */
 static void add_gemm_c(struct wh_tensor *y, const struct wh_tensor *c, float beta)
 {
 	int64_t strides[WH_MAX_RANK];
@@ -509,6 +593,7 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 		wh_tensor_init(&tmp[k]);
 	}
 	float in_scale = 0, *w_scales = NULL;
+	float y_amax = -1; /* the range of output 0 when known without a pass */
 	uint32_t n_w_scales = 0;
 	int w_axis = -1;
 	const struct wh_tensor *bias_t = NULL;
@@ -542,7 +627,7 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 			continue;
 		}
 		if ((p == WH_PREC_FP16 || p == WH_PREC_BF16 || p == WH_PREC_TF32)) {
-			struct wh_emul_entry *hit = cacheable ? cache_get(en->cache, vid, p) : NULL;
+			struct wh_emul_entry *hit = cacheable ? cache_get(en->cache, vid, p, WH_EMUL_CONVERTED) : NULL;
 			if (hit) {
 				wh_tensor_ref(&tmp[k], &hit->t);
 				ins[k] = &tmp[k];
@@ -554,7 +639,7 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 				break;
 			round_to_pool(t->data, tmp[k].data, t->count, p, ctx->cpu, ctx->pool);
 			if (cacheable)
-				cache_put(en->cache, vid, p, &tmp[k], NULL, 0, -1);
+				cache_put(en->cache, vid, p, WH_EMUL_CONVERTED, &tmp[k], NULL, 0, -1);
 			ins[k] = &tmp[k];
 			continue;
 		}
@@ -570,7 +655,7 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 			int axis = p == WH_PREC_INT8 ? weight_axis(ctx, t) : -1;
 			if (!strcmp(node->op_type, "ConvTranspose") && wh_node_attr_int(node, "group", 1) != 1)
 				axis = -1;
-			struct wh_emul_entry *hit = cacheable ? cache_get(en->cache, vid, p) : NULL;
+			struct wh_emul_entry *hit = cacheable ? cache_get(en->cache, vid, p, WH_EMUL_CONVERTED) : NULL;
 			if (hit) {
 				wh_tensor_ref(&tmp[k], &hit->t);
 				w_scales = malloc((hit->n_scales ? hit->n_scales : 1) * sizeof *w_scales);
@@ -594,18 +679,34 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 				}
 				w_axis = axis;
 				if (cacheable)
-					cache_put(en->cache, vid, p, &tmp[k], w_scales, n_w_scales, axis);
+					cache_put(en->cache, vid, p, WH_EMUL_CONVERTED, &tmp[k], w_scales, n_w_scales, axis);
 			}
 			ins[k] = &tmp[k];
 			continue;
 		}
-		/* an activation (or a non-constant weight): per-tensor */
-		float scale = act_scale(en, ctx->graph->values[vid].name, t, p, ctx->pool);
+		/* an activation (or a non-constant weight): per-tensor. A constant one (an addend,
+		 * a factor) gives the same copy in every run: kept like a weight */
+		bool grid_in = integer_gemm && (k == 0 || k == 1);
+		bool keep = cacheable && !grid_in;
+		struct wh_emul_entry *hit = keep ? cache_get(en->cache, vid, p, WH_EMUL_FAKE_QUANT) : NULL;
+		if (hit) {
+			wh_tensor_ref(&tmp[k], &hit->t);
+			ins[k] = &tmp[k];
+			continue;
+		}
+		/* a producer records the range of every output it quantizes, so a record is read only
+		 * where the producer quantizes its outputs (then it wrote one in this run) */
+		uint8_t prod_out = en->node_out_prec && prod != WH_NONE ? en->node_out_prec[prod] : (uint8_t)WH_PREC_FP32;
+		bool recorded = prod_out == WH_PREC_INT8 || prod_out == WH_PREC_FP8 || prod_out == WH_PREC_FP8E5M2;
+		float scale = act_scale(en, vid, ctx->graph->values[vid].name, t, p, recorded ? range_get(en->cache, vid, t) : -1,
+					ctx->cpu, ctx->pool);
+		if (keep)
+			cache_make_room(en->cache, vid, t->count * sizeof(float));
 		if ((st = wh_tensor_alloc(&tmp[k], WH_DT_FLOAT, t->rank, t->dims)) != WH_OK)
 			break;
-		if (integer_gemm && (k == 0 || k == 1)) {
+		if (grid_in) {
 			if (scale > 0)
-				quant_grid(t->data, tmp[k].data, t->count, scale, p, ctx->pool);
+				quant_grid(t->data, tmp[k].data, t->count, scale, p, ctx->cpu, ctx->pool);
 			else if (t->count)
 				memset(tmp[k].data, 0, t->count * sizeof(float));
 			if (k == 0)
@@ -622,7 +723,9 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 				w_axis = -1;
 			}
 		} else {
-			fake_quant(t->data, tmp[k].data, t->count, scale, p, ctx->pool);
+			fake_quant(t->data, tmp[k].data, t->count, scale, p, ctx->cpu, ctx->pool);
+			if (keep)
+				cache_put(en->cache, vid, p, WH_EMUL_FAKE_QUANT, &tmp[k], NULL, 0, -1);
 		}
 		ins[k] = &tmp[k];
 	}
@@ -669,17 +772,19 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 			inner *= (uint64_t)y->dims[d];
 		bool per_channel = w_axis >= 0 && n_w_scales == (uint32_t)C;
 		uint64_t outer = C && inner ? y->count / ((uint64_t)C * inner) : 0;
-		struct rescale_job rj = {.y = py, .C = (uint64_t)C, .inner = inner, .in_scale = in_scale, .w_scales = w_scales,
-					 .per_channel = per_channel, .bias = bias_t && conv ? bias_t->data : NULL, .add = conv};
-		uint64_t rows = outer * (uint64_t)C;
-		if (!conv) {
-			rj.inner = 1; /* channels are the last axis */
+		struct rescale_job rj = {.y = py, .C = (uint64_t)C, .in_scale = in_scale, .w_scales = w_scales,
+					 .per_channel = per_channel, .bias = bias_t && conv ? bias_t->data : NULL, .add = conv,
+					 .cpu = ctx->cpu};
+		if (conv) {
+			rj.rows = outer * (uint64_t)C;
+			rj.inner = inner;
+		} else {
+			rj.rows = outer; /* channels are the last axis */
+			rj.inner = (uint64_t)C;
 		}
-		size_t grain = rj.inner ? (size_t)(EMUL_CHUNK / rj.inner) + 1 : rows + 1;
-		if (rows * rj.inner < 2 * EMUL_CHUNK || !ctx->pool)
-			rescale_task(&rj, 0, (size_t)rows);
-		else
-			wh_parallel_for(ctx->pool, (size_t)rows, grain, rescale_task, &rj);
+		float m = rescale_run(&rj, ctx->pool);
+		if (conv)
+			y_amax = m;
 		if (bias_t) {
 			if (conv) {
 				/* added above */
@@ -701,8 +806,10 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 		case WH_PREC_INT8:
 		case WH_PREC_FP8:
 		case WH_PREC_FP8E5M2: {
-			float scale = act_scale(en, vid != WH_NONE ? ctx->graph->values[vid].name : "", y, en->out, ctx->pool);
-			fake_quant(y->data, y->data, y->count, scale, en->out, ctx->pool);
+			/* the range: an integer Conv measured it while it wrote y */
+			float scale = act_scale(en, vid, vid != WH_NONE ? ctx->graph->values[vid].name : "", y, en->out,
+						k == 0 ? y_amax : -1, ctx->cpu, ctx->pool);
+			range_put(en->cache, vid, y, fake_quant(y->data, y->data, y->count, scale, en->out, ctx->cpu, ctx->pool));
 			break;
 		}
 		default:

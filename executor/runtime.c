@@ -648,8 +648,10 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			f->e->n_prof = s + 1;
 		}
 		if (st == WH_OK && ctx.tactic && f->e->faulty_tactic[0] && !strcmp(ctx.tactic->name, f->e->faulty_tactic) &&
-		    (!f->e->faulty_layer[0] || !strcmp(f->e->faulty_layer, n->name)))
+		    (!f->e->faulty_layer[0] || !strcmp(f->e->faulty_layer, n->name))) {
 			corrupt_outputs(&ctx);
+			wh_emul_cache_forget_outputs((struct wh_emul_cache *)&p->emul, n); /* the ranges it recorded */
+		}
 		for (uint32_t k = 0; k < n->n_outputs; k++) {
 			if (st == WH_OK && wanted[k]) {
 				if (!wh_value_present(&outs[k])) {
