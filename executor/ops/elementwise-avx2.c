@@ -118,7 +118,8 @@ AI __m256 erf8(__m256 x)
 {
 	__m256 one = _mm256_set1_ps(1.0f);
 	__m256 a = _mm256_andnot_ps(sign_mask(), x);
-	__m256 large = _mm256_sub_ps(one, erfc_tail8(a, _mm256_mul_ps(a, a)));
+	__m256 b = _mm256_min_ps(_mm256_set1_ps(WH_EW_ERF_ONE), a);
+	__m256 large = _mm256_sub_ps(one, erfc_tail8(b, _mm256_mul_ps(b, b)));
 	large = _mm256_or_ps(large, _mm256_and_ps(x, sign_mask()));
 	return _mm256_blendv_ps(large, erf_small8(x), _mm256_cmp_ps(a, one, _CMP_LT_OQ));
 }

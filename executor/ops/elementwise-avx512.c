@@ -130,7 +130,8 @@ AI __m512 erf16(__m512 x)
 {
 	__m512 one = _mm512_set1_ps(1.0f);
 	__m512 a = _mm512_castsi512_ps(_mm512_andnot_si512(sign_bits(), _mm512_castps_si512(x)));
-	__m512 large = _mm512_sub_ps(one, erfc_tail16(a, _mm512_mul_ps(a, a)));
+	__m512 b = _mm512_min_ps(_mm512_set1_ps(WH_EW_ERF_ONE), a);
+	__m512 large = _mm512_sub_ps(one, erfc_tail16(b, _mm512_mul_ps(b, b)));
 	large = or_bits(large, _mm512_castps_si512(and_bits(x, sign_bits())));
 	return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, one, _CMP_LT_OQ), large, erf_small16(x));
 }

@@ -108,6 +108,7 @@ enum wh_ew_un {
 #define WH_EW_ERF_B6 4.022960663e+00f
 #define WH_EW_ERF_B7 (-2.828511477e+00f)
 #define WH_EW_ERF_B8 7.891016603e-01f
+#define WH_EW_ERF_ONE 4.0f /* 1 - erfc(4) rounds to 1 */
 #define WH_EW_SQRT1_2 0.70710678118654752f
 #define WH_EW_GELU_K2 1.59576912160573071f /* 2 sqrt(2/pi) */
 #define WH_EW_GELU_C 0.044715f

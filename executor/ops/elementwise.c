@@ -117,6 +117,9 @@ float wh_ew_erff(float x)
 	float a = fabsf(x);
 	if (a < 1.0f)
 		return ew_erf_small(x);
+	/* erf rounds to 1 from ERF_ONE on; the clamp keeps exp from subnormal results, which
+	 * cost microcode assists on x86 */
+	a = WH_EW_ERF_ONE < a ? WH_EW_ERF_ONE : a;
 	float r = 1.0f - ew_erfc_tail(a, a * a);
 	return wh_bits_f32(wh_f32_bits(r) | (wh_f32_bits(x) & 0x80000000u));
 }
