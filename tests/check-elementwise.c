@@ -163,6 +163,9 @@ START_TEST(test_row_un_simd)
 		[WH_EW_FLOOR] = {-5, 5, 0, 0},
 		[WH_EW_CEIL] = {-5, 5, 0, 0},
 		[WH_EW_ROUND] = {-5, 5, 0, 0},
+		[WH_EW_ERF] = {-5, 5, 0, 0},
+		[WH_EW_GELU] = {-14, 14, 0, 0},
+		[WH_EW_GELU_TANH] = {-14, 14, 0, 0},
 	};
 	float *x = malloc(BIG_N * sizeof *x);
 	float *ref = malloc((BIG_N + 1) * sizeof *ref), *got = malloc((BIG_N + 1) * sizeof *got);
@@ -235,6 +238,75 @@ START_TEST(test_reference_math_accuracy)
 	ck_assert_float_eq(wh_ew_sigmoidf(200.0f), 1.0f);
 	ck_assert_float_eq(wh_ew_tanhf(20.0f), 1.0f);
 	ck_assert_float_eq(wh_ew_tanhf(-20.0f), -1.0f);
+}
+END_TEST
+
+/* erf against libm's double erf (the exact value) and float erff, every 2^-12 over
+ * [-6, 6] and random tiny arguments; Gelu in both forms against double evaluations of
+ * their formulas. The bounds hold with the fitted coefficients; a wrong coefficient, term
+ * order or branch moves them by orders of magnitude. The Gelu negative tail is checked for
+ * relative error, which 0.5 x (1 + erf(z)) in float32 would fail by cancellation. */
+START_TEST(test_erf_gelu_accuracy)
+{
+	int64_t worst_erf = 0, worst_erff = 0, worst_gelu = 0, worst_gelu_t = 0;
+	double tail_gelu = 0, tail_gelu_t = 0;
+	for (int k = -6 * 4096; k <= 6 * 4096; k++) {
+		float x = (float)k / 4096.0f;
+		int64_t u = ulps(wh_ew_erff(x), erf((double)x));
+		worst_erf = u > worst_erf ? u : worst_erf;
+		u = ulps(wh_ew_erff(x), erff(x));
+		worst_erff = u > worst_erff ? u : worst_erff;
+	}
+	uint64_t s = 99;
+	for (int i = 0; i < 200000; i++) {
+		float t = rng_float(&s, -1.0f, 1.0f) * 1e-6f;
+		int64_t u = ulps(wh_ew_erff(t), erf((double)t));
+		worst_erf = u > worst_erf ? u : worst_erf;
+		/* Gelu in ulp where its value is not small, then its negative tail, where an
+		 * error in the argument is magnified by the slope of exp(-z^2) */
+		float x = rng_float(&s, -3.0f, 10.0f);
+		double g = 0.5 * x * erfc(-(double)x / sqrt(2.0));
+		u = ulps(wh_ew_geluf(x), g);
+		worst_gelu = u > worst_gelu ? u : worst_gelu;
+		x = rng_float(&s, -1.0f, 10.0f);
+		double v = sqrt(2 / M_PI) * (x + 0.044715 * (double)x * x * x);
+		u = ulps(wh_ew_gelu_tanhf(x), x / (1 + exp(-2 * v)));
+		worst_gelu_t = u > worst_gelu_t ? u : worst_gelu_t;
+		float y = rng_float(&s, -12.0f, -3.0f);
+		g = 0.5 * y * erfc(-(double)y / sqrt(2.0));
+		double r = fabs(wh_ew_geluf(y) / g - 1);
+		tail_gelu = r > tail_gelu ? r : tail_gelu;
+		y = rng_float(&s, -12.0f, -1.0f);
+		v = sqrt(2 / M_PI) * (y + 0.044715 * (double)y * y * y);
+		g = y / (1 + exp(-2 * v));
+		if (g < -1e-37) { /* a normal float */
+			r = fabs(wh_ew_gelu_tanhf(y) / g - 1);
+			tail_gelu_t = r > tail_gelu_t ? r : tail_gelu_t;
+		}
+	}
+	fprintf(stderr, "erf %lld ulp (erff %lld), gelu %lld ulp tail %g, gelu tanh %lld ulp tail %g\n",
+		(long long)worst_erf, (long long)worst_erff, (long long)worst_gelu, tail_gelu,
+		(long long)worst_gelu_t, tail_gelu_t);
+	ck_assert_msg(worst_erf <= 3, "erf off by %lld ulp", (long long)worst_erf);
+	ck_assert_msg(worst_erff <= 4, "erf off libm erff by %lld ulp", (long long)worst_erff);
+	ck_assert_msg(worst_gelu <= 8, "gelu off by %lld ulp", (long long)worst_gelu);
+	ck_assert_msg(worst_gelu_t <= 4, "gelu tanh off by %lld ulp", (long long)worst_gelu_t);
+	ck_assert_msg(tail_gelu < 5e-6, "gelu tail off by %g relative", tail_gelu);
+	ck_assert_msg(tail_gelu_t < 5e-5, "gelu tanh tail off by %g relative", tail_gelu_t);
+	/* ends and specials */
+	ck_assert_float_eq(wh_ew_erff(0.0f), 0.0f);
+	ck_assert(signbit(wh_ew_erff(-0.0f)));
+	ck_assert_float_eq(wh_ew_erff(INFINITY), 1.0f);
+	ck_assert_float_eq(wh_ew_erff(-INFINITY), -1.0f);
+	ck_assert_float_eq(wh_ew_erff(1e30f), 1.0f);
+	ck_assert(isnan(wh_ew_erff(NAN)));
+	ck_assert_float_eq(wh_ew_geluf(INFINITY), INFINITY);
+	ck_assert_float_eq(wh_ew_geluf(-20.0f), 0.0f);
+	ck_assert_float_eq(wh_ew_geluf(1e30f), 1e30f);
+	ck_assert(isnan(wh_ew_geluf(NAN)));
+	ck_assert_float_eq(wh_ew_gelu_tanhf(INFINITY), INFINITY);
+	ck_assert_float_eq(wh_ew_gelu_tanhf(-20.0f), 0.0f);
+	ck_assert(isnan(wh_ew_gelu_tanhf(NAN)));
 }
 END_TEST
 
@@ -958,6 +1030,7 @@ int main(void)
 	tcase_add_test(tc, test_row_bin_simd);
 	tcase_add_test(tc, test_row_un_simd);
 	tcase_add_test(tc, test_reference_math_accuracy);
+	tcase_add_test(tc, test_erf_gelu_accuracy);
 	tcase_add_test(tc, test_broadcast_kernels);
 	tcase_add_test(tc, test_unary_kernels_isa);
 	tcase_add_test(tc, test_mod_signs);

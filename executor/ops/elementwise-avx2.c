@@ -83,6 +83,68 @@ AI __m256 tanh8(__m256 x)
 	return _mm256_blendv_ps(large, small, _mm256_cmp_ps(a, _mm256_set1_ps(WH_EW_TANH_SMALL), _CMP_LT_OQ));
 }
 
+/* erfc(a) for a >= 0.5 given a2 = a^2, as ew_erfc_tail in elementwise.c */
+AI __m256 erfc_tail8(__m256 a, __m256 a2)
+{
+	__m256 one = _mm256_set1_ps(1.0f);
+	__m256 t = _mm256_div_ps(one, _mm256_add_ps(one, a));
+	__m256 p = _mm256_set1_ps(WH_EW_ERF_B8);
+	p = _mm256_add_ps(_mm256_mul_ps(p, t), _mm256_set1_ps(WH_EW_ERF_B7));
+	p = _mm256_add_ps(_mm256_mul_ps(p, t), _mm256_set1_ps(WH_EW_ERF_B6));
+	p = _mm256_add_ps(_mm256_mul_ps(p, t), _mm256_set1_ps(WH_EW_ERF_B5));
+	p = _mm256_add_ps(_mm256_mul_ps(p, t), _mm256_set1_ps(WH_EW_ERF_B4));
+	p = _mm256_add_ps(_mm256_mul_ps(p, t), _mm256_set1_ps(WH_EW_ERF_B3));
+	p = _mm256_add_ps(_mm256_mul_ps(p, t), _mm256_set1_ps(WH_EW_ERF_B2));
+	p = _mm256_add_ps(_mm256_mul_ps(p, t), _mm256_set1_ps(WH_EW_ERF_B1));
+	p = _mm256_add_ps(_mm256_mul_ps(p, t), _mm256_set1_ps(WH_EW_ERF_B0));
+	return _mm256_mul_ps(exp8(_mm256_xor_ps(sign_mask(), a2)), p);
+}
+
+/* erf(x) for |x| < 1, as ew_erf_small */
+AI __m256 erf_small8(__m256 x)
+{
+	__m256 z = _mm256_mul_ps(x, x);
+	__m256 p = _mm256_set1_ps(WH_EW_ERF_A6);
+	p = _mm256_add_ps(_mm256_mul_ps(p, z), _mm256_set1_ps(WH_EW_ERF_A5));
+	p = _mm256_add_ps(_mm256_mul_ps(p, z), _mm256_set1_ps(WH_EW_ERF_A4));
+	p = _mm256_add_ps(_mm256_mul_ps(p, z), _mm256_set1_ps(WH_EW_ERF_A3));
+	p = _mm256_add_ps(_mm256_mul_ps(p, z), _mm256_set1_ps(WH_EW_ERF_A2));
+	p = _mm256_add_ps(_mm256_mul_ps(p, z), _mm256_set1_ps(WH_EW_ERF_A1));
+	p = _mm256_add_ps(_mm256_mul_ps(p, z), _mm256_set1_ps(WH_EW_ERF_A0));
+	return _mm256_mul_ps(x, p);
+}
+
+AI __m256 erf8(__m256 x)
+{
+	__m256 one = _mm256_set1_ps(1.0f);
+	__m256 a = _mm256_andnot_ps(sign_mask(), x);
+	__m256 b = _mm256_min_ps(_mm256_set1_ps(WH_EW_ERF_ONE), a);
+	__m256 large = _mm256_sub_ps(one, erfc_tail8(b, _mm256_mul_ps(b, b)));
+	large = _mm256_or_ps(large, _mm256_and_ps(x, sign_mask()));
+	return _mm256_blendv_ps(large, erf_small8(x), _mm256_cmp_ps(a, one, _CMP_LT_OQ));
+}
+
+AI __m256 gelu8(__m256 x)
+{
+	__m256 one = _mm256_set1_ps(1.0f);
+	__m256 z = _mm256_mul_ps(x, _mm256_set1_ps(WH_EW_SQRT1_2));
+	__m256 h = _mm256_mul_ps(_mm256_set1_ps(0.5f), x);
+	__m256 a = _mm256_andnot_ps(sign_mask(), z);
+	__m256 small = _mm256_add_ps(one, erf_small8(z));
+	__m256 c = erfc_tail8(a, _mm256_mul_ps(h, x));
+	__m256 large = _mm256_blendv_ps(c, _mm256_sub_ps(_mm256_set1_ps(2.0f), c), _mm256_cmp_ps(z, _mm256_setzero_ps(), _CMP_GT_OQ));
+	__m256 in = _mm256_and_ps(_mm256_cmp_ps(z, _mm256_set1_ps(-0.5f), _CMP_GT_OQ), _mm256_cmp_ps(z, one, _CMP_LT_OQ));
+	return _mm256_mul_ps(h, _mm256_blendv_ps(large, small, in));
+}
+
+AI __m256 gelu_tanh8(__m256 x)
+{
+	__m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
+	__m256 u = _mm256_add_ps(x, _mm256_mul_ps(_mm256_set1_ps(WH_EW_GELU_C), x3));
+	u = _mm256_mul_ps(_mm256_set1_ps(WH_EW_GELU_K2), u);
+	return _mm256_mul_ps(x, sigmoid8(u));
+}
+
 AI __m256 clip8(__m256 x, __m256 lo, __m256 hi)
 {
 	return _mm256_min_ps(hi, _mm256_max_ps(lo, x));
@@ -175,6 +237,9 @@ AI __m256 un_op(enum wh_ew_un op, __m256 x, __m256 p1, __m256 p2)
 	case WH_EW_SIGMOID: return sigmoid8(x);
 	case WH_EW_TANH: return tanh8(x);
 	case WH_EW_EXP: return exp8(x);
+	case WH_EW_ERF: return erf8(x);
+	case WH_EW_GELU: return gelu8(x);
+	case WH_EW_GELU_TANH: return gelu_tanh8(x);
 	case WH_EW_ABS: return _mm256_andnot_ps(sign_mask(), x);
 	case WH_EW_NEG: return _mm256_xor_ps(sign_mask(), x);
 	case WH_EW_SQRT: return _mm256_sqrt_ps(x);
@@ -219,6 +284,9 @@ void wh_ew_un_f32_avx2(enum wh_ew_un op, const float *x, float *y, size_t n, flo
 	UN_CASE(WH_EW_SIGMOID);
 	UN_CASE(WH_EW_TANH);
 	UN_CASE(WH_EW_EXP);
+	UN_CASE(WH_EW_ERF);
+	UN_CASE(WH_EW_GELU);
+	UN_CASE(WH_EW_GELU_TANH);
 	UN_CASE(WH_EW_ABS);
 	UN_CASE(WH_EW_NEG);
 	UN_CASE(WH_EW_SQRT);

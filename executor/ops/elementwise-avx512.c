@@ -95,6 +95,68 @@ AI __m512 tanh16(__m512 x)
 	return _mm512_mask_blend_ps(lt, large, small);
 }
 
+/* erfc(a) for a >= 0.5 given a2 = a^2, as ew_erfc_tail in elementwise.c */
+AI __m512 erfc_tail16(__m512 a, __m512 a2)
+{
+	__m512 one = _mm512_set1_ps(1.0f);
+	__m512 t = _mm512_div_ps(one, _mm512_add_ps(one, a));
+	__m512 p = _mm512_set1_ps(WH_EW_ERF_B8);
+	p = _mm512_add_ps(_mm512_mul_ps(p, t), _mm512_set1_ps(WH_EW_ERF_B7));
+	p = _mm512_add_ps(_mm512_mul_ps(p, t), _mm512_set1_ps(WH_EW_ERF_B6));
+	p = _mm512_add_ps(_mm512_mul_ps(p, t), _mm512_set1_ps(WH_EW_ERF_B5));
+	p = _mm512_add_ps(_mm512_mul_ps(p, t), _mm512_set1_ps(WH_EW_ERF_B4));
+	p = _mm512_add_ps(_mm512_mul_ps(p, t), _mm512_set1_ps(WH_EW_ERF_B3));
+	p = _mm512_add_ps(_mm512_mul_ps(p, t), _mm512_set1_ps(WH_EW_ERF_B2));
+	p = _mm512_add_ps(_mm512_mul_ps(p, t), _mm512_set1_ps(WH_EW_ERF_B1));
+	p = _mm512_add_ps(_mm512_mul_ps(p, t), _mm512_set1_ps(WH_EW_ERF_B0));
+	return _mm512_mul_ps(exp16(_mm512_castsi512_ps(_mm512_xor_si512(sign_bits(), _mm512_castps_si512(a2)))), p);
+}
+
+/* erf(x) for |x| < 1, as ew_erf_small */
+AI __m512 erf_small16(__m512 x)
+{
+	__m512 z = _mm512_mul_ps(x, x);
+	__m512 p = _mm512_set1_ps(WH_EW_ERF_A6);
+	p = _mm512_add_ps(_mm512_mul_ps(p, z), _mm512_set1_ps(WH_EW_ERF_A5));
+	p = _mm512_add_ps(_mm512_mul_ps(p, z), _mm512_set1_ps(WH_EW_ERF_A4));
+	p = _mm512_add_ps(_mm512_mul_ps(p, z), _mm512_set1_ps(WH_EW_ERF_A3));
+	p = _mm512_add_ps(_mm512_mul_ps(p, z), _mm512_set1_ps(WH_EW_ERF_A2));
+	p = _mm512_add_ps(_mm512_mul_ps(p, z), _mm512_set1_ps(WH_EW_ERF_A1));
+	p = _mm512_add_ps(_mm512_mul_ps(p, z), _mm512_set1_ps(WH_EW_ERF_A0));
+	return _mm512_mul_ps(x, p);
+}
+
+AI __m512 erf16(__m512 x)
+{
+	__m512 one = _mm512_set1_ps(1.0f);
+	__m512 a = _mm512_castsi512_ps(_mm512_andnot_si512(sign_bits(), _mm512_castps_si512(x)));
+	__m512 b = _mm512_min_ps(_mm512_set1_ps(WH_EW_ERF_ONE), a);
+	__m512 large = _mm512_sub_ps(one, erfc_tail16(b, _mm512_mul_ps(b, b)));
+	large = or_bits(large, _mm512_castps_si512(and_bits(x, sign_bits())));
+	return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, one, _CMP_LT_OQ), large, erf_small16(x));
+}
+
+AI __m512 gelu16(__m512 x)
+{
+	__m512 one = _mm512_set1_ps(1.0f);
+	__m512 z = _mm512_mul_ps(x, _mm512_set1_ps(WH_EW_SQRT1_2));
+	__m512 h = _mm512_mul_ps(_mm512_set1_ps(0.5f), x);
+	__m512 a = _mm512_castsi512_ps(_mm512_andnot_si512(sign_bits(), _mm512_castps_si512(z)));
+	__m512 small = _mm512_add_ps(one, erf_small16(z));
+	__m512 c = erfc_tail16(a, _mm512_mul_ps(h, x));
+	__m512 large = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_GT_OQ), c, _mm512_sub_ps(_mm512_set1_ps(2.0f), c));
+	__mmask16 in = _mm512_cmp_ps_mask(z, _mm512_set1_ps(-0.5f), _CMP_GT_OQ) & _mm512_cmp_ps_mask(z, one, _CMP_LT_OQ);
+	return _mm512_mul_ps(h, _mm512_mask_blend_ps(in, large, small));
+}
+
+AI __m512 gelu_tanh16(__m512 x)
+{
+	__m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
+	__m512 u = _mm512_add_ps(x, _mm512_mul_ps(_mm512_set1_ps(WH_EW_GELU_C), x3));
+	u = _mm512_mul_ps(_mm512_set1_ps(WH_EW_GELU_K2), u);
+	return _mm512_mul_ps(x, sigmoid16(u));
+}
+
 AI __m512 clip16(__m512 x, __m512 lo, __m512 hi)
 {
 	return _mm512_min_ps(hi, _mm512_max_ps(lo, x));
@@ -189,6 +251,9 @@ AI __m512 un_op(enum wh_ew_un op, __m512 x, __m512 p1, __m512 p2)
 	case WH_EW_SIGMOID: return sigmoid16(x);
 	case WH_EW_TANH: return tanh16(x);
 	case WH_EW_EXP: return exp16(x);
+	case WH_EW_ERF: return erf16(x);
+	case WH_EW_GELU: return gelu16(x);
+	case WH_EW_GELU_TANH: return gelu_tanh16(x);
 	case WH_EW_ABS: return _mm512_castsi512_ps(_mm512_andnot_si512(sign_bits(), _mm512_castps_si512(x)));
 	case WH_EW_NEG: return _mm512_castsi512_ps(_mm512_xor_si512(sign_bits(), _mm512_castps_si512(x)));
 	case WH_EW_SQRT: return _mm512_sqrt_ps(x);
@@ -233,6 +298,9 @@ void wh_ew_un_f32_avx512(enum wh_ew_un op, const float *x, float *y, size_t n, f
 	UN_CASE(WH_EW_SIGMOID);
 	UN_CASE(WH_EW_TANH);
 	UN_CASE(WH_EW_EXP);
+	UN_CASE(WH_EW_ERF);
+	UN_CASE(WH_EW_GELU);
+	UN_CASE(WH_EW_GELU_TANH);
 	UN_CASE(WH_EW_ABS);
 	UN_CASE(WH_EW_NEG);
 	UN_CASE(WH_EW_SQRT);

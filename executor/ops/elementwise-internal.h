@@ -9,7 +9,8 @@
  * exp (Cody-Waite range reduction and the Cephes degree-5 polynomial, about 1 ulp) written
  * as plain multiplies and adds in the same order in every variant, with no FMA (the
  * scalar file is built for baseline x86-64, which has none), so the SIMD variants perform
- * the same operations and round identically. LeakyRelu/HardSigmoid/HardSwish avoid FMA for
+ * the same operations and round identically. Erf and Gelu use that exp too (see the erf
+ * constants below). LeakyRelu/HardSigmoid/HardSwish avoid FMA for
  * the same reason. Max/Min propagate a NaN in either operand, as numpy's maximum does.
  * The constants below are shared so that the variants cannot drift apart. */
 #ifndef WH_ELEMENTWISE_INTERNAL_H
@@ -46,6 +47,9 @@ enum wh_ew_un {
 	WH_EW_FLOOR,
 	WH_EW_CEIL,
 	WH_EW_ROUND, /* half to even */
+	WH_EW_ERF,
+	WH_EW_GELU,      /* 0.5 x (1 + erf(x / sqrt 2)), in one pass */
+	WH_EW_GELU_TANH, /* Gelu approximate="tanh", as x * sigmoid(2u) (see below) */
 	WH_EW_UN_COUNT_
 };
 
@@ -77,10 +81,45 @@ enum wh_ew_un {
 #define WH_EW_TANH_T13 3.59212803657248102e-3f
 #define WH_EW_TANH_T15 (-1.45583438705131827e-3f)
 
+/* erf, within 3 ulp of the exact value (tests/check-elementwise.c sweeps it):
+ * |x| < 1: x * A(x^2), A a degree-6 least-squares fit of erf(x)/x on [0, 1];
+ * |x| >= 1: 1 - erfc(|x|) with the sign of x, where erfc(a) = exp(-a^2) * B(1 / (1 + a)) and
+ * B a degree-8 fit of erfcx(a) = exp(a^2) erfc(a) on [0.5, 10], relative error < 3e-7 there
+ * (the coefficients were fitted for whittle with numpy; erfcx is smooth in 1 / (1 + a)).
+ * Gelu uses the same pieces on z = x / sqrt 2: A where -0.5 < z < 1, elsewhere
+ * 0.5 x (2 - erfc(z)) or, for z <= -0.5, 0.5 x erfc(-z), so that its negative side does
+ * not cancel in 1 + erf(z); and it takes a^2 = z^2 as (0.5 x) x, one rounding instead of
+ * two, because an error in the exponent is multiplied by a^2 in exp(-a^2).
+ * Gelu approximate="tanh" is 0.5 x (1 + tanh(u)) = x * sigmoid(2u) with
+ * u = sqrt(2/pi) (x + 0.044715 x^3): the sigmoid form does not cancel for negative u. */
+#define WH_EW_ERF_A0 1.128379226e+00f
+#define WH_EW_ERF_A1 (-3.761262894e-01f)
+#define WH_EW_ERF_A2 1.128361225e-01f
+#define WH_EW_ERF_A3 (-2.685480565e-02f)
+#define WH_EW_ERF_A4 5.190048832e-03f
+#define WH_EW_ERF_A5 (-8.024311974e-04f)
+#define WH_EW_ERF_A6 7.898066542e-05f
+#define WH_EW_ERF_B0 8.143324521e-06f
+#define WH_EW_ERF_B1 5.638264418e-01f
+#define WH_EW_ERF_B2 5.710436702e-01f
+#define WH_EW_ERF_B3 2.104107291e-01f
+#define WH_EW_ERF_B4 1.732083261e-01f
+#define WH_EW_ERF_B5 (-2.498208761e+00f)
+#define WH_EW_ERF_B6 4.022960663e+00f
+#define WH_EW_ERF_B7 (-2.828511477e+00f)
+#define WH_EW_ERF_B8 7.891016603e-01f
+#define WH_EW_ERF_ONE 4.0f /* 1 - erfc(4) rounds to 1 */
+#define WH_EW_SQRT1_2 0.70710678118654752f
+#define WH_EW_GELU_K2 1.59576912160573071f /* 2 sqrt(2/pi) */
+#define WH_EW_GELU_C 0.044715f
+
 /* The scalar reference math (elementwise.c), also used for float16/bfloat16/float8. */
 float wh_ew_expf(float x);
 float wh_ew_sigmoidf(float x);
 float wh_ew_tanhf(float x);
+float wh_ew_erff(float x);
+float wh_ew_geluf(float x);
+float wh_ew_gelu_tanhf(float x);
 
 void wh_ew_bin_f32_scalar(enum wh_ew_bin op, const float *a, size_t sa, const float *b, size_t sb,
 			  float *o, size_t n);

@@ -80,6 +80,70 @@ float wh_ew_tanhf(float x)
 	return wh_bits_f32(wh_f32_bits(r) | (wh_f32_bits(x) & 0x80000000u));
 }
 
+/* erfc(a) for a >= 0.5 (see the header), given a2 = a^2 */
+static float ew_erfc_tail(float a, float a2)
+{
+	float t = 1.0f / (1.0f + a);
+	float p = WH_EW_ERF_B8;
+	p = p * t + WH_EW_ERF_B7;
+	p = p * t + WH_EW_ERF_B6;
+	p = p * t + WH_EW_ERF_B5;
+	p = p * t + WH_EW_ERF_B4;
+	p = p * t + WH_EW_ERF_B3;
+	p = p * t + WH_EW_ERF_B2;
+	p = p * t + WH_EW_ERF_B1;
+	p = p * t + WH_EW_ERF_B0;
+	return wh_ew_expf(-a2) * p;
+}
+
+/* erf(x) for |x| < 1 */
+static float ew_erf_small(float x)
+{
+	float z = x * x;
+	float p = WH_EW_ERF_A6;
+	p = p * z + WH_EW_ERF_A5;
+	p = p * z + WH_EW_ERF_A4;
+	p = p * z + WH_EW_ERF_A3;
+	p = p * z + WH_EW_ERF_A2;
+	p = p * z + WH_EW_ERF_A1;
+	p = p * z + WH_EW_ERF_A0;
+	return x * p;
+}
+
+float wh_ew_erff(float x)
+{
+	if (x != x)
+		return x;
+	float a = fabsf(x);
+	if (a < 1.0f)
+		return ew_erf_small(x);
+	/* erf rounds to 1 from ERF_ONE on; the clamp keeps exp from subnormal results, which
+	 * cost microcode assists on x86 */
+	a = WH_EW_ERF_ONE < a ? WH_EW_ERF_ONE : a;
+	float r = 1.0f - ew_erfc_tail(a, a * a);
+	return wh_bits_f32(wh_f32_bits(r) | (wh_f32_bits(x) & 0x80000000u));
+}
+
+float wh_ew_geluf(float x)
+{
+	if (x != x)
+		return x;
+	float z = x * WH_EW_SQRT1_2;
+	float h = 0.5f * x;
+	float a = fabsf(z);
+	if (z > -0.5f && z < 1.0f)
+		return h * (1.0f + ew_erf_small(z));
+	float c = ew_erfc_tail(a, h * x);
+	return h * (z > 0.0f ? 2.0f - c : c);
+}
+
+float wh_ew_gelu_tanhf(float x)
+{
+	float x3 = x * x * x;
+	float u = WH_EW_GELU_K2 * (x + WH_EW_GELU_C * x3);
+	return x * wh_ew_sigmoidf(u);
+}
+
 static inline float ref_max(float a, float b)
 {
 	float r = a > b ? a : b;
@@ -185,6 +249,9 @@ void wh_ew_un_f32_scalar(enum wh_ew_un op, const float *x, float *y, size_t n, f
 	case WH_EW_SIGMOID: UN_ROWS(wh_ew_sigmoidf(v)); break;
 	case WH_EW_TANH: UN_ROWS(wh_ew_tanhf(v)); break;
 	case WH_EW_EXP: UN_ROWS(wh_ew_expf(v)); break;
+	case WH_EW_ERF: UN_ROWS(wh_ew_erff(v)); break;
+	case WH_EW_GELU: UN_ROWS(wh_ew_geluf(v)); break;
+	case WH_EW_GELU_TANH: UN_ROWS(wh_ew_gelu_tanhf(v)); break;
 	case WH_EW_ABS: UN_ROWS(fabsf(v)); break;
 	case WH_EW_NEG: UN_ROWS(-v); break;
 	case WH_EW_SQRT: UN_ROWS(sqrtf(v)); break;
@@ -637,7 +704,7 @@ static float u_cosh_fr(float x, const struct ew_par *p) { return coshf(x); }
 static float u_asinh_fr(float x, const struct ew_par *p) { return asinhf(x); }
 static float u_acosh_fr(float x, const struct ew_par *p) { return acoshf(x); }
 static float u_atanh_fr(float x, const struct ew_par *p) { return atanhf(x); }
-static float u_erf_fr(float x, const struct ew_par *p) { return erff(x); }
+static float u_erf_fr(float x, const struct ew_par *p) { return wh_ew_erff(x); }
 static float u_relu_fr(float x, const struct ew_par *p) { return ref_relu(x); }
 static double u_relu_d(double x, const struct ew_par *p) { return 0 > x ? 0 : x; }
 static float u_leaky_fr(float x, const struct ew_par *p) { return ref_leaky(x, p->f1); }
@@ -665,17 +732,13 @@ static double u_sigmoid_d(double x, const struct ew_par *p)
 }
 static float u_tanh_fr(float x, const struct ew_par *p) { return wh_ew_tanhf(x); }
 static double u_tanh_d(double x, const struct ew_par *p) { return tanh(x); }
-static float u_gelu_f(float x, const struct ew_par *p)
+/* Gelu: the float32 path's one-pass forms (see elementwise-internal.h) */
+static float u_gelu_fr(float x, const struct ew_par *p) { return wh_ew_geluf(x); }
+static float u_gelu_tanh_fr(float x, const struct ew_par *p) { return wh_ew_gelu_tanhf(x); }
+static double u_gelu_d(double x, const struct ew_par *p) { return 0.5 * x * (1 + erf(x * 0.70710678118654752440)); }
+static double u_gelu_tanh_d(double x, const struct ew_par *p)
 {
-	if (p->mode)
-		return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-	return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-}
-static double u_gelu_d(double x, const struct ew_par *p)
-{
-	if (p->mode)
-		return 0.5 * x * (1 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
-	return 0.5 * x * (1 + erf(x * 0.70710678118654752440));
+	return 0.5 * x * (1 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
 }
 /* Swish: the sigmoid of the float32 path, as for Sigmoid itself */
 static float u_swish_f(float x, const struct ew_par *p) { return x * wh_ew_sigmoidf(x * p->f1); }
@@ -721,7 +784,7 @@ static const struct ew_un_def UN_COSH = {FLT_ONLY(u_cosh)};
 static const struct ew_un_def UN_ASINH = {FLT_ONLY(u_asinh)};
 static const struct ew_un_def UN_ACOSH = {FLT_ONLY(u_acosh)};
 static const struct ew_un_def UN_ATANH = {FLT_ONLY(u_atanh)};
-static const struct ew_un_def UN_ERF = {FLT_ONLY(u_erf)};
+static const struct ew_un_def UN_ERF = {T_FLT, WH_EW_ERF, false, u_erf_fr, u_erf_d, NULL};
 static const struct ew_un_def UN_ISNAN = {T_FLT, -1, true, u_isnan_f, u_isnan_d, NULL};
 static const struct ew_un_def UN_ISINF = {T_FLT, -1, true, u_isinf_f, u_isinf_d, NULL};
 static const struct ew_un_def UN_NOT = {T_BOOL, -1, true, u_not_f, u_not_d, ui_not};
@@ -738,7 +801,8 @@ static const struct ew_un_def UN_SOFTPLUS = {T_FLT, -1, false, u_softplus_f, u_s
 static const struct ew_un_def UN_SOFTSIGN = {T_FLT, -1, false, u_softsign_f, u_softsign_d, NULL};
 static const struct ew_un_def UN_TANH = {T_FLT, WH_EW_TANH, false, u_tanh_fr, u_tanh_d, NULL};
 static const struct ew_un_def UN_THRELU = {T_FLT, -1, false, u_threlu_f, u_threlu_d, NULL};
-static const struct ew_un_def UN_GELU = {T_FLT, -1, false, u_gelu_f, u_gelu_d, NULL};
+static const struct ew_un_def UN_GELU = {T_FLT, WH_EW_GELU, false, u_gelu_fr, u_gelu_d, NULL};
+static const struct ew_un_def UN_GELU_TANH = {T_FLT, WH_EW_GELU_TANH, false, u_gelu_tanh_fr, u_gelu_tanh_d, NULL};
 static const struct ew_un_def UN_SWISH = {T_FLT, -1, false, u_swish_f, u_swish_d, NULL};
 static const struct ew_un_def UN_MISH = {T_FLT, -1, false, u_mish_f, u_mish_d, NULL};
 static const struct ew_un_def UN_SHRINK = {T_NUM, -1, false, u_shrink_f, u_shrink_d, NULL};
@@ -860,12 +924,11 @@ static enum wh_status op_gelu(struct wh_kernel_ctx *ctx)
 {
 	char buf[16];
 	const char *a = wh_node_attr_string(ctx->node, "approximate", "none", buf, sizeof buf);
-	struct ew_par p = {0};
 	if (!strcmp(a, "tanh"))
-		p.mode = 1;
-	else if (strcmp(a, "none"))
+		return run_unary(ctx, &UN_GELU_TANH, NULL);
+	if (strcmp(a, "none"))
 		return wh_kernel_fail(ctx, WH_ERR_INVALID, "approximate is '%s' (use 'none' or 'tanh')", a);
-	return run_unary(ctx, &UN_GELU, &p);
+	return run_unary(ctx, &UN_GELU, NULL);
 }
 
 /* A scalar bound of Clip-11+ (an omitted input or an empty name leaves that side open). */
