@@ -732,6 +732,8 @@ static void dw_task(void *arg, size_t begin, size_t end)
 /* The direct depthwise kernels (conv-internal.h): the geometry of one plane, or false
  * where they do not apply (scalar ISA, 3-D, a column stride above 2, a kernel wider than
  * WH_DW_MAXK, sizes that do not fit their lane arithmetic). */
+#define WH_DW_BIG_P ((size_t)1024)
+
 static bool dw_direct_geom(const struct conv_plan *pl, enum wh_conv_algo algo, struct wh_dw_geom *g)
 {
 	const struct wh_conv_shape *s = pl->s;
@@ -747,11 +749,14 @@ static bool dw_direct_geom(const struct conv_plan *pl, enum wh_conv_algo algo, s
 		.dh = two ? (size_t)s->dil[0] : 1, .dw = (size_t)s->dil[last],
 		.ph = two ? (size_t)s->pad0[0] : 0, .pw = (size_t)s->pad0[last],
 	};
-	/* Kernels above 3x3 (5x5, 7x7) where they measured faster than the padded plane
-	 * through the single-row kernel: AVX-512 at column stride 1, or stride 2 with rows of
-	 * at most 32 outputs (wider stride-2 rows load twice the inputs and lose) */
+	/* Kernels above 3x3 (5x5, 7x7) only where they measured faster than the padded plane
+	 * through the single-row kernel (one thread, scripts-free micro runs): AVX-512 (AVX2
+	 * lost 1.2-4x), column stride 1 (stride 2 loads twice the inputs: 0.67-1.1x), planes
+	 * of at most WH_DW_BIG_P outputs (7x7 on 14x14 1.35x, 7x7 1.9x, 5x5 on 14x14 1.5x,
+	 * 28x28 1.07-1.26x; 56x56 0.97-1.03x, and 7x7 on convnext's 16 planes of 56x56 lost
+	 * 1.6x with two threads, the padding masks being remade every two planes) */
 	if (algo == WH_CONV_AUTO && g->KH * g->KW > 9 &&
-	    (pl->kern.isa < WH_ISA_AVX512 || (g->sw != 1 && g->OW > 32)))
+	    (pl->kern.isa < WH_ISA_AVX512 || g->sw != 1 || g->OH * g->OW > WH_DW_BIG_P))
 		return false;
 	size_t v[] = {g->H, g->W, g->OH, g->OW, g->sh, g->dh * g->KH, g->dw * g->KW, g->ph, g->pw};
 	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
