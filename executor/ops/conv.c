@@ -750,7 +750,7 @@ static bool dw_direct_geom(const struct conv_plan *pl, enum wh_conv_algo algo, s
 		.ph = two ? (size_t)s->pad0[0] : 0, .pw = (size_t)s->pad0[last],
 	};
 	/* Kernels above 3x3 (5x5, 7x7) only where they measured faster than the padded plane
-	 * through the single-row kernel (one thread, scripts-free micro runs): AVX-512 (AVX2
+	 * through the single-row kernel (one thread, timing wh_conv_f32_algo alone): AVX-512 (AVX2
 	 * lost 1.2-4x), column stride 1 (stride 2 loads twice the inputs: 0.67-1.1x), planes
 	 * of at most WH_DW_BIG_P outputs (7x7 on 14x14 1.35x, 7x7 1.9x, 5x5 on 14x14 1.5x,
 	 * 28x28 1.07-1.26x; 56x56 0.97-1.03x, and 7x7 on convnext's 16 planes of 56x56 lost
