@@ -186,6 +186,15 @@ static const struct geo conv_geos[] = {
 	 * and 1-D depthwise at stride 2 (the direct kernels' even lanes) */
 	{2, 1, 2, 2, 2, {{90, 3, 1, 1, 1, 1}, {90, 3, 1, 1, 1, 1}}},
 	{1, 1, 3, 3, 3, {{70, 3, 2, 1, 1, 0}}},
+	/* depthwise 5x5 and 7x7 through the direct kernels (conv-dw-*.c): same padding on whole
+	 * planes (convnext's 7x7), rows of two vectors with a short second one at stride 1 and
+	 * 2, asymmetric pads and dilation, a row of one short vector */
+	{2, 1, 3, 3, 3, {{20, 7, 1, 1, 3, 3}, {45, 7, 1, 1, 3, 3}}},
+	{2, 1, 4, 4, 4, {{17, 7, 2, 1, 3, 3}, {70, 7, 2, 1, 3, 2}}},
+	{2, 2, 3, 3, 3, {{15, 7, 1, 2, 5, 4}, {50, 7, 1, 1, 1, 4}}},
+	{2, 1, 2, 2, 2, {{9, 5, 1, 1, 2, 2}, {24, 5, 1, 1, 1, 2}}},
+	{2, 1, 5, 5, 5, {{14, 5, 2, 1, 2, 2}, {14, 5, 2, 1, 2, 2}}},
+	{2, 1, 3, 3, 3, {{11, 5, 2, 1, 2, 2}, {91, 5, 2, 1, 2, 2}}},
 	/* depthwise 3x1 and 1x3 with stride (2, 1) as PP-OCR rec uses */
 	{2, 1, 5, 5, 5, {{12, 3, 2, 1, 1, 1}, {33, 3, 1, 1, 1, 1}}},
 	/* 1-D (plain, grouped, depthwise) and 3-D */

@@ -4,6 +4,7 @@
  * groups of 4 products, no fused multiply-add), the padding taking part as zero products,
  * so the bits are those of the reference. */
 #include <immintrin.h>
+#include <stdbool.h>
 
 #include "executor/ops/conv-internal.h"
 
@@ -69,6 +70,50 @@ static inline uint32_t range32(ptrdiff_t lo, ptrdiff_t hi)
 		}                                                                          \
 	} while (0)
 
+/* The same for two vectors side by side: TAP sets xv0 and xv1 from k, and each sum keeps
+ * the order above (two independent chains, so one waits less on the other's adds). */
+#define WH_DW_SUM2(KS, WP, TAP)                                                                \
+	do {                                                                               \
+		size_t k_ = 0;                                                             \
+		__m512 xv0, xv1;                                                           \
+		for (; k_ + 4 <= (KS); k_ += 4) {                                          \
+			size_t k = k_;                                                     \
+			TAP;                                                               \
+			__m512 wk = _mm512_set1_ps((WP)[k]);                               \
+			__m512 t0 = _mm512_mul_ps(wk, xv0), t1 = _mm512_mul_ps(wk, xv1);   \
+			for (size_t j_ = 1; j_ < 4; j_++) {                                \
+				k = k_ + j_;                                               \
+				TAP;                                                       \
+				wk = _mm512_set1_ps((WP)[k]);                              \
+				t0 = _mm512_add_ps(t0, _mm512_mul_ps(wk, xv0));            \
+				t1 = _mm512_add_ps(t1, _mm512_mul_ps(wk, xv1));            \
+			}                                                                  \
+			acc0 = _mm512_add_ps(t0, acc0);                                    \
+			acc1 = _mm512_add_ps(t1, acc1);                                    \
+		}                                                                          \
+		if ((KS) - k_ >= 2) {                                                      \
+			size_t k = k_;                                                     \
+			TAP;                                                               \
+			__m512 wk = _mm512_set1_ps((WP)[k]);                               \
+			__m512 t0 = _mm512_mul_ps(wk, xv0), t1 = _mm512_mul_ps(wk, xv1);   \
+			k = k_ + 1;                                                        \
+			TAP;                                                               \
+			wk = _mm512_set1_ps((WP)[k]);                                      \
+			t0 = _mm512_add_ps(t0, _mm512_mul_ps(wk, xv0));                    \
+			t1 = _mm512_add_ps(t1, _mm512_mul_ps(wk, xv1));                    \
+			acc0 = _mm512_add_ps(t0, acc0);                                    \
+			acc1 = _mm512_add_ps(t1, acc1);                                    \
+			k_ += 2;                                                           \
+		}                                                                          \
+		if ((KS) - k_ == 1) {                                                      \
+			size_t k = k_;                                                     \
+			TAP;                                                               \
+			__m512 wk = _mm512_set1_ps((WP)[k]);                               \
+			acc0 = _mm512_add_ps(_mm512_mul_ps(wk, xv0), acc0);                \
+			acc1 = _mm512_add_ps(_mm512_mul_ps(wk, xv1), acc1);                \
+		}                                                                          \
+	} while (0)
+
 /* Unit strides and an output as wide as the input: output position p reads input p + a
  * constant per tap, so 16 consecutive positions (across rows) are one masked load; the
  * lanes' rows and columns decide which taps fall in the padding. The masks are the same for
@@ -128,7 +173,23 @@ static void planes_flat(const struct wh_dw_geom *g, size_t np, const float *x, c
 			const float *xc = x + i * Pin, *wc = w + i * KS;
 			float *yc = y + i * P;
 			const __m512 vbias = _mm512_set1_ps(bias ? bias[i] : 0.0f);
-			for (size_t v = v0; v < v1; v++) {
+			size_t v = v0;
+			for (; v + 2 <= v1; v += 2) {
+				const __mmask16 *mk0 = mt + (v - v0) * KS, *mk1 = mk0 + KS;
+				const float *xb = xc + 16 * v;
+				__m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+				WH_DW_SUM2(KS, wc, {
+					xv0 = _mm512_maskz_loadu_ps(mk0[k], xb + toff[k]);
+					xv1 = _mm512_maskz_loadu_ps(mk1[k], xb + 16 + toff[k]);
+				});
+				if (bias) {
+					acc0 = _mm512_add_ps(acc0, vbias);
+					acc1 = _mm512_add_ps(acc1, vbias);
+				}
+				_mm512_mask_storeu_ps(yc + 16 * v, range16(0, (ptrdiff_t)(P - 16 * v)), acc0);
+				_mm512_mask_storeu_ps(yc + 16 * v + 16, range16(0, (ptrdiff_t)(P - 16 * v - 16)), acc1);
+			}
+			if (v < v1) {
 				const __mmask16 *mk = mt + (v - v0) * KS;
 				const float *xb = xc + 16 * v;
 				__m512 acc = _mm512_setzero_ps();
@@ -141,12 +202,16 @@ static void planes_flat(const struct wh_dw_geom *g, size_t np, const float *x, c
 	}
 }
 
-/* Any other geometry with a column stride of 1 or 2: row by row, 16 output columns a step;
- * at stride 2 the even lanes of 32 loaded inputs. */
+/* Any other geometry with a column stride of 1 or 2: blocks of 32 output columns (two
+ * vectors, two chains of adds; each output still sums in the single-row order), each block
+ * down every output row. Which lanes of a tap fall in the padding columns depends only on
+ * the block and the tap's kernel column, so the load masks are made once a block; a tap in
+ * a padding row reads nothing (mask 0). At stride 2 a vector is the even lanes of 32 loaded
+ * inputs. */
 static void plane_rows(const struct wh_dw_geom *g, const float *x, const float *w, const float *bias, float *y)
 {
 	size_t KW = g->KW, KS = g->KH * KW;
-	ptrdiff_t W = (ptrdiff_t)g->W;
+	ptrdiff_t W = (ptrdiff_t)g->W, sw = (ptrdiff_t)g->sw;
 	/* each tap's kernel row and column offset (no division in the loops) */
 	unsigned char tr[WH_DW_MAXK * WH_DW_MAXK];
 	ptrdiff_t tc[WH_DW_MAXK * WH_DW_MAXK];
@@ -156,36 +221,72 @@ static void plane_rows(const struct wh_dw_geom *g, const float *x, const float *
 	}
 	const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
 	const __m512 vb = _mm512_set1_ps(bias ? *bias : 0.0f);
-	for (size_t oh = 0; oh < g->OH; oh++) {
-		const float *rows[WH_DW_MAXK];
-		for (size_t kh = 0; kh < g->KH; kh++) {
-			ptrdiff_t ih = (ptrdiff_t)(oh * g->sh + kh * g->dh) - (ptrdiff_t)g->ph;
-			rows[kh] = ih >= 0 && ih < (ptrdiff_t)g->H ? x + ih * W : NULL;
-		}
-		float *yr = y + oh * g->OW;
-		for (size_t ow0 = 0; ow0 < g->OW; ow0 += 16) {
-			ptrdiff_t n = (ptrdiff_t)(g->OW - ow0 < 16 ? g->OW - ow0 : 16);
-			__m512 acc = _mm512_setzero_ps();
-			if (g->sw == 1) {
-				WH_DW_SUM(KS, w, {
-					const float *r = rows[tr[k]];
-					ptrdiff_t c0 = (ptrdiff_t)ow0 + tc[k];
-					xv = r ? _mm512_maskz_loadu_ps(range16(-c0, n < W - c0 ? n : W - c0), r + c0)
-					       : _mm512_setzero_ps();
-				});
+	/* per tap, the lanes that read inside the row: vector 0 and vector 1 of the block (16
+	 * bits each at stride 1, 32 at stride 2) */
+	uint32_t m0[WH_DW_MAXK * WH_DW_MAXK], m1[WH_DW_MAXK * WH_DW_MAXK];
+	for (size_t ow0 = 0; ow0 < g->OW; ow0 += 32) {
+		ptrdiff_t n0 = (ptrdiff_t)(g->OW - ow0 < 16 ? g->OW - ow0 : 16);
+		ptrdiff_t n1 = g->OW - ow0 > 16 ? (ptrdiff_t)(g->OW - ow0 - 16 < 16 ? g->OW - ow0 - 16 : 16) : 0;
+		ptrdiff_t base = sw * (ptrdiff_t)ow0;
+		for (size_t k = 0; k < KS; k++) {
+			ptrdiff_t c0 = base + tc[k], c1 = c0 + 16 * sw;
+			if (sw == 1) {
+				m0[k] = range16(-c0, n0 < W - c0 ? n0 : W - c0);
+				m1[k] = range16(-c1, n1 < W - c1 ? n1 : W - c1);
 			} else {
-				WH_DW_SUM(KS, w, {
-					const float *r = rows[tr[k]];
-					ptrdiff_t c0 = (ptrdiff_t)(2 * ow0) + tc[k];
-					uint32_t m = r ? range32(-c0, 2 * n - 1 < W - c0 ? 2 * n - 1 : W - c0) : 0;
-					xv = m ? _mm512_permutex2var_ps(_mm512_maskz_loadu_ps((__mmask16)m, r + c0), even,
-									_mm512_maskz_loadu_ps((__mmask16)(m >> 16), r + c0 + 16))
-					       : _mm512_setzero_ps();
-				});
+				m0[k] = range32(-c0, 2 * n0 - 1 < W - c0 ? 2 * n0 - 1 : W - c0);
+				m1[k] = n1 ? range32(-c1, 2 * n1 - 1 < W - c1 ? 2 * n1 - 1 : W - c1) : 0;
 			}
-			if (bias)
-				acc = _mm512_add_ps(acc, vb);
-			_mm512_mask_storeu_ps(yr + ow0, range16(0, n), acc);
+		}
+		for (size_t oh = 0; oh < g->OH; oh++) {
+			const float *rows[WH_DW_MAXK];
+			uint32_t live[WH_DW_MAXK];
+			for (size_t kh = 0; kh < g->KH; kh++) {
+				ptrdiff_t ih = (ptrdiff_t)(oh * g->sh + kh * g->dh) - (ptrdiff_t)g->ph;
+				bool in = ih >= 0 && ih < (ptrdiff_t)g->H;
+				rows[kh] = (in ? x + ih * W : x) + base;
+				live[kh] = in ? 0xffffffffu : 0;
+			}
+			float *yr = y + oh * g->OW + ow0;
+			__m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+			if (n1 && sw == 1) {
+				WH_DW_SUM2(KS, w, {
+					const float *r = rows[tr[k]] + tc[k];
+					uint32_t l = live[tr[k]];
+					xv0 = _mm512_maskz_loadu_ps((__mmask16)(m0[k] & l), r);
+					xv1 = _mm512_maskz_loadu_ps((__mmask16)(m1[k] & l), r + 16);
+				});
+			} else if (n1) {
+				WH_DW_SUM2(KS, w, {
+					const float *r = rows[tr[k]] + tc[k];
+					uint32_t l0 = m0[k] & live[tr[k]];
+					uint32_t l1 = m1[k] & live[tr[k]];
+					xv0 = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps((__mmask16)l0, r), even,
+								     _mm512_maskz_loadu_ps((__mmask16)(l0 >> 16), r + 16));
+					xv1 = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps((__mmask16)l1, r + 32), even,
+								     _mm512_maskz_loadu_ps((__mmask16)(l1 >> 16), r + 48));
+				});
+			} else if (sw == 1) {
+				__m512 acc = acc0;
+				WH_DW_SUM(KS, w, xv = _mm512_maskz_loadu_ps((__mmask16)(m0[k] & live[tr[k]]), rows[tr[k]] + tc[k]));
+				acc0 = acc;
+			} else {
+				__m512 acc = acc0;
+				WH_DW_SUM(KS, w, {
+					const float *r = rows[tr[k]] + tc[k];
+					uint32_t l0 = m0[k] & live[tr[k]];
+					xv = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps((__mmask16)l0, r), even,
+								    _mm512_maskz_loadu_ps((__mmask16)(l0 >> 16), r + 16));
+				});
+				acc0 = acc;
+			}
+			if (bias) {
+				acc0 = _mm512_add_ps(acc0, vb);
+				acc1 = _mm512_add_ps(acc1, vb);
+			}
+			_mm512_mask_storeu_ps(yr, range16(0, n0), acc0);
+			if (n1)
+				_mm512_mask_storeu_ps(yr + 16, range16(0, n1), acc1);
 		}
 	}
 }

@@ -732,7 +732,9 @@ static void dw_task(void *arg, size_t begin, size_t end)
 /* The direct depthwise kernels (conv-internal.h): the geometry of one plane, or false
  * where they do not apply (scalar ISA, 3-D, a column stride above 2, a kernel wider than
  * WH_DW_MAXK, sizes that do not fit their lane arithmetic). */
-static bool dw_direct_geom(const struct conv_plan *pl, struct wh_dw_geom *g)
+#define WH_DW_BIG_P ((size_t)1024)
+
+static bool dw_direct_geom(const struct conv_plan *pl, enum wh_conv_algo algo, struct wh_dw_geom *g)
 {
 	const struct wh_conv_shape *s = pl->s;
 	int last = s->nsp - 1;
@@ -747,9 +749,14 @@ static bool dw_direct_geom(const struct conv_plan *pl, struct wh_dw_geom *g)
 		.dh = two ? (size_t)s->dil[0] : 1, .dw = (size_t)s->dil[last],
 		.ph = two ? (size_t)s->pad0[0] : 0, .pw = (size_t)s->pad0[last],
 	};
-	/* up to 3x3: larger kernels (5x5 on PP-OCR cls) measured slower here than the padded
-	 * plane through the two-vector single-row kernel (one accumulator chain a vector) */
-	if (g->KH * g->KW > 9)
+	/* Kernels above 3x3 (5x5, 7x7) only where they measured faster than the padded plane
+	 * through the single-row kernel (one thread, timing wh_conv_f32_algo alone): AVX-512 (AVX2
+	 * lost 1.2-4x), column stride 1 (stride 2 loads twice the inputs: 0.67-1.1x), planes
+	 * of at most WH_DW_BIG_P outputs (7x7 on 14x14 1.35x, 7x7 1.9x, 5x5 on 14x14 1.5x,
+	 * 28x28 1.07-1.26x; 56x56 0.97-1.03x, and 7x7 on convnext's 16 planes of 56x56 lost
+	 * 1.6x with two threads, the padding masks being remade every two planes) */
+	if (algo == WH_CONV_AUTO && g->KH * g->KW > 9 &&
+	    (pl->kern.isa < WH_ISA_AVX512 || g->sw != 1 || g->OH * g->OW > WH_DW_BIG_P))
 		return false;
 	size_t v[] = {g->H, g->W, g->OH, g->OW, g->sh, g->dh * g->KH, g->dw * g->KW, g->ph, g->pw};
 	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
@@ -757,6 +764,8 @@ static bool dw_direct_geom(const struct conv_plan *pl, struct wh_dw_geom *g)
 			return false;
 	return g->OH * g->OW < WH_DW_MAXDIM;
 }
+
+#define WH_DW_GRAIN ((size_t)8)
 
 struct dwd_job {
 	const struct conv_plan *pl;
@@ -938,10 +947,15 @@ static enum wh_status conv_f32(const struct wh_cpu_features *cpu, struct wh_thre
 	}
 	if (pl.Cg == 1 && pl.Mg == 1 && s->nsp <= 2 && !pl.flat && algo != WH_CONV_GEMM) {
 		struct wh_dw_geom dg;
-		if (dw_direct_geom(&pl, &dg)) {
+		if (dw_direct_geom(&pl, algo, &dg)) {
 			/* planes are computed alone: any chunking gives the same bits */
 			struct dwd_job dj = {.pl = &pl, .g = &dg, .x = x, .w = w, .b = b, .y = y};
-			wh_parallel_for(pool, (size_t)(s->N * s->M), wh_grain_for((uint64_t)pl.P * (uint64_t)pl.KS), dwd_task, &dj);
+			/* several planes a chunk where there are enough: a call makes its padding
+			 * masks once for all its planes (conv-dw-*.c) */
+			size_t nm = (size_t)(s->N * s->M), grain = wh_grain_for((uint64_t)pl.P * (uint64_t)pl.KS);
+			if (grain < WH_DW_GRAIN)
+				grain = nm / 8 < WH_DW_GRAIN ? (nm / 8 ? nm / 8 : 1) : WH_DW_GRAIN;
+			wh_parallel_for(pool, nm, grain, dwd_task, &dj);
 			return WH_OK;
 		}
 		ptrdiff_t *toff = malloc((size_t)pl.KS * sizeof(ptrdiff_t));
