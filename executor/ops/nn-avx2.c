@@ -2,6 +2,7 @@
  * give the scalar bits exactly). Called only when
  * ctx->cpu->isa >= WH_ISA_AVX2. */
 #include <immintrin.h>
+#include <math.h>
 
 #include "executor/ops/nn-internal.h"
 
@@ -131,4 +132,55 @@ float wh_nn_sumexp_f32_avx2(const float *x, float *y, size_t n, float negmax)
 	float v[8];
 	_mm256_storeu_ps(v, _mm256_add_ps(acc1, acc0));
 	return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+}
+
+/* Eight outputs q..q+7 at p = x + q * s + o, for s = 1 or 2 (two 8-float loads, the even
+ * elements kept: reads p[15], one past the last tap, so the loop stops one output early). */
+static inline __m256 pool_load8(const float *p, size_t s)
+{
+	if (s == 1)
+		return _mm256_loadu_ps(p);
+	__m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
+	__m256 e = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+	return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+void wh_nn_maxpool_row_f32_avx2(const float *const *rows, size_t nrows, float *y, size_t n, size_t k, size_t s,
+				size_t d)
+{
+	size_t q = 0;
+	if (s <= 2) {
+		/* MAXPS(v, best) is v > best ? v : best, the scalar step */
+		for (; q + 8 + (s == 2) <= n; q += 8) {
+			__m256 best = _mm256_set1_ps(-INFINITY);
+			for (size_t r = 0; r < nrows; r++) {
+				const float *row = rows[r] + q * s;
+				for (size_t b = 0; b < k; b++)
+					best = _mm256_max_ps(pool_load8(row + b * d, s), best);
+			}
+			_mm256_storeu_ps(y + q, best);
+		}
+	}
+	if (q < n) {
+		const float *rest[64];
+		for (size_t r = 0; r < nrows; r++)
+			rest[r] = rows[r] + q * s;
+		wh_nn_maxpool_row_f32_scalar(rest, nrows, y + q, n - q, k, s, d);
+	}
+}
+
+void wh_nn_ln_apply_f32_avx2(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
+			     const double *bias)
+{
+	__m256d m = _mm256_set1_pd(mean), iv = _mm256_set1_pd(inv);
+	size_t i = 0;
+	for (; i + 4 <= n; i += 4) {
+		__m256d v = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i)), m);
+		v = _mm256_mul_pd(_mm256_mul_pd(v, iv), _mm256_loadu_pd(scale + i));
+		if (bias)
+			v = _mm256_add_pd(v, _mm256_loadu_pd(bias + i));
+		_mm_storeu_ps(y + i, _mm256_cvtpd_ps(v));
+	}
+	if (i < n)
+		wh_nn_ln_apply_f32_scalar(x + i, y + i, n - i, mean, inv, scale + i, bias ? bias + i : NULL);
 }

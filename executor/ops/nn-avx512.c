@@ -2,6 +2,7 @@
  * orders give the scalar bits exactly). Called only when
  * ctx->cpu->isa == WH_ISA_AVX512. */
 #include <immintrin.h>
+#include <math.h>
 
 #include "executor/ops/nn-internal.h"
 
@@ -114,4 +115,52 @@ float wh_nn_sumexp_f32_avx512(const float *x, float *y, size_t n, float negmax)
 	float v[8];
 	_mm256_storeu_ps(v, _mm256_add_ps(_mm512_extractf32x8_ps(acc, 1), _mm512_castps512_ps256(acc)));
 	return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+}
+
+void wh_nn_maxpool_row_f32_avx512(const float *const *rows, size_t nrows, float *y, size_t n, size_t k, size_t s,
+				  size_t d)
+{
+	size_t q = 0;
+	if (s <= 2) {
+		/* even elements of two 16-float loads: reads p[31], one past the last tap, so the
+		 * loop stops one output early */
+		const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+		for (; q + 16 + (s == 2) <= n; q += 16) {
+			__m512 best = _mm512_set1_ps(-INFINITY);
+			for (size_t r = 0; r < nrows; r++) {
+				const float *row = rows[r] + q * s;
+				for (size_t b = 0; b < k; b++) {
+					const float *p = row + b * d;
+					__m512 v = s == 1 ? _mm512_loadu_ps(p)
+							  : _mm512_permutex2var_ps(_mm512_loadu_ps(p), even,
+										   _mm512_loadu_ps(p + 16));
+					/* VMAXPS(v, best) is v > best ? v : best, the scalar step */
+					best = _mm512_max_ps(v, best);
+				}
+			}
+			_mm512_storeu_ps(y + q, best);
+		}
+	}
+	if (q < n) {
+		const float *rest[64];
+		for (size_t r = 0; r < nrows; r++)
+			rest[r] = rows[r] + q * s;
+		wh_nn_maxpool_row_f32_avx2(rest, nrows, y + q, n - q, k, s, d);
+	}
+}
+
+void wh_nn_ln_apply_f32_avx512(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
+			       const double *bias)
+{
+	__m512d m = _mm512_set1_pd(mean), iv = _mm512_set1_pd(inv);
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m512d v = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + i)), m);
+		v = _mm512_mul_pd(_mm512_mul_pd(v, iv), _mm512_loadu_pd(scale + i));
+		if (bias)
+			v = _mm512_add_pd(v, _mm512_loadu_pd(bias + i));
+		_mm256_storeu_ps(y + i, _mm512_cvtpd_ps(v));
+	}
+	if (i < n)
+		wh_nn_ln_apply_f32_avx2(x + i, y + i, n - i, mean, inv, scale + i, bias ? bias + i : NULL);
 }
