@@ -446,6 +446,58 @@ static enum wh_status size_run(struct wh_kernel_ctx *ctx)
 
 /* ---- Transpose ---- */
 
+#define WH_TR_TILE 16
+
+#define TRANSPOSE_TILES(T)                                                                      \
+	do {                                                                                    \
+		T *d_ = dst;                                                                    \
+		const T *s_ = src;                                                              \
+		for (int64_t b = 0; b < nb; b++, d_ += rows * cols, s_ += bs)                   \
+			for (int64_t r0 = 0; r0 < rows; r0 += WH_TR_TILE)                       \
+				for (int64_t c0 = 0; c0 < cols; c0 += WH_TR_TILE) {             \
+					int64_t r1 = r0 + WH_TR_TILE < rows ? r0 + WH_TR_TILE : rows; \
+					int64_t c1 = c0 + WH_TR_TILE < cols ? c0 + WH_TR_TILE : cols; \
+					for (int64_t r = r0; r < r1; r++)                       \
+						for (int64_t c = c0; c < c1; c++)               \
+							d_[r * cols + c] = s_[c * rows + r];    \
+				}                                                               \
+	} while (0)
+
+/* nb matrices (the source's at src + b * bs elements) of cols x rows, each written
+ * transposed (rows x cols) to dst, in tiles so that both sides stay in cache; a pure copy,
+ * so any order gives the same bytes. Returns false where es has no fixed-size type. */
+static bool transpose_tiles(void *dst, const void *src, size_t es, int64_t nb, int64_t bs, int64_t rows,
+			    int64_t cols)
+{
+	switch (es) {
+	case 1: TRANSPOSE_TILES(uint8_t); return true;
+	case 2: TRANSPOSE_TILES(uint16_t); return true;
+	case 4: TRANSPOSE_TILES(uint32_t); return true;
+	case 8: TRANSPOSE_TILES(uint64_t); return true;
+	default: return false;
+	}
+}
+
+/* Merges the output dims whose source strides chain (and drops dims of 1), so that
+ * NCHW <-> NHWC permutes become batches of 2-D transposes; returns the new rank. */
+static int32_t coalesce_view(int32_t r, const int64_t *dims, const int64_t *sstr, int64_t *cd, int64_t *cs)
+{
+	int32_t n = 0;
+	for (int32_t d = 0; d < r; d++) {
+		if (dims[d] == 1)
+			continue;
+		if (n > 0 && cs[n - 1] == sstr[d] * dims[d]) {
+			cd[n - 1] *= dims[d];
+			cs[n - 1] = sstr[d];
+		} else {
+			cd[n] = dims[d];
+			cs[n] = sstr[d];
+			n++;
+		}
+	}
+	return n;
+}
+
 static enum wh_status transpose_run(struct wh_kernel_ctx *ctx)
 {
 	const struct wh_tensor *in;
@@ -492,7 +544,15 @@ static enum wh_status transpose_run(struct wh_kernel_ctx *ctx)
 	struct wh_tensor *out = &ctx->outputs[0];
 	if ((st = wh_tensor_alloc(out, in->dtype, r, dims)) != WH_OK)
 		return st;
-	wh_dm_copy_view(out->data, in->data, wh_dtype_size(in->dtype), r, dims, 0, sstr);
+	/* a batch of 2-D transposes (NCHW <-> NHWC and the like): out[b][i][j] = src[b * bs +
+	 * j * rows + i] goes by tiles; other permutes row by row */
+	int64_t cd[WH_MAX_RANK], cs[WH_MAX_RANK];
+	int32_t cr = coalesce_view(r, dims, sstr, cd, cs);
+	bool tiles = in->dtype != WH_DT_STRING && (cr == 2 || (cr == 3 && cs[0] == cd[1] * cd[2])) &&
+		     cs[cr - 2] == 1 && cs[cr - 1] == cd[cr - 2];
+	if (!tiles || !transpose_tiles(out->data, in->data, wh_dtype_size(in->dtype), cr == 3 ? cd[0] : 1,
+				       cr == 3 ? cs[0] : 0, cd[cr - 2], cd[cr - 1]))
+		wh_dm_copy_view(out->data, in->data, wh_dtype_size(in->dtype), r, dims, 0, sstr);
 	return wh_dm_own_strings(out);
 }
 
