@@ -1089,6 +1089,25 @@ START_TEST(simd_vs_scalar_pool_ln)
 					ck_assert_msg(!memcmp(y0, y1, n * sizeof *y0), "ln apply n=%zu bias=%d isa=%s", n, wb,
 						      wh_isa_name(c.isa));
 				}
+		/* the softmax maximum: the same bits, also where it is a zero of either sign
+		 * (neg: the data with every positive value negated, so zeros are the maximum) */
+		float *neg = malloc(n_max * sizeof *neg);
+		ck_assert_ptr_nonnull(neg);
+		for (size_t i = 0; i < n_max; i++)
+			neg[i] = buf[i] > 0 ? -buf[i] : buf[i];
+		for (size_t off = 0; off < 70; off += 23)
+			for (size_t n = 0; n + off <= n_max; n = n < 140 ? n + 1 : n * 2 + 5)
+				for (int w = 0; w < 2; w++) {
+					const float *x = (w ? neg : buf) + off;
+					float m0 = wh_nn_max_f32_scalar(x, n), m1 = wh_nn_max_f32(c.isa, x, n);
+					ck_assert_msg(!memcmp(&m0, &m1, sizeof m0), "max n=%zu off=%zu neg=%d isa=%s: %g vs %g",
+						      n, off, w, wh_isa_name(c.isa), m0, m1);
+					wh_nn_scale_f32_scalar(x, y0, n, 0.37f);
+					wh_nn_scale_f32(c.isa, x, y1, n, 0.37f);
+					ck_assert_msg(!memcmp(y0, y1, n * sizeof *y0), "scale n=%zu isa=%s", n,
+						      wh_isa_name(c.isa));
+				}
+		free(neg);
 	}
 	free(buf);
 	free(y0);

@@ -2,6 +2,7 @@
  * give the scalar bits exactly). Called only when
  * ctx->cpu->isa >= WH_ISA_AVX2. */
 #include <immintrin.h>
+#include <float.h>
 #include <math.h>
 
 #include "executor/ops/nn-internal.h"
@@ -183,4 +184,49 @@ void wh_nn_ln_apply_f32_avx2(const float *x, float *y, size_t n, double mean, do
 	}
 	if (i < n)
 		wh_nn_ln_apply_f32_scalar(x + i, y + i, n - i, mean, inv, scale + i, bias ? bias + i : NULL);
+}
+
+/* A zero maximum takes the sign of the first zero, as the scalar fold does; any other
+ * maximum is one value whatever the order of the lanes. */
+static float max_first_zero(const float *x, size_t n, float m)
+{
+	if (m != 0.0f)
+		return m;
+	size_t i = 0;
+	while (x[i] != 0.0f)
+		i++;
+	return x[i];
+}
+
+float wh_nn_max_f32_avx2(const float *x, size_t n)
+{
+	/* MAXPS(v, m) is v > m ? v : m, the scalar step (NaN skipped) */
+	__m256 m0 = _mm256_set1_ps(-FLT_MAX), m1 = m0, m2 = m0, m3 = m0;
+	size_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+		m1 = _mm256_max_ps(_mm256_loadu_ps(x + i + 8), m1);
+		m2 = _mm256_max_ps(_mm256_loadu_ps(x + i + 16), m2);
+		m3 = _mm256_max_ps(_mm256_loadu_ps(x + i + 24), m3);
+	}
+	for (; i + 8 <= n; i += 8)
+		m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+	float l[8];
+	_mm256_storeu_ps(l, _mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3)));
+	float m = -FLT_MAX;
+	for (size_t k = 0; k < 8; k++)
+		m = l[k] > m ? l[k] : m;
+	for (; i < n; i++)
+		m = x[i] > m ? x[i] : m;
+	return max_first_zero(x, n, m);
+}
+
+void wh_nn_scale_f32_avx2(const float *x, float *y, size_t n, float a)
+{
+	__m256 va = _mm256_set1_ps(a);
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), va));
+	for (; i < n; i++)
+		y[i] = x[i] * a;
 }

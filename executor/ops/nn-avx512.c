@@ -2,6 +2,7 @@
  * orders give the scalar bits exactly). Called only when
  * ctx->cpu->isa == WH_ISA_AVX512. */
 #include <immintrin.h>
+#include <float.h>
 #include <math.h>
 
 #include "executor/ops/nn-internal.h"
@@ -163,4 +164,41 @@ void wh_nn_ln_apply_f32_avx512(const float *x, float *y, size_t n, double mean, 
 	}
 	if (i < n)
 		wh_nn_ln_apply_f32_avx2(x + i, y + i, n - i, mean, inv, scale + i, bias ? bias + i : NULL);
+}
+
+float wh_nn_max_f32_avx512(const float *x, size_t n)
+{
+	if (n < 64)
+		return wh_nn_max_f32_avx2(x, n);
+	/* VMAXPS(v, m) is v > m ? v : m, the scalar step (NaN skipped) */
+	__m512 m0 = _mm512_set1_ps(-FLT_MAX), m1 = m0, m2 = m0, m3 = m0;
+	size_t i = 0;
+	for (; i + 64 <= n; i += 64) {
+		m0 = _mm512_max_ps(_mm512_loadu_ps(x + i), m0);
+		m1 = _mm512_max_ps(_mm512_loadu_ps(x + i + 16), m1);
+		m2 = _mm512_max_ps(_mm512_loadu_ps(x + i + 32), m2);
+		m3 = _mm512_max_ps(_mm512_loadu_ps(x + i + 48), m3);
+	}
+	float l[16];
+	_mm512_storeu_ps(l, _mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
+	float m = wh_nn_max_f32_avx2(x + i, n - i);
+	for (size_t k = 0; k < 16; k++)
+		m = l[k] > m ? l[k] : m;
+	if (m != 0.0f)
+		return m;
+	/* a zero maximum takes the sign of the first zero, as the scalar fold does */
+	i = 0;
+	while (x[i] != 0.0f)
+		i++;
+	return x[i];
+}
+
+void wh_nn_scale_f32_avx512(const float *x, float *y, size_t n, float a)
+{
+	__m512 va = _mm512_set1_ps(a);
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16)
+		_mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), va));
+	if (i < n)
+		wh_nn_scale_f32_avx2(x + i, y + i, n - i, a);
 }

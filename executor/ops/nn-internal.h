@@ -76,6 +76,20 @@ void wh_nn_ln_apply_f32_avx2(const float *x, float *y, size_t n, double mean, do
 void wh_nn_ln_apply_f32_avx512(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
 			       const double *bias);
 
+/* The maximum of x[0..n) as the scalar fold from -FLT_MAX gives it (a step keeps the
+ * running value unless the new one is greater): NaN is skipped, and a zero maximum has
+ * the sign of the first zero. Identical bits on every ISA. */
+float wh_nn_max_f32(enum wh_isa isa, const float *x, size_t n);
+float wh_nn_max_f32_scalar(const float *x, size_t n);
+float wh_nn_max_f32_avx2(const float *x, size_t n);
+float wh_nn_max_f32_avx512(const float *x, size_t n);
+
+/* y[i] = x[i] * a in float32 (x and y may alias). */
+void wh_nn_scale_f32(enum wh_isa isa, const float *x, float *y, size_t n, float a);
+void wh_nn_scale_f32_scalar(const float *x, float *y, size_t n, float a);
+void wh_nn_scale_f32_avx2(const float *x, float *y, size_t n, float a);
+void wh_nn_scale_f32_avx512(const float *x, float *y, size_t n, float a);
+
 #define WH_NN_EXP_LO (-103.9720840454f)
 #define WH_NN_EXP_BIAS 12582912.0f
 #define WH_NN_EXP_LOG2E 1.44269504088896341f

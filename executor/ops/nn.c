@@ -196,6 +196,39 @@ void wh_nn_ln_apply_f32(enum wh_isa isa, const float *x, float *y, size_t n, dou
 		wh_nn_ln_apply_f32_scalar(x, y, n, mean, inv, scale, bias);
 }
 
+float wh_nn_max_f32_scalar(const float *x, size_t n)
+{
+	float mx = -FLT_MAX;
+	for (size_t i = 0; i < n; i++)
+		mx = x[i] > mx ? x[i] : mx;
+	return mx;
+}
+
+float wh_nn_max_f32(enum wh_isa isa, const float *x, size_t n)
+{
+	if (isa >= WH_ISA_AVX512)
+		return wh_nn_max_f32_avx512(x, n);
+	if (isa >= WH_ISA_AVX2)
+		return wh_nn_max_f32_avx2(x, n);
+	return wh_nn_max_f32_scalar(x, n);
+}
+
+void wh_nn_scale_f32_scalar(const float *x, float *y, size_t n, float a)
+{
+	for (size_t i = 0; i < n; i++)
+		y[i] = x[i] * a;
+}
+
+void wh_nn_scale_f32(enum wh_isa isa, const float *x, float *y, size_t n, float a)
+{
+	if (isa >= WH_ISA_AVX512)
+		wh_nn_scale_f32_avx512(x, y, n, a);
+	else if (isa >= WH_ISA_AVX2)
+		wh_nn_scale_f32_avx2(x, y, n, a);
+	else
+		wh_nn_scale_f32_scalar(x, y, n, a);
+}
+
 /* ---- shared helpers ---- */
 
 static bool is_float_type(enum wh_dtype dt)
@@ -902,24 +935,23 @@ struct smax_job {
 static void smax_line_f32(const struct smax_job *j, const float *x, float *y)
 {
 	uint64_t n = j->n;
-	float mx = j->kind == SM_HARDMAX ? -INFINITY : -FLT_MAX;
-	uint64_t arg = 0;
-	for (uint64_t i = 0; i < n; i++) {
-		if (x[i] > mx) {
-			mx = x[i];
-			arg = i;
-		}
-	}
 	if (j->kind == SM_HARDMAX) {
+		float mx = -INFINITY;
+		uint64_t arg = 0;
+		for (uint64_t i = 0; i < n; i++) {
+			if (x[i] > mx) {
+				mx = x[i];
+				arg = i;
+			}
+		}
 		for (uint64_t i = 0; i < n; i++)
 			y[i] = i == arg ? 1.0f : 0.0f;
 		return;
 	}
-	float negmax = -mx;
+	float negmax = -wh_nn_max_f32(j->isa, x, n);
 	if (j->kind == SM_SOFTMAX) {
 		float scale = 1.0f / wh_nn_sumexp_f32(j->isa, x, y, n, negmax);
-		for (uint64_t i = 0; i < n; i++)
-			y[i] = y[i] * scale;
+		wh_nn_scale_f32(j->isa, y, y, n, scale);
 	} else {
 		float lg = logf(wh_nn_sumexp_f32(j->isa, x, NULL, n, negmax));
 		for (uint64_t i = 0; i < n; i++)
