@@ -387,23 +387,27 @@ START_TEST(transpose_and_split)
 END_TEST
 
 /* Permutes that become batches of 2-D transposes (NCHW <-> NHWC, a full reversal of two
- * merged halves) go by tiles: sizes that are not multiples of the tile, against the index
- * arithmetic of the definition. */
+ * merged halves) go by tiles and 8 x 8 AVX2 blocks: sizes that are not multiples of either,
+ * on this machine and with the ISA capped to scalar, against the index arithmetic of the
+ * definition. */
 START_TEST(transpose_tiled_permutes)
 {
 	int64_t dims[4] = {2, 5, 37, 19};
 	int64_t perms[6][4] = {{0, 2, 3, 1}, {0, 3, 1, 2}, {2, 3, 0, 1}, {3, 2, 1, 0}, {1, 0, 2, 3}, {0, 1, 3, 2}};
 	uint64_t n = 2 * 5 * 37 * 19;
 	float *v = iota_f32(n);
-	for (int p = 0; p < 6; p++) {
+	for (int p = 0; p < 12; p++) {
 		struct kh_harness h;
 		kh_init(&h, "", "Transpose", 13, 1, 1);
+		if (p >= 6)
+			h.cpu = wh_cpu_capped(WH_ISA_SCALAR); /* the tiles without the AVX2 blocks */
 		kh_in_f32(&h, 0, 4, dims, v);
-		kh_attr_ints(&h, "perm", perms[p], 4);
+		int64_t *pm = perms[p % 6];
+		kh_attr_ints(&h, "perm", pm, 4);
 		kh_run_ok(&h);
 		int64_t od[4], is[4] = {5 * 37 * 19, 37 * 19, 19, 1};
 		for (int d = 0; d < 4; d++)
-			od[d] = dims[perms[p][d]];
+			od[d] = dims[pm[d]];
 		kh_expect_shape(&h.out[0], 4, od);
 		const float *y = h.out[0].data;
 		uint64_t o = 0;
@@ -411,8 +415,7 @@ START_TEST(transpose_tiled_permutes)
 			for (int64_t b = 0; b < od[1]; b++)
 				for (int64_t c = 0; c < od[2]; c++)
 					for (int64_t e = 0; e < od[3]; e++, o++) {
-						int64_t src = a * is[perms[p][0]] + b * is[perms[p][1]] +
-							      c * is[perms[p][2]] + e * is[perms[p][3]];
+						int64_t src = a * is[pm[0]] + b * is[pm[1]] + c * is[pm[2]] + e * is[pm[3]];
 						ck_assert_msg(y[o] == v[src], "perm %d: out %llu", p, (unsigned long long)o);
 					}
 		kh_free(&h);
