@@ -1035,6 +1035,88 @@ START_TEST(simd_vs_scalar)
 }
 END_TEST
 
+/* MaxPool row and LayerNormalization normalize pass: bit-identical to the scalar
+ * reference on every ISA, with NaN, signed zeros and infinities among the data (the
+ * first of equal maxima and the skipping of NaN show in the bits). */
+START_TEST(simd_vs_scalar_pool_ln)
+{
+	enum wh_isa isas[2] = {WH_ISA_AVX2, WH_ISA_AVX512};
+	size_t n_max = 4096;
+	float *buf = malloc(n_max * sizeof *buf), *y0 = malloc(n_max * sizeof *y0), *y1 = malloc(n_max * sizeof *y1);
+	double *sc = malloc(n_max * sizeof *sc), *bi = malloc(n_max * sizeof *bi);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_ptr_nonnull(sc);
+	ck_assert_ptr_nonnull(bi);
+	uint64_t seed = 7;
+	for (size_t i = 0; i < n_max; i++) {
+		float r = rng_float(&seed, 0, 1);
+		buf[i] = r < 0.03f ? NAN : r < 0.08f ? 0.0f : r < 0.13f ? -0.0f : r < 0.15f ? -INFINITY
+			: rng_float(&seed, -4, 4);
+		sc[i] = rng_float(&seed, -2, 2);
+		bi[i] = rng_float(&seed, -1, 1);
+	}
+	/* a row of only NaN and zeros: the result is a zero whose sign is the first seen */
+	for (size_t i = 0; i < 64; i++)
+		buf[i] = i % 3 == 0 ? NAN : (i % 3 == 1 ? -0.0f : 0.0f);
+	for (int kk = 0; kk < 2; kk++) {
+		struct wh_cpu_features c = wh_cpu_capped(isas[kk]);
+		if (c.isa != isas[kk])
+			continue; /* the machine lacks it */
+		for (size_t s = 1; s <= 3; s++)
+			for (size_t k = 1; k <= 5; k += 2)
+				for (size_t d = 1; d <= 2; d++)
+					for (size_t nr = 0; nr <= 3; nr++)
+						for (size_t n = 0; n < 70; n = n < 20 ? n + 1 : n + 13) {
+							const float *rows[3];
+							size_t need = n ? (n - 1) * s + (k - 1) * d + 1 : 0;
+							for (size_t r = 0; r < nr; r++)
+								rows[r] = buf + (r * 37 + n) % 64; /* NaN rows too */
+							/* the last row ends where the reads must end */
+							if (nr)
+								rows[nr - 1] = buf + n_max - need;
+							wh_nn_maxpool_row_f32_scalar(rows, nr, y0, n, k, s, d);
+							wh_nn_maxpool_row_f32(c.isa, rows, nr, y1, n, k, s, d);
+							ck_assert_msg(!memcmp(y0, y1, n * sizeof *y0),
+								      "maxpool row n=%zu k=%zu s=%zu d=%zu rows=%zu isa=%s", n,
+								      k, s, d, nr, wh_isa_name(c.isa));
+						}
+		for (size_t off = 0; off < 3; off++)
+			for (size_t n = 0; n + off <= 1000; n = n < 40 ? n + 1 : n * 2 + 5)
+				for (int wb = 0; wb < 2; wb++) {
+					const float *x = buf + 200 + off;
+					wh_nn_ln_apply_f32_scalar(x, y0, n, 0.3, 1.7, sc, wb ? bi : NULL);
+					wh_nn_ln_apply_f32(c.isa, x, y1, n, 0.3, 1.7, sc, wb ? bi : NULL);
+					ck_assert_msg(!memcmp(y0, y1, n * sizeof *y0), "ln apply n=%zu bias=%d isa=%s", n, wb,
+						      wh_isa_name(c.isa));
+				}
+		/* the softmax maximum: the same bits, also where it is a zero of either sign
+		 * (neg: the data with every positive value negated, so zeros are the maximum) */
+		float *neg = malloc(n_max * sizeof *neg);
+		ck_assert_ptr_nonnull(neg);
+		for (size_t i = 0; i < n_max; i++)
+			neg[i] = buf[i] > 0 ? -buf[i] : buf[i];
+		for (size_t off = 0; off < 70; off += 23)
+			for (size_t n = 0; n + off <= n_max; n = n < 140 ? n + 1 : n * 2 + 5)
+				for (int w = 0; w < 2; w++) {
+					const float *x = (w ? neg : buf) + off;
+					float m0 = wh_nn_max_f32_scalar(x, n), m1 = wh_nn_max_f32(c.isa, x, n);
+					ck_assert_msg(!memcmp(&m0, &m1, sizeof m0), "max n=%zu off=%zu neg=%d isa=%s: %g vs %g",
+						      n, off, w, wh_isa_name(c.isa), m0, m1);
+					wh_nn_scale_f32_scalar(x, y0, n, 0.37f);
+					wh_nn_scale_f32(c.isa, x, y1, n, 0.37f);
+					ck_assert_msg(!memcmp(y0, y1, n * sizeof *y0), "scale n=%zu isa=%s", n,
+						      wh_isa_name(c.isa));
+				}
+		free(neg);
+	}
+	free(buf);
+	free(y0);
+	free(y1);
+	free(sc);
+	free(bi);
+}
+END_TEST
+
 static Suite *nn_suite(void)
 {
 	Suite *s = suite_create("nn");
@@ -1057,6 +1139,7 @@ static Suite *nn_suite(void)
 	tcase_add_test(tc, thread_count_invariance);
 	tcase_add_test(tc, ort_orders);
 	tcase_add_test(tc, simd_vs_scalar);
+	tcase_add_test(tc, simd_vs_scalar_pool_ln);
 	suite_add_tcase(s, tc);
 	return s;
 }

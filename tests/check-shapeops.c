@@ -386,6 +386,44 @@ START_TEST(transpose_and_split)
 }
 END_TEST
 
+/* Permutes that become batches of 2-D transposes (NCHW <-> NHWC, a full reversal of two
+ * merged halves) go by tiles and 8 x 8 AVX2 blocks: sizes that are not multiples of either,
+ * on this machine and with the ISA capped to scalar, against the index arithmetic of the
+ * definition. */
+START_TEST(transpose_tiled_permutes)
+{
+	int64_t dims[4] = {2, 5, 37, 19};
+	int64_t perms[6][4] = {{0, 2, 3, 1}, {0, 3, 1, 2}, {2, 3, 0, 1}, {3, 2, 1, 0}, {1, 0, 2, 3}, {0, 1, 3, 2}};
+	uint64_t n = 2 * 5 * 37 * 19;
+	float *v = iota_f32(n);
+	for (int p = 0; p < 12; p++) {
+		struct kh_harness h;
+		kh_init(&h, "", "Transpose", 13, 1, 1);
+		if (p >= 6)
+			h.cpu = wh_cpu_capped(WH_ISA_SCALAR); /* the tiles without the AVX2 blocks */
+		kh_in_f32(&h, 0, 4, dims, v);
+		int64_t *pm = perms[p % 6];
+		kh_attr_ints(&h, "perm", pm, 4);
+		kh_run_ok(&h);
+		int64_t od[4], is[4] = {5 * 37 * 19, 37 * 19, 19, 1};
+		for (int d = 0; d < 4; d++)
+			od[d] = dims[pm[d]];
+		kh_expect_shape(&h.out[0], 4, od);
+		const float *y = h.out[0].data;
+		uint64_t o = 0;
+		for (int64_t a = 0; a < od[0]; a++)
+			for (int64_t b = 0; b < od[1]; b++)
+				for (int64_t c = 0; c < od[2]; c++)
+					for (int64_t e = 0; e < od[3]; e++, o++) {
+						int64_t src = a * is[pm[0]] + b * is[pm[1]] + c * is[pm[2]] + e * is[pm[3]];
+						ck_assert_msg(y[o] == v[src], "perm %d: out %llu", p, (unsigned long long)o);
+					}
+		kh_free(&h);
+	}
+	free(v);
+}
+END_TEST
+
 START_TEST(unique_orders)
 {
 	float x[6] = {2, 1, 1, 3, 4, 3};
@@ -580,6 +618,7 @@ static Suite *shapeops_suite(void)
 	tcase_add_test(tc, depth_to_space_modes_differ);
 	tcase_add_test(tc, pad_modes);
 	tcase_add_test(tc, transpose_and_split);
+	tcase_add_test(tc, transpose_tiled_permutes);
 	tcase_add_test(tc, unique_orders);
 	tcase_add_test(tc, strings_survive_their_input);
 	tcase_add_test(tc, scatter_and_gather_nd);

@@ -2,6 +2,8 @@
  * give the scalar bits exactly). Called only when
  * ctx->cpu->isa >= WH_ISA_AVX2. */
 #include <immintrin.h>
+#include <float.h>
+#include <math.h>
 
 #include "executor/ops/nn-internal.h"
 
@@ -131,4 +133,100 @@ float wh_nn_sumexp_f32_avx2(const float *x, float *y, size_t n, float negmax)
 	float v[8];
 	_mm256_storeu_ps(v, _mm256_add_ps(acc1, acc0));
 	return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+}
+
+/* Eight outputs q..q+7 at p = x + q * s + o, for s = 1 or 2 (two 8-float loads, the even
+ * elements kept: reads p[15], one past the last tap, so the loop stops one output early). */
+static inline __m256 pool_load8(const float *p, size_t s)
+{
+	if (s == 1)
+		return _mm256_loadu_ps(p);
+	__m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
+	__m256 e = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+	return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+void wh_nn_maxpool_row_f32_avx2(const float *const *rows, size_t nrows, float *y, size_t n, size_t k, size_t s,
+				size_t d)
+{
+	size_t q = 0;
+	if (s <= 2) {
+		/* MAXPS(v, best) is v > best ? v : best, the scalar step */
+		for (; q + 8 + (s == 2) <= n; q += 8) {
+			__m256 best = _mm256_set1_ps(-INFINITY);
+			for (size_t r = 0; r < nrows; r++) {
+				const float *row = rows[r] + q * s;
+				for (size_t b = 0; b < k; b++)
+					best = _mm256_max_ps(pool_load8(row + b * d, s), best);
+			}
+			_mm256_storeu_ps(y + q, best);
+		}
+	}
+	if (q < n) {
+		const float *rest[64];
+		for (size_t r = 0; r < nrows; r++)
+			rest[r] = rows[r] + q * s;
+		wh_nn_maxpool_row_f32_scalar(rest, nrows, y + q, n - q, k, s, d);
+	}
+}
+
+void wh_nn_ln_apply_f32_avx2(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
+			     const double *bias)
+{
+	__m256d m = _mm256_set1_pd(mean), iv = _mm256_set1_pd(inv);
+	size_t i = 0;
+	for (; i + 4 <= n; i += 4) {
+		__m256d v = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i)), m);
+		v = _mm256_mul_pd(_mm256_mul_pd(v, iv), _mm256_loadu_pd(scale + i));
+		if (bias)
+			v = _mm256_add_pd(v, _mm256_loadu_pd(bias + i));
+		_mm_storeu_ps(y + i, _mm256_cvtpd_ps(v));
+	}
+	if (i < n)
+		wh_nn_ln_apply_f32_scalar(x + i, y + i, n - i, mean, inv, scale + i, bias ? bias + i : NULL);
+}
+
+/* A zero maximum takes the sign of the first zero, as the scalar fold does; any other
+ * maximum is one value whatever the order of the lanes. */
+static float max_first_zero(const float *x, size_t n, float m)
+{
+	if (m != 0.0f)
+		return m;
+	size_t i = 0;
+	while (x[i] != 0.0f)
+		i++;
+	return x[i];
+}
+
+float wh_nn_max_f32_avx2(const float *x, size_t n)
+{
+	/* MAXPS(v, m) is v > m ? v : m, the scalar step (NaN skipped) */
+	__m256 m0 = _mm256_set1_ps(-FLT_MAX), m1 = m0, m2 = m0, m3 = m0;
+	size_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+		m1 = _mm256_max_ps(_mm256_loadu_ps(x + i + 8), m1);
+		m2 = _mm256_max_ps(_mm256_loadu_ps(x + i + 16), m2);
+		m3 = _mm256_max_ps(_mm256_loadu_ps(x + i + 24), m3);
+	}
+	for (; i + 8 <= n; i += 8)
+		m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+	float l[8];
+	_mm256_storeu_ps(l, _mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3)));
+	float m = -FLT_MAX;
+	for (size_t k = 0; k < 8; k++)
+		m = l[k] > m ? l[k] : m;
+	for (; i < n; i++)
+		m = x[i] > m ? x[i] : m;
+	return max_first_zero(x, n, m);
+}
+
+void wh_nn_scale_f32_avx2(const float *x, float *y, size_t n, float a)
+{
+	__m256 va = _mm256_set1_ps(a);
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), va));
+	for (; i < n; i++)
+		y[i] = x[i] * a;
 }

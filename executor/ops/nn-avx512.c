@@ -2,6 +2,8 @@
  * orders give the scalar bits exactly). Called only when
  * ctx->cpu->isa == WH_ISA_AVX512. */
 #include <immintrin.h>
+#include <float.h>
+#include <math.h>
 
 #include "executor/ops/nn-internal.h"
 
@@ -114,4 +116,89 @@ float wh_nn_sumexp_f32_avx512(const float *x, float *y, size_t n, float negmax)
 	float v[8];
 	_mm256_storeu_ps(v, _mm256_add_ps(_mm512_extractf32x8_ps(acc, 1), _mm512_castps512_ps256(acc)));
 	return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+}
+
+void wh_nn_maxpool_row_f32_avx512(const float *const *rows, size_t nrows, float *y, size_t n, size_t k, size_t s,
+				  size_t d)
+{
+	size_t q = 0;
+	if (s <= 2) {
+		/* even elements of two 16-float loads: reads p[31], one past the last tap, so the
+		 * loop stops one output early */
+		const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+		for (; q + 16 + (s == 2) <= n; q += 16) {
+			__m512 best = _mm512_set1_ps(-INFINITY);
+			for (size_t r = 0; r < nrows; r++) {
+				const float *row = rows[r] + q * s;
+				for (size_t b = 0; b < k; b++) {
+					const float *p = row + b * d;
+					__m512 v = s == 1 ? _mm512_loadu_ps(p)
+							  : _mm512_permutex2var_ps(_mm512_loadu_ps(p), even,
+										   _mm512_loadu_ps(p + 16));
+					/* VMAXPS(v, best) is v > best ? v : best, the scalar step */
+					best = _mm512_max_ps(v, best);
+				}
+			}
+			_mm512_storeu_ps(y + q, best);
+		}
+	}
+	if (q < n) {
+		const float *rest[64];
+		for (size_t r = 0; r < nrows; r++)
+			rest[r] = rows[r] + q * s;
+		wh_nn_maxpool_row_f32_avx2(rest, nrows, y + q, n - q, k, s, d);
+	}
+}
+
+void wh_nn_ln_apply_f32_avx512(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
+			       const double *bias)
+{
+	__m512d m = _mm512_set1_pd(mean), iv = _mm512_set1_pd(inv);
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m512d v = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + i)), m);
+		v = _mm512_mul_pd(_mm512_mul_pd(v, iv), _mm512_loadu_pd(scale + i));
+		if (bias)
+			v = _mm512_add_pd(v, _mm512_loadu_pd(bias + i));
+		_mm256_storeu_ps(y + i, _mm512_cvtpd_ps(v));
+	}
+	if (i < n)
+		wh_nn_ln_apply_f32_avx2(x + i, y + i, n - i, mean, inv, scale + i, bias ? bias + i : NULL);
+}
+
+float wh_nn_max_f32_avx512(const float *x, size_t n)
+{
+	if (n < 64)
+		return wh_nn_max_f32_avx2(x, n);
+	/* VMAXPS(v, m) is v > m ? v : m, the scalar step (NaN skipped) */
+	__m512 m0 = _mm512_set1_ps(-FLT_MAX), m1 = m0, m2 = m0, m3 = m0;
+	size_t i = 0;
+	for (; i + 64 <= n; i += 64) {
+		m0 = _mm512_max_ps(_mm512_loadu_ps(x + i), m0);
+		m1 = _mm512_max_ps(_mm512_loadu_ps(x + i + 16), m1);
+		m2 = _mm512_max_ps(_mm512_loadu_ps(x + i + 32), m2);
+		m3 = _mm512_max_ps(_mm512_loadu_ps(x + i + 48), m3);
+	}
+	float l[16];
+	_mm512_storeu_ps(l, _mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
+	float m = wh_nn_max_f32_avx2(x + i, n - i);
+	for (size_t k = 0; k < 16; k++)
+		m = l[k] > m ? l[k] : m;
+	if (m != 0.0f)
+		return m;
+	/* a zero maximum takes the sign of the first zero, as the scalar fold does */
+	i = 0;
+	while (x[i] != 0.0f)
+		i++;
+	return x[i];
+}
+
+void wh_nn_scale_f32_avx512(const float *x, float *y, size_t n, float a)
+{
+	__m512 va = _mm512_set1_ps(a);
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16)
+		_mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), va));
+	if (i < n)
+		wh_nn_scale_f32_avx2(x + i, y + i, n - i, a);
 }

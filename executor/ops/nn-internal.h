@@ -50,6 +50,46 @@ float wh_nn_sumexp_f32_scalar(const float *x, float *y, size_t n, float negmax);
 float wh_nn_sumexp_f32_avx2(const float *x, float *y, size_t n, float negmax);
 float wh_nn_sumexp_f32_avx512(const float *x, float *y, size_t n, float negmax);
 
+/* MaxPool over one row of outputs: y[q] = the maximum of rows[r][q * s + b * d] for every
+ * row r < nrows (in order) and tap b < k (in order), from -inf, each step keeping the
+ * running value unless the new one is greater (so NaN is skipped and the first of equal
+ * values wins, +0 or -0). Every variant does the same steps per output, so the bits are
+ * identical; rows[r] must be readable up to index (n - 1) * s + (k - 1) * d. */
+void wh_nn_maxpool_row_f32(enum wh_isa isa, const float *const *rows, size_t nrows, float *y, size_t n,
+			   size_t k, size_t s, size_t d);
+void wh_nn_maxpool_row_f32_scalar(const float *const *rows, size_t nrows, float *y, size_t n, size_t k, size_t s,
+				  size_t d);
+void wh_nn_maxpool_row_f32_avx2(const float *const *rows, size_t nrows, float *y, size_t n, size_t k, size_t s,
+				size_t d);
+void wh_nn_maxpool_row_f32_avx512(const float *const *rows, size_t nrows, float *y, size_t n, size_t k, size_t s,
+				  size_t d);
+
+/* LayerNormalization's normalize pass: y[i] = (float)(((x[i] - mean) * inv) * scale[i]
+ * (+ bias[i] where bias is not NULL)), each step in double, no fused multiply-add, so
+ * every variant gives the scalar bits (x and y may alias). */
+void wh_nn_ln_apply_f32(enum wh_isa isa, const float *x, float *y, size_t n, double mean, double inv,
+			const double *scale, const double *bias);
+void wh_nn_ln_apply_f32_scalar(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
+			       const double *bias);
+void wh_nn_ln_apply_f32_avx2(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
+			     const double *bias);
+void wh_nn_ln_apply_f32_avx512(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
+			       const double *bias);
+
+/* The maximum of x[0..n) as the scalar fold from -FLT_MAX gives it (a step keeps the
+ * running value unless the new one is greater): NaN is skipped, and a zero maximum has
+ * the sign of the first zero. Identical bits on every ISA. */
+float wh_nn_max_f32(enum wh_isa isa, const float *x, size_t n);
+float wh_nn_max_f32_scalar(const float *x, size_t n);
+float wh_nn_max_f32_avx2(const float *x, size_t n);
+float wh_nn_max_f32_avx512(const float *x, size_t n);
+
+/* y[i] = x[i] * a in float32 (x and y may alias). */
+void wh_nn_scale_f32(enum wh_isa isa, const float *x, float *y, size_t n, float a);
+void wh_nn_scale_f32_scalar(const float *x, float *y, size_t n, float a);
+void wh_nn_scale_f32_avx2(const float *x, float *y, size_t n, float a);
+void wh_nn_scale_f32_avx512(const float *x, float *y, size_t n, float a);
+
 #define WH_NN_EXP_LO (-103.9720840454f)
 #define WH_NN_EXP_BIAS 12582912.0f
 #define WH_NN_EXP_LOG2E 1.44269504088896341f

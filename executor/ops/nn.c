@@ -147,6 +147,88 @@ void wh_nn_affine_f32(enum wh_isa isa, const float *x, float *y, size_t n, float
 		wh_nn_affine_f32_scalar(x, y, n, a, b);
 }
 
+void wh_nn_maxpool_row_f32_scalar(const float *const *rows, size_t nrows, float *y, size_t n, size_t k, size_t s,
+				  size_t d)
+{
+	for (size_t q = 0; q < n; q++) {
+		float best = -INFINITY;
+		for (size_t r = 0; r < nrows; r++) {
+			const float *row = rows[r] + q * s;
+			for (size_t b = 0; b < k; b++) {
+				float v = row[b * d];
+				best = v > best ? v : best;
+			}
+		}
+		y[q] = best;
+	}
+}
+
+void wh_nn_maxpool_row_f32(enum wh_isa isa, const float *const *rows, size_t nrows, float *y, size_t n, size_t k,
+			   size_t s, size_t d)
+{
+	if (isa >= WH_ISA_AVX512)
+		wh_nn_maxpool_row_f32_avx512(rows, nrows, y, n, k, s, d);
+	else if (isa >= WH_ISA_AVX2)
+		wh_nn_maxpool_row_f32_avx2(rows, nrows, y, n, k, s, d);
+	else
+		wh_nn_maxpool_row_f32_scalar(rows, nrows, y, n, k, s, d);
+}
+
+void wh_nn_ln_apply_f32_scalar(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
+			       const double *bias)
+{
+	for (size_t i = 0; i < n; i++) {
+		double v = ((double)x[i] - mean) * inv * scale[i];
+		if (bias)
+			v += bias[i];
+		y[i] = (float)v;
+	}
+}
+
+void wh_nn_ln_apply_f32(enum wh_isa isa, const float *x, float *y, size_t n, double mean, double inv,
+			const double *scale, const double *bias)
+{
+	if (isa >= WH_ISA_AVX512)
+		wh_nn_ln_apply_f32_avx512(x, y, n, mean, inv, scale, bias);
+	else if (isa >= WH_ISA_AVX2)
+		wh_nn_ln_apply_f32_avx2(x, y, n, mean, inv, scale, bias);
+	else
+		wh_nn_ln_apply_f32_scalar(x, y, n, mean, inv, scale, bias);
+}
+
+float wh_nn_max_f32_scalar(const float *x, size_t n)
+{
+	float mx = -FLT_MAX;
+	for (size_t i = 0; i < n; i++)
+		mx = x[i] > mx ? x[i] : mx;
+	return mx;
+}
+
+float wh_nn_max_f32(enum wh_isa isa, const float *x, size_t n)
+{
+	if (isa >= WH_ISA_AVX512)
+		return wh_nn_max_f32_avx512(x, n);
+	if (isa >= WH_ISA_AVX2)
+		return wh_nn_max_f32_avx2(x, n);
+	return wh_nn_max_f32_scalar(x, n);
+}
+
+void wh_nn_scale_f32_scalar(const float *x, float *y, size_t n, float a)
+{
+	for (size_t i = 0; i < n; i++)
+		y[i] = x[i] * a;
+}
+
+void wh_nn_scale_f32(enum wh_isa isa, const float *x, float *y, size_t n, float a)
+{
+	if (isa >= WH_ISA_AVX512)
+		wh_nn_scale_f32_avx512(x, y, n, a);
+	else if (isa >= WH_ISA_AVX2)
+		wh_nn_scale_f32_avx2(x, y, n, a);
+	else
+		wh_nn_scale_f32_scalar(x, y, n, a);
+}
+
 /* ---- shared helpers ---- */
 
 static bool is_float_type(enum wh_dtype dt)
@@ -608,15 +690,15 @@ static void ln_range(void *p, size_t lo, size_t hi)
 			j->mean_out[r] = mean;
 		if (j->inv_out)
 			j->inv_out[r] = inv;
+		if (j->xf) {
+			wh_nn_ln_apply_f32(j->isa, j->xf + off, j->yf + off, j->m, mean, inv, j->scale, j->bias);
+			continue;
+		}
 		for (uint64_t i = 0; i < j->m; i++) {
-			double v = j->xf ? (double)j->xf[off + i] : j->xd[off + i];
-			double y = (v - mean) * inv * j->scale[i];
+			double y = (j->xd[off + i] - mean) * inv * j->scale[i];
 			if (j->bias)
 				y += j->bias[i];
-			if (j->xf)
-				j->yf[off + i] = (float)y;
-			else
-				j->xd[off + i] = y;
+			j->xd[off + i] = y;
 		}
 	}
 }
@@ -853,24 +935,23 @@ struct smax_job {
 static void smax_line_f32(const struct smax_job *j, const float *x, float *y)
 {
 	uint64_t n = j->n;
-	float mx = j->kind == SM_HARDMAX ? -INFINITY : -FLT_MAX;
-	uint64_t arg = 0;
-	for (uint64_t i = 0; i < n; i++) {
-		if (x[i] > mx) {
-			mx = x[i];
-			arg = i;
-		}
-	}
 	if (j->kind == SM_HARDMAX) {
+		float mx = -INFINITY;
+		uint64_t arg = 0;
+		for (uint64_t i = 0; i < n; i++) {
+			if (x[i] > mx) {
+				mx = x[i];
+				arg = i;
+			}
+		}
 		for (uint64_t i = 0; i < n; i++)
 			y[i] = i == arg ? 1.0f : 0.0f;
 		return;
 	}
-	float negmax = -mx;
+	float negmax = -wh_nn_max_f32(j->isa, x, n);
 	if (j->kind == SM_SOFTMAX) {
 		float scale = 1.0f / wh_nn_sumexp_f32(j->isa, x, y, n, negmax);
-		for (uint64_t i = 0; i < n; i++)
-			y[i] = y[i] * scale;
+		wh_nn_scale_f32(j->isa, y, y, n, scale);
 	} else {
 		float lg = logf(wh_nn_sumexp_f32(j->isa, x, NULL, n, negmax));
 		for (uint64_t i = 0; i < n; i++)
@@ -1238,6 +1319,7 @@ struct pool_job {
 	bool count_include_pad;
 	bool col_major;
 	double p;
+	enum wh_isa isa;
 	/* per spatial dim i and output coordinate o: taps[i][3o..3o+2] = the first and past-the-
 	 * end valid kernel tap, and the taps inside the padded extent (pool_taps) */
 	const int64_t *taps[WH_MAX_RANK];
@@ -1279,6 +1361,53 @@ static double lp_term(double v, double p)
 	return p == 2 ? v * v : (p == 1 ? v : pow(v, p));
 }
 
+/* 2-D float32 MaxPool without indices: the outputs whose window lies inside the row go
+ * through wh_nn_maxpool_row_f32 a row of outputs at a time, the others one by one; both
+ * take the taps in the generic path's order (row-major over the window), so the bits are
+ * the same. */
+static void maxpool2d_f32_plane(const struct pool_job *j, const float *x, float *y)
+{
+	const struct pool_geo *g = j->g;
+	int64_t W = g->in[1], OW = g->out[1];
+	/* [wlo, whi): the output columns with every tap inside the row */
+	int64_t wlo = 0, whi = OW;
+	while (wlo < OW && (j->taps[1][3 * wlo] != 0 || j->taps[1][3 * wlo + 1] != g->k[1]))
+		wlo++;
+	while (whi > wlo && (j->taps[1][3 * (whi - 1)] != 0 || j->taps[1][3 * (whi - 1) + 1] != g->k[1]))
+		whi--;
+	const float *rows[64];
+	for (int64_t oh = 0; oh < g->out[0]; oh++) {
+		const int64_t *th = j->taps[0] + 3 * oh;
+		int64_t h0 = oh * g->s[0] - g->pb[0];
+		size_t nr = 0;
+		for (int64_t a = th[0]; a < th[1]; a++)
+			rows[nr++] = x + (h0 + a * g->d[0]) * W;
+		float *yr = y + oh * OW;
+		for (int64_t ow = 0; ow < OW; ow++) {
+			if (ow == wlo && whi > wlo) {
+				const float *r0[64];
+				int64_t w0 = wlo * g->s[1] - g->pb[1];
+				for (size_t r = 0; r < nr; r++)
+					r0[r] = rows[r] + w0;
+				wh_nn_maxpool_row_f32(j->isa, r0, nr, yr + wlo, (size_t)(whi - wlo), (size_t)g->k[1],
+						      (size_t)g->s[1], (size_t)g->d[1]);
+				ow = whi - 1;
+				continue;
+			}
+			/* NaN is skipped, as in ONNX Runtime; an empty window gives -inf */
+			const int64_t *tw = j->taps[1] + 3 * ow;
+			int64_t w0 = ow * g->s[1] - g->pb[1];
+			float best = -INFINITY;
+			for (size_t r = 0; r < nr; r++)
+				for (int64_t b = tw[0]; b < tw[1]; b++) {
+					float v = rows[r][w0 + b * g->d[1]];
+					best = v > best ? v : best;
+				}
+			yr[ow] = best;
+		}
+	}
+}
+
 /* 2-D float32 path, same tap order as the generic path (row-major over the window). */
 static void pool2d_f32_plane(const struct pool_job *j, uint64_t pl)
 {
@@ -1287,6 +1416,10 @@ static void pool2d_f32_plane(const struct pool_job *j, uint64_t pl)
 	float *y = (float *)j->y->data + pl * g->out_sp;
 	int64_t *ix = j->idx ? (int64_t *)j->idx->data + pl * g->out_sp : NULL;
 	int64_t W = g->in[1], H = g->in[0];
+	if (j->kind == PK_MAX && !ix && g->k[0] <= 64) {
+		maxpool2d_f32_plane(j, x, y);
+		return;
+	}
 	for (int64_t oh = 0; oh < g->out[0]; oh++) {
 		const int64_t *th = j->taps[0] + 3 * oh;
 		int64_t hl = th[0], hh = th[1], hp = th[2];
@@ -1571,6 +1704,7 @@ static enum wh_status pool_common(struct wh_kernel_ctx *ctx, enum pool_kind kind
 	job.kind = kind;
 	job.g = &g;
 	job.x = x;
+	job.isa = isa_of(ctx);
 	job.count_include_pad = kind == PK_AVG && wh_node_attr_int(ctx->node, "count_include_pad", 0) != 0;
 	job.col_major = kind == PK_MAX && wh_node_attr_int(ctx->node, "storage_order", 0) != 0;
 	if (kind == PK_LP && (st = lp_order(ctx, &job.p)))

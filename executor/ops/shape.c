@@ -10,6 +10,7 @@
 #include "executor/kernel.h"
 #include "graph/onnx-io.h"
 #include "executor/ops/data-internal.h"
+#include "executor/ops/transpose-internal.h"
 
 /* ---- shared helpers (declared in data-internal.h) ---- */
 
@@ -446,6 +447,113 @@ static enum wh_status size_run(struct wh_kernel_ctx *ctx)
 
 /* ---- Transpose ---- */
 
+#define WH_TR_TILE 16
+
+/* A batch of 2-D transposes: nb matrices (the source's at src + b * bs elements) of
+ * cols x rows, each written transposed (rows x cols) to dst. */
+struct tr_job {
+	void *dst;
+	const void *src;
+	int64_t bs, rows, cols, row_tiles;
+	bool avx2; /* 4-byte elements: whole 8 x 8 blocks through wh_tr8x8_u32_avx2 */
+};
+
+#define TRANSPOSE_TILES(T)                                                                      \
+	do {                                                                                    \
+		const int64_t rows = j->rows, cols = j->cols, rt = j->row_tiles;                \
+		for (size_t it = lo; it < hi; it++) {                                           \
+			int64_t b = (int64_t)it / rt, r0 = ((int64_t)it % rt) * WH_TR_TILE;     \
+			int64_t r1 = r0 + WH_TR_TILE < rows ? r0 + WH_TR_TILE : rows;           \
+			T *d_ = (T *)j->dst + b * rows * cols;                                  \
+			const T *s_ = (const T *)j->src + b * j->bs;                            \
+			for (int64_t c0 = 0; c0 < cols; c0 += WH_TR_TILE) {                     \
+				int64_t c1 = c0 + WH_TR_TILE < cols ? c0 + WH_TR_TILE : cols;   \
+				for (int64_t r = r0; r < r1; r++)                               \
+					for (int64_t c = c0; c < c1; c++)                       \
+						d_[r * cols + c] = s_[c * rows + r];            \
+			}                                                                       \
+		}                                                                               \
+	} while (0)
+
+/* Items [lo, hi) are strips of WH_TR_TILE output rows, copied tile by tile so that both
+ * sides stay in cache. */
+static void tr_range_1(void *p, size_t lo, size_t hi)
+{
+	const struct tr_job *j = p;
+	TRANSPOSE_TILES(uint8_t);
+}
+
+static void tr_range_2(void *p, size_t lo, size_t hi)
+{
+	const struct tr_job *j = p;
+	TRANSPOSE_TILES(uint16_t);
+}
+
+static void tr_range_4(void *p, size_t lo, size_t hi)
+{
+	const struct tr_job *j = p;
+	if (!j->avx2) {
+		TRANSPOSE_TILES(uint32_t);
+		return;
+	}
+	const int64_t rows = j->rows, cols = j->cols, rt = j->row_tiles;
+	for (size_t it = lo; it < hi; it++) {
+		int64_t b = (int64_t)it / rt, r0 = ((int64_t)it % rt) * WH_TR_TILE;
+		int64_t r1 = r0 + WH_TR_TILE < rows ? r0 + WH_TR_TILE : rows;
+		uint32_t *d = (uint32_t *)j->dst + b * rows * cols;
+		const uint32_t *s = (const uint32_t *)j->src + b * j->bs;
+		int64_t r8 = r0 + (r1 - r0) / 8 * 8, c8 = cols / 8 * 8;
+		for (int64_t r = r0; r < r8; r += 8)
+			for (int64_t c = 0; c < c8; c += 8)
+				wh_tr8x8_u32_avx2(s + c * rows + r, (size_t)rows, d + r * cols + c, (size_t)cols);
+		/* the rows and columns left over from whole blocks */
+		for (int64_t r = r0; r < r1; r++)
+			for (int64_t c = r < r8 ? c8 : 0; c < cols; c++)
+				d[r * cols + c] = s[c * rows + r];
+	}
+}
+
+static void tr_range_8(void *p, size_t lo, size_t hi)
+{
+	const struct tr_job *j = p;
+	TRANSPOSE_TILES(uint64_t);
+}
+
+/* Returns false where es has no fixed-size type (the caller copies row by row). */
+static bool transpose_tiles(const struct wh_kernel_ctx *ctx, void *dst, const void *src, size_t es, int64_t nb,
+			    int64_t bs, int64_t rows, int64_t cols)
+{
+	wh_range_fn fn = es == 1 ? tr_range_1 : es == 2 ? tr_range_2 : es == 4 ? tr_range_4 : es == 8 ? tr_range_8 : NULL;
+	if (!fn)
+		return false;
+	struct tr_job job = {dst, src, bs, rows, cols, (rows + WH_TR_TILE - 1) / WH_TR_TILE,
+			     ctx->cpu && ctx->cpu->isa >= WH_ISA_AVX2};
+	/* on the calling thread: a feature-map permute takes tens of microseconds, about what
+	 * waking a worker costs */
+	fn(&job, 0, (size_t)(nb * job.row_tiles));
+	return true;
+}
+
+/* Merges the output dims whose source strides chain (and drops dims of 1), so that
+ * NCHW <-> NHWC permutes become batches of 2-D transposes; returns the new rank. */
+static int32_t coalesce_view(int32_t r, const int64_t *dims, const int64_t *sstr, int64_t *cd, int64_t *cs)
+{
+	int32_t n = 0;
+	for (int32_t d = 0; d < r; d++) {
+		if (dims[d] == 1)
+			continue;
+		if (n > 0 && cs[n - 1] == sstr[d] * dims[d]) {
+			cd[n - 1] *= dims[d];
+			cs[n - 1] = sstr[d];
+		} else {
+			cd[n] = dims[d];
+			cs[n] = sstr[d];
+			n++;
+		}
+	}
+	return n;
+}
+
 static enum wh_status transpose_run(struct wh_kernel_ctx *ctx)
 {
 	const struct wh_tensor *in;
@@ -492,7 +600,15 @@ static enum wh_status transpose_run(struct wh_kernel_ctx *ctx)
 	struct wh_tensor *out = &ctx->outputs[0];
 	if ((st = wh_tensor_alloc(out, in->dtype, r, dims)) != WH_OK)
 		return st;
-	wh_dm_copy_view(out->data, in->data, wh_dtype_size(in->dtype), r, dims, 0, sstr);
+	/* a batch of 2-D transposes (NCHW <-> NHWC and the like): out[b][i][j] = src[b * bs +
+	 * j * rows + i] goes by tiles; other permutes row by row */
+	int64_t cd[WH_MAX_RANK], cs[WH_MAX_RANK];
+	int32_t cr = coalesce_view(r, dims, sstr, cd, cs);
+	bool tiles = in->dtype != WH_DT_STRING && (cr == 2 || (cr == 3 && cs[0] == cd[1] * cd[2])) &&
+		     cs[cr - 2] == 1 && cs[cr - 1] == cd[cr - 2];
+	if (!tiles || !transpose_tiles(ctx, out->data, in->data, wh_dtype_size(in->dtype), cr == 3 ? cd[0] : 1,
+				       cr == 3 ? cs[0] : 0, cd[cr - 2], cd[cr - 1]))
+		wh_dm_copy_view(out->data, in->data, wh_dtype_size(in->dtype), r, dims, 0, sstr);
 	return wh_dm_own_strings(out);
 }
 
