@@ -28,21 +28,6 @@ static const char repeat_help[] =
 	WH_CLI_CHECK_HELP
 	"exit status: 0 done (counts in the output), 2 usage, 4 the check is broken\n";
 
-static void move_artifacts(const char *dir, const char *const *artifacts, int n, enum wh_verdict v, uint32_t run)
-{
-	const char *sub = v == WH_VERDICT_PASS ? "good" : v == WH_VERDICT_FAIL ? "bad" : "skipped";
-	for (int i = 0; i < n; i++) {
-		if (access(artifacts[i], F_OK) != 0)
-			continue;
-		const char *base = strrchr(artifacts[i], '/') ? strrchr(artifacts[i], '/') + 1 : artifacts[i];
-		char dst[PATH_MAX + 300];
-		if ((size_t)snprintf(dst, sizeof dst, "%s/%s/%04u_%s", dir, sub, run, base) >= sizeof dst)
-			continue;
-		if (wh_os_move_file(artifacts[i], dst) != WH_OK)
-			wh_warn("%s", wh_error_message());
-	}
-}
-
 enum until { COUNT, GOOD, BAD };
 
 struct repeat_cmd {
@@ -210,8 +195,8 @@ static enum wh_status repeat_check(void *self, const struct wh_cli_args *a, stru
 		n_fail_runs += r.verdict == WH_VERDICT_FAIL;
 		n_skip += r.verdict == WH_VERDICT_SKIP;
 		if (x->dir)
-			move_artifacts(x->dir, x->artifacts, x->n_artifacts, r.verdict, (uint32_t)k);
-		const char *word = r.verdict == WH_VERDICT_PASS ? "good" : r.verdict == WH_VERDICT_FAIL ? "bad" : "skipped";
+			wh_artifacts_sort(x->artifacts, x->n_artifacts, x->dir, r.verdict, (uint32_t)k);
+		const char *word = wh_verdict_dir(r.verdict);
 		if (pr.tty)
 			fprintf(stderr, "\r\033[Krepeat: %llu runs (%llu good, %llu bad, %llu skipped) | %.1f s", (unsigned long long)done,
 				(unsigned long long)n_pass, (unsigned long long)n_fail_runs, (unsigned long long)n_skip, wh_os_now_s() - pr.t0);
