@@ -335,23 +335,36 @@ static void pass_task(void *arg, size_t b, size_t e)
 }
 
 /* Runs the pass; returns its range (0 for PASS_GRID). */
+/* Runs task over `chunks` chunks on the pool, each chunk writing its maximum to (*part)[c]
+ * (part points into the job), and stores the largest (at least 0) in *out. Returns false,
+ * having run nothing, for fewer than 2 chunks, no pool or no memory for the maxima: the caller
+ * then runs the whole range on its own thread, which gives the same result. */
+static bool parallel_max(struct wh_threadpool *pool, size_t chunks, wh_range_fn task, void *job, float **part,
+			 float *out)
+{
+	float fixed[256], *p = chunks <= 256 ? fixed : malloc(chunks * sizeof *p);
+	if (chunks < 2 || !pool || !p) {
+		if (p != fixed)
+			free(p);
+		return false;
+	}
+	*part = p;
+	wh_parallel_for(pool, chunks, 1, task, job);
+	float r = 0;
+	for (size_t c = 0; c < chunks; c++)
+		r = p[c] > r ? p[c] : r;
+	if (p != fixed)
+		free(p);
+	*part = NULL;
+	*out = r;
+	return true;
+}
+
 static float pass_run(struct pass_job *j, struct wh_threadpool *pool)
 {
 	size_t chunks = (size_t)((j->n + EMUL_CHUNK - 1) / EMUL_CHUNK);
-	float fixed[256], *part = chunks <= 256 ? fixed : malloc(chunks * sizeof *part);
-	if (chunks < 2 || !pool || !part) { /* without memory for the maxima: the same, on one thread */
-		if (part != fixed)
-			free(part);
-		return pass_range(j, 0, j->n);
-	}
-	j->part = part;
-	wh_parallel_for(pool, chunks, 1, pass_task, j);
-	float r = 0;
-	for (size_t c = 0; c < chunks; c++)
-		r = part[c] > r ? part[c] : r;
-	if (part != fixed)
-		free(part);
-	return r;
+	float r;
+	return parallel_max(pool, chunks, pass_task, j, &j->part, &r) ? r : pass_range(j, 0, j->n);
 }
 
 /* dst = src fake-quantized with scale (a copy when scale <= 0, which holds only zeros and
@@ -539,20 +552,8 @@ static float rescale_run(struct rescale_job *j, struct wh_threadpool *pool)
 {
 	j->grain = j->inner ? EMUL_CHUNK / (size_t)j->inner + 1 : (size_t)j->rows + 1;
 	size_t chunks = (size_t)((j->rows + j->grain - 1) / j->grain);
-	float fixed[256], *part = chunks <= 256 ? fixed : malloc(chunks * sizeof *part);
-	if (chunks < 2 || !pool || !part) {
-		if (part != fixed)
-			free(part);
-		return rescale_rows(j, 0, j->rows);
-	}
-	j->part = part;
-	wh_parallel_for(pool, chunks, 1, rescale_task, j);
-	float r = 0;
-	for (size_t c = 0; c < chunks; c++)
-		r = part[c] > r ? part[c] : r;
-	if (part != fixed)
-		free(part);
-	return r;
+	float r;
+	return parallel_max(pool, chunks, rescale_task, j, &j->part, &r) ? r : rescale_rows(j, 0, j->rows);
 }
 
 /* Adds beta * C (unidirectionally broadcast) to y [M, N]. */
