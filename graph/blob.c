@@ -321,6 +321,19 @@ bool wh_blob_origin(const struct wh_blob *b, const struct wh_blob_file **file_ou
 	return true;
 }
 
+void wh_blob_drop_pages(uintptr_t *from, uintptr_t end)
+{
+	long psz = sysconf(_SC_PAGESIZE);
+	if (psz <= 0)
+		return;
+	uintptr_t lo = (*from + (uintptr_t)psz - 1) / (uintptr_t)psz * (uintptr_t)psz;
+	uintptr_t hi = end / (uintptr_t)psz * (uintptr_t)psz;
+	if (hi > lo) {
+		(void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+		*from = hi;
+	}
+}
+
 bool wh_blob_is_mapped(const struct wh_blob *b)
 {
 	const struct blob_impl *bi = (const struct blob_impl *)b;

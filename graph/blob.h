@@ -78,6 +78,12 @@ enum wh_status wh_blob_create_view(struct wh_blob_file *f, uint64_t offset, size
 bool wh_blob_origin(const struct wh_blob *b, const struct wh_blob_file **file_out, uint64_t *offset_out);
 /* Whether b's bytes are read from a mapping (not resident until touched). */
 bool wh_blob_is_mapped(const struct wh_blob *b);
+/* Drops from this process the resident pages of mapped bytes (a view's, see
+ * wh_blob_is_mapped) below end: the whole pages from *from on, and moves *from past them.
+ * The mapping is read-only and backed by the file, so a later read faults the same bytes back
+ * in from the page cache; for a caller that has copied the bytes (a packed weight) and wants
+ * the copy to replace them rather than add to them. Advice only: failing costs memory. */
+void wh_blob_drop_pages(uintptr_t *from, uintptr_t end);
 
 /* A 128-bit digest of b that changes when the bytes change, computed once per blob and
  * cached: XXH3-128 of the bytes for a blob in memory; for a view of a file, the file's

@@ -4,7 +4,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "executor/executor.h"
@@ -125,23 +124,6 @@ size_t wh_gemm_packs_bytes(const struct wh_gemm_packs *p)
 	return p ? p->dup_bytes + p->map_bytes : 0;
 }
 
-/* Drops the resident pages of a mapped weight's bytes below end (the whole pages from
- * *from on) from this process: the packed copy replaces them. The mapping is read-only and
- * backed by the file, so any later read (another engine, a layer that reads the weight
- * unpacked) faults them back in from the page cache with the same bytes. */
-static void drop_mapped_pages(uintptr_t *from, uintptr_t end)
-{
-	long psz = sysconf(_SC_PAGESIZE);
-	if (psz <= 0)
-		return;
-	uintptr_t lo = (*from + (uintptr_t)psz - 1) / (uintptr_t)psz * (uintptr_t)psz;
-	uintptr_t hi = end / (uintptr_t)psz * (uintptr_t)psz;
-	if (hi > lo) {
-		(void)madvise((void *)lo, hi - lo, MADV_DONTNEED); /* advice: failing costs memory only */
-		*from = hi;
-	}
-}
-
 /* Packs B into p; a mapped B is packed in slices of about 8 MiB of its bytes, each slice's
  * source pages dropped once packed, so that the source and the copy are never both resident
  * (the resident peak grows by a slice, not by the weight). */
@@ -163,7 +145,7 @@ static void pack_entry_fill(struct wh_threadpool *pool, const struct pack_entry 
 		for (size_t k0 = 0; k0 < e->K; k0 += rows) {
 			size_t k1 = k0 + rows < e->K ? k0 + rows : e->K;
 			packb_range(&j, pool, 0, panels, k0, k1);
-			drop_mapped_pages(&from, k1 == e->K ? end : (uintptr_t)(e->src + k1 * e->N));
+			wh_blob_drop_pages(&from, k1 == e->K ? end : (uintptr_t)(e->src + k1 * e->N));
 		}
 	} else {
 		/* the stored rows are B's columns: slices of whole panels */
@@ -172,7 +154,7 @@ static void pack_entry_fill(struct wh_threadpool *pool, const struct pack_entry 
 		for (size_t p0 = 0; p0 < panels; p0 += per) {
 			size_t p1 = p0 + per < panels ? p0 + per : panels;
 			packb_range(&j, pool, p0, p1, 0, e->K);
-			drop_mapped_pages(&from, p1 == panels ? end : (uintptr_t)(e->src + p1 * e->nr * e->K));
+			wh_blob_drop_pages(&from, p1 == panels ? end : (uintptr_t)(e->src + p1 * e->nr * e->K));
 		}
 	}
 }
@@ -288,7 +270,7 @@ const float *wh_gemm_packed_a(const struct wh_kernel_ctx *ctx, uint32_t k, const
 		/* the copy replaces the mapped pages (convolution weights are small: packed
 		 * whole, then dropped, rather than in slices as B) */
 		uintptr_t from = (uintptr_t)e->src;
-		drop_mapped_pages(&from, (uintptr_t)(e->src + floats));
+		wh_blob_drop_pages(&from, (uintptr_t)(e->src + floats));
 	}
 	entry_commit(ctx->packs, e, mapped, p, bytes);
 	return p;
