@@ -42,10 +42,12 @@ struct wh_kernel_ctx {
 	uint8_t precision; /* enum wh_precision: the layer's execution precision (emulation
 			    * wraps the kernel; tactics use it for eligibility) */
 	/* Set by the emulation (emulate.c) when the layer stores its float32 outputs in a
-	 * narrower format (fp16, bf16): a kernel may round each block of a float output with
-	 * wh_out_round_apply right after writing it, while it is still in cache, and then set
-	 * outputs_rounded; otherwise the emulation rounds every output in a pass of its own.
-	 * Rounding is elementwise, so both give the same bits. NULL: store as computed. */
+	 * narrower format (fp16, bf16), or by the runtime when it fuses the next layer's
+	 * activation into this one (struct wh_epilogue): a kernel may finish each block of its
+	 * float output with wh_out_round_apply right after writing it, while it is still in
+	 * cache, and then set outputs_rounded; otherwise the emulation rounds every output in a
+	 * pass of its own, and the runtime runs the activation's layer. Both are elementwise,
+	 * so either way gives the same bits. NULL: store as computed. */
 	const struct wh_out_round *round_out;
 	bool outputs_rounded;
 	/* the engine's packed copies of constant GEMM operands (below); NULL: pack none */
@@ -67,15 +69,40 @@ void wh_gemm_packs_destroy(struct wh_gemm_packs *p); /* NULL-safe */
 /* Bytes of packed copies p holds now (0 for NULL). */
 size_t wh_gemm_packs_bytes(const struct wh_gemm_packs *p);
 
-/* How a layer's float32 outputs are rounded to their storage format (see round_out). */
+/* An activation fused into the layer that produces its input (runtime.c decides where; see
+ * docs/architecture.md, "Fused activations"): y = act(y), or y = y * act(y) for a Sigmoid
+ * whose output only a Mul by its input reads (SiLU). It is applied to each block of the
+ * float32 output right after the block is written, with the row kernels and parameters of
+ * the activation's own layer, so the bits are those of the two layers run apart. */
+struct wh_epilogue {
+	int op;           /* the row kernel: enum wh_ew_un (ops/elementwise-internal.h) */
+	bool times_input; /* y * act(y) */
+	float p1, p2;     /* its parameters */
+};
+
+/* Whether node n (an activation of one float tensor) can be applied as an epilogue, and
+ * which: fills *e. consts holds the node's inputs after the first, each a constant tensor
+ * (NULL where omitted); the caller fuses nothing whose later inputs are computed. Defined
+ * with the activations (ops/elementwise.c). */
+bool wh_epilogue_of(const struct wh_node *n, int64_t opset, const struct wh_tensor *const *consts,
+		    struct wh_epilogue *e);
+void wh_epilogue_apply(const struct wh_epilogue *e, const struct wh_cpu_features *cpu, float *y, size_t n);
+
+/* How a layer's float32 outputs are finished as they are written: the fused activation
+ * (act, NULL: none), then rounding to the storage format (fn, NULL: none). */
 struct wh_out_round {
 	void (*fn)(const float *src, float *dst, size_t n, const struct wh_cpu_features *cpu);
 	const struct wh_cpu_features *cpu;
+	const struct wh_epilogue *act;
 };
 
 static inline void wh_out_round_apply(const struct wh_out_round *r, float *y, size_t n)
 {
-	if (r && n)
+	if (!r || !n)
+		return;
+	if (r->act)
+		wh_epilogue_apply(r->act, r->cpu, y, n);
+	if (r->fn)
 		r->fn(y, y, n, r->cpu);
 }
 

@@ -29,6 +29,12 @@ struct plan {
 	uint8_t *exec_prec, *out_prec;      /* per node id (main graph), NULL: all FP32 */
 	const struct wh_tactic **pinned;    /* per node id (main graph), NULL entries: default */
 	struct wh_emul_cache emul;
+	/* Fused activations (plan_fusions): per node id, the activation a producing node applies
+	 * to its output 0 (epi) and the value that then receives it (fused_out, WH_NONE: no
+	 * fusion); a node whose work was done so is skipped while its input fused_skip is
+	 * absent (WH_NONE: never skipped). NULL when the plan fuses nothing. */
+	struct wh_epilogue *epi;
+	uint32_t *fused_out, *fused_skip;
 	/* A frame's value array kept between runs (a Loop body runs once per iteration, the
 	 * main graph once per run): it holds only the initializers' references (see
 	 * frame_init); NULL while a frame of this plan has it. */
@@ -151,6 +157,9 @@ static void plan_destroy(struct plan *p)
 	free(p->exec_prec);
 	free(p->out_prec);
 	free(p->pinned);
+	free(p->epi);
+	free(p->fused_out);
+	free(p->fused_skip);
 	wh_emul_cache_release(&p->emul);
 	free(p->order);
 	free(p->kernels);
@@ -179,6 +188,120 @@ static void extend_captures(const struct wh_graph *g, const struct wh_graph *sg,
 				for (size_t k = 0; k < at->n; k++)
 					extend_captures(g, at->graphs[k], last_use, s);
 		}
+}
+
+static bool is_kept(const struct wh_graph *g, uint32_t v)
+{
+	return (g->values[v].flags & (WH_VALUE_OUTPUT | WH_VALUE_INITIALIZER | WH_VALUE_OUTER)) != 0;
+}
+
+/* A node the fusion may take into its producer: runs at FP32 and stores FP32, no pinned
+ * tactic. */
+static bool fusable_node(const struct plan *p, uint32_t nid)
+{
+	if (p->exec_prec && (p->exec_prec[nid] != WH_PREC_FP32 || p->out_prec[nid] != WH_PREC_FP32))
+		return false;
+	return !(p->pinned && p->pinned[nid]);
+}
+
+/* A value only the fusion reads: computed, not kept, read by its readers only at the step
+ * of the last of them (a subgraph capturing it would read it later). */
+static bool fusable_value(const struct plan *p, uint32_t v, uint32_t last_step)
+{
+	const struct wh_graph *g = p->g;
+	return v != WH_NONE && !is_kept(g, v) && !(g->values[v].flags & WH_VALUE_INPUT) && p->last_use[v] == last_step;
+}
+
+/* Finds the activations that can run as their producer's epilogue (struct wh_epilogue):
+ * node P's output 0 read by one activation A alone (Relu, Clip with constant bounds, ...),
+ * or by a Sigmoid S and a Mul M of it and S's output alone (SiLU). The fused output goes to
+ * A's (M's) value; A (S and M) are then skipped. Only kernels that finish their blocks
+ * with wh_out_round_apply fuse (they set outputs_rounded); for any other the activation
+ * runs as its own layer, as it does in runs that keep or report every tensor. */
+static enum wh_status plan_fusions(struct plan *p)
+{
+	const struct wh_graph *g = p->g;
+	size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1;
+	enum wh_status st = WH_OK;
+	uint32_t *uses = calloc(nv, sizeof *uses), *rd0 = calloc(nv, sizeof *rd0), *rd1 = calloc(nv, sizeof *rd1);
+	uint32_t *step = calloc(nn, sizeof *step);
+	p->epi = calloc(nn, sizeof *p->epi);
+	p->fused_out = malloc(nn * sizeof *p->fused_out);
+	p->fused_skip = malloc(nn * sizeof *p->fused_skip);
+	if (!uses || !rd0 || !rd1 || !step || !p->epi || !p->fused_out || !p->fused_skip) {
+		st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+		goto out;
+	}
+	for (uint32_t i = 0; i < nn; i++)
+		p->fused_out[i] = p->fused_skip[i] = WH_NONE;
+	for (uint32_t s = 0; s < g->n_nodes; s++) {
+		uint32_t nid = p->order[s];
+		const struct wh_node *n = &g->nodes[nid];
+		step[nid] = s;
+		for (uint32_t k = 0; k < n->n_inputs; k++) {
+			uint32_t v = n->inputs[k];
+			if (v == WH_NONE)
+				continue;
+			if (uses[v]++ == 0)
+				rd0[v] = nid;
+			else
+				rd1[v] = nid;
+		}
+	}
+	for (uint32_t s = 0; s < g->n_nodes; s++) {
+		uint32_t pid = p->order[s];
+		const struct wh_node *pn = &g->nodes[pid];
+		if (pn->n_outputs < 1 || !fusable_node(p, pid))
+			continue;
+		uint32_t v = pn->outputs[0];
+		if (v == WH_NONE || is_kept(g, v) || (g->values[v].flags & WH_VALUE_INPUT))
+			continue;
+		if (uses[v] == 1) {
+			uint32_t aid = rd0[v];
+			const struct wh_node *a = &g->nodes[aid];
+			const struct wh_tensor *consts[2] = {NULL, NULL};
+			bool ok = a->n_inputs >= 1 && a->n_inputs <= 3 && a->inputs[0] == v && a->n_outputs == 1 &&
+				  a->outputs[0] != WH_NONE && fusable_node(p, aid) && fusable_value(p, v, step[aid]);
+			for (uint32_t k = 1; ok && k < a->n_inputs; k++) {
+				uint32_t c = a->inputs[k];
+				if (c == WH_NONE)
+					continue;
+				ok = c != v && (g->values[c].flags & WH_VALUE_INITIALIZER) && wh_value_present(&p->inits[c]);
+				if (ok)
+					consts[k - 1] = &p->inits[c];
+			}
+			if (ok && wh_epilogue_of(a, p->opsets[aid], consts, &p->epi[pid])) {
+				p->fused_out[pid] = a->outputs[0];
+				p->fused_skip[aid] = v;
+			}
+		} else if (uses[v] == 2) {
+			/* SiLU: S = Sigmoid(v), M = Mul(v, S) or Mul(S, v) */
+			uint32_t sid = rd0[v], mid = rd1[v];
+			if (strcmp(g->nodes[sid].op_type, "Sigmoid"))
+				sid = rd1[v], mid = rd0[v];
+			const struct wh_node *sn = &g->nodes[sid], *mn = &g->nodes[mid];
+			if (sid == mid || strcmp(sn->op_type, "Sigmoid") || strcmp(mn->op_type, "Mul") || sn->domain[0] ||
+			    mn->domain[0] || sn->n_inputs != 1 || sn->n_outputs != 1 || mn->n_inputs != 2 || mn->n_outputs != 1 ||
+			    mn->outputs[0] == WH_NONE || !fusable_node(p, sid) || !fusable_node(p, mid))
+				continue;
+			uint32_t sv = sn->outputs[0];
+			if (!((mn->inputs[0] == v && mn->inputs[1] == sv) || (mn->inputs[0] == sv && mn->inputs[1] == v)) ||
+			    uses[sv] != 1 || !fusable_value(p, sv, step[mid]) || !fusable_value(p, v, step[mid]))
+				continue;
+			if (wh_epilogue_of(sn, p->opsets[sid], NULL, &p->epi[pid])) {
+				p->epi[pid].times_input = true;
+				p->fused_out[pid] = mn->outputs[0];
+				p->fused_skip[sid] = v;
+				p->fused_skip[mid] = v;
+			}
+		}
+	}
+out:
+	free(uses);
+	free(rd0);
+	free(rd1);
+	free(step);
+	return st;
 }
 
 static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
@@ -285,6 +408,8 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 			}
 		}
 	}
+	if ((st = plan_fusions(p)) != WH_OK)
+		goto out;
 	if (e->n_plans == e->cap_plans) {
 		uint32_t cap = e->cap_plans ? e->cap_plans * 2 : 4;
 		struct plan **np = realloc(e->plans, cap * sizeof *np);
@@ -530,11 +655,6 @@ static enum wh_status frame_init(struct wh_frame *f, struct wh_engine *e, struct
 	return WH_OK;
 }
 
-static bool is_kept(const struct wh_graph *g, uint32_t v)
-{
-	return (g->values[v].flags & (WH_VALUE_OUTPUT | WH_VALUE_INITIALIZER | WH_VALUE_OUTER)) != 0;
-}
-
 static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 {
 	const struct plan *p = f->plan;
@@ -546,12 +666,29 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 	/* the fixed slots are emptied once here and left empty by every step (slot_clear) */
 	for (uint32_t k = 0; k < 8; k++)
 		wh_tensor_init(&outs_fixed[k]);
+	/* activations run as their producer's epilogue (plan_fusions), except where every tensor
+	 * is kept or reported, while a build times tactics layer by layer, and where a tactic is
+	 * made faulty (it corrupts the producer's own output) */
+	bool fuse = p->fused_out && !keep_all && !f->each && !f->e->chooser.choose && !f->e->faulty_tactic[0];
 	for (uint32_t s = 0; s < g->n_nodes; s++) {
 		uint32_t nid = p->order[s];
 		const struct wh_node *n = &g->nodes[nid];
 		/* a layer's time is its whole step: binding, the kernel, freeing what it last read */
 		struct wh_layer_profile *lp = f->e->prof && !f->parent ? &f->e->prof[s] : NULL;
 		double t0 = lp ? wh_os_now_s() : 0;
+		/* done by its producer: what it read was never stored, what it writes is there;
+		 * whatever else it reads is constant */
+		if (fuse && p->fused_skip[nid] != WH_NONE && !wh_value_present(&f->vals[p->fused_skip[nid]])) {
+			if (lp) {
+				lp->name = n->name;
+				lp->op_type = n->op_type;
+				lp->tactic = "fused";
+				lp->flops = 0;
+				f->e->n_prof = s + 1;
+				lp->ms = (wh_os_now_s() - t0) * 1e3;
+			}
+			continue;
+		}
 		const struct wh_tensor **ins = ins_fixed;
 		struct wh_tensor *outs = outs_fixed;
 		bool *wanted = wanted_fixed;
@@ -602,6 +739,7 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			.packs = f->e->packs,
 		};
 		wh_kernel_fn run = p->kernels[nid]->run;
+		bool fused = false; /* the kernel applied p->epi[nid]: output 0 is the activation's */
 		ctx.precision = p->exec_prec ? p->exec_prec[nid] : WH_PREC_FP32;
 		if (p->pinned && p->pinned[nid]) {
 			ctx.tactic = p->pinned[nid];
@@ -637,6 +775,13 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 				.node_out_prec = p->out_prec,
 			};
 			st = wh_emulate_node(&ctx, run, &en);
+		} else if (fuse && p->fused_out[nid] != WH_NONE) {
+			struct wh_out_round fin = {NULL, ctx.cpu, &p->epi[nid]};
+			ctx.round_out = &fin;
+			ctx.outputs_rounded = false;
+			st = run(&ctx);
+			fused = ctx.outputs_rounded;
+			ctx.round_out = NULL;
 		} else {
 			st = run(&ctx);
 		}
@@ -657,7 +802,7 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 				if (!wh_value_present(&outs[k])) {
 					st = wh_error(WH_ERR_INTERNAL, "node '%s' (%s): kernel did not produce output %u", n->name, n->op_type, k);
 				} else {
-					struct wh_tensor *dst = &f->vals[n->outputs[k]];
+					struct wh_tensor *dst = &f->vals[k == 0 && fused ? p->fused_out[nid] : n->outputs[k]];
 					if (slot_used(dst))
 						slot_clear(dst);
 					/* a move: the slot keeps its dims (cleared below), nothing else */

@@ -852,39 +852,78 @@ static enum wh_status op_isinf(struct wh_kernel_ctx *ctx)
 }
 
 /* One float attribute into f1/d1 (and optionally a second into f2/d2). */
-static struct ew_par par_attrs(struct wh_kernel_ctx *ctx, const char *n1, float v1, const char *n2, float v2)
+static struct ew_par par_attrs(const struct wh_node *node, const char *n1, float v1, const char *n2, float v2)
 {
 	struct ew_par p = {0};
-	p.f1 = wh_node_attr_float(ctx->node, n1, v1);
+	p.f1 = wh_node_attr_float(node, n1, v1);
 	p.d1 = p.f1;
 	if (n2) {
-		p.f2 = wh_node_attr_float(ctx->node, n2, v2);
+		p.f2 = wh_node_attr_float(node, n2, v2);
 		p.d2 = p.f2;
 	}
 	return p;
 }
 
+/* The parameters of the activations a layer can also apply as an epilogue (wh_epilogue_of):
+ * one definition for the op's kernel and for the fusion. */
+static struct ew_par leaky_par(const struct wh_node *n)
+{
+	return par_attrs(n, "alpha", 0.01f, NULL, 0);
+}
+
+static struct ew_par hard_sigmoid_par(const struct wh_node *n)
+{
+	return par_attrs(n, "alpha", 0.2f, "beta", 0.5f);
+}
+
+static struct ew_par hard_swish_par(void)
+{
+	return (struct ew_par){.f1 = 1.0f / 6.0f, .f2 = 0.5f, .d1 = 1.0 / 6.0, .d2 = 0.5};
+}
+
+/* Clip-1/6: attributes, defaulting to the float range as the spec says */
+static struct ew_par clip_attr_par(const struct wh_node *n)
+{
+	struct ew_par p = {0};
+	p.f1 = wh_node_attr_float(n, "min", -FLT_MAX);
+	p.f2 = wh_node_attr_float(n, "max", FLT_MAX);
+	p.d1 = p.f1;
+	p.d2 = p.f2;
+	return p;
+}
+
+/* Clip-11+ on floats: scalar bounds (NULL: that side open) */
+static struct ew_par clip_float_par(const struct wh_tensor *lo, const struct wh_tensor *hi)
+{
+	struct ew_par p = {0};
+	p.d1 = lo ? wh_tensor_get_f64(lo, 0) : -INFINITY;
+	p.d2 = hi ? wh_tensor_get_f64(hi, 0) : INFINITY;
+	p.f1 = (float)p.d1;
+	p.f2 = (float)p.d2;
+	return p;
+}
+
 static enum wh_status op_leaky_relu(struct wh_kernel_ctx *ctx)
 {
-	struct ew_par p = par_attrs(ctx, "alpha", 0.01f, NULL, 0);
+	struct ew_par p = leaky_par(ctx->node);
 	return run_unary(ctx, &UN_LEAKY, &p);
 }
 
 static enum wh_status op_elu(struct wh_kernel_ctx *ctx)
 {
-	struct ew_par p = par_attrs(ctx, "alpha", 1.0f, NULL, 0);
+	struct ew_par p = par_attrs(ctx->node, "alpha", 1.0f, NULL, 0);
 	return run_unary(ctx, &UN_ELU, &p);
 }
 
 static enum wh_status op_selu(struct wh_kernel_ctx *ctx)
 {
-	struct ew_par p = par_attrs(ctx, "alpha", 1.67326319217681884765625f, "gamma", 1.05070102214813232421875f);
+	struct ew_par p = par_attrs(ctx->node, "alpha", 1.67326319217681884765625f, "gamma", 1.05070102214813232421875f);
 	return run_unary(ctx, &UN_SELU, &p);
 }
 
 static enum wh_status op_celu(struct wh_kernel_ctx *ctx)
 {
-	struct ew_par p = par_attrs(ctx, "alpha", 1.0f, NULL, 0);
+	struct ew_par p = par_attrs(ctx->node, "alpha", 1.0f, NULL, 0);
 	if (p.d1 == 0)
 		return wh_kernel_fail(ctx, WH_ERR_INVALID, "alpha is 0 (Celu divides by it; use a non-zero alpha)");
 	return run_unary(ctx, &UN_CELU, &p);
@@ -892,31 +931,31 @@ static enum wh_status op_celu(struct wh_kernel_ctx *ctx)
 
 static enum wh_status op_swish(struct wh_kernel_ctx *ctx)
 {
-	struct ew_par p = par_attrs(ctx, "alpha", 1.0f, NULL, 0);
+	struct ew_par p = par_attrs(ctx->node, "alpha", 1.0f, NULL, 0);
 	return run_unary(ctx, &UN_SWISH, &p);
 }
 
 static enum wh_status op_hard_sigmoid(struct wh_kernel_ctx *ctx)
 {
-	struct ew_par p = par_attrs(ctx, "alpha", 0.2f, "beta", 0.5f);
+	struct ew_par p = hard_sigmoid_par(ctx->node);
 	return run_unary(ctx, &UN_HSIG, &p);
 }
 
 static enum wh_status op_hard_swish(struct wh_kernel_ctx *ctx)
 {
-	struct ew_par p = {.f1 = 1.0f / 6.0f, .f2 = 0.5f, .d1 = 1.0 / 6.0, .d2 = 0.5};
+	struct ew_par p = hard_swish_par();
 	return run_unary(ctx, &UN_HSWISH, &p);
 }
 
 static enum wh_status op_thresholded_relu(struct wh_kernel_ctx *ctx)
 {
-	struct ew_par p = par_attrs(ctx, "alpha", 1.0f, NULL, 0);
+	struct ew_par p = par_attrs(ctx->node, "alpha", 1.0f, NULL, 0);
 	return run_unary(ctx, &UN_THRELU, &p);
 }
 
 static enum wh_status op_shrink(struct wh_kernel_ctx *ctx)
 {
-	struct ew_par p = par_attrs(ctx, "lambd", 0.5f, "bias", 0.0f);
+	struct ew_par p = par_attrs(ctx->node, "lambd", 0.5f, "bias", 0.0f);
 	return run_unary(ctx, &UN_SHRINK, &p);
 }
 
@@ -988,11 +1027,7 @@ static enum wh_status op_clip(struct wh_kernel_ctx *ctx)
 		return st;
 	struct ew_par p = {0};
 	if (ctx->opset < 11) {
-		/* Clip-1/6: attributes, defaulting to the float range as the spec says */
-		p.f1 = wh_node_attr_float(ctx->node, "min", -FLT_MAX);
-		p.f2 = wh_node_attr_float(ctx->node, "max", FLT_MAX);
-		p.d1 = p.f1;
-		p.d2 = p.f2;
+		p = clip_attr_par(ctx->node);
 		if (dom_of(x->dtype) == DOM_SINT || dom_of(x->dtype) == DOM_UINT) {
 			p.i1 = wh_node_attr(ctx->node, "min") ? sat_i64(p.d1) : int_limit(x->dtype, false);
 			p.i2 = wh_node_attr(ctx->node, "max") ? sat_i64(p.d2) : int_limit(x->dtype, true);
@@ -1007,11 +1042,67 @@ static enum wh_status op_clip(struct wh_kernel_ctx *ctx)
 		p.i2 = hi ? ld_int(hi->dtype, hi->data, 0) : int_limit(x->dtype, true);
 		return run_unary(ctx, &UN_CLIP, &p);
 	}
-	p.d1 = lo ? wh_tensor_get_f64(lo, 0) : -INFINITY;
-	p.d2 = hi ? wh_tensor_get_f64(hi, 0) : INFINITY;
-	p.f1 = (float)p.d1;
-	p.f2 = (float)p.d2;
+	p = clip_float_par(lo, hi);
 	return run_unary(ctx, &UN_CLIP, &p);
+}
+
+bool wh_epilogue_of(const struct wh_node *n, int64_t opset, const struct wh_tensor *const *consts,
+		    struct wh_epilogue *e)
+{
+	const char *op = n->op_type;
+	const struct ew_un_def *def = NULL;
+	struct ew_par p = {0};
+	if (n->domain[0] && strcmp(n->domain, "ai.onnx"))
+		return false;
+	if (!strcmp(op, "Relu")) {
+		def = &UN_RELU;
+	} else if (!strcmp(op, "LeakyRelu")) {
+		def = &UN_LEAKY;
+		p = leaky_par(n);
+	} else if (!strcmp(op, "HardSigmoid")) {
+		def = &UN_HSIG;
+		p = hard_sigmoid_par(n);
+	} else if (!strcmp(op, "HardSwish")) {
+		def = &UN_HSWISH;
+		p = hard_swish_par();
+	} else if (!strcmp(op, "Sigmoid")) {
+		def = &UN_SIGMOID;
+	} else if (!strcmp(op, "Tanh")) {
+		def = &UN_TANH;
+	} else if (!strcmp(op, "Clip")) {
+		def = &UN_CLIP;
+		if (opset < 11) {
+			p = clip_attr_par(n);
+		} else {
+			const struct wh_tensor *lo = n->n_inputs > 1 ? consts[0] : NULL;
+			const struct wh_tensor *hi = n->n_inputs > 2 ? consts[1] : NULL;
+			/* what op_clip would refuse is left to it */
+			if ((lo && (lo->dtype != WH_DT_FLOAT || lo->count != 1)) ||
+			    (hi && (hi->dtype != WH_DT_FLOAT || hi->count != 1)))
+				return false;
+			p = clip_float_par(lo, hi);
+		}
+	} else {
+		return false;
+	}
+	*e = (struct wh_epilogue){.op = def->fast, .times_input = false, .p1 = p.f1, .p2 = p.f2};
+	return true;
+}
+
+void wh_epilogue_apply(const struct wh_epilogue *e, const struct wh_cpu_features *cpu, float *y, size_t n)
+{
+	enum wh_isa isa = cpu ? cpu->isa : WH_ISA_SCALAR;
+	if (!e->times_input) {
+		un_f32(isa, (enum wh_ew_un)e->op, y, y, n, e->p1, e->p2);
+		return;
+	}
+	/* the activation's layer, then the Mul's: a[i] * b[i] is exact whichever comes first */
+	float act[512];
+	for (size_t i = 0; i < n; i += 512) {
+		size_t m = n - i < 512 ? n - i : 512;
+		un_f32(isa, (enum wh_ew_un)e->op, y + i, act, m, e->p1, e->p2);
+		bin_f32(isa, WH_EW_MUL, y + i, 1, act, 1, y + i, m);
+	}
 }
 
 /* ---- binary ops ---- */

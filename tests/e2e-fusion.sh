@@ -1,0 +1,99 @@
+#!/bin/bash
+# Fused activations (docs/architecture.md, "Fused activations"): an activation whose input
+# only it reads runs as its producer's epilogue. For each case the profile must name
+# exactly the expected layers "fused", and the outputs must be bit-identical to the run
+# that keeps every tensor (--mark-all, where nothing fuses) at 1 and 2 threads. The cases
+# that must not fuse: a producer whose output is also a graph output or has another reader,
+# a Clip bound computed by a node, a Sigmoid read by more than its Mul, integer tensors.
+set -euo pipefail
+: "${WHITTLE:?}" "${WHITTLE_SRC:?}"
+source "$WHITTLE_SRC/tests/lib-e2e.sh"
+
+/usr/bin/python3 - "$tmp" <<'PY'
+import sys
+import numpy as np
+import onnx
+from onnx import helper as h, numpy_helper as nh, TensorProto as TP
+
+out = sys.argv[1]
+rng = np.random.default_rng(7)
+F = TP.FLOAT
+
+def conv(name, x, y, cin=3, cout=8, k=3, group=1):
+    w = nh.from_array((rng.standard_normal((cout, cin // group, k, k)) * 0.5).astype(np.float32), name + "_w")
+    b = nh.from_array(rng.standard_normal(cout).astype(np.float32), name + "_b")
+    return h.make_node("Conv", [x, name + "_w", name + "_b"], [y], name=name, pads=[1, 1, 1, 1], group=group), [w, b]
+
+def save(case, nodes, inits, outputs, opset=17, in_type=F, in_shape=(1, 3, 9, 11), extra_inputs=()):
+    ins = [h.make_tensor_value_info("x", in_type, list(in_shape))] + list(extra_inputs)
+    outs = [h.make_tensor_value_info(o, in_type, None) for o in outputs]
+    g = h.make_graph(nodes, case, ins, outs, initializer=inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+    m = onnx.shape_inference.infer_shapes(m, strict_mode=True)
+    onnx.checker.check_model(m)
+    onnx.save(m, f"{out}/{case}.onnx")
+
+def one(case, act_nodes, act_inits=(), opset=17, outputs=("y",)):
+    c, ci = conv("c", "x", "v")
+    save(case, [c] + act_nodes, ci + list(act_inits), outputs, opset)
+
+# fused: each activation after a Conv
+one("relu", [h.make_node("Relu", ["v"], ["y"], name="act")])
+one("leaky", [h.make_node("LeakyRelu", ["v"], ["y"], name="act", alpha=0.3)])
+one("hsig", [h.make_node("HardSigmoid", ["v"], ["y"], name="act", alpha=0.25, beta=0.4)])
+one("hswish", [h.make_node("HardSwish", ["v"], ["y"], name="act")])
+one("tanh", [h.make_node("Tanh", ["v"], ["y"], name="act")])
+one("sigmoid", [h.make_node("Sigmoid", ["v"], ["y"], name="act")])
+one("clip6", [h.make_node("Clip", ["v"], ["y"], name="act", min=-0.5, max=1.5)], opset=6)
+one("clip13", [h.make_node("Clip", ["v", "lo", "hi"], ["y"], name="act")],
+    [nh.from_array(np.array(-0.25, np.float32), "lo"), nh.from_array(np.array(2.0, np.float32), "hi")], opset=13)
+one("clip13_max_only", [h.make_node("Clip", ["v", "", "hi"], ["y"], name="act")],
+    [nh.from_array(np.array(0.75, np.float32), "hi")], opset=13)
+one("silu", [h.make_node("Sigmoid", ["v"], ["s"], name="act"), h.make_node("Mul", ["v", "s"], ["y"], name="mul")])
+one("silu_swapped", [h.make_node("Sigmoid", ["v"], ["s"], name="act"), h.make_node("Mul", ["s", "v"], ["y"], name="mul")])
+# fused: an elementwise producer, and a depthwise conv chain
+c, ci = conv("c", "x", "v")
+save("add_relu", [c, h.make_node("Add", ["v", "v"], ["a"], name="add"), h.make_node("Relu", ["a"], ["y"], name="act")], ci, ["y"])
+c, ci = conv("c", "x", "v", cin=3, cout=3, group=3)
+save("dw_relu6", [c, h.make_node("Clip", ["v", "lo", "hi"], ["y"], name="act")],
+     ci + [nh.from_array(np.array(0, np.float32), "lo"), nh.from_array(np.array(6, np.float32), "hi")], ["y"], opset=13)
+
+# not fused: the producer's output is also a graph output
+one("keep_out", [h.make_node("Relu", ["v"], ["y"], name="act")], outputs=("y", "v"))
+# not fused: another reader
+one("two_readers", [h.make_node("Relu", ["v"], ["r"], name="act"), h.make_node("Add", ["r", "v"], ["y"], name="add")])
+# not fused: a bound computed by a node
+one("clip_computed", [h.make_node("Constant", [], ["lo"], name="k", value=nh.from_array(np.array(-0.1, np.float32))),
+                      h.make_node("Clip", ["v", "lo"], ["y"], name="act")], opset=13)
+# not fused: the Sigmoid's output has another reader
+one("silu_shared", [h.make_node("Sigmoid", ["v"], ["s"], name="act"), h.make_node("Mul", ["v", "s"], ["m"], name="mul"),
+                    h.make_node("Add", ["m", "s"], ["y"], name="add")])
+# not fused (the kernel does not apply it): integer Add then Relu
+save("int_relu", [h.make_node("Add", ["x", "x"], ["a"], name="add"), h.make_node("Relu", ["a"], ["y"], name="act")], [], ["y"],
+     in_type=TP.INT32, in_shape=(2, 5))
+PY
+
+# case: the layers the profile must call fused (space separated, "-" for none)
+cases="relu:act leaky:act hsig:act hswish:act tanh:act sigmoid:act clip6:act clip13:act clip13_max_only:act
+silu:act,mul silu_swapped:act,mul add_relu:act dw_relu6:act keep_out:- two_readers:- clip_computed:- silu_shared:- int_relu:-"
+for c in $cases; do
+	name=${c%%:*}
+	want=$(echo "${c#*:}" | tr ',' '\n' | sed '/^-$/d' | sort | tr '\n' ' ')
+	m=$tmp/$name.onnx
+	run "$WHITTLE" run "$m" --profile --iterations 2 --threads 2 --val-range -2,2
+	if [ "$rc" != 0 ]; then bad "$name: run --profile (exit $rc)"; continue; fi
+	got=$(awk '$4 == "fused" { print $2 }' "$tmp/out" | sort | tr '\n' ' ')
+	[ "$got" = "$want" ] && ok "$name: fused layers [${want% }]" || bad "$name: fused layers [${got% }], expected [${want% }]"
+	for t in 1 2; do
+		"$WHITTLE" run "$m" --threads $t --val-range -2,2 --hash-outputs 2>/dev/null | grep '^xxh3' | sort > "$tmp/f$t"
+		"$WHITTLE" run "$m" --threads $t --val-range -2,2 --hash-outputs --mark-all 2>/dev/null | grep '^xxh3' |
+			grep -F -f <(awk '{ print " " $2 " " }' "$tmp/f$t") | sort > "$tmp/k$t"
+		if [ -s "$tmp/f$t" ] && cmp -s "$tmp/f$t" "$tmp/k$t"; then
+			ok "$name: --threads $t: outputs bit-identical to the unfused run"
+		else
+			bad "$name: --threads $t: outputs differ from the unfused run"
+		fi
+	done
+done
+echo "e2e-fusion: $pass passed, $fail failed"
+[ "$fail" = 0 ]
