@@ -547,16 +547,16 @@ static size_t row_base(const struct conv_plan *pl, size_t r)
 }
 
 /* One block of output rows: m output channels (from row m0 of the group's packed weights
- * a) x n columns, reading B's rows at base + koff[k]; one output channel per group goes
- * through the single-row kernel, as in MLAS. */
+ * a) x n columns, reading B's rows at base + koff[k], into c (row stride ldc); one output
+ * channel per group goes through the single-row kernel, as in MLAS. */
 static void conv_block(const struct conv_plan *pl, size_t m, size_t n, const float *a, const float *base,
-		       const ptrdiff_t *koff, float *c, const float *bias)
+		       const ptrdiff_t *koff, float *c, size_t ldc, const float *bias)
 {
 	size_t K = (size_t)pl->K;
 	if (pl->Mg == 1)
 		pl->kern.m1(n, K, a, base, koff, c, bias);
 	else
-		wh_sgemm_block_kb(&pl->kern, m, n, K, pl->kb, a, base, koff, c, (size_t)pl->P, bias);
+		wh_sgemm_block_kb(&pl->kern, m, n, K, pl->kb, a, base, koff, c, ldc, bias);
 }
 
 struct prep_job {
@@ -604,7 +604,7 @@ static void gemm_task(void *arg, size_t begin, size_t end)
 		for (size_t r = rb * j->rt; r < r1; r++) {
 			const float *base = j->planes + g * (size_t)pl->Cg * pl->plane + row_base(pl, r) + n0;
 			float *c = j->y + (g * Mg + m0) * P + r * pl->L + n0;
-			conv_block(pl, m, n, a, base, j->koff, c, bias);
+			conv_block(pl, m, n, a, base, j->koff, c, P, bias);
 			for (size_t i = 0; pl->round && i < m; i++)
 				wh_out_round_apply(pl->round, c + i * P, n);
 		}
@@ -620,6 +620,10 @@ struct band_job {
 	const ptrdiff_t *koff;
 	float *y;
 	size_t rt, nbands, band_plane;
+	/* wide: a band's output rows are one GEMM over the band's padded rows (the columns
+	 * between the rows are computed and dropped), into a buffer of Mg x wide_n, instead of
+	 * one GEMM per row whose last tile is mostly empty; 0: row by row */
+	size_t wide_n;
 	atomic_int failed;
 };
 
@@ -631,7 +635,7 @@ static void band_task(void *arg, size_t begin, size_t end)
 	size_t Cg = (size_t)pl->Cg, Mg = (size_t)pl->Mg, K = (size_t)pl->K, P = (size_t)pl->P;
 	size_t row = pl->sw * pl->wq, sh = (size_t)s->stride[0];
 	size_t dkh = (size_t)((s->k[0] - 1) * s->dil[0] + 1), H = (size_t)s->in[0], W = (size_t)s->in[1];
-	float *buf = malloc((Cg * j->band_plane + 1) * sizeof(float));
+	float *buf = malloc((Cg * j->band_plane + Mg * j->wide_n + 1) * sizeof(float));
 	if (!buf) {
 		atomic_store(&j->failed, 1);
 		return;
@@ -651,9 +655,24 @@ static void band_task(void *arg, size_t begin, size_t end)
 		}
 		const float *a = j->apack + g * Mg * K;
 		const float *bias = j->bias ? j->bias + g * Mg : NULL;
+		if (j->wide_n) {
+			/* output row r's column ow is the wide product's column (r - r0)*sh*row + ow:
+			 * the same inputs in the same order as row by row, so the same bits */
+			float *wide = buf + Cg * j->band_plane;
+			size_t step = sh * row, n = (r1 - r0 - 1) * step + pl->L;
+			conv_block(pl, Mg, n, a, buf, j->koff, wide, n, bias);
+			for (size_t i = 0; i < Mg; i++)
+				for (size_t r = r0; r < r1; r++) {
+					float *c = j->y + (g * Mg + i) * P + r * pl->L;
+					memcpy(c, wide + i * n + (r - r0) * step, pl->L * sizeof(float));
+				}
+			for (size_t i = 0; pl->round && i < Mg; i++)
+				wh_out_round_apply(pl->round, j->y + (g * Mg + i) * P + r0 * pl->L, (r1 - r0) * pl->L);
+			continue;
+		}
 		for (size_t r = r0; r < r1; r++) {
 			float *c = j->y + g * Mg * P + r * pl->L;
-			conv_block(pl, Mg, pl->L, a, buf + (r - r0) * sh * row, j->koff, c, bias);
+			conv_block(pl, Mg, pl->L, a, buf + (r - r0) * sh * row, j->koff, c, P, bias);
 			for (size_t i = 0; pl->round && i < Mg; i++)
 				wh_out_round_apply(pl->round, c + i * P, pl->L);
 		}
@@ -795,7 +814,7 @@ static void dwd_task(void *arg, size_t begin, size_t end)
 #define WH_BAND_FLOATS ((size_t)128 * 1024)
 #define WH_IM2COL_FLOATS ((uint64_t)256 * 1024)
 
-static enum wh_status conv_bands(const struct conv_plan *pl, struct wh_threadpool *pool, int threads,
+static enum wh_status conv_bands(struct conv_plan *pl, struct wh_threadpool *pool, int threads,
 				 const float *x, const float *w, const float *b, float *y)
 {
 	const struct wh_conv_shape *s = pl->s;
@@ -811,6 +830,20 @@ static enum wh_status conv_bands(const struct conv_plan *pl, struct wh_threadpoo
 	while (rt > 1 && G * ((pl->R + rt - 1) / rt) < want)
 		rt = (rt + 1) / 2;
 	struct band_job j = {.pl = pl, .bias = b, .rt = rt, .nbands = (pl->R + rt - 1) / rt};
+	/* row by row or wide (band_job), each with the tile that computes the fewest padding
+	 * lanes: only speed depends on the choice */
+	size_t Mg = (size_t)pl->Mg, wn = (rt - 1) * sh * row + pl->L;
+	struct wh_sgemm_kernel kr, kw;
+	wh_sgemm_kernel_for(pl->kern.isa, Mg, pl->L, &kr);
+	wh_sgemm_kernel_for(pl->kern.isa, Mg, wn, &kw);
+	uint64_t lanes_r = (uint64_t)rt * round_up(pl->L, kr.nr) * round_up(Mg, kr.mr);
+	uint64_t lanes_w = (uint64_t)round_up(wn, kw.nr) * round_up(Mg, kw.mr);
+	if (rt > 1 && lanes_w < lanes_r) {
+		pl->kern = kw;
+		j.wide_n = wn;
+	} else {
+		pl->kern = kr;
+	}
 	uint64_t bp;
 	if (!wh_mul_u64((rt - 1) * sh + dkh, row, &bp) || bp > WH_MAX_ELEMENTS / (Cg ? Cg : 1))
 		return wh_error(WH_ERR_OVERFLOW, "conv: padded input rows are too large (use smaller inputs)");
@@ -991,6 +1024,8 @@ static enum wh_status conv_f32(const struct wh_cpu_features *cpu, struct wh_thre
 			return conv_bands(&pl, pool, threads, x, w, b, y);
 		}
 	}
+	/* the tile that computes the fewest padding lanes (only speed depends on it) */
+	wh_sgemm_kernel_for(pl.kern.isa, Mg, pl.L, &pl.kern);
 	size_t np = pl.plane * (size_t)s->C;
 	float *apack;
 	const float *a = conv_apack(&pl, pool, w, &apack);

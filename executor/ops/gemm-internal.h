@@ -58,6 +58,10 @@ struct wh_sgemm_kernel {
 
 #define WH_SGEMM_MR_AVX512 12
 #define WH_SGEMM_NR_AVX512 32
+/* the AVX-512 kernel's other tile: no row edge for 8, 16, 24, .. rows (the 12-row tile
+ * leaves a partial panel), chosen per product by wh_sgemm_kernel_for */
+#define WH_SGEMM_MR_AVX512W 8
+#define WH_SGEMM_NR_AVX512W 48
 #define WH_SGEMM_MR_AVX2 6
 #define WH_SGEMM_NR_AVX2 16
 #define WH_SGEMM_MR_SCALAR 4
@@ -65,6 +69,8 @@ struct wh_sgemm_kernel {
 
 void wh_sgemm_ukernel_avx512(size_t mr, size_t nr, size_t kc, const float *a, const float *b,
 			     const ptrdiff_t *boff, float *c, size_t ldc, const float *bias, unsigned flags);
+void wh_sgemm_ukernel_avx512w(size_t mr, size_t nr, size_t kc, const float *a, const float *b,
+			      const ptrdiff_t *boff, float *c, size_t ldc, const float *bias, unsigned flags);
 void wh_sgemm_ukernel_avx2(size_t mr, size_t nr, size_t kc, const float *a, const float *b,
 			   const ptrdiff_t *boff, float *c, size_t ldc, const float *bias, unsigned flags);
 
@@ -85,6 +91,12 @@ size_t wh_sgemm_ort_kblock(size_t K, size_t N);
 
 /* The micro-kernel for an ISA (the best one not above isa). */
 void wh_sgemm_kernel_get(enum wh_isa isa, struct wh_sgemm_kernel *out);
+
+/* The micro-kernel for products of M rows by N columns a call (the column count one
+ * kernel call sequence spans): wh_sgemm_kernel_get's, or with AVX-512 the 8 x 48 tile
+ * where it computes fewer padding lanes. Every element's chain is the same in both, so
+ * only speed depends on the choice (A must be packed for the kernel chosen: its mr). */
+void wh_sgemm_kernel_for(enum wh_isa isa, size_t M, size_t N, struct wh_sgemm_kernel *out);
 
 /* Packs A (element (i,k) at a[i*rsa + k*csa]) into M*K floats at dst. */
 void wh_sgemm_pack_a(const struct wh_sgemm_kernel *kern, size_t M, size_t K, const float *a,

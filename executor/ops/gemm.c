@@ -87,6 +87,11 @@ size_t wh_sgemm_ort_kblock(size_t K, size_t N)
 	return sk >= K ? 0 : sk;
 }
 
+static size_t round_up(size_t x, size_t m)
+{
+	return (x + m - 1) / m * m;
+}
+
 void wh_sgemm_kernel_get(enum wh_isa isa, struct wh_sgemm_kernel *out)
 {
 	if (isa >= WH_ISA_AVX512)
@@ -98,6 +103,21 @@ void wh_sgemm_kernel_get(enum wh_isa isa, struct wh_sgemm_kernel *out)
 	else
 		*out = (struct wh_sgemm_kernel){WH_ISA_SCALAR, WH_SGEMM_MR_SCALAR, WH_SGEMM_NR_SCALAR,
 						ukernel_scalar, wh_sgemm_m1_ref};
+}
+
+void wh_sgemm_kernel_for(enum wh_isa isa, size_t M, size_t N, struct wh_sgemm_kernel *out)
+{
+	wh_sgemm_kernel_get(isa, out);
+	if (out->isa != WH_ISA_AVX512)
+		return;
+	size_t mr = WH_SGEMM_MR_AVX512W, nr = WH_SGEMM_NR_AVX512W;
+	uint64_t lanes = (uint64_t)round_up(M, out->mr) * round_up(N, out->nr);
+	uint64_t lanes_w = (uint64_t)round_up(M, mr) * round_up(N, nr);
+	if (lanes_w < lanes) {
+		out->mr = mr;
+		out->nr = nr;
+		out->ukernel = wh_sgemm_ukernel_avx512w;
+	}
 }
 
 void wh_sgemm_pack_a(const struct wh_sgemm_kernel *kern, size_t M, size_t K, const float *a,
@@ -190,11 +210,6 @@ void wh_sgemm_block_kb(const struct wh_sgemm_kernel *kern, size_t M, size_t N, s
 		       const float *bias)
 {
 	block_kb(kern, M, N, K, kb, apack, b, 0, boff, c, ldc, bias);
-}
-
-static size_t round_up(size_t x, size_t m)
-{
-	return (x + m - 1) / m * m;
 }
 
 void wh_sgemm_tiles(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size_t K, int threads,
