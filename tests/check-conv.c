@@ -23,6 +23,7 @@
 #include "executor/kernel.h"
 #include "executor/numfmt-bulk.h"
 #include "executor/ops/conv-internal.h"
+#include "executor/ops/gemm-internal.h"
 #include "executor/threadpool.h"
 #include "graph/arena.h"
 #include "graph/blob.h"
@@ -860,6 +861,102 @@ START_TEST(constant_weights_packed_once)
 }
 END_TEST
 
+/* The GEMM paths' sums restated (2-D, several output channels per group, several output
+ * positions): every output is MLAS's chain, K = (input channel, tap) in blocks of
+ * wh_sgemm_ort_kblock, each block a chain of fused multiply-adds from zero (padding taps
+ * included, as zeros) added to the previous blocks' sum, then the bias. */
+static void gemm_chain_ref(const struct wh_conv_shape *s, const float *x, const float *w, const float *b, float *y)
+{
+	int64_t Cg = s->C / s->G, Mg = s->M / s->G, KH = s->k[0], KW = s->k[1], K = Cg * KH * KW;
+	int64_t H = s->in[0], W = s->in[1], OH = s->out[0], OW = s->out[1];
+	size_t kb = wh_sgemm_ort_kblock((size_t)K, (size_t)(OH * OW));
+	int64_t blk = kb ? (int64_t)kb : K;
+	for (int64_t n = 0; n < s->N; n++)
+		for (int64_t m = 0; m < s->M; m++)
+			for (int64_t oh = 0; oh < OH; oh++)
+				for (int64_t ow = 0; ow < OW; ow++) {
+					int64_t g = m / Mg;
+					float acc = 0;
+					for (int64_t k0 = 0; k0 < K; k0 += blk) {
+						float part = 0;
+						for (int64_t k = k0; k < K && k < k0 + blk; k++) {
+							int64_t ci = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
+							int64_t ih = oh * s->stride[0] + kh * s->dil[0] - s->pad0[0];
+							int64_t iw = ow * s->stride[1] + kw * s->dil[1] - s->pad0[1];
+							float xv = ih < 0 || ih >= H || iw < 0 || iw >= W
+									   ? 0.0f
+									   : x[((n * s->C + g * Cg + ci) * H + ih) * W + iw];
+							part = fmaf(w[m * K + k], xv, part);
+						}
+						acc = k0 ? part + acc : part;
+					}
+					y[((n * s->M + m) * OH + oh) * OW + ow] = b ? acc + b[m] : acc;
+				}
+}
+
+/* The GEMM paths' tile shapes (12x32 or 8x48 on AVX-512), row-by-row or wide bands (one
+ * GEMM over a band's padded rows), im2col and the flat 1x1 plane give every output the
+ * bits of its chain at every SIMD ISA and thread count: squeezenet's and mnasnet's shapes
+ * and odd ones. */
+START_TEST(gemm_paths_same_bits_as_chain)
+{
+	static const struct geo geos[] = {
+		/* expand3x3 at 55x55 (K = 144: blocks of 128) and 27x27, odd output channels */
+		{2, 1, 16, 64, 1, {{55, 3, 1, 1, 1, 1}, {55, 3, 1, 1, 1, 1}}},
+		{2, 1, 16, 20, 1, {{41, 3, 1, 1, 1, 1}, {47, 3, 1, 1, 1, 1}}},
+		{2, 1, 32, 24, 1, {{27, 3, 1, 1, 1, 1}, {27, 3, 1, 1, 1, 1}}},
+		{2, 2, 12, 16, 2, {{35, 3, 1, 1, 1, 1}, {50, 3, 1, 1, 0, 2}}},
+		/* 13x13 (im2col), K = 432 in blocks of 128 */
+		{2, 1, 48, 40, 1, {{13, 3, 1, 1, 1, 1}, {13, 3, 1, 1, 1, 1}}},
+		/* 1x1 on the flat plane: 8, 16, 24 output channels (8-row tiles) */
+		{2, 1, 16, 8, 1, {{40, 1, 1, 1, 0, 0}, {45, 1, 1, 1, 0, 0}}},
+		{2, 1, 8, 24, 1, {{30, 1, 1, 1, 0, 0}, {33, 1, 1, 1, 0, 0}}},
+		{2, 1, 64, 16, 1, {{27, 1, 1, 1, 0, 0}, {27, 1, 1, 1, 0, 0}}},
+		{2, 1, 200, 48, 1, {{13, 1, 1, 1, 0, 0}, {13, 1, 1, 1, 0, 0}}},
+		/* stride 2 rows (not wide) and a 5x5 with dilation */
+		{2, 1, 3, 64, 1, {{45, 3, 2, 1, 0, 0}, {45, 3, 2, 1, 0, 0}}},
+		{2, 1, 6, 16, 1, {{30, 5, 1, 2, 3, 1}, {36, 3, 1, 1, 2, 2}}},
+	};
+	enum wh_isa list[3];
+	int ni = isas(list);
+	struct wh_threadpool *p2, *p3;
+	ck_assert_int_eq(wh_threadpool_create(2, &p2), WH_OK);
+	ck_assert_int_eq(wh_threadpool_create(3, &p3), WH_OK);
+	struct wh_threadpool *pools[3] = {NULL, p2, p3};
+	for (size_t gi = 0; gi < sizeof geos / sizeof geos[0]; gi++) {
+		struct wh_conv_shape s;
+		make_shape(&geos[gi], false, &s);
+		size_t nx = (size_t)(s.N * s.C * prod(s.in, 2)), nw = (size_t)(s.M * (s.C / s.G) * prod(s.k, 2));
+		size_t ny = (size_t)(s.N * s.M * prod(s.out, 2));
+		float *x = random_floats(nx, 700 + gi), *w = random_floats(nw, 710 + gi);
+		float *b = gi % 2 ? random_floats((size_t)s.M, 720 + gi) : NULL;
+		float *want = malloc(ny * sizeof(float)), *got = malloc(ny * sizeof(float));
+		gemm_chain_ref(&s, x, w, b, want);
+		for (int ii = 0; ii < ni; ii++) {
+			if (list[ii] == WH_ISA_SCALAR)
+				continue; /* rounds each product: held to the scalar reference above */
+			struct wh_cpu_features cpu = wh_cpu_capped(list[ii]);
+			for (int t = 0; t < 3; t++) {
+				for (size_t i = 0; i < ny; i++)
+					got[i] = NAN;
+				ck_assert_int_eq(wh_conv_f32_algo(&cpu, pools[t], &s, x, w, b, got, WH_CONV_GEMM), WH_OK);
+				for (size_t i = 0; i < ny; i++)
+					ck_assert_msg(!memcmp(&got[i], &want[i], sizeof(float)),
+						      "geometry %zu at %s, %d threads: y[%zu] = %.9g, chain %.9g", gi,
+						      wh_isa_name(list[ii]), t + 1, i, got[i], want[i]);
+			}
+		}
+		free(x);
+		free(w);
+		free(b);
+		free(want);
+		free(got);
+	}
+	wh_threadpool_destroy(p2);
+	wh_threadpool_destroy(p3);
+}
+END_TEST
+
 static Suite *conv_suite(void)
 {
 	Suite *s = suite_create("conv");
@@ -871,6 +968,7 @@ static Suite *conv_suite(void)
 	tcase_add_test(tc, depthwise_gemm_same_bits);
 	tcase_add_test(tc, fused_output_rounding_same_bits);
 	tcase_add_test(tc, constant_weights_packed_once);
+	tcase_add_test(tc, gemm_paths_same_bits_as_chain);
 	suite_add_tcase(s, tc);
 	TCase *ops = tcase_create("ops");
 	tcase_set_timeout(ops, 600);

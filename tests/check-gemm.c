@@ -915,6 +915,55 @@ START_TEST(tactics_run_and_match)
 }
 END_TEST
 
+/* wh_sgemm_kernel_for's tiles: the 8 x 48 AVX-512 tile gives every element the bits of
+ * the 12 x 32 one (the same chain of fused multiply-adds) through every row and column
+ * tail, K slices and MLAS's K blocks with the bias, and is chosen only where it computes
+ * fewer padding lanes. */
+START_TEST(tile_shapes_bit_identical)
+{
+	if (wh_cpu()->detected < WH_ISA_AVX512)
+		return;
+	struct wh_sgemm_kernel k12, kw;
+	wh_sgemm_kernel_get(WH_ISA_AVX512, &k12);
+	wh_sgemm_kernel_for(WH_ISA_AVX512, 64, 3000, &kw);
+	ck_assert_uint_eq(kw.mr, WH_SGEMM_MR_AVX512W);
+	ck_assert_uint_eq(kw.nr, WH_SGEMM_NR_AVX512W);
+	struct wh_sgemm_kernel kc;
+	wh_sgemm_kernel_for(WH_ISA_AVX512, 36, 64, &kc); /* 12 x 32 fits exactly */
+	ck_assert_uint_eq(kc.mr, WH_SGEMM_MR_AVX512);
+	wh_sgemm_kernel_for(WH_ISA_AVX2, 64, 3000, &kc);
+	ck_assert_uint_eq(kc.mr, WH_SGEMM_MR_AVX2);
+	static const size_t cases[][4] = {{8, 48, 7, 0},    {16, 100, 144, 128}, {13, 47, 300, 128},
+					  {1, 49, 20, 0},   {25, 97, 530, 0},    {24, 95, 600, 256},
+					  {7, 17, 1, 0},    {64, 145, 144, 128}};
+	for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+		size_t M = cases[ci][0], N = cases[ci][1], K = cases[ci][2], kb = cases[ci][3];
+		float *a = random_floats(M * K, ci * 3 + 900), *b = random_floats(K * N, ci * 3 + 901);
+		float *bias = random_floats(M, ci * 3 + 902);
+		float *c12 = malloc(M * N * sizeof(float)), *cw = malloc(M * N * sizeof(float));
+		float *p12 = malloc(M * K * sizeof(float)), *pw = malloc(M * K * sizeof(float));
+		ptrdiff_t *boff = malloc(K * sizeof(ptrdiff_t));
+		for (size_t k = 0; k < K; k++)
+			boff[k] = (ptrdiff_t)(k * N);
+		wh_sgemm_pack_a(&k12, M, K, a, K, 1, p12);
+		wh_sgemm_pack_a(&kw, M, K, a, K, 1, pw);
+		for (size_t i = 0; i < M * N; i++)
+			c12[i] = cw[i] = NAN;
+		wh_sgemm_block_kb(&k12, M, N, K, kb, p12, b, boff, c12, N, ci % 2 ? bias : NULL);
+		wh_sgemm_block_kb(&kw, M, N, K, kb, pw, b, boff, cw, N, ci % 2 ? bias : NULL);
+		ck_assert_msg(!memcmp(c12, cw, M * N * sizeof(float)), "%zux%zux%zu kb %zu: the tiles differ", M, N, K, kb);
+		free(a);
+		free(b);
+		free(bias);
+		free(c12);
+		free(cw);
+		free(p12);
+		free(pw);
+		free(boff);
+	}
+}
+END_TEST
+
 static Suite *gemm_suite(void)
 {
 	Suite *s = suite_create("gemm");
@@ -927,6 +976,7 @@ static Suite *gemm_suite(void)
 	tcase_add_test(tc, block_kb_matches_reference);
 	tcase_add_test(tc, m1_variants_bit_identical);
 	tcase_add_test(tc, packed_b_bit_identical);
+	tcase_add_test(tc, tile_shapes_bit_identical);
 	suite_add_tcase(s, tc);
 	TCase *ops = tcase_create("ops");
 	tcase_set_timeout(ops, 600);
