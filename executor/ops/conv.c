@@ -500,15 +500,25 @@ static void im2col_plane(const struct conv_plan *pl, const float *xc, float *dst
 			for (size_t oh = 0; oh < OH; oh++) {
 				float *d = dst + oh * OW;
 				int64_t ih = (int64_t)oh * s->stride[0] + kh * s->dil[0] - s->pad0[0];
+				/* rows are short here (narrower than a tile): plain loops, not calls */
 				if (ih < 0 || ih >= (int64_t)H) {
-					memset(d, 0, OW * sizeof(float));
+					for (size_t ow = 0; ow < OW; ow++)
+						d[ow] = 0.0f;
 					continue;
 				}
 				const float *src = xc + (size_t)ih * W;
-				memset(d, 0, lo * sizeof(float));
-				for (size_t ow = lo; ow < hi; ow++)
-					d[ow] = src[(size_t)((int64_t)(ow * sw) + c)];
-				memset(d + hi, 0, (OW - hi) * sizeof(float));
+				for (size_t ow = 0; ow < lo; ow++)
+					d[ow] = 0.0f;
+				if (sw == 1) {
+					const float *sc = src + ((int64_t)lo + c); /* the input of column lo */
+					for (size_t i = 0; i < hi - lo; i++)
+						d[lo + i] = sc[i];
+				} else {
+					for (size_t ow = lo; ow < hi; ow++)
+						d[ow] = src[(size_t)((int64_t)(ow * sw) + c)];
+				}
+				for (size_t ow = hi; ow < OW; ow++)
+					d[ow] = 0.0f;
 			}
 		}
 }

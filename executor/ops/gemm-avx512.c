@@ -11,8 +11,9 @@
 
 WH_AI void ukr(const size_t MR, const int NV, size_t kc, const float *a, const float *b,
 	       const ptrdiff_t *boff, float *c, size_t ldc, const float *bias, unsigned flags,
-	       const __mmask16 *m)
+	       __mmask16 m0, __mmask16 m1, __mmask16 m2)
 {
+	const __mmask16 m[3] = {m0, m1, m2};
 	/* acc[r][v]: row r, columns 16v..16v+15; NV and MR are constants in every caller */
 	__m512 acc[WH_SGEMM_MR_AVX512][3];
 	if (flags & WH_SGEMM_LOAD_C) {
@@ -67,14 +68,14 @@ WH_AI void ukr(const size_t MR, const int NV, size_t kc, const float *a, const f
 }
 
 typedef void (*uk_fn)(size_t kc, const float *a, const float *b, const ptrdiff_t *boff, float *c,
-		      size_t ldc, const float *bias, unsigned flags, const __mmask16 *m);
+		      size_t ldc, const float *bias, unsigned flags, __mmask16 m0, __mmask16 m1, __mmask16 m2);
 
 #define WH_UK(MR, NV)                                                                              \
 	static void uk_##MR##_##NV(size_t kc, const float *a, const float *b, const ptrdiff_t *boff, \
 				   float *c, size_t ldc, const float *bias, unsigned flags,        \
-				   const __mmask16 *m)                                             \
+				   __mmask16 m0, __mmask16 m1, __mmask16 m2)                       \
 	{                                                                                          \
-		ukr(MR, NV, kc, a, b, boff, c, ldc, bias, flags, m);                               \
+		ukr(MR, NV, kc, a, b, boff, c, ldc, bias, flags, m0, m1, m2);                      \
 	}
 #define WH_UK2(MR) WH_UK(MR, 1) WH_UK(MR, 2)
 #define WH_UK3(MR) WH_UK(MR, 1) WH_UK(MR, 2) WH_UK(MR, 3)
@@ -109,7 +110,7 @@ void wh_sgemm_ukernel_avx512(size_t mr, size_t nr, size_t kc, const float *a, co
 		return;
 	__mmask16 m[3];
 	col_masks(nr, m);
-	table[mr - 1][nr > 16](kc, a, b, boff, c, ldc, bias, flags, m);
+	table[mr - 1][nr > 16](kc, a, b, boff, c, ldc, bias, flags, m[0], m[1], 0);
 }
 
 void wh_sgemm_ukernel_avx512w(size_t mr, size_t nr, size_t kc, const float *a, const float *b,
@@ -119,7 +120,7 @@ void wh_sgemm_ukernel_avx512w(size_t mr, size_t nr, size_t kc, const float *a, c
 		return;
 	__mmask16 m[3];
 	col_masks(nr, m);
-	table_w[mr - 1][(nr - 1) / 16](kc, a, b, boff, c, ldc, bias, flags, m);
+	table_w[mr - 1][(nr - 1) / 16](kc, a, b, boff, c, ldc, bias, flags, m[0], m[1], m[2]);
 }
 
 /* Columns [j, j + 16 * NV) (masks m0/m1) of the single-row product. */
