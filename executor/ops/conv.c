@@ -630,6 +630,7 @@ struct band_job {
 	const ptrdiff_t *koff;
 	float *y;
 	size_t rt, nbands, band_plane;
+	size_t mc, nmb; /* output channels of a task (a multiple of the kernel's rows), tasks a band */
 	/* wide: a band's output rows are one GEMM over the band's padded rows (the columns
 	 * between the rows are computed and dropped), into a buffer of Mg x wide_n, instead of
 	 * one GEMM per row whose last tile is mostly empty; 0: row by row */
@@ -645,16 +646,19 @@ static void band_task(void *arg, size_t begin, size_t end)
 	size_t Cg = (size_t)pl->Cg, Mg = (size_t)pl->Mg, K = (size_t)pl->K, P = (size_t)pl->P;
 	size_t row = pl->sw * pl->wq, sh = (size_t)s->stride[0];
 	size_t dkh = (size_t)((s->k[0] - 1) * s->dil[0] + 1), H = (size_t)s->in[0], W = (size_t)s->in[1];
-	float *buf = malloc((Cg * j->band_plane + Mg * j->wide_n + 1) * sizeof(float));
+	float *buf = malloc((Cg * j->band_plane + j->mc * j->wide_n + 1) * sizeof(float));
 	if (!buf) {
 		atomic_store(&j->failed, 1);
 		return;
 	}
+	size_t have = SIZE_MAX; /* the band (g, b) in buf: tasks of one band share its copy */
 	for (size_t t = begin; t < end; t++) {
-		size_t g = t / j->nbands, b = t % j->nbands;
+		size_t gb = t / j->nmb, mb = t % j->nmb;
+		size_t g = gb / j->nbands, b = gb % j->nbands;
 		size_t r0 = b * j->rt, r1 = r0 + j->rt < pl->R ? r0 + j->rt : pl->R;
 		size_t pr0 = r0 * sh, nrows = (r1 - r0 - 1) * sh + dkh;
-		for (size_t ci = 0; ci < Cg; ci++) {
+		size_t m0 = mb * j->mc, m = Mg - m0 < j->mc ? Mg - m0 : j->mc;
+		for (size_t ci = 0; ci < Cg && have != gb; ci++) {
 			const float *xc = j->x + (g * Cg + ci) * (size_t)pl->Pin;
 			for (size_t i = 0; i < nrows; i++) {
 				size_t pr = pr0 + i;
@@ -663,27 +667,27 @@ static void band_task(void *arg, size_t begin, size_t end)
 				prep_row(pl, src, buf + ci * j->band_plane + i * row);
 			}
 		}
-		const float *a = j->apack + g * Mg * K;
-		const float *bias = j->bias ? j->bias + g * Mg : NULL;
+		have = gb;
+		const float *a = j->apack + (g * Mg + m0) * K;
+		const float *bias = j->bias ? j->bias + g * Mg + m0 : NULL;
+		float *y = j->y + (g * Mg + m0) * P;
 		if (j->wide_n) {
 			/* output row r's column ow is the wide product's column (r - r0)*sh*row + ow:
 			 * the same inputs in the same order as row by row, so the same bits */
 			float *wide = buf + Cg * j->band_plane;
 			size_t step = sh * row, n = (r1 - r0 - 1) * step + pl->L;
-			conv_block(pl, Mg, n, a, buf, j->koff, wide, n, bias);
-			for (size_t i = 0; i < Mg; i++)
-				for (size_t r = r0; r < r1; r++) {
-					float *c = j->y + (g * Mg + i) * P + r * pl->L;
-					memcpy(c, wide + i * n + (r - r0) * step, pl->L * sizeof(float));
-				}
-			for (size_t i = 0; pl->round && i < Mg; i++)
-				wh_out_round_apply(pl->round, j->y + (g * Mg + i) * P + r0 * pl->L, (r1 - r0) * pl->L);
+			conv_block(pl, m, n, a, buf, j->koff, wide, n, bias);
+			for (size_t i = 0; i < m; i++)
+				for (size_t r = r0; r < r1; r++)
+					memcpy(y + i * P + r * pl->L, wide + i * n + (r - r0) * step, pl->L * sizeof(float));
+			for (size_t i = 0; pl->round && i < m; i++)
+				wh_out_round_apply(pl->round, y + i * P + r0 * pl->L, (r1 - r0) * pl->L);
 			continue;
 		}
 		for (size_t r = r0; r < r1; r++) {
-			float *c = j->y + g * Mg * P + r * pl->L;
-			conv_block(pl, Mg, pl->L, a, buf + (r - r0) * sh * row, j->koff, c, P, bias);
-			for (size_t i = 0; pl->round && i < Mg; i++)
+			float *c = y + r * pl->L;
+			conv_block(pl, m, pl->L, a, buf + (r - r0) * sh * row, j->koff, c, P, bias);
+			for (size_t i = 0; pl->round && i < m; i++)
 				wh_out_round_apply(pl->round, c + i * P, pl->L);
 		}
 	}
@@ -822,7 +826,29 @@ static void dwd_task(void *arg, size_t begin, size_t end)
 }
 
 #define WH_BAND_FLOATS ((size_t)128 * 1024)
+#define WH_BAND_MIN_M ((size_t)16)
 #define WH_IM2COL_FLOATS ((uint64_t)256 * 1024)
+
+/* Padding lanes the best tile computes on an m x n product. */
+static uint64_t tile_lanes(enum wh_isa isa, size_t m, size_t n)
+{
+	struct wh_sgemm_kernel k;
+	wh_sgemm_kernel_for(isa, m, n, &k);
+	return (uint64_t)round_up(m, k.mr) * round_up(n, k.nr);
+}
+
+/* Whether a plane of short rows is better served by wide bands (conv_bands: a copy of
+ * the padded input, the columns between rows computed and dropped) than by an im2col
+ * copy (KS times the input, every lane useful): the wide GEMM over the whole plane may
+ * compute up to a tenth more lanes, which the smaller copy pays for. */
+static bool wide_beats_im2col(const struct conv_plan *pl)
+{
+	size_t Mg = (size_t)pl->Mg, row = pl->sw * pl->wq, sh = (size_t)pl->s->stride[0];
+	if (pl->R < 2 || Mg < 2)
+		return false;
+	uint64_t wide = tile_lanes(pl->kern.isa, Mg, (pl->R - 1) * sh * row + pl->L);
+	return wide * 10 <= tile_lanes(pl->kern.isa, Mg, (size_t)pl->P) * 11;
+}
 
 static enum wh_status conv_bands(struct conv_plan *pl, struct wh_threadpool *pool, int threads,
 				 const float *x, const float *w, const float *b, float *y)
@@ -837,23 +863,35 @@ static enum wh_status conv_bands(struct conv_plan *pl, struct wh_threadpool *poo
 	if (rt > pl->R)
 		rt = pl->R;
 	size_t want = tiles_wanted(threads, (uint64_t)s->M * (uint64_t)pl->P * (uint64_t)K);
-	while (rt > 1 && G * ((pl->R + rt - 1) / rt) < want)
-		rt = (rt + 1) / 2;
+	/* enough tasks for the threads: first the output channels in halves of at least
+	 * WH_BAND_MIN_M (each such task copies the band again, which is cheap next to its
+	 * GEMM), then shorter bands (whose wide GEMMs are narrower) */
+	size_t Mg = (size_t)pl->Mg, nmb = 1;
+	while (G * ((pl->R + rt - 1) / rt) * nmb < want) {
+		if (Mg / (2 * nmb) >= WH_BAND_MIN_M)
+			nmb *= 2;
+		else if (rt > 1)
+			rt = (rt + 1) / 2;
+		else
+			break;
+	}
 	struct band_job j = {.pl = pl, .bias = b, .rt = rt, .nbands = (pl->R + rt - 1) / rt};
 	/* row by row or wide (band_job), each with the tile that computes the fewest padding
 	 * lanes: only speed depends on the choice */
-	size_t Mg = (size_t)pl->Mg, wn = (rt - 1) * sh * row + pl->L;
+	size_t mraw = (Mg + nmb - 1) / nmb, wn = (rt - 1) * sh * row + pl->L;
 	struct wh_sgemm_kernel kr, kw;
-	wh_sgemm_kernel_for(pl->kern.isa, Mg, pl->L, &kr);
-	wh_sgemm_kernel_for(pl->kern.isa, Mg, wn, &kw);
-	uint64_t lanes_r = (uint64_t)rt * round_up(pl->L, kr.nr) * round_up(Mg, kr.mr);
-	uint64_t lanes_w = (uint64_t)round_up(wn, kw.nr) * round_up(Mg, kw.mr);
+	wh_sgemm_kernel_for(pl->kern.isa, mraw, pl->L, &kr);
+	wh_sgemm_kernel_for(pl->kern.isa, mraw, wn, &kw);
+	uint64_t lanes_r = (uint64_t)rt * round_up(pl->L, kr.nr) * round_up(mraw, kr.mr);
+	uint64_t lanes_w = (uint64_t)round_up(wn, kw.nr) * round_up(mraw, kw.mr);
 	if (rt > 1 && lanes_w < lanes_r) {
 		pl->kern = kw;
 		j.wide_n = wn;
 	} else {
 		pl->kern = kr;
 	}
+	j.mc = round_up(mraw, pl->kern.mr);
+	j.nmb = (Mg + j.mc - 1) / j.mc;
 	uint64_t bp;
 	if (!wh_mul_u64((rt - 1) * sh + dkh, row, &bp) || bp > WH_MAX_ELEMENTS / (Cg ? Cg : 1))
 		return wh_error(WH_ERR_OVERFLOW, "conv: padded input rows are too large (use smaller inputs)");
@@ -870,7 +908,7 @@ static enum wh_status conv_bands(struct conv_plan *pl, struct wh_threadpool *poo
 	plan_koff(pl, j.band_plane, koff);
 	j.apack = a;
 	j.koff = koff;
-	size_t ntasks = G * j.nbands, grain = ntasks / want;
+	size_t ntasks = G * j.nbands * j.nmb, grain = ntasks / want;
 	for (int64_t n = 0; n < s->N && !st; n++) {
 		j.x = x + (size_t)n * (size_t)s->C * (size_t)pl->Pin;
 		j.y = y + (size_t)n * (size_t)s->M * (size_t)pl->P;
@@ -1025,7 +1063,7 @@ static enum wh_status conv_f32(const struct wh_cpu_features *cpu, struct wh_thre
 		 * those of the row-by-row GEMM. Bounded to small planes. */
 		uint64_t cols;
 		if (pl.L < pl.kern.nr && wh_mul_u64((uint64_t)pl.KS * (uint64_t)pl.P, (uint64_t)s->C, &cols) &&
-		    cols <= WH_IM2COL_FLOATS) {
+		    cols <= WH_IM2COL_FLOATS && !wide_beats_im2col(&pl)) {
 			pl.im2col = pl.prep = true;
 			pl.plane = (size_t)pl.KS * (size_t)pl.P;
 			pl.R = 1;
