@@ -400,14 +400,16 @@ static enum wh_status plan_init(const struct wh_conv_shape *s, enum wh_isa isa, 
 	return WH_OK;
 }
 
-/* Writes one padded, phase-split row from input row src (NULL: a row of padding). */
-static void prep_row(const struct conv_plan *pl, const float *src, float *dr)
+/* Writes one padded, phase-split row from input row src (NULL: a row of padding): phase
+ * ph's wq floats at dr + ph * ps (ps >= wq; wq: the phases side by side). */
+static void prep_row(const struct conv_plan *pl, const float *src, float *dr, size_t ps)
 {
 	const struct wh_conv_shape *s = pl->s;
 	int last = s->nsp - 1;
 	size_t sw = pl->sw, wq = pl->wq, W = (size_t)s->in[last], p0 = (size_t)s->pad0[last];
 	if (!src) {
-		memset(dr, 0, sw * wq * sizeof(float));
+		for (size_t ph = 0; ph < sw; ph++)
+			memset(dr + ph * ps, 0, wq * sizeof(float));
 		return;
 	}
 	if (sw == 1) {
@@ -425,11 +427,11 @@ static void prep_row(const struct conv_plan *pl, const float *src, float *dr)
 		if (qa < qb) {
 			const float *sp = src + 2 * qa - p0;
 			if (pl->kern.isa >= WH_ISA_AVX512)
-				wh_deinterleave2_avx512(sp, qb - qa, dr + qa, dr + wq + qa);
+				wh_deinterleave2_avx512(sp, qb - qa, dr + qa, dr + ps + qa);
 			else
-				wh_deinterleave2_avx2(sp, qb - qa, dr + qa, dr + wq + qa);
+				wh_deinterleave2_avx2(sp, qb - qa, dr + qa, dr + ps + qa);
 			for (size_t ph = 0; ph < 2; ph++) {
-				float *dp = dr + ph * wq;
+				float *dp = dr + ph * ps;
 				for (size_t q = 0; q < qa; q++) {
 					size_t j = 2 * q + ph;
 					dp[q] = j >= p0 && j - p0 < W ? src[j - p0] : 0.0f;
@@ -443,7 +445,7 @@ static void prep_row(const struct conv_plan *pl, const float *src, float *dr)
 		}
 	}
 	for (size_t ph = 0; ph < sw; ph++) {
-		float *dp = dr + ph * wq;
+		float *dp = dr + ph * ps;
 		/* q whose padded column q*sw + ph falls inside the input row */
 		size_t qlo = ph >= p0 ? 0 : (p0 - ph + sw - 1) / sw;
 		size_t qhi = p0 + W > ph ? (p0 + W - ph + sw - 1) / sw : 0;
@@ -476,7 +478,7 @@ static void prep_plane(const struct conv_plan *pl, const float *xc, float *dst)
 			int64_t i = rp[d] - s->pad0[d];
 			src = i < 0 || i >= s->in[d] ? NULL : src + i * instr[d];
 		}
-		prep_row(pl, src, dst + r * row);
+		prep_row(pl, src, dst + r * row, pl->wq);
 	}
 }
 
@@ -623,18 +625,22 @@ static void gemm_task(void *arg, size_t begin, size_t end)
 
 /* 2-D convolutions (other than 1x1 pointwise) copy, per task, only the band of input rows
  * that its output rows read, for all channels of the group, so the GEMM reads a buffer
- * that is still in L2 instead of missing on a plane-sized copy. */
+ * that is still in L2 instead of missing on a plane-sized copy. A channel's band is split
+ * into stride phases both ways, [row phase][column phase][vr rows][wq], so that for every
+ * tap the inputs of consecutive output rows are wq floats apart (band_koff) whatever the
+ * strides: the wide GEMM then drops only the wq - L columns between rows. */
 struct band_job {
 	const struct conv_plan *pl;
 	const float *apack, *bias, *x; /* x: batch item */
 	const ptrdiff_t *koff;
 	float *y;
 	size_t rt, nbands, band_plane;
+	size_t vr; /* rows of a phase (band_koff) */
 	size_t mc, nmb; /* output channels of a task (a multiple of the kernel's rows), tasks a band */
-	/* wide: a band's output rows are one GEMM over the band's padded rows (the columns
-	 * between the rows are computed and dropped), into a buffer of Mg x wide_n, instead of
-	 * one GEMM per row whose last tile is mostly empty; 0: row by row */
-	size_t wide_n;
+	/* wide: a band's output rows, wr at a time, are one GEMM over the band's padded rows
+	 * (the columns between the rows are computed and dropped), into a buffer of mc x
+	 * wide_n, instead of one GEMM per row whose last tile is mostly empty; 0: row by row */
+	size_t wide_n, wr;
 	atomic_int failed;
 };
 
@@ -644,7 +650,7 @@ static void band_task(void *arg, size_t begin, size_t end)
 	const struct conv_plan *pl = j->pl;
 	const struct wh_conv_shape *s = pl->s;
 	size_t Cg = (size_t)pl->Cg, Mg = (size_t)pl->Mg, K = (size_t)pl->K, P = (size_t)pl->P;
-	size_t row = pl->sw * pl->wq, sh = (size_t)s->stride[0];
+	size_t sh = (size_t)s->stride[0];
 	size_t dkh = (size_t)((s->k[0] - 1) * s->dil[0] + 1), H = (size_t)s->in[0], W = (size_t)s->in[1];
 	float *buf = malloc((Cg * j->band_plane + j->mc * j->wide_n + 1) * sizeof(float));
 	if (!buf) {
@@ -664,7 +670,8 @@ static void band_task(void *arg, size_t begin, size_t end)
 				size_t pr = pr0 + i;
 				const float *src = pr >= (size_t)s->pad0[0] && pr - (size_t)s->pad0[0] < H
 							   ? xc + (pr - (size_t)s->pad0[0]) * W : NULL;
-				prep_row(pl, src, buf + ci * j->band_plane + i * row);
+				float *d = buf + ci * j->band_plane + ((i % sh) * pl->sw * j->vr + i / sh) * pl->wq;
+				prep_row(pl, src, d, j->vr * pl->wq);
 			}
 		}
 		have = gb;
@@ -672,21 +679,25 @@ static void band_task(void *arg, size_t begin, size_t end)
 		const float *bias = j->bias ? j->bias + g * Mg + m0 : NULL;
 		float *y = j->y + (g * Mg + m0) * P;
 		if (j->wide_n) {
-			/* output row r's column ow is the wide product's column (r - r0)*sh*row + ow:
+			/* output row r's column ow is the wide product's column (r - ra)*wq + ow:
 			 * the same inputs in the same order as row by row, so the same bits */
 			float *wide = buf + Cg * j->band_plane;
-			size_t step = sh * row, n = (r1 - r0 - 1) * step + pl->L;
-			conv_block(pl, m, n, a, buf, j->koff, wide, n, bias);
-			for (size_t i = 0; i < m; i++)
-				for (size_t r = r0; r < r1; r++)
-					memcpy(y + i * P + r * pl->L, wide + i * n + (r - r0) * step, pl->L * sizeof(float));
-			for (size_t i = 0; pl->round && i < m; i++)
-				wh_out_round_apply(pl->round, y + i * P + r0 * pl->L, (r1 - r0) * pl->L);
+			size_t step = pl->wq;
+			for (size_t ra = r0; ra < r1; ra += j->wr) {
+				size_t rb = ra + j->wr < r1 ? ra + j->wr : r1, n = (rb - ra - 1) * step + pl->L;
+				conv_block(pl, m, n, a, buf + (ra - r0) * step, j->koff, wide, n, bias);
+				for (size_t i = 0; i < m; i++)
+					for (size_t r = ra; r < rb; r++)
+						memcpy(y + i * P + r * pl->L, wide + i * n + (r - ra) * step,
+						       pl->L * sizeof(float));
+				for (size_t i = 0; pl->round && i < m; i++)
+					wh_out_round_apply(pl->round, y + i * P + ra * pl->L, (rb - ra) * pl->L);
+			}
 			continue;
 		}
 		for (size_t r = r0; r < r1; r++) {
 			float *c = y + r * pl->L;
-			conv_block(pl, m, pl->L, a, buf + (r - r0) * sh * row, j->koff, c, P, bias);
+			conv_block(pl, m, pl->L, a, buf + (r - r0) * pl->wq, j->koff, c, P, bias);
 			for (size_t i = 0; pl->round && i < m; i++)
 				wh_out_round_apply(pl->round, c + i * P, pl->L);
 		}
@@ -827,7 +838,29 @@ static void dwd_task(void *arg, size_t begin, size_t end)
 
 #define WH_BAND_FLOATS ((size_t)128 * 1024)
 #define WH_BAND_MIN_M ((size_t)16)
+#define WH_BAND_MACS ((size_t)64)
+/* floats of a task's wide product (band_job): its output stays in L2 until copied out */
+#define WH_WIDE_FLOATS ((size_t)32 * 1024)
+/* wide products copy each output once more: worth it from this many multiply-adds an
+ * output (squeezenet's stem, K = 27, was 15 % slower wide than row by row) */
+#define WH_WIDE_MIN_K ((size_t)64)
 #define WH_IM2COL_FLOATS ((uint64_t)256 * 1024)
+
+/* Offsets in a band (band_job) of the input that output (0, 0) reads for k = (channel,
+ * tap): tap (kh, kw) reads row phase th % sh, row th / sh, column phase tw % sw, column
+ * tw / sw (th, tw: the dilated tap). */
+static void band_koff(const struct conv_plan *pl, size_t band_plane, size_t vr, ptrdiff_t *koff)
+{
+	const struct wh_conv_shape *s = pl->s;
+	size_t sh = (size_t)s->stride[0], sw = pl->sw, wq = pl->wq, k = 0;
+	for (int64_t ci = 0; ci < pl->Cg; ci++)
+		for (int64_t kh = 0; kh < s->k[0]; kh++)
+			for (int64_t kw = 0; kw < s->k[1]; kw++) {
+				size_t th = (size_t)(kh * s->dil[0]), tw = (size_t)(kw * s->dil[1]);
+				koff[k++] = (ptrdiff_t)((size_t)ci * band_plane + ((th % sh) * sw + tw % sw) * vr * wq +
+							(th / sh) * wq + tw / sw);
+			}
+}
 
 /* Padding lanes the best tile computes on an m x n product. */
 static uint64_t tile_lanes(enum wh_isa isa, size_t m, size_t n)
@@ -843,10 +876,10 @@ static uint64_t tile_lanes(enum wh_isa isa, size_t m, size_t n)
  * compute up to a tenth more lanes, which the smaller copy pays for. */
 static bool wide_beats_im2col(const struct conv_plan *pl)
 {
-	size_t Mg = (size_t)pl->Mg, row = pl->sw * pl->wq, sh = (size_t)pl->s->stride[0];
+	size_t Mg = (size_t)pl->Mg;
 	if (pl->R < 2 || Mg < 2)
 		return false;
-	uint64_t wide = tile_lanes(pl->kern.isa, Mg, (pl->R - 1) * sh * row + pl->L);
+	uint64_t wide = tile_lanes(pl->kern.isa, Mg, (pl->R - 1) * pl->wq + pl->L);
 	return wide * 10 <= tile_lanes(pl->kern.isa, Mg, (size_t)pl->P) * 11;
 }
 
@@ -864,11 +897,13 @@ static enum wh_status conv_bands(struct conv_plan *pl, struct wh_threadpool *poo
 		rt = pl->R;
 	size_t want = tiles_wanted(threads, (uint64_t)s->M * (uint64_t)pl->P * (uint64_t)K);
 	/* enough tasks for the threads: first the output channels in halves of at least
-	 * WH_BAND_MIN_M (each such task copies the band again, which is cheap next to its
-	 * GEMM), then shorter bands (whose wide GEMMs are narrower) */
-	size_t Mg = (size_t)pl->Mg, nmb = 1;
+	 * WH_BAND_MIN_M rows (each such task copies the band again: while it does at least
+	 * WH_BAND_MACS multiply-adds per float copied, about mc * KS / (sh * sw), the copy is
+	 * cheap next to its GEMM), then shorter bands (whose wide GEMMs are narrower) */
+	size_t Mg = (size_t)pl->Mg, nmb = 1, KS = (size_t)pl->KS;
 	while (G * ((pl->R + rt - 1) / rt) * nmb < want) {
-		if (Mg / (2 * nmb) >= WH_BAND_MIN_M)
+		size_t half = Mg / (2 * nmb);
+		if (half >= WH_BAND_MIN_M && half * KS >= WH_BAND_MACS * sh * pl->sw)
 			nmb *= 2;
 		else if (rt > 1)
 			rt = (rt + 1) / 2;
@@ -878,22 +913,27 @@ static enum wh_status conv_bands(struct conv_plan *pl, struct wh_threadpool *poo
 	struct band_job j = {.pl = pl, .bias = b, .rt = rt, .nbands = (pl->R + rt - 1) / rt};
 	/* row by row or wide (band_job), each with the tile that computes the fewest padding
 	 * lanes: only speed depends on the choice */
-	size_t mraw = (Mg + nmb - 1) / nmb, wn = (rt - 1) * sh * row + pl->L;
+	size_t mraw = (Mg + nmb - 1) / nmb, wr = WH_WIDE_FLOATS / (mraw * pl->wq);
+	if (wr > rt)
+		wr = rt;
+	size_t wn = wr ? (wr - 1) * pl->wq + pl->L : 0;
 	struct wh_sgemm_kernel kr, kw;
 	wh_sgemm_kernel_for(pl->kern.isa, mraw, pl->L, &kr);
 	wh_sgemm_kernel_for(pl->kern.isa, mraw, wn, &kw);
-	uint64_t lanes_r = (uint64_t)rt * round_up(pl->L, kr.nr) * round_up(mraw, kr.mr);
+	uint64_t lanes_r = (uint64_t)wr * round_up(pl->L, kr.nr) * round_up(mraw, kr.mr);
 	uint64_t lanes_w = (uint64_t)round_up(wn, kw.nr) * round_up(mraw, kw.mr);
-	if (rt > 1 && lanes_w < lanes_r) {
+	if (wr > 1 && K >= WH_WIDE_MIN_K && lanes_w < lanes_r) {
 		pl->kern = kw;
 		j.wide_n = wn;
+		j.wr = wr;
 	} else {
 		pl->kern = kr;
 	}
 	j.mc = round_up(mraw, pl->kern.mr);
 	j.nmb = (Mg + j.mc - 1) / j.mc;
 	uint64_t bp;
-	if (!wh_mul_u64((rt - 1) * sh + dkh, row, &bp) || bp > WH_MAX_ELEMENTS / (Cg ? Cg : 1))
+	j.vr = ((rt - 1) * sh + dkh + sh - 1) / sh;
+	if (!wh_mul_u64((uint64_t)sh * j.vr, row, &bp) || bp > WH_MAX_ELEMENTS / (Cg ? Cg : 1))
 		return wh_error(WH_ERR_OVERFLOW, "conv: padded input rows are too large (use smaller inputs)");
 	j.band_plane = (size_t)bp;
 	atomic_init(&j.failed, 0);
@@ -905,7 +945,7 @@ static enum wh_status conv_bands(struct conv_plan *pl, struct wh_threadpool *poo
 		st = wh_error(WH_ERR_NOMEM, "conv: out of memory for packed weights");
 		goto out;
 	}
-	plan_koff(pl, j.band_plane, koff);
+	band_koff(pl, j.band_plane, j.vr, koff);
 	j.apack = a;
 	j.koff = koff;
 	size_t ntasks = G * j.nbands * j.nmb, grain = ntasks / want;
