@@ -877,7 +877,7 @@ static uint64_t tile_lanes(enum wh_isa isa, size_t m, size_t n)
 static bool wide_beats_im2col(const struct conv_plan *pl)
 {
 	size_t Mg = (size_t)pl->Mg;
-	if (pl->R < 2 || Mg < 2)
+	if (pl->R < 2 || Mg < 2 || (size_t)pl->K < WH_WIDE_MIN_K)
 		return false;
 	uint64_t wide = tile_lanes(pl->kern.isa, Mg, (pl->R - 1) * pl->wq + pl->L);
 	return wide * 10 <= tile_lanes(pl->kern.isa, Mg, (size_t)pl->P) * 11;
