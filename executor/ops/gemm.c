@@ -113,7 +113,12 @@ void wh_sgemm_kernel_for(enum wh_isa isa, size_t M, size_t N, struct wh_sgemm_ke
 	size_t mr = WH_SGEMM_MR_AVX512W, nr = WH_SGEMM_NR_AVX512W;
 	uint64_t lanes = (uint64_t)round_up(M, out->mr) * round_up(N, out->nr);
 	uint64_t lanes_w = (uint64_t)round_up(M, mr) * round_up(N, nr);
-	if (lanes_w < lanes) {
+	/* the lanes only approximate the cost: in the models the 8 x 48 tile paid off where
+	 * the 12-row tile leaves a panel of 4 rows or fewer (squeezenet's 16, 64 and 256
+	 * output channels) and lost at near parity otherwise (mnasnet's 96 -> 32 1x1 at 14x14,
+	 * 5 % fewer lanes, 6 % slower): elsewhere it needs a clear margin */
+	size_t tail = M % out->mr;
+	if (lanes_w < lanes && ((tail && tail <= 4) || lanes_w * 10 < lanes * 9)) {
 		out->mr = mr;
 		out->nr = nr;
 		out->ukernel = wh_sgemm_ukernel_avx512w;
