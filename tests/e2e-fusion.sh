@@ -29,8 +29,8 @@ def save(case, nodes, inits, outputs, opset=17, in_type=F, in_shape=(1, 3, 9, 11
     outs = [h.make_tensor_value_info(o, in_type, list(out_shape)) for o in outputs]
     g = h.make_graph(nodes, case, ins, outs, initializer=inits)
     m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
-    m = onnx.shape_inference.infer_shapes(m, strict_mode=True)
-    onnx.checker.check_model(m)
+    if opset <= onnx.defs.onnx_opset_version():  # Debian's onnx may predate Gelu (opset 20)
+        onnx.checker.check_model(m)
     onnx.save(m, f"{out}/{case}.onnx")
 
 def one(case, act_nodes, act_inits=(), opset=17, outputs=("y",)):
