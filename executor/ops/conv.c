@@ -755,7 +755,8 @@ static bool dw_direct_geom(const struct conv_plan *pl, enum wh_conv_algo algo, s
 	 * of at most WH_DW_BIG_P outputs (7x7 on 14x14 1.35x, 7x7 1.9x, 5x5 on 14x14 1.5x,
 	 * 28x28 1.07-1.26x; 56x56 0.97-1.03x, and 7x7 on convnext's 16 planes of 56x56 lost
 	 * 1.6x with two threads, the padding masks being remade every two planes) */
-	if (algo == WH_CONV_AUTO && g->KH * g->KW > 9 &&
+	bool phased = pl->kern.isa >= WH_ISA_AVX512 && g->sh <= 2 && g->dh == 1 && g->dw == 1;
+	if (algo == WH_CONV_AUTO && g->KH * g->KW > 9 && !phased &&
 	    (pl->kern.isa < WH_ISA_AVX512 || g->sw != 1 || g->OH * g->OW > WH_DW_BIG_P))
 		return false;
 	size_t v[] = {g->H, g->W, g->OH, g->OW, g->sh, g->dh * g->KH, g->dw * g->KW, g->ph, g->pw};
