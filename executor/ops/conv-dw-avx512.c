@@ -5,7 +5,6 @@
  * so the bits are those of the reference. */
 #include <immintrin.h>
 #include <stdbool.h>
-#include <string.h>
 
 #include "executor/ops/conv-internal.h"
 
@@ -383,7 +382,9 @@ static bool planes_phased(const struct wh_dw_geom *g, size_t np, const float *x,
 			phase_fill(g, x + i * Pin, buf, r0, hb, wq, sub);
 			/* the reads past the band's last row: zeros (finite, dropped) */
 			for (size_t p = 0; p < nph; p++)
-				memset(buf + p * sub + hb * wq, 0, (sub - hb * wq) * sizeof(float));
+				for (size_t j = hb * wq; j < sub; j += 16)
+					_mm512_mask_storeu_ps(buf + p * sub + j, range16(0, (ptrdiff_t)(sub - j)),
+							      _mm512_setzero_ps());
 			size_t v = 0;
 			for (; v + 2 <= nvec; v += 2) {
 				const float *xb = buf + 16 * v;
