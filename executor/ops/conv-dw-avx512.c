@@ -419,7 +419,7 @@ static bool planes_phased(const struct wh_dw_geom *g, size_t np, const float *x,
 	return true;
 }
 
-#define WH_DW_PHASED_P ((size_t)2048)
+#define WH_DW_PHASED_P ((size_t)4096)
 
 void wh_conv_dw_planes_avx512(const struct wh_dw_geom *g, size_t n, const float *x, const float *w,
 			      const float *bias, float *y)
