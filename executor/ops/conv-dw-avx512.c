@@ -291,10 +291,144 @@ static void plane_rows(const struct wh_dw_geom *g, const float *x, const float *
 	}
 }
 
+/* Row and column strides of 1 or 2 without dilation: the plane is copied, a band of output
+ * rows at a time, into its stride phases with the padding written as zeros (phase (a, b)
+ * holds the padded input at rows a + sh*i and columns b + sw*j), each phase wq = OW +
+ * (KW - 1) / sw columns wide. Output (oh, ow) reads tap (kh, kw) at phase (kh % sh, kw % sw),
+ * position (oh + kh / sh) * wq + ow + kw / sw: flat output q = oh * wq + ow reads q plus a
+ * constant per tap, so 16 consecutive q (across rows; (KW - 1) / sw gap columns a row are
+ * computed and dropped) are one plain load per tap, with no masks, whatever the plane's
+ * size. The padding is a zero product as in the reference. The band's outputs go to a
+ * buffer of rows wq wide and then row by row to y. Phases and buffer live on the stack in
+ * WH_DW_PHASE_FLOATS (the band sized to fit, and to stay in the first-level cache); false
+ * (nothing written) when not even one output row fits. */
+#define WH_DW_PHASE_FLOATS ((size_t)8192)
+
+/* Phase rows r0 .. r0 + hb of the plane xc into ph (phases sub floats apart). At column
+ * stride 2, one pair of loads of 32 inputs makes 16 columns of both column phases. */
+static void phase_fill(const struct wh_dw_geom *g, const float *xc, float *ph, size_t r0, size_t hb, size_t wq,
+		       size_t sub)
+{
+	ptrdiff_t W = (ptrdiff_t)g->W, pw = (ptrdiff_t)g->pw, sw = (ptrdiff_t)g->sw;
+	const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+	const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+	/* per 16 phase columns: the load masks (lane l: input column c + l, c = 16*sw*jj - pw)
+	 * and the store mask, the same for every row */
+	uint32_t lm[WH_DW_PHASE_FLOATS / 16];
+	__mmask16 sm[WH_DW_PHASE_FLOATS / 16];
+	size_t nj = (wq + 15) / 16;
+	for (size_t jj = 0; jj < nj; jj++) {
+		ptrdiff_t c = 16 * sw * (ptrdiff_t)jj - pw;
+		lm[jj] = sw == 1 ? range16(-c, W - c) : range32(-c, W - c);
+		sm[jj] = range16(0, (ptrdiff_t)(wq - 16 * jj));
+	}
+	for (size_t a = 0; a < g->sh; a++)
+		for (size_t i = 0; i < hb; i++) {
+			ptrdiff_t ih = (ptrdiff_t)(a + g->sh * (r0 + i)) - (ptrdiff_t)g->ph;
+			float *d0 = ph + a * (size_t)sw * sub + i * wq, *d1 = d0 + sub;
+			if (ih < 0 || ih >= (ptrdiff_t)g->H) {
+				for (size_t jj = 0; jj < nj; jj++) {
+					_mm512_mask_storeu_ps(d0 + 16 * jj, sm[jj], _mm512_setzero_ps());
+					if (sw == 2)
+						_mm512_mask_storeu_ps(d1 + 16 * jj, sm[jj], _mm512_setzero_ps());
+				}
+				continue;
+			}
+			const float *xr = xc + ih * W - pw;
+			if (sw == 1) {
+				for (size_t jj = 0; jj < nj; jj++)
+					_mm512_mask_storeu_ps(d0 + 16 * jj, sm[jj],
+							      _mm512_maskz_loadu_ps((__mmask16)lm[jj], xr + 16 * jj));
+				continue;
+			}
+			for (size_t jj = 0; jj < nj; jj++) {
+				const float *r = xr + 32 * jj;
+				__m512 l0 = _mm512_maskz_loadu_ps((__mmask16)lm[jj], r);
+				__m512 l1 = _mm512_maskz_loadu_ps((__mmask16)(lm[jj] >> 16), r + 16);
+				_mm512_mask_storeu_ps(d0 + 16 * jj, sm[jj], _mm512_permutex2var_ps(l0, even, l1));
+				_mm512_mask_storeu_ps(d1 + 16 * jj, sm[jj], _mm512_permutex2var_ps(l0, odd, l1));
+			}
+		}
+}
+
+static bool planes_phased(const struct wh_dw_geom *g, size_t np, const float *x, const float *w, const float *bias,
+			  float *y)
+{
+	size_t KH = g->KH, KW = g->KW, KS = KH * KW, sh = g->sh, sw = g->sw;
+	size_t P = g->OH * g->OW, Pin = g->H * g->W;
+	size_t eh = (KH - 1) / sh, wq = g->OW + (KW - 1) / sw, nph = sh * sw;
+	/* a band of nb output rows: nph phases of (nb + eh) * wq floats, each with room for the
+	 * last vector's reads past its end (at most 15 + (KW - 1) / sw), and nb * wq outputs */
+	size_t fixed = nph * (eh * wq + 16 + KW) + 16, per = (nph + 1) * wq;
+	if (fixed + per > WH_DW_PHASE_FLOATS)
+		return false;
+	size_t nb = (WH_DW_PHASE_FLOATS - fixed) / per;
+	if (nb > g->OH)
+		nb = g->OH;
+	size_t sub = (nb + eh) * wq + 16 + KW;
+	_Alignas(64) float buf[WH_DW_PHASE_FLOATS];
+	float *out = buf + nph * sub;
+	ptrdiff_t toff[WH_DW_MAXK * WH_DW_MAXK];
+	for (size_t kh = 0; kh < KH; kh++)
+		for (size_t kw = 0; kw < KW; kw++)
+			toff[kh * KW + kw] = (ptrdiff_t)(((kh % sh) * sw + kw % sw) * sub + (kh / sh) * wq + kw / sw);
+	for (size_t i = 0; i < np; i++) {
+		const float *wc = w + i * KS;
+		float *yc = y + i * P;
+		const __m512 vbias = _mm512_set1_ps(bias ? bias[i] : 0.0f);
+		for (size_t r0 = 0; r0 < g->OH; r0 += nb) {
+			size_t rows = g->OH - r0 < nb ? g->OH - r0 : nb, hb = rows + eh;
+			size_t nvec = (rows * wq + 15) / 16;
+			phase_fill(g, x + i * Pin, buf, r0, hb, wq, sub);
+			/* the reads past the band's last row: zeros (finite, dropped) */
+			for (size_t p = 0; p < nph; p++)
+				for (size_t j = hb * wq; j < sub; j += 16)
+					_mm512_mask_storeu_ps(buf + p * sub + j, range16(0, (ptrdiff_t)(sub - j)),
+							      _mm512_setzero_ps());
+			size_t v = 0;
+			for (; v + 2 <= nvec; v += 2) {
+				const float *xb = buf + 16 * v;
+				__m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+				WH_DW_SUM2(KS, wc, {
+					xv0 = _mm512_loadu_ps(xb + toff[k]);
+					xv1 = _mm512_loadu_ps(xb + 16 + toff[k]);
+				});
+				if (bias) {
+					acc0 = _mm512_add_ps(acc0, vbias);
+					acc1 = _mm512_add_ps(acc1, vbias);
+				}
+				_mm512_storeu_ps(out + 16 * v, acc0);
+				_mm512_storeu_ps(out + 16 * v + 16, acc1);
+			}
+			if (v < nvec) {
+				const float *xb = buf + 16 * v;
+				__m512 acc = _mm512_setzero_ps();
+				WH_DW_SUM(KS, wc, xv = _mm512_loadu_ps(xb + toff[k]));
+				if (bias)
+					acc = _mm512_add_ps(acc, vbias);
+				_mm512_storeu_ps(out + 16 * v, acc);
+			}
+			for (size_t r = 0; r < rows; r++)
+				for (size_t j = 0; j < g->OW; j += 16) {
+					__mmask16 m = range16(0, (ptrdiff_t)(g->OW - j));
+					_mm512_mask_storeu_ps(yc + (r0 + r) * g->OW + j, m,
+							      _mm512_maskz_loadu_ps(m, out + r * wq + j));
+				}
+		}
+	}
+	return true;
+}
+
+#define WH_DW_PHASED_P ((size_t)4096)
+
 void wh_conv_dw_planes_avx512(const struct wh_dw_geom *g, size_t n, const float *x, const float *w,
 			      const float *bias, float *y)
 {
 	size_t KS = g->KH * g->KW, P = g->OH * g->OW, Pin = g->H * g->W;
+	/* stride 1 keeps planes_flat (no gap columns, no copy) below WH_DW_PHASED_P outputs */
+	if (g->sh <= 2 && g->sw <= 2 && g->dh == 1 && g->dw == 1 &&
+	    (g->sh == 2 || g->sw == 2 || P >= WH_DW_PHASED_P || g->OW != g->W) && planes_phased(g, n, x, w, bias, y))
+		return;
 	if (g->sh == 1 && g->sw == 1 && g->OW == g->W) {
 		planes_flat(g, n, x, w, bias, y);
 		return;
