@@ -959,6 +959,9 @@ static enum wh_status conv_f32(const struct wh_cpu_features *cpu, struct wh_thre
 			size_t nm = (size_t)(s->N * s->M), grain = wh_grain_for((uint64_t)pl.P * (uint64_t)pl.KS);
 			if (grain < WH_DW_GRAIN)
 				grain = nm / 8 < WH_DW_GRAIN ? (nm / 8 ? nm / 8 : 1) : WH_DW_GRAIN;
+			/* the small-plane kernel takes 16 planes at a time (conv-internal.h) */
+			if (pl.kern.isa >= WH_ISA_AVX512 && wh_dw_lanes(&dg))
+				grain = (grain + 15) / 16 * 16;
 			wh_parallel_for(pool, nm, grain, dwd_task, &dj);
 			return WH_OK;
 		}
