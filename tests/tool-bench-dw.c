@@ -13,6 +13,7 @@
 #include "executor/cpu.h"
 #include "executor/ops/conv-internal.h"
 #include "executor/threadpool.h"
+#include "graph/os.h"
 
 struct bench {
 	const char *name;
@@ -42,13 +43,6 @@ static const struct bench benches[] = {
 	{"dw5 s1 576 @7", 576, 576, 7, 7, 5, 1, 576},
 	{"dw3 s1 576 @7", 576, 576, 7, 7, 3, 1, 576},
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -121,13 +115,13 @@ int main(int argc, char **argv)
 		for (int64_t i = 0; i < b->M; i++)
 			bias[i] = 0.01f * (float)i;
 		for (int it = -3; it < iters; it++) {
-			double t0 = now_s();
+			double t0 = wh_os_now_s();
 			if (wh_conv_f32_algo(cpu, pool, &s, x, w, bias, y, algo) != WH_OK) {
 				fprintf(stderr, "%s: %s\n", b->name, wh_error_message());
 				return 1;
 			}
 			if (it >= 0)
-				t[it] = now_s() - t0;
+				t[it] = wh_os_now_s() - t0;
 		}
 		qsort(t, (size_t)iters, sizeof(double), cmp_d);
 		double med = t[iters / 2];

@@ -14,6 +14,7 @@
 #include "executor/ops/conv-internal.h"
 #include "executor/ops/gemm-internal.h"
 #include "executor/threadpool.h"
+#include "graph/os.h"
 
 struct bench {
 	const char *name;
@@ -42,13 +43,6 @@ static const struct bench benches[] = {
 	{"rec dw5x5 240 12x80", 0, 240, 240, 240, 12, 80, 5, 1, 2},
 	{"rec matmul 40x120 * 120x6625", 2, 120, 40, 1, 1, 6625, 0, 0, 0},
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* CPU time of the whole process: on a loaded machine wall time says little. */
 static double cpu_s(void)
@@ -123,7 +117,7 @@ int main(int argc, char **argv)
 			bias[i] = 0.01f * (float)i;
 		double *t = malloc((size_t)iters * sizeof(double)), *tc = malloc((size_t)iters * sizeof(double));
 		for (int it = -1; it < iters; it++) {
-			double t0 = now_s(), c0 = cpu_s();
+			double t0 = wh_os_now_s(), c0 = cpu_s();
 			enum wh_status st;
 			if (b->kind == 0)
 				st = wh_conv_f32(cpu, pool, &s, x, w, bias, y);
@@ -140,7 +134,7 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			if (it >= 0) {
-				t[it] = now_s() - t0;
+				t[it] = wh_os_now_s() - t0;
 				tc[it] = cpu_s() - c0;
 			}
 		}
