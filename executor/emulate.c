@@ -10,6 +10,7 @@
 #include "executor/numfmt-bulk.h"
 #include "executor/numfmt-quant.h"
 #include "executor/numfmt.h"
+#include "graph/blob.h"
 
 enum wh_status wh_emul_cache_init(struct wh_emul_cache *c, uint32_t n_values, size_t budget)
 {
@@ -798,6 +799,18 @@ enum wh_status wh_emulate_node(struct wh_kernel_ctx *ctx, wh_kernel_fn run, cons
 		struct wh_tensor *y = &ctx->outputs[k];
 		if (y->dtype != WH_DT_FLOAT || !y->count || exact_op || kernel_rounded)
 			continue;
+		if (!wh_blob_writable(y->blob)) {
+			/* a view of an input (Reshape of a weight, a Constant's value): rounded in a
+			 * copy, never in the blob that the input, the FP32 engine or the weights file
+			 * still read */
+			struct wh_tensor c;
+			wh_tensor_init(&c);
+			if ((st = wh_tensor_alloc(&c, WH_DT_FLOAT, y->rank, y->dims)) != WH_OK)
+				break;
+			memcpy(c.data, y->data, y->count * sizeof(float));
+			wh_tensor_release(y);
+			*y = c;
+		}
 		uint32_t vid = node->outputs[k];
 		switch (en->out) {
 		case WH_PREC_FP16:

@@ -35,6 +35,13 @@ struct plan {
 	 * absent (WH_NONE: never skipped). NULL when the plan fuses nothing. */
 	struct wh_epilogue *epi;
 	uint32_t *fused_out, *fused_skip;
+	/* Constant layers (plan_constants): per node id, CONST_NO, or CONST_YES until the first
+	 * run computes the layer, then CONST_CACHED (its outputs are in const_vals, at
+	 * const_slot[value]) or CONST_UNCACHED (too large: it runs every time). */
+	uint8_t *const_node;
+	uint32_t *const_slot; /* per value id, WH_NONE where no constant layer writes it */
+	struct wh_tensor *const_vals;
+	size_t const_bytes;
 	/* A frame's value array kept between runs (a Loop body runs once per iteration, the
 	 * main graph once per run): it holds only the initializers' references (see
 	 * frame_init); NULL while a frame of this plan has it. */
@@ -157,6 +164,13 @@ static void plan_destroy(struct plan *p)
 	free(p->exec_prec);
 	free(p->out_prec);
 	free(p->pinned);
+	if (p->const_vals)
+		for (uint32_t i = 0; i < p->g->n_values; i++)
+			if (p->const_slot[i] != WH_NONE)
+				wh_tensor_release(&p->const_vals[p->const_slot[i]]);
+	free(p->const_node);
+	free(p->const_slot);
+	free(p->const_vals);
 	free(p->epi);
 	free(p->fused_out);
 	free(p->fused_skip);
@@ -210,6 +224,82 @@ static bool fusable_value(const struct plan *p, uint32_t v, uint32_t last_step)
 {
 	const struct wh_graph *g = p->g;
 	return v != WH_NONE && !is_kept(g, v) && !(g->values[v].flags & WH_VALUE_INPUT) && p->last_use[v] == last_step;
+}
+
+enum { CONST_NO, CONST_YES, CONST_CACHED, CONST_UNCACHED };
+
+/* A constant layer's outputs are kept when they take at most this much, and a plan keeps at
+ * most WH_CONST_CACHE_BYTES of them: enough for masks, shape arithmetic and small tables,
+ * while a widened copy of a model's weights (Cast or DequantizeLinear of a weight) is
+ * computed run by run as before, so it does not add to the resident peak of a large model. */
+#define WH_CONST_TENSOR_BYTES ((size_t)4 << 20)
+#define WH_CONST_CACHE_BYTES ((size_t)32 << 20)
+
+/* Finds the constant layers: every input omitted, an initializer or a constant layer's
+ * output; no subgraph; not random (nor Dropout, random in training mode); no tactics (a
+ * build times each of them, a replay pins them); FP32 (emulation rounds per run). The
+ * first run computes them as any layer; later runs take their kept outputs (run_constant). */
+static enum wh_status plan_constants(struct plan *p)
+{
+	static const char *const random_ops[] = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+						 "Multinomial", "Bernoulli", "Dropout", NULL};
+	const struct wh_graph *g = p->g;
+	size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1;
+	uint32_t n_slots = 0;
+	p->const_node = calloc(nn, 1);
+	p->const_slot = malloc(nv * sizeof *p->const_slot);
+	if (!p->const_node || !p->const_slot)
+		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+	for (uint32_t v = 0; v < nv; v++)
+		p->const_slot[v] = WH_NONE;
+	for (uint32_t s = 0; s < g->n_nodes; s++) {
+		uint32_t nid = p->order[s];
+		const struct wh_node *n = &g->nodes[nid];
+		bool ok = fusable_node(p, nid) && p->kernels[nid]->n_tactics == 0 && !p->kernels[nid]->any_value;
+		for (int i = 0; ok && random_ops[i]; i++)
+			ok = strcmp(n->op_type, random_ops[i]) != 0;
+		for (uint32_t a = 0; ok && a < n->n_attrs; a++)
+			ok = n->attrs[a].type != WH_ATTR_GRAPH && n->attrs[a].type != WH_ATTR_GRAPHS;
+		for (uint32_t k = 0; ok && k < n->n_inputs; k++) {
+			uint32_t v = n->inputs[k];
+			ok = v == WH_NONE || p->const_slot[v] != WH_NONE ||
+			     ((g->values[v].flags & WH_VALUE_INITIALIZER) && wh_value_present(&p->inits[v]));
+		}
+		if (!ok)
+			continue;
+		p->const_node[nid] = CONST_YES;
+		for (uint32_t k = 0; k < n->n_outputs; k++)
+			if (n->outputs[k] != WH_NONE && p->const_slot[n->outputs[k]] == WH_NONE)
+				p->const_slot[n->outputs[k]] = n_slots++;
+	}
+	if (n_slots && !(p->const_vals = calloc(n_slots, sizeof *p->const_vals)))
+		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+	return WH_OK;
+}
+
+/* After constant layer nid ran (its outputs in outs): keeps them if they fit. */
+static void keep_constant(struct plan *p, uint32_t nid, const struct wh_tensor *outs, const bool *wanted)
+{
+	const struct wh_node *n = &p->g->nodes[nid];
+	size_t bytes = 0;
+	for (uint32_t k = 0; k < n->n_outputs; k++) {
+		if (!wanted[k])
+			continue;
+		if (!wh_value_is_tensor(&outs[k])) {
+			p->const_node[nid] = CONST_UNCACHED;
+			return;
+		}
+		bytes += wh_tensor_nbytes(&outs[k]);
+	}
+	if (bytes > WH_CONST_TENSOR_BYTES || p->const_bytes + bytes > WH_CONST_CACHE_BYTES) {
+		p->const_node[nid] = CONST_UNCACHED;
+		return;
+	}
+	for (uint32_t k = 0; k < n->n_outputs; k++)
+		if (wanted[k])
+			wh_tensor_ref(&p->const_vals[p->const_slot[n->outputs[k]]], &outs[k]);
+	p->const_bytes += bytes;
+	p->const_node[nid] = CONST_CACHED;
 }
 
 /* Finds the activations that can run as their producer's epilogue (struct wh_epilogue):
@@ -408,7 +498,7 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 			}
 		}
 	}
-	if ((st = plan_fusions(p)) != WH_OK)
+	if ((st = plan_fusions(p)) != WH_OK || (st = plan_constants(p)) != WH_OK)
 		goto out;
 	if (e->n_plans == e->cap_plans) {
 		uint32_t cap = e->cap_plans ? e->cap_plans * 2 : 4;
@@ -740,6 +830,7 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 		};
 		wh_kernel_fn run = p->kernels[nid]->run;
 		bool fused = false; /* the kernel applied p->epi[nid]: output 0 is the activation's */
+		bool constant = false; /* outputs taken from the plan's constants */
 		ctx.precision = p->exec_prec ? p->exec_prec[nid] : WH_PREC_FP32;
 		if (p->pinned && p->pinned[nid]) {
 			ctx.tactic = p->pinned[nid];
@@ -775,6 +866,13 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 				.node_out_prec = p->out_prec,
 			};
 			st = wh_emulate_node(&ctx, run, &en);
+		} else if (p->const_node[nid] == CONST_CACHED) {
+			/* a constant layer computed by an earlier run: its outputs as they were */
+			for (uint32_t k = 0; k < n->n_outputs; k++)
+				if (wanted[k])
+					wh_tensor_ref(&outs[k], &p->const_vals[p->const_slot[n->outputs[k]]]);
+			ctx.tactic = NULL;
+			constant = true;
 		} else if (fuse && p->fused_out[nid] != WH_NONE) {
 			struct wh_out_round fin = {NULL, ctx.cpu, &p->epi[nid]};
 			ctx.round_out = &fin;
@@ -784,12 +882,14 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			ctx.round_out = NULL;
 		} else {
 			st = run(&ctx);
+			if (st == WH_OK && p->const_node[nid] == CONST_YES)
+				keep_constant((struct plan *)p, nid, outs, wanted);
 		}
 		if (lp) {
 			lp->name = n->name;
 			lp->op_type = n->op_type;
-			lp->tactic = ctx.tactic ? ctx.tactic->name : "default";
-			lp->flops = st == WH_OK ? node_flops(&ctx) : 0;
+			lp->tactic = constant ? "constant" : ctx.tactic ? ctx.tactic->name : "default";
+			lp->flops = st == WH_OK && !constant ? node_flops(&ctx) : 0;
 			f->e->n_prof = s + 1;
 		}
 		if (st == WH_OK && ctx.tactic && f->e->faulty_tactic[0] && !strcmp(ctx.tactic->name, f->e->faulty_tactic) &&

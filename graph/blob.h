@@ -29,6 +29,11 @@ enum wh_status wh_blob_create_copy(const void *data, size_t size, struct wh_blob
  * sharing the blob. */
 enum wh_status wh_blob_create(size_t size, struct wh_blob **out, void **writable_out);
 struct wh_blob *wh_blob_retain(struct wh_blob *b); /* returns b; NULL-safe */
+/* Whether the caller holds the only reference to b and b owns its memory (not a view of a
+ * weights file): only then may the holder change the contents in place, nothing else
+ * seeing them. A view output (Reshape, Identity, a Constant's value) shares its input's
+ * blob and is not writable. */
+bool wh_blob_writable(const struct wh_blob *b);
 void wh_blob_release(struct wh_blob *b);            /* NULL-safe */
 
 /* ---- caches of freed blobs ----

@@ -196,6 +196,21 @@ static const struct geo conv_geos[] = {
 	{2, 1, 2, 2, 2, {{9, 5, 1, 1, 2, 2}, {24, 5, 1, 1, 1, 2}}},
 	{2, 1, 5, 5, 5, {{14, 5, 2, 1, 2, 2}, {14, 5, 2, 1, 2, 2}}},
 	{2, 1, 3, 3, 3, {{11, 5, 2, 1, 2, 2}, {91, 5, 2, 1, 2, 2}}},
+	/* depthwise through the phase planes (conv-dw-avx512.c planes_phased): mnasnet's and
+	 * efficientnet's large stride-1 plane, strides 2 on 3x3 and 5x5 from 112, 56, 28 and 14
+	 * (odd and even sizes, outputs of 7 and 14 columns), stride 2 in one dimension only,
+	 * asymmetric and odd pads, a one-column input, an output narrower than its input */
+	{2, 1, 2, 2, 2, {{112, 3, 1, 1, 1, 1}, {112, 3, 1, 1, 1, 1}}},
+	{2, 1, 3, 3, 3, {{112, 3, 2, 1, 1, 1}, {112, 3, 2, 1, 1, 1}}},
+	{2, 1, 3, 3, 3, {{56, 5, 2, 1, 2, 2}, {56, 5, 2, 1, 2, 2}}},
+	{2, 1, 4, 4, 4, {{28, 3, 2, 1, 1, 1}, {28, 3, 2, 1, 1, 1}}},
+	{2, 1, 5, 5, 5, {{28, 5, 2, 1, 2, 2}, {28, 5, 2, 1, 2, 2}}},
+	{2, 1, 6, 6, 6, {{14, 5, 2, 1, 2, 2}, {14, 5, 2, 1, 2, 2}}},
+	{2, 2, 3, 3, 3, {{15, 5, 2, 1, 1, 2}, {23, 3, 2, 1, 0, 1}}},
+	{2, 1, 3, 3, 3, {{13, 3, 2, 1, 2, 0}, {29, 5, 1, 1, 2, 2}}},
+	{2, 1, 3, 3, 3, {{19, 5, 1, 1, 0, 3}, {21, 3, 2, 1, 1, 0}}},
+	{2, 1, 2, 2, 2, {{9, 3, 2, 1, 1, 1}, {1, 3, 2, 1, 1, 1}}},
+	{2, 1, 2, 2, 2, {{70, 3, 1, 1, 0, 0}, {70, 5, 1, 1, 1, 1}}},
 	/* depthwise 3x1 and 1x3 with stride (2, 1) as PP-OCR rec uses */
 	{2, 1, 5, 5, 5, {{12, 3, 2, 1, 1, 1}, {33, 3, 1, 1, 1, 1}}},
 	/* 1-D (plain, grouped, depthwise) and 3-D */
@@ -265,6 +280,10 @@ START_TEST(threads_bit_identical)
 		{2, 1, 64, 128, 1, {{24, 1, 1, 1, 0, 0}, {40, 1, 1, 1, 0, 0}}},
 		{2, 1, 32, 32, 32, {{64, 3, 2, 1, 1, 1}, {64, 3, 2, 1, 1, 1}}},
 		{2, 1, 48, 48, 48, {{20, 5, 1, 1, 2, 2}, {30, 5, 1, 1, 2, 2}}},
+		/* depthwise phase planes (conv-dw-avx512.c): 112x112 at stride 1, 5x5 at stride 2 */
+		{2, 1, 16, 16, 16, {{112, 3, 1, 1, 1, 1}, {112, 3, 1, 1, 1, 1}}},
+		{2, 1, 96, 96, 96, {{28, 5, 2, 1, 2, 2}, {28, 5, 2, 1, 2, 2}}},
+		{2, 1, 40, 40, 40, {{14, 5, 2, 1, 2, 2}, {14, 5, 2, 1, 2, 2}}},
 		{2, 2, 12, 18, 3, {{15, 3, 2, 1, 1, 1}, {33, 3, 1, 1, 1, 1}}},
 		/* K blocks of 128 (K = 200) and the single-row order, split across threads */
 		{2, 1, 200, 40, 1, {{20, 1, 1, 1, 0, 0}, {30, 1, 1, 1, 0, 0}}},
@@ -861,6 +880,78 @@ START_TEST(constant_weights_packed_once)
 }
 END_TEST
 
+/* The AVX-512 small-plane depthwise path with the channels in the lanes (conv-dw-avx512.c
+ * planes_lanes: 5x5 and 7x7, at most 256 outputs): bit for bit against the reference at
+ * every ISA, 1-3 threads, forced direct and automatic, with full and partial groups of 16
+ * planes (the tail of fewer than 8 planes takes the row kernels), batches, strides 1-3,
+ * dilation, asymmetric padding, and NaN, Inf and signed zeros in inputs and weights. */
+static bool same_float(float a, float b)
+{
+	return (isnan(a) && isnan(b)) || !memcmp(&a, &b, sizeof a);
+}
+
+START_TEST(depthwise_lanes_bits)
+{
+	static const struct geo geos[] = {
+		{2, 1, 192, 192, 192, {{14, 5, 1, 1, 2, 2}, {14, 5, 1, 1, 2, 2}}},
+		{2, 1, 40, 40, 40, {{7, 5, 1, 1, 2, 2}, {7, 5, 1, 1, 2, 2}}},
+		{2, 2, 24, 24, 24, {{7, 7, 1, 1, 3, 3}, {7, 7, 1, 1, 3, 3}}},
+		{2, 1, 37, 37, 37, {{14, 5, 2, 1, 2, 2}, {14, 5, 2, 1, 2, 2}}},
+		{2, 1, 21, 21, 21, {{28, 5, 2, 1, 1, 2}, {28, 5, 2, 1, 2, 1}}},
+		{2, 1, 32, 32, 32, {{13, 7, 3, 1, 3, 0}, {11, 3, 1, 1, 0, 2}}},
+		{2, 1, 16, 16, 16, {{12, 5, 1, 2, 4, 4}, {10, 5, 1, 2, 3, 5}}},
+		{2, 3, 9, 9, 9, {{6, 5, 1, 1, 0, 4}, {9, 4, 2, 1, 1, 0}}},
+		{2, 1, 48, 48, 48, {{3, 7, 1, 1, 3, 3}, {5, 7, 1, 1, 3, 3}}},
+	};
+	struct wh_threadpool *p2, *p3;
+	ck_assert_int_eq(wh_threadpool_create(2, &p2), WH_OK);
+	ck_assert_int_eq(wh_threadpool_create(3, &p3), WH_OK);
+	struct wh_threadpool *pools[3] = {NULL, p2, p3};
+	enum wh_isa list[8];
+	int ni = isas(list);
+	static const float odd[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f};
+	for (size_t gi = 0; gi < sizeof geos / sizeof geos[0]; gi++)
+		for (int special = 0; special < 2; special++) {
+			struct wh_conv_shape s;
+			make_shape(&geos[gi], false, &s);
+			size_t KS = (size_t)prod(s.k, s.nsp), nx = (size_t)(s.N * s.C * prod(s.in, s.nsp));
+			size_t ny = (size_t)(s.N * s.M * prod(s.out, s.nsp));
+			float *x = random_floats(nx, 40 + gi), *w = random_floats((size_t)s.M * KS, 50 + gi);
+			float *b = (gi + special) % 2 ? random_floats((size_t)s.M, 60 + gi) : NULL;
+			uint64_t seed = 70 + gi;
+			for (size_t i = 0; special && i < nx / 50 + 1; i++)
+				x[rng_next(&seed) % nx] = odd[rng_next(&seed) % 5];
+			for (size_t i = 0; special && i < 3; i++)
+				w[rng_next(&seed) % ((size_t)s.M * KS)] = odd[rng_next(&seed) % 5];
+			float *ref = malloc(ny * sizeof(float)), *got = malloc(ny * sizeof(float));
+			wh_conv_f32_ref(&s, x, w, b, ref);
+			for (int ii = 0; ii < ni; ii++) {
+				struct wh_cpu_features cpu = wh_cpu_capped(list[ii]);
+				for (int t = 0; t < 3; t++)
+					for (int algo = 0; algo < 2; algo++) {
+						for (size_t i = 0; i < ny; i++)
+							got[i] = 12345.0f;
+						ck_assert_int_eq(wh_conv_f32_algo(&cpu, pools[t], &s, x, w, b, got,
+										  algo ? WH_CONV_DIRECT_DW : WH_CONV_AUTO),
+								 WH_OK);
+						for (size_t i = 0; i < ny; i++)
+							ck_assert_msg(same_float(got[i], ref[i]),
+								      "geometry %zu special %d %s %d threads algo %d: y[%zu] = %.9g "
+								      "(%08x), reference %.9g", gi, special, wh_isa_name(list[ii]),
+								      t + 1, algo, i, got[i], *(uint32_t *)&got[i], ref[i]);
+					}
+			}
+			free(x);
+			free(w);
+			free(b);
+			free(ref);
+			free(got);
+		}
+	wh_threadpool_destroy(p2);
+	wh_threadpool_destroy(p3);
+}
+END_TEST
+
 /* The GEMM paths' sums restated (2-D, several output channels per group, several output
  * positions): every output is MLAS's chain, K = (input channel, tap) in blocks of
  * wh_sgemm_ort_kblock, each block a chain of fused multiply-adds from zero (padding taps
@@ -971,6 +1062,7 @@ static Suite *conv_suite(void)
 	tcase_add_test(tc, depthwise_gemm_same_bits);
 	tcase_add_test(tc, fused_output_rounding_same_bits);
 	tcase_add_test(tc, constant_weights_packed_once);
+	tcase_add_test(tc, depthwise_lanes_bits);
 	tcase_add_test(tc, gemm_paths_same_bits_as_chain);
 	suite_add_tcase(s, tc);
 	TCase *ops = tcase_create("ops");

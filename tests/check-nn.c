@@ -14,6 +14,7 @@
 #include "executor/cpu.h"
 #include "executor/executor.h"
 #include "executor/ops/nn-internal.h"
+#include "tests/kernel-harness.h"
 #include "graph/onnx-io.h"
 
 /* Splitmix64: a fixed-seed generator so failures reproduce. */
@@ -309,6 +310,52 @@ START_TEST(maxpool_ceil_mode)
 	wh_tensor_release(&yc);
 	wh_tensor_release(&xs);
 	wh_tensor_release(&ys);
+}
+END_TEST
+
+/* Stride-2 MaxPool reads deinterleaved rows on AVX2/AVX-512 and the rows in place on the
+ * scalar ISA: the same bits for every geometry, with NaN and zeros of both signs in the data
+ * (the first of equal maxima wins). */
+START_TEST(maxpool_stride2_simd_vs_scalar)
+{
+	static const int64_t geo[][7] = {
+		/* H, W, kh, kw, pad, ceil, sh */
+		{111, 111, 3, 3, 0, 1, 2}, {112, 112, 3, 3, 1, 0, 2}, {17, 40, 2, 2, 0, 0, 2},
+		{9, 33, 3, 3, 1, 1, 2}, {14, 14, 5, 5, 2, 0, 1}, {7, 70, 1, 3, 0, 0, 2}, {6, 6, 4, 4, 0, 1, 2},
+	};
+	for (size_t gi = 0; gi < sizeof geo / sizeof geo[0]; gi++) {
+		const int64_t *G = geo[gi];
+		int64_t dims[4] = {1, 3, G[0], G[1]};
+		size_t n = (size_t)(3 * G[0] * G[1]);
+		float *v = malloc(n * sizeof *v);
+		ck_assert_ptr_nonnull(v);
+		uint64_t seed = 11 + gi;
+		for (size_t i = 0; i < n; i++) {
+			float r = rng_float(&seed, 0, 1);
+			v[i] = r < 0.03f ? NAN : r < 0.3f ? 0.0f : r < 0.55f ? -0.0f : rng_float(&seed, -4, 4);
+		}
+		int64_t k[2] = {G[2], G[3]}, st[2] = {G[6], 2}, pads[4] = {G[4], G[4], G[4], G[4]};
+		struct kh_harness ref, simd;
+		struct kh_harness *hs[2] = {&ref, &simd};
+		for (int w = 0; w < 2; w++) {
+			struct kh_harness *h = hs[w];
+			kh_init(h, "", "MaxPool", 12, 1, 1);
+			kh_attr_ints(h, "kernel_shape", k, 2);
+			kh_attr_ints(h, "strides", st, 2);
+			kh_attr_ints(h, "pads", pads, 4);
+			kh_attr_int(h, "ceil_mode", G[5]);
+			kh_in_f32(h, 0, 4, dims, v);
+			h->cpu = wh_cpu_capped(w ? wh_cpu()->detected : WH_ISA_SCALAR);
+			kh_run_ok(h);
+		}
+		const struct wh_tensor *a = &ref.out[0], *b = &simd.out[0];
+		ck_assert_uint_eq(a->count, b->count);
+		ck_assert_uint_gt(a->count, 0);
+		ck_assert_msg(!memcmp(a->data, b->data, a->count * sizeof(float)), "stride-2 MaxPool geometry %zu", gi);
+		kh_free(&ref);
+		kh_free(&simd);
+		free(v);
+	}
 }
 END_TEST
 
@@ -1080,6 +1127,20 @@ START_TEST(simd_vs_scalar_pool_ln)
 								      "maxpool row n=%zu k=%zu s=%zu d=%zu rows=%zu isa=%s", n,
 								      k, s, d, nr, wh_isa_name(c.isa));
 						}
+		/* the deinterleaving copy of stride-2 MaxPool: every length and offset */
+		for (size_t off = 0; off < 3; off++)
+			for (size_t n = 0; n + off <= 300; n = n < 70 ? n + 1 : n + 37) {
+				memset(y0, 0, (n + 2) * sizeof *y0);
+				memset(y1, 0, (n + 2) * sizeof *y1);
+				wh_nn_deinterleave2_f32_scalar(buf + off, n, y0, y0 + (n + 1) / 2);
+				wh_nn_deinterleave2_f32(c.isa, buf + off, n, y1, y1 + (n + 1) / 2);
+				ck_assert_msg(!memcmp(y0, y1, (n + 2) * sizeof *y0), "deinterleave n=%zu off=%zu isa=%s", n, off,
+					      wh_isa_name(c.isa));
+				for (size_t i = 0; i < n; i++) {
+					float want = buf[off + i], got = i % 2 ? y0[(n + 1) / 2 + i / 2] : y0[i / 2];
+					ck_assert_msg(!memcmp(&want, &got, sizeof want), "deinterleave n=%zu i=%zu", n, i);
+				}
+			}
 		for (size_t off = 0; off < 3; off++)
 			for (size_t n = 0; n + off <= 1000; n = n < 40 ? n + 1 : n * 2 + 5)
 				for (int wb = 0; wb < 2; wb++) {
@@ -1126,6 +1187,7 @@ static Suite *nn_suite(void)
 	tcase_add_test(tc, avgpool_count_include_pad);
 	tcase_add_test(tc, maxpool_ceil_mode);
 	tcase_add_test(tc, maxpool_indices_storage_order);
+	tcase_add_test(tc, maxpool_stride2_simd_vs_scalar);
 	tcase_add_test(tc, pool_auto_pad_and_global);
 	tcase_add_test(tc, reduce_empty_set);
 	tcase_add_test(tc, reduce_axes_attr_vs_input);

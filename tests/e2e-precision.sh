@@ -189,6 +189,43 @@ else
 	later "long_dot with fp16 accumulation: no CLI switch for precision_config.fp16_accumulate, and emulate.c does not use it yet; then: whittle run long_dot.onnx --load-inputs long_dot --precision fp16 --fp16-accumulate --compare fp32 --mark-all --atol 1e-2 --rtol 1e-2 --json  => first_failing_layer long_dot; with --layer-precisions long_dot:fp32 => exit 0"
 fi
 
+# ---- fp16: a layer that only moves a constant (Reshape of a weight, a Constant's value) ----
+# Its output shares the constant's memory; the emulation rounds a copy, so the FP32 engine of
+# --compare fp32 still reads 1.0001, the fp16 run reads 1.0, and the comparison must fail at
+# atol 0 (it passed while the rounding wrote through to the weight). With the weight in
+# external data (mapped read-only) the same holds, and nothing is written to the file.
+"$py" - "$tmp/views" <<'PY'
+import os, sys
+import numpy as np
+import onnx
+from onnx import helper as h, numpy_helper as nh, TensorProto as TP
+out = sys.argv[1]
+os.makedirs(out + "/in")
+os.makedirs(out + "/ext")
+np.save(out + "/in/x.npy", np.zeros(4, np.float32))
+w = np.full(4, 1.0001, np.float32)
+def model(nodes, inits):
+    g = h.make_graph(nodes, "views", [h.make_tensor_value_info("x", TP.FLOAT, [4])],
+                     [h.make_tensor_value_info("y", TP.FLOAT, [4])], initializer=inits)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+shape = nh.from_array(np.array([4], np.int64), "s")
+rs = model([h.make_node("Reshape", ["W", "s"], ["r"], name="reshape"), h.make_node("Add", ["x", "r"], ["y"], name="add")],
+           [nh.from_array(w, "W"), shape])
+onnx.save(rs, out + "/reshape.onnx")
+onnx.save(rs, out + "/ext/reshape.onnx", save_as_external_data=True, all_tensors_to_one_file=True, location="w.bin",
+          size_threshold=0)
+onnx.save(model([h.make_node("Constant", [], ["c"], name="const", value=nh.from_array(w)),
+                 h.make_node("Add", ["x", "c"], ["y"], name="add")], []), out + "/constant.onnx")
+PY
+sum0=$(md5sum < "$tmp/views/ext/w.bin")
+for m in reshape constant ext/reshape; do
+	run "$whittle" run "$tmp/views/$m.onnx" --load-inputs "$tmp/views/in" --precision fp16 --compare fp32 --atol 0 --rtol 0
+	[ "$rc" = 1 ] && ok "fp16 view of a constant ($m): the FP32 reference keeps its value (compare fails at atol 0)" ||
+		bad "fp16 view of a constant ($m): exit $rc, 1 expected"
+done
+[ "$(md5sum < "$tmp/views/ext/w.bin")" = "$sum0" ] && ok "fp16 view of external data: the weights file is unchanged" ||
+	bad "fp16 view of external data: the weights file changed"
+
 # ---- int8: one outlier ruins a tensor's range ----
 m=$fx/int8_outlier.onnx
 d=$fx/int8_outlier

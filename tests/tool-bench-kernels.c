@@ -14,6 +14,7 @@
 #include "executor/ops/conv-internal.h"
 #include "executor/ops/gemm-internal.h"
 #include "executor/threadpool.h"
+#include "graph/os.h"
 
 struct bench {
 	const char *name;
@@ -62,13 +63,6 @@ static const struct bench benches[] = {
 	{"mn 1x1 64->384 @7", 0, 64, 384, 1, 7, 7, 1, 1, 0},
 	{"mn 1x1 112->1280 @7", 0, 112, 1280, 1, 7, 7, 1, 1, 0},
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* CPU time of the whole process: on a loaded machine wall time says little. */
 static double cpu_s(void)
@@ -143,7 +137,7 @@ int main(int argc, char **argv)
 			bias[i] = 0.01f * (float)i;
 		double *t = malloc((size_t)iters * sizeof(double)), *tc = malloc((size_t)iters * sizeof(double));
 		for (int it = -1; it < iters; it++) {
-			double t0 = now_s(), c0 = cpu_s();
+			double t0 = wh_os_now_s(), c0 = cpu_s();
 			enum wh_status st;
 			if (b->kind == 0)
 				st = wh_conv_f32(cpu, pool, &s, x, w, bias, y);
@@ -160,7 +154,7 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			if (it >= 0) {
-				t[it] = now_s() - t0;
+				t[it] = wh_os_now_s() - t0;
 				tc[it] = cpu_s() - c0;
 			}
 		}

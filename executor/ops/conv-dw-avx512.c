@@ -5,6 +5,7 @@
  * so the bits are those of the reference. */
 #include <immintrin.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include "executor/ops/conv-internal.h"
 
@@ -291,10 +292,314 @@ static void plane_rows(const struct wh_dw_geom *g, const float *x, const float *
 	}
 }
 
+/* Row and column strides of 1 or 2 without dilation: the plane is copied, a band of output
+ * rows at a time, into its stride phases with the padding written as zeros (phase (a, b)
+ * holds the padded input at rows a + sh*i and columns b + sw*j), each phase wq = OW +
+ * (KW - 1) / sw columns wide. Output (oh, ow) reads tap (kh, kw) at phase (kh % sh, kw % sw),
+ * position (oh + kh / sh) * wq + ow + kw / sw: flat output q = oh * wq + ow reads q plus a
+ * constant per tap, so 16 consecutive q (across rows; (KW - 1) / sw gap columns a row are
+ * computed and dropped) are one plain load per tap, with no masks, whatever the plane's
+ * size. The padding is a zero product as in the reference. The band's outputs go to a
+ * buffer of rows wq wide and then row by row to y. Phases and buffer live on the stack in
+ * WH_DW_PHASE_FLOATS (the band sized to fit, and to stay in the first-level cache); false
+ * (nothing written) when not even one output row fits. */
+#define WH_DW_PHASE_FLOATS ((size_t)8192)
+
+/* Phase rows r0 .. r0 + hb of the plane xc into ph (phases sub floats apart). At column
+ * stride 2, one pair of loads of 32 inputs makes 16 columns of both column phases. */
+static void phase_fill(const struct wh_dw_geom *g, const float *xc, float *ph, size_t r0, size_t hb, size_t wq,
+		       size_t sub)
+{
+	ptrdiff_t W = (ptrdiff_t)g->W, pw = (ptrdiff_t)g->pw, sw = (ptrdiff_t)g->sw;
+	const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+	const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+	/* per 16 phase columns: the load masks (lane l: input column c + l, c = 16*sw*jj - pw)
+	 * and the store mask, the same for every row */
+	uint32_t lm[WH_DW_PHASE_FLOATS / 16];
+	__mmask16 sm[WH_DW_PHASE_FLOATS / 16];
+	size_t nj = (wq + 15) / 16;
+	for (size_t jj = 0; jj < nj; jj++) {
+		ptrdiff_t c = 16 * sw * (ptrdiff_t)jj - pw;
+		lm[jj] = sw == 1 ? range16(-c, W - c) : range32(-c, W - c);
+		sm[jj] = range16(0, (ptrdiff_t)(wq - 16 * jj));
+	}
+	for (size_t a = 0; a < g->sh; a++)
+		for (size_t i = 0; i < hb; i++) {
+			ptrdiff_t ih = (ptrdiff_t)(a + g->sh * (r0 + i)) - (ptrdiff_t)g->ph;
+			float *d0 = ph + a * (size_t)sw * sub + i * wq, *d1 = d0 + sub;
+			if (ih < 0 || ih >= (ptrdiff_t)g->H) {
+				for (size_t jj = 0; jj < nj; jj++) {
+					_mm512_mask_storeu_ps(d0 + 16 * jj, sm[jj], _mm512_setzero_ps());
+					if (sw == 2)
+						_mm512_mask_storeu_ps(d1 + 16 * jj, sm[jj], _mm512_setzero_ps());
+				}
+				continue;
+			}
+			const float *xr = xc + ih * W - pw;
+			if (sw == 1) {
+				for (size_t jj = 0; jj < nj; jj++)
+					_mm512_mask_storeu_ps(d0 + 16 * jj, sm[jj],
+							      _mm512_maskz_loadu_ps((__mmask16)lm[jj], xr + 16 * jj));
+				continue;
+			}
+			for (size_t jj = 0; jj < nj; jj++) {
+				const float *r = xr + 32 * jj;
+				__m512 l0 = _mm512_maskz_loadu_ps((__mmask16)lm[jj], r);
+				__m512 l1 = _mm512_maskz_loadu_ps((__mmask16)(lm[jj] >> 16), r + 16);
+				_mm512_mask_storeu_ps(d0 + 16 * jj, sm[jj], _mm512_permutex2var_ps(l0, even, l1));
+				_mm512_mask_storeu_ps(d1 + 16 * jj, sm[jj], _mm512_permutex2var_ps(l0, odd, l1));
+			}
+		}
+}
+
+static bool planes_phased(const struct wh_dw_geom *g, size_t np, const float *x, const float *w, const float *bias,
+			  float *y)
+{
+	size_t KH = g->KH, KW = g->KW, KS = KH * KW, sh = g->sh, sw = g->sw;
+	size_t P = g->OH * g->OW, Pin = g->H * g->W;
+	size_t eh = (KH - 1) / sh, wq = g->OW + (KW - 1) / sw, nph = sh * sw;
+	/* a band of nb output rows: nph phases of (nb + eh) * wq floats, each with room for the
+	 * last vector's reads past its end (at most 15 + (KW - 1) / sw), and nb * wq outputs */
+	size_t fixed = nph * (eh * wq + 16 + KW) + 16, per = (nph + 1) * wq;
+	if (fixed + per > WH_DW_PHASE_FLOATS)
+		return false;
+	size_t nb = (WH_DW_PHASE_FLOATS - fixed) / per;
+	if (nb > g->OH)
+		nb = g->OH;
+	size_t sub = (nb + eh) * wq + 16 + KW;
+	_Alignas(64) float buf[WH_DW_PHASE_FLOATS];
+	float *out = buf + nph * sub;
+	ptrdiff_t toff[WH_DW_MAXK * WH_DW_MAXK];
+	for (size_t kh = 0; kh < KH; kh++)
+		for (size_t kw = 0; kw < KW; kw++)
+			toff[kh * KW + kw] = (ptrdiff_t)(((kh % sh) * sw + kw % sw) * sub + (kh / sh) * wq + kw / sw);
+	for (size_t i = 0; i < np; i++) {
+		const float *wc = w + i * KS;
+		float *yc = y + i * P;
+		const __m512 vbias = _mm512_set1_ps(bias ? bias[i] : 0.0f);
+		for (size_t r0 = 0; r0 < g->OH; r0 += nb) {
+			size_t rows = g->OH - r0 < nb ? g->OH - r0 : nb, hb = rows + eh;
+			size_t nvec = (rows * wq + 15) / 16;
+			phase_fill(g, x + i * Pin, buf, r0, hb, wq, sub);
+			/* the reads past the band's last row: zeros (finite, dropped) */
+			for (size_t p = 0; p < nph; p++)
+				for (size_t j = hb * wq; j < sub; j += 16)
+					_mm512_mask_storeu_ps(buf + p * sub + j, range16(0, (ptrdiff_t)(sub - j)),
+							      _mm512_setzero_ps());
+			size_t v = 0;
+			for (; v + 2 <= nvec; v += 2) {
+				const float *xb = buf + 16 * v;
+				__m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+				WH_DW_SUM2(KS, wc, {
+					xv0 = _mm512_loadu_ps(xb + toff[k]);
+					xv1 = _mm512_loadu_ps(xb + 16 + toff[k]);
+				});
+				if (bias) {
+					acc0 = _mm512_add_ps(acc0, vbias);
+					acc1 = _mm512_add_ps(acc1, vbias);
+				}
+				_mm512_storeu_ps(out + 16 * v, acc0);
+				_mm512_storeu_ps(out + 16 * v + 16, acc1);
+			}
+			if (v < nvec) {
+				const float *xb = buf + 16 * v;
+				__m512 acc = _mm512_setzero_ps();
+				WH_DW_SUM(KS, wc, xv = _mm512_loadu_ps(xb + toff[k]));
+				if (bias)
+					acc = _mm512_add_ps(acc, vbias);
+				_mm512_storeu_ps(out + 16 * v, acc);
+			}
+			for (size_t r = 0; r < rows; r++)
+				for (size_t j = 0; j < g->OW; j += 16) {
+					__mmask16 m = range16(0, (ptrdiff_t)(g->OW - j));
+					_mm512_mask_storeu_ps(yc + (r0 + r) * g->OW + j, m,
+							      _mm512_maskz_loadu_ps(m, out + r * wq + j));
+				}
+		}
+	}
+	return true;
+}
+
+/* Small planes with the channels in the lanes (conv-internal.h wh_dw_lanes): 16 planes are
+ * copied, 16x16 blocks transposed, into one padded buffer [Hp][Wp][16] (the padding zeros
+ * written once a call), so that for each output position one plain load per tap gives the
+ * tap's input for 16 channels, multiplied by the 16 channels' weights of that tap. Each
+ * lane sums its channel's taps in MLAS's single-row order (WH_DW_SUM's operations, the
+ * padding as zero products), then the bias, so the bits are those of the reference. Eight
+ * positions at a time share each weight load; the outputs [P][16] are transposed back to
+ * the planes. A 7-wide plane used 7 of 16 lanes in the row kernels. */
+
+/* r[j] becomes column j of the 16x16 matrix whose rows were r[0..15]. */
+static inline __attribute__((always_inline)) void transpose16(__m512 r[16])
+{
+	__m512 t[16];
+	_Pragma("GCC unroll 16") for (int i = 0; i < 16; i += 2) {
+		t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+		t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+	}
+	/* q[4*quad + e], 128-bit lane L: rows 4*quad .. 4*quad + 3 at column 4L + e */
+	__m512 q[16];
+	_Pragma("GCC unroll 16") for (int i = 0; i < 16; i += 4) {
+		__m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
+		__m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
+		q[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+		q[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+		q[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+		q[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+	}
+	_Pragma("GCC unroll 16") for (int e = 0; e < 4; e++) {
+		__m512 s01 = _mm512_shuffle_f32x4(q[e], q[4 + e], 0x44);
+		__m512 s01h = _mm512_shuffle_f32x4(q[e], q[4 + e], 0xee);
+		__m512 s23 = _mm512_shuffle_f32x4(q[8 + e], q[12 + e], 0x44);
+		__m512 s23h = _mm512_shuffle_f32x4(q[8 + e], q[12 + e], 0xee);
+		r[e] = _mm512_shuffle_f32x4(s01, s23, 0x88);
+		r[4 + e] = _mm512_shuffle_f32x4(s01, s23, 0xdd);
+		r[8 + e] = _mm512_shuffle_f32x4(s01h, s23h, 0x88);
+		r[12 + e] = _mm512_shuffle_f32x4(s01h, s23h, 0xdd);
+	}
+}
+
+#define WH_DW_LANE_B 8
+/* the loops over the B positions fully unrolled (-O2 does not), so t and acc are registers */
+#define WH_UNROLL _Pragma("GCC unroll 8")
+
+/* acc[j] (j < B) = the taps of the position whose window starts at xp[j], in WH_DW_SUM's
+ * order; wt holds 16 channels' weights a tap. Inlined with B constant, so the arrays stay
+ * in registers. */
+static inline __attribute__((always_inline)) void lanes_sum(const float *const *xp, int B, const ptrdiff_t *toff,
+							     const float *wt, size_t KS, __m512 *acc)
+{
+	__m512 t[WH_DW_LANE_B];
+	WH_UNROLL for (int j = 0; j < B; j++)
+		acc[j] = _mm512_setzero_ps();
+	size_t k = 0;
+	for (; k + 4 <= KS; k += 4) {
+		__m512 wk = _mm512_load_ps(wt + 16 * k);
+		WH_UNROLL for (int j = 0; j < B; j++)
+			t[j] = _mm512_mul_ps(wk, _mm512_load_ps(xp[j] + toff[k]));
+		for (size_t i = 1; i < 4; i++) {
+			wk = _mm512_load_ps(wt + 16 * (k + i));
+			WH_UNROLL for (int j = 0; j < B; j++)
+				t[j] = _mm512_add_ps(t[j], _mm512_mul_ps(wk, _mm512_load_ps(xp[j] + toff[k + i])));
+		}
+		WH_UNROLL for (int j = 0; j < B; j++)
+			acc[j] = _mm512_add_ps(t[j], acc[j]);
+	}
+	if (KS - k >= 2) {
+		__m512 wk = _mm512_load_ps(wt + 16 * k);
+		WH_UNROLL for (int j = 0; j < B; j++)
+			t[j] = _mm512_mul_ps(wk, _mm512_load_ps(xp[j] + toff[k]));
+		wk = _mm512_load_ps(wt + 16 * (k + 1));
+		WH_UNROLL for (int j = 0; j < B; j++)
+			t[j] = _mm512_add_ps(t[j], _mm512_mul_ps(wk, _mm512_load_ps(xp[j] + toff[k + 1])));
+		WH_UNROLL for (int j = 0; j < B; j++)
+			acc[j] = _mm512_add_ps(t[j], acc[j]);
+		k += 2;
+	}
+	if (KS - k == 1) {
+		__m512 wk = _mm512_load_ps(wt + 16 * k);
+		WH_UNROLL for (int j = 0; j < B; j++)
+			acc[j] = _mm512_add_ps(_mm512_mul_ps(wk, _mm512_load_ps(xp[j] + toff[k])), acc[j]);
+	}
+}
+
+/* n <= 16 planes (lanes n..15 compute zeros and are not stored) with the padded buffer buf
+ * (Hp * Wp * 16 floats, its padding already zero). */
+static void lanes_group(const struct wh_dw_geom *g, size_t n, const float *x, const float *w, const float *bias,
+			float *y, float *buf, size_t Wp, const uint32_t *base, const ptrdiff_t *toff, float *wt,
+			float *out)
+{
+	size_t KS = g->KH * g->KW, P = g->OH * g->OW, Pin = g->H * g->W;
+	size_t Hp = (g->OH - 1) * g->sh + (g->KH - 1) * g->dh + 1;
+	const __mmask16 chan = range16(0, (ptrdiff_t)n);
+	/* the weights a tap for the 16 lanes (zero past n) */
+	for (size_t k = 0; k < KS; k++)
+		for (size_t c = 0; c < 16; c++)
+			wt[16 * k + c] = c < n ? w[c * KS + k] : 0.0f;
+	const __m512 vbias = bias ? _mm512_maskz_loadu_ps(chan, bias) : _mm512_setzero_ps();
+	/* the inputs: 16 positions of the 16 planes a block, position p to its padded place
+	 * (rows and columns the windows never reach are not copied) */
+	size_t ih = 0, iw = 0;
+	for (size_t p0 = 0; p0 < Pin; p0 += 16) {
+		__mmask16 m = range16(0, (ptrdiff_t)(Pin - p0));
+		__m512 r[16];
+		_Pragma("GCC unroll 16") for (size_t c = 0; c < 16; c++)
+			r[c] = c < n ? _mm512_maskz_loadu_ps(m, x + c * Pin + p0) : _mm512_setzero_ps();
+		transpose16(r);
+		for (size_t j = 0; j < 16 && p0 + j < Pin; j++) {
+			size_t ry = ih + g->ph, rx = iw + g->pw;
+			if (ry < Hp && rx < Wp)
+				_mm512_store_ps(buf + 16 * (ry * Wp + rx), r[j]);
+			if (++iw == g->W)
+				iw = 0, ih++;
+		}
+	}
+	size_t p = 0;
+	__m512 acc[WH_DW_LANE_B];
+	for (; p + WH_DW_LANE_B <= P; p += WH_DW_LANE_B) {
+		const float *xp[WH_DW_LANE_B];
+		for (int j = 0; j < WH_DW_LANE_B; j++)
+			xp[j] = buf + base[p + j];
+		lanes_sum(xp, WH_DW_LANE_B, toff, wt, KS, acc);
+		for (int j = 0; j < WH_DW_LANE_B; j++)
+			_mm512_store_ps(out + 16 * (p + j), bias ? _mm512_add_ps(acc[j], vbias) : acc[j]);
+	}
+	for (; p < P; p++) {
+		const float *xp[1] = {buf + base[p]};
+		lanes_sum(xp, 1, toff, wt, KS, acc);
+		_mm512_store_ps(out + 16 * p, bias ? _mm512_add_ps(acc[0], vbias) : acc[0]);
+	}
+	/* back to the planes */
+	for (size_t p0 = 0; p0 < P; p0 += 16) {
+		__mmask16 m = range16(0, (ptrdiff_t)(P - p0));
+		__m512 r[16];
+		_Pragma("GCC unroll 16") for (size_t j = 0; j < 16; j++)
+			r[j] = p0 + j < P ? _mm512_load_ps(out + 16 * (p0 + j)) : _mm512_setzero_ps();
+		transpose16(r);
+		for (size_t c = 0; c < n; c++)
+			_mm512_mask_storeu_ps(y + c * P + p0, m, r[c]);
+	}
+}
+
+static void planes_lanes(const struct wh_dw_geom *g, size_t np, const float *x, const float *w, const float *bias,
+			 float *y)
+{
+	size_t KS = g->KH * g->KW, P = g->OH * g->OW, Pin = g->H * g->W;
+	size_t Hp = (g->OH - 1) * g->sh + (g->KH - 1) * g->dh + 1;
+	size_t Wp = (g->OW - 1) * g->sw + (g->KW - 1) * g->dw + 1;
+	_Alignas(64) float buf[WH_DW_LANE_IN];
+	_Alignas(64) float out[16 * WH_DW_LANE_P];
+	_Alignas(64) float wt[16 * WH_DW_LANE_K * WH_DW_LANE_K];
+	uint32_t base[WH_DW_LANE_P];
+	ptrdiff_t toff[WH_DW_LANE_K * WH_DW_LANE_K];
+	memset(buf, 0, Hp * Wp * 16 * sizeof(float));
+	for (size_t kh = 0; kh < g->KH; kh++)
+		for (size_t kw = 0; kw < g->KW; kw++)
+			toff[kh * g->KW + kw] = (ptrdiff_t)(16 * (kh * g->dh * Wp + kw * g->dw));
+	for (size_t oh = 0, p = 0; oh < g->OH; oh++)
+		for (size_t ow = 0; ow < g->OW; ow++, p++)
+			base[p] = (uint32_t)(16 * (oh * g->sh * Wp + ow * g->sw));
+	for (size_t i = 0; i < np; i += 16) {
+		size_t n = np - i < 16 ? np - i : 16;
+		lanes_group(g, n, x + i * Pin, w + i * KS, bias ? bias + i : NULL, y + i * P, buf, Wp, base, toff, wt,
+			    out);
+	}
+}
+
+#define WH_DW_PHASED_P ((size_t)4096)
+
 void wh_conv_dw_planes_avx512(const struct wh_dw_geom *g, size_t n, const float *x, const float *w,
 			      const float *bias, float *y)
 {
 	size_t KS = g->KH * g->KW, P = g->OH * g->OW, Pin = g->H * g->W;
+	if (wh_dw_lanes(g) && n >= WH_DW_LANE_MIN_N) {
+		planes_lanes(g, n, x, w, bias, y);
+		return;
+	}
+	/* stride 1 keeps planes_flat (no gap columns, no copy) below WH_DW_PHASED_P outputs */
+	if (g->sh <= 2 && g->sw <= 2 && g->dh == 1 && g->dw == 1 &&
+	    (g->sh == 2 || g->sw == 2 || P >= WH_DW_PHASED_P || g->OW != g->W) && planes_phased(g, n, x, w, bias, y))
+		return;
 	if (g->sh == 1 && g->sw == 1 && g->OW == g->W) {
 		planes_flat(g, n, x, w, bias, y);
 		return;

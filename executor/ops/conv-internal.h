@@ -89,6 +89,27 @@ void wh_convt_f32_ref(const struct wh_conv_shape *s, const float *x, const float
 struct wh_dw_geom {
 	size_t H, W, OH, OW, KH, KW, sh, sw, dh, dw, ph, pw;
 };
+/* The AVX-512 kernel's small-plane path (conv-dw-avx512.c planes_lanes): 16 planes at a
+ * time with the channels in the vector lanes, for kernels of more than 9 taps up to
+ * WH_DW_LANE_K square, at most WH_DW_LANE_P outputs and a padded input of at most
+ * WH_DW_LANE_IN / 16 positions (WH_DW_LANE_IN_STRIDED / 16 when strided); taken for calls
+ * of at least WH_DW_LANE_MIN_N planes (conv.c gives it chunks of multiples of 16). */
+#define WH_DW_LANE_K 7
+#define WH_DW_LANE_P ((size_t)256)
+#define WH_DW_LANE_IN ((size_t)16384)
+#define WH_DW_LANE_IN_STRIDED ((size_t)8192)
+#define WH_DW_LANE_MIN_N 8
+static inline bool wh_dw_lanes(const struct wh_dw_geom *g)
+{
+	size_t Hp = (g->OH - 1) * g->sh + (g->KH - 1) * g->dh + 1;
+	size_t Wp = (g->OW - 1) * g->sw + (g->KW - 1) * g->dw + 1;
+	/* 3x3 and smaller lost to the row kernels (the two transposes cost as much as 9 taps):
+	 * 3x3 on 192 planes of 14x14 27 against 35 GFLOP/s with one thread, 5x5 45 against 35.
+	 * At stride 2 the input to transpose is four times the output: 5x5 from 28x28 to 14x14
+	 * lost to the phase planes (0.94x in mnasnet0_35), from 14x14 to 7x7 won 1.27x */
+	return g->KH * g->KW > 9 && g->KH <= WH_DW_LANE_K && g->KW <= WH_DW_LANE_K && g->OH * g->OW <= WH_DW_LANE_P &&
+	       Hp * Wp <= (g->sh * g->sw > 1 ? WH_DW_LANE_IN_STRIDED : WH_DW_LANE_IN) / 16;
+}
 /* n planes: plane i reads x + i*H*W with the taps w + i*KH*KW and bias[i] (bias may be
  * NULL), and writes y + i*OH*OW. */
 void wh_conv_dw_planes_avx2(const struct wh_dw_geom *g, size_t n, const float *x, const float *w,

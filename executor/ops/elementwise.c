@@ -1069,6 +1069,15 @@ bool wh_epilogue_of(const struct wh_node *n, int64_t opset, const struct wh_tens
 		def = &UN_SIGMOID;
 	} else if (!strcmp(op, "Tanh")) {
 		def = &UN_TANH;
+	} else if (!strcmp(op, "Gelu") && opset >= 20) {
+		char buf[16];
+		const char *a = wh_node_attr_string(n, "approximate", "none", buf, sizeof buf);
+		if (!strcmp(a, "none"))
+			def = &UN_GELU;
+		else if (!strcmp(a, "tanh"))
+			def = &UN_GELU_TANH;
+		else
+			return false; /* op_gelu refuses it */
 	} else if (!strcmp(op, "Clip")) {
 		def = &UN_CLIP;
 		if (opset < 11) {

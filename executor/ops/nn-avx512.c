@@ -142,12 +142,35 @@ void wh_nn_maxpool_row_f32_avx512(const float *const *rows, size_t nrows, float 
 			_mm512_storeu_ps(y + q, best);
 		}
 	}
+	if (s == 1 && q < n) {
+		/* the last 1..15 outputs: masked loads (lanes past n read nothing) and store */
+		__mmask16 m = (__mmask16)((1u << (n - q)) - 1);
+		__m512 best = _mm512_set1_ps(-INFINITY);
+		for (size_t r = 0; r < nrows; r++)
+			for (size_t b = 0; b < k; b++)
+				best = _mm512_max_ps(_mm512_maskz_loadu_ps(m, rows[r] + q + b * d), best);
+		_mm512_mask_storeu_ps(y + q, m, best);
+		q = n;
+	}
 	if (q < n) {
 		const float *rest[64];
 		for (size_t r = 0; r < nrows; r++)
 			rest[r] = rows[r] + q * s;
 		wh_nn_maxpool_row_f32_avx2(rest, nrows, y + q, n - q, k, s, d);
 	}
+}
+
+void wh_nn_deinterleave2_f32_avx512(const float *x, size_t n, float *even, float *odd)
+{
+	const __m512i ie = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+	const __m512i io = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+	size_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m512 lo = _mm512_loadu_ps(x + i), hi = _mm512_loadu_ps(x + i + 16);
+		_mm512_storeu_ps(even + i / 2, _mm512_permutex2var_ps(lo, ie, hi));
+		_mm512_storeu_ps(odd + i / 2, _mm512_permutex2var_ps(lo, io, hi));
+	}
+	wh_nn_deinterleave2_f32_avx2(x + i, n - i, even + i / 2, odd + i / 2);
 }
 
 void wh_nn_ln_apply_f32_avx512(const float *x, float *y, size_t n, double mean, double inv, const double *scale,

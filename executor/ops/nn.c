@@ -174,6 +174,25 @@ void wh_nn_maxpool_row_f32(enum wh_isa isa, const float *const *rows, size_t nro
 		wh_nn_maxpool_row_f32_scalar(rows, nrows, y, n, k, s, d);
 }
 
+void wh_nn_deinterleave2_f32_scalar(const float *x, size_t n, float *even, float *odd)
+{
+	for (size_t i = 0; 2 * i < n; i++) {
+		even[i] = x[2 * i];
+		if (2 * i + 1 < n)
+			odd[i] = x[2 * i + 1];
+	}
+}
+
+void wh_nn_deinterleave2_f32(enum wh_isa isa, const float *x, size_t n, float *even, float *odd)
+{
+	if (isa >= WH_ISA_AVX512)
+		wh_nn_deinterleave2_f32_avx512(x, n, even, odd);
+	else if (isa >= WH_ISA_AVX2)
+		wh_nn_deinterleave2_f32_avx2(x, n, even, odd);
+	else
+		wh_nn_deinterleave2_f32_scalar(x, n, even, odd);
+}
+
 void wh_nn_ln_apply_f32_scalar(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
 			       const double *bias)
 {
@@ -1365,32 +1384,70 @@ static double lp_term(double v, double p)
  * through wh_nn_maxpool_row_f32 a row of outputs at a time, the others one by one; both
  * take the taps in the generic path's order (row-major over the window), so the bits are
  * the same. */
-static void maxpool2d_f32_plane(const struct pool_job *j, const float *x, float *y)
+/* MaxPool with column stride 2 reads its input rows deinterleaved (deint below): that many
+ * floats of scratch per plane. */
+static size_t maxpool_deint_floats(const struct pool_job *j)
+{
+	const struct pool_geo *g = j->g;
+	return (size_t)g->in[0] * (size_t)(g->in[1] + 1);
+}
+
+static bool maxpool_deint(const struct pool_job *j)
+{
+	const struct pool_geo *g = j->g;
+	return j->kind == PK_MAX && !j->idx && g->ns == 2 && j->isa >= WH_ISA_AVX2 && g->s[1] == 2 && g->d[1] == 1 &&
+	       g->k[0] * g->k[1] <= 64 && j->x->dtype == WH_DT_FLOAT;
+}
+
+/* deint: NULL, or maxpool_deint_floats(j) floats for the rows' even and odd elements, so that
+ * every tap of a stride-2 row reads consecutive floats (same taps in the same order). */
+static void maxpool2d_f32_plane(const struct pool_job *j, const float *x, float *y, float *deint)
 {
 	const struct pool_geo *g = j->g;
 	int64_t W = g->in[1], OW = g->out[1];
+	size_t we = (size_t)(W + 1) / 2;
 	/* [wlo, whi): the output columns with every tap inside the row */
 	int64_t wlo = 0, whi = OW;
 	while (wlo < OW && (j->taps[1][3 * wlo] != 0 || j->taps[1][3 * wlo + 1] != g->k[1]))
 		wlo++;
 	while (whi > wlo && (j->taps[1][3 * (whi - 1)] != 0 || j->taps[1][3 * (whi - 1) + 1] != g->k[1]))
 		whi--;
+	if (deint && whi > wlo)
+		for (int64_t h = 0; h < g->in[0]; h++)
+			wh_nn_deinterleave2_f32(j->isa, x + h * W, (size_t)W, deint + (size_t)h * (size_t)(W + 1),
+						deint + (size_t)h * (size_t)(W + 1) + we);
 	const float *rows[64];
+	int64_t hrow[64];
 	for (int64_t oh = 0; oh < g->out[0]; oh++) {
 		const int64_t *th = j->taps[0] + 3 * oh;
 		int64_t h0 = oh * g->s[0] - g->pb[0];
 		size_t nr = 0;
-		for (int64_t a = th[0]; a < th[1]; a++)
-			rows[nr++] = x + (h0 + a * g->d[0]) * W;
+		for (int64_t a = th[0]; a < th[1]; a++) {
+			hrow[nr] = h0 + a * g->d[0];
+			rows[nr] = x + hrow[nr] * W;
+			nr++;
+		}
 		float *yr = y + oh * OW;
 		for (int64_t ow = 0; ow < OW; ow++) {
 			if (ow == wlo && whi > wlo) {
 				const float *r0[64];
 				int64_t w0 = wlo * g->s[1] - g->pb[1];
-				for (size_t r = 0; r < nr; r++)
-					r0[r] = rows[r] + w0;
-				wh_nn_maxpool_row_f32(j->isa, r0, nr, yr + wlo, (size_t)(whi - wlo), (size_t)g->k[1],
-						      (size_t)g->s[1], (size_t)g->d[1]);
+				if (deint) {
+					/* tap (r, b) in row-major order, column w0 + 2q + b: the even or odd
+					 * half of row r from (w0 + b) / 2 */
+					size_t nt = 0;
+					for (size_t r = 0; r < nr; r++)
+						for (int64_t b = 0; b < g->k[1]; b++) {
+							const float *dr = deint + (size_t)hrow[r] * (size_t)(W + 1);
+							r0[nt++] = dr + ((w0 + b) % 2 ? we : 0) + (size_t)(w0 + b) / 2;
+						}
+					wh_nn_maxpool_row_f32(j->isa, r0, nt, yr + wlo, (size_t)(whi - wlo), 1, 1, 1);
+				} else {
+					for (size_t r = 0; r < nr; r++)
+						r0[r] = rows[r] + w0;
+					wh_nn_maxpool_row_f32(j->isa, r0, nr, yr + wlo, (size_t)(whi - wlo), (size_t)g->k[1],
+							      (size_t)g->s[1], (size_t)g->d[1]);
+				}
 				ow = whi - 1;
 				continue;
 			}
@@ -1409,7 +1466,7 @@ static void maxpool2d_f32_plane(const struct pool_job *j, const float *x, float 
 }
 
 /* 2-D float32 path, same tap order as the generic path (row-major over the window). */
-static void pool2d_f32_plane(const struct pool_job *j, uint64_t pl)
+static void pool2d_f32_plane(const struct pool_job *j, uint64_t pl, float *deint)
 {
 	const struct pool_geo *g = j->g;
 	const float *x = (const float *)j->x->data + pl * g->in_sp;
@@ -1417,7 +1474,7 @@ static void pool2d_f32_plane(const struct pool_job *j, uint64_t pl)
 	int64_t *ix = j->idx ? (int64_t *)j->idx->data + pl * g->out_sp : NULL;
 	int64_t W = g->in[1], H = g->in[0];
 	if (j->kind == PK_MAX && !ix && g->k[0] <= 64) {
-		maxpool2d_f32_plane(j, x, y);
+		maxpool2d_f32_plane(j, x, y, deint);
 		return;
 	}
 	for (int64_t oh = 0; oh < g->out[0]; oh++) {
@@ -1662,14 +1719,17 @@ static void pool_range(void *p, size_t lo, size_t hi)
 	bool ort_avg = j->kind == PK_AVG && j->x->dtype == WH_DT_FLOAT && j->g->ns <= 3;
 	for (int32_t i = 0; ort_avg && i < j->g->ns; i++)
 		ort_avg = j->g->d[i] == 1;
+	/* without the scratch, the same taps read in place */
+	float *deint = maxpool_deint(j) ? malloc(maxpool_deint_floats(j) * sizeof(float)) : NULL;
 	for (size_t pl = lo; pl < hi; pl++) {
 		if (ort_avg)
 			avgpool_f32_ort_plane(j, pl);
 		else if (j->g->ns == 2 && j->x->dtype == WH_DT_FLOAT)
-			pool2d_f32_plane(j, pl);
+			pool2d_f32_plane(j, pl, deint);
 		else
 			pool_generic_plane(j, pl);
 	}
+	free(deint);
 }
 
 static enum wh_status lp_order(const struct wh_kernel_ctx *ctx, double *p_out)
