@@ -917,8 +917,8 @@ END_TEST
 
 /* wh_sgemm_kernel_for's tiles: the 8 x 48 AVX-512 tile gives every element the bits of
  * the 12 x 32 one (the same chain of fused multiply-adds) through every row and column
- * tail, K slices and MLAS's K blocks with the bias, and is chosen only where it computes
- * fewer padding lanes. */
+ * tail, K slices and MLAS's K blocks with the bias, and is chosen only where the 12-row
+ * tile would end on a panel of 4 rows or fewer. */
 START_TEST(tile_shapes_bit_identical)
 {
 	if (wh_cpu()->detected < WH_ISA_AVX512)
@@ -930,6 +930,8 @@ START_TEST(tile_shapes_bit_identical)
 	ck_assert_uint_eq(kw.nr, WH_SGEMM_NR_AVX512W);
 	struct wh_sgemm_kernel kc;
 	wh_sgemm_kernel_for(WH_ISA_AVX512, 36, 64, &kc); /* 12 x 32 fits exactly */
+	ck_assert_uint_eq(kc.mr, WH_SGEMM_MR_AVX512);
+	wh_sgemm_kernel_for(WH_ISA_AVX512, 8, 3000, &kc); /* one dense panel either way */
 	ck_assert_uint_eq(kc.mr, WH_SGEMM_MR_AVX512);
 	wh_sgemm_kernel_for(WH_ISA_AVX2, 64, 3000, &kc);
 	ck_assert_uint_eq(kc.mr, WH_SGEMM_MR_AVX2);

@@ -92,11 +92,10 @@ size_t wh_sgemm_ort_kblock(size_t K, size_t N);
 /* The micro-kernel for an ISA (the best one not above isa). */
 void wh_sgemm_kernel_get(enum wh_isa isa, struct wh_sgemm_kernel *out);
 
-/* The micro-kernel for products of M rows by N columns a call (the column count one
- * kernel call sequence spans): wh_sgemm_kernel_get's, or with AVX-512 the 8 x 48 tile
- * where it computes fewer padding lanes (by a tenth, unless the 12-row tile would leave a
- * panel of 4 rows or fewer). Every element's chain is the same in both, so
- * only speed depends on the choice (A must be packed for the kernel chosen: its mr). */
+/* The micro-kernel for products of M rows by N columns a call: wh_sgemm_kernel_get's, or
+ * with AVX-512 the 8 x 48 tile where the 12-row tile would end on a sparse panel of 4
+ * rows or fewer. Every element's chain is the same in both, so only speed depends on the
+ * choice (A must be packed for the kernel chosen: its mr). */
 void wh_sgemm_kernel_for(enum wh_isa isa, size_t M, size_t N, struct wh_sgemm_kernel *out);
 
 /* Packs A (element (i,k) at a[i*rsa + k*csa]) into M*K floats at dst. */

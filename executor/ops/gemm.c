@@ -107,20 +107,20 @@ void wh_sgemm_kernel_get(enum wh_isa isa, struct wh_sgemm_kernel *out)
 
 void wh_sgemm_kernel_for(enum wh_isa isa, size_t M, size_t N, struct wh_sgemm_kernel *out)
 {
+	(void)N;
 	wh_sgemm_kernel_get(isa, out);
 	if (out->isa != WH_ISA_AVX512)
 		return;
-	size_t mr = WH_SGEMM_MR_AVX512W, nr = WH_SGEMM_NR_AVX512W;
-	uint64_t lanes = (uint64_t)round_up(M, out->mr) * round_up(N, out->nr);
-	uint64_t lanes_w = (uint64_t)round_up(M, mr) * round_up(N, nr);
-	/* the lanes only approximate the cost: in the models the 8 x 48 tile paid off where
-	 * the 12-row tile leaves a panel of 4 rows or fewer (squeezenet's 16, 64 and 256
-	 * output channels) and lost at near parity otherwise (mnasnet's 96 -> 32 1x1 at 14x14,
-	 * 5 % fewer lanes, 6 % slower): elsewhere it needs a clear margin */
-	size_t tail = M % out->mr;
-	if (lanes_w < lanes && ((tail && tail <= 4) || lanes_w * 10 < lanes * 9)) {
-		out->mr = mr;
-		out->nr = nr;
+	/* Both tiles run the same multiply-adds (a partial panel runs only its rows, a column
+	 * tail of 16 or fewer one vector), so the choice is about density: a last panel of 4
+	 * rows or fewer runs at a third of the 12-row panel's multiply-adds a step, where the
+	 * 8-row tile has full panels (squeezenet's 16, 64 and 256 output channels: 5 to 20 %
+	 * faster in the model). Elsewhere the 12 x 32 tile measured as fast or faster
+	 * (mnasnet's 8 and 32 output channels: 6 % slower on the 8 x 48 tile). */
+	size_t t12 = M % out->mr, t8 = M % WH_SGEMM_MR_AVX512W;
+	if (M > out->mr && t12 && t12 <= 4 && (t8 == 0 || t8 > 4)) {
+		out->mr = WH_SGEMM_MR_AVX512W;
+		out->nr = WH_SGEMM_NR_AVX512W;
 		out->ukernel = wh_sgemm_ukernel_avx512w;
 	}
 }
