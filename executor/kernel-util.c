@@ -5,6 +5,19 @@
 
 #include "executor/kernel.h"
 
+enum wh_status wh_kernel_out_alloc(struct wh_kernel_ctx *ctx, uint32_t k, enum wh_dtype dt, int32_t rank,
+				   const int64_t *dims)
+{
+	const struct wh_tensor *p = k == 0 ? ctx->place_out : NULL;
+	bool same = p && p->dtype == dt && p->rank == rank && dt != WH_DT_STRING;
+	for (int32_t d = 0; same && d < rank; d++)
+		same = p->dims[d] == dims[d];
+	if (!same)
+		return wh_tensor_alloc(&ctx->outputs[k], dt, rank, dims);
+	wh_tensor_ref(&ctx->outputs[k], p);
+	return WH_OK;
+}
+
 /* Allocates dst and returns where to write its elements: the tensor's own data, or for
  * strings a temporary pointer array that wh_kernel_out_finish turns into the tensor. */
 enum wh_status wh_kernel_out_begin(struct wh_tensor *dst, enum wh_dtype dt, int32_t rank, const int64_t *dims,

@@ -52,6 +52,11 @@ struct wh_kernel_ctx {
 	bool outputs_rounded;
 	/* the engine's packed copies of constant GEMM operands (below); NULL: pack none */
 	struct wh_gemm_packs *packs;
+	/* Where the runtime would like output 0 (a slice of the Concat that alone reads it;
+	 * runtime.c, plan_concats), or NULL. A kernel that allocates output 0 with
+	 * wh_kernel_out_alloc gets this memory when the type and shape match; it then writes
+	 * every element there, as it would into a fresh tensor. */
+	const struct wh_tensor *place_out;
 };
 
 /* Packed copies of constant GEMM operands (the B of MatMul and Gemm, the weights of Conv as
@@ -160,6 +165,10 @@ enum wh_status wh_kernel_run_subgraph(struct wh_kernel_ctx *ctx, const struct wh
 
 /* Element accessors and broadcasting (wh_tensor_get_f64, wh_broadcast_shapes, ...) are in
  * graph/tensor.h, included above. */
+/* Allocates output k as wh_tensor_alloc does, or, for output 0 when ctx->place_out has the
+ * same type and shape, makes it that memory (a view the runtime placed). */
+enum wh_status wh_kernel_out_alloc(struct wh_kernel_ctx *ctx, uint32_t k, enum wh_dtype dt, int32_t rank,
+				   const int64_t *dims);
 /* Outputs written element by element for any type: wh_kernel_out_begin allocates t and
  * returns where to write (t's data, or for strings a temporary array of borrowed `const
  * char *` that wh_kernel_out_finish copies into t and frees, in every case). */

@@ -19,6 +19,20 @@
 #include "graph/os.h"
 #include "graph/topo.h"
 
+/* A Concat whose inputs its producers write straight into its output (plan_concats). The
+ * runs learn the shapes: the last run's tell the next where each input goes. */
+struct concat_plan {
+	uint32_t node; /* the Concat */
+	uint32_t n;    /* its inputs */
+	bool known;    /* the last run's shapes are below and concatenate along a leading axis */
+	uint8_t misses; /* runs whose inputs did not land in place; 2 turn the plan off */
+	enum wh_dtype dt;
+	int32_t rank;
+	int64_t out_dims[WH_MAX_RANK];
+	int64_t (*in_dims)[WH_MAX_RANK]; /* n */
+	uint64_t *offset;                /* n: element offset of each input in the output */
+};
+
 struct plan {
 	const struct wh_graph *g;
 	uint32_t *order;                    /* node ids in execution order */
@@ -42,6 +56,12 @@ struct plan {
 	uint32_t *const_slot; /* per value id, WH_NONE where no constant layer writes it */
 	struct wh_tensor *const_vals;
 	size_t const_bytes;
+	/* In-place Concat (plan_concats): per node id, the concat (index into concats) whose
+	 * input the node writes, and which input (WH_NONE: none); per Concat node id its index
+	 * (WH_NONE: not planned). */
+	struct concat_plan *concats;
+	uint32_t n_concats;
+	uint32_t *place_concat, *place_input, *concat_index;
 	/* A frame's value array kept between runs (a Loop body runs once per iteration, the
 	 * main graph once per run): it holds only the initializers' references (see
 	 * frame_init); NULL while a frame of this plan has it. */
@@ -171,6 +191,14 @@ static void plan_destroy(struct plan *p)
 	free(p->const_node);
 	free(p->const_slot);
 	free(p->const_vals);
+	for (uint32_t i = 0; i < p->n_concats; i++) {
+		free(p->concats[i].in_dims);
+		free(p->concats[i].offset);
+	}
+	free(p->concats);
+	free(p->place_concat);
+	free(p->place_input);
+	free(p->concat_index);
 	free(p->epi);
 	free(p->fused_out);
 	free(p->fused_skip);
@@ -227,6 +255,127 @@ static bool fusable_value(const struct plan *p, uint32_t v, uint32_t last_step)
 }
 
 enum { CONST_NO, CONST_YES, CONST_CACHED, CONST_UNCACHED };
+
+/* Finds the Concats whose every input is written by a node (output 0, FP32, not constant;
+ * for an activation fused into its producer, that producer) and read by the Concat alone:
+ * those nodes are offered their slice of the Concat's output (wh_kernel_ctx.place_out) and,
+ * when every input landed there, the Concat copies nothing. Runs after plan_fusions and
+ * plan_constants. */
+static enum wh_status plan_concats(struct plan *p)
+{
+	const struct wh_graph *g = p->g;
+	size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1;
+	enum wh_status st = WH_OK;
+	uint32_t *uses = calloc(nv, sizeof *uses), *step = calloc(nn, sizeof *step);
+	p->place_concat = malloc(nn * sizeof *p->place_concat);
+	p->place_input = malloc(nn * sizeof *p->place_input);
+	p->concat_index = malloc(nn * sizeof *p->concat_index);
+	if (!uses || !step || !p->place_concat || !p->place_input || !p->concat_index) {
+		st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+		goto out;
+	}
+	for (uint32_t i = 0; i < nn; i++)
+		p->place_concat[i] = p->place_input[i] = p->concat_index[i] = WH_NONE;
+	for (uint32_t s = 0; s < g->n_nodes; s++) {
+		const struct wh_node *n = &g->nodes[p->order[s]];
+		step[p->order[s]] = s;
+		for (uint32_t k = 0; k < n->n_inputs; k++)
+			if (n->inputs[k] != WH_NONE)
+				uses[n->inputs[k]]++;
+	}
+	for (uint32_t s = 0; s < g->n_nodes; s++) {
+		uint32_t cid = p->order[s];
+		const struct wh_node *c = &g->nodes[cid];
+		if (strcmp(c->op_type, "Concat") || c->domain[0] || c->n_inputs < 2 || c->n_outputs != 1 || !fusable_node(p, cid))
+			continue;
+		uint32_t writers[64];
+		bool ok = c->n_inputs <= 64;
+		for (uint32_t k = 0; ok && k < c->n_inputs; k++) {
+			uint32_t v = c->inputs[k];
+			ok = v != WH_NONE && uses[v] == 1 && fusable_value(p, v, s) && g->values[v].producer != WH_NONE &&
+			     g->values[v].producer_output == 0;
+			if (!ok)
+				break;
+			uint32_t w = g->values[v].producer;
+			if (p->fused_skip[w] != WH_NONE) {
+				/* an activation fused into its producer: the producer writes v */
+				uint32_t pv = p->fused_skip[w], pw = g->values[pv].producer;
+				ok = pw != WH_NONE && p->fused_out[pw] == v;
+				w = pw;
+			}
+			ok = ok && fusable_node(p, w) && p->const_node[w] == CONST_NO && p->place_concat[w] == WH_NONE &&
+			     g->nodes[w].n_outputs >= 1;
+			writers[k] = w;
+		}
+		if (!ok)
+			continue;
+		struct concat_plan *np = realloc(p->concats, (p->n_concats + 1) * sizeof *np);
+		if (!np) {
+			st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+			goto out;
+		}
+		p->concats = np;
+		struct concat_plan *cp = &p->concats[p->n_concats];
+		*cp = (struct concat_plan){.node = cid, .n = c->n_inputs};
+		cp->in_dims = calloc(c->n_inputs, sizeof *cp->in_dims);
+		cp->offset = calloc(c->n_inputs, sizeof *cp->offset);
+		if (!cp->in_dims || !cp->offset) {
+			free(cp->in_dims);
+			free(cp->offset);
+			st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+			goto out;
+		}
+		for (uint32_t k = 0; k < c->n_inputs; k++) {
+			p->place_concat[writers[k]] = p->n_concats;
+			p->place_input[writers[k]] = k;
+		}
+		p->concat_index[cid] = p->n_concats++;
+	}
+out:
+	free(uses);
+	free(step);
+	return st;
+}
+
+/* After Concat cp ran as a kernel (inputs ins, output y): learns where each input goes,
+ * when the inputs are one type and the axis has nothing before it but ones (so that each
+ * input is one run of the output's elements). */
+static void learn_concat(struct concat_plan *cp, const struct wh_tensor *const *ins, const struct wh_tensor *y)
+{
+	cp->known = false;
+	if (!wh_value_is_tensor(y) || y->rank < 1 || y->dtype == WH_DT_STRING || wh_dtype_size(y->dtype) == 0)
+		return;
+	int32_t axis = -1;
+	for (int32_t d = 0; d < y->rank; d++) {
+		bool differs = false;
+		for (uint32_t k = 0; k < cp->n; k++)
+			differs |= !ins[k] || ins[k]->rank != y->rank || ins[k]->dims[d] != y->dims[d];
+		if (differs) {
+			if (axis >= 0)
+				return;
+			axis = d;
+		}
+	}
+	if (axis < 0)
+		axis = 0; /* every input as long as the output: one of them holds it all */
+	for (int32_t d = 0; d < axis; d++)
+		if (y->dims[d] != 1)
+			return;
+	uint64_t off = 0;
+	for (uint32_t k = 0; k < cp->n; k++) {
+		if (!ins[k] || ins[k]->dtype != y->dtype || !wh_value_is_tensor(ins[k]))
+			return;
+		memcpy(cp->in_dims[k], ins[k]->dims, sizeof cp->in_dims[k]);
+		cp->offset[k] = off;
+		off += ins[k]->count;
+	}
+	if (off != y->count)
+		return;
+	cp->dt = y->dtype;
+	cp->rank = y->rank;
+	memcpy(cp->out_dims, y->dims, sizeof cp->out_dims);
+	cp->known = true;
+}
 
 /* A constant layer's outputs are kept when they take at most this much, and a plan keeps at
  * most WH_CONST_CACHE_BYTES of them: enough for masks, shape arithmetic and small tables,
@@ -498,7 +647,7 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 			}
 		}
 	}
-	if ((st = plan_fusions(p)) != WH_OK || (st = plan_constants(p)) != WH_OK)
+	if ((st = plan_fusions(p)) != WH_OK || (st = plan_constants(p)) != WH_OK || (st = plan_concats(p)) != WH_OK)
 		goto out;
 	if (e->n_plans == e->cap_plans) {
 		uint32_t cap = e->cap_plans ? e->cap_plans * 2 : 4;
@@ -760,12 +909,21 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 	 * is kept or reported, while a build times tactics layer by layer, and where a tactic is
 	 * made faulty (it corrupts the producer's own output) */
 	bool fuse = p->fused_out && !keep_all && !f->each && !f->e->chooser.choose && !f->e->faulty_tactic[0];
+	/* this run's outputs of the in-place Concats (plan_concats), made at the first write */
+	struct wh_tensor cbuf_fixed[8], *cbuf = cbuf_fixed;
+	uint32_t n_cbuf = fuse ? p->n_concats : 0;
+	if (n_cbuf > 8 && !(cbuf = calloc(n_cbuf, sizeof *cbuf)))
+		n_cbuf = 0; /* nothing placed: every Concat copies */
+	for (uint32_t k = 0; k < n_cbuf && cbuf == cbuf_fixed; k++)
+		wh_tensor_init(&cbuf[k]);
 	for (uint32_t s = 0; s < g->n_nodes; s++) {
 		uint32_t nid = p->order[s];
 		const struct wh_node *n = &g->nodes[nid];
 		/* a layer's time is its whole step: binding, the kernel, freeing what it last read */
 		struct wh_layer_profile *lp = f->e->prof && !f->parent ? &f->e->prof[s] : NULL;
 		double t0 = lp ? wh_os_now_s() : 0;
+		struct wh_tensor slice; /* a Concat's slice offered to this node (below) */
+		wh_tensor_init(&slice);
 		/* done by its producer: what it read was never stored, what it writes is there;
 		 * whatever else it reads is constant */
 		if (fuse && p->fused_skip[nid] != WH_NONE && !wh_value_present(&f->vals[p->fused_skip[nid]])) {
@@ -828,6 +986,37 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			.frame = f,
 			.packs = f->e->packs,
 		};
+		/* a Concat input this node writes: its slice of the Concat's output, when the last
+		 * run says where; the kernel takes it if the shape is the same */
+		uint32_t ci = n_cbuf && p->place_concat[nid] != WH_NONE ? p->place_concat[nid] : WH_NONE;
+		if (ci != WH_NONE && p->concats[ci].known && p->concats[ci].misses < 2) {
+			const struct concat_plan *cp = &p->concats[ci];
+			uint32_t k = p->place_input[nid];
+			if (!cbuf[ci].blob && wh_tensor_alloc(&cbuf[ci], cp->dt, cp->rank, cp->out_dims) != WH_OK)
+				wh_tensor_release(&cbuf[ci]); /* no room: the Concat copies */
+			if (cbuf[ci].blob) {
+				slice.dtype = cp->dt;
+				slice.kind = WH_VALUE_TENSOR;
+				slice.rank = cp->rank;
+				memcpy(slice.dims, cp->in_dims[k], sizeof slice.dims);
+				wh_shape_count(slice.dims, slice.rank, &slice.count);
+				slice.blob = wh_blob_retain(cbuf[ci].blob);
+				slice.data = (char *)cbuf[ci].data + cp->offset[k] * wh_dtype_size(cp->dt);
+				ctx.place_out = &slice;
+			}
+		}
+		/* a Concat whose inputs all landed in this run's output: nothing to copy */
+		bool in_place = false;
+		uint32_t cj = n_cbuf ? p->concat_index[nid] : WH_NONE;
+		if (cj != WH_NONE && cbuf[cj].blob) {
+			const struct concat_plan *cp = &p->concats[cj];
+			size_t esz = wh_dtype_size(cp->dt);
+			in_place = true;
+			for (uint32_t k = 0; in_place && k < n->n_inputs; k++)
+				in_place = ins[k] && ins[k]->blob == cbuf[cj].blob && ins[k]->dtype == cp->dt &&
+					   ins[k]->data == (char *)cbuf[cj].data + cp->offset[k] * esz &&
+					   !memcmp(ins[k]->dims, cp->in_dims[k], (size_t)cp->rank * sizeof(int64_t));
+		}
 		wh_kernel_fn run = p->kernels[nid]->run;
 		bool fused = false; /* the kernel applied p->epi[nid]: output 0 is the activation's */
 		bool constant = false; /* outputs taken from the plan's constants */
@@ -866,6 +1055,10 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 				.node_out_prec = p->out_prec,
 			};
 			st = wh_emulate_node(&ctx, run, &en);
+		} else if (in_place) {
+			outs[0] = cbuf[cj];
+			wh_tensor_init(&cbuf[cj]);
+			ctx.tactic = NULL;
 		} else if (p->const_node[nid] == CONST_CACHED) {
 			/* a constant layer computed by an earlier run: its outputs as they were */
 			for (uint32_t k = 0; k < n->n_outputs; k++)
@@ -885,11 +1078,22 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			if (st == WH_OK && p->const_node[nid] == CONST_YES)
 				keep_constant((struct plan *)p, nid, outs, wanted);
 		}
+		wh_tensor_release(&slice);
+		if (cj != WH_NONE && !in_place) {
+			/* copied: learn this run's shapes for the next (a run whose inputs should have
+			 * landed in place and did not counts as a miss) */
+			struct concat_plan *cp = &((struct plan *)p)->concats[cj];
+			if (cbuf[cj].blob)
+				cp->misses++;
+			wh_tensor_release(&cbuf[cj]);
+			if (st == WH_OK)
+				learn_concat(cp, ins, &outs[0]);
+		}
 		if (lp) {
 			lp->name = n->name;
 			lp->op_type = n->op_type;
-			lp->tactic = constant ? "constant" : ctx.tactic ? ctx.tactic->name : "default";
-			lp->flops = st == WH_OK && !constant ? node_flops(&ctx) : 0;
+			lp->tactic = constant ? "constant" : in_place ? "in place" : ctx.tactic ? ctx.tactic->name : "default";
+			lp->flops = st == WH_OK && !constant && !in_place ? node_flops(&ctx) : 0;
 			f->e->n_prof = s + 1;
 		}
 		if (st == WH_OK && ctx.tactic && f->e->faulty_tactic[0] && !strcmp(ctx.tactic->name, f->e->faulty_tactic) &&
@@ -929,6 +1133,7 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			}
 		}
 step_out:
+		wh_tensor_release(&slice);
 		for (uint32_t k = 0; outs && k < n_slots; k++)
 			if (slot_used(&outs[k]))
 				slot_clear(&outs[k]);
@@ -941,9 +1146,13 @@ step_out:
 		if (lp)
 			lp->ms = (wh_os_now_s() - t0) * 1e3;
 		if (st != WH_OK)
-			return st;
+			break;
 	}
-	return WH_OK;
+	for (uint32_t k = 0; k < n_cbuf; k++)
+		wh_tensor_release(&cbuf[k]);
+	if (cbuf != cbuf_fixed)
+		free(cbuf);
+	return st;
 }
 
 enum wh_status wh_kernel_run_subgraph(struct wh_kernel_ctx *ctx, const struct wh_graph *g,

@@ -1674,7 +1674,7 @@ static enum wh_status conv_common(struct wh_kernel_ctx *ctx, bool transpose,
 	}
 	int64_t yd[WH_MAX_RANK];
 	out_dims(&s, yd);
-	if ((st = wh_tensor_alloc(&ctx->outputs[0], dt, x->rank, yd)))
+	if ((st = wh_kernel_out_alloc(ctx, 0, dt, x->rank, yd)))
 		return st;
 	struct wh_tensor *y = &ctx->outputs[0];
 	if (dt == WH_DT_DOUBLE) {

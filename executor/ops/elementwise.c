@@ -617,7 +617,7 @@ static enum wh_status run_unary(struct wh_kernel_ctx *ctx, const struct ew_un_de
 		return st;
 	enum wh_dtype odt = op->out_bool ? WH_DT_BOOL : x->dtype;
 	struct wh_tensor *out = &ctx->outputs[0];
-	if ((st = wh_tensor_alloc(out, odt, x->rank, x->dims)) != WH_OK)
+	if ((st = wh_kernel_out_alloc(ctx, 0, odt, x->rank, x->dims)) != WH_OK)
 		return st;
 	struct ew_job j = {.in = {x}, .out = out, .uop = op};
 	if (par)
@@ -1252,7 +1252,7 @@ static enum wh_status run_binary(struct wh_kernel_ctx *ctx, const struct ew_bin_
 	if (!wh_broadcast_shapes(2, ts, &rank, dims))
 		return shape_mismatch(ctx, 2, ts);
 	struct wh_tensor *out = &ctx->outputs[0];
-	if ((st = wh_tensor_alloc(out, op->out_bool ? WH_DT_BOOL : a->dtype, rank, dims)) != WH_OK)
+	if ((st = wh_kernel_out_alloc(ctx, 0, op->out_bool ? WH_DT_BOOL : a->dtype, rank, dims)) != WH_OK)
 		return st;
 	ew_binary_apply(ctx, op, par, a, &bv, out, true);
 	return WH_OK;
