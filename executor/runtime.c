@@ -923,7 +923,7 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 		struct wh_layer_profile *lp = f->e->prof && !f->parent ? &f->e->prof[s] : NULL;
 		double t0 = lp ? wh_os_now_s() : 0;
 		struct wh_tensor slice; /* a Concat's slice offered to this node (below) */
-		wh_tensor_init(&slice);
+		bool have_slice = false; /* (kept uninitialised otherwise: a struct clear per step shows) */
 		/* done by its producer: what it read was never stored, what it writes is there;
 		 * whatever else it reads is constant */
 		if (fuse && p->fused_skip[nid] != WH_NONE && !wh_value_present(&f->vals[p->fused_skip[nid]])) {
@@ -995,6 +995,8 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			if (!cbuf[ci].blob && wh_tensor_alloc(&cbuf[ci], cp->dt, cp->rank, cp->out_dims) != WH_OK)
 				wh_tensor_release(&cbuf[ci]); /* no room: the Concat copies */
 			if (cbuf[ci].blob) {
+				wh_tensor_init(&slice);
+				have_slice = true;
 				slice.dtype = cp->dt;
 				slice.kind = WH_VALUE_TENSOR;
 				slice.rank = cp->rank;
@@ -1078,7 +1080,10 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			if (st == WH_OK && p->const_node[nid] == CONST_YES)
 				keep_constant((struct plan *)p, nid, outs, wanted);
 		}
-		wh_tensor_release(&slice);
+		if (have_slice) {
+			wh_tensor_release(&slice);
+			have_slice = false;
+		}
 		if (cj != WH_NONE && !in_place) {
 			/* copied: learn this run's shapes for the next (a run whose inputs should have
 			 * landed in place and did not counts as a miss) */
@@ -1133,7 +1138,8 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			}
 		}
 step_out:
-		wh_tensor_release(&slice);
+		if (have_slice)
+			wh_tensor_release(&slice);
 		for (uint32_t k = 0; outs && k < n_slots; k++)
 			if (slot_used(&outs[k]))
 				slot_clear(&outs[k]);
