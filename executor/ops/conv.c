@@ -1087,15 +1087,15 @@ static void pwt_task(void *arg, size_t begin, size_t end)
 	free(ct);
 }
 
-static enum wh_status conv_pwt(const struct conv_plan *pl, struct wh_threadpool *pool, int threads, const float *x,
-			       const float *w, const float *b, float *y)
+/* wpack: W^T packed for kern (the engine's copy), or NULL: pack it here. */
+static enum wh_status conv_pwt(const struct conv_plan *pl, struct wh_threadpool *pool, int threads,
+			       const struct wh_sgemm_kernel *kp, const float *wpack, const float *x, const float *w,
+			       const float *b, float *y)
 {
 	const struct wh_conv_shape *s = pl->s;
 	size_t P = (size_t)pl->P, K = (size_t)pl->K, M = (size_t)s->M;
-	struct wh_sgemm_kernel kern;
-	pwt_kernel(P, M, &kern);
+	struct wh_sgemm_kernel kern = *kp;
 	enum wh_status st = WH_OK;
-	const float *wpack = pl->wctx ? wh_gemm_packed_wt(pl->wctx, 1, kern.nr, K, M) : NULL;
 	float *own = NULL, *xpack = malloc((P * K + 1) * sizeof(float));
 	ptrdiff_t *boff = malloc((K ? K : 1) * sizeof(ptrdiff_t));
 	if (!wpack && (own = malloc(wh_sgemm_pack_b_floats(kern.nr, K, M) * sizeof(float))))
@@ -1220,8 +1220,17 @@ static enum wh_status conv_f32(const struct wh_cpu_features *cpu, struct wh_thre
 		return WH_OK;
 	}
 
-	if (pwt_applies(&pl, pl.kern.isa))
-		return conv_pwt(&pl, pool, threads, x, w, b, y);
+	if (pwt_applies(&pl, pl.kern.isa)) {
+		/* W^T costs a strided copy (the plane GEMM's weights a contiguous one): a layer
+		 * of an engine takes this path only with the engine's packed copy, so that a run
+		 * without one (an engine's first, a computed or rounded weight) packs nothing
+		 * more than before; a driver called without an engine packs it per call */
+		struct wh_sgemm_kernel kt;
+		pwt_kernel((size_t)pl.P, (size_t)s->M, &kt);
+		const float *wt = wctx ? wh_gemm_packed_wt(wctx, 1, kt.nr, (size_t)pl.K, (size_t)s->M) : NULL;
+		if (!wctx || wt)
+			return conv_pwt(&pl, pool, threads, &kt, wt, x, w, b, y);
+	}
 	size_t K = (size_t)pl.K, Mg = (size_t)pl.Mg, G = (size_t)s->G;
 	if (s->nsp == 2 && !pl.flat) {
 		/* Short output rows (a row is narrower than the kernel's tile): one GEMM over all
