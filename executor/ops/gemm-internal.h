@@ -119,6 +119,21 @@ void wh_sgemm_block_kb(const struct wh_sgemm_kernel *kern, size_t M, size_t N, s
 		       const float *apack, const float *b, const ptrdiff_t *boff, float *c, size_t ldc,
 		       const float *bias);
 
+/* The same with B packed (wh_sgemm_pack_b, panels of kern->nr columns, bps = nr * K floats
+ * a panel; column 0 starts a panel) and boff[k] = k * nr. */
+void wh_sgemm_block_kb_packed(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size_t K, size_t kb,
+			      const float *apack, const float *bpack, size_t bps, const ptrdiff_t *boff, float *c,
+			      size_t ldc);
+
+/* The transposed product of a convolution with few output positions (conv.c): C^T = X^T
+ * W^T, the output channels in the vector lanes, the positions broadcast, so that small
+ * planes fill whole vectors. Every element keeps its chain (the same K blocks, one fused
+ * multiply-add a term in k order from zero), so the bits are those of C = W X. This writes
+ * a tile of C^T back as C: y[j * ldy + i] = ct[i * ldct + j] (+ bias[j]) for positions
+ * i < np and channels j < nm. */
+void wh_sgemm_t_store_avx512(size_t np, size_t nm, const float *ct, size_t ldct, const float *bias, float *y,
+			     size_t ldy);
+
 /* Tile sizes for splitting an M x N x K product among threads: mc a multiple of MR, nc of
  * NR. Only speed depends on them. */
 void wh_sgemm_tiles(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size_t K, int threads,
@@ -196,5 +211,11 @@ const float *wh_gemm_packed_b(const struct wh_kernel_ctx *ctx, uint32_t k, const
  * budget, NULL (pack per call) otherwise. The copy belongs to the cache. */
 const float *wh_gemm_packed_a(const struct wh_kernel_ctx *ctx, uint32_t k, const struct wh_sgemm_kernel *kern,
 			      size_t G, size_t M, size_t K);
+
+/* A Conv weight (input k of the node: M output channels of K floats, one group) packed
+ * as B = W^T (K x M) by wh_sgemm_pack_b in panels of nr channels, for the transposed
+ * product (wh_sgemm_t_store_avx512): the same cache and rules as wh_gemm_packed_b (a
+ * Gemm's transB weight of the same geometry is the same copy), NULL: pack per call. */
+const float *wh_gemm_packed_wt(const struct wh_kernel_ctx *ctx, uint32_t k, size_t nr, size_t K, size_t M);
 
 #endif

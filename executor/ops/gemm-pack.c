@@ -227,25 +227,40 @@ static void entry_commit(struct wh_gemm_packs *c, struct pack_entry *e, bool map
 	*(mapped ? &c->map_bytes : &c->dup_bytes) += bytes;
 }
 
-const float *wh_gemm_packed_b(const struct wh_kernel_ctx *ctx, uint32_t k, const struct wh_sgemm_kernel *kern,
-			      size_t K, size_t N, bool tb)
+/* B (K x N, transposed when tb) of input k in panels of nr columns. */
+static const float *packed_b(const struct wh_kernel_ctx *ctx, uint32_t k, size_t nr, size_t K, size_t N, bool tb)
 {
-	const struct wh_tensor *t = wh_kin(ctx, k);
-	if (!t || t->rank != 2 || K == 0 || N == 0)
-		return NULL;
-	struct pack_entry key = {.kind = PACK_B, .K = K, .N = N, .nr = kern->nr, .G = 1, .tb = tb}, *e;
+	struct pack_entry key = {.kind = PACK_B, .K = K, .N = N, .nr = nr, .G = 1, .tb = tb}, *e;
 	bool mapped;
 	if (!(e = entry_of(ctx, k, (uint64_t)K * N, &key, &mapped)))
 		return NULL;
 	if (e->p)
 		return e->p;
-	size_t bytes = wh_sgemm_pack_b_floats(kern->nr, K, N) * sizeof(float);
+	size_t bytes = wh_sgemm_pack_b_floats(nr, K, N) * sizeof(float);
 	float *p = entry_alloc(ctx->packs, e, mapped, bytes);
 	if (!p)
 		return NULL;
 	pack_entry_fill(ctx->pool, e, mapped, p);
 	entry_commit(ctx->packs, e, mapped, p, bytes);
 	return p;
+}
+
+const float *wh_gemm_packed_b(const struct wh_kernel_ctx *ctx, uint32_t k, const struct wh_sgemm_kernel *kern,
+			      size_t K, size_t N, bool tb)
+{
+	const struct wh_tensor *t = wh_kin(ctx, k);
+	if (!t || t->rank != 2 || K == 0 || N == 0)
+		return NULL;
+	return packed_b(ctx, k, kern->nr, K, N, tb);
+}
+
+const float *wh_gemm_packed_wt(const struct wh_kernel_ctx *ctx, uint32_t k, size_t nr, size_t K, size_t M)
+{
+	const struct wh_tensor *t = wh_kin(ctx, k);
+	if (!t || t->rank < 3 || K == 0 || M == 0 || (uint64_t)K * M > WH_MAX_ELEMENTS)
+		return NULL;
+	/* W [M][K] read as B^T: element (k, m) at w[m * K + k] */
+	return packed_b(ctx, k, nr, K, M, true);
 }
 
 const float *wh_gemm_packed_a(const struct wh_kernel_ctx *ctx, uint32_t k, const struct wh_sgemm_kernel *kern,

@@ -217,6 +217,13 @@ void wh_sgemm_block_kb(const struct wh_sgemm_kernel *kern, size_t M, size_t N, s
 	block_kb(kern, M, N, K, kb, apack, b, 0, boff, c, ldc, bias);
 }
 
+void wh_sgemm_block_kb_packed(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size_t K, size_t kb,
+			      const float *apack, const float *bpack, size_t bps, const ptrdiff_t *boff, float *c,
+			      size_t ldc)
+{
+	block_kb(kern, M, N, K, kb, apack, bpack, bps, boff, c, ldc, NULL);
+}
+
 void wh_sgemm_tiles(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size_t K, int threads,
 		    size_t *mc_out, size_t *nc_out)
 {
