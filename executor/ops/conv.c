@@ -303,12 +303,15 @@ struct conv_plan {
 	const struct wh_kernel_ctx *wctx;
 };
 
-/* Tiles of a convolution's GEMM hold at least this many multiply-adds (about 13 us of
- * one core): a smaller tile costs more in the pool's hand-off and in the kernel's edges
- * than a second thread saves (kws_gru's 0.6 M multiply-add Conv: 21.7 us on one thread,
- * 33.6 us on two as 9 tiles; at 2^17 a tile, 5 tiles, still no faster than one). The
- * bound depends on the work only; bits never depend on tiles. */
-#define WH_CONV_TILE_WORK ((uint64_t)1 << 19)
+/* Tiles of a convolution's GEMM hold at least this many multiply-adds (about 3 us of one
+ * core): a smaller tile costs more in the pool's hand-off and in the kernel's edges than a
+ * second thread saves (kws_gru's 0.6 M multiply-add Conv: 21.7 us on one thread, 33.6 us
+ * on two as 9 tiles). It was 2^19 while the pool woke its workers for every loop; with
+ * loops under 5 us run inline (threadpool.c), 2^17 made kws_dscnn 0.077 -> 0.064 ms,
+ * mobilenet_v3_small 0.69 -> 0.61 and mnasnet0_35 1.36 -> 1.28 on an idle 2-core machine,
+ * and 2 threads stay within 1.05x of 1 with the other core busy. The bound depends on the
+ * work only; bits never depend on tiles. */
+#define WH_CONV_TILE_WORK ((uint64_t)1 << 17)
 
 /* How many tiles the work of one batch item is worth splitting into, at most: 4 a thread
  * (to balance), but none below WH_CONV_TILE_WORK. */
