@@ -214,16 +214,26 @@ rs = model([h.make_node("Reshape", ["W", "s"], ["r"], name="reshape"), h.make_no
 onnx.save(rs, out + "/reshape.onnx")
 onnx.save(rs, out + "/ext/reshape.onnx", save_as_external_data=True, all_tensors_to_one_file=True, location="w.bin",
           size_threshold=0)
+# Slice and Split of one run of a tensor are views too (no copy)
+w8 = np.full(8, 1.0001, np.float32)
+sl = model([h.make_node("Slice", ["W", "st", "en"], ["r"], name="slice"), h.make_node("Add", ["x", "r"], ["y"], name="add")],
+           [nh.from_array(w8, "W"), nh.from_array(np.array([2], np.int64), "st"), nh.from_array(np.array([6], np.int64), "en")])
+onnx.save(sl, out + "/slice.onnx")
+onnx.save(sl, out + "/ext/slice.onnx", save_as_external_data=True, all_tensors_to_one_file=True, location="s.bin",
+          size_threshold=0)
+sp = model([h.make_node("Split", ["W", "sz"], ["a", "b"], name="split", axis=0), h.make_node("Add", ["x", "b"], ["y"], name="add")],
+           [nh.from_array(w8, "W"), nh.from_array(np.array([4, 4], np.int64), "sz")])
+onnx.save(sp, out + "/split.onnx")
 onnx.save(model([h.make_node("Constant", [], ["c"], name="const", value=nh.from_array(w)),
                  h.make_node("Add", ["x", "c"], ["y"], name="add")], []), out + "/constant.onnx")
 PY
-sum0=$(md5sum < "$tmp/views/ext/w.bin")
-for m in reshape constant ext/reshape; do
+sum0=$(cat "$tmp/views/ext/w.bin" "$tmp/views/ext/s.bin" | md5sum)
+for m in reshape constant ext/reshape slice ext/slice split; do
 	run "$whittle" run "$tmp/views/$m.onnx" --load-inputs "$tmp/views/in" --precision fp16 --compare fp32 --atol 0 --rtol 0
 	[ "$rc" = 1 ] && ok "fp16 view of a constant ($m): the FP32 reference keeps its value (compare fails at atol 0)" ||
 		bad "fp16 view of a constant ($m): exit $rc, 1 expected"
 done
-[ "$(md5sum < "$tmp/views/ext/w.bin")" = "$sum0" ] && ok "fp16 view of external data: the weights file is unchanged" ||
+[ "$(cat "$tmp/views/ext/w.bin" "$tmp/views/ext/s.bin" | md5sum)" = "$sum0" ] && ok "fp16 view of external data: the weights file is unchanged" ||
 	bad "fp16 view of external data: the weights file changed"
 
 # ---- int8: one outlier ruins a tensor's range ----

@@ -673,6 +673,26 @@ static enum wh_status concat_run(struct wh_kernel_ctx *ctx)
 	return wh_dm_own_strings(out);
 }
 
+/* A part of in that is one run of its elements, from element `first`, as a view of in's
+ * memory instead of a copy (ShuffleNet's channel split: Slice or Split of the channels of a
+ * batch of one). Not for strings (their items are owned per tensor) nor empty parts. A view
+ * is read-only like every shared tensor: the emulation rounds a copy (wh_blob_writable). */
+static bool view_run(const struct wh_tensor *in, int32_t rank, const int64_t *dims, uint64_t first,
+		     struct wh_tensor *out)
+{
+	uint64_t count = 1;
+	for (int32_t d = 0; d < rank; d++)
+		count *= (uint64_t)dims[d];
+	if (in->dtype == WH_DT_STRING || !count || !in->blob)
+		return false;
+	wh_tensor_ref(out, in);
+	out->rank = rank;
+	memcpy(out->dims, dims, sizeof(int64_t) * (size_t)rank);
+	out->count = count;
+	out->data = (char *)in->data + first * wh_dtype_size(in->dtype);
+	return true;
+}
+
 static enum wh_status split_run(struct wh_kernel_ctx *ctx)
 {
 	const struct wh_tensor *in;
@@ -751,6 +771,10 @@ static enum wh_status split_run(struct wh_kernel_ctx *ctx)
 		memcpy(dims, in->dims, sizeof(int64_t) * (size_t)in->rank);
 		dims[axis] = sizes[i];
 		struct wh_tensor *o = &ctx->outputs[i];
+		if (outer == 1 && view_run(in, in->rank, dims, off / es, o)) {
+			off += row;
+			continue;
+		}
 		if ((st = wh_tensor_alloc(o, in->dtype, in->rank, dims)) != WH_OK)
 			goto out;
 		if (row)
@@ -855,6 +879,16 @@ static enum wh_status slice_run(struct wh_kernel_ctx *ctx)
 		sstr[a] = len > 1 ? step * str[a] : str[a];
 	}
 	struct wh_tensor *out = &ctx->outputs[0];
+	/* one run of the input: trailing axes whole with their own strides, one axis cut with
+	 * step 1, nothing but ones before it */
+	int32_t k = r - 1;
+	while (k >= 0 && dims[k] == in->dims[k] && (dims[k] <= 1 || sstr[k] == str[k]))
+		k--;
+	bool run = k < 0 || dims[k] <= 1 || sstr[k] == str[k];
+	for (int32_t a = k - 1; run && a >= 0; a--)
+		run = dims[a] == 1;
+	if (run && view_run(in, r, dims, (uint64_t)base, out))
+		return WH_OK;
 	if ((st = wh_tensor_alloc(out, in->dtype, r, dims)) != WH_OK)
 		return st;
 	wh_dm_copy_view(out->data, in->data, wh_dtype_size(in->dtype), r, dims, base, sstr);
