@@ -606,9 +606,11 @@ static enum wh_status transpose_run(struct wh_kernel_ctx *ctx)
 	int32_t cr = coalesce_view(r, dims, sstr, cd, cs);
 	bool tiles = in->dtype != WH_DT_STRING && (cr == 2 || (cr == 3 && cs[0] == cd[1] * cd[2])) &&
 		     cs[cr - 2] == 1 && cs[cr - 1] == cd[cr - 2];
+	/* others row by row over the merged dims: a channel shuffle ([1, 2, C/2, H, W] -> [1,
+	 * C/2, 2, H, W]) copies runs of H*W, not of W */
 	if (!tiles || !transpose_tiles(ctx, out->data, in->data, wh_dtype_size(in->dtype), cr == 3 ? cd[0] : 1,
 				       cr == 3 ? cs[0] : 0, cd[cr - 2], cd[cr - 1]))
-		wh_dm_copy_view(out->data, in->data, wh_dtype_size(in->dtype), r, dims, 0, sstr);
+		wh_dm_copy_view(out->data, in->data, wh_dtype_size(in->dtype), cr, cd, 0, cs);
 	return wh_dm_own_strings(out);
 }
 
