@@ -10,14 +10,15 @@
 # printing their median and the process's peak resident memory; the order of the two
 # alternates from round to round, so a slow spell of a shared machine hits both. N is chosen
 # from a short probe of both so that the slower one times about MS milliseconds per process
-# (10..2000 runs). A time is the median over the rounds, a time ratio the median of the rounds' ratios,
-# a peak the largest over the rounds. Models whittle cannot run are listed with its error and
+# (10..2000 runs). A time is the median over the rounds (5 by default: this VM has spells in
+# which both runtimes run up to 2x slower, and 3 rounds let one spell move a median), a time
+# ratio the median of the rounds' ratios, a peak the largest over the rounds. Models whittle cannot run are listed with its error and
 # left out of the geometric mean.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 wh=""
 threads=2
-rounds=3
+rounds=5
 ms_per_run=400
 names=()
 while [ $# -gt 0 ]; do
