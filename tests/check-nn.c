@@ -1113,7 +1113,7 @@ START_TEST(simd_vs_scalar_pool_ln)
 			for (size_t k = 1; k <= 5; k += 2)
 				for (size_t d = 1; d <= 2; d++)
 					for (size_t nr = 0; nr <= 3; nr++)
-						for (size_t n = 0; n < 70; n = n < 20 ? n + 1 : n + 13) {
+						for (size_t n = 0; n < 150; n = n < 20 ? n + 1 : n + 13) {
 							const float *rows[3];
 							size_t need = n ? (n - 1) * s + (k - 1) * d + 1 : 0;
 							for (size_t r = 0; r < nr; r++)

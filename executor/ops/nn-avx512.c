@@ -122,6 +122,36 @@ void wh_nn_maxpool_row_f32_avx512(const float *const *rows, size_t nrows, float 
 				  size_t d)
 {
 	size_t q = 0;
+	if (s == 1) {
+		/* four vectors of outputs at once: four independent chains of maxima (one chain
+		 * waits for each max's latency), each output's steps in the same order */
+		for (; q + 64 <= n; q += 64) {
+			__m512 b0 = _mm512_set1_ps(-INFINITY), b1 = b0, b2 = b0, b3 = b0;
+			for (size_t r = 0; r < nrows; r++)
+				for (size_t b = 0; b < k; b++) {
+					const float *p = rows[r] + q + b * d;
+					b0 = _mm512_max_ps(_mm512_loadu_ps(p), b0);
+					b1 = _mm512_max_ps(_mm512_loadu_ps(p + 16), b1);
+					b2 = _mm512_max_ps(_mm512_loadu_ps(p + 32), b2);
+					b3 = _mm512_max_ps(_mm512_loadu_ps(p + 48), b3);
+				}
+			_mm512_storeu_ps(y + q, b0);
+			_mm512_storeu_ps(y + q + 16, b1);
+			_mm512_storeu_ps(y + q + 32, b2);
+			_mm512_storeu_ps(y + q + 48, b3);
+		}
+		for (; q + 32 <= n; q += 32) {
+			__m512 b0 = _mm512_set1_ps(-INFINITY), b1 = b0;
+			for (size_t r = 0; r < nrows; r++)
+				for (size_t b = 0; b < k; b++) {
+					const float *p = rows[r] + q + b * d;
+					b0 = _mm512_max_ps(_mm512_loadu_ps(p), b0);
+					b1 = _mm512_max_ps(_mm512_loadu_ps(p + 16), b1);
+				}
+			_mm512_storeu_ps(y + q, b0);
+			_mm512_storeu_ps(y + q + 16, b1);
+		}
+	}
 	if (s <= 2) {
 		/* even elements of two 16-float loads: reads p[31], one past the last tap, so the
 		 * loop stops one output early */
