@@ -987,6 +987,52 @@ static void gemm_chain_ref(const struct wh_conv_shape *s, const float *x, const 
 				}
 }
 
+/* Every geometry of geos through the conv drivers, at every SIMD ISA, 1-3 threads and each
+ * of algos, gives each output the bits of its MLAS chain (gemm_chain_ref); random data from
+ * seed, a bias on the odd geometries (bias_on_odd) or on the even ones. */
+static void check_chain_bits(const struct geo *geos, size_t n_geos, uint64_t seed, bool bias_on_odd,
+			     const enum wh_conv_algo *algos, int n_algos)
+{
+	enum wh_isa list[3];
+	int ni = isas(list);
+	struct wh_threadpool *p2, *p3;
+	ck_assert_int_eq(wh_threadpool_create(2, &p2), WH_OK);
+	ck_assert_int_eq(wh_threadpool_create(3, &p3), WH_OK);
+	struct wh_threadpool *pools[3] = {NULL, p2, p3};
+	for (size_t gi = 0; gi < n_geos; gi++) {
+		struct wh_conv_shape s;
+		make_shape(&geos[gi], false, &s);
+		size_t nx = (size_t)(s.N * s.C * prod(s.in, 2)), nw = (size_t)(s.M * (s.C / s.G) * prod(s.k, 2));
+		size_t ny = (size_t)(s.N * s.M * prod(s.out, 2));
+		float *x = random_floats(nx, seed + gi), *w = random_floats(nw, seed + 10 + gi);
+		float *b = (gi % 2 == 1) == bias_on_odd ? random_floats((size_t)s.M, seed + 20 + gi) : NULL;
+		float *want = malloc(ny * sizeof(float)), *got = malloc(ny * sizeof(float));
+		gemm_chain_ref(&s, x, w, b, want);
+		for (int ii = 0; ii < ni; ii++) {
+			if (list[ii] == WH_ISA_SCALAR)
+				continue; /* rounds each product: held to the scalar reference elsewhere */
+			struct wh_cpu_features cpu = wh_cpu_capped(list[ii]);
+			for (int t = 0; t < 3; t++)
+				for (int a = 0; a < n_algos; a++) {
+					for (size_t i = 0; i < ny; i++)
+						got[i] = NAN;
+					ck_assert_int_eq(wh_conv_f32_algo(&cpu, pools[t], &s, x, w, b, got, algos[a]), WH_OK);
+					for (size_t i = 0; i < ny; i++)
+						ck_assert_msg(!memcmp(&got[i], &want[i], sizeof(float)),
+							      "geometry %zu at %s, %d threads, algo %d: y[%zu] = %.9g, chain %.9g",
+							      gi, wh_isa_name(list[ii]), t + 1, (int)algos[a], i, got[i], want[i]);
+				}
+		}
+		free(x);
+		free(w);
+		free(b);
+		free(want);
+		free(got);
+	}
+	wh_threadpool_destroy(p2);
+	wh_threadpool_destroy(p3);
+}
+
 /* The GEMM paths' tile shapes (12x32 or 8x48 on AVX-512), row-by-row or wide bands (one
  * GEMM over a band's padded rows), im2col and the flat 1x1 plane give every output the
  * bits of its chain at every SIMD ISA and thread count: squeezenet's and mnasnet's shapes
@@ -1013,43 +1059,8 @@ START_TEST(gemm_paths_same_bits_as_chain)
 		{2, 1, 3, 16, 1, {{40, 5, 2, 1, 2, 2}, {111, 5, 3, 1, 2, 1}}},
 		{2, 1, 6, 16, 1, {{30, 5, 1, 2, 3, 1}, {36, 3, 1, 1, 2, 2}}},
 	};
-	enum wh_isa list[3];
-	int ni = isas(list);
-	struct wh_threadpool *p2, *p3;
-	ck_assert_int_eq(wh_threadpool_create(2, &p2), WH_OK);
-	ck_assert_int_eq(wh_threadpool_create(3, &p3), WH_OK);
-	struct wh_threadpool *pools[3] = {NULL, p2, p3};
-	for (size_t gi = 0; gi < sizeof geos / sizeof geos[0]; gi++) {
-		struct wh_conv_shape s;
-		make_shape(&geos[gi], false, &s);
-		size_t nx = (size_t)(s.N * s.C * prod(s.in, 2)), nw = (size_t)(s.M * (s.C / s.G) * prod(s.k, 2));
-		size_t ny = (size_t)(s.N * s.M * prod(s.out, 2));
-		float *x = random_floats(nx, 700 + gi), *w = random_floats(nw, 710 + gi);
-		float *b = gi % 2 ? random_floats((size_t)s.M, 720 + gi) : NULL;
-		float *want = malloc(ny * sizeof(float)), *got = malloc(ny * sizeof(float));
-		gemm_chain_ref(&s, x, w, b, want);
-		for (int ii = 0; ii < ni; ii++) {
-			if (list[ii] == WH_ISA_SCALAR)
-				continue; /* rounds each product: held to the scalar reference above */
-			struct wh_cpu_features cpu = wh_cpu_capped(list[ii]);
-			for (int t = 0; t < 3; t++) {
-				for (size_t i = 0; i < ny; i++)
-					got[i] = NAN;
-				ck_assert_int_eq(wh_conv_f32_algo(&cpu, pools[t], &s, x, w, b, got, WH_CONV_GEMM), WH_OK);
-				for (size_t i = 0; i < ny; i++)
-					ck_assert_msg(!memcmp(&got[i], &want[i], sizeof(float)),
-						      "geometry %zu at %s, %d threads: y[%zu] = %.9g, chain %.9g", gi,
-						      wh_isa_name(list[ii]), t + 1, i, got[i], want[i]);
-			}
-		}
-		free(x);
-		free(w);
-		free(b);
-		free(want);
-		free(got);
-	}
-	wh_threadpool_destroy(p2);
-	wh_threadpool_destroy(p3);
+	static const enum wh_conv_algo algos[] = {WH_CONV_GEMM};
+	check_chain_bits(geos, sizeof geos / sizeof geos[0], 700, true, algos, 1);
 }
 END_TEST
 
@@ -1077,46 +1088,8 @@ START_TEST(pointwise_transposed_same_bits_as_chain)
 		{2, 2, 24, 128, 1, {{8, 1, 1, 1, 0, 0}, {8, 1, 1, 1, 0, 0}}},
 		{2, 1, 9, 161, 1, {{4, 1, 1, 1, 0, 0}, {11, 1, 1, 1, 0, 0}}},
 	};
-	enum wh_isa list[3];
-	int ni = isas(list);
-	struct wh_threadpool *p2, *p3;
-	ck_assert_int_eq(wh_threadpool_create(2, &p2), WH_OK);
-	ck_assert_int_eq(wh_threadpool_create(3, &p3), WH_OK);
-	struct wh_threadpool *pools[3] = {NULL, p2, p3};
-	for (size_t gi = 0; gi < sizeof geos / sizeof geos[0]; gi++) {
-		struct wh_conv_shape s;
-		make_shape(&geos[gi], false, &s);
-		size_t nx = (size_t)(s.N * s.C * prod(s.in, 2)), nw = (size_t)(s.M * s.C);
-		size_t ny = (size_t)(s.N * s.M * prod(s.out, 2));
-		float *x = random_floats(nx, 1700 + gi), *w = random_floats(nw, 1710 + gi);
-		float *b = gi % 2 ? NULL : random_floats((size_t)s.M, 1720 + gi);
-		float *want = malloc(ny * sizeof(float)), *got = malloc(ny * sizeof(float));
-		gemm_chain_ref(&s, x, w, b, want);
-		for (int ii = 0; ii < ni; ii++) {
-			if (list[ii] == WH_ISA_SCALAR)
-				continue;
-			struct wh_cpu_features cpu = wh_cpu_capped(list[ii]);
-			for (int t = 0; t < 3; t++)
-				for (int algo = 0; algo < 2; algo++) {
-					for (size_t i = 0; i < ny; i++)
-						got[i] = NAN;
-					ck_assert_int_eq(wh_conv_f32_algo(&cpu, pools[t], &s, x, w, b, got,
-									  algo ? WH_CONV_GEMM : WH_CONV_AUTO),
-							 WH_OK);
-					for (size_t i = 0; i < ny; i++)
-						ck_assert_msg(!memcmp(&got[i], &want[i], sizeof(float)),
-							      "geometry %zu at %s, %d threads, algo %d: y[%zu] = %.9g, chain %.9g",
-							      gi, wh_isa_name(list[ii]), t + 1, algo, i, got[i], want[i]);
-				}
-		}
-		free(x);
-		free(w);
-		free(b);
-		free(want);
-		free(got);
-	}
-	wh_threadpool_destroy(p2);
-	wh_threadpool_destroy(p3);
+	static const enum wh_conv_algo algos[] = {WH_CONV_AUTO, WH_CONV_GEMM};
+	check_chain_bits(geos, sizeof geos / sizeof geos[0], 1700, false, algos, 2);
 }
 END_TEST
 
