@@ -1,8 +1,10 @@
 /* Micro-benchmark of the convolution and GEMM drivers on the heaviest shapes of PaddleOCR
- * PP-OCRv4 det (1x3x640x640) and rec (1x3x48x320).
+ * PP-OCRv4 det (1x3x640x640) and rec (1x3x48x320) and of the corpus's CNNs.
  *
- *   tool-bench-kernels [--threads N] [--iters N] [--filter SUBSTR]
+ *   tool-bench-kernels [--threads N] [--iters N] [--filter SUBSTR] [--algo auto|gemm|dw]
  *
+ * Also the corpus's depthwise shapes (mnasnet0_35, efficientnet_b0_w05); --algo forces the
+ * Conv algorithm (wh_conv_f32_algo: the GEMM over planes or the direct depthwise kernels).
  * Prints per shape the median time of N runs and GFLOP/s (2 flops per multiply-add);
  * WHITTLE_ISA caps the ISA as everywhere. */
 #include <stdio.h>
@@ -23,6 +25,28 @@ struct bench {
 };
 
 static const struct bench benches[] = {
+	/* the depthwise convolutions of mnasnet0_35 and efficientnet_b0_w05 (fixtures/corpus), their stems */
+	{"stem 3x3 s2 3->16 @224", 0, 3, 16, 1, 224, 224, 3, 2, 1},
+	{"dw3 s1 16 @112", 0, 16, 16, 16, 112, 112, 3, 1, 1},
+	{"dw3 s2 24 @112", 0, 24, 24, 24, 112, 112, 3, 2, 1},
+	{"dw3 s2 48 @112", 0, 48, 48, 48, 112, 112, 3, 2, 1},
+	{"dw3 s1 24 @56", 0, 24, 24, 24, 56, 56, 3, 1, 1},
+	{"dw5 s2 24 @56", 0, 24, 24, 24, 56, 56, 5, 2, 2},
+	{"dw5 s2 96 @56", 0, 96, 96, 96, 56, 56, 5, 2, 2},
+	{"dw5 s1 48 @28", 0, 48, 48, 48, 28, 28, 5, 1, 2},
+	{"dw5 s2 96 @28", 0, 96, 96, 96, 28, 28, 5, 2, 2},
+	{"dw3 s2 144 @28", 0, 144, 144, 144, 28, 28, 3, 2, 1},
+	{"dw5 s1 192 @14", 0, 192, 192, 192, 14, 14, 5, 1, 2},
+	{"dw3 s1 192 @14", 0, 192, 192, 192, 14, 14, 3, 1, 1},
+	{"dw3 s1 240 @14", 0, 240, 240, 240, 14, 14, 3, 1, 1},
+	{"dw5 s1 240 @14", 0, 240, 240, 240, 14, 14, 5, 1, 2},
+	{"dw5 s1 336 @14", 0, 336, 336, 336, 14, 14, 5, 1, 2},
+	{"dw5 s2 192 @14", 0, 192, 192, 192, 14, 14, 5, 2, 2},
+	{"dw5 s2 336 @14", 0, 336, 336, 336, 14, 14, 5, 2, 2},
+	{"dw5 s1 384 @7", 0, 384, 384, 384, 7, 7, 5, 1, 2},
+	{"dw3 s1 384 @7", 0, 384, 384, 384, 7, 7, 3, 1, 1},
+	{"dw5 s1 576 @7", 0, 576, 576, 576, 7, 7, 5, 1, 2},
+	{"dw3 s1 576 @7", 0, 576, 576, 576, 7, 7, 3, 1, 1},
 	{"det conv3x3 s2 3->16 @640", 0, 3, 16, 1, 640, 640, 3, 2, 1},
 	{"det dw3x3 16 @320", 0, 16, 16, 16, 320, 320, 3, 1, 1},
 	{"det 1x1 16->32 @320", 0, 16, 32, 1, 320, 320, 1, 1, 0},
@@ -82,6 +106,7 @@ int main(int argc, char **argv)
 {
 	int threads = 2, iters = 20;
 	const char *filter = NULL;
+	enum wh_conv_algo algo = WH_CONV_AUTO;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--threads") && i + 1 < argc)
 			threads = atoi(argv[++i]);
@@ -89,8 +114,21 @@ int main(int argc, char **argv)
 			iters = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--filter") && i + 1 < argc)
 			filter = argv[++i];
-		else {
-			fprintf(stderr, "usage: tool-bench-kernels [--threads N] [--iters N] [--filter SUBSTR]\n");
+		else if (!strcmp(argv[i], "--algo") && i + 1 < argc) {
+			const char *a = argv[++i];
+			if (!strcmp(a, "auto"))
+				algo = WH_CONV_AUTO;
+			else if (!strcmp(a, "gemm"))
+				algo = WH_CONV_GEMM;
+			else if (!strcmp(a, "dw"))
+				algo = WH_CONV_DIRECT_DW;
+			else {
+				fprintf(stderr, "tool-bench-kernels: --algo is auto, gemm or dw, not '%s'\n", a);
+				return 2;
+			}
+		} else {
+			fprintf(stderr, "usage: tool-bench-kernels [--threads N] [--iters N] [--filter SUBSTR] "
+					"[--algo auto|gemm|dw]\n");
 			return 2;
 		}
 	}
@@ -140,7 +178,7 @@ int main(int argc, char **argv)
 			double t0 = wh_os_now_s(), c0 = cpu_s();
 			enum wh_status st;
 			if (b->kind == 0)
-				st = wh_conv_f32(cpu, pool, &s, x, w, bias, y);
+				st = wh_conv_f32_algo(cpu, pool, &s, x, w, bias, y, algo);
 			else if (b->kind == 1)
 				st = wh_convt_f32(cpu, pool, &s, x, w, bias, y);
 			else {
