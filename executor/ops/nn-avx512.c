@@ -152,10 +152,30 @@ void wh_nn_maxpool_row_f32_avx512(const float *const *rows, size_t nrows, float 
 			_mm512_storeu_ps(y + q + 16, b1);
 		}
 	}
+	const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+	if (s == 2) {
+		/* two vectors of outputs at once (independent chains), the even elements of two
+		 * 16-float loads each: reads p[63], one past the last tap, so the loop stops one
+		 * output early */
+		for (; q + 33 <= n; q += 32) {
+			__m512 b0 = _mm512_set1_ps(-INFINITY), b1 = b0;
+			for (size_t r = 0; r < nrows; r++)
+				for (size_t b = 0; b < k; b++) {
+					const float *p = rows[r] + 2 * q + b * d;
+					b0 = _mm512_max_ps(
+						_mm512_permutex2var_ps(_mm512_loadu_ps(p), even, _mm512_loadu_ps(p + 16)),
+						b0);
+					b1 = _mm512_max_ps(_mm512_permutex2var_ps(_mm512_loadu_ps(p + 32), even,
+										  _mm512_loadu_ps(p + 48)),
+							   b1);
+				}
+			_mm512_storeu_ps(y + q, b0);
+			_mm512_storeu_ps(y + q + 16, b1);
+		}
+	}
 	if (s <= 2) {
 		/* even elements of two 16-float loads: reads p[31], one past the last tap, so the
 		 * loop stops one output early */
-		const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
 		for (; q + 16 + (s == 2) <= n; q += 16) {
 			__m512 best = _mm512_set1_ps(-INFINITY);
 			for (size_t r = 0; r < nrows; r++) {
@@ -180,6 +200,22 @@ void wh_nn_maxpool_row_f32_avx512(const float *const *rows, size_t nrows, float 
 			for (size_t b = 0; b < k; b++)
 				best = _mm512_max_ps(_mm512_maskz_loadu_ps(m, rows[r] + q + b * d), best);
 		_mm512_mask_storeu_ps(y + q, m, best);
+		q = n;
+	}
+	if (s == 2 && q < n) {
+		/* the last 1..16 outputs: each tap reads 2m - 1 floats, masked (nothing past them) */
+		size_t m = n - q, c = 2 * m - 1;
+		__mmask16 ml = (__mmask16)(c >= 16 ? 0xffffu : (1u << c) - 1);
+		__mmask16 mh = (__mmask16)(c > 16 ? (1u << (c - 16)) - 1 : 0);
+		__m512 best = _mm512_set1_ps(-INFINITY);
+		for (size_t r = 0; r < nrows; r++)
+			for (size_t b = 0; b < k; b++) {
+				const float *p = rows[r] + 2 * q + b * d;
+				__m512 v = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(ml, p), even,
+								  _mm512_maskz_loadu_ps(mh, p + 16));
+				best = _mm512_max_ps(v, best);
+			}
+		_mm512_mask_storeu_ps(y + q, (__mmask16)((1u << m) - 1), best);
 		q = n;
 	}
 	if (q < n) {
