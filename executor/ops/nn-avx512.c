@@ -291,3 +291,44 @@ void wh_nn_scale_f32_avx512(const float *x, float *y, size_t n, float a)
 	if (i < n)
 		wh_nn_scale_f32_avx2(x + i, y + i, n - i, a);
 }
+
+bool wh_nn_minmax_f32_avx512(const float *x, size_t n, bool is_min, float *out)
+{
+	/* four independent chains; each lane's order does not matter, see the header */
+	__m512 a0 = _mm512_set1_ps(is_min ? INFINITY : -INFINITY), a1 = a0, a2 = a0, a3 = a0;
+	__mmask16 nan = 0;
+	size_t i = 0;
+	for (; i + 64 <= n; i += 64) {
+		__m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + 16);
+		__m512 v2 = _mm512_loadu_ps(x + i + 32), v3 = _mm512_loadu_ps(x + i + 48);
+		nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(v2, v3, _CMP_UNORD_Q);
+		if (is_min) {
+			a0 = _mm512_min_ps(v0, a0);
+			a1 = _mm512_min_ps(v1, a1);
+			a2 = _mm512_min_ps(v2, a2);
+			a3 = _mm512_min_ps(v3, a3);
+		} else {
+			a0 = _mm512_max_ps(v0, a0);
+			a1 = _mm512_max_ps(v1, a1);
+			a2 = _mm512_max_ps(v2, a2);
+			a3 = _mm512_max_ps(v3, a3);
+		}
+	}
+	for (; i < n; i += 16) {
+		__mmask16 m = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1);
+		/* lanes past n load the running value's start, which changes nothing */
+		__m512 v = _mm512_mask_loadu_ps(_mm512_set1_ps(is_min ? INFINITY : -INFINITY), m, x + i);
+		nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+		a0 = is_min ? _mm512_min_ps(v, a0) : _mm512_max_ps(v, a0);
+	}
+	if (nan)
+		return false;
+	if (is_min) {
+		a0 = _mm512_min_ps(_mm512_min_ps(a0, a1), _mm512_min_ps(a2, a3));
+		*out = _mm512_reduce_min_ps(a0);
+	} else {
+		a0 = _mm512_max_ps(_mm512_max_ps(a0, a1), _mm512_max_ps(a2, a3));
+		*out = _mm512_reduce_max_ps(a0);
+	}
+	return *out != 0;
+}

@@ -174,6 +174,15 @@ void wh_nn_maxpool_row_f32(enum wh_isa isa, const float *const *rows, size_t nro
 		wh_nn_maxpool_row_f32_scalar(rows, nrows, y, n, k, s, d);
 }
 
+bool wh_nn_minmax_f32(enum wh_isa isa, const float *x, size_t n, bool is_min, float *out)
+{
+	if (isa >= WH_ISA_AVX512)
+		return wh_nn_minmax_f32_avx512(x, n, is_min, out);
+	if (isa >= WH_ISA_AVX2)
+		return wh_nn_minmax_f32_avx2(x, n, is_min, out);
+	return false; /* the caller's scan is the scalar variant */
+}
+
 void wh_nn_deinterleave2_f32_scalar(const float *x, size_t n, float *even, float *odd)
 {
 	for (size_t i = 0; 2 * i < n; i++) {
