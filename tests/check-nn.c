@@ -313,8 +313,8 @@ START_TEST(maxpool_ceil_mode)
 }
 END_TEST
 
-/* Stride-2 MaxPool goes in two passes (row maxima, then column maxima) on AVX2/AVX-512 and reads the rows in place on the
- * scalar ISA: the same bits for every geometry, with NaN and zeros of both signs in the data
+/* Stride-2 MaxPool goes in two passes (row maxima, then column maxima) on AVX2/AVX-512 and
+ * reads the rows in place on the scalar ISA: the same bits for every geometry, with NaN and zeros of both signs in the data
  * (the first of equal maxima wins). */
 START_TEST(maxpool_stride2_simd_vs_scalar)
 {
