@@ -1407,7 +1407,15 @@ static size_t maxpool_hmax_floats(const struct pool_job *j)
 	const struct pool_geo *g = j->g;
 	bool two = j->kind == PK_MAX && !j->idx && g->ns == 2 && j->isa >= WH_ISA_AVX2 && g->k[0] <= 64 &&
 		   j->x->dtype == WH_DT_FLOAT;
-	return two ? (size_t)g->in[0] * (size_t)g->out[1] : 0;
+	return two ? (size_t)(g->in[0] + g->s[0] - 1) * (size_t)g->out[1] : 0;
+}
+
+/* Where the two-pass path keeps input row h's horizontal maxima, in rows of its scratch:
+ * grouped by h modulo the row stride s (nph rows per group), so that tap a of consecutive
+ * output rows reads consecutive scratch rows. */
+static size_t maxpool_hpos(int64_t h, int64_t s, int64_t nph)
+{
+	return (size_t)(h % s * nph + h / s);
 }
 
 /* hmax: NULL, or maxpool_hmax_floats(j) floats of scratch for the two-pass path */
@@ -1423,14 +1431,37 @@ static void maxpool2d_f32_plane(const struct pool_job *j, const float *x, float 
 		whi--;
 	int64_t w0 = wlo * g->s[1] - g->pb[1];
 	size_t ni = (size_t)(whi - wlo);
+	int64_t sh = g->s[0], nph = (g->in[0] + sh - 1) / sh;
 	if (hmax && ni > 0)
 		for (int64_t h = 0; h < g->in[0]; h++) {
 			const float *r = x + h * W + w0;
-			wh_nn_maxpool_row_f32(j->isa, &r, 1, hmax + (size_t)h * ni, ni, (size_t)g->k[1], (size_t)g->s[1],
-					      (size_t)g->d[1]);
+			wh_nn_maxpool_row_f32(j->isa, &r, 1, hmax + maxpool_hpos(h, sh, nph) * ni, ni, (size_t)g->k[1],
+					      (size_t)g->s[1], (size_t)g->d[1]);
 		}
+	/* [hlo, hhi): the output rows with every tap inside the plane; when the output rows
+	 * have no edge columns as well, their vertical pass is one call: tap a of output row oh
+	 * reads scratch row maxpool_hpos(hlo * sh - pb + a * dh) + (oh - hlo) */
+	int64_t hlo = 0, hhi = 0;
+	if (hmax && ni > 0 && (int64_t)ni == OW) {
+		const int64_t *th = j->taps[0];
+		hhi = g->out[0];
+		while (hlo < hhi && (th[3 * hlo] != 0 || th[3 * hlo + 1] != g->k[0]))
+			hlo++;
+		while (hhi > hlo && (th[3 * (hhi - 1)] != 0 || th[3 * (hhi - 1) + 1] != g->k[0]))
+			hhi--;
+		if (hhi > hlo) {
+			const float *r0[64];
+			for (int64_t a = 0; a < g->k[0]; a++)
+				r0[a] = hmax + maxpool_hpos(hlo * sh - g->pb[0] + a * g->d[0], sh, nph) * ni;
+			wh_nn_maxpool_row_f32(j->isa, r0, (size_t)g->k[0], y + hlo * OW, (size_t)(hhi - hlo) * ni, 1, 1, 1);
+		}
+	}
 	const float *rows[64];
 	for (int64_t oh = 0; oh < g->out[0]; oh++) {
+		if (oh == hlo && hhi > hlo) {
+			oh = hhi - 1;
+			continue;
+		}
 		const int64_t *th = j->taps[0] + 3 * oh;
 		int64_t h0 = oh * g->s[0] - g->pb[0];
 		size_t nr = 0;
@@ -1442,7 +1473,7 @@ static void maxpool2d_f32_plane(const struct pool_job *j, const float *x, float 
 				const float *r0[64];
 				if (hmax) {
 					for (size_t r = 0; r < nr; r++)
-						r0[r] = hmax + (size_t)(h0 + (th[0] + (int64_t)r) * g->d[0]) * ni;
+						r0[r] = hmax + maxpool_hpos(h0 + (th[0] + (int64_t)r) * g->d[0], sh, nph) * ni;
 					wh_nn_maxpool_row_f32(j->isa, r0, nr, yr + wlo, ni, 1, 1, 1);
 				} else {
 					for (size_t r = 0; r < nr; r++)
