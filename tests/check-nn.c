@@ -1127,20 +1127,6 @@ START_TEST(simd_vs_scalar_pool_ln)
 								      "maxpool row n=%zu k=%zu s=%zu d=%zu rows=%zu isa=%s", n,
 								      k, s, d, nr, wh_isa_name(c.isa));
 						}
-		/* the deinterleaving copy of stride-2 MaxPool: every length and offset */
-		for (size_t off = 0; off < 3; off++)
-			for (size_t n = 0; n + off <= 300; n = n < 70 ? n + 1 : n + 37) {
-				memset(y0, 0, (n + 2) * sizeof *y0);
-				memset(y1, 0, (n + 2) * sizeof *y1);
-				wh_nn_deinterleave2_f32_scalar(buf + off, n, y0, y0 + (n + 1) / 2);
-				wh_nn_deinterleave2_f32(c.isa, buf + off, n, y1, y1 + (n + 1) / 2);
-				ck_assert_msg(!memcmp(y0, y1, (n + 2) * sizeof *y0), "deinterleave n=%zu off=%zu isa=%s", n, off,
-					      wh_isa_name(c.isa));
-				for (size_t i = 0; i < n; i++) {
-					float want = buf[off + i], got = i % 2 ? y0[(n + 1) / 2 + i / 2] : y0[i / 2];
-					ck_assert_msg(!memcmp(&want, &got, sizeof want), "deinterleave n=%zu i=%zu", n, i);
-				}
-			}
 		for (size_t off = 0; off < 3; off++)
 			for (size_t n = 0; n + off <= 1000; n = n < 40 ? n + 1 : n * 2 + 5)
 				for (int wb = 0; wb < 2; wb++) {

@@ -180,19 +180,6 @@ void wh_nn_maxpool_row_f32_avx2(const float *const *rows, size_t nrows, float *y
 	}
 }
 
-void wh_nn_deinterleave2_f32_avx2(const float *x, size_t n, float *even, float *odd)
-{
-	size_t i = 0;
-	for (; i + 16 <= n; i += 16) {
-		__m256 lo = _mm256_loadu_ps(x + i), hi = _mm256_loadu_ps(x + i + 8);
-		__m256 e = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
-		__m256 o = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1));
-		_mm256_storeu_ps(even + i / 2, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0))));
-		_mm256_storeu_ps(odd + i / 2, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0))));
-	}
-	wh_nn_deinterleave2_f32_scalar(x + i, n - i, even + i / 2, odd + i / 2);
-}
-
 void wh_nn_ln_apply_f32_avx2(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
 			     const double *bias)
 {

@@ -226,19 +226,6 @@ void wh_nn_maxpool_row_f32_avx512(const float *const *rows, size_t nrows, float 
 	}
 }
 
-void wh_nn_deinterleave2_f32_avx512(const float *x, size_t n, float *even, float *odd)
-{
-	const __m512i ie = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-	const __m512i io = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-	size_t i = 0;
-	for (; i + 32 <= n; i += 32) {
-		__m512 lo = _mm512_loadu_ps(x + i), hi = _mm512_loadu_ps(x + i + 16);
-		_mm512_storeu_ps(even + i / 2, _mm512_permutex2var_ps(lo, ie, hi));
-		_mm512_storeu_ps(odd + i / 2, _mm512_permutex2var_ps(lo, io, hi));
-	}
-	wh_nn_deinterleave2_f32_avx2(x + i, n - i, even + i / 2, odd + i / 2);
-}
-
 void wh_nn_ln_apply_f32_avx512(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
 			       const double *bias)
 {

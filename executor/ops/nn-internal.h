@@ -75,14 +75,6 @@ bool wh_nn_minmax_f32(enum wh_isa isa, const float *x, size_t n, bool is_min, fl
 bool wh_nn_minmax_f32_avx2(const float *x, size_t n, bool is_min, float *out);
 bool wh_nn_minmax_f32_avx512(const float *x, size_t n, bool is_min, float *out);
 
-/* The even and odd elements of x[0..n): even[i] = x[2i] (i < (n + 1) / 2), odd[i] = x[2i + 1]
- * (i < n / 2). A copy (so every variant gives the same bits): MaxPool with column stride 2
- * deinterleaves its input rows once, then reads every tap with stride 1. */
-void wh_nn_deinterleave2_f32(enum wh_isa isa, const float *x, size_t n, float *even, float *odd);
-void wh_nn_deinterleave2_f32_scalar(const float *x, size_t n, float *even, float *odd);
-void wh_nn_deinterleave2_f32_avx2(const float *x, size_t n, float *even, float *odd);
-void wh_nn_deinterleave2_f32_avx512(const float *x, size_t n, float *even, float *odd);
-
 /* LayerNormalization's normalize pass: y[i] = (float)(((x[i] - mean) * inv) * scale[i]
  * (+ bias[i] where bias is not NULL)), each step in double, no fused multiply-add, so
  * every variant gives the scalar bits (x and y may alias). */

@@ -183,25 +183,6 @@ bool wh_nn_minmax_f32(enum wh_isa isa, const float *x, size_t n, bool is_min, fl
 	return false; /* the caller's scan is the scalar variant */
 }
 
-void wh_nn_deinterleave2_f32_scalar(const float *x, size_t n, float *even, float *odd)
-{
-	for (size_t i = 0; 2 * i < n; i++) {
-		even[i] = x[2 * i];
-		if (2 * i + 1 < n)
-			odd[i] = x[2 * i + 1];
-	}
-}
-
-void wh_nn_deinterleave2_f32(enum wh_isa isa, const float *x, size_t n, float *even, float *odd)
-{
-	if (isa >= WH_ISA_AVX512)
-		wh_nn_deinterleave2_f32_avx512(x, n, even, odd);
-	else if (isa >= WH_ISA_AVX2)
-		wh_nn_deinterleave2_f32_avx2(x, n, even, odd);
-	else
-		wh_nn_deinterleave2_f32_scalar(x, n, even, odd);
-}
-
 void wh_nn_ln_apply_f32_scalar(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
 			       const double *bias)
 {
