@@ -313,8 +313,8 @@ START_TEST(maxpool_ceil_mode)
 }
 END_TEST
 
-/* Stride-2 MaxPool reads deinterleaved rows on AVX2/AVX-512 and the rows in place on the
- * scalar ISA: the same bits for every geometry, with NaN and zeros of both signs in the data
+/* Stride-2 MaxPool goes in two passes (row maxima, then column maxima) on AVX2/AVX-512 and
+ * reads the rows in place on the scalar ISA: the same bits for every geometry, with NaN and zeros of both signs in the data
  * (the first of equal maxima wins). */
 START_TEST(maxpool_stride2_simd_vs_scalar)
 {
@@ -1127,20 +1127,6 @@ START_TEST(simd_vs_scalar_pool_ln)
 								      "maxpool row n=%zu k=%zu s=%zu d=%zu rows=%zu isa=%s", n,
 								      k, s, d, nr, wh_isa_name(c.isa));
 						}
-		/* the deinterleaving copy of stride-2 MaxPool: every length and offset */
-		for (size_t off = 0; off < 3; off++)
-			for (size_t n = 0; n + off <= 300; n = n < 70 ? n + 1 : n + 37) {
-				memset(y0, 0, (n + 2) * sizeof *y0);
-				memset(y1, 0, (n + 2) * sizeof *y1);
-				wh_nn_deinterleave2_f32_scalar(buf + off, n, y0, y0 + (n + 1) / 2);
-				wh_nn_deinterleave2_f32(c.isa, buf + off, n, y1, y1 + (n + 1) / 2);
-				ck_assert_msg(!memcmp(y0, y1, (n + 2) * sizeof *y0), "deinterleave n=%zu off=%zu isa=%s", n, off,
-					      wh_isa_name(c.isa));
-				for (size_t i = 0; i < n; i++) {
-					float want = buf[off + i], got = i % 2 ? y0[(n + 1) / 2 + i / 2] : y0[i / 2];
-					ck_assert_msg(!memcmp(&want, &got, sizeof want), "deinterleave n=%zu i=%zu", n, i);
-				}
-			}
 		for (size_t off = 0; off < 3; off++)
 			for (size_t n = 0; n + off <= 1000; n = n < 40 ? n + 1 : n * 2 + 5)
 				for (int wb = 0; wb < 2; wb++) {
@@ -1178,6 +1164,132 @@ START_TEST(simd_vs_scalar_pool_ln)
 }
 END_TEST
 
+/* MaxPool's two passes on AVX2/AVX-512 (each input row's horizontal maxima, then vertical
+ * maxima over rows) give the bits of the scalar row-major scan: strides 1..3 both ways,
+ * dilations, pads, ceil mode, with NaN, zeros of both signs and -inf in the data. */
+START_TEST(maxpool_two_pass_vs_scalar)
+{
+	static const int64_t geo[][10] = {
+		/* H, W, kh, kw, sh, sw, dh, dw, pad, ceil */
+		{111, 111, 3, 3, 2, 2, 1, 1, 0, 1}, {55, 55, 3, 3, 2, 2, 1, 1, 0, 1}, {27, 27, 3, 3, 2, 2, 1, 1, 0, 1},
+		{20, 70, 3, 3, 1, 1, 1, 1, 1, 0}, {19, 67, 5, 3, 1, 2, 1, 1, 2, 0}, {13, 80, 3, 5, 2, 1, 2, 1, 1, 1},
+		{16, 99, 2, 2, 2, 2, 1, 1, 0, 0}, {9, 41, 3, 3, 3, 3, 1, 2, 1, 1}, {8, 40, 1, 4, 1, 2, 1, 1, 0, 0},
+		{30, 34, 4, 1, 3, 1, 1, 1, 0, 1}, {5, 200, 3, 7, 2, 2, 1, 1, 3, 0}, {12, 33, 3, 3, 2, 2, 2, 2, 2, 1},
+		/* no column padding: the vertical pass of the inner rows is one call */
+		{21, 40, 3, 3, 2, 1, 2, 1, 0, 0}, {25, 30, 3, 2, 3, 2, 3, 1, 0, 0}, {18, 19, 4, 3, 1, 2, 2, 1, 0, 1},
+	};
+	for (size_t gi = 0; gi < sizeof geo / sizeof geo[0]; gi++) {
+		const int64_t *G = geo[gi];
+		int64_t dims[4] = {1, 2, G[0], G[1]};
+		size_t n = (size_t)(2 * G[0] * G[1]);
+		float *v = malloc(n * sizeof *v);
+		ck_assert_ptr_nonnull(v);
+		uint64_t seed = 101 + gi;
+		for (size_t i = 0; i < n; i++) {
+			float r = rng_float(&seed, 0, 1);
+			v[i] = r < 0.04f ? NAN : r < 0.3f ? 0.0f : r < 0.55f ? -0.0f : r < 0.6f ? -INFINITY
+				: rng_float(&seed, -4, 4);
+		}
+		/* a whole row of NaN, one of -inf and one of zeros: the vertical pass meets -inf
+		 * rows and zeros of both signs */
+		for (int64_t w = 0; w < G[1]; w++) {
+			v[(size_t)w] = NAN;
+			v[(size_t)(G[1] + w)] = -INFINITY;
+			if (G[0] > 3)
+				v[(size_t)(3 * G[1] + w)] = w % 2 ? 0.0f : -0.0f;
+		}
+		int64_t k[2] = {G[2], G[3]}, st[2] = {G[4], G[5]}, dl[2] = {G[6], G[7]};
+		int64_t pads[4] = {G[8], G[8], G[8], G[8]};
+		struct kh_harness ref, simd;
+		struct kh_harness *hs[2] = {&ref, &simd};
+		for (int w = 0; w < 2; w++) {
+			struct kh_harness *h = hs[w];
+			kh_init(h, "", "MaxPool", 12, 1, 1);
+			kh_attr_ints(h, "kernel_shape", k, 2);
+			kh_attr_ints(h, "strides", st, 2);
+			kh_attr_ints(h, "dilations", dl, 2);
+			kh_attr_ints(h, "pads", pads, 4);
+			kh_attr_int(h, "ceil_mode", G[9]);
+			kh_in_f32(h, 0, 4, dims, v);
+			h->cpu = wh_cpu_capped(w ? wh_cpu()->detected : WH_ISA_SCALAR);
+			kh_run_ok(h);
+		}
+		const struct wh_tensor *a = &ref.out[0], *b = &simd.out[0];
+		ck_assert_uint_eq(a->count, b->count);
+		ck_assert_uint_gt(a->count, 0);
+		ck_assert_msg(!memcmp(a->data, b->data, a->count * sizeof(float)), "two-pass MaxPool geometry %zu", gi);
+		kh_free(&ref);
+		kh_free(&simd);
+		free(v);
+	}
+}
+END_TEST
+
+/* Float32 ReduceMax/ReduceMin: the vector kernels and the parallel chunks (runs of 2^16
+ * elements and more) give the scalar scan's bits: the first NaN (payload kept), the first
+ * zero of a zero result, -inf/+inf where nothing is greater. */
+START_TEST(reduce_minmax_simd_vs_scalar)
+{
+	static const size_t lens[] = {1, 7, 15, 16, 17, 63, 64, 65, 100, 1000, 65535, 65536, 100000, 200001};
+	const enum wh_isa isas[2] = {WH_ISA_AVX2, WH_ISA_AVX512};
+	uint32_t nan_a = 0x7fc00001u, nan_b = 0xffc00002u;
+	float qa, qb;
+	memcpy(&qa, &nan_a, sizeof qa);
+	memcpy(&qb, &nan_b, sizeof qb);
+	for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+		for (int kind = 0; kind < 5; kind++)
+			for (int op = 0; op < 2; op++) {
+				size_t n = lens[li];
+				float *v = malloc(n * sizeof *v);
+				ck_assert_ptr_nonnull(v);
+				uint64_t seed = 7 + li * 5 + (size_t)kind;
+				for (size_t i = 0; i < n; i++) {
+					float r = rng_float(&seed, 0, 1);
+					switch (kind) {
+					case 0: v[i] = rng_float(&seed, -4, 4); break;
+					/* zeros of both signs are the extremes */
+					case 1: v[i] = r < 0.5f ? 0.0f : -0.0f; break;
+					case 2: v[i] = r < 0.3f ? 0.0f : r < 0.6f ? -0.0f : (op ? 1.0f : -1.0f) * r; break;
+					/* two NaNs with different payloads late in the run (the last chunk) */
+					case 3: v[i] = rng_float(&seed, -4, 4); break;
+					default: v[i] = op ? INFINITY : -INFINITY; break;
+					}
+				}
+				if (kind == 3) {
+					v[n - 1 - n / 7] = qb;
+					v[n - 1] = qa;
+				}
+				int64_t dims[3] = {1, 1, (int64_t)n};
+				struct kh_harness ref;
+				kh_init(&ref, "", op ? "ReduceMin" : "ReduceMax", 13, 1, 1);
+				kh_attr_int(&ref, "keepdims", 0);
+				kh_in_f32(&ref, 0, 3, dims, v);
+				ref.cpu = wh_cpu_capped(WH_ISA_SCALAR);
+				kh_run_ok(&ref);
+				for (int ii = 0; ii < 2; ii++) {
+					struct wh_cpu_features c = wh_cpu_capped(isas[ii]);
+					if (c.isa != isas[ii])
+						continue; /* the machine lacks it */
+					struct kh_harness h;
+					kh_init(&h, "", op ? "ReduceMin" : "ReduceMax", 13, 1, 1);
+					kh_attr_int(&h, "keepdims", 0);
+					kh_in_f32(&h, 0, 3, dims, v);
+					h.cpu = c;
+					kh_run_ok(&h);
+					ck_assert_uint_eq(h.out[0].count, 1);
+					ck_assert_msg(!memcmp(ref.out[0].data, h.out[0].data, sizeof(float)),
+						      "%s n=%zu kind=%d isa=%s", op ? "ReduceMin" : "ReduceMax", n, kind,
+						      wh_isa_name(c.isa));
+					kh_free(&h);
+				}
+				if (kind == 3 && n > 1) /* the first NaN, with its payload */
+					ck_assert(!memcmp(ref.out[0].data, &qb, sizeof qb));
+				kh_free(&ref);
+				free(v);
+			}
+}
+END_TEST
+
 static Suite *nn_suite(void)
 {
 	Suite *s = suite_create("nn");
@@ -1188,6 +1300,8 @@ static Suite *nn_suite(void)
 	tcase_add_test(tc, maxpool_ceil_mode);
 	tcase_add_test(tc, maxpool_indices_storage_order);
 	tcase_add_test(tc, maxpool_stride2_simd_vs_scalar);
+	tcase_add_test(tc, maxpool_two_pass_vs_scalar);
+	tcase_add_test(tc, reduce_minmax_simd_vs_scalar);
 	tcase_add_test(tc, pool_auto_pad_and_global);
 	tcase_add_test(tc, reduce_empty_set);
 	tcase_add_test(tc, reduce_axes_attr_vs_input);

@@ -180,19 +180,6 @@ void wh_nn_maxpool_row_f32_avx2(const float *const *rows, size_t nrows, float *y
 	}
 }
 
-void wh_nn_deinterleave2_f32_avx2(const float *x, size_t n, float *even, float *odd)
-{
-	size_t i = 0;
-	for (; i + 16 <= n; i += 16) {
-		__m256 lo = _mm256_loadu_ps(x + i), hi = _mm256_loadu_ps(x + i + 8);
-		__m256 e = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
-		__m256 o = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1));
-		_mm256_storeu_ps(even + i / 2, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0))));
-		_mm256_storeu_ps(odd + i / 2, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0))));
-	}
-	wh_nn_deinterleave2_f32_scalar(x + i, n - i, even + i / 2, odd + i / 2);
-}
-
 void wh_nn_ln_apply_f32_avx2(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
 			     const double *bias)
 {
@@ -252,4 +239,47 @@ void wh_nn_scale_f32_avx2(const float *x, float *y, size_t n, float a)
 		_mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), va));
 	for (; i < n; i++)
 		y[i] = x[i] * a;
+}
+
+bool wh_nn_minmax_f32_avx2(const float *x, size_t n, bool is_min, float *out)
+{
+	/* four independent chains; each lane's order does not matter, see the header */
+	const __m256 start = _mm256_set1_ps(is_min ? INFINITY : -INFINITY);
+	__m256 a0 = start, a1 = a0, a2 = a0, a3 = a0, nan = _mm256_setzero_ps();
+	size_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
+		__m256 v2 = _mm256_loadu_ps(x + i + 16), v3 = _mm256_loadu_ps(x + i + 24);
+		nan = _mm256_or_ps(nan, _mm256_or_ps(_mm256_cmp_ps(v0, v1, _CMP_UNORD_Q),
+						     _mm256_cmp_ps(v2, v3, _CMP_UNORD_Q)));
+		if (is_min) {
+			a0 = _mm256_min_ps(v0, a0);
+			a1 = _mm256_min_ps(v1, a1);
+			a2 = _mm256_min_ps(v2, a2);
+			a3 = _mm256_min_ps(v3, a3);
+		} else {
+			a0 = _mm256_max_ps(v0, a0);
+			a1 = _mm256_max_ps(v1, a1);
+			a2 = _mm256_max_ps(v2, a2);
+			a3 = _mm256_max_ps(v3, a3);
+		}
+	}
+	if (_mm256_movemask_ps(nan))
+		return false;
+	if (is_min)
+		a0 = _mm256_min_ps(_mm256_min_ps(a0, a1), _mm256_min_ps(a2, a3));
+	else
+		a0 = _mm256_max_ps(_mm256_max_ps(a0, a1), _mm256_max_ps(a2, a3));
+	float v[8];
+	_mm256_storeu_ps(v, a0);
+	float r = is_min ? INFINITY : -INFINITY;
+	for (int l = 0; l < 8; l++)
+		r = is_min ? (v[l] < r ? v[l] : r) : (v[l] > r ? v[l] : r);
+	for (; i < n; i++) {
+		if (isnan(x[i]))
+			return false;
+		r = is_min ? (x[i] < r ? x[i] : r) : (x[i] > r ? x[i] : r);
+	}
+	*out = r;
+	return r != 0;
 }

@@ -152,10 +152,30 @@ void wh_nn_maxpool_row_f32_avx512(const float *const *rows, size_t nrows, float 
 			_mm512_storeu_ps(y + q + 16, b1);
 		}
 	}
+	const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+	if (s == 2) {
+		/* two vectors of outputs at once (independent chains), the even elements of two
+		 * 16-float loads each: reads p[63], one past the last tap, so the loop stops one
+		 * output early */
+		for (; q + 33 <= n; q += 32) {
+			__m512 b0 = _mm512_set1_ps(-INFINITY), b1 = b0;
+			for (size_t r = 0; r < nrows; r++)
+				for (size_t b = 0; b < k; b++) {
+					const float *p = rows[r] + 2 * q + b * d;
+					b0 = _mm512_max_ps(
+						_mm512_permutex2var_ps(_mm512_loadu_ps(p), even, _mm512_loadu_ps(p + 16)),
+						b0);
+					b1 = _mm512_max_ps(_mm512_permutex2var_ps(_mm512_loadu_ps(p + 32), even,
+										  _mm512_loadu_ps(p + 48)),
+							   b1);
+				}
+			_mm512_storeu_ps(y + q, b0);
+			_mm512_storeu_ps(y + q + 16, b1);
+		}
+	}
 	if (s <= 2) {
 		/* even elements of two 16-float loads: reads p[31], one past the last tap, so the
 		 * loop stops one output early */
-		const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
 		for (; q + 16 + (s == 2) <= n; q += 16) {
 			__m512 best = _mm512_set1_ps(-INFINITY);
 			for (size_t r = 0; r < nrows; r++) {
@@ -182,25 +202,28 @@ void wh_nn_maxpool_row_f32_avx512(const float *const *rows, size_t nrows, float 
 		_mm512_mask_storeu_ps(y + q, m, best);
 		q = n;
 	}
+	if (s == 2 && q < n) {
+		/* the last 1..16 outputs: each tap reads 2m - 1 floats, masked (nothing past them) */
+		size_t m = n - q, c = 2 * m - 1;
+		__mmask16 ml = (__mmask16)(c >= 16 ? 0xffffu : (1u << c) - 1);
+		__mmask16 mh = (__mmask16)(c > 16 ? (1u << (c - 16)) - 1 : 0);
+		__m512 best = _mm512_set1_ps(-INFINITY);
+		for (size_t r = 0; r < nrows; r++)
+			for (size_t b = 0; b < k; b++) {
+				const float *p = rows[r] + 2 * q + b * d;
+				__m512 v = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(ml, p), even,
+								  _mm512_maskz_loadu_ps(mh, p + 16));
+				best = _mm512_max_ps(v, best);
+			}
+		_mm512_mask_storeu_ps(y + q, (__mmask16)((1u << m) - 1), best);
+		q = n;
+	}
 	if (q < n) {
 		const float *rest[64];
 		for (size_t r = 0; r < nrows; r++)
 			rest[r] = rows[r] + q * s;
 		wh_nn_maxpool_row_f32_avx2(rest, nrows, y + q, n - q, k, s, d);
 	}
-}
-
-void wh_nn_deinterleave2_f32_avx512(const float *x, size_t n, float *even, float *odd)
-{
-	const __m512i ie = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-	const __m512i io = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-	size_t i = 0;
-	for (; i + 32 <= n; i += 32) {
-		__m512 lo = _mm512_loadu_ps(x + i), hi = _mm512_loadu_ps(x + i + 16);
-		_mm512_storeu_ps(even + i / 2, _mm512_permutex2var_ps(lo, ie, hi));
-		_mm512_storeu_ps(odd + i / 2, _mm512_permutex2var_ps(lo, io, hi));
-	}
-	wh_nn_deinterleave2_f32_avx2(x + i, n - i, even + i / 2, odd + i / 2);
 }
 
 void wh_nn_ln_apply_f32_avx512(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
@@ -254,4 +277,45 @@ void wh_nn_scale_f32_avx512(const float *x, float *y, size_t n, float a)
 		_mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), va));
 	if (i < n)
 		wh_nn_scale_f32_avx2(x + i, y + i, n - i, a);
+}
+
+bool wh_nn_minmax_f32_avx512(const float *x, size_t n, bool is_min, float *out)
+{
+	/* four independent chains; each lane's order does not matter, see the header */
+	__m512 a0 = _mm512_set1_ps(is_min ? INFINITY : -INFINITY), a1 = a0, a2 = a0, a3 = a0;
+	__mmask16 nan = 0;
+	size_t i = 0;
+	for (; i + 64 <= n; i += 64) {
+		__m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + 16);
+		__m512 v2 = _mm512_loadu_ps(x + i + 32), v3 = _mm512_loadu_ps(x + i + 48);
+		nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(v2, v3, _CMP_UNORD_Q);
+		if (is_min) {
+			a0 = _mm512_min_ps(v0, a0);
+			a1 = _mm512_min_ps(v1, a1);
+			a2 = _mm512_min_ps(v2, a2);
+			a3 = _mm512_min_ps(v3, a3);
+		} else {
+			a0 = _mm512_max_ps(v0, a0);
+			a1 = _mm512_max_ps(v1, a1);
+			a2 = _mm512_max_ps(v2, a2);
+			a3 = _mm512_max_ps(v3, a3);
+		}
+	}
+	for (; i < n; i += 16) {
+		__mmask16 m = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1);
+		/* lanes past n load the running value's start, which changes nothing */
+		__m512 v = _mm512_mask_loadu_ps(_mm512_set1_ps(is_min ? INFINITY : -INFINITY), m, x + i);
+		nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+		a0 = is_min ? _mm512_min_ps(v, a0) : _mm512_max_ps(v, a0);
+	}
+	if (nan)
+		return false;
+	if (is_min) {
+		a0 = _mm512_min_ps(_mm512_min_ps(a0, a1), _mm512_min_ps(a2, a3));
+		*out = _mm512_reduce_min_ps(a0);
+	} else {
+		a0 = _mm512_max_ps(_mm512_max_ps(a0, a1), _mm512_max_ps(a2, a3));
+		*out = _mm512_reduce_max_ps(a0);
+	}
+	return *out != 0;
 }

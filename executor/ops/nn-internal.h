@@ -11,6 +11,7 @@
 #ifndef WH_NN_INTERNAL_H
 #define WH_NN_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "executor/cpu.h"
@@ -64,13 +65,15 @@ void wh_nn_maxpool_row_f32_avx2(const float *const *rows, size_t nrows, float *y
 void wh_nn_maxpool_row_f32_avx512(const float *const *rows, size_t nrows, float *y, size_t n, size_t k, size_t s,
 				  size_t d);
 
-/* The even and odd elements of x[0..n): even[i] = x[2i] (i < (n + 1) / 2), odd[i] = x[2i + 1]
- * (i < n / 2). A copy (so every variant gives the same bits): MaxPool with column stride 2
- * deinterleaves its input rows once, then reads every tap with stride 1. */
-void wh_nn_deinterleave2_f32(enum wh_isa isa, const float *x, size_t n, float *even, float *odd);
-void wh_nn_deinterleave2_f32_scalar(const float *x, size_t n, float *even, float *odd);
-void wh_nn_deinterleave2_f32_avx2(const float *x, size_t n, float *even, float *odd);
-void wh_nn_deinterleave2_f32_avx512(const float *x, size_t n, float *even, float *odd);
+/* ReduceMax (is_min false) or ReduceMin of x[0..n) in any order of the elements: *out is the
+ * maximum (minimum) and the answer is true, unless x holds NaN or the result is a zero,
+ * where the answer is false and *out is unset. Those are the only cases where the order
+ * matters (the first NaN, or the first zero of either sign, wins in reduce.c's scan), so
+ * the caller scans in order then; otherwise every variant gives the same bits. n == 0
+ * gives -inf (+inf for the minimum). */
+bool wh_nn_minmax_f32(enum wh_isa isa, const float *x, size_t n, bool is_min, float *out);
+bool wh_nn_minmax_f32_avx2(const float *x, size_t n, bool is_min, float *out);
+bool wh_nn_minmax_f32_avx512(const float *x, size_t n, bool is_min, float *out);
 
 /* LayerNormalization's normalize pass: y[i] = (float)(((x[i] - mean) * inv) * scale[i]
  * (+ bias[i] where bias is not NULL)), each step in double, no fused multiply-add, so

@@ -174,23 +174,13 @@ void wh_nn_maxpool_row_f32(enum wh_isa isa, const float *const *rows, size_t nro
 		wh_nn_maxpool_row_f32_scalar(rows, nrows, y, n, k, s, d);
 }
 
-void wh_nn_deinterleave2_f32_scalar(const float *x, size_t n, float *even, float *odd)
-{
-	for (size_t i = 0; 2 * i < n; i++) {
-		even[i] = x[2 * i];
-		if (2 * i + 1 < n)
-			odd[i] = x[2 * i + 1];
-	}
-}
-
-void wh_nn_deinterleave2_f32(enum wh_isa isa, const float *x, size_t n, float *even, float *odd)
+bool wh_nn_minmax_f32(enum wh_isa isa, const float *x, size_t n, bool is_min, float *out)
 {
 	if (isa >= WH_ISA_AVX512)
-		wh_nn_deinterleave2_f32_avx512(x, n, even, odd);
-	else if (isa >= WH_ISA_AVX2)
-		wh_nn_deinterleave2_f32_avx2(x, n, even, odd);
-	else
-		wh_nn_deinterleave2_f32_scalar(x, n, even, odd);
+		return wh_nn_minmax_f32_avx512(x, n, is_min, out);
+	if (isa >= WH_ISA_AVX2)
+		return wh_nn_minmax_f32_avx2(x, n, is_min, out);
+	return false; /* the caller's scan is the scalar variant */
 }
 
 void wh_nn_ln_apply_f32_scalar(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
@@ -1381,71 +1371,95 @@ static double lp_term(double v, double p)
 }
 
 /* 2-D float32 MaxPool without indices: the outputs whose window lies inside the row go
- * through wh_nn_maxpool_row_f32 a row of outputs at a time, the others one by one; both
- * take the taps in the generic path's order (row-major over the window), so the bits are
- * the same. */
-/* MaxPool with column stride 2 reads its input rows deinterleaved (deint below): that many
- * floats of scratch per plane. */
-static size_t maxpool_deint_floats(const struct pool_job *j)
+ * through wh_nn_maxpool_row_f32, the others one by one; both take the taps in the generic
+ * path's order (row-major over the window), so the bits are the same.
+ * On AVX2 and AVX-512 the inner columns go in two passes: the horizontal maxima of every
+ * input row (one row kernel call with nrows 1: over the kw taps, first wins), then for each
+ * output row the vertical maximum over its input rows' horizontal maxima (nrows rows, one
+ * tap, stride 1). Row-major order over the window is lexicographic in (row, tap), and the
+ * first-wins maximum of a lexicographic sequence is the first-wins maximum over the rows of
+ * each row's first-wins maximum (NaN skipped at both levels, an all-NaN row gives -inf which
+ * never replaces anything), so the bits are those of the one-pass scan; an input row read by
+ * several output rows (kh > sh) is scanned once. */
+/* The two-pass path's scratch: one row of horizontal maxima per input row, that many floats
+ * per plane (0: the one-pass path). */
+static size_t maxpool_hmax_floats(const struct pool_job *j)
 {
 	const struct pool_geo *g = j->g;
-	return (size_t)g->in[0] * (size_t)(g->in[1] + 1);
+	bool two = j->kind == PK_MAX && !j->idx && g->ns == 2 && j->isa >= WH_ISA_AVX2 && g->k[0] <= 64 &&
+		   j->x->dtype == WH_DT_FLOAT;
+	return two ? (size_t)(g->in[0] + g->s[0] - 1) * (size_t)g->out[1] : 0;
 }
 
-static bool maxpool_deint(const struct pool_job *j)
+/* Where the two-pass path keeps input row h's horizontal maxima, in rows of its scratch:
+ * grouped by h modulo the row stride s (nph rows per group), so that tap a of consecutive
+ * output rows reads consecutive scratch rows. */
+static size_t maxpool_hpos(int64_t h, int64_t s, int64_t nph)
 {
-	const struct pool_geo *g = j->g;
-	return j->kind == PK_MAX && !j->idx && g->ns == 2 && j->isa >= WH_ISA_AVX2 && g->s[1] == 2 && g->d[1] == 1 &&
-	       g->k[0] * g->k[1] <= 64 && j->x->dtype == WH_DT_FLOAT;
+	return (size_t)(h % s * nph + h / s);
 }
 
-/* deint: NULL, or maxpool_deint_floats(j) floats for the rows' even and odd elements, so that
- * every tap of a stride-2 row reads consecutive floats (same taps in the same order). */
-static void maxpool2d_f32_plane(const struct pool_job *j, const float *x, float *y, float *deint)
+/* hmax: NULL, or maxpool_hmax_floats(j) floats of scratch for the two-pass path */
+static void maxpool2d_f32_plane(const struct pool_job *j, const float *x, float *y, float *hmax)
 {
 	const struct pool_geo *g = j->g;
 	int64_t W = g->in[1], OW = g->out[1];
-	size_t we = (size_t)(W + 1) / 2;
 	/* [wlo, whi): the output columns with every tap inside the row */
 	int64_t wlo = 0, whi = OW;
 	while (wlo < OW && (j->taps[1][3 * wlo] != 0 || j->taps[1][3 * wlo + 1] != g->k[1]))
 		wlo++;
 	while (whi > wlo && (j->taps[1][3 * (whi - 1)] != 0 || j->taps[1][3 * (whi - 1) + 1] != g->k[1]))
 		whi--;
-	if (deint && whi > wlo)
-		for (int64_t h = 0; h < g->in[0]; h++)
-			wh_nn_deinterleave2_f32(j->isa, x + h * W, (size_t)W, deint + (size_t)h * (size_t)(W + 1),
-						deint + (size_t)h * (size_t)(W + 1) + we);
+	int64_t w0 = wlo * g->s[1] - g->pb[1];
+	size_t ni = (size_t)(whi - wlo);
+	int64_t sh = g->s[0], nph = (g->in[0] + sh - 1) / sh;
+	if (hmax && ni > 0)
+		for (int64_t h = 0; h < g->in[0]; h++) {
+			const float *r = x + h * W + w0;
+			wh_nn_maxpool_row_f32(j->isa, &r, 1, hmax + maxpool_hpos(h, sh, nph) * ni, ni, (size_t)g->k[1],
+					      (size_t)g->s[1], (size_t)g->d[1]);
+		}
+	/* [hlo, hhi): the output rows with every tap inside the plane; when the output rows
+	 * have no edge columns as well, their vertical pass is one call: tap a of output row oh
+	 * reads scratch row maxpool_hpos(hlo * sh - pb + a * dh) + (oh - hlo) */
+	int64_t hlo = 0, hhi = 0;
+	if (hmax && ni > 0 && (int64_t)ni == OW) {
+		const int64_t *th = j->taps[0];
+		hhi = g->out[0];
+		while (hlo < hhi && (th[3 * hlo] != 0 || th[3 * hlo + 1] != g->k[0]))
+			hlo++;
+		while (hhi > hlo && (th[3 * (hhi - 1)] != 0 || th[3 * (hhi - 1) + 1] != g->k[0]))
+			hhi--;
+		if (hhi > hlo) {
+			const float *r0[64];
+			for (int64_t a = 0; a < g->k[0]; a++)
+				r0[a] = hmax + maxpool_hpos(hlo * sh - g->pb[0] + a * g->d[0], sh, nph) * ni;
+			wh_nn_maxpool_row_f32(j->isa, r0, (size_t)g->k[0], y + hlo * OW, (size_t)(hhi - hlo) * ni, 1, 1, 1);
+		}
+	}
 	const float *rows[64];
-	int64_t hrow[64];
 	for (int64_t oh = 0; oh < g->out[0]; oh++) {
+		if (oh == hlo && hhi > hlo) {
+			oh = hhi - 1;
+			continue;
+		}
 		const int64_t *th = j->taps[0] + 3 * oh;
 		int64_t h0 = oh * g->s[0] - g->pb[0];
 		size_t nr = 0;
-		for (int64_t a = th[0]; a < th[1]; a++) {
-			hrow[nr] = h0 + a * g->d[0];
-			rows[nr] = x + hrow[nr] * W;
-			nr++;
-		}
+		for (int64_t a = th[0]; a < th[1]; a++)
+			rows[nr++] = x + (h0 + a * g->d[0]) * W;
 		float *yr = y + oh * OW;
 		for (int64_t ow = 0; ow < OW; ow++) {
-			if (ow == wlo && whi > wlo) {
+			if (ow == wlo && ni > 0) {
 				const float *r0[64];
-				int64_t w0 = wlo * g->s[1] - g->pb[1];
-				if (deint) {
-					/* tap (r, b) in row-major order, column w0 + 2q + b: the even or odd
-					 * half of row r from (w0 + b) / 2 */
-					size_t nt = 0;
+				if (hmax) {
 					for (size_t r = 0; r < nr; r++)
-						for (int64_t b = 0; b < g->k[1]; b++) {
-							const float *dr = deint + (size_t)hrow[r] * (size_t)(W + 1);
-							r0[nt++] = dr + ((w0 + b) % 2 ? we : 0) + (size_t)(w0 + b) / 2;
-						}
-					wh_nn_maxpool_row_f32(j->isa, r0, nt, yr + wlo, (size_t)(whi - wlo), 1, 1, 1);
+						r0[r] = hmax + maxpool_hpos(h0 + (th[0] + (int64_t)r) * g->d[0], sh, nph) * ni;
+					wh_nn_maxpool_row_f32(j->isa, r0, nr, yr + wlo, ni, 1, 1, 1);
 				} else {
 					for (size_t r = 0; r < nr; r++)
 						r0[r] = rows[r] + w0;
-					wh_nn_maxpool_row_f32(j->isa, r0, nr, yr + wlo, (size_t)(whi - wlo), (size_t)g->k[1],
+					wh_nn_maxpool_row_f32(j->isa, r0, nr, yr + wlo, ni, (size_t)g->k[1],
 							      (size_t)g->s[1], (size_t)g->d[1]);
 				}
 				ow = whi - 1;
@@ -1453,11 +1467,11 @@ static void maxpool2d_f32_plane(const struct pool_job *j, const float *x, float 
 			}
 			/* NaN is skipped, as in ONNX Runtime; an empty window gives -inf */
 			const int64_t *tw = j->taps[1] + 3 * ow;
-			int64_t w0 = ow * g->s[1] - g->pb[1];
+			int64_t c0 = ow * g->s[1] - g->pb[1];
 			float best = -INFINITY;
 			for (size_t r = 0; r < nr; r++)
 				for (int64_t b = tw[0]; b < tw[1]; b++) {
-					float v = rows[r][w0 + b * g->d[1]];
+					float v = rows[r][c0 + b * g->d[1]];
 					best = v > best ? v : best;
 				}
 			yr[ow] = best;
@@ -1466,7 +1480,7 @@ static void maxpool2d_f32_plane(const struct pool_job *j, const float *x, float 
 }
 
 /* 2-D float32 path, same tap order as the generic path (row-major over the window). */
-static void pool2d_f32_plane(const struct pool_job *j, uint64_t pl, float *deint)
+static void pool2d_f32_plane(const struct pool_job *j, uint64_t pl, float *hmax)
 {
 	const struct pool_geo *g = j->g;
 	const float *x = (const float *)j->x->data + pl * g->in_sp;
@@ -1474,7 +1488,7 @@ static void pool2d_f32_plane(const struct pool_job *j, uint64_t pl, float *deint
 	int64_t *ix = j->idx ? (int64_t *)j->idx->data + pl * g->out_sp : NULL;
 	int64_t W = g->in[1], H = g->in[0];
 	if (j->kind == PK_MAX && !ix && g->k[0] <= 64) {
-		maxpool2d_f32_plane(j, x, y, deint);
+		maxpool2d_f32_plane(j, x, y, hmax);
 		return;
 	}
 	for (int64_t oh = 0; oh < g->out[0]; oh++) {
@@ -1720,16 +1734,17 @@ static void pool_range(void *p, size_t lo, size_t hi)
 	for (int32_t i = 0; ort_avg && i < j->g->ns; i++)
 		ort_avg = j->g->d[i] == 1;
 	/* without the scratch, the same taps read in place */
-	float *deint = maxpool_deint(j) ? malloc(maxpool_deint_floats(j) * sizeof(float)) : NULL;
+	size_t nh = maxpool_hmax_floats(j);
+	float *hmax = nh ? malloc(nh * sizeof(float)) : NULL;
 	for (size_t pl = lo; pl < hi; pl++) {
 		if (ort_avg)
 			avgpool_f32_ort_plane(j, pl);
 		else if (j->g->ns == 2 && j->x->dtype == WH_DT_FLOAT)
-			pool2d_f32_plane(j, pl, deint);
+			pool2d_f32_plane(j, pl, hmax);
 		else
 			pool_generic_plane(j, pl);
 	}
-	free(deint);
+	free(hmax);
 }
 
 static enum wh_status lp_order(const struct wh_kernel_ctx *ctx, double *p_out)

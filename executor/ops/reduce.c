@@ -151,6 +151,27 @@ static float eigen_sum_f32(const float *x, uint64_t n, uint64_t start)
 	return r;
 }
 
+/* ReduceMax's (ReduceMin's) step: keep the running value unless the new one is greater
+ * (smaller); a NaN, once met, stays (so the first NaN wins), and so does the first of equal
+ * values (+0 or -0). */
+static double minmax_step(double acc, double v, bool is_min)
+{
+	return (isnan(acc) || (is_min ? v >= acc : v <= acc)) ? acc : v;
+}
+
+/* The float32 maximum (minimum) of a contiguous run: the vector kernel where the order of
+ * the elements cannot matter (see wh_nn_minmax_f32), else the scan in order. */
+static float minmax_run_f32(enum wh_isa isa, const float *x, uint64_t n, bool is_min)
+{
+	float r;
+	if (wh_nn_minmax_f32(isa, x, (size_t)n, is_min, &r))
+		return r;
+	double acc = is_min ? INFINITY : -INFINITY;
+	for (uint64_t i = 0; i < n; i++)
+		acc = minmax_step(acc, x[i], is_min);
+	return (float)acc;
+}
+
 static double reduce_one_f(const struct red_plan *p, uint64_t base)
 {
 	const struct wh_tensor *x = p->x;
@@ -162,6 +183,8 @@ static double reduce_one_f(const struct red_plan *p, uint64_t base)
 		float sum = eigen_sum_f32(xf + base, p->red_count, base);
 		return op == R_MEAN ? sum / (float)p->red_count : sum;
 	}
+	if (f32 && (op == R_MAX || op == R_MIN) && p->nr == 1 && p->rs[0] == 1)
+		return minmax_run_f32(p->isa, xf + base, p->red_count, op == R_MIN);
 #define GETF(off) (f32 ? (double)xf[off] : wh_tensor_get_f64(x, off))
 	double acc;
 	switch (op) {
@@ -324,6 +347,51 @@ static void reduce_range(void *arg, size_t lo, size_t hi)
 	}
 }
 
+/* Float32 ReduceMax/ReduceMin over long contiguous runs: each run in chunks of this many
+ * elements, the chunks in parallel, then each run's chunk results combined in order with
+ * the same step (the first NaN, or the first of equal values, still wins). */
+#define MINMAX_CHUNK 32768
+
+struct minmax_job {
+	const struct red_plan *p;
+	uint64_t cpo; /* chunks per output */
+	float *res;   /* out_count * cpo chunk results */
+};
+
+static void minmax_chunks(void *arg, size_t lo, size_t hi)
+{
+	const struct minmax_job *j = arg;
+	const struct red_plan *p = j->p;
+	for (size_t c = lo; c < hi; c++) {
+		uint64_t o = c / j->cpo, first = c % j->cpo * MINMAX_CHUNK;
+		uint64_t n = p->red_count - first < MINMAX_CHUNK ? p->red_count - first : MINMAX_CHUNK;
+		j->res[c] = minmax_run_f32(p->isa, (const float *)p->x->data + base_offset(p, o) + first, n,
+					   p->op == R_MIN);
+	}
+}
+
+/* false: not this case, or no memory for the chunk results (the caller's loop does it) */
+static bool minmax_parallel(struct wh_kernel_ctx *ctx, const struct red_plan *p)
+{
+	if (p->x->dtype != WH_DT_FLOAT || (p->op != R_MAX && p->op != R_MIN) || p->nr != 1 || p->rs[0] != 1 ||
+	    p->red_count < 2 * MINMAX_CHUNK)
+		return false;
+	struct minmax_job j = {p, (p->red_count + MINMAX_CHUNK - 1) / MINMAX_CHUNK, NULL};
+	j.res = malloc(p->out_count * j.cpo * sizeof *j.res);
+	if (!j.res)
+		return false;
+	wh_parallel_for(ctx->pool, p->out_count * j.cpo, 1, minmax_chunks, &j);
+	float *y = p->y->data;
+	for (uint64_t o = 0; o < p->out_count; o++) {
+		double acc = j.res[o * j.cpo];
+		for (uint64_t c = 1; c < j.cpo; c++)
+			acc = minmax_step(acc, j.res[o * j.cpo + c], p->op == R_MIN);
+		y[o] = (float)acc;
+	}
+	free(j.res);
+	return true;
+}
+
 static enum wh_status reduce_common(struct wh_kernel_ctx *ctx, enum red_op op)
 {
 	const struct wh_tensor *x = wh_kin(ctx, 0);
@@ -405,7 +473,8 @@ static enum wh_status reduce_common(struct wh_kernel_ctx *ctx, enum red_op op)
 	if ((st = wh_tensor_alloc(&ctx->outputs[0], x->dtype, orank, od)))
 		return st;
 	p.y = &ctx->outputs[0];
-	wh_parallel_for(ctx->pool, p.out_count, wh_grain_for(p.red_count), reduce_range, &p);
+	if (!minmax_parallel(ctx, &p))
+		wh_parallel_for(ctx->pool, p.out_count, wh_grain_for(p.red_count), reduce_range, &p);
 	return WH_OK;
 }
 
