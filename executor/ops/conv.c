@@ -644,6 +644,10 @@ struct band_job {
 	 * (the columns between the rows are computed and dropped), into a buffer of mc x
 	 * wide_n, instead of one GEMM per row whose last tile is mostly empty; 0: row by row */
 	size_t wide_n, wr;
+	/* stem: rows through wh_conv_stem_row_avx512 (few multiply-adds an output: the
+	 * vectors just cover a row, no tile edge) with the unpacked weights w */
+	bool stem;
+	const float *w;
 	atomic_int failed;
 };
 
@@ -698,9 +702,24 @@ static void band_task(void *arg, size_t begin, size_t end)
 			}
 			continue;
 		}
+		if (j->stem && pl->wq == pl->L) {
+			/* no columns between the rows (stride 4 over 224, no padding): the band's
+			 * rows are one row of the band's padded input and of y, the same inputs a
+			 * column as row by row, so the same bits */
+			float *c = y + r0 * pl->L;
+			wh_conv_stem_row_avx512(m, (r1 - r0) * pl->L, K, j->w + (g * Mg + m0) * K, K, buf, j->koff, c, P,
+						bias);
+			for (size_t i = 0; pl->round && i < m; i++)
+				wh_out_round_apply(pl->round, c + i * P, (r1 - r0) * pl->L);
+			continue;
+		}
 		for (size_t r = r0; r < r1; r++) {
 			float *c = y + r * pl->L;
-			conv_block(pl, m, pl->L, a, buf + (r - r0) * pl->wq, j->koff, c, P, bias);
+			if (j->stem)
+				wh_conv_stem_row_avx512(m, pl->L, K, j->w + (g * Mg + m0) * K, K, buf + (r - r0) * pl->wq,
+							j->koff, c, P, bias);
+			else
+				conv_block(pl, m, pl->L, a, buf + (r - r0) * pl->wq, j->koff, c, P, bias);
 			for (size_t i = 0; pl->round && i < m; i++)
 				wh_out_round_apply(pl->round, c + i * P, pl->L);
 		}
@@ -936,6 +955,10 @@ static enum wh_status conv_bands(struct conv_plan *pl, struct wh_threadpool *poo
 	} else {
 		pl->kern = kr;
 	}
+	/* few multiply-adds an output in one chain (the stems, K = 27 or 48): the stem rows
+	 * (same chains, so the same bits) */
+	j.stem = !j.wide_n && pl->kern.isa >= WH_ISA_AVX512 && pl->kb == 0 && Mg >= 2 && K <= WH_CONV_STEM_MAX_K;
+	j.w = w;
 	j.mc = round_up(mraw, pl->kern.mr);
 	j.nmb = (Mg + j.mc - 1) / j.mc;
 	uint64_t bp;
@@ -945,8 +968,9 @@ static enum wh_status conv_bands(struct conv_plan *pl, struct wh_threadpool *poo
 	j.band_plane = (size_t)bp;
 	atomic_init(&j.failed, 0);
 	enum wh_status st = WH_OK;
-	float *apack;
-	const float *a = conv_apack(pl, pool, w, &apack);
+	float *apack = NULL;
+	/* the stem rows read the weights as they are */
+	const float *a = j.stem ? w : conv_apack(pl, pool, w, &apack);
 	ptrdiff_t *koff = malloc((K ? K : 1) * sizeof(ptrdiff_t));
 	if (!a || !koff) {
 		st = wh_error(WH_ERR_NOMEM, "conv: out of memory for packed weights");
