@@ -1136,6 +1136,9 @@ START_TEST(stem_rows_same_bits_as_chain)
 		{2, 1, 3, 16, 1, {{40, 3, 2, 1, 1, 1}, {224, 3, 2, 1, 1, 1}}},
 		/* convnext's 4x4 stride 4 (K = 48, wq = L), odd channels, a batch of 2 */
 		{2, 2, 3, 13, 1, {{64, 4, 4, 1, 0, 0}, {96, 4, 4, 1, 0, 0}}},
+		/* stride 4 with pads and widths off the 4 phases and the 16-float split */
+		{2, 1, 3, 8, 1, {{50, 4, 4, 1, 1, 2}, {157, 4, 4, 1, 3, 0}}},
+		{2, 1, 3, 16, 1, {{31, 4, 4, 1, 2, 1}, {130, 4, 4, 1, 0, 3}}},
 		/* short rows, rows of 9 vectors (two segments), 5 channels, dilation */
 		{2, 1, 3, 5, 1, {{33, 3, 1, 1, 1, 1}, {7, 3, 1, 1, 1, 1}}},
 		{2, 1, 2, 24, 1, {{20, 3, 1, 2, 2, 2}, {139, 3, 1, 1, 1, 1}}},

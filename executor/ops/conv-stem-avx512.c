@@ -100,3 +100,24 @@ void wh_conv_stem_row_avx512(size_t m, size_t n, size_t K, const float *w, size_
 		segs[nv](m, K, w, ldw, b + j, boff, c + j, ldc, bias, tail);
 	}
 }
+
+void wh_deinterleave4_avx512(const float *src, size_t n, float *p0, float *p1, float *p2, float *p3)
+{
+	float *dst[4] = {p0, p1, p2, p3};
+	size_t q = 0;
+	for (; q + 16 <= n; q += 16) {
+		const float *s = src + 4 * q;
+		__m512 v0 = _mm512_loadu_ps(s), v1 = _mm512_loadu_ps(s + 16);
+		__m512 v2 = _mm512_loadu_ps(s + 32), v3 = _mm512_loadu_ps(s + 48);
+		for (int ph = 0; ph < 4; ph++) {
+			/* lanes 0..7: elements 4i + ph of the 32 floats of (a, b) */
+			__m512i idx = _mm512_add_epi32(_mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0),
+						       _mm512_set1_epi32(ph));
+			__m512 lo = _mm512_permutex2var_ps(v0, idx, v1), hi = _mm512_permutex2var_ps(v2, idx, v3);
+			_mm512_storeu_ps(dst[ph] + q, _mm512_shuffle_f32x4(lo, hi, 0x44));
+		}
+	}
+	for (; q < n; q++)
+		for (int ph = 0; ph < 4; ph++)
+			dst[ph][q] = src[4 * q + ph];
+}

@@ -447,6 +447,28 @@ static void prep_row(const struct conv_plan *pl, const float *src, float *dr, si
 			return;
 		}
 	}
+	if (sw == 4 && pl->kern.isa >= WH_ISA_AVX512) {
+		/* interior q (all four phases inside the input): vector split; edges: below */
+		size_t qa = (p0 + 3) / 4, qb = (p0 + W) / 4;
+		if (qb > wq)
+			qb = wq;
+		if (qa < qb) {
+			wh_deinterleave4_avx512(src + 4 * qa - p0, qb - qa, dr + qa, dr + ps + qa, dr + 2 * ps + qa,
+						dr + 3 * ps + qa);
+			for (size_t ph = 0; ph < 4; ph++) {
+				float *dp = dr + ph * ps;
+				for (size_t q = 0; q < qa; q++) {
+					size_t j = 4 * q + ph;
+					dp[q] = j >= p0 && j - p0 < W ? src[j - p0] : 0.0f;
+				}
+				for (size_t q = qb; q < wq; q++) {
+					size_t j = 4 * q + ph;
+					dp[q] = j >= p0 && j - p0 < W ? src[j - p0] : 0.0f;
+				}
+			}
+			return;
+		}
+	}
 	for (size_t ph = 0; ph < sw; ph++) {
 		float *dp = dr + ph * ps;
 		/* q whose padded column q*sw + ph falls inside the input row */

@@ -143,6 +143,9 @@ void wh_sgemm_t_store_avx512(size_t np, size_t nm, const float *ct, size_t ldct,
 #define WH_CONV_STEM_MAX_K 64
 void wh_conv_stem_row_avx512(size_t m, size_t n, size_t K, const float *w, size_t ldw, const float *b,
 			     const ptrdiff_t *boff, float *c, size_t ldc, const float *bias);
+/* pk[i] = src[4i + k] for i < n, k < 4 (the stride-4 phase split of a stem's padded row:
+ * 4x4 stride-4 patches). */
+void wh_deinterleave4_avx512(const float *src, size_t n, float *p0, float *p1, float *p2, float *p3);
 
 /* Tile sizes for splitting an M x N x K product among threads: mc a multiple of MR, nc of
  * NR. Only speed depends on them. */
