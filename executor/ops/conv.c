@@ -673,6 +673,9 @@ struct band_job {
 	atomic_int failed;
 };
 
+/* outputs of a chunk of stem rows (band_task): 64 KB, in L2 when rounded */
+#define WH_STEM_CHUNK_FLOATS ((size_t)16 * 1024)
+
 static void band_task(void *arg, size_t begin, size_t end)
 {
 	struct band_job *j = arg;
@@ -724,24 +727,35 @@ static void band_task(void *arg, size_t begin, size_t end)
 			}
 			continue;
 		}
-		if (j->stem && pl->wq == pl->L) {
-			/* no columns between the rows (stride 4 over 224, no padding): the band's
-			 * rows are one row of the band's padded input and of y, the same inputs a
-			 * column as row by row, so the same bits */
-			float *c = y + r0 * pl->L;
-			wh_conv_stem_row_avx512(m, (r1 - r0) * pl->L, K, j->w + (g * Mg + m0) * K, K, buf, j->koff, c, P,
-						bias);
-			for (size_t i = 0; pl->round && i < m; i++)
-				wh_out_round_apply(pl->round, c + i * P, (r1 - r0) * pl->L);
+		if (j->stem) {
+			/* rows in chunks of about WH_STEM_CHUNK_FLOATS outputs: a channel's rows of a
+			 * chunk are one run of y, rounded (the fused activation) in one call while
+			 * still in cache, instead of one call a row (squeezenet's stem with its Relu
+			 * was 0.45 -> 0.73 ms row by row). Without columns between the rows (stride 4
+			 * over 224, no padding) a chunk's rows are also one row of the band's padded
+			 * input and one call: the same inputs a column as row by row, so the same
+			 * bits. */
+			size_t ch = WH_STEM_CHUNK_FLOATS / (m * pl->L);
+			ch = ch ? ch : 1;
+			const float *wg = j->w + (g * Mg + m0) * K;
+			for (size_t ra = r0; ra < r1; ra += ch) {
+				size_t rb = ra + ch < r1 ? ra + ch : r1;
+				float *c = y + ra * pl->L;
+				if (pl->wq == pl->L)
+					wh_conv_stem_row_avx512(m, (rb - ra) * pl->L, K, wg, K, buf + (ra - r0) * pl->wq,
+								j->koff, c, P, bias);
+				else
+					for (size_t r = ra; r < rb; r++)
+						wh_conv_stem_row_avx512(m, pl->L, K, wg, K, buf + (r - r0) * pl->wq, j->koff,
+									y + r * pl->L, P, bias);
+				for (size_t i = 0; pl->round && i < m; i++)
+					wh_out_round_apply(pl->round, c + i * P, (rb - ra) * pl->L);
+			}
 			continue;
 		}
 		for (size_t r = r0; r < r1; r++) {
 			float *c = y + r * pl->L;
-			if (j->stem)
-				wh_conv_stem_row_avx512(m, pl->L, K, j->w + (g * Mg + m0) * K, K, buf + (r - r0) * pl->wq,
-							j->koff, c, P, bias);
-			else
-				conv_block(pl, m, pl->L, a, buf + (r - r0) * pl->wq, j->koff, c, P, bias);
+			conv_block(pl, m, pl->L, a, buf + (r - r0) * pl->wq, j->koff, c, P, bias);
 			for (size_t i = 0; pl->round && i < m; i++)
 				wh_out_round_apply(pl->round, c + i * P, pl->L);
 		}
