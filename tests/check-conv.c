@@ -23,6 +23,7 @@
 #include "executor/kernel.h"
 #include "executor/numfmt-bulk.h"
 #include "executor/ops/conv-internal.h"
+#include "executor/ops/elementwise-internal.h"
 #include "executor/ops/gemm-internal.h"
 #include "executor/threadpool.h"
 #include "graph/arena.h"
@@ -1093,6 +1094,84 @@ START_TEST(pointwise_transposed_same_bits_as_chain)
 }
 END_TEST
 
+
+/* Dense convolutions with few multiply-adds an output (the CNN stems, K <= 64 in one chain:
+ * conv.c's stem rows, conv-stem-avx512.c) keep every output's chain (gemm_chain_ref) at
+ * every SIMD ISA and 1-3 threads, forced GEMM and automatic, with and without bias, rows
+ * of 1 to 9 vectors (several segments), channel counts off every tile (5, 13, 64), groups,
+ * and rows without columns between them (4x4 stride 4: one call a band); with a fused
+ * Relu and a bf16 rounding the result is that of the same passes after the product. */
+START_TEST(stem_rows_same_bits_as_chain)
+{
+	static const struct geo geos[] = {
+		/* squeezenet1_1 (pad 0, 111 wide), mnasnet/efficientnet/mobilenet (pad 1, 112) */
+		{2, 1, 3, 64, 1, {{61, 3, 2, 1, 0, 0}, {223, 3, 2, 1, 0, 0}}},
+		{2, 1, 3, 16, 1, {{40, 3, 2, 1, 1, 1}, {224, 3, 2, 1, 1, 1}}},
+		/* convnext's 4x4 stride 4 (K = 48, wq = L), odd channels, a batch of 2 */
+		{2, 2, 3, 13, 1, {{64, 4, 4, 1, 0, 0}, {96, 4, 4, 1, 0, 0}}},
+		/* stride 4 with pads and widths off the 4 phases and the 16-float split */
+		{2, 1, 3, 8, 1, {{50, 4, 4, 1, 1, 2}, {157, 4, 4, 1, 3, 0}}},
+		{2, 1, 3, 16, 1, {{31, 4, 4, 1, 2, 1}, {130, 4, 4, 1, 0, 3}}},
+		/* short rows, rows of 9 vectors (two segments), 5 channels, dilation */
+		{2, 1, 3, 5, 1, {{33, 3, 1, 1, 1, 1}, {7, 3, 1, 1, 1, 1}}},
+		{2, 1, 2, 24, 1, {{20, 3, 1, 2, 2, 2}, {139, 3, 1, 1, 1, 1}}},
+		/* groups of 2 input and 3 output channels, K = 50 */
+		{2, 1, 4, 6, 2, {{21, 5, 1, 1, 2, 2}, {38, 5, 1, 1, 2, 2}}},
+	};
+	enum wh_isa list[3];
+	int ni = isas(list);
+	struct wh_threadpool *p2, *p3;
+	ck_assert_int_eq(wh_threadpool_create(2, &p2), WH_OK);
+	ck_assert_int_eq(wh_threadpool_create(3, &p3), WH_OK);
+	struct wh_threadpool *pools[3] = {NULL, p2, p3};
+	for (size_t gi = 0; gi < sizeof geos / sizeof geos[0]; gi++) {
+		struct wh_conv_shape s;
+		make_shape(&geos[gi], false, &s);
+		size_t nx = (size_t)(s.N * s.C * prod(s.in, 2)), nw = (size_t)(s.M * (s.C / s.G) * prod(s.k, 2));
+		size_t ny = (size_t)(s.N * s.M * prod(s.out, 2));
+		float *x = random_floats(nx, 900 + gi), *w = random_floats(nw, 910 + gi);
+		float *b = gi % 2 ? NULL : random_floats((size_t)s.M, 920 + gi);
+		float *want = malloc(ny * sizeof(float)), *got = malloc(ny * sizeof(float));
+		float *rwant = malloc(ny * sizeof(float));
+		gemm_chain_ref(&s, x, w, b, want);
+		for (int ii = 0; ii < ni; ii++) {
+			if (list[ii] == WH_ISA_SCALAR)
+				continue; /* rounds each product: held to the scalar reference elsewhere */
+			struct wh_cpu_features cpu = wh_cpu_capped(list[ii]);
+			struct wh_epilogue relu = {.op = WH_EW_RELU};
+			struct wh_out_round r = {wh_round_bf16_n, &cpu, &relu};
+			memcpy(rwant, want, ny * sizeof(float));
+			wh_out_round_apply(&r, rwant, ny);
+			for (int t = 0; t < 3; t++)
+				for (int algo = 0; algo < 2; algo++) {
+					enum wh_conv_algo a = algo ? WH_CONV_GEMM : WH_CONV_AUTO;
+					for (size_t i = 0; i < ny; i++)
+						got[i] = NAN;
+					ck_assert_int_eq(wh_conv_f32_algo(&cpu, pools[t], &s, x, w, b, got, a), WH_OK);
+					for (size_t i = 0; i < ny; i++)
+						ck_assert_msg(!memcmp(&got[i], &want[i], sizeof(float)),
+							      "geometry %zu at %s, %d threads: y[%zu] = %.9g, chain %.9g", gi,
+							      wh_isa_name(list[ii]), t + 1, i, got[i], want[i]);
+					for (size_t i = 0; i < ny; i++)
+						got[i] = NAN;
+					ck_assert_int_eq(wh_conv_f32_round(&cpu, pools[t], &s, x, w, b, got, a, &r), WH_OK);
+					ck_assert_msg(!memcmp(got, rwant, ny * sizeof(float)),
+						      "geometry %zu at %s, %d threads: fused Relu + bf16 differs", gi,
+						      wh_isa_name(list[ii]), t + 1);
+				}
+		}
+		free(x);
+		free(w);
+		free(b);
+		free(want);
+		free(got);
+		free(rwant);
+	}
+	wh_threadpool_destroy(p2);
+	wh_threadpool_destroy(p3);
+}
+END_TEST
+
 static Suite *conv_suite(void)
 {
 	Suite *s = suite_create("conv");
@@ -1107,6 +1186,7 @@ static Suite *conv_suite(void)
 	tcase_add_test(tc, depthwise_lanes_bits);
 	tcase_add_test(tc, gemm_paths_same_bits_as_chain);
 	tcase_add_test(tc, pointwise_transposed_same_bits_as_chain);
+	tcase_add_test(tc, stem_rows_same_bits_as_chain);
 	suite_add_tcase(s, tc);
 	TCase *ops = tcase_create("ops");
 	tcase_set_timeout(ops, 600);

@@ -134,6 +134,19 @@ void wh_sgemm_block_kb_packed(const struct wh_sgemm_kernel *kern, size_t M, size
 void wh_sgemm_t_store_avx512(size_t np, size_t nm, const float *ct, size_t ldct, const float *bias, float *y,
 			     size_t ldy);
 
+/* A row of a convolution with few multiply-adds an output (conv-stem-avx512.c, for K up
+ * to WH_CONV_STEM_MAX_K in one chain, kb = 0): c[i * ldc + j] = the chain over k of
+ * w[i * ldw + k] * b[boff[k] + j] (one fused multiply-add a term, in k order, from zero),
+ * then + bias[i] (bias may be NULL), for channels i < m and positions j < n: the bits of
+ * wh_sgemm_block_kb with kb = 0. Weights are read unpacked; B's rows are read only at
+ * columns below n (masked tails). */
+#define WH_CONV_STEM_MAX_K 64
+void wh_conv_stem_row_avx512(size_t m, size_t n, size_t K, const float *w, size_t ldw, const float *b,
+			     const ptrdiff_t *boff, float *c, size_t ldc, const float *bias);
+/* pk[i] = src[4i + k] for i < n, k < 4 (the stride-4 phase split of a stem's padded row:
+ * 4x4 stride-4 patches). */
+void wh_deinterleave4_avx512(const float *src, size_t n, float *p0, float *p1, float *p2, float *p3);
+
 /* Tile sizes for splitting an M x N x K product among threads: mc a multiple of MR, nc of
  * NR. Only speed depends on them. */
 void wh_sgemm_tiles(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size_t K, int threads,
