@@ -990,9 +990,10 @@ static void gemm_chain_ref(const struct wh_conv_shape *s, const float *x, const 
 
 /* Every geometry of geos through the conv drivers, at every SIMD ISA, 1-3 threads and each
  * of algos, gives each output the bits of its MLAS chain (gemm_chain_ref); random data from
- * seed, a bias on the odd geometries (bias_on_odd) or on the even ones. */
+ * seed, a bias on the odd geometries (bias_on_odd) or on the even ones. With finish, also a
+ * fused Relu and a bf16 rounding (wh_conv_f32_round) give those passes over the chain. */
 static void check_chain_bits(const struct geo *geos, size_t n_geos, uint64_t seed, bool bias_on_odd,
-			     const enum wh_conv_algo *algos, int n_algos)
+			     const enum wh_conv_algo *algos, int n_algos, bool finish)
 {
 	enum wh_isa list[3];
 	int ni = isas(list);
@@ -1008,11 +1009,16 @@ static void check_chain_bits(const struct geo *geos, size_t n_geos, uint64_t see
 		float *x = random_floats(nx, seed + gi), *w = random_floats(nw, seed + 10 + gi);
 		float *b = (gi % 2 == 1) == bias_on_odd ? random_floats((size_t)s.M, seed + 20 + gi) : NULL;
 		float *want = malloc(ny * sizeof(float)), *got = malloc(ny * sizeof(float));
+		float *rwant = malloc(ny * sizeof(float));
 		gemm_chain_ref(&s, x, w, b, want);
 		for (int ii = 0; ii < ni; ii++) {
 			if (list[ii] == WH_ISA_SCALAR)
 				continue; /* rounds each product: held to the scalar reference elsewhere */
 			struct wh_cpu_features cpu = wh_cpu_capped(list[ii]);
+			struct wh_epilogue relu = {.op = WH_EW_RELU};
+			struct wh_out_round r = {wh_round_bf16_n, &cpu, &relu};
+			memcpy(rwant, want, ny * sizeof(float));
+			wh_out_round_apply(&r, rwant, ny);
 			for (int t = 0; t < 3; t++)
 				for (int a = 0; a < n_algos; a++) {
 					for (size_t i = 0; i < ny; i++)
@@ -1022,6 +1028,14 @@ static void check_chain_bits(const struct geo *geos, size_t n_geos, uint64_t see
 						ck_assert_msg(!memcmp(&got[i], &want[i], sizeof(float)),
 							      "geometry %zu at %s, %d threads, algo %d: y[%zu] = %.9g, chain %.9g",
 							      gi, wh_isa_name(list[ii]), t + 1, (int)algos[a], i, got[i], want[i]);
+					if (!finish)
+						continue;
+					for (size_t i = 0; i < ny; i++)
+						got[i] = NAN;
+					ck_assert_int_eq(wh_conv_f32_round(&cpu, pools[t], &s, x, w, b, got, algos[a], &r), WH_OK);
+					ck_assert_msg(!memcmp(got, rwant, ny * sizeof(float)),
+						      "geometry %zu at %s, %d threads: fused Relu + bf16 differs", gi,
+						      wh_isa_name(list[ii]), t + 1);
 				}
 		}
 		free(x);
@@ -1029,6 +1043,7 @@ static void check_chain_bits(const struct geo *geos, size_t n_geos, uint64_t see
 		free(b);
 		free(want);
 		free(got);
+		free(rwant);
 	}
 	wh_threadpool_destroy(p2);
 	wh_threadpool_destroy(p3);
@@ -1061,7 +1076,7 @@ START_TEST(gemm_paths_same_bits_as_chain)
 		{2, 1, 6, 16, 1, {{30, 5, 1, 2, 3, 1}, {36, 3, 1, 1, 2, 2}}},
 	};
 	static const enum wh_conv_algo algos[] = {WH_CONV_GEMM};
-	check_chain_bits(geos, sizeof geos / sizeof geos[0], 700, true, algos, 1);
+	check_chain_bits(geos, sizeof geos / sizeof geos[0], 700, true, algos, 1, false);
 }
 END_TEST
 
@@ -1090,10 +1105,9 @@ START_TEST(pointwise_transposed_same_bits_as_chain)
 		{2, 1, 9, 161, 1, {{4, 1, 1, 1, 0, 0}, {11, 1, 1, 1, 0, 0}}},
 	};
 	static const enum wh_conv_algo algos[] = {WH_CONV_AUTO, WH_CONV_GEMM};
-	check_chain_bits(geos, sizeof geos / sizeof geos[0], 1700, false, algos, 2);
+	check_chain_bits(geos, sizeof geos / sizeof geos[0], 1700, false, algos, 2, false);
 }
 END_TEST
-
 
 /* Dense convolutions with few multiply-adds an output (the CNN stems, K <= 64 in one chain:
  * conv.c's stem rows, conv-stem-avx512.c) keep every output's chain (gemm_chain_ref) at
@@ -1118,57 +1132,8 @@ START_TEST(stem_rows_same_bits_as_chain)
 		/* groups of 2 input and 3 output channels, K = 50 */
 		{2, 1, 4, 6, 2, {{21, 5, 1, 1, 2, 2}, {38, 5, 1, 1, 2, 2}}},
 	};
-	enum wh_isa list[3];
-	int ni = isas(list);
-	struct wh_threadpool *p2, *p3;
-	ck_assert_int_eq(wh_threadpool_create(2, &p2), WH_OK);
-	ck_assert_int_eq(wh_threadpool_create(3, &p3), WH_OK);
-	struct wh_threadpool *pools[3] = {NULL, p2, p3};
-	for (size_t gi = 0; gi < sizeof geos / sizeof geos[0]; gi++) {
-		struct wh_conv_shape s;
-		make_shape(&geos[gi], false, &s);
-		size_t nx = (size_t)(s.N * s.C * prod(s.in, 2)), nw = (size_t)(s.M * (s.C / s.G) * prod(s.k, 2));
-		size_t ny = (size_t)(s.N * s.M * prod(s.out, 2));
-		float *x = random_floats(nx, 900 + gi), *w = random_floats(nw, 910 + gi);
-		float *b = gi % 2 ? NULL : random_floats((size_t)s.M, 920 + gi);
-		float *want = malloc(ny * sizeof(float)), *got = malloc(ny * sizeof(float));
-		float *rwant = malloc(ny * sizeof(float));
-		gemm_chain_ref(&s, x, w, b, want);
-		for (int ii = 0; ii < ni; ii++) {
-			if (list[ii] == WH_ISA_SCALAR)
-				continue; /* rounds each product: held to the scalar reference elsewhere */
-			struct wh_cpu_features cpu = wh_cpu_capped(list[ii]);
-			struct wh_epilogue relu = {.op = WH_EW_RELU};
-			struct wh_out_round r = {wh_round_bf16_n, &cpu, &relu};
-			memcpy(rwant, want, ny * sizeof(float));
-			wh_out_round_apply(&r, rwant, ny);
-			for (int t = 0; t < 3; t++)
-				for (int algo = 0; algo < 2; algo++) {
-					enum wh_conv_algo a = algo ? WH_CONV_GEMM : WH_CONV_AUTO;
-					for (size_t i = 0; i < ny; i++)
-						got[i] = NAN;
-					ck_assert_int_eq(wh_conv_f32_algo(&cpu, pools[t], &s, x, w, b, got, a), WH_OK);
-					for (size_t i = 0; i < ny; i++)
-						ck_assert_msg(!memcmp(&got[i], &want[i], sizeof(float)),
-							      "geometry %zu at %s, %d threads: y[%zu] = %.9g, chain %.9g", gi,
-							      wh_isa_name(list[ii]), t + 1, i, got[i], want[i]);
-					for (size_t i = 0; i < ny; i++)
-						got[i] = NAN;
-					ck_assert_int_eq(wh_conv_f32_round(&cpu, pools[t], &s, x, w, b, got, a, &r), WH_OK);
-					ck_assert_msg(!memcmp(got, rwant, ny * sizeof(float)),
-						      "geometry %zu at %s, %d threads: fused Relu + bf16 differs", gi,
-						      wh_isa_name(list[ii]), t + 1);
-				}
-		}
-		free(x);
-		free(w);
-		free(b);
-		free(want);
-		free(got);
-		free(rwant);
-	}
-	wh_threadpool_destroy(p2);
-	wh_threadpool_destroy(p3);
+	static const enum wh_conv_algo algos[] = {WH_CONV_AUTO, WH_CONV_GEMM};
+	check_chain_bits(geos, sizeof geos / sizeof geos[0], 900, false, algos, 2, true);
 }
 END_TEST
 
