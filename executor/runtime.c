@@ -256,33 +256,67 @@ static bool fusable_value(const struct plan *p, uint32_t v, uint32_t last_step)
 
 enum { CONST_NO, CONST_YES, CONST_CACHED, CONST_UNCACHED };
 
+/* Who reads each value, for the plans below (computed once per plan build): per value id
+ * the number of input slots reading it and the first two readers; per node id its step. */
+struct plan_readers {
+	uint32_t *uses, *first, *second; /* per value id */
+	uint32_t *step;                  /* per node id */
+};
+
+static void plan_readers_release(struct plan_readers *r)
+{
+	free(r->uses);
+	free(r->first);
+	free(r->second);
+	free(r->step);
+}
+
+static enum wh_status plan_readers_init(const struct plan *p, struct plan_readers *r)
+{
+	const struct wh_graph *g = p->g;
+	size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1;
+	r->uses = calloc(nv, sizeof *r->uses);
+	r->first = calloc(nv, sizeof *r->first);
+	r->second = calloc(nv, sizeof *r->second);
+	r->step = calloc(nn, sizeof *r->step);
+	if (!r->uses || !r->first || !r->second || !r->step) {
+		plan_readers_release(r);
+		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+	}
+	for (uint32_t s = 0; s < g->n_nodes; s++) {
+		uint32_t nid = p->order[s];
+		const struct wh_node *n = &g->nodes[nid];
+		r->step[nid] = s;
+		for (uint32_t k = 0; k < n->n_inputs; k++) {
+			uint32_t v = n->inputs[k];
+			if (v == WH_NONE)
+				continue;
+			if (r->uses[v]++ == 0)
+				r->first[v] = nid;
+			else
+				r->second[v] = nid;
+		}
+	}
+	return WH_OK;
+}
+
 /* Finds the Concats whose every input is written by a node (output 0, FP32, not constant;
  * for an activation fused into its producer, that producer) and read by the Concat alone:
  * those nodes are offered their slice of the Concat's output (wh_kernel_ctx.place_out) and,
  * when every input landed there, the Concat copies nothing. Runs after plan_fusions and
  * plan_constants. */
-static enum wh_status plan_concats(struct plan *p)
+static enum wh_status plan_concats(struct plan *p, const struct plan_readers *r)
 {
 	const struct wh_graph *g = p->g;
-	size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1;
+	size_t nn = (size_t)g->n_nodes + 1;
 	enum wh_status st = WH_OK;
-	uint32_t *uses = calloc(nv, sizeof *uses), *step = calloc(nn, sizeof *step);
 	p->place_concat = malloc(nn * sizeof *p->place_concat);
 	p->place_input = malloc(nn * sizeof *p->place_input);
 	p->concat_index = malloc(nn * sizeof *p->concat_index);
-	if (!uses || !step || !p->place_concat || !p->place_input || !p->concat_index) {
-		st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
-		goto out;
-	}
+	if (!p->place_concat || !p->place_input || !p->concat_index)
+		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
 	for (uint32_t i = 0; i < nn; i++)
 		p->place_concat[i] = p->place_input[i] = p->concat_index[i] = WH_NONE;
-	for (uint32_t s = 0; s < g->n_nodes; s++) {
-		const struct wh_node *n = &g->nodes[p->order[s]];
-		step[p->order[s]] = s;
-		for (uint32_t k = 0; k < n->n_inputs; k++)
-			if (n->inputs[k] != WH_NONE)
-				uses[n->inputs[k]]++;
-	}
 	for (uint32_t s = 0; s < g->n_nodes; s++) {
 		uint32_t cid = p->order[s];
 		const struct wh_node *c = &g->nodes[cid];
@@ -292,7 +326,7 @@ static enum wh_status plan_concats(struct plan *p)
 		bool ok = c->n_inputs <= 64;
 		for (uint32_t k = 0; ok && k < c->n_inputs; k++) {
 			uint32_t v = c->inputs[k];
-			ok = v != WH_NONE && uses[v] == 1 && fusable_value(p, v, s) && g->values[v].producer != WH_NONE &&
+			ok = v != WH_NONE && r->uses[v] == 1 && fusable_value(p, v, s) && g->values[v].producer != WH_NONE &&
 			     g->values[v].producer_output == 0;
 			if (!ok)
 				break;
@@ -332,8 +366,6 @@ static enum wh_status plan_concats(struct plan *p)
 		p->concat_index[cid] = p->n_concats++;
 	}
 out:
-	free(uses);
-	free(step);
 	return st;
 }
 
@@ -457,36 +489,18 @@ static void keep_constant(struct plan *p, uint32_t nid, const struct wh_tensor *
  * A's (M's) value; A (S and M) are then skipped. Only kernels that finish their blocks
  * with wh_out_round_apply fuse (they set outputs_rounded); for any other the activation
  * runs as its own layer, as it does in runs that keep or report every tensor. */
-static enum wh_status plan_fusions(struct plan *p)
+static enum wh_status plan_fusions(struct plan *p, const struct plan_readers *r)
 {
 	const struct wh_graph *g = p->g;
-	size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1;
-	enum wh_status st = WH_OK;
-	uint32_t *uses = calloc(nv, sizeof *uses), *rd0 = calloc(nv, sizeof *rd0), *rd1 = calloc(nv, sizeof *rd1);
-	uint32_t *step = calloc(nn, sizeof *step);
+	size_t nn = (size_t)g->n_nodes + 1;
+	const uint32_t *uses = r->uses, *rd0 = r->first, *rd1 = r->second, *step = r->step;
 	p->epi = calloc(nn, sizeof *p->epi);
 	p->fused_out = malloc(nn * sizeof *p->fused_out);
 	p->fused_skip = malloc(nn * sizeof *p->fused_skip);
-	if (!uses || !rd0 || !rd1 || !step || !p->epi || !p->fused_out || !p->fused_skip) {
-		st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
-		goto out;
-	}
+	if (!p->epi || !p->fused_out || !p->fused_skip)
+		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
 	for (uint32_t i = 0; i < nn; i++)
 		p->fused_out[i] = p->fused_skip[i] = WH_NONE;
-	for (uint32_t s = 0; s < g->n_nodes; s++) {
-		uint32_t nid = p->order[s];
-		const struct wh_node *n = &g->nodes[nid];
-		step[nid] = s;
-		for (uint32_t k = 0; k < n->n_inputs; k++) {
-			uint32_t v = n->inputs[k];
-			if (v == WH_NONE)
-				continue;
-			if (uses[v]++ == 0)
-				rd0[v] = nid;
-			else
-				rd1[v] = nid;
-		}
-	}
 	for (uint32_t s = 0; s < g->n_nodes; s++) {
 		uint32_t pid = p->order[s];
 		const struct wh_node *pn = &g->nodes[pid];
@@ -535,12 +549,7 @@ static enum wh_status plan_fusions(struct plan *p)
 			}
 		}
 	}
-out:
-	free(uses);
-	free(rd0);
-	free(rd1);
-	free(step);
-	return st;
+	return WH_OK;
 }
 
 static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
@@ -647,7 +656,13 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 			}
 		}
 	}
-	if ((st = plan_fusions(p)) != WH_OK || (st = plan_constants(p)) != WH_OK || (st = plan_concats(p)) != WH_OK)
+	struct plan_readers readers = {0};
+	if ((st = plan_readers_init(p, &readers)) != WH_OK)
+		goto out;
+	if ((st = plan_fusions(p, &readers)) == WH_OK && (st = plan_constants(p)) == WH_OK)
+		st = plan_concats(p, &readers);
+	plan_readers_release(&readers);
+	if (st != WH_OK)
 		goto out;
 	if (e->n_plans == e->cap_plans) {
 		uint32_t cap = e->cap_plans ? e->cap_plans * 2 : 4;
