@@ -1,5 +1,7 @@
 #include "graph/status.h"
 
+#include "graph/names.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -76,5 +78,9 @@ void wh_log(enum wh_log_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "whittle: %s: %s\n", prefix[level], buf);
+	/* names inside were escaped where they were formatted; this keeps a missed one (or a
+	 * path, a check's output) from reaching the terminal raw */
+	char shown[4096];
+	wh_name_escape_line(buf, shown, sizeof shown);
+	fprintf(stderr, "whittle: %s: %s\n", prefix[level], shown);
 }

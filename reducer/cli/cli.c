@@ -15,6 +15,7 @@
 #include "graph/tensor.h" /* element setters for generated inputs */
 #include "graph/tensor-file.h"
 #include <math.h>
+#include "graph/names.h"
 #include "graph/onnx-io.h"
 #include "reducer/cli/cli-internal.h"
 #include "reducer/cli/options.h"
@@ -61,7 +62,9 @@ int wh_cli_fail(enum wh_status st)
 	const char *msg = wh_error_message();
 	if (!msg || !*msg)
 		msg = wh_status_name(st);
-	fprintf(stderr, "whittle: %s\n", msg);
+	char shown[4096];
+	wh_name_escape_line(msg, shown, sizeof shown);
+	fprintf(stderr, "whittle: %s\n", shown);
 	return wh_exit_for(st);
 }
 
