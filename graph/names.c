@@ -173,6 +173,7 @@ static const char *ring(enum wh_name_style style, const char *s)
 const char *wh_name_term(const char *s) { return ring(WH_NAME_TERM, s); }
 const char *wh_name_md(const char *s) { return ring(WH_NAME_MD_CODE, s); }
 const char *wh_name_md_cell(const char *s) { return ring(WH_NAME_MD_CELL, s); }
+const char *wh_name_as(enum wh_name_style style, const char *s) { return ring(style, s); }
 
 void wh_name_escape_line(const char *line, char *out, size_t cap)
 {
