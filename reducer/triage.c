@@ -796,6 +796,8 @@ static enum wh_status write_bundle(struct tri *T, const struct wh_model *model, 
 	if (T->c_raw) {
 		struct wh_check_vars v = {.model = "model.onnx", .inputs = "inputs", .golden = "golden",
 					  .tactics = T->repro_tactics ? "tactics.json" : NULL, .precisions = "precisions.json"};
+		if ((st = wh_check_bundle_trt(T->c_raw, dir, &v)) != WH_OK)
+			return st;
 		if (!(cmd = wh_check_command_line(T->c_raw, &v)))
 			return wh_error(WH_ERR_NOMEM, "triage: out of memory");
 		wh_text_printf(T->repro_cmd, sizeof T->repro_cmd, "%s", cmd);

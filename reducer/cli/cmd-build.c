@@ -185,9 +185,9 @@ static enum wh_status build_validate(void *self, const struct wh_cli_args *a)
 	if (a->check)
 		st = wh_run_opts_refuse(&x->run, builtin_check_opts,
 					"belongs to the built-in check, and with --check the check command decides (drop it, or drop --check)");
-	lo->need_inputs = mentions(a->check, a->n_check, "{inputs}") || (lo->build_cmd && strstr(lo->build_cmd, "{inputs}")) ||
-			  (lo->pin_cmd && strstr(lo->pin_cmd, "{inputs}"));
-	lo->need_golden = mentions(a->check, a->n_check, "{golden}");
+	lo->need_inputs = mentions(a->check, a->n_check, "{inputs}") || mentions(a->check, a->n_check, "{trt-inputs}") ||
+			  (lo->build_cmd && strstr(lo->build_cmd, "{inputs}")) || (lo->pin_cmd && strstr(lo->pin_cmd, "{inputs}"));
+	lo->need_golden = mentions(a->check, a->n_check, "{golden}") || mentions(a->check, a->n_check, "{trt-golden}");
 	return st;
 }
 

@@ -17,6 +17,7 @@
 #include "graph/os.h"
 #include "reducer/launcher.h"
 #include "reducer/driver-util.h"
+#include "reducer/builtin-check.h"
 #include "reducer/precision-search.h"
 
 static const char precision_help[] =
@@ -27,7 +28,9 @@ static const char precision_help[] =
 	"is 1-minimal: moving any one of its layers back to --precision makes the check fail.\n"
 	"Without --check, the built-in check compares the outputs with an FP32 run (--atol/--rtol).\n"
 	"--check takes the rest of the command line; in it {model} is MODEL, {inputs} a folder with\n"
-	"the input tensors, {precisions} a layer-precisions JSON file for the candidate.\n\n"
+	"the input tensors, {golden} one with the FP32 outputs, {precisions} a layer-precisions JSON\n"
+	"file for the candidate, {trt-inputs} and {trt-golden} trtexec's --loadInputs and\n"
+	"--loadRefOutputs specifications of raw copies of the inputs and outputs (docs/tensorrt.md).\n\n"
 	"search:\n"
 	"  --precision P            precision of every other float layer: tf32, fp16, bf16, fp8,\n"
 	"                           fp8e5m2, int8 (required)\n"
@@ -183,16 +186,22 @@ static enum wh_status precision_validate(void *self, const struct wh_cli_args *a
 }
 
 /* An external check reads {inputs}: the user's folder when it is one sample used as it is,
- * else a folder per sample written into tmp (created here; *tmp stays "" when not). */
-static enum wh_status inputs_dirs(const struct wh_run_opts *run, const struct wh_model *m, const struct wh_tensor_set *samples,
-				  uint32_t n_samples, size_t n_generated, char ***out, char *tmp, size_t tmp_size)
+ * else a folder per sample written into tmp (created here; *tmp stays "" when not). With
+ * {trt-inputs} the folder is always written (trtexec needs each file to name its tensor);
+ * with {golden} or {trt-golden}, a folder of each sample's FP32 outputs is written too
+ * (*gold_out; NULL when the check reads neither). */
+static enum wh_status inputs_dirs(const struct wh_run_opts *run, const struct wh_check *check, const struct wh_model *m,
+				  const struct wh_tensor_set *samples, uint32_t n_samples, size_t n_generated, char ***out,
+				  char ***gold_out, char *tmp, size_t tmp_size)
 {
 	char **dirs = calloc(n_samples, sizeof *dirs);
 	if (!dirs)
 		return wh_error(WH_ERR_NOMEM, "precision: out of memory");
 	*out = dirs;
+	*gold_out = NULL;
+	bool golden = wh_check_uses(check, "{golden}") || wh_check_uses(check, "{trt-golden}");
 	enum wh_status st = WH_OK;
-	if (run->load_inputs && n_samples == 1 && !n_generated) {
+	if (run->load_inputs && n_samples == 1 && !n_generated && !golden && !wh_check_uses(check, "{trt-inputs}")) {
 		dirs[0] = strdup(run->load_inputs);
 	} else {
 		const char *t = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
@@ -208,6 +217,26 @@ static enum wh_status inputs_dirs(const struct wh_run_opts *run, const struct wh
 			if ((st = wh_tensor_set_write_dir_for(d, NULL, m->graph, false, &samples[k])) == WH_OK)
 				dirs[k] = strdup(d);
 		}
+	}
+	if (st == WH_OK && golden) {
+		char **gold = calloc(n_samples, sizeof *gold);
+		struct wh_tensor_set *ref = calloc(n_samples, sizeof *ref);
+		if (!gold || !ref)
+			st = wh_error(WH_ERR_NOMEM, "precision: out of memory");
+		for (uint32_t k = 0; ref && k < n_samples; k++)
+			wh_tensor_set_init(&ref[k]);
+		if (st == WH_OK)
+			st = wh_builtin_reference(m, run->threads, samples, n_samples, false, ref);
+		for (uint32_t k = 0; k < n_samples && st == WH_OK; k++) {
+			char d[PATH_MAX + 32];
+			snprintf(d, sizeof d, "%s/golden-%u", tmp, k);
+			if ((st = wh_tensor_set_write_dir_for(d, NULL, m->graph, true, &ref[k])) == WH_OK && !(gold[k] = strdup(d)))
+				st = wh_error(WH_ERR_NOMEM, "precision: out of memory");
+		}
+		for (uint32_t k = 0; ref && k < n_samples; k++)
+			wh_tensor_set_release(&ref[k]);
+		free(ref);
+		*gold_out = gold;
 	}
 	for (uint32_t k = 0; k < n_samples && st == WH_OK; k++)
 		if (!dirs[k])
@@ -273,7 +302,7 @@ static enum wh_status precision(void *self, const struct wh_cli_args *a, struct 
 	struct precision_cmd *x = self;
 	struct wh_precision_search_options *so = &x->so;
 	uint32_t *kept = NULL, n_kept = 0;
-	char **dirs = NULL, inputs_tmp[PATH_MAX] = "";
+	char **dirs = NULL, **gold = NULL, inputs_tmp[PATH_MAX] = "";
 	struct wh_precision_config result;
 	wh_precision_config_init(&result);
 	enum wh_status st;
@@ -287,10 +316,11 @@ static enum wh_status precision(void *self, const struct wh_cli_args *a, struct 
 		goto out;
 	so->check = c->check;
 	so->check_display = c->check_display;
-	if (c->check && (st = inputs_dirs(&x->run, c->model, c->samples, c->n_samples, c->n_generated, &dirs, inputs_tmp,
-					  sizeof inputs_tmp)) != WH_OK)
+	if (c->check && (st = inputs_dirs(&x->run, c->check, c->model, c->samples, c->n_samples, c->n_generated, &dirs, &gold,
+					  inputs_tmp, sizeof inputs_tmp)) != WH_OK)
 		goto out;
 	so->inputs_dirs = (const char *const *)dirs;
+	so->golden_dirs = (const char *const *)gold;
 	if ((st = wh_run_opts_precision(&x->run, c->model, &c->samples[0], NULL)) != WH_OK)
 		goto out;
 	so->calib = x->run.config.calib;
@@ -318,6 +348,7 @@ out:
 	}
 	free(kept);
 	free_dirs(dirs, c->n_samples);
+	free_dirs(gold, c->n_samples);
 	wh_precision_config_release(&result);
 	return st;
 }
