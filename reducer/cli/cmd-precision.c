@@ -8,6 +8,7 @@
 
 #include "executor/compare.h"
 #include "executor/precision.h"
+#include "graph/names.h"
 #include "graph/tensor-file.h"
 #include "graph/topo.h"
 #include "reducer/cli/calib-opts.h"
@@ -18,13 +19,16 @@
 #include "reducer/launcher.h"
 #include "reducer/driver-util.h"
 #include "reducer/builtin-check.h"
+#include "reducer/layer-groups.h"
 #include "reducer/precision-search.h"
 
 static const char precision_help[] =
 	"usage: whittle precision MODEL --precision P [options] [--check CMD ARGS...]\n\n"
 	"Finds a small set of layers to keep in --higher precision so that MODEL, run at --precision\n"
 	"with those layers at the higher one, passes the check; prints their names (one a line, with\n"
-	"their op) and writes them as a --layer-precisions file for whittle run. In ddmin mode the set\n"
+	"their op; more than 10 are counted by module scope and op type instead) and writes them all\n"
+	"as a --layer-precisions file for whittle run, whittle convert (a strongly typed model for\n"
+	"TensorRT 11) and trtexec 10's --layerPrecisions (docs/tensorrt.md). In ddmin mode the set\n"
 	"is 1-minimal: moving any one of its layers back to --precision makes the check fail.\n"
 	"Without --check, the built-in check compares the outputs with an FP32 run (--atol/--rtol).\n"
 	"--check takes the rest of the command line; in it {model} is MODEL, {inputs} a folder with\n"
@@ -283,12 +287,46 @@ static void print_verify_command(const struct precision_cmd *x, uint32_t n_sampl
 	fputc('\n', stderr);
 }
 
+/* How to apply the answer on TensorRT: 11 builds the strongly typed model (whittle convert, or
+ * precision --save-model), 10 takes per-layer flags (docs/tensorrt.md). fp16/bf16 only: a
+ * strongly typed int8 or fp8 model needs Q/DQ nodes, which neither writes. */
+static void print_tensorrt_hint(const struct precision_cmd *x)
+{
+	const struct wh_precision_search_options *so = &x->so;
+	if ((so->target != WH_PREC_FP16 && so->target != WH_PREC_BF16) || so->higher != WH_PREC_FP32)
+		return;
+	const char *p = wh_precision_name(so->target), *f = x->output_path ? x->output_path : "FILE";
+	fprintf(stderr, "precision: TensorRT 11: whittle convert %s --precision %s --layer-precisions %s -o OUT.onnx (or precision --save-model OUT.onnx), then trtexec --onnx=OUT.onnx --stronglyTyped\n",
+		wh_name_term(so->model_path), p, wh_name_term(f));
+	fprintf(stderr, "precision: TensorRT 10: trtexec --onnx=%s --%s --precisionConstraints=obey --layerPrecisions=<the layers of %s, each :fp32> (docs/tensorrt.md)\n",
+		wh_name_term(so->model_path), p, wh_name_term(f));
+}
+
+/* Answers up to this many layers are listed on stdout; longer ones are summed up by module
+ * scope there (at most WH_PRECISION_GROUPS + 2 lines) and listed in full in -o FILE and --json. */
+#define WH_PRECISION_LIST_MAX 10
+#define WH_PRECISION_GROUPS 8
+
 static void print_result_text(const struct precision_cmd *x, const struct wh_model *m, const uint32_t *kept, uint32_t n_kept,
 			      const struct wh_precision_search_report *rep)
 {
 	const struct wh_precision_search_options *so = &x->so;
-	for (uint32_t i = 0; i < n_kept; i++)
-		printf("%s\t%s\n", m->graph->nodes[kept[i]].name, m->graph->nodes[kept[i]].op_type);
+	struct wh_layer_groups lg;
+	if (n_kept <= WH_PRECISION_LIST_MAX || wh_layer_groups_build(m->graph, kept, n_kept, WH_PRECISION_GROUPS, &lg) != WH_OK) {
+		wh_error_clear();
+		for (uint32_t i = 0; i < n_kept; i++)
+			printf("%s\t%s\n", wh_name_term(m->graph->nodes[kept[i]].name), wh_name_term(m->graph->nodes[kept[i]].op_type));
+	} else {
+		char ops[512];
+		wh_layer_groups_ops_text(&lg, 6, ops, sizeof ops);
+		printf("%u layers at %s (%s), by module scope:\n", n_kept, wh_precision_name(so->higher), ops);
+		wh_layer_groups_print(stdout, &lg, "  ");
+		if (x->output_path)
+			printf("every layer: %s\n", wh_name_term(x->output_path));
+		else
+			printf("every layer: give -o FILE (or --json)\n");
+		wh_layer_groups_release(&lg);
+	}
 	fflush(stdout);
 	fprintf(stderr, "precision: keep %u of %u float layers at %s; %u checks run (%u from the cache), %.1f s; %s\n", n_kept,
 		rep->candidates, wh_precision_name(so->higher), rep->checks_run, rep->checks_cached, rep->seconds,
@@ -340,6 +378,7 @@ static enum wh_status precision(void *self, const struct wh_cli_args *a, struct 
 		print_result_text(x, c->model, kept, n_kept, &rep);
 		if (x->output_path && written)
 			print_verify_command(x, c->n_samples, c->n_generated);
+		print_tensorrt_hint(x);
 	}
 out:
 	if (inputs_tmp[0]) {
