@@ -128,8 +128,8 @@ enum wh_status wh_check_write_trt_dir(const char *tensor_dir, const char *raw_di
 	for (size_t i = 0; i < s.n && st == WH_OK; i++) {
 		const char *name = s.items[i].name;
 		if (!name || !*name) {
-			st = wh_error(WH_ERR_INVALID, "%s: a tensor file without a stored name (%s_%d.pb): trtexec's specification names tensors (write the folder with named files, e.g. with whittle run --save-inputs)",
-				      tensor_dir, "input", s.items[i].index);
+			st = wh_error(WH_ERR_INVALID, "%s: tensor file %d has no stored name (input_<k>/output_<k>.pb): trtexec's specification names tensors (write the folder with named files, e.g. with whittle run --save-inputs)",
+				      tensor_dir, s.items[i].index);
 			break;
 		}
 		if (!trt_sayable(name)) {
