@@ -133,11 +133,15 @@ enum wh_status wh_check_write_trt_dir(const char *tensor_dir, const char *raw_di
 			break;
 		}
 		if (!trt_sayable(name)) {
-			st = wh_error(WH_ERR_INVALID, "tensor %s: trtexec's --loadInputs/--loadRefOutputs cannot name it (its specification splits on ',' and quotes names with '\''; rename the tensor)",
+			st = wh_error(WH_ERR_INVALID, "tensor %s: trtexec's --loadInputs/--loadRefOutputs cannot name it (its specification splits on ',' and quotes names with \"'\"; rename the tensor)",
 				      wh_name_term(name));
 			break;
 		}
 		char stem[1024], path[PATH_MAX + 1100];
+		if (3 * strlen(name) + 1 > sizeof stem) {
+			st = wh_error(WH_ERR_INVALID, "tensor %s: name too long for the file name of its raw copy (rename the tensor)", wh_name_term(name));
+			break;
+		}
 		wh_tensor_name_to_file(name, stem, sizeof stem);
 		if ((size_t)snprintf(path, sizeof path, "%s/%s.raw", raw_dir, stem) >= sizeof path) {
 			st = wh_error(WH_ERR_IO, "%s: path too long for the raw file of tensor %s (set TMPDIR to a shorter folder)", raw_dir,
@@ -183,7 +187,7 @@ enum wh_status wh_check_trt_spec(const char *raw_dir, const char *base, char **o
 {
 	*out = NULL;
 	if (!trt_sayable(raw_dir))
-		return wh_error(WH_ERR_INVALID, "%s: trtexec's --loadInputs/--loadRefOutputs cannot hold a path with ',' or '\'' (set TMPDIR, or --shared-dir, to a folder without them)",
+		return wh_error(WH_ERR_INVALID, "%s: trtexec's --loadInputs/--loadRefOutputs cannot hold a path with ',' or \"'\" (set TMPDIR, or --shared-dir, to a folder without them)",
 				raw_dir);
 	char where[PATH_MAX * 2];
 	if (raw_dir[0] != '/' && base)
