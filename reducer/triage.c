@@ -673,6 +673,7 @@ static enum wh_status step_reduce(struct tri *T, struct wh_model **reduced_out)
 		.model_path = T->o->model_path,
 		.log = T->logf,
 		.confirm_runs = 1,
+		.prior = T->o->prior,
 	};
 	struct wh_reduce_data data = {.inputs = T->inputs, .n_samples = 1};
 	T->reduce_run = true;
@@ -725,6 +726,7 @@ static enum wh_status step_precision(struct tri *T)
 		.jobs = T->o->jobs,
 		.calib = T->o->calib,
 		.log = T->logf,
+		.prior = T->o->prior,
 	};
 	T->prec_run = true;
 	T->prec_st = wh_precision_search(T->m, T->inputs, 1, &so, &T->keep, &T->pr);

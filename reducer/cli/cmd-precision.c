@@ -39,6 +39,10 @@ static const char precision_help[] =
 	"                           (suffixes)\n"
 	"  -o, --output FILE        write the layer precisions (JSON, docs/formats.md)\n"
 	"  --json                   machine-readable events and result on stdout (JSON lines)\n"
+	"  --prior P                keep sets to try first (ddmin): emulation (whittle's own run at\n"
+	"                           --precision), rules (AutoCast-style: values above 512,\n"
+	"                           initializers above 65504, long reductions), none, or a JSON file\n"
+	"                           of layer scores; default: emulation with --check, else rules\n"
 	"check:\n"
 	"  --check CMD ...          the check command (argv; the rest of the line)\n"
 	WH_CLI_CHECK_HELP
@@ -152,6 +156,7 @@ static enum wh_status precision_option(void *self, int c, const char *arg)
 		else return wh_cli_usage_error("precision", "--direction '%s': not a direction (give forward or reverse)", arg);
 		break;
 	case WH_OPT_JSON: so->json = true; break;
+	case WH_OPT_PRIOR: so->prior = arg; break;
 	}
 	return WH_OK;
 }
