@@ -269,9 +269,9 @@ enum wh_status wh_prior_sets(const struct wh_model *m, const struct wh_prior *p,
 		uint32_t cnt = 0;
 		for (uint32_t i = 0; i < n; i++)
 			cnt += s[i];
-		if (cnt <= prev || cnt * 4 > n) {
+		if (cnt <= prev || cnt * 2 > n) {
 			free(s);
-			if (t == r || cnt * 4 > n)
+			if (t == r || cnt * 2 > n)
 				break;
 			continue;
 		}

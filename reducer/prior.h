@@ -51,7 +51,7 @@ enum wh_status wh_prior_rules(const struct wh_model *m, int threads, const struc
  * sets[j] (n bytes, malloc'ed, the caller frees each) covers the 4^j best-ranked nodes and,
  * when connect is set, every node of the list on a path between two of them. At most
  * max_sets; a set is dropped when it is no larger than the one before or holds more than
- * a quarter of the list. *top receives the best-ranked node's list index (UINT32_MAX:
+ * half the list. *top receives the best-ranked node's list index (UINT32_MAX:
  * nothing ranked). */
 enum wh_status wh_prior_sets(const struct wh_model *m, const struct wh_prior *p, const uint32_t *nodes, uint32_t n, bool connect,
 			     uint32_t max_sets, uint8_t **sets, uint32_t *n_sets, uint32_t *top);

@@ -598,6 +598,9 @@ out:
 	return st;
 }
 
+/* A prior set this small is proven 1-minimal by its single removals, not searched. */
+#define WH_SEARCH_PRIOR_DIRECT 4
+
 /* The prior sets, in order, at most `jobs` a round (the full set's pending check rides in
  * the first): *hit is the first that fails, -1 when none does. A round stops the phase as
  * soon as one of its sets fails, so the set chosen is the same at any -j. */
@@ -669,6 +672,14 @@ enum wh_status wh_search_run(uint32_t n, const struct wh_search_options *o, cons
 		rep->prior_hit = hit;
 		if (hit < 0 && o->prior_only)
 			goto out;
+		if (hit >= 0 && rep->prior_size <= WH_SEARCH_PRIOR_DIRECT) {
+			/* a small set is proven directly: its single removals in one batch (a right
+			 * guess of k layers costs k checks, where the culprit search would bisect) */
+			for (uint32_t x = 0; x < n; x++)
+				result_mask[x] = o->prior_sets[hit][x] || (o->fixed && o->fixed[x]);
+			st = minimality_pass(&s, result_mask);
+			goto out;
+		}
 		st = culprit_search(&s, hit >= 0 ? o->prior_sets[hit] : NULL, result_mask);
 		goto out;
 	}
