@@ -130,12 +130,6 @@ out:
 	return st;
 }
 
-static bool is_reduction(const char *op)
-{
-	return !strncmp(op, "Reduce", 6) || !strcmp(op, "MatMul") || !strcmp(op, "Gemm") || !strcmp(op, "Softmax") ||
-	       !strcmp(op, "LayerNormalization") || !strcmp(op, "GlobalAveragePool");
-}
-
 enum wh_status wh_prior_rules(const struct wh_model *m, int threads, const struct wh_tensor_set *inputs, struct wh_prior *out,
 			      uint32_t *n_flagged)
 {
@@ -159,7 +153,7 @@ enum wh_status wh_prior_rules(const struct wh_model *m, int threads, const struc
 				const float *f = val->data->data;
 				for (size_t j = 0; j < val->data->size / sizeof(float); j++)
 					if (fabsf(f[j]) > 65504.0f) {
-						s = fmax(s, 3);
+						s = fmax(s, 100);
 						break;
 					}
 			}
@@ -171,20 +165,24 @@ enum wh_status wh_prior_rules(const struct wh_model *m, int threads, const struc
 			    t->dims[t->rank - 1] > 4096)
 				s = fmax(s, 1);
 		}
-		for (uint32_t k = 0; k < n->n_outputs; k++) {
-			uint32_t v = n->outputs[k];
+		/* the largest value it reads or writes (AutoCast's data_max looks at both: a layer
+		 * reading a value beyond fp16's range converts it to inf) */
+		double big = 0;
+		for (uint32_t k = 0; k < n->n_inputs + n->n_outputs; k++) {
+			uint32_t v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
 			const struct wh_tensor *t = v == WH_NONE ? NULL : wh_tensor_set_find(&ref, g->values[v].name);
 			if (!t || !wh_value_is_tensor(t) || !wh_dtype_is_float(t->dtype))
 				continue;
-			for (uint64_t j = 0; j < t->count; j++)
-				if (fabs(wh_tensor_get_f64(t, j)) > 512.0) {
-					s = fmax(s, 2);
-					break;
-				}
-			if (!strncmp(n->op_type, "Reduce", 6) && t->count && in_max / t->count > 4096)
+			for (uint64_t j = 0; j < t->count; j++) {
+				double a = fabs(wh_tensor_get_f64(t, j));
+				big = a > big && isfinite(a) ? a : big;
+			}
+			if (k >= n->n_inputs && !strncmp(n->op_type, "Reduce", 6) && t->count && in_max / t->count > 4096)
 				s = fmax(s, 1);
 		}
-		(void)is_reduction;
+		/* above 512: 2, and more the larger (65504, fp16's largest, scores 9) */
+		if (big > 512.0)
+			s = fmax(s, 2 + log2(big / 512.0));
 		if (s > 0) {
 			out->score[i] = s;
 			(*n_flagged)++;

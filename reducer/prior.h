@@ -7,8 +7,8 @@
  *    adds relative to what it receives (the diagnosis' score);
  *  - a file: {"layers": {"NAME": score, ...}} (docs/formats.md), higher is more suspect,
  *    e.g. from another tool;
- *  - rules (precision only): ModelOpt AutoCast's cheap rules: a layer whose FP32 output
- *    holds a value above 512 in magnitude, one reading an initializer above 65504 (fp16's
+ *  - rules: ModelOpt AutoCast's cheap rules: a layer whose FP32 inputs or output hold a
+ *    value above 512 in magnitude, one reading an initializer above 65504 (fp16's
  *    largest), or a reduction over more than 4096 values (docs/precision-search.md).
  * Nodes the ranking does not score (NaN) are never in a candidate.
  *
@@ -41,9 +41,9 @@ enum wh_status wh_prior_emulation(const struct wh_model *m, const struct wh_engi
  * names none of its layers is an error. */
 enum wh_status wh_prior_load(const struct wh_model *m, const char *path, struct wh_prior *out, uint32_t *unknown);
 
-/* AutoCast-style rules on one sample (FP32 run): scores 3 (initializer beyond 65504), 2
- * (an output value beyond 512), 1 (a reduction over more than 4096 values); *n_flagged
- * layers scored. */
+/* AutoCast-style rules on one sample (FP32 run): scores 100 (an initializer beyond 65504),
+ * 2 + log2(v / 512) (a value v read or written beyond 512: the larger, the more suspect; 9 at
+ * 65504), 1 (a reduction over more than 4096 values); *n_flagged layers scored. */
 enum wh_status wh_prior_rules(const struct wh_model *m, int threads, const struct wh_tensor_set *inputs, struct wh_prior *out,
 			      uint32_t *n_flagged);
 
