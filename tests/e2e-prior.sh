@@ -67,6 +67,19 @@ for spec in "det $det x:1x3x160x160" "rec $rec x:1x3x48x320"; do
 	if [ "$got" = "$top " ]; then ok "$name: -j 2: the same answer"; else bad "$name: -j 2: [$got]"; fi
 done
 
+# a replay (the format is unchanged: verdicts by candidate) resumes a prior-first run: only
+# the result's re-run is checked again
+top=$(top_of "$det" x:1x3x160x160)
+rm -f "$tmp/replay.jsonl"
+reduce_count "$det" x:1x3x160x160 --precision fp16 --save-replay "$tmp/replay.jsonl" -- "$top"
+first=$checks
+reduce_count "$det" x:1x3x160x160 --precision fp16 --load-replay "$tmp/replay.jsonl" -- "$top"
+if [ "$got" = "$top " ] && [ "$checks" = 1 ]; then
+	ok "det: resumed from the replay of a prior-first run: $checks check ($first the first time)"
+else
+	bad "det: resumed: [$got] in $checks checks"
+fi
+
 # acceptance 2 on det: a wrong prior (the culprit ranked last, from a file) and a half-right
 # one (two culprits, the file ranks one of them first), against --prior none
 "$WHITTLE" -q inspect "$det" --show layers | grep -v '^\[[0-9]*\] Constant ' | sed -n 's/^\[[0-9]*\] [A-Za-z]* \([^:]*\):.*/\1/p' > "$tmp/names"

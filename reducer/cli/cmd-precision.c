@@ -125,6 +125,12 @@ static void print_result_json(const struct wh_model *m, const uint32_t *kept, ui
 	json_object_set_new(root, "output", output_path ? json_string(output_path) : json_null());
 	if (rep->note[0])
 		json_object_set_new(root, "note", json_string(rep->note));
+	if (rep->prior[0]) {
+		json_object_set_new(root, "prior", json_string(rep->prior));
+		json_object_set_new(root, "prior_flagged", json_integer(rep->prior_flagged));
+		json_object_set_new(root, "prior_hit", json_boolean(rep->prior_hit >= 0));
+		json_object_set_new(root, "prior_checks", json_integer(rep->prior_checks));
+	}
 	wh_cli_print_json(root, JSON_COMPACT);
 }
 
