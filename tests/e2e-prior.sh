@@ -106,6 +106,25 @@ for case in "wrong:$tmp/wrong.json:p2o.Conv.30" "half-right:$tmp/half.json:p2o.C
 	fi
 done
 
+# the wider candidate is the four best-ranked layers and their connection: on two parallel
+# chains joined by an Add (tests' branches.onnx: n000_-n023_ and n024_-n047_, the Add n048_),
+# n010_ n020_ n030_ n040_ give n010_-n020_ and n030_-n040_ (22 layers: no path joins the
+# chains, and nothing after the last of them comes along)
+/usr/bin/python3 "$WHITTLE_SRC/scripts/gen-reduce-fixtures.py" "$tmp/rfx" > /dev/null
+echo '{"layers": {"n010_": 4, "n020_": 3, "n030_": 2, "n040_": 1}}' > "$tmp/br.json"
+rm -f "$tmp/r.onnx"
+: > "$tmp/count"
+rc=0
+WHITTLE_CHECK_COUNTER=$tmp/count "$WHITTLE" reduce "$tmp/rfx/branches.onnx" -o "$tmp/r.onnx" --prior "$tmp/br.json" \
+	--check "$culprits" '{model}' n035_ 2> "$tmp/log" || rc=$?
+if [ "$rc" = 0 ] && [ "$(layers_of "$tmp/r.onnx")" = "n035_ " ] &&
+	grep -q '^reduce: prior: file .*; best-ranked layer n010_; checking 2 candidates of 1 and 22 layers first' "$tmp/log" &&
+	grep -q '^reduce: prior: its candidate of 22 layers failed' "$tmp/log"; then
+	ok "branches: the prior's candidates of 1 and 22 layers (the connection), culprit n035_ in $(wc -l < "$tmp/count") checks"
+else
+	bad "branches: exit $rc, [$(layers_of "$tmp/r.onnx" 2> /dev/null)]: $(grep '^reduce: prior' "$tmp/log" | head -2)"
+fi
+
 # bad prior files: one line, exit 3
 echo '{"layers": {"no_such_layer": 1}}' > "$tmp/none.json"
 echo '{"layers": [1, 2]}' > "$tmp/list.json"
