@@ -9,10 +9,12 @@
 #include <xxhash.h>
 
 #include "executor/executor.h"
+#include "graph/names.h"
 #include "graph/os.h"
 #include "graph/topo.h"
 #include "reducer/builtin-check.h"
 #include "reducer/driver-util.h"
+#include "reducer/prior.h"
 
 struct psearch {
 	const struct wh_model *m;
@@ -280,6 +282,101 @@ static enum wh_status layer_errors(struct psearch *p, double *err_out)
 	return st;
 }
 
+/* The prior's keep sets (reducer/prior.h), checked before the bisection: *done when one
+ * passed and mask holds a 1-minimal keep set inside it. Without --prior, a prior whittle
+ * cannot compute is left out with a line in the log. */
+static enum wh_status precision_prior(struct psearch *p, const struct wh_search_ops *ops, uint8_t *mask, bool *done)
+{
+	const struct wh_precision_search_options *o = p->o;
+	bool given = o->prior != NULL;
+	const char *want = given ? o->prior : (o->check ? "emulation" : "rules");
+	struct wh_precision_search_report *rep = p->rep;
+	struct wh_prior pr;
+	wh_prior_init(&pr);
+	uint8_t *sets[2] = {0};
+	uint32_t ns = 0, top = UINT32_MAX, flagged = 0;
+	enum wh_status st = WH_OK;
+	*done = false;
+	rep->prior_hit = -1;
+	if (!strcmp(want, "none"))
+		return WH_OK;
+	if (o->mode == WH_SEARCH_BISECT) {
+		if (given && o->log)
+			fprintf(o->log, "precision: prior: not used with --mode bisect (only ddmin searches prior-first)\n");
+		return WH_OK;
+	}
+	if (!strcmp(want, "emulation")) {
+		struct wh_precision_config c;
+		wh_precision_config_init(&c);
+		c.dflt = o->target;
+		c.calib = o->calib;
+		struct wh_engine_options eo = {.threads = o->threads, .precision = &c};
+		st = wh_prior_emulation(p->m, &eo, &p->inputs[0], &pr);
+		wh_precision_config_release(&c);
+	} else if (!strcmp(want, "rules")) {
+		st = wh_prior_rules(p->m, o->threads, &p->inputs[0], &pr, &flagged);
+	} else {
+		uint32_t unknown = 0;
+		if ((st = wh_prior_load(p->m, want, &pr, &unknown)) == WH_OK && unknown && o->log)
+			fprintf(o->log, "precision: prior: %u layer%s of %s not in the model (skipped)\n", unknown, unknown == 1 ? "" : "s",
+				wh_name_term(want));
+	}
+	if (st != WH_OK && !given) {
+		if (o->log)
+			fprintf(o->log, "precision: prior: none (%s)\n", wh_error_message());
+		wh_error_clear();
+		st = WH_OK;
+		goto out;
+	}
+	if (st != WH_OK || (st = wh_prior_sets(p->m, &pr, p->layers, p->n, false, 2, sets, &ns, &top)) != WH_OK)
+		goto out;
+	flagged = 0;
+	for (uint32_t i = 0; i < p->n; i++)
+		flagged += p->layers[i] < pr.n_nodes && pr.score[p->layers[i]] > 0;
+	snprintf(rep->prior, sizeof rep->prior, "%s", pr.source);
+	rep->prior_flagged = flagged;
+	if (!ns) {
+		if (o->log)
+			fprintf(o->log, "precision: prior: %s: %u layer%s flagged, no keep set to try (the bisection runs)\n", pr.source, flagged,
+				flagged == 1 ? "" : "s");
+		goto out;
+	}
+	if (o->log) {
+		uint32_t c0 = 0, c1 = 0;
+		for (uint32_t i = 0; i < p->n; i++) {
+			c0 += sets[0][i];
+			c1 += ns > 1 && sets[1][i];
+		}
+		fprintf(o->log, "precision: prior: %s: %u layer%s flagged, the first %s; keep sets of %u%s%.0u layers first\n", pr.source, flagged,
+			flagged == 1 ? "" : "s", wh_name_term(p->m->graph->nodes[p->layers[top]].name), c0, ns > 1 ? " and " : "", ns > 1 ? c1 : 0);
+	}
+	struct wh_search_options so = {.mode = WH_SEARCH_DDMIN, .jobs = o->jobs > 1 ? o->jobs : 1, .prior_sets = (const uint8_t *const *)sets,
+				       .n_prior_sets = ns, .prior_only = true};
+	struct wh_search_report sr;
+	if ((st = wh_search_run(p->n, &so, ops, mask, &sr)) != WH_OK)
+		goto out;
+	rep->prior_hit = sr.prior_hit;
+	rep->prior_checks = sr.prior_checks;
+	if (sr.prior_hit >= 0) {
+		*done = true;
+		rep->one_minimal = sr.one_minimal;
+		uint32_t k = 0;
+		for (uint32_t i = 0; i < p->n; i++)
+			k += mask[i] != 0;
+		if (o->log)
+			fprintf(o->log, "precision: prior: the keep set of %u layer%s passed; minimised inside it to %u layer%s\n", sr.prior_size,
+				sr.prior_size == 1 ? "" : "s", k, k == 1 ? "" : "s");
+	} else if (o->log) {
+		fprintf(o->log, "precision: prior: none of its %u keep set%s passed (%u check%s spent on them); the bisection runs\n", ns,
+			ns == 1 ? "" : "s", sr.prior_checks, sr.prior_checks == 1 ? "" : "s");
+	}
+out:
+	for (uint32_t i = 0; i < ns; i++)
+		free(sets[i]);
+	wh_prior_release(&pr);
+	return st;
+}
+
 enum wh_status wh_precision_search(const struct wh_model *m, const struct wh_tensor_set *inputs, uint32_t n_samples,
 				   const struct wh_precision_search_options *o, struct wh_precision_config *result,
 				   struct wh_precision_search_report *rep)
@@ -287,6 +384,7 @@ enum wh_status wh_precision_search(const struct wh_model *m, const struct wh_ten
 	struct psearch ps = {.m = m, .inputs = inputs, .n_samples = n_samples, .o = o, .rep = rep};
 	struct psearch *p = &ps;
 	memset(rep, 0, sizeof *rep);
+	rep->prior_hit = -1;
 	p->t0 = wh_os_now_s();
 	if (!n_samples)
 		return wh_error(WH_ERR_USAGE, "precision: no data sample (internal error)");
@@ -347,6 +445,16 @@ enum wh_status wh_precision_search(const struct wh_model *m, const struct wh_ten
 	/* the ends: everything low must fail, everything high must pass */
 	if ((st = check_end(p, mask, WH_VERDICT_FAIL)) != WH_OK || (st = check_end(p, full, WH_VERDICT_PASS)) != WH_OK)
 		goto out;
+	struct wh_search_ops ops = {.ctx = p, .eval = eval};
+	struct wh_search_report sr = {0};
+	bool prior_done = false;
+	if ((st = precision_prior(p, &ops, mask, &prior_done)) != WH_OK)
+		goto out;
+	if (prior_done) {
+		if ((st = make_config(p, mask, result)) != WH_OK)
+			goto out;
+		goto out;
+	}
 	/* reverse: the search's prefixes become suffixes of the topological order */
 	if (o->reverse)
 		for (uint32_t i = 0; i < p->n / 2; i++) {
@@ -355,8 +463,6 @@ enum wh_status wh_precision_search(const struct wh_model *m, const struct wh_ten
 			p->layers[p->n - 1 - i] = t;
 		}
 	struct wh_search_options so = {.mode = WH_SEARCH_BISECT, .jobs = o->jobs > 1 ? o->jobs : 1, .reduce_inputs = o->mode != WH_SEARCH_BISECT, .reduce_outputs = true};
-	struct wh_search_ops ops = {.ctx = p, .eval = eval};
-	struct wh_search_report sr;
 	if ((st = wh_search_run(p->n, &so, &ops, mask, &sr)) != WH_OK)
 		goto out;
 	if (o->mode != WH_SEARCH_BISECT) {

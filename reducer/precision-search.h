@@ -36,6 +36,13 @@ struct wh_precision_search_options {
 	const struct wh_calib *calib;
 	FILE *log;
 	bool json;
+	/* The prior-first seed (reducer/prior.h): "none", "emulation" (whittle's own run at the
+	 * target precision), "rules" (AutoCast-style: large values, large initializers, long
+	 * reductions) or a prior file. Its nested keep sets are checked first; the first that
+	 * passes is minimised (1-minimal) instead of bisecting the whole model; when none
+	 * passes, the search below runs. NULL: emulation with an external check, rules with
+	 * the built-in one. */
+	const char *prior;
 };
 
 struct wh_precision_search_report {
@@ -44,6 +51,10 @@ struct wh_precision_search_report {
 	bool one_minimal;
 	double seconds;
 	char note[256];
+	char prior[160];         /* the prior used ("" none) */
+	uint32_t prior_flagged;  /* layers the prior ranks */
+	int32_t prior_hit;       /* the keep set minimised, -1: none passed */
+	uint32_t prior_checks;   /* checks spent on its keep sets */
 };
 
 /* result receives dflt = target and one entry per layer kept at `higher`. WH_ERR_INVALID

@@ -22,6 +22,7 @@
 #include "graph/os.h"
 #include "reducer/builtin-check.h"
 #include "reducer/driver-util.h"
+#include "reducer/prior.h"
 
 struct driver {
 	const struct wh_model *m;
@@ -818,6 +819,81 @@ static enum wh_status compute_reference(struct driver *d)
 	return st;
 }
 
+/* The prior's nested candidates (reducer/prior.h), at most WH_REDUCE_PRIOR_SETS. With no
+ * --prior given, a prior whittle cannot compute is left out with a line in the log. */
+#define WH_REDUCE_PRIOR_SETS 2
+static enum wh_status make_prior(struct driver *d, uint8_t **sets, uint32_t *n_sets)
+{
+	const struct wh_reduce_options *o = d->o;
+	const struct wh_graph *g = d->m->graph;
+	bool given = o->prior != NULL;
+	const char *want = o->prior;
+	*n_sets = 0;
+	if (!given)
+		want = o->check && o->engine.precision && o->engine.precision->dflt != WH_PREC_FP32 ? "emulation" : "none";
+	if (!strcmp(want, "none"))
+		return WH_OK;
+	if (o->mode != WH_SEARCH_DDMIN) {
+		wh_progress_log(&d->pr, "reduce: prior: not used with --mode %s (only ddmin searches prior-first)",
+				o->mode == WH_SEARCH_BISECT ? "bisect" : "linear");
+		return WH_OK;
+	}
+	struct wh_prior p;
+	wh_prior_init(&p);
+	enum wh_status st = WH_OK;
+	if (!strcmp(want, "emulation")) {
+		if (d->data->reference)
+			st = wh_error(WH_ERR_USAGE, "--prior emulation: whittle runs no model with --reference (give --prior FILE, or --prior none)");
+		else
+			st = wh_prior_emulation(d->m, &o->engine, &d->data->inputs[0], &p);
+	} else if (!strcmp(want, "rules")) {
+		uint32_t flagged;
+		if (d->data->reference)
+			st = wh_error(WH_ERR_USAGE, "--prior rules: whittle runs no model with --reference (give --prior FILE, or --prior none)");
+		else
+			st = wh_prior_rules(d->m, o->engine.threads, &d->data->inputs[0], &p, &flagged);
+	} else {
+		uint32_t unknown = 0;
+		if ((st = wh_prior_load(d->m, want, &p, &unknown)) == WH_OK && unknown)
+			wh_progress_log(&d->pr, "reduce: prior: %u layer%s of %s not in the model (skipped)", unknown, unknown == 1 ? "" : "s",
+					wh_name_term(want));
+	}
+	if (st != WH_OK && !given) {
+		wh_progress_log(&d->pr, "reduce: prior: none (the emulation did not run: %s)", wh_error_message());
+		wh_error_clear();
+		st = WH_OK;
+		goto out;
+	}
+	uint32_t top = UINT32_MAX;
+	if (st == WH_OK)
+		st = wh_prior_sets(d->m, &p, d->search_nodes, d->n, true, WH_REDUCE_PRIOR_SETS, sets, n_sets, &top);
+	if (st != WH_OK)
+		goto out;
+	snprintf(d->rep->prior, sizeof d->rep->prior, "%s", p.source);
+	if (!*n_sets) {
+		wh_progress_log(&d->pr, "reduce: prior: %s ranks no layer (the unbiased search runs)", p.source);
+		goto out;
+	}
+	char sizes[64] = "";
+	for (uint32_t i = 0; i < *n_sets; i++) {
+		uint32_t c = mask_count(d, sets[i]);
+		wh_text_cat(sizes, sizeof sizes, "%s%u", i ? " and " : "", c);
+	}
+	wh_progress_log(&d->pr, "reduce: prior: %s; best-ranked layer %s; checking %u candidate%s of %s layers first", p.source,
+			wh_name_term(g->nodes[d->search_nodes[top]].name), *n_sets, *n_sets == 1 ? "" : "s", sizes);
+out:
+	wh_prior_release(&p);
+	return st;
+}
+
+/* ceil(log2 C(n, k)) + k + 2: the unbiased search's bound, the original's check and the
+ * re-run counted (docs/benchmarks.md) */
+static uint32_t unbiased_bound(uint32_t n, uint32_t k)
+{
+	double lc = lgamma(n + 1.0) - lgamma(k + 1.0) - lgamma(n - k + 1.0);
+	return (uint32_t)ceil(lc / log(2.0) - 1e-9) + k + 2;
+}
+
 enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_data *data,
 			     const struct wh_reduce_options *o, struct wh_reduce_report *rep)
 {
@@ -831,6 +907,8 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 	uint8_t *full = NULL, *result = NULL, *fixed = NULL;
 	struct wh_model *reduced = NULL;
 	int artifacts_lock = -1;
+	uint8_t *prior_sets[WH_REDUCE_PRIOR_SETS] = {0};
+	uint32_t n_prior_sets = 0;
 	if (!order) {
 		st = wh_error(WH_ERR_NOMEM, "reduce: out of memory");
 		goto out;
@@ -949,6 +1027,9 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 	}
 	wh_progress_log(&d->pr, "reduce: %u layers (%u constants aside), check: %s", d->n, g->n_nodes - d->n,
 	      o->check_display ? wh_name_term(o->check_display) : "built-in comparison with FP32");
+	rep->prior_hit = -1;
+	if ((st = make_prior(d, prior_sets, &n_prior_sets)) != WH_OK)
+		goto out;
 
 	/* 1. the original must fail, consistently (with -j > 1 and one confirmation run, the
 	 * search checks it in its first batch, saving a round) */
@@ -1002,6 +1083,8 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 		.reduce_outputs = o->reduce_outputs,
 		.fixed = fixed,
 		.confirm_full = confirm_in_search,
+		.prior_sets = (const uint8_t *const *)prior_sets,
+		.n_prior_sets = n_prior_sets,
 	};
 	struct wh_search_ops ops = {.ctx = d, .eval = eval_masks, .progress = on_progress};
 	struct wh_search_report sr;
@@ -1014,6 +1097,8 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 		goto out;
 	}
 	rep->one_minimal = sr.one_minimal;
+	rep->prior_hit = sr.prior_hit;
+	rep->prior_checks = sr.prior_checks;
 	rep->implied = sr.implied + sr.minimal_implied;
 	rep->minimal_implied = sr.minimal_implied;
 	if (sr.note[0])
@@ -1054,6 +1139,18 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 		st = wh_error(WH_ERR_CHECK, "check: inconsistent verdicts: %s (the check is flaky; no minimal model is claimed%s)",
 			      rep->note, o->artifacts_dir ? "; the best failing candidate is in unverified.onnx" : "");
 		goto out;
+	}
+	if (n_prior_sets) {
+		uint32_t bound = unbiased_bound(d->n, rep->nodes_after);
+		rep->prior_saved = (int32_t)bound - (int32_t)rep->checks_run;
+		if (rep->prior_hit >= 0)
+			wh_progress_log(&d->pr, "reduce: prior: its candidate of %u layers failed and the search stayed inside it: %u checks against %u "
+					"for the unbiased search (ceil(log2 C(%u,%u)) + %u + 2), %d %s",
+					sr.prior_size, rep->checks_run, bound, d->n, rep->nodes_after, rep->nodes_after, abs(rep->prior_saved),
+					rep->prior_saved >= 0 ? "saved" : "more");
+		else
+			wh_progress_log(&d->pr, "reduce: prior: none of its %u candidates failed (%u check%s spent on them); the unbiased search ran: %u checks, "
+					"its bound %u", n_prior_sets, rep->prior_checks, rep->prior_checks == 1 ? "" : "s", rep->checks_run, bound);
 	}
 	if ((st = save_mask_model(d, result, o->output_path, &reduced)) != WH_OK) {
 		/* the search is done: say what it found and where its verdicts are, so that a
@@ -1129,6 +1226,12 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 		json_object_set_new(e, "rounds", json_integer(rep->rounds));
 		json_object_set_new(e, "implied", json_integer(rep->implied));
 		json_object_set_new(e, "one_minimal", json_boolean(rep->one_minimal));
+		if (n_prior_sets) {
+			json_object_set_new(e, "prior", json_string(rep->prior));
+			json_object_set_new(e, "prior_hit", json_boolean(rep->prior_hit >= 0));
+			json_object_set_new(e, "prior_checks", json_integer(rep->prior_checks));
+			json_object_set_new(e, "prior_saved", json_integer(rep->prior_saved));
+		}
 		json_object_set_new(e, "driver_ms_per_candidate", json_real(d->driver_n ? 1e3 * d->driver_s / d->driver_n : 0));
 		json_t *names = json_array();
 		for (uint32_t i = 0; i < d->n; i++)
@@ -1170,5 +1273,7 @@ out:
 	free(result);
 	free(fixed);
 	wh_model_destroy(reduced);
+	for (uint32_t i = 0; i < n_prior_sets; i++)
+		free(prior_sets[i]);
 	return st;
 }

@@ -56,6 +56,11 @@ struct wh_reduce_options {
 	 * past it is written once as .npy in the work folder and mapped when a candidate needs
 	 * it. 0: the default (WH_REDUCE_REFERENCE_MEMORY_DEFAULT); < 0: none in memory */
 	int64_t reference_memory;
+	/* The prior-first search (reducer/search.h, reducer/prior.h), ddmin only: "none",
+	 * "emulation" (whittle's own run at engine.precision, fp16 when none) or the path of a
+	 * prior file. NULL: emulation when the check is external and engine.precision is a
+	 * reduced precision, else none. */
+	const char *prior;
 };
 
 #define WH_REDUCE_REFERENCE_MEMORY_DEFAULT ((uint64_t)1 << 30)
@@ -81,6 +86,10 @@ struct wh_reduce_report {
 	uint64_t ref_memory_bytes;      /* reference values held in memory */
 	uint64_t ref_disk_bytes;        /* and written as .npy (past reference_memory) */
 	char note[512];
+	char prior[160];           /* the prior used ("" none) */
+	int32_t prior_hit;         /* its candidate searched, -1: none failed */
+	uint32_t prior_checks;     /* checks spent on its candidates */
+	int32_t prior_saved;       /* checks_run below the unbiased bound (negative: cost) */
 };
 
 /* WH_ERR_INVALID when the original does not fail (nothing is reduced); WH_ERR_CHECK when

@@ -523,7 +523,9 @@ static enum wh_status boundary(struct search *s, const uint8_t *K, const uint32_
 	return WH_OK;
 }
 
-static enum wh_status culprit_search(struct search *s, uint8_t *result)
+/* within: the nodes in play (NULL: all); the others are never kept nor asked about. The
+ * set within (with the fixed nodes) is known to fail. */
+static enum wh_status culprit_search(struct search *s, const uint8_t *within, uint8_t *result)
 {
 	uint32_t n = s->n, m = 0;
 	const struct wh_search_options *o = s->o;
@@ -546,7 +548,7 @@ static enum wh_status culprit_search(struct search *s, uint8_t *result)
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t x = reverse ? n - 1 - i : i;
 		result[x] = o->fixed && o->fixed[x];
-		if (!result[x])
+		if (!result[x] && (!within || within[x]))
 			U[m++] = x;
 	}
 	uint32_t found = 0, last_gap = UINT32_MAX;
@@ -596,6 +598,55 @@ out:
 	return st;
 }
 
+/* A prior set this small is proven 1-minimal by its single removals, not searched. */
+#define WH_SEARCH_PRIOR_DIRECT 4
+
+/* The prior sets, in order, at most `jobs` a round (the full set's pending check rides in
+ * the first): *hit is the first that fails, -1 when none does. A round stops the phase as
+ * soon as one of its sets fails, so the set chosen is the same at any -j. */
+static enum wh_status prior_phase(struct search *s, int32_t *hit)
+{
+	const struct wh_search_options *o = s->o;
+	enum wh_status st = WH_OK;
+	uint32_t jobs = (uint32_t)s->jobs, k = o->n_prior_sets;
+	uint8_t **masks = calloc(k ? k : 1, sizeof *masks);
+	enum wh_verdict *v = calloc(k ? k : 1, sizeof *v);
+	*hit = -1;
+	if (!masks || !v) {
+		st = wh_error(WH_ERR_NOMEM, "reduce: out of memory");
+		goto out;
+	}
+	for (uint32_t i = 0; i < k; i++) {
+		if (!(masks[i] = malloc(s->n ? s->n : 1))) {
+			st = wh_error(WH_ERR_NOMEM, "reduce: out of memory");
+			goto out;
+		}
+		for (uint32_t x = 0; x < s->n; x++)
+			masks[i][x] = o->prior_sets[i][x] || (o->fixed && o->fixed[x]);
+	}
+	for (uint32_t b = 0, cnt; b < k && *hit < 0; b += cnt) {
+		/* the full set's pending check takes a slot of the first round */
+		uint32_t room = s->full_pending && jobs > 1 ? jobs - 1 : jobs;
+		cnt = k - b < room ? k - b : room;
+		uint32_t before = s->rep->probes;
+		if ((st = eval_batch(s, masks + b, cnt, v + b)) != WH_OK)
+			goto out;
+		s->rep->prior_checks += s->rep->probes - before;
+		for (uint32_t i = b; i < b + cnt && *hit < 0; i++)
+			if (v[i] == WH_VERDICT_FAIL) {
+				*hit = (int32_t)i;
+				s->rep->prior_size = count_of(masks[i], s->n);
+			}
+	}
+out:
+	if (masks)
+		for (uint32_t i = 0; i < k; i++)
+			free(masks[i]);
+	free(masks);
+	free(v);
+	return st;
+}
+
 enum wh_status wh_search_run(uint32_t n, const struct wh_search_options *o, const struct wh_search_ops *ops,
 			     uint8_t *result_mask, struct wh_search_report *rep)
 {
@@ -611,10 +662,25 @@ enum wh_status wh_search_run(uint32_t n, const struct wh_search_options *o, cons
 	}
 	memset(all, 1, n);
 	rep->monotone = true;
+	rep->prior_hit = -1;
 	if (o->mode == WH_SEARCH_DDMIN) {
 		s.imply = true;
 		s.full_pending = o->confirm_full;
-		st = culprit_search(&s, result_mask);
+		int32_t hit = -1;
+		if (o->n_prior_sets && (st = prior_phase(&s, &hit)) != WH_OK)
+			goto out;
+		rep->prior_hit = hit;
+		if (hit < 0 && o->prior_only)
+			goto out;
+		if (hit >= 0 && rep->prior_size <= WH_SEARCH_PRIOR_DIRECT) {
+			/* a small set is proven directly: its single removals in one batch (a right
+			 * guess of k layers costs k checks, where the culprit search would bisect) */
+			for (uint32_t x = 0; x < n; x++)
+				result_mask[x] = o->prior_sets[hit][x] || (o->fixed && o->fixed[x]);
+			st = minimality_pass(&s, result_mask);
+			goto out;
+		}
+		st = culprit_search(&s, hit >= 0 ? o->prior_sets[hit] : NULL, result_mask);
 		goto out;
 	}
 	uint32_t lo = 0, hi = n;

@@ -28,7 +28,12 @@
  *    on the number of jobs; idle slots run the probes the search may need next.
  *  - linear: bisect, then removal of one node at a time, then the 1-minimality pass.
  * A "skip" verdict (check cannot tell) never lets a reduction through and never implies
- * anything. */
+ * anything.
+ *
+ * Prior-first (o->prior_sets, ddmin): candidates built from a ranking of the nodes are
+ * checked first; the first that fails becomes the list searched (a right guess costs its
+ * own check instead of the whole bisection), and when none fails the search above runs
+ * with their verdicts kept. */
 #ifndef WH_SEARCH_H
 #define WH_SEARCH_H
 
@@ -58,6 +63,17 @@ struct wh_search_options {
 	 * batch of the search (saving a round); if it does not fail, the search stops with
 	 * WH_ERR_INVALID. With jobs == 1 the caller confirms it first. */
 	bool confirm_full;
+	/* Prior-first (ddmin only): nested candidates, smallest first, made by the caller from a
+	 * ranking of the nodes (whittle's own emulation, or scores the user gives). They are
+	 * checked in order, at most `jobs` a round, before anything else; the first that fails
+	 * is searched instead of the whole list (the nodes outside it are never asked again).
+	 * When none fails the plain search runs over the whole list, their verdicts kept (a
+	 * monotone check answers their subsets without a check), so a wrong prior costs
+	 * n_prior_sets checks at most. The set searched is the first failing one in order,
+	 * whatever -j is. The fixed nodes join every candidate. */
+	const uint8_t *const *prior_sets;
+	uint32_t n_prior_sets;
+	bool prior_only;        /* stop when no prior set fails (result_mask untouched) */
 };
 
 struct wh_search_report {
@@ -70,6 +86,9 @@ struct wh_search_report {
 	uint32_t implied;        /* verdicts implied by monotonicity, not asked of eval */
 	uint32_t minimal_implied; /* of the result's single removals, those implied (ddmin) */
 	bool monotone;           /* every verdict seen was consistent with monotonicity */
+	int32_t prior_hit;       /* the prior set searched (index), -1: none failed (or none given) */
+	uint32_t prior_checks;   /* checks spent on the prior sets */
+	uint32_t prior_size;     /* nodes of the prior set searched */
 };
 
 /* Starts from a failing full set (the caller has confirmed the original fails) and writes

@@ -674,6 +674,7 @@ static enum wh_status step_reduce(struct tri *T, struct wh_model **reduced_out)
 		.model_path = T->o->model_path,
 		.log = T->logf,
 		.confirm_runs = 1,
+		.prior = T->o->prior,
 	};
 	struct wh_reduce_data data = {.inputs = T->inputs, .n_samples = 1};
 	T->reduce_run = true;
@@ -698,6 +699,9 @@ static enum wh_status step_reduce(struct tri *T, struct wh_model **reduced_out)
 	wh_text_printf(S->text, sizeof S->text, "Searched for the smallest subgraph that still fails (ddmin over layers; every candidate's new inputs fed with FP32 reference values): %u of %u layers remain, after %u checks (%u from the cache), %.1f s; %s.",
 		T->rr.nodes_after, T->rr.nodes_before, T->rr.checks_run, T->rr.checks_cached, T->rr.seconds,
 		T->rr.one_minimal ? "1-minimal: removing any one of them makes it pass" : "not verified 1-minimal");
+	if (T->rr.prior[0])
+		wh_text_cat(S->text, sizeof S->text, " The search tried the layers ranked first by a prior (%s) before anything else: %s.", T->rr.prior,
+			    T->rr.prior_hit >= 0 ? "its guess failed and the search stayed inside it" : "its guesses passed, so the whole model was searched");
 	wh_triage_say(T, "  reduced: %u of %u layers, %u checks", T->rr.nodes_after, T->rr.nodes_before, T->rr.checks_run);
 	return WH_OK;
 }
@@ -726,6 +730,7 @@ static enum wh_status step_precision(struct tri *T)
 		.jobs = T->o->jobs,
 		.calib = T->o->calib,
 		.log = T->logf,
+		.prior = T->o->prior,
 	};
 	T->prec_run = true;
 	T->prec_st = wh_precision_search(T->m, T->inputs, 1, &so, &T->keep, &T->pr);

@@ -63,6 +63,7 @@ struct wh_triage_options {
 	const struct wh_save_opts *save;       /* how models are saved; NULL: the defaults */
 	bool graphviz;                         /* draw the subgraph with `dot` when installed */
 	bool precision_search;                 /* step 5 */
+	const char *prior;                     /* --prior of steps 4 and 5 (reducer/prior.h); NULL: their defaults */
 	/* the whittle binary, for checking that repro/command.sh still fails; NULL: skip that */
 	const char *whittle_path;
 	bool json;                             /* the result as one JSON object on stdout */

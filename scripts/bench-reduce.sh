@@ -5,7 +5,10 @@
 #    and a Polygraphy-style two-sided bisection (the original, the shortest failing prefix,
 #    the shortest failing suffix of it; its result is the range between);
 #  - real: `whittle reduce` with fixtures/checks/culprits.sh on the PaddleOCR models and on
-#    generated graphs (chain, branches, residual blocks), checks at -j 1 and rounds at -j 8.
+#    generated graphs (chain, branches, residual blocks), checks at -j 1 and rounds at -j 8;
+#  - prior-first (issue 27): a right, a half-right and a wrong prior, simulated and real
+#    (--precision fp16: the emulation prior; a prior file ranking the culprit last), against
+#    the unbiased search (--prior none) and the baseline.
 # Prints a markdown section (docs/benchmarks.md, "reduce: checks and rounds").
 #   scripts/bench-reduce.sh [BUILD_DIR]
 set -euo pipefail
@@ -87,6 +90,34 @@ for n in 65 221 330; do
 done
 
 echo
+echo "### Prior-first (tool-search-bench --prior; whittle reduce --prior)"
+echo
+echo "A ranking of the layers (best first) becomes two nested candidates: the best-ranked layer,"
+echo "then the four best and every layer between them (a set over half the list is left out)."
+echo "Right: the culprit ranked first; half-right: one of two culprits first, the other unranked;"
+echo "wrong: the culprit ranked last (four other layers first). Checks at -j 1, against the"
+echo "unbiased search and the Polygraphy-style baseline on the same placement."
+echo
+echo "| case | n | culprits | prior (best first) | baseline checks (size) | unbiased -j 1 checks | prior -j 1 checks | prior -j 8 rounds | same answer |"
+echo "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | --- |"
+psim() {
+	local name=$1 prior=$2
+	shift 2
+	local o
+	o=$("$tool" "$@" --prior "$prior")
+	echo "| $name | $(kv n "$o") | ${*:2} | $prior | $(kv base_checks "$o") ($(kv base_size "$o")) | $(kv j1_checks "$o") | $(kv prior_checks "$o") | $(kv prior_j8_rounds "$o") | $(kv prior_same "$o") |"
+}
+for n in 65 221 330; do
+	c=$((n / 2)) a=$((n / 5)) b=$((4 * n / 5))
+	psim "right" $c $n $c
+	psim "right, culprit 3rd" "$((c - 2)),$((c + 1)),$c,$((c + 3))" $n $c
+	psim "half-right (2 far apart)" $b $n $a $b
+	psim "half-right (2 adjacent)" $c $n $c $((c + 1))
+	psim "wrong" "$((n / 10)),$((n / 10 + 1)),$((n / 10 + 2)),$((n / 10 + 3)),$c" $n $c
+	psim "wrong, 2 culprits" "$((n / 10)),$((n / 10 + 1)),$((n / 10 + 2)),$((n / 10 + 3))" $n $a $b
+done
+
+echo
 echo "### Real runs (whittle reduce --check fixtures/checks/culprits.sh)"
 echo
 echo "| model | culprits | layers | -j 1 checks | -j 8 rounds | result (same at -j 1 and -j 8) |"
@@ -120,3 +151,51 @@ real "$tmp/fx/branches.onnx" "" n010_ n030_
 real "$tmp/fx/branches.onnx" "" n005_ n040_ n050_
 real "$tmp/fx/residual.onnx" "" mul03 add12
 real "$tmp/fx/residual.onnx" "" relu02 mul02 add15 relu19
+
+echo
+echo "### Real runs with a prior (whittle reduce --precision fp16 --check fixtures/checks/culprits.sh)"
+echo
+echo "The emulation prior ranks det's and rec's layers by whittle's own fp16 run (the layerwise"
+echo "diagnosis); the planted culprit is its best-ranked layer (right), one of two culprits"
+echo "(half-right), or a layer ranked last by a prior file (wrong). Checks at -j 1."
+echo
+echo "| model | culprits | prior | --prior none checks | prior checks | result (same) |"
+echo "| --- | --- | --- | ---: | ---: | --- |"
+rec=$assets/ch_PP-OCRv4_rec_infer.onnx
+count_run() { # model shape out prior culprits... -> "checks"
+	local model=$1 shape=$2 out=$3 prior=$4
+	shift 4
+	WHITTLE=$wh "$wh" reduce "$model" --input-shapes "$shape" -o "$out" --json -j 1 --precision fp16 --prior "$prior" \
+		--check "$root/fixtures/checks/culprits.sh" '{model}' "$@" 2> /dev/null | grep '"event":"result"' |
+		sed -n 's/.*"checks":\([0-9]*\).*/\1/p' || true
+}
+preal() {
+	local model=$1 shape=$2 label=$3 prior=$4
+	shift 4
+	rm -f "$tmp/p0.onnx" "$tmp/p1.onnx"
+	local c0 c1 same=no
+	c0=$(count_run "$model" "$shape" "$tmp/p0.onnx" none "$@")
+	c1=$(count_run "$model" "$shape" "$tmp/p1.onnx" "$prior" "$@")
+	[ "$(layers_of "$tmp/p0.onnx")" = "$(layers_of "$tmp/p1.onnx")" ] && same=yes
+	echo "| $(basename "$model" .onnx) | $* | $label | $c0 | $c1 | $(layers_of "$tmp/p1.onnx")($same) |"
+}
+top_of() {
+	rm -f "$tmp/t.onnx"
+	"$wh" reduce "$1" --input-shapes "$2" -o "$tmp/t.onnx" --precision fp16 --check false 2>&1 |
+		sed -n 's/^reduce: prior: emulation at fp16 (layerwise diagnosis); best-ranked layer \([^;]*\);.*/\1/p'
+}
+for spec in "$det x:1x3x160x160" "$rec x:1x3x48x320"; do
+	set -- $spec
+	"$wh" -q inspect "$1" --input-shapes "$2" --show layers | grep -v '^\[[0-9]*\] Constant ' |
+		sed -n 's/^\[[0-9]*\] [A-Za-z]* \([^:]*\):.*/\1/p' > "$tmp/names"
+	top=$(top_of "$1" "$2")
+	other=$(sed -n '30p' "$tmp/names") planted=$(sed -n '60p' "$tmp/names")
+	preal "$1" "$2" "right (emulation)" emulation "$top"
+	preal "$1" "$2" "half-right (emulation)" emulation "$top" "$other"
+	# wrong: a file ranking every other layer above the culprit
+	/usr/bin/python3 -c 'import json, sys
+names = [l.strip() for l in open(sys.argv[1]) if l.strip()]
+json.dump({"layers": {n: (0.0 if n == sys.argv[3] else float(len(names) - i)) for i, n in enumerate(names)}}, open(sys.argv[2], "w"))' \
+		"$tmp/names" "$tmp/wrong.json" "$planted"
+	preal "$1" "$2" "wrong (file)" "$tmp/wrong.json" "$planted"
+done

@@ -464,6 +464,83 @@ START_TEST(test_search_adjacent_is_cheap)
 }
 END_TEST
 
+/* ---- prior-first (issue 27) ---- */
+
+/* ddmin with prior sets (each a range [lo[i], hi[i])); the result into res (n bytes);
+ * returns the checks, the driver's two counted. */
+static uint32_t run_prior(uint32_t n, const uint32_t *culprits, int k, int jobs, const uint32_t *lo, const uint32_t *hi, uint32_t n_sets,
+			  uint8_t *res, struct wh_search_report *rep)
+{
+	struct oracle o = {.n = n, .k = k, .jobs = (uint32_t)jobs};
+	memcpy(o.culprits, culprits, sizeof(uint32_t) * (size_t)k);
+	uint8_t *sets[4];
+	for (uint32_t i = 0; i < n_sets; i++) {
+		sets[i] = calloc(n, 1);
+		memset(sets[i] + lo[i], 1, hi[i] - lo[i]);
+	}
+	struct wh_search_options so = {.mode = WH_SEARCH_DDMIN, .jobs = jobs, .reduce_inputs = true, .reduce_outputs = true,
+				       .confirm_full = jobs > 1, .prior_sets = (const uint8_t *const *)sets, .n_prior_sets = n_sets};
+	struct wh_search_ops ops = {.ctx = &o, .eval = oracle_eval};
+	ck_assert_int_eq(wh_search_run(n, &so, &ops, res, rep), WH_OK);
+	for (uint32_t i = 0; i < n_sets; i++)
+		free(sets[i]);
+	uint32_t cnt = 0;
+	for (uint32_t i = 0; i < n; i++)
+		cnt += res[i];
+	ck_assert_uint_eq(cnt, (uint32_t)k);
+	for (int c = 0; c < k; c++)
+		ck_assert(res[culprits[c]]);
+	ck_assert(rep->one_minimal);
+	return o.checks + (jobs > 1 ? 1 : 2);
+}
+
+/* A right prior costs its own check (3 in all at 330 layers, against ceil(log2 n) + 3 = 12);
+ * a wider one that fails is searched inside; a wrong one costs its checks, no more; the
+ * same answer and the same set searched at -j 1, 2 and 8. */
+START_TEST(test_search_prior)
+{
+	uint8_t *res = malloc(330), *r1 = malloc(330);
+	struct wh_search_report rep;
+	uint32_t c = 200, c2[2] = {120, 200};
+	/* right: {200} */
+	uint32_t lo1[] = {200, 190}, hi1[] = {201, 230};
+	ck_assert_uint_le(run_prior(330, &c, 1, 1, lo1, hi1, 2, res, &rep), 3);
+	ck_assert_int_eq(rep.prior_hit, 0);
+	ck_assert_uint_eq(rep.prior_checks, 1);
+	/* the second set: [190, 230) fails; searched inside (40 layers: at most ceil(log2 40) + 3 + its 2) */
+	uint32_t lo2[] = {150, 190}, hi2[] = {151, 230};
+	uint32_t checks = run_prior(330, &c, 1, 1, lo2, hi2, 2, r1, &rep);
+	ck_assert_int_eq(rep.prior_hit, 1);
+	ck_assert_uint_le(checks, ceil_log2(40) + 3 + 2);
+	ck_assert_uint_lt(checks, ceil_log2(330) + 3);
+	for (int j = 2; j <= 8; j *= 4) {
+		run_prior(330, &c, 1, j, lo2, hi2, 2, res, &rep);
+		ck_assert_int_eq(rep.prior_hit, 1);
+		ck_assert(!memcmp(res, r1, 330));
+	}
+	/* wrong: two sets that pass cost 2 checks over the unbiased search, same answer */
+	uint32_t plain;
+	uint8_t *u = run_planted(330, &c, 1, 1, &plain, NULL);
+	uint32_t lo3[] = {10, 10}, hi3[] = {11, 40};
+	ck_assert_uint_le(run_prior(330, &c, 1, 1, lo3, hi3, 2, res, &rep), plain + 2);
+	ck_assert_int_eq(rep.prior_hit, -1);
+	ck_assert(!memcmp(res, u, 330));
+	free(u);
+	/* half-right: one of two culprits, no more than 2 over, same answer */
+	u = run_planted(330, c2, 2, 1, &plain, NULL);
+	uint32_t lo4[] = {200, 195}, hi4[] = {201, 205};
+	ck_assert_uint_le(run_prior(330, c2, 2, 1, lo4, hi4, 2, res, &rep), plain + 2);
+	ck_assert(!memcmp(res, u, 330));
+	free(u);
+	/* a small set holding both culprits and two more is proven by its single removals */
+	uint32_t c3[2] = {120, 121}, lo5[] = {119}, hi5[] = {123};
+	ck_assert_uint_le(run_prior(330, c3, 2, 1, lo5, hi5, 1, res, &rep), 2 + 1 + 4 + 2);
+	ck_assert_int_eq(rep.prior_hit, 0);
+	free(res);
+	free(r1);
+}
+END_TEST
+
 /* A check that is not monotone: noted, and 1-minimality is then checked directly. The
  * candidate fails when it holds node 5 and not node 2, or holds nodes 2 and 9. */
 static enum wh_status odd_eval(void *ctx, const uint8_t *const *masks, uint32_t n, enum wh_verdict *v)
@@ -546,6 +623,7 @@ int main(void)
 	tcase_add_test(ts, test_search_bisect_mode_is_contiguous);
 	tcase_add_test(ts, test_search_adjacent_is_cheap);
 	tcase_add_test(ts, test_search_not_monotone);
+	tcase_add_test(ts, test_search_prior);
 	suite_add_tcase(s, ts);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -2,7 +2,7 @@
  * simulated monotone check over planted culprits, next to the information bound and to a
  * Polygraphy-style two-sided bisection. Used by scripts/bench-reduce.sh.
  *
- *   tool-search-bench N C1 [C2 ...]
+ *   tool-search-bench N C1 [C2 ...] [--prior R1,R2,...]
  *   tool-search-bench --random N K TRIALS   (averages over seeded uniform placements)
  *
  * N layers in topological order; the candidate fails iff it keeps every culprit Ci (0-based
@@ -15,7 +15,12 @@
  *                            its result is the range between, not 1-minimal in general)
  *   j1_checks j4_rounds j8_rounds j1_size same_model
  * Counts of whittle include the driver's checks: the original's (riding in the first
- * round with -j > 1) and the result's re-run (one round). */
+ * round with -j > 1) and the result's re-run (one round).
+ * With --prior, the positions R1, R2, ... are a ranking (best first), made into the
+ * driver's nested candidates (reducer/prior.h: the best one, then the 4 best and every
+ * position between them, the list being a chain; a set over half the list is dropped), and
+ * whittle also runs prior-first: prior_checks prior_j8_rounds prior_same (the same answer
+ * as without the prior) prior_hit. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,15 +78,21 @@ static uint32_t bisect(struct oracle *o, uint8_t *m, uint32_t start, uint32_t en
 	return hi;
 }
 
-static enum wh_status run_whittle(struct oracle *o, int jobs, uint8_t *res)
+static uint8_t *prior_sets[2];
+static uint32_t n_prior_sets;
+static int32_t last_prior_hit;
+
+static enum wh_status run_whittle(struct oracle *o, int jobs, uint8_t *res, bool prior)
 {
 	o->jobs = (uint32_t)jobs;
 	o->checks = o->rounds = 0;
 	struct wh_search_options so = {.mode = WH_SEARCH_DDMIN, .jobs = jobs, .reduce_inputs = true, .reduce_outputs = true,
-				       .confirm_full = jobs > 1};
+				       .confirm_full = jobs > 1, .prior_sets = (const uint8_t *const *)prior_sets,
+				       .n_prior_sets = prior ? n_prior_sets : 0};
 	struct wh_search_ops ops = {.ctx = o, .eval = eval};
 	struct wh_search_report rep;
 	enum wh_status st = wh_search_run(o->n, &so, &ops, res, &rep);
+	last_prior_hit = rep.prior_hit;
 	/* the driver: the original's check (-j 1: before the search) and the result's re-run */
 	o->checks += jobs > 1 ? 1 : 2;
 	o->rounds += jobs > 1 ? 1 : 2;
@@ -93,7 +104,44 @@ static enum wh_status run_whittle(struct oracle *o, int jobs, uint8_t *res)
 struct one {
 	uint32_t base_checks, base_size, j1, j4r, j4c, j8r, j8c, size;
 	bool same, exact;
+	uint32_t prior_checks, prior_j8r;
+	int32_t prior_hit;
+	bool prior_same;
 };
+
+/* The nested candidates of a ranking over a chain of n (reducer/prior.h's rule). */
+static bool make_prior_sets(uint32_t n, const char *spec)
+{
+	uint32_t rank[64], r = 0;
+	for (const char *p = spec; *p && r < 64;) {
+		char *end;
+		unsigned long v = strtoul(p, &end, 10);
+		if (end == p || v >= n)
+			return false;
+		rank[r++] = (uint32_t)v;
+		p = *end == ',' ? end + 1 : end;
+	}
+	uint32_t prev = 0;
+	for (uint32_t want = 1; n_prior_sets < 2 && r; want *= 4) {
+		uint32_t t = want < r ? want : r, lo = n, hi = 0;
+		for (uint32_t i = 0; i < t; i++) {
+			lo = rank[i] < lo ? rank[i] : lo;
+			hi = rank[i] > hi ? rank[i] : hi;
+		}
+		uint32_t cnt = hi - lo + 1;
+		if (cnt <= prev || cnt * 2 > n)
+			break;
+		uint8_t *s = calloc(n, 1);
+		if (!s)
+			return false;
+		memset(s + lo, 1, cnt);
+		prior_sets[n_prior_sets++] = s;
+		prev = cnt;
+		if (t == r)
+			break;
+	}
+	return true;
+}
 
 /* The baseline and whittle at -j 1, 4 and 8 on o's culprits. */
 static enum wh_status measure(struct oracle *o, uint8_t *m, uint8_t *r1, uint8_t *r, struct one *x)
@@ -103,7 +151,7 @@ static enum wh_status measure(struct oracle *o, uint8_t *m, uint8_t *r1, uint8_t
 	uint32_t q = bisect(o, m, 0, p, true);
 	x->base_checks = o->checks;
 	x->base_size = q;
-	enum wh_status st = run_whittle(o, 1, r1);
+	enum wh_status st = run_whittle(o, 1, r1, false);
 	if (st != WH_OK)
 		return st;
 	x->j1 = o->checks;
@@ -113,21 +161,37 @@ static enum wh_status measure(struct oracle *o, uint8_t *m, uint8_t *r1, uint8_t
 	x->exact = x->size == o->k;
 	for (uint32_t c = 0; c < o->k; c++)
 		x->exact &= r1[o->culprits[c]] != 0;
-	if ((st = run_whittle(o, 4, r)) != WH_OK)
+	if ((st = run_whittle(o, 4, r, false)) != WH_OK)
 		return st;
 	x->j4r = o->rounds;
 	x->j4c = o->checks;
 	x->same = !memcmp(r, r1, o->n);
-	if ((st = run_whittle(o, 8, r)) != WH_OK)
+	if ((st = run_whittle(o, 8, r, false)) != WH_OK)
 		return st;
 	x->j8r = o->rounds;
 	x->j8c = o->checks;
 	x->same &= !memcmp(r, r1, o->n);
+	if (n_prior_sets) {
+		if ((st = run_whittle(o, 1, r, true)) != WH_OK)
+			return st;
+		x->prior_checks = o->checks;
+		x->prior_hit = last_prior_hit;
+		x->prior_same = !memcmp(r, r1, o->n);
+		if ((st = run_whittle(o, 8, r, true)) != WH_OK)
+			return st;
+		x->prior_j8r = o->rounds;
+		x->prior_same &= !memcmp(r, r1, o->n);
+	}
 	return WH_OK;
 }
 
 int main(int argc, char **argv)
 {
+	const char *prior = NULL;
+	if (argc >= 3 && !strcmp(argv[argc - 2], "--prior")) {
+		prior = argv[argc - 1];
+		argc -= 2;
+	}
 	bool random_mode = argc == 5 && !strcmp(argv[1], "--random");
 	if (argc < 3 || (!strcmp(argv[1], "--random") && !random_mode)) {
 		fprintf(stderr, "usage: tool-search-bench N CULPRIT... | tool-search-bench --random N K TRIALS\n");
@@ -138,6 +202,10 @@ int main(int argc, char **argv)
 	uint32_t trials = random_mode ? (uint32_t)strtoul(argv[4], NULL, 10) : 1;
 	if (!o.n || !o.k || o.k > o.n || !trials) {
 		fprintf(stderr, "tool-search-bench: need 0 < K <= N and TRIALS > 0\n");
+		return 2;
+	}
+	if (prior && (random_mode || !make_prior_sets(o.n, prior))) {
+		fprintf(stderr, "tool-search-bench: --prior takes positions below N, with culprits given (not --random)\n");
 		return 2;
 	}
 	o.culprits = calloc(o.k, sizeof *o.culprits);
@@ -165,9 +233,13 @@ int main(int argc, char **argv)
 		if (measure(&o, m, r1, r, &x) != WH_OK || !x.exact)
 			return 1;
 		printf("n=%u k=%u info_bound=%u exact_floor=%u issue_bound=%u base_checks=%u base_size=%u j1_checks=%u j4_rounds=%u "
-		       "j4_checks=%u j8_rounds=%u j8_checks=%u j1_size=%u same_model=%s\n",
+		       "j4_checks=%u j8_rounds=%u j8_checks=%u j1_size=%u same_model=%s",
 		       o.n, o.k, info, exact_floor, issue, x.base_checks, x.base_size, x.j1, x.j4r, x.j4c, x.j8r, x.j8c, x.size,
 		       x.same ? "yes" : "no");
+		if (n_prior_sets)
+			printf(" prior_checks=%u prior_j8_rounds=%u prior_same=%s prior_hit=%s", x.prior_checks, x.prior_j8r,
+			       x.prior_same ? "yes" : "no", x.prior_hit >= 0 ? "yes" : "no");
+		printf("\n");
 	} else {
 		/* uniform placements of K distinct culprits, the same for every build (seeded) */
 		uint64_t seed = 0x9e3779b97f4a7c15ull ^ ((uint64_t)o.n << 32) ^ o.k;
@@ -200,6 +272,8 @@ int main(int argc, char **argv)
 		       "same_model=%s\n",
 		       o.n, o.k, trials, info, exact_floor, base / trials, base_max, j1 / trials, j1_max, j8r / trials, same ? "yes" : "no");
 	}
+	for (uint32_t i = 0; i < n_prior_sets; i++)
+		free(prior_sets[i]);
 	free(o.culprits);
 	free(m);
 	free(r1);

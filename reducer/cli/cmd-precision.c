@@ -46,6 +46,10 @@ static const char precision_help[] =
 	"                           (suffixes)\n"
 	"  -o, --output FILE        write the layer precisions (JSON, docs/formats.md)\n"
 	"  --json                   machine-readable events and result on stdout (JSON lines)\n"
+	"  --prior P                keep sets to try first (ddmin): emulation (whittle's own run at\n"
+	"                           --precision), rules (AutoCast-style: values above 512,\n"
+	"                           initializers above 65504, long reductions), none, or a JSON file\n"
+	"                           of layer scores; default: emulation with --check, else rules\n"
 	"check:\n"
 	"  --check CMD ...          the check command (argv; the rest of the line)\n"
 	WH_CLI_CHECK_HELP
@@ -128,6 +132,12 @@ static void print_result_json(const struct wh_model *m, const uint32_t *kept, ui
 	json_object_set_new(root, "output", output_path ? json_string(output_path) : json_null());
 	if (rep->note[0])
 		json_object_set_new(root, "note", json_string(rep->note));
+	if (rep->prior[0]) {
+		json_object_set_new(root, "prior", json_string(rep->prior));
+		json_object_set_new(root, "prior_flagged", json_integer(rep->prior_flagged));
+		json_object_set_new(root, "prior_hit", json_boolean(rep->prior_hit >= 0));
+		json_object_set_new(root, "prior_checks", json_integer(rep->prior_checks));
+	}
 	wh_cli_print_json(root, JSON_COMPACT);
 }
 
@@ -159,6 +169,7 @@ static enum wh_status precision_option(void *self, int c, const char *arg)
 		else return wh_cli_usage_error("precision", "--direction '%s': not a direction (give forward or reverse)", arg);
 		break;
 	case WH_OPT_JSON: so->json = true; break;
+	case WH_OPT_PRIOR: so->prior = arg; break;
 	}
 	return WH_OK;
 }

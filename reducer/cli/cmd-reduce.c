@@ -38,6 +38,10 @@ static const char reduce_help[] =
 	"  --artifacts FILE         a file the check writes, sorted into DIR/good and DIR/bad\n"
 	"  --confirm N              check the original N times first (flaky checks show; default 1)\n"
 	"  --json                   machine-readable events on stdout (one JSON object a line)\n"
+	"  --prior P                search prior-first (ddmin): emulation (whittle's own run at\n"
+	"                           --precision, fp16 without it), rules (AutoCast-style), none, or\n"
+	"                           a JSON file of layer scores; default: emulation with --check\n"
+	"                           and --precision\n"
 	"check:\n"
 	"  --check CMD ...          the check command (argv; the rest of the line)\n"
 	WH_CLI_CHECK_HELP
@@ -52,7 +56,8 @@ static const char reduce_help[] =
 	"  --seed N, --val-range LO,HI   generated inputs (default seed 1, range 0,1)\n"
 	"  --input-shapes S         bind dynamic input dimensions\n"
 	"built-in check:\n"
-	"  --precision P            precision of the candidates: fp32, tf32, fp16, bf16, fp8, fp8e5m2, int8\n"
+	"  --precision P            precision of the candidates: fp32, tf32, fp16, bf16, fp8, fp8e5m2, int8;\n"
+	"                           with --check, the failure's precision (for --prior emulation)\n"
 	"  --layer-precisions S     per-layer precisions (NAME:P,... or a JSON file)\n"
 	WH_CALIB_HELP
 	"  --atol X, --rtol X, --check-error-stat S   as in whittle run\n"
@@ -97,6 +102,7 @@ static enum wh_status reduce_option(void *self, int c, const char *arg)
 		x->ro.confirm_runs = (int)v;
 		break;
 	case WH_OPT_JSON: x->ro.json = true; break;
+	case WH_OPT_PRIOR: x->ro.prior = arg; break;
 	case WH_OPT_REFERENCE: x->reference = arg; break;
 	case WH_OPT_REFERENCE_MEMORY: {
 		uint64_t b;
@@ -109,8 +115,9 @@ static enum wh_status reduce_option(void *self, int c, const char *arg)
 	return WH_OK;
 }
 
-/* The options of the built-in check mean nothing to an external one. */
-static const int builtin_check_opts[] = {WH_RUN_OPT_PRECISION, WH_RUN_OPT_LAYER_PRECISIONS, WH_RUN_OPT_ATOL, WH_RUN_OPT_RTOL,
+/* The options of the built-in check mean nothing to an external one (--precision does: the
+ * failure's precision, for the emulation prior). */
+static const int builtin_check_opts[] = {WH_RUN_OPT_LAYER_PRECISIONS, WH_RUN_OPT_ATOL, WH_RUN_OPT_RTOL,
 					 WH_RUN_OPT_ERROR_STAT, WH_RUN_OPT_VALIDATE, WH_CALIB_OPT_METHOD, WH_RUN_OPT_END};
 static const int threads_opt[] = {WH_RUN_OPT_THREADS, WH_RUN_OPT_END};
 

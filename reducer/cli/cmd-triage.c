@@ -41,6 +41,8 @@ static const char triage_help[] =
 	"  --no-precision-search    skip step 5\n"
 	"  --no-graphviz            draw the subgraph without Graphviz even when `dot` is installed\n"
 	"  --json                   print the result as one JSON object\n"
+	"  --prior P                the prior of steps 4 and 5 (reduce, precision): emulation,\n"
+	"                           rules, none, or a JSON file of layer scores\n"
 	"builder (step 1):\n"
 	"  --timing-iterations N    runs per tactic when timing (default 3)\n"
 	"  --timing-tolerance X     tactics within X (a fraction) of the fastest count as equally\n"
@@ -89,6 +91,7 @@ static enum wh_status triage_option(void *self, int c, const char *arg)
 	case WH_OPT_NO_PRECISION_SEARCH: to->precision_search = false; break;
 	case WH_OPT_NO_GRAPHVIZ: to->graphviz = false; break;
 	case WH_OPT_JSON: to->json = true; break;
+	case WH_OPT_PRIOR: to->prior = arg; break;
 	case WH_OPT_TIMING_ITERATIONS: return wh_cli_timing_option("triage", "timing-iterations", arg, &to->build);
 	case WH_OPT_TIMING_TOLERANCE: return wh_cli_timing_option("triage", "timing-tolerance", arg, &to->build);
 	}

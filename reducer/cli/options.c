@@ -97,6 +97,7 @@ static const struct wh_cli_option options[] = {
 	{"output", required_argument, 'o', true, WH_CMD_EXTRACT | WH_CMD_SANITIZE | WH_CMD_REDUCE | WH_CMD_PRECISION},
 	{"outputs", required_argument, WH_OPT_OUTPUTS, false, WH_CMD_EXTRACT},
 	{"pin-cmd", required_argument, WH_OPT_PIN_CMD, false, WH_CMD_BUILD},
+	{"prior", required_argument, WH_OPT_PRIOR, false, WH_CMD_REDUCE | WH_CMD_PRECISION | WH_CMD_TRIAGE},
 	{"reference", required_argument, WH_OPT_REFERENCE, false, WH_CMD_REDUCE},
 	{"reference-memory", required_argument, WH_OPT_REFERENCE_MEMORY, false, WH_CMD_REDUCE},
 	{"repeat", required_argument, WH_OPT_REPEAT, false, WH_CMD_RUN},
