@@ -246,7 +246,7 @@ static enum wh_status graph_weights_unchanged(const struct wh_graph *g)
 		uint64_t off;
 		if (g->values[v].data && wh_blob_origin(g->values[v].data, &f, &off) &&
 		    !wh_blob_file_unchanged(f))
-			return wh_error(WH_ERR_IO, "%s: the weights file changed during the run (rewritten or replaced after the model was loaded), so the answer would mix two versions of the model; nothing is reported (keep the weights unchanged while whittle runs, then run again: the replay keeps the verdicts so far)",
+			return wh_error(WH_ERR_IO, "%s: the weights file changed during the run (rewritten or replaced after the model was loaded), so the answer would mix two versions of the model; nothing is reported (keep the weights unchanged while whittle runs, then run again)",
 					wh_blob_file_path(f));
 	}
 	for (uint32_t i = 0; i < g->n_nodes; i++)

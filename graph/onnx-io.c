@@ -859,6 +859,10 @@ struct saver {
 	struct new_file *new_files;
 	uint32_t n_new, cap_new;
 	const char *model_name; /* base name of the model file */
+	/* the weights files of the model file that this save replaces (wh_model_external_files):
+	 * a new weights file may replace one of these, never another existing file */
+	char **old;
+	uint32_t n_old;
 };
 
 static bool grow(void **arr, uint32_t n, uint32_t *cap, size_t elem)
@@ -887,8 +891,25 @@ static bool name_taken(const struct saver *S, const char *name)
 	return false;
 }
 
+/* Whether a new weights file may be written as dir/name: nothing is there, or the file there
+ * is one that the model file being replaced reads (a save replacing its own earlier save). */
+static bool free_on_disk(const struct saver *S, const char *name)
+{
+	char dest[PATH_MAX];
+	struct stat sd, so;
+	if (!S->dir || (size_t)snprintf(dest, sizeof dest, "%s/%s", S->dir, name) >= sizeof dest || lstat(dest, &sd) != 0)
+		return true;
+	if (stat(dest, &sd) != 0)
+		return false;
+	for (uint32_t i = 0; i < S->n_old; i++)
+		if (stat(S->old[i], &so) == 0 && so.st_dev == sd.st_dev && so.st_ino == sd.st_ino)
+			return true;
+	return false;
+}
+
 /* A location for a new weights file: base (already safe) or base.N, not used by the model
- * file, a linked file or another new file. */
+ * file, a linked file or another new file, and not a file already there that the saved
+ * model's predecessor did not read (another model's weights). */
 static const char *unique_name(struct saver *S, const char *base)
 {
 	size_t n = strlen(base) + 24;
@@ -896,7 +917,7 @@ static const char *unique_name(struct saver *S, const char *base)
 	if (!buf)
 		return NULL;
 	snprintf(buf, n, "%s", base);
-	for (unsigned k = 1; name_taken(S, buf); k++)
+	for (unsigned k = 1; name_taken(S, buf) || !free_on_disk(S, buf); k++)
 		snprintf(buf, n, "%s.%u", base, k);
 	return buf;
 }
@@ -1308,6 +1329,7 @@ static void saver_release(struct saver *S)
 	wh_arena_destroy(S->tmp);
 	free(S->linked);
 	free(S->link_names);
+	wh_model_files_free(S->old, S->n_old);
 	free(S->viewed);
 	free(S->ents);
 	free(S->new_files);
@@ -1487,6 +1509,14 @@ enum wh_status wh_model_save_with(const struct wh_model *m, const char *path, co
 	char tmp[PATH_MAX];
 	int fd = -1;
 	Onnx__ModelProto *mp;
+	/* the weights of the model file replaced (an earlier save to path) may be replaced too */
+	if (wh_model_external_files(path, &S.old, &S.n_old) != WH_OK)
+		wh_error_clear();
+	if (xp && !free_on_disk(&S, xp)) {
+		st = wh_error(WH_ERR_USAGE, "%s/%s: a file of that name is there and %s does not read it, maybe another model's weights, so it is kept (give another name for the external data, or remove the file)",
+			      dir, xp, path);
+		goto out;
+	}
 	if ((st = encode_model(&S, m, &mp)) != WH_OK)
 		goto out;
 	size_t len = onnx__model_proto__get_packed_size(mp);
