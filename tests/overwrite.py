@@ -23,13 +23,11 @@ import shutil
 import subprocess
 import sys
 
-MARKS = {"WH_PATH_READ": 1, "WH_PATH_WRITE": 2, "WH_PATH_WRITE_DIR": 4, "WH_PATH_SAVE_NAME": 8}
-
-
 def table(src):
     """[(command, option name, letter or None, marks)] for every option with a write mark."""
     h = open(os.path.join(src, "reducer/cli/options.h")).read()
     bits = {m.group(1): 1 << int(m.group(2)) for m in re.finditer(r"(WH_CMD_\w+) = 1u << (\d+)", h)}
+    marks_of = {m.group(1): 1 << int(m.group(2)) for m in re.finditer(r"(WH_PATH_\w+) = 1u << (\d+)", h)}
     c = open(os.path.join(src, "reducer/cli/options.c")).read()
     defs = dict(re.findall(r"#define (\w+) (.*)", c))
 
@@ -47,7 +45,7 @@ def table(src):
         n_rows += 1
         if not m.group(6):
             continue
-        marks = value(m.group(6), MARKS)
+        marks = value(m.group(6), marks_of)
         if not marks & (2 | 4 | 8):
             continue
         mask = value(m.group(5), bits)

@@ -105,7 +105,7 @@ static const struct wh_cli_option options[] = {
 	{"report", required_argument, WH_OPT_REPORT, false, WH_CMD_RUN, WH_PATH_WRITE},
 	{"save-inputs", required_argument, WH_OPT_SAVE_INPUTS, false, WH_CMD_RUN, WH_PATH_WRITE_DIR},
 	{"save-outputs", required_argument, WH_OPT_SAVE_OUTPUTS, false, WH_CMD_RUN, WH_PATH_WRITE_DIR},
-	{"save-replay", required_argument, WH_OPT_SAVE_REPLAY, false, WH_CMD_REDUCE, WH_PATH_WRITE},
+	{"save-replay", required_argument, WH_OPT_SAVE_REPLAY, false, WH_CMD_REDUCE, WH_PATH_WRITE | WH_PATH_RESUMES},
 	{"save-tactics", required_argument, WH_OPT_SAVE_TACTICS, false, WH_CMD_RUN, WH_PATH_WRITE},
 	{"show", required_argument, WH_OPT_SHOW, false, WH_CMD_INSPECT},
 	{"show-histogram", no_argument, WH_OPT_SHOW_HISTOGRAM, false, WH_CMD_RUN | WH_CMD_COMPARE},

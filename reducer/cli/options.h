@@ -99,6 +99,8 @@ enum wh_cli_path {
 	WH_PATH_WRITE = 1u << 1,     /* a file the command writes (or replaces, or moves away) */
 	WH_PATH_WRITE_DIR = 1u << 2, /* a folder the command creates or writes files into */
 	WH_PATH_SAVE_NAME = 1u << 3, /* a weights file name next to each model the command saves */
+	WH_PATH_RESUMES = 1u << 4,   /* with WRITE: may be a file another option reads, which the
+				      * run continues (--save-replay F --load-replay F) */
 };
 
 struct wh_cli_option {

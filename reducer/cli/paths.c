@@ -15,6 +15,7 @@
 /* A file or folder the command reads, and how to name it in a refusal. */
 struct read_path {
 	const char *path;
+	bool by_option;  /* given to a read option (not the model or its weights) */
 	char label[PATH_MAX + 96];
 };
 
@@ -34,6 +35,7 @@ static enum wh_status add_read(struct reads *r, const char *path, const char *fm
 		r->cap = cap;
 	}
 	r->v[r->n].path = path;
+	r->v[r->n].by_option = false;
 	snprintf(r->v[r->n].label, sizeof r->v[r->n].label, fmt, arg);
 	r->n++;
 	return WH_OK;
@@ -61,17 +63,37 @@ static bool future_real(const char *path, char *out)
 	return (size_t)snprintf(out, PATH_MAX, "%s/%s", strcmp(real, "/") ? real : "", base) < PATH_MAX;
 }
 
+/* Whether the folder `dir` holds (at any depth) what `path` names or will name. */
+static bool inside(const char *path, const char *dir, char *real_dir)
+{
+	char rp[PATH_MAX];
+	if (!realpath(dir, real_dir) || !future_real(path, rp))
+		return false;
+	size_t n = strlen(real_dir);
+	return !strncmp(rp, real_dir, n) && (rp[n] == '/' || rp[n] == '\0' || n == 1);
+}
+
 /* Refuses when `path` (what option `opt` writes; shown as `shown`) is any file or folder in
- * r: the same device and inode, so "./m.onnx", a symbolic or a hard link all count. */
+ * r: the same device and inode, so "./m.onnx", a symbolic or a hard link all count; a folder
+ * written into (dir) may not lie inside a folder read either. flags: the option's marks. */
 static enum wh_status not_read(const char *cmd, const char *opt, const char *shown, const char *path, bool dir,
-			       const struct reads *r, const char *self)
+			       const struct reads *r, const char *self, uint32_t flags)
 {
 	struct stat so, si;
+	char rd[PATH_MAX];
+	for (uint32_t i = 0; dir && i < r->n; i++) {
+		if (r->v[i].path == self || stat(r->v[i].path, &si) != 0 || !S_ISDIR(si.st_mode) || !inside(path, r->v[i].path, rd))
+			continue;
+		return wh_cli_usage_error(cmd, "%s '%s': inside %s (%s), whose files would then change (give another folder)", opt, path,
+					  r->v[i].label, rd);
+	}
 	if (stat(path, &so) != 0)
 		return WH_OK; /* nothing there yet: not a file anyone reads */
 	for (uint32_t i = 0; i < r->n; i++) {
 		if (r->v[i].path == self || stat(r->v[i].path, &si) != 0 || so.st_dev != si.st_dev || so.st_ino != si.st_ino)
 			continue;
+		if ((flags & WH_PATH_RESUMES) && r->v[i].by_option)
+			continue; /* continues the file it reads */
 		if (strcmp(shown, path))
 			return wh_cli_usage_error(cmd, "%s '%s': %s is %s, and writing there would overwrite it (give another name)", opt,
 						  shown, path, r->v[i].label);
@@ -117,8 +139,9 @@ static enum wh_status list_reads(const struct wh_cli_spec *spec, const struct wh
 		const struct wh_cli_path_arg *p = &a->paths[i];
 		if ((p->opt->path & WH_PATH_READ) && p->arg) {
 			char what[128];
-			snprintf(what, sizeof what, "the file that --%s reads", p->opt->name);
-			st = add_read(r, p->arg, "%s", what);
+			snprintf(what, sizeof what, "the %s that --%s reads", wh_os_is_dir(p->arg) ? "folder" : "file", p->opt->name);
+			if ((st = add_read(r, p->arg, "%s", what)) == WH_OK)
+				r->v[r->n - 1].by_option = true;
 		}
 	}
 	return st;
@@ -162,7 +185,7 @@ enum wh_status wh_cli_check_paths(const struct wh_cli_spec *spec, const struct w
 			for (uint32_t k = 0; k < r.n; k++)
 				if (r.v[k].path == p->arg)
 					self = p->arg;
-			st = not_read(spec->cmd, opt, p->arg, p->arg, dir, &r, self);
+			st = not_read(spec->cmd, opt, p->arg, p->arg, dir, &r, self, p->opt->path);
 			if (st == WH_OK && !dir)
 				st = not_written_twice(spec->cmd, a, i);
 			continue;
@@ -186,7 +209,7 @@ enum wh_status wh_cli_check_paths(const struct wh_cli_spec *spec, const struct w
 				snprintf(file, sizeof file, "%s.data", q->arg), shown = file;
 			else
 				continue;
-			st = not_read(spec->cmd, opt, shown, file, false, &r, NULL);
+			st = not_read(spec->cmd, opt, shown, file, false, &r, NULL, 0);
 		}
 	}
 	free(r.v);
