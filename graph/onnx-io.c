@@ -901,6 +901,9 @@ static bool free_on_disk(const struct saver *S, const char *name)
 		return true;
 	if (stat(dest, &sd) != 0)
 		return false;
+	for (uint32_t i = 0; S->o && i < S->o->n_keep; i++)
+		if (stat(S->o->keep[i], &so) == 0 && so.st_dev == sd.st_dev && so.st_ino == sd.st_ino)
+			return false;
 	for (uint32_t i = 0; i < S->n_old; i++)
 		if (stat(S->old[i], &so) == 0 && so.st_dev == sd.st_dev && so.st_ino == sd.st_ino)
 			return true;
@@ -1420,6 +1423,11 @@ static enum wh_status not_viewed(const struct saver *S, const char *dest)
 		if (wh_blob_file_is(S->viewed[i], dest))
 			return wh_error(WH_ERR_USAGE, "%s: is the weights file '%s' that the model reads, and saving there would overwrite it (choose another path)",
 					dest, wh_blob_file_path(S->viewed[i]));
+	struct stat sd, sk;
+	for (uint32_t i = 0; S->o && i < S->o->n_keep && stat(dest, &sd) == 0; i++)
+		if (stat(S->o->keep[i], &sk) == 0 && sk.st_dev == sd.st_dev && sk.st_ino == sd.st_ino)
+			return wh_error(WH_ERR_USAGE, "%s: is the weights file '%s' of the input model, and saving there would overwrite it (choose another path)",
+					dest, S->o->keep[i]);
 	return WH_OK;
 }
 

@@ -59,6 +59,9 @@ struct wh_save_opts {
 	uint64_t inline_limit;          /* bytes; a model this large inline goes external */
 	bool one_file;                  /* false: one new file per tensor */
 	bool self_contained;            /* write every weight (never link the original's files) */
+	const char *const *keep;        /* files no save replaces, whatever names they take (the
+					 * input model's weights files); n_keep of them; borrowed */
+	uint32_t n_keep;
 };
 void wh_save_opts_init(struct wh_save_opts *o); /* the defaults above, one file */
 /* opts NULL: the defaults. */

@@ -11,6 +11,7 @@
 #include "graph/os.h"
 #include "reducer/cli/cli-internal.h"
 #include "reducer/cli/options.h"
+#include "reducer/cli/save-opts.h"
 
 /* A file or folder the command reads, and how to name it in a refusal. */
 struct read_path {
@@ -213,6 +214,15 @@ enum wh_status wh_cli_check_paths(const struct wh_cli_spec *spec, const struct w
 		}
 	}
 	free(r.v);
+	if (st == WH_OK && spec->save_opts) {
+		/* the saver keeps them too, under whatever name a save would give a new file */
+		wh_cli_save_opts_release(spec->save_opts);
+		spec->save_opts->keep = weights;
+		spec->save_opts->n_keep = n_weights;
+		spec->save_opts->save.keep = (const char *const *)weights;
+		spec->save_opts->save.n_keep = n_weights;
+		return st;
+	}
 	wh_model_files_free(weights, n_weights);
 	return st;
 }
