@@ -85,6 +85,16 @@ for args in "extract m/orig/model.onnx --inputs x --outputs h1 -o m/orig/model.o
 	rm -rf m && /usr/bin/python3 "$src/scripts/gen-overwrite.py" m >/dev/null
 done
 
+# a file written inside a folder read: would replace an input tensor
+"$whittle" run m/orig/model.onnx --save-inputs in >/dev/null 2>&1
+xs=$(sha256sum <in/x.pb)
+run "$whittle" run m/orig/model.onnx --load-inputs in --save-tactics in/x.pb
+if one_line 2 && [ "$(sha256sum <in/x.pb)" = "$xs" ] && grep -q 'inside the folder that --load-inputs reads' "$tmp/err"; then
+	ok "3: --save-tactics inside the --load-inputs folder: refused, the input kept"
+else
+	bad "3: --save-tactics in/x.pb with --load-inputs in: exit $rc"
+fi
+
 # ---- finding 11: --shared-dir is never created ----
 run "$whittle" reduce m/orig/model.onnx -o r.onnx --launcher slurm --shared-dir "$tmp/typo/shared" --check false
 if one_line 2 && [ ! -e "$tmp/typo" ] && grep -q 'does not exist' "$tmp/err"; then

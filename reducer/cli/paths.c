@@ -75,14 +75,15 @@ static bool inside(const char *path, const char *dir, char *real_dir)
 }
 
 /* Refuses when `path` (what option `opt` writes; shown as `shown`) is any file or folder in
- * r: the same device and inode, so "./m.onnx", a symbolic or a hard link all count; a folder
- * written into (dir) may not lie inside a folder read either. flags: the option's marks. */
+ * r: the same device and inode, so "./m.onnx", a symbolic or a hard link all count; nor may
+ * it lie inside a folder read (a file written among the inputs would replace one, or stop
+ * the folder loading). flags: the option's marks. */
 static enum wh_status not_read(const char *cmd, const char *opt, const char *shown, const char *path, bool dir,
 			       const struct reads *r, const char *self, uint32_t flags)
 {
 	struct stat so, si;
 	char rd[PATH_MAX];
-	for (uint32_t i = 0; dir && i < r->n; i++) {
+	for (uint32_t i = 0; i < r->n; i++) {
 		if (r->v[i].path == self || stat(r->v[i].path, &si) != 0 || !S_ISDIR(si.st_mode) || !inside(path, r->v[i].path, rd))
 			continue;
 		return wh_cli_usage_error(cmd, "%s '%s': inside %s (%s), whose files would then change (give another folder)", opt, path,
