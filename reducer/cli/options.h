@@ -101,6 +101,8 @@ enum wh_cli_path {
 	WH_PATH_SAVE_NAME = 1u << 3, /* a weights file name next to each model the command saves */
 	WH_PATH_RESUMES = 1u << 4,   /* with WRITE: may be a file another option reads, which the
 				      * run continues (--save-replay F --load-replay F) */
+	WH_PATH_FOLDER = 1u << 5,    /* with READ: may be a folder of files read (no output may
+				      * lie inside it) */
 };
 
 struct wh_cli_option {

@@ -17,6 +17,7 @@
 struct read_path {
 	const char *path;
 	bool by_option;  /* given to a read option (not the model or its weights) */
+	bool folder;     /* a folder of files read (WH_PATH_FOLDER) */
 	char label[PATH_MAX + 96];
 };
 
@@ -37,6 +38,7 @@ static enum wh_status add_read(struct reads *r, const char *path, const char *fm
 	}
 	r->v[r->n].path = path;
 	r->v[r->n].by_option = false;
+	r->v[r->n].folder = false;
 	snprintf(r->v[r->n].label, sizeof r->v[r->n].label, fmt, arg);
 	r->n++;
 	return WH_OK;
@@ -84,7 +86,8 @@ static enum wh_status not_read(const char *cmd, const char *opt, const char *sho
 	struct stat so, si;
 	char rd[PATH_MAX];
 	for (uint32_t i = 0; i < r->n; i++) {
-		if (r->v[i].path == self || stat(r->v[i].path, &si) != 0 || !S_ISDIR(si.st_mode) || !inside(path, r->v[i].path, rd))
+		if (!r->v[i].folder || r->v[i].path == self || stat(r->v[i].path, &si) != 0 || !S_ISDIR(si.st_mode) ||
+		    !inside(path, r->v[i].path, rd))
 			continue;
 		return wh_cli_usage_error(cmd, "%s '%s': inside %s (%s), whose files would then change (give another folder)", opt, path,
 					  r->v[i].label, rd);
@@ -142,8 +145,10 @@ static enum wh_status list_reads(const struct wh_cli_spec *spec, const struct wh
 		if ((p->opt->path & WH_PATH_READ) && p->arg) {
 			char what[128];
 			snprintf(what, sizeof what, "the %s that --%s reads", wh_os_is_dir(p->arg) ? "folder" : "file", p->opt->name);
-			if ((st = add_read(r, p->arg, "%s", what)) == WH_OK)
+			if ((st = add_read(r, p->arg, "%s", what)) == WH_OK) {
 				r->v[r->n - 1].by_option = true;
+				r->v[r->n - 1].folder = p->opt->path & WH_PATH_FOLDER;
+			}
 		}
 	}
 	return st;
