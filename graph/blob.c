@@ -289,6 +289,13 @@ bool wh_blob_file_is(const struct wh_blob_file *f, const char *path)
 	return f && stat(path, &sb) == 0 && sb.st_dev == f->dev && sb.st_ino == f->ino;
 }
 
+bool wh_blob_file_unchanged(const struct wh_blob_file *f)
+{
+	struct stat sb;
+	return stat(f->path, &sb) == 0 && sb.st_dev == f->dev && sb.st_ino == f->ino && (uint64_t)sb.st_size == f->size &&
+	       sb.st_mtim.tv_sec == f->mtime.tv_sec && sb.st_mtim.tv_nsec == f->mtime.tv_nsec;
+}
+
 enum wh_status wh_blob_create_view(struct wh_blob_file *f, uint64_t offset, size_t size,
 				   struct wh_blob **out)
 {

@@ -71,6 +71,10 @@ const char *wh_blob_file_location(const struct wh_blob_file *f);    /* as in the
 uint64_t wh_blob_file_size(const struct wh_blob_file *f);
 /* Whether f is the file that path names (same device and inode). */
 bool wh_blob_file_is(const struct wh_blob_file *f, const char *path);
+/* Whether the file at f's path is still the one opened, unchanged: the same device, inode,
+ * size and modification time (the identity wh_blob_digest hashes). False when it was
+ * rewritten in place (the mapping then shows the new bytes), replaced or removed. */
+bool wh_blob_file_unchanged(const struct wh_blob_file *f);
 
 /* A blob of size bytes at offset of f (takes its own reference to f). The range must lie
  * inside the file (the caller checks, with the message that names the tensor). An offset

@@ -239,6 +239,35 @@ out:
 	return st;
 }
 
+static enum wh_status graph_weights_unchanged(const struct wh_graph *g)
+{
+	for (uint32_t v = 0; v < g->n_values; v++) {
+		const struct wh_blob_file *f;
+		uint64_t off;
+		if (g->values[v].data && wh_blob_origin(g->values[v].data, &f, &off) &&
+		    !wh_blob_file_unchanged(f))
+			return wh_error(WH_ERR_IO, "%s: the weights file changed during the run (rewritten or replaced after the model was loaded), so the answer would mix two versions of the model; nothing is reported (keep the weights unchanged while whittle runs, then run again)",
+					wh_blob_file_path(f));
+	}
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		for (uint32_t k = 0; k < g->nodes[i].n_attrs; k++) {
+			const struct wh_attr *a = &g->nodes[i].attrs[k];
+			enum wh_status st = WH_OK;
+			if (a->type == WH_ATTR_GRAPH && a->g)
+				st = graph_weights_unchanged(a->g);
+			for (size_t j = 0; a->type == WH_ATTR_GRAPHS && j < a->n && st == WH_OK; j++)
+				st = graph_weights_unchanged(a->graphs[j]);
+			if (st != WH_OK)
+				return st;
+		}
+	return WH_OK;
+}
+
+enum wh_status wh_model_weights_unchanged(const struct wh_model *m)
+{
+	return graph_weights_unchanged(m->graph);
+}
+
 enum wh_status wh_model_hash(const struct wh_model *m, struct wh_hash *out)
 {
 	XXH128_hash_t h;

@@ -17,6 +17,11 @@ struct wh_hash {
 };
 
 enum wh_status wh_model_hash(const struct wh_model *m, struct wh_hash *out);
+/* WH_OK when every external-data file that m's weights view (initializers of the graph and
+ * its subgraphs) is still the file it was when loaded (wh_blob_file_unchanged: the identity
+ * the hash stands for); else WH_ERR_IO, one line naming the file. A long search calls it
+ * before reporting: a weights file rewritten meanwhile would make the answer mix models. */
+enum wh_status wh_model_weights_unchanged(const struct wh_model *m);
 /* 32 lowercase hex digits and a NUL into buf. */
 void wh_hash_hex(struct wh_hash h, char buf[33]);
 

@@ -21,4 +21,12 @@
 enum wh_status wh_pb_check_depth(const ProtobufCMessageDescriptor *desc, const void *data, size_t len,
 				 const char *label);
 
+/* Calls fn(ctx, location, n) with the "location" value (n bytes, not NUL-terminated) of
+ * every external_data entry of every message of type tensor_desc in data (a serialized
+ * `desc`), at any depth (initializers, tensor attributes, subgraphs, functions), without
+ * unpacking anything. Malformed wire data and nesting beyond WH_PB_MAX_DEPTH end the walk
+ * there (the loader reports them). Always WH_OK. */
+enum wh_status wh_pb_external_locations(const ProtobufCMessageDescriptor *desc, const ProtobufCMessageDescriptor *tensor_desc,
+					const void *data, size_t len, void (*fn)(void *ctx, const char *loc, size_t n), void *ctx);
+
 #endif

@@ -748,6 +748,82 @@ enum wh_status wh_model_load(const char *path, struct wh_model **out)
 	return st;
 }
 
+struct files_list {
+	const char *dir;
+	char **v;
+	uint32_t n, cap;
+	bool failed;
+};
+
+static void add_location(void *ctx, const char *loc, size_t n)
+{
+	struct files_list *l = ctx;
+	if (l->failed)
+		return;
+	char *p = NULL;
+	if (asprintf(&p, "%s/%.*s", l->dir, (int)(n > 4096 ? 4096 : n), loc) < 0) {
+		l->failed = true;
+		return;
+	}
+	for (uint32_t i = 0; i < l->n; i++)
+		if (!strcmp(l->v[i], p)) {
+			free(p);
+			return;
+		}
+	if (l->n == l->cap) {
+		uint32_t cap = l->cap ? l->cap * 2 : 8;
+		char **nv = realloc(l->v, cap * sizeof *nv);
+		if (!nv) {
+			free(p);
+			l->failed = true;
+			return;
+		}
+		l->v = nv;
+		l->cap = cap;
+	}
+	l->v[l->n++] = p;
+}
+
+enum wh_status wh_model_external_files(const char *path, char ***out, uint32_t *n_out)
+{
+	*out = NULL;
+	*n_out = 0;
+	char dir[PATH_MAX];
+	enum wh_status st = wh_os_dir_of(path, dir, sizeof dir);
+	if (st != WH_OK)
+		return st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return wh_error(WH_ERR_IO, "%s: cannot open: %s (check the path)", path, strerror(errno));
+	struct stat sb;
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > PROTOBUF_MAX || !sb.st_size) {
+		close(fd);
+		return WH_OK; /* nothing a loader would read external data from */
+	}
+	void *buf = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (buf == MAP_FAILED)
+		return wh_error(WH_ERR_IO, "%s: cannot map: %s (check the file)", path, strerror(errno));
+	struct files_list l = {.dir = dir};
+	wh_pb_external_locations(&onnx__model_proto__descriptor, &onnx__tensor_proto__descriptor, buf, (size_t)sb.st_size,
+				 add_location, &l);
+	munmap(buf, (size_t)sb.st_size);
+	if (l.failed) {
+		wh_model_files_free(l.v, l.n);
+		return wh_error(WH_ERR_NOMEM, "%s: out of memory listing its weights files (free some memory)", path);
+	}
+	*out = l.v;
+	*n_out = l.n;
+	return WH_OK;
+}
+
+void wh_model_files_free(char **files, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		free(files[i]);
+	free(files);
+}
+
 /* ---- save ---- */
 
 /* Where one tensor written by this save goes in a new external-data file. */
@@ -768,14 +844,25 @@ struct saver {
 	const struct wh_save_opts *o; /* NULL: everything inline (a buffer) */
 	bool externalize;             /* this pass moves tensors >= threshold to new files */
 	bool failed;                  /* out of memory while placing */
-	/* original weights files that tensors keep pointing at */
+	/* original weights files that tensors keep pointing at, and the name each is linked
+	 * under next to the saved model (its location, or a fresh name where a different file
+	 * holds that one) */
 	const struct wh_blob_file **linked;
-	uint32_t n_linked, cap_linked;
+	const char **link_names;
+	uint32_t n_linked, cap_linked, cap_link_names;
+	/* every weights file the model's tensors view (linked or not): a save replaces none */
+	const struct wh_blob_file **viewed;
+	uint32_t n_viewed, cap_viewed;
+	const char *dir; /* the saved model's folder; NULL: a buffer */
 	struct ext_entry *ents;
 	uint32_t n_ents, cap_ents;
 	struct new_file *new_files;
 	uint32_t n_new, cap_new;
 	const char *model_name; /* base name of the model file */
+	/* the weights files of the model file that this save replaces (wh_model_external_files):
+	 * a new weights file may replace one of these, never another existing file */
+	char **old;
+	uint32_t n_old;
 };
 
 static bool grow(void **arr, uint32_t n, uint32_t *cap, size_t elem)
@@ -796,7 +883,7 @@ static bool name_taken(const struct saver *S, const char *name)
 	if (S->model_name && !strcmp(name, S->model_name))
 		return true;
 	for (uint32_t i = 0; i < S->n_linked; i++)
-		if (!strcmp(wh_blob_file_location(S->linked[i]), name))
+		if (!strcmp(S->link_names[i], name))
 			return true;
 	for (uint32_t i = 0; i < S->n_new; i++)
 		if (!strcmp(S->new_files[i].name, name))
@@ -804,8 +891,28 @@ static bool name_taken(const struct saver *S, const char *name)
 	return false;
 }
 
+/* Whether a new weights file may be written as dir/name: nothing is there, or the file there
+ * is one that the model file being replaced reads (a save replacing its own earlier save). */
+static bool free_on_disk(const struct saver *S, const char *name)
+{
+	char dest[PATH_MAX];
+	struct stat sd, so;
+	if (!S->dir || (size_t)snprintf(dest, sizeof dest, "%s/%s", S->dir, name) >= sizeof dest || lstat(dest, &sd) != 0)
+		return true;
+	if (stat(dest, &sd) != 0)
+		return false;
+	for (uint32_t i = 0; S->o && i < S->o->n_keep; i++)
+		if (stat(S->o->keep[i], &so) == 0 && so.st_dev == sd.st_dev && so.st_ino == sd.st_ino)
+			return false;
+	for (uint32_t i = 0; i < S->n_old; i++)
+		if (stat(S->old[i], &so) == 0 && so.st_dev == sd.st_dev && so.st_ino == sd.st_ino)
+			return true;
+	return false;
+}
+
 /* A location for a new weights file: base (already safe) or base.N, not used by the model
- * file, a linked file or another new file. */
+ * file, a linked file or another new file, and not a file already there that the saved
+ * model's predecessor did not read (another model's weights). */
 static const char *unique_name(struct saver *S, const char *base)
 {
 	size_t n = strlen(base) + 24;
@@ -813,9 +920,45 @@ static const char *unique_name(struct saver *S, const char *base)
 	if (!buf)
 		return NULL;
 	snprintf(buf, n, "%s", base);
-	for (unsigned k = 1; name_taken(S, buf); k++)
+	for (unsigned k = 1; name_taken(S, buf) || !free_on_disk(S, buf); k++)
 		snprintf(buf, n, "%s.%u", base, k);
 	return buf;
+}
+
+/* The name to link the original weights file f under in the saved model's folder: its own
+ * location where that is free or already f (the original folder, a link made before), else
+ * the first free "<location>.N" (or one that is f): a different file of the same name (another
+ * model's weights: exporters use a handful of names) is never replaced. NULL: out of memory. */
+static const char *link_name(struct saver *S, const struct wh_blob_file *f)
+{
+	const char *loc = wh_blob_file_location(f);
+	size_t n = strlen(loc) + 24;
+	char *buf = wh_arena_alloc(S->tmp, n);
+	if (!buf)
+		return NULL;
+	snprintf(buf, n, "%s", loc);
+	for (unsigned k = 1;; k++) {
+		char dest[PATH_MAX];
+		struct stat sb;
+		bool fits = (size_t)snprintf(dest, sizeof dest, "%s/%s", S->dir ? S->dir : ".", buf) < sizeof dest;
+		if (!fits || (!name_taken(S, buf) && (wh_blob_file_is(f, dest) || lstat(dest, &sb) != 0)))
+			break;
+		snprintf(buf, n, "%s.%u", loc, k);
+	}
+	return buf;
+}
+
+/* Notes that the model views weights file f (for the check that a save replaces none). */
+static void note_viewed(struct saver *S, const struct wh_blob_file *f)
+{
+	for (uint32_t i = 0; i < S->n_viewed; i++)
+		if (S->viewed[i] == f)
+			return;
+	if (!grow((void **)&S->viewed, S->n_viewed, &S->cap_viewed, sizeof *S->viewed)) {
+		S->failed = true;
+		return;
+	}
+	S->viewed[S->n_viewed++] = f;
 }
 
 static uint32_t new_file(struct saver *S, const char *name)
@@ -865,18 +1008,25 @@ static void place_tensor(struct saver *S, Onnx__TensorProto *tp, const char *nam
 		return;
 	const struct wh_blob_file *f;
 	uint64_t off;
-	if (!S->o->self_contained && !S->o->external_data_path && wh_blob_origin(b, &f, &off)) {
+	bool view = wh_blob_origin(b, &f, &off);
+	if (view)
+		note_viewed(S, f);
+	if (!S->o->self_contained && !S->o->external_data_path && view) {
 		uint32_t i = 0;
 		while (i < S->n_linked && S->linked[i] != f)
 			i++;
 		if (i == S->n_linked) {
-			if (!grow((void **)&S->linked, S->n_linked, &S->cap_linked, sizeof *S->linked)) {
+			const char *nm = NULL;
+			if (!grow((void **)&S->linked, S->n_linked, &S->cap_linked, sizeof *S->linked) ||
+			    !grow((void **)&S->link_names, S->n_linked, &S->cap_link_names, sizeof *S->link_names) ||
+			    !(nm = link_name(S, f))) {
 				S->failed = true;
 				return;
 			}
+			S->link_names[S->n_linked] = nm;
 			S->linked[S->n_linked++] = f;
 		}
-		if (!set_external(S, tp, wh_blob_file_location(f), off, b->size))
+		if (!set_external(S, tp, S->link_names[i], off, b->size))
 			S->failed = true;
 		return;
 	}
@@ -1181,6 +1331,9 @@ static void saver_release(struct saver *S)
 {
 	wh_arena_destroy(S->tmp);
 	free(S->linked);
+	free(S->link_names);
+	wh_model_files_free(S->old, S->n_old);
+	free(S->viewed);
 	free(S->ents);
 	free(S->new_files);
 }
@@ -1262,12 +1415,28 @@ static enum wh_status dest_of(const char *dir, const char *location, char *buf, 
 	return WH_OK;
 }
 
+/* A save replaces no weights file that the model it writes reads (it would change the
+ * weights under the model, and under the original it came from). */
+static enum wh_status not_viewed(const struct saver *S, const char *dest)
+{
+	for (uint32_t i = 0; i < S->n_viewed; i++)
+		if (wh_blob_file_is(S->viewed[i], dest))
+			return wh_error(WH_ERR_USAGE, "%s: is the weights file '%s' that the model reads, and saving there would overwrite it (choose another path)",
+					dest, wh_blob_file_path(S->viewed[i]));
+	struct stat sd, sk;
+	for (uint32_t i = 0; S->o && i < S->o->n_keep && stat(dest, &sd) == 0; i++)
+		if (stat(S->o->keep[i], &sk) == 0 && sk.st_dev == sd.st_dev && sk.st_ino == sd.st_ino)
+			return wh_error(WH_ERR_USAGE, "%s: is the weights file '%s' of the input model, and saving there would overwrite it (choose another path)",
+					dest, S->o->keep[i]);
+	return WH_OK;
+}
+
 static enum wh_status write_new_file(const struct saver *S, uint32_t fi, const char *dir)
 {
 	char dest[PATH_MAX], tmp[PATH_MAX];
 	int fd = -1;
 	enum wh_status st = dest_of(dir, S->new_files[fi].name, dest, sizeof dest);
-	if (st != WH_OK || (st = temp_next_to(dest, tmp, sizeof tmp, &fd)) != WH_OK)
+	if (st != WH_OK || (st = not_viewed(S, dest)) != WH_OK || (st = temp_next_to(dest, tmp, sizeof tmp, &fd)) != WH_OK)
 		return st;
 	for (uint32_t i = 0; i < S->n_ents && st == WH_OK; i++)
 		if (S->ents[i].file == fi)
@@ -1288,39 +1457,37 @@ static enum wh_status write_new_file(const struct saver *S, uint32_t fi, const c
 	return st;
 }
 
-/* Makes dir/<location> the original weights file f: nothing when it already is (the
- * original folder, or a link made before), else a hard link. *cannot_out: a hard link is
+/* Makes dir/<name> the original weights file f (name: link_name's choice): nothing when it
+ * already is (the original folder, or a link made before), else a new hard link, never
+ * replacing a file (link(2) refuses an existing name). *cannot_out: a hard link is
  * impossible there (another file system, links refused); the caller then writes the weights.
  * A symbolic link would not do: ONNX Runtime and whittle's own loader refuse external data
  * that resolves outside the model's folder. */
-static enum wh_status link_original(const struct wh_blob_file *f, const char *dir, bool *cannot_out)
+static enum wh_status link_original(const struct wh_blob_file *f, const char *name, const char *dir, bool *cannot_out)
 {
-	char dest[PATH_MAX], tmp[PATH_MAX];
-	int fd = -1;
+	char dest[PATH_MAX];
 	*cannot_out = false;
-	enum wh_status st = dest_of(dir, wh_blob_file_location(f), dest, sizeof dest);
+	enum wh_status st = dest_of(dir, name, dest, sizeof dest);
 	if (st != WH_OK)
 		return st;
 	if (wh_blob_file_is(f, dest))
 		return WH_OK;
-	if ((st = temp_next_to(dest, tmp, sizeof tmp, &fd)) != WH_OK)
-		return st;
-	close(fd);
-	unlink(tmp);
-	if (link(wh_blob_file_path(f), tmp) != 0) {
+	if (link(wh_blob_file_path(f), dest) != 0) {
 		if (errno == EXDEV || errno == EPERM || errno == EMLINK || errno == ENOTSUP || errno == EACCES) {
 			*cannot_out = true;
 			return WH_OK;
 		}
+		if (errno == EEXIST)
+			return wh_error(WH_ERR_IO, "%s: another file took this name while saving (kept; save again)", dest);
 		return wh_error(WH_ERR_IO, "%s: cannot link the weights file '%s': %s (save with --self-contained to copy the weights)",
 				dest, wh_blob_file_path(f), strerror(errno));
 	}
-	if (rename(tmp, dest) != 0) {
-		st = wh_error(WH_ERR_IO, "%s: cannot replace: %s (check the folder is writable)", dest, strerror(errno));
-		unlink(tmp);
-	}
-	return st;
+	if (strcmp(name, wh_blob_file_location(f)))
+		wh_warn("%s/%s: a different file of that name is there (kept); the saved model reads its weights from the link '%s'",
+			dir, wh_blob_file_location(f), name);
+	return WH_OK;
 }
+
 
 enum wh_status wh_model_save_with(const struct wh_model *m, const char *path, const struct wh_save_opts *opts)
 {
@@ -1341,7 +1508,7 @@ enum wh_status wh_model_save_with(const struct wh_model *m, const char *path, co
 		return st;
 	const char *base = slash0 ? slash0 + 1 : path;
 
-	struct saver S = {.o = opts, .model_name = base, .externalize = opts->external || xp};
+	struct saver S = {.o = opts, .model_name = base, .externalize = opts->external || xp, .dir = dir};
 	st = wh_arena_create(&S.tmp);
 	if (st != WH_OK)
 		return st;
@@ -1350,13 +1517,21 @@ enum wh_status wh_model_save_with(const struct wh_model *m, const char *path, co
 	char tmp[PATH_MAX];
 	int fd = -1;
 	Onnx__ModelProto *mp;
+	/* the weights of the model file replaced (an earlier save to path) may be replaced too */
+	if (wh_model_external_files(path, &S.old, &S.n_old) != WH_OK)
+		wh_error_clear();
+	if (xp && !free_on_disk(&S, xp)) {
+		st = wh_error(WH_ERR_USAGE, "%s/%s: a file of that name is there and %s does not read it, maybe another model's weights, so it is kept (give another name for the external data, or remove the file)",
+			      dir, xp, path);
+		goto out;
+	}
 	if ((st = encode_model(&S, m, &mp)) != WH_OK)
 		goto out;
 	size_t len = onnx__model_proto__get_packed_size(mp);
 	if (!S.externalize && len >= opts->inline_limit) {
 		/* too large inline: encode again with the large weights in a new file */
 		S.externalize = true;
-		S.n_linked = S.n_ents = S.n_new = 0;
+		S.n_linked = S.n_ents = S.n_new = S.n_viewed = 0;
 		if ((st = encode_model(&S, m, &mp)) != WH_OK)
 			goto out;
 		len = onnx__model_proto__get_packed_size(mp);
@@ -1371,9 +1546,11 @@ enum wh_status wh_model_save_with(const struct wh_model *m, const char *path, co
 		goto out;
 	}
 	onnx__model_proto__pack(mp, buf);
+	if ((st = not_viewed(&S, path)) != WH_OK)
+		goto out;
 	bool cannot_link = false;
 	for (uint32_t i = 0; i < S.n_linked && st == WH_OK && !cannot_link; i++)
-		st = link_original(S.linked[i], dir, &cannot_link);
+		st = link_original(S.linked[i], S.link_names[i], dir, &cannot_link);
 	if (st == WH_OK && cannot_link) {
 		/* another file system: write the weights this model needs instead */
 		struct wh_save_opts copy = *opts;

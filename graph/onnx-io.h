@@ -23,13 +23,24 @@ enum wh_status wh_model_load(const char *path, struct wh_model **out);
 enum wh_status wh_model_load_buffer(const void *data, size_t len, const char *dir,
 				    const char *label, struct wh_model **out);
 
+/* The external-data files that the model file at path names: each tensor's "location"
+ * joined to the model's folder ("<dir>/<location>", as written; not checked to exist or to
+ * stay inside the folder: the loader does that), each once. Found by walking the file's wire
+ * format, nothing unpacked, so asking costs little for a model of any size. *out (n_out
+ * strings) belongs to the caller: wh_model_files_free. WH_ERR_IO when path cannot be read. */
+enum wh_status wh_model_external_files(const char *path, char ***out, uint32_t *n_out);
+void wh_model_files_free(char **files, uint32_t n);
+
 /* How a model is saved to a file (options as Polygraphy's --save-external-data,
  * --external-data-size-threshold, --no-save-all-tensors-to-one-file).
  *
  * Weights that are views of an original weights file (loaded external data) keep pointing
  * at it, with their original offsets: the file is hard-linked into the saved model's folder
- * under the name the original gives it (nothing when it is already there), so saving a
- * subgraph of a 100 GB model writes kilobytes. Where a hard link is impossible (another file
+ * under the name the original gives it (nothing when that name already is the same file),
+ * so saving a subgraph of a 100 GB model writes kilobytes. Where a different file has that
+ * name (another model's weights), it is kept: the link gets the first free "<name>.N", the
+ * saved model points at it, and a warning says so. No save replaces a weights file that the
+ * saved model's tensors view (WH_ERR_USAGE). Where a hard link is impossible (another file
  * system) the save warns and proceeds as self_contained: a symbolic link out of the folder
  * would be refused by ONNX Runtime and by wh_model_load. Other weights are written inline,
  * unless the model would be inline_limit bytes or more (or external is set): then each
@@ -48,6 +59,9 @@ struct wh_save_opts {
 	uint64_t inline_limit;          /* bytes; a model this large inline goes external */
 	bool one_file;                  /* false: one new file per tensor */
 	bool self_contained;            /* write every weight (never link the original's files) */
+	const char *const *keep;        /* files no save replaces, whatever names they take (the
+					 * input model's weights files); n_keep of them; borrowed */
+	uint32_t n_keep;
 };
 void wh_save_opts_init(struct wh_save_opts *o); /* the defaults above, one file */
 /* opts NULL: the defaults. */

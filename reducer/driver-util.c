@@ -416,16 +416,11 @@ int wh_threads_per_job(int threads, int jobs)
 	return threads / jobs > 0 ? threads / jobs : 1;
 }
 
-enum wh_status wh_output_check(const char *path, const char *what, const char *input)
+enum wh_status wh_output_check(const char *path, const char *what)
 {
-	struct stat sp, si;
-	if (stat(path, &sp) == 0) {
-		if (S_ISDIR(sp.st_mode))
-			return wh_error(WH_ERR_USAGE, "%s: is a folder, not a file for %s (give a file path)", path, what);
-		if (input && stat(input, &si) == 0 && sp.st_dev == si.st_dev && sp.st_ino == si.st_ino)
-			return wh_error(WH_ERR_USAGE, "%s: is the input model %s, and writing %s there would overwrite it (choose another path)",
-					path, input, what);
-	}
+	struct stat sp;
+	if (stat(path, &sp) == 0 && S_ISDIR(sp.st_mode))
+		return wh_error(WH_ERR_USAGE, "%s: is a folder, not a file for %s (give a file path)", path, what);
 	char dir[PATH_MAX];
 	enum wh_status st = wh_os_dir_of(path, dir, sizeof dir);
 	if (st != WH_OK)

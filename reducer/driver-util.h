@@ -111,9 +111,9 @@ enum wh_status wh_verdict_cache_load(struct wh_verdict_cache *c, const char *pat
 /* ---- files ---- */
 
 /* Checks before any work that path can be written as `what` ("the reduced model"): not a
- * folder, in a folder that exists and is writable, and not the file input (the model being
- * worked on; a link to it counts; NULL: no such check). One line on failure. */
-enum wh_status wh_output_check(const char *path, const char *what, const char *input);
+ * folder, in a folder that exists and is writable. One line on failure. (That it is no file
+ * the command reads is the front end's one rule: reducer/cli/paths.c.) */
+enum wh_status wh_output_check(const char *path, const char *what);
 
 /* Claims an artifacts folder for one run: creates it and locks it (dir/.whittle-lock, held
  * until wh_artifacts_unlock) so that a second run into it refuses at once; a folder holding

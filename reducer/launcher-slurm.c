@@ -29,6 +29,11 @@ struct wh_slurm {
 
 enum wh_status wh_slurm_create(const struct wh_check_options *o, struct wh_slurm **out)
 {
+	/* a shared folder is a mount every node sees: whittle never creates it, since a folder it
+	 * made (a typo for the mount) would be local to this node and invisible to the jobs */
+	if (o->shared_dir && !wh_os_is_dir(o->shared_dir))
+		return wh_error(WH_ERR_USAGE, "--shared-dir '%s': %s (give a folder that exists on every node; whittle does not create it)",
+				o->shared_dir, access(o->shared_dir, F_OK) == 0 ? "is not a folder" : "does not exist");
 	struct wh_slurm *s = calloc(1, sizeof *s);
 	if (!s)
 		return wh_error(WH_ERR_NOMEM, "slurm: out of memory");
@@ -96,7 +101,7 @@ static enum wh_status make_root(struct wh_slurm *s)
 		char tmpl[PATH_MAX + 32];
 		if ((size_t)snprintf(tmpl, sizeof tmpl, "%s/whittle-slurm.XXXXXX", s->o.shared_dir) >= sizeof s->root - 64) {
 			st = wh_error(WH_ERR_IO, "%s: shared folder path too long (give a shorter --shared-dir)", s->o.shared_dir);
-		} else if ((st = wh_os_make_dir(s->o.shared_dir)) == WH_OK && (st = wh_os_make_temp_dir(tmpl)) == WH_OK) {
+		} else if ((st = wh_os_make_temp_dir(tmpl)) == WH_OK) {
 			char rp[PATH_MAX];
 			/* absolute: the job runs in another process, maybe on another node */
 			snprintf(s->root, sizeof s->root, "%.4000s", realpath(tmpl, rp) ? rp : tmpl);

@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include "executor/executor.h"
+#include "graph/hash.h"
 #include "graph/names.h"
 #include "graph/os.h"
 #include "graph/topo.h"
@@ -521,7 +522,8 @@ enum wh_status wh_precision_search(const struct wh_model *m, const struct wh_ten
 			goto out;
 		rep->one_minimal = sr.one_minimal;
 	}
-	if ((st = make_config(p, mask, result)) != WH_OK)
+	/* the answer stands for the weights loaded: refuse it if a weights file changed meanwhile */
+	if ((st = wh_model_weights_unchanged(m)) != WH_OK || (st = make_config(p, mask, result)) != WH_OK)
 		goto out;
 	if (sr.inconsistent)
 		snprintf(rep->note, sizeof rep->note, "%.200s", sr.note);

@@ -978,9 +978,9 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 	wh_interrupt_track_dir(d->workdir);
 	/* every output can be written (the artifacts folder exists now), before the search: not
 	 * after an hour of checks */
-	if ((o->output_path && (st = wh_output_check(o->output_path, "the reduced model", o->model_path)) != WH_OK) ||
-	    (o->min_good_path && (st = wh_output_check(o->min_good_path, "the --min-good model", o->model_path)) != WH_OK) ||
-	    (o->save_replay && (st = wh_output_check(o->save_replay, "the replay", o->model_path)) != WH_OK))
+	if ((o->output_path && (st = wh_output_check(o->output_path, "the reduced model")) != WH_OK) ||
+	    (o->min_good_path && (st = wh_output_check(o->min_good_path, "the --min-good model")) != WH_OK) ||
+	    (o->save_replay && (st = wh_output_check(o->save_replay, "the replay")) != WH_OK))
 		goto out;
 	{
 		char p[PATH_MAX + 96];
@@ -1152,6 +1152,9 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			wh_progress_log(&d->pr, "reduce: prior: none of its %u candidates failed (%u check%s spent on them); the unbiased search ran: %u checks, "
 					"its bound %u", n_prior_sets, rep->prior_checks, rep->prior_checks == 1 ? "" : "s", rep->checks_run, bound);
 	}
+	/* the answer stands for the weights loaded: refuse it if a weights file changed meanwhile */
+	if ((st = wh_model_weights_unchanged(d->m)) != WH_OK)
+		goto out;
 	if ((st = save_mask_model(d, result, o->output_path, &reduced)) != WH_OK) {
 		/* the search is done: say what it found and where its verdicts are, so that a
 		 * rerun with --load-replay costs nothing */

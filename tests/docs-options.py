@@ -61,7 +61,8 @@ def table(src):
         return eval(expr.replace("0xffffffffu", "0xffffffff"), {})
 
     rows = []
-    for m in re.finditer(r'\{"([a-z0-9-]+)", \w+, ([^,]+), (true|false), ([^}]+)\}', c):
+    # a row: name, has_arg, code, letter, commands[, path marks (enum wh_cli_path)]
+    for m in re.finditer(r'\{"([a-z0-9-]+)", \w+, ([^,]+), (true|false), ([^,}]+)(?:, [^}]+)?\}', c):
         letter = m.group(2).strip()[1] if m.group(3) == "true" else None
         rows.append((m.group(1), letter, mask(m.group(4))))
     cli = open(os.path.join(src, "reducer/cli/cli.c")).read()

@@ -175,10 +175,10 @@ expect_usage "--calib-method at fp32 in build" \
 # --save-inputs into the --load-inputs folder would make it unloadable
 "$whittle" run "$m" --save-inputs "$tmp/in" >/dev/null
 expect_usage "--save-inputs into --load-inputs" \
-	"whittle: run: --save-inputs '$tmp/in': inside the --load-inputs folder $tmp/in, which would then no longer load (give another folder)" \
+	"whittle: run: --save-inputs '$tmp/in': inside the folder that --load-inputs reads ($tmp/in), whose files would then change (give another folder)" \
 	"$whittle" run "$m" --load-inputs "$tmp/in" --save-inputs "$tmp/in"
 expect_usage "--save-inputs below --load-inputs" \
-	"whittle: run: --save-inputs '$tmp/in/sub': inside the --load-inputs folder $tmp/in, which would then no longer load (give another folder)" \
+	"whittle: run: --save-inputs '$tmp/in/sub': inside the folder that --load-inputs reads ($tmp/in), whose files would then change (give another folder)" \
 	"$whittle" run "$m" --load-inputs "$tmp/in" --save-inputs "$tmp/in/sub"
 run "$whittle" run "$m" --load-inputs "$tmp/in" --save-inputs "$tmp/in2"
 [ "$rc" -eq 0 ] && ok "--save-inputs into another folder works" || bad "--save-inputs into another folder: exit $rc"

@@ -11,6 +11,7 @@
 #include "graph/shape.h"
 #include "graph/status.h"
 #include "executor/precision.h"
+#include "reducer/cli/options.h"
 
 enum wh_exit {
 	WH_EXIT_OK = 0,
@@ -107,7 +108,15 @@ struct wh_run_opts;
 struct wh_cmd_ctx;
 struct wh_cli_save_opts;
 
+/* A path given to an option marked in options.c as read or written (enum wh_cli_path). */
+struct wh_cli_path_arg {
+	const struct wh_cli_option *opt;
+	const char *arg; /* into argv; NULL for --save-external-data without a value */
+};
+
 struct wh_cli_args {
+	struct wh_cli_path_arg paths[160]; /* every path option given, in order */
+	int n_paths;
 	char **operands;      /* into argv */
 	char **check;         /* the words after --check (finished into check_opts); NULL: none */
 	int n_check;
@@ -167,6 +176,15 @@ enum wh_status wh_cmd_ctx_check(struct wh_cmd_ctx *c, const struct wh_cli_args *
  * (wh_run_opts_load_inputs, wh_run_opts_load_sample). */
 enum wh_status wh_cmd_ctx_load(struct wh_cmd_ctx *c, const struct wh_run_opts *o, const char *path, enum wh_cmd_samples want);
 void wh_cmd_ctx_release(struct wh_cmd_ctx *c);
+
+/* The one rule for output paths (paths.c), run by wh_cli_command after validate and before
+ * go, so before anything is read or written: no path that an option marked WH_PATH_WRITE,
+ * WH_PATH_WRITE_DIR or WH_PATH_SAVE_NAME writes may be a file or folder the command reads (the
+ * MODEL operand, each external-data file it names, the operands and every path an option
+ * marked WH_PATH_READ gives), nor a path another output option writes. Compared by device
+ * and inode (links and "./x" included) and by resolved path. A refusal is one usage error,
+ * "<cmd>: <option> '<path>': <why> (<what to do>)". */
+enum wh_status wh_cli_check_paths(const struct wh_cli_spec *spec, const struct wh_cli_args *a);
 
 /* A whole command: initialises the groups, parses, validates, goes, releases; returns
  * the exit code (0, 1 when c->fails, else the status's). */

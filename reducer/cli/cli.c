@@ -143,6 +143,13 @@ enum wh_status wh_cli_parse(const struct wh_cli_spec *spec, int argc, char **arg
 		enum wh_status st = offer_option(spec, c, argv);
 		if (st != WH_OK)
 			return st;
+		const struct wh_cli_option *row = wh_cli_option_of(wh_cli_cmd_bit(spec->cmd), c);
+		if (row && row->path) {
+			if (out->n_paths == (int)(sizeof out->paths / sizeof out->paths[0]))
+				return wh_cli_usage_error(spec->cmd, "more than %d path options (give fewer; put files in a folder)",
+							  (int)(sizeof out->paths / sizeof out->paths[0]));
+			out->paths[out->n_paths++] = (struct wh_cli_path_arg){row, optarg};
+		}
 	}
 	int n = nargs - optind;
 	if (!spec->operands && n > 0)

@@ -359,7 +359,7 @@ static enum wh_status precision(void *self, const struct wh_cli_args *a, struct 
 	so->compare = x->run.compare;
 	so->threads = x->run.threads;
 	so->jobs = x->check.jobs;
-	if ((x->output_path && (st = wh_output_check(x->output_path, "the layer precisions", so->model_path)) != WH_OK) ||
+	if ((x->output_path && (st = wh_output_check(x->output_path, "the layer precisions")) != WH_OK) ||
 	    (st = wh_cmd_ctx_check(c, a, &x->check)) != WH_OK ||
 	    (st = wh_cmd_ctx_load(c, &x->run, so->model_path, WH_SAMPLES_ALL)) != WH_OK)
 		goto out;

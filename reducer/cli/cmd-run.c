@@ -114,36 +114,6 @@ static enum wh_status run_option(void *self, int c, const char *arg)
 /* The comparison's options mean nothing without --compare. */
 static const int compare_opts[] = {WH_RUN_OPT_ATOL, WH_RUN_OPT_RTOL, WH_RUN_OPT_ERROR_STAT, WH_RUN_OPT_END};
 
-/* path as it will be once it exists: the real path of its folder and its own name. */
-static bool future_real_path(const char *path, char *out)
-{
-	if (realpath(path, out))
-		return true;
-	char dir[PATH_MAX];
-	const char *slash = strrchr(path, '/');
-	const char *base = slash ? slash + 1 : path;
-	if (slash)
-		snprintf(dir, sizeof dir, "%.*s", (int)(slash - path == 0 ? 1 : slash - path), path);
-	else
-		snprintf(dir, sizeof dir, ".");
-	char real[PATH_MAX];
-	return realpath(dir, real) && (size_t)snprintf(out, PATH_MAX, "%s/%s", real, base) < PATH_MAX;
-}
-
-/* --save-inputs into the --load-inputs folder (or below it) would mix the written files
- * with the read ones, and the folder would no longer load. */
-static enum wh_status check_save_inputs(const struct wh_run_cmd *x)
-{
-	char load[PATH_MAX], save[PATH_MAX];
-	if (!x->save_inputs || !x->run.load_inputs || !realpath(x->run.load_inputs, load) || !future_real_path(x->save_inputs, save))
-		return WH_OK;
-	size_t n = strlen(load);
-	if (!strncmp(save, load, n) && (save[n] == '\0' || save[n] == '/'))
-		return wh_cli_usage_error("run", "--save-inputs '%s': inside the --load-inputs folder %s, which would then no longer load (give another folder)",
-					  x->save_inputs, x->run.load_inputs);
-	return WH_OK;
-}
-
 static enum wh_status run_validate(void *self, const struct wh_cli_args *a)
 {
 	struct wh_run_cmd *x = self;
@@ -167,7 +137,7 @@ static enum wh_status run_validate(void *self, const struct wh_cli_args *a)
 	enum wh_status st = WH_OK;
 	if (!x->compare)
 		st = wh_run_opts_refuse(&x->run, compare_opts, "goes with --compare, without which nothing is compared (add --compare fp32 or --compare DIR)");
-	return st == WH_OK ? check_save_inputs(x) : st;
+	return st;
 }
 
 /* --load-tactics reads the plan, --save-tactics builds it and writes it. */

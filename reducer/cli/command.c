@@ -51,8 +51,11 @@ int wh_cli_command(const struct wh_cli_spec *spec, int argc, char **argv)
 	if (st == WH_OK && !a.help && spec->validate)
 		st = spec->validate(spec->self, &a);
 	if (st == WH_OK && !a.help)
+		st = wh_cli_check_paths(spec, &a);
+	if (st == WH_OK && !a.help)
 		st = spec->go(spec->self, &a, &c);
 	wh_cmd_ctx_release(&c);
 	wh_run_opts_release(spec->run_opts);
+	wh_cli_save_opts_release(spec->save_opts);
 	return st != WH_OK ? wh_cli_fail(st) : c.fails ? WH_EXIT_FAILS : WH_EXIT_OK;
 }

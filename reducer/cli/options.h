@@ -91,17 +91,36 @@ enum wh_cli_opt {
 	WH_OPT_END, /* keep last, below 0x1b00 */
 };
 
+/* What an option's value is to the one rule on output paths (paths.c): the files and
+ * folders a command reads, and those it writes. An option that writes a file or folder is
+ * marked here, in its row, so no writer can escape the rule (tests/e2e-overwrite.sh loops
+ * over these marks). */
+enum wh_cli_path {
+	WH_PATH_READ = 1u << 0,      /* a file or folder the command reads */
+	WH_PATH_WRITE = 1u << 1,     /* a file the command writes (or replaces, or moves away) */
+	WH_PATH_WRITE_DIR = 1u << 2, /* a folder the command creates or writes files into */
+	WH_PATH_SAVE_NAME = 1u << 3, /* a weights file name next to each model the command saves */
+	WH_PATH_RESUMES = 1u << 4,   /* with WRITE: may be a file another option reads, which the
+				      * run continues (--save-replay F --load-replay F) */
+	WH_PATH_FOLDER = 1u << 5,    /* with READ: may be a folder of files read (no output may
+				      * lie inside it) */
+};
+
 struct wh_cli_option {
 	const char *name; /* without the dashes */
 	int has_arg;      /* no_argument, required_argument or optional_argument */
 	int code;         /* what getopt_long returns: WH_OPT_*, a group's code, or the letter */
 	bool letter;      /* also the short option -<code> */
 	uint32_t cmds;    /* the WH_CMD_* bits of the commands that take it */
+	uint32_t path;    /* WH_PATH_* bits: what its value is to the output-path rule; 0: not a path */
 };
 
 /* Fills longopts (n_longopts entries, the last left all zero) and shortopts (getopt
  * syntax, NUL-terminated) with the options of the command `cmd` (one WH_CMD_* bit).
  * Returns false when the arrays are too small. */
 bool wh_cli_options_for(uint32_t cmd, struct option *longopts, size_t n_longopts, char *shortopts, size_t n_shortopts);
+
+/* The row of the option that getopt_long returned `code` for in command `cmd`, or NULL. */
+const struct wh_cli_option *wh_cli_option_of(uint32_t cmd, int code);
 
 #endif

@@ -10,6 +10,17 @@ void wh_cli_save_opts_init(struct wh_cli_save_opts *o)
 	wh_save_opts_init(&o->save);
 }
 
+void wh_cli_save_opts_release(struct wh_cli_save_opts *o)
+{
+	if (!o)
+		return;
+	wh_model_files_free(o->keep, o->n_keep);
+	o->keep = NULL;
+	o->n_keep = 0;
+	o->save.keep = NULL;
+	o->save.n_keep = 0;
+}
+
 bool wh_cli_parse_size(const char *s, uint64_t *out)
 {
 	if (!s || *s < '0' || *s > '9')

@@ -44,9 +44,14 @@ enum {
 struct wh_cli_save_opts {
 	struct wh_save_opts save;
 	bool given; /* any saving option */
+	char **keep; /* the input model's weights files (save.keep points here), set by
+		      * wh_cli_check_paths; owned, freed by wh_cli_save_opts_release */
+	uint32_t n_keep;
 };
 
 void wh_cli_save_opts_init(struct wh_cli_save_opts *o);
+/* Frees what o owns (NULL-safe). */
+void wh_cli_save_opts_release(struct wh_cli_save_opts *o);
 
 /* Takes getopt_long's code c and optarg. Returns true when c is a saving option; then
  * *st_out is WH_OK, or WH_ERR_USAGE with the message recorded for a bad value. */
