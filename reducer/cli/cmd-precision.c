@@ -55,6 +55,7 @@ static const char precision_help[] =
 	"                           on one line); without it a missing input is an error\n"
 	"  --seed N, --val-range LO,HI   generated inputs (default seed 1, range 0,1)\n"
 	"  --input-shapes S         bind dynamic input dimensions, e.g. x:1x3x48x320\n"
+	"  --device cuda[:N]        run the layers on a CUDA GPU where it has kernels (docs/gpu.md)\n"
 	"  --threads N              executor threads (default: all cores)\n"
 	WH_CALIB_HELP
 	"exit status: 0 found, 2 usage, 3 bad input, or the model already passes at --precision, or\n"
