@@ -24,6 +24,26 @@ struct wh_gpu {
 };
 
 static pthread_mutex_t gpu_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The module runs on one stream and is called from one thread at a time: a run on the GPU
+ * (a frame's struct wh_gpu_vals) holds this from its start to its end, so engines of several
+ * threads (reduce --jobs) take turns; recursive for a run started inside another's callback. */
+static pthread_mutex_t run_lock;
+static pthread_once_t run_lock_once = PTHREAD_ONCE_INIT;
+
+static void run_lock_init(void)
+{
+	pthread_mutexattr_t a;
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&run_lock, &a);
+	pthread_mutexattr_destroy(&a);
+}
+
+static void run_lock_take(void)
+{
+	pthread_once(&run_lock_once, run_lock_init);
+	pthread_mutex_lock(&run_lock);
+}
 static struct wh_gpu *gpus[MAX_DEVICES];
 static char lib_error[1024]; /* a failed load is reported the same way every time */
 
@@ -195,9 +215,11 @@ void wh_gpu_weights_destroy(struct wh_gpu_weights *w)
 {
 	if (!w)
 		return;
+	run_lock_take();
 	for (size_t i = 0; i < w->cap; i++)
 		if (w->e[i].data)
 			dbuf_unref(w->g, w->e[i].b);
+	pthread_mutex_unlock(&run_lock);
 	free(w->e);
 	free(w);
 }
@@ -296,6 +318,7 @@ enum wh_status wh_gpu_vals_create(struct wh_gpu *g, struct wh_gpu_weights *w, ui
 	dv->g = g;
 	dv->w = w;
 	dv->n = n_values;
+	run_lock_take();
 	*out = dv;
 	return WH_OK;
 }
@@ -308,6 +331,7 @@ void wh_gpu_vals_destroy(struct wh_gpu_vals *dv)
 		dbuf_unref(dv->g, dv->b[v]);
 	dv->g->api->event_free(dv->ev0);
 	dv->g->api->event_free(dv->ev1);
+	pthread_mutex_unlock(&run_lock);
 	free(dv->b);
 	free(dv);
 }
