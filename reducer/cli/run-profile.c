@@ -73,8 +73,8 @@ static void print_text(const struct row *layers, uint32_t n, const struct row *o
 			h2d += (double)layers[i].h2d;
 			d2h += (double)layers[i].d2h;
 		}
-		printf("devices: %u layers on cuda, %u on the cpu; copies in the last run: %.3f MB to the GPU, %.3f MB back\n", on_gpu,
-		       n - on_gpu, h2d / 1e6, d2h / 1e6);
+		printf("devices: %u layers on cuda, %u on the cpu; copies in the last run: %.1f KB to the GPU, %.1f KB back\n", on_gpu,
+		       n - on_gpu, h2d / 1e3, d2h / 1e3);
 		printf("%5s  %-*s  %-*s  %-4s  %-*s  %9s  %6s  %9s  %8s\n", "#", w, "layer", wo, "op", "dev", wt, "tactic", "ms", "share",
 		       "copy KB", "GFLOP/s");
 	} else {
