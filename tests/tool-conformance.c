@@ -21,6 +21,7 @@
 #include "executor/cpu.h"
 #include "executor/executor.h"
 #include "executor/kernel.h" /* element accessors */
+#include "executor/precision.h"
 #include "graph/onnx-io.h"
 #include "graph/tensor-file.h"
 
@@ -480,13 +481,24 @@ static void run_case(const struct opts *o, struct results *r, const char *suite,
 		uint32_t np = 0, on_cpu = 0;
 		const struct wh_layer_profile *lp = wh_engine_profile(e, &np);
 		char cpu_ops[256] = "";
-		for (uint32_t i = 0; i < np; i++)
-			if (lp[i].device && strcmp(lp[i].device, "cuda") && strcmp(lp[i].op_type, "Constant") && strcmp(lp[i].op_type, "Shape") &&
+		/* shape arithmetic and constants stay on the host by design (docs/gpu.md) */
+		const struct wh_graph *g = m->graph;
+		uint8_t *kinds = calloc((size_t)g->n_nodes + 1, 1);
+		if (kinds && wh_model_layer_kinds(m, kinds) != WH_OK)
+			memset(kinds, 0, (size_t)g->n_nodes + 1);
+		for (uint32_t i = 0; i < np; i++) {
+			uint8_t kind = 0;
+			for (uint32_t k = 0; kinds && k < g->n_nodes; k++)
+				if (lp[i].name && g->nodes[k].name && !strcmp(g->nodes[k].name, lp[i].name))
+					kind = kinds[k];
+			if (lp[i].device && strcmp(lp[i].device, "cuda") && kind != WH_LAYER_SHAPE && kind != WH_LAYER_CONST &&
 			    strcmp(lp[i].tactic, "constant")) {
 				on_cpu++;
 				if (!strstr(cpu_ops, lp[i].op_type) && strlen(cpu_ops) + strlen(lp[i].op_type) + 2 < sizeof cpu_ops)
 					snprintf(cpu_ops + strlen(cpu_ops), sizeof cpu_ops - strlen(cpu_ops), "%s%s", cpu_ops[0] ? " " : "", lp[i].op_type);
 			}
+		}
+		free(kinds);
 		if (on_cpu) {
 			v = V_UNSUPPORTED;
 			snprintf(why, sizeof why, "cpu: %s", cpu_ops);
