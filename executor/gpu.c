@@ -641,7 +641,6 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 	    n->n_inputs > 32 || n->n_outputs > 32 || n->n_inputs == 0)
 		return WH_OK;
 	/* what it reads: tensors of the types the module knows, up to its rank */
-	bool any_dev = false, any_float = false;
 	for (uint32_t k = 0; k < n->n_inputs; k++) {
 		uint32_t v = n->inputs[k];
 		if (v == WH_NONE)
@@ -649,11 +648,9 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 		const struct wh_tensor *t = &vals[v];
 		if (!wh_value_is_tensor(t) || !dtype_ok(t->dtype) || t->rank > WHCU_MAX_RANK)
 			return WH_OK;
-		any_dev |= dv->b[v] != NULL;
-		any_float |= (t->dtype == WH_DT_FLOAT || t->dtype == WH_DT_FLOAT16 || t->dtype == WH_DT_BFLOAT16) && t->count;
 	}
-	/* shape arithmetic on the host's tensors stays there (TensorRT's shape tensors) */
-	if (!any_dev && !any_float)
+	/* shape arithmetic stays on the host (TensorRT's shape tensors) */
+	if (s->host_only)
 		return WH_OK;
 	if (!n->domain[0] && is_view_op(n->op_type)) {
 		if (s->exec != WH_PREC_FP32 && s->out != s->exec)

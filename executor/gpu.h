@@ -60,6 +60,7 @@ struct wh_gpu_step {
 	const bool *persistent; /* per input: its host copy is an engine constant (cached) */
 	const bool *wanted;     /* per output */
 	bool timed;             /* record CUDA events around it (wh_gpu_vals_step_ms) */
+	bool host_only;         /* shape arithmetic or a constant: stays on the host */
 };
 
 /* Runs the layer on the GPU when the module takes it: *ran true, outs[k] (empty on entry)

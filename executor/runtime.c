@@ -42,6 +42,7 @@ struct plan {
 	uint32_t *last_use;                 /* per value id: last step reading it, or WH_NONE */
 	struct wh_tensor *inits;            /* per value id: initializer tensors (shared blobs) */
 	uint8_t *exec_prec, *out_prec;      /* per node id (main graph), NULL: all FP32 */
+	uint8_t *kinds;                     /* per node id (main graph on a GPU): enum wh_layer_kind */
 	const struct wh_tactic **pinned;    /* per node id (main graph), NULL entries: default */
 	struct wh_emul_cache emul;
 	/* Fused activations (plan_fusions): per node id, the activation a producing node applies
@@ -189,6 +190,7 @@ static void plan_destroy(struct plan *p)
 	free(p->inits);
 	free(p->exec_prec);
 	free(p->out_prec);
+	free(p->kinds);
 	free(p->pinned);
 	if (p->const_vals)
 		for (uint32_t i = 0; i < p->g->n_values; i++)
@@ -588,6 +590,15 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 			goto out;
 		int64_t wc = e->weight_cache_bytes;
 		if ((st = wh_emul_cache_init(&p->emul, g->n_values, wc < 0 ? 0 : wc ? (size_t)wc : WH_EMUL_CACHE_DEFAULT_BYTES)) != WH_OK)
+			goto out;
+	}
+	if (g == e->m->graph && e->gpu) {
+		/* shape arithmetic and constants stay on the host (docs/gpu.md) */
+		if (!(p->kinds = calloc(nn, 1))) {
+			st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+			goto out;
+		}
+		if ((st = wh_model_layer_kinds(e->m, p->kinds)) != WH_OK)
 			goto out;
 	}
 	if (g == e->m->graph && e->tactics) {
@@ -1081,6 +1092,7 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 					.persistent = pers,
 					.wanted = wanted,
 					.timed = lp != NULL,
+					.host_only = p->kinds && (p->kinds[nid] == WH_LAYER_SHAPE || p->kinds[nid] == WH_LAYER_CONST),
 				};
 				st = wh_gpu_run_step(f->dv, &gs, f->vals, outs, &on_gpu);
 				if (pers != pers_fixed)

@@ -82,7 +82,7 @@ tol() {
 while read -r name file shapes range; do
 	common=("$file" --input-shapes "$shapes" --val-range "$range" --seed 7)
 	run "$WHITTLE" inspect "$file" --input-shapes "$shapes" --device cuda
-	placement=$(grep '^layers ' "$tmp/out" | head -1)
+	placement=$(grep -E '^layers .* on cuda' "$tmp/out" | head -1)
 	grep -E '^  (cpu) ' "$tmp/out" | awk '{print $2}' | sort | uniq -c | tr '\n' ' ' >"$tmp/cpu_ops"
 	echo "$name: $placement; cpu ops: $(cat "$tmp/cpu_ops")" | tee -a "$log/placement.txt"
 	for p in fp32 fp16 bf16; do

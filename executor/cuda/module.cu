@@ -1512,9 +1512,10 @@ struct rzparams {
 
 __device__ __forceinline__ float rz_coord(float o, float scale, int64_t in, int64_t out, int mode)
 {
+	float ow = scale * (float)in; /* the ONNX reference's length (not the integer one) */
 	switch (mode) {
 	case 1: return o / scale;
-	case 2: return out > 1 ? o * (float)(in - 1) / (float)(out - 1) : 0.f;
+	case 2: return ow == 1.f ? 0.f : o * (float)(in - 1) / (ow - 1.f);
 	case 3: return out > 1 ? (o + 0.5f) / scale - 0.5f : 0.f;
 	default: return (o + 0.5f) / scale - 0.5f;
 	}
@@ -1626,6 +1627,19 @@ static int op_resize(const struct whcu_node *n)
 /* Y[b] (m x n, row-major, ldy) = alpha A[b] (m x k, or k x m when ta) B[b] (k x n, or n x k
  * when tb) + beta Y[b]; a and b hold floats, converted to the layer's format when it is
  * fp16 or bf16 (values already on its grid, so the conversion is exact). */
+/* cuBLASLt's heuristic answer per problem, asked once (the query costs more than a small
+ * GEMM): the same algorithm for the same shape in every run, hence the same bits */
+struct gemm_key {
+	int64_t m, n, k, batch, sa, sb;
+	int32_t ta, tb, in_t, out_t, comp, beta;
+};
+struct gemm_algo {
+	struct gemm_key key;
+	cublasLtMatmulAlgo_t algo;
+};
+static struct gemm_algo g_gemm_cache[512];
+static int g_gemm_n;
+
 static int gemm_lt(int32_t prec, int fp16acc, const float *a, const float *b, float *y, int64_t m, int64_t nn, int64_t k,
 		   int ta, int tb, int64_t batch, int64_t stride_a, int64_t stride_b, float alpha, float beta)
 {
@@ -1695,15 +1709,32 @@ static int gemm_lt(int32_t prec, int fp16acc, const float *a, const float *b, fl
 		LT(cublasLtMatrixLayoutSetAttribute(lc, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc));
 		LT(cublasLtMatrixLayoutSetAttribute(lc, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sy_, sizeof sy_));
 	}
-	LT(cublasLtMatmulPreferenceCreate(&pref));
-	LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &g_ws_bytes, sizeof g_ws_bytes));
-	LT(cublasLtMatmulAlgoGetHeuristic(g_lt, op, la, lb, lc, lc, pref, 1, heur, &found));
-	if (!found) {
-		rc = fail("cuBLASLt: no algorithm for %lldx%lldx%lld (type %d, compute %d)", (long long)m, (long long)nn, (long long)k,
-			  (int)in_t, (int)comp);
-		goto out;
+	{
+		struct gemm_key key;
+		memset(&key, 0, sizeof key);
+		key.m = m, key.n = nn, key.k = k, key.batch = batch, key.sa = stride_a, key.sb = stride_b;
+		key.ta = ta, key.tb = tb, key.in_t = (int32_t)in_t, key.out_t = (int32_t)out_t, key.comp = (int32_t)comp, key.beta = beta != 0.f;
+		const cublasLtMatmulAlgo_t *algo = NULL;
+		for (int i = 0; i < g_gemm_n && !algo; i++)
+			if (!memcmp(&g_gemm_cache[i].key, &key, sizeof key))
+				algo = &g_gemm_cache[i].algo;
+		if (!algo) {
+			LT(cublasLtMatmulPreferenceCreate(&pref));
+			LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &g_ws_bytes, sizeof g_ws_bytes));
+			LT(cublasLtMatmulAlgoGetHeuristic(g_lt, op, la, lb, lc, lc, pref, 1, heur, &found));
+			if (!found) {
+				rc = fail("cuBLASLt: no algorithm for %lldx%lldx%lld (type %d, compute %d)", (long long)m, (long long)nn, (long long)k,
+					  (int)in_t, (int)comp);
+				goto out;
+			}
+			algo = &heur[0].algo;
+			if (g_gemm_n < (int)(sizeof g_gemm_cache / sizeof g_gemm_cache[0])) {
+				g_gemm_cache[g_gemm_n].key = key;
+				g_gemm_cache[g_gemm_n++].algo = heur[0].algo;
+			}
+		}
+		LT(cublasLtMatmul(g_lt, op, palpha, pb, la, pa, lb, pbeta, py, lc, py, lc, algo, g_ws, g_ws_bytes, g_stream));
 	}
-	LT(cublasLtMatmul(g_lt, op, palpha, pb, la, pa, lb, pbeta, py, lc, py, lc, &heur[0].algo, g_ws, g_ws_bytes, g_stream));
 	if (py != (void *)y)
 		rc = from_half(y, py, (uint64_t)(m * nn * batch), WHCU_PREC_FP16);
 #undef LT
@@ -1826,6 +1857,41 @@ __global__ void k_add_channel_bias(float *y, const float *b, uint64_t n, int64_t
 	GRID_STRIDE(i, n) y[i] += b[(i / (uint64_t)inner) % (uint64_t)c];
 }
 
+/* cuDNN's choice per convolution, asked once per shape (the query costs more than a small
+ * convolution) */
+struct conv_key {
+	int xd[4], wd[4], pad[2], st[2], dil[2], group, dt, prec, transposed;
+};
+struct conv_algo {
+	struct conv_key key;
+	int algo;
+	cudnnMathType_t math;
+	size_t ws;
+	int none; /* no algorithm keeps to the precision: declined */
+};
+static struct conv_algo g_conv_cache[512];
+static int g_conv_n;
+
+static struct conv_algo *conv_cached(const struct conv_key *k)
+{
+	for (int i = 0; i < g_conv_n; i++)
+		if (!memcmp(&g_conv_cache[i].key, k, sizeof *k))
+			return &g_conv_cache[i];
+	return NULL;
+}
+
+static struct conv_algo *conv_remember(const struct conv_key *k, int algo, cudnnMathType_t math, size_t ws, int none)
+{
+	static struct conv_algo spare;
+	struct conv_algo *c = g_conv_n < (int)(sizeof g_conv_cache / sizeof g_conv_cache[0]) ? &g_conv_cache[g_conv_n++] : &spare;
+	c->key = *k;
+	c->algo = algo;
+	c->math = math;
+	c->ws = ws;
+	c->none = none;
+	return c;
+}
+
 static int op_conv(const struct whcu_node *n)
 {
 	const struct whcu_tensor *x = &n->in[0], *w = &n->in[1];
@@ -1935,22 +2001,42 @@ static int op_conv(const struct whcu_node *n)
 					    CUDNN_DATA_FLOAT));
 	DNN(cudnnSetConvolutionGroupCount(cv, (int)group));
 	DNN(cudnnSetConvolutionMathType(cv, math));
-	DNN(cudnnGetConvolutionForwardAlgorithm_v7(g_dnn, tx, fw, cv, ty, 16, &got, perf));
 	{
-		int pick = -1;
-		for (int i = 0; i < got && pick < 0; i++)
-			if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
-			    (prec != WHCU_PREC_FP32 || perf[i].mathType == CUDNN_FMA_MATH))
-				pick = i;
-		if (pick < 0) {
+		struct conv_key key;
+		memset(&key, 0, sizeof key);
+		memcpy(key.xd, xd, sizeof xd);
+		memcpy(key.wd, wd, sizeof wd);
+		memcpy(key.pad, pad_a, sizeof pad_a);
+		memcpy(key.st, st_a, sizeof st_a);
+		memcpy(key.dil, dil_a, sizeof dil_a);
+		key.group = (int)group;
+		key.dt = (int)dt;
+		key.prec = prec;
+		struct conv_algo *c = conv_cached(&key);
+		if (!c) {
+			DNN(cudnnGetConvolutionForwardAlgorithm_v7(g_dnn, tx, fw, cv, ty, 16, &got, perf));
+			int pick = -1;
+			for (int i = 0; i < got && pick < 0; i++)
+				if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
+				    (prec != WHCU_PREC_FP32 || perf[i].mathType == CUDNN_FMA_MATH))
+					pick = i;
+			if (pick < 0) {
+				c = conv_remember(&key, 0, math, 0, 1);
+			} else {
+				DNN(cudnnSetConvolutionMathType(cv, perf[pick].mathType));
+				DNN(cudnnGetConvolutionForwardWorkspaceSize(g_dnn, tx, fw, cv, ty, perf[pick].algo, &ws));
+				c = conv_remember(&key, (int)perf[pick].algo, perf[pick].mathType, ws, 0);
+			}
+		}
+		if (c->none) {
 			/* none that keeps to the precision: the caller runs it on the CPU */
 			rc = 1;
 			goto out;
 		}
-		algo = perf[pick].algo;
-		DNN(cudnnSetConvolutionMathType(cv, perf[pick].mathType));
+		algo = (cudnnConvolutionFwdAlgo_t)c->algo;
+		ws = c->ws;
+		DNN(cudnnSetConvolutionMathType(cv, c->math));
 	}
-	DNN(cudnnGetConvolutionForwardWorkspaceSize(g_dnn, tx, fw, cv, ty, algo, &ws));
 	if (ws && !(wsp = sws.get(ws))) {
 		rc = -1;
 		goto out;
@@ -1966,6 +2052,163 @@ static int op_conv(const struct whcu_node *n)
 		k_add_channel_bias<<<grid_for(ny), 256, 0, g_stream>>>((float *)n->out[0].data, (const float *)b->data, ny, M, od[2] * od[3]);
 		if (cudaGetLastError() != cudaSuccess)
 			rc = fail("Conv: bias kernel launch failed");
+	}
+#undef DNN
+out:
+	if (cv)
+		cudnnDestroyConvolutionDescriptor(cv);
+	if (fw)
+		cudnnDestroyFilterDescriptor(fw);
+	if (ty)
+		cudnnDestroyTensorDescriptor(ty);
+	if (tx)
+		cudnnDestroyTensorDescriptor(tx);
+	return rc;
+}
+
+/* ConvTranspose as cuDNN's backward-data convolution: y (N, M, OH, OW) is the "input" whose
+ * forward convolution with w (C, M/group, kh, kw) gives x (N, C, H, W) */
+static int op_conv_transpose(const struct whcu_node *n)
+{
+	const struct whcu_tensor *x = &n->in[0], *w = &n->in[1];
+	const struct whcu_tensor *b = n->n_in > 2 && n->in[2].dtype ? &n->in[2] : NULL;
+	if (x->dtype != WHCU_FLOAT || w->dtype != WHCU_FLOAT || (b && b->dtype != WHCU_FLOAT) || (x->rank != 4 && x->rank != 3) ||
+	    w->rank != x->rank)
+		return 1;
+	if (strcmp(n->attr_str(n->node, "auto_pad", "NOTSET"), "NOTSET") || n->attr_ints(n->node, "output_shape", NULL, 0) >= 0)
+		return 1;
+	int sp = x->rank - 2;
+	int64_t pads[4] = {0, 0, 0, 0}, st[2] = {1, 1}, dil[2] = {1, 1}, opad[2] = {0, 0};
+	int64_t group = n->attr_int(n->node, "group", 1);
+	int32_t np = n->attr_ints(n->node, "pads", pads, 4);
+	if (np == 2 && sp == 1) {
+		pads[2] = pads[1];
+		pads[1] = 0;
+		pads[3] = 0;
+	} else if (np != -1 && np != 2 * sp) {
+		return 1;
+	}
+	n->attr_ints(n->node, "strides", st, 2);
+	if (n->attr_ints(n->node, "dilations", dil, 2) == -1)
+		dil[0] = dil[1] = 1;
+	if (n->attr_ints(n->node, "output_padding", opad, 2) == -1)
+		opad[0] = opad[1] = 0;
+	if (sp == 1) {
+		dil[1] = 1;
+		opad[1] = 0;
+	}
+	if (pads[0] != pads[2] || pads[1] != pads[3])
+		return 1;
+	int64_t N = x->dims[0], C = x->dims[1];
+	if (group <= 0 || C != w->dims[0] || C % group)
+		return fail("ConvTranspose: %lld input channels, weight %lld, group %lld", (long long)C, (long long)w->dims[0], (long long)group);
+	int64_t M = w->dims[1] * group;
+	int64_t in_sp[2] = {x->dims[2], sp == 2 ? x->dims[3] : 1}, k_sp[2] = {w->dims[2], sp == 2 ? w->dims[3] : 1};
+	int64_t od[4] = {N, M, 1, 1};
+	for (int d = 0; d < 2; d++) {
+		od[2 + d] = st[d] * (in_sp[d] - 1) + opad[d] + (k_sp[d] - 1) * dil[d] + 1 - pads[d] - pads[d + 2];
+		if (od[2 + d] <= 0 || opad[d] >= st[d])
+			return 1;
+	}
+	if (out_alloc(n, 0, WHCU_FLOAT, x->rank, od))
+		return -1;
+	if (!N)
+		return 0;
+	int32_t prec = n->prec;
+	bool half = prec == WHCU_PREC_FP16 || prec == WHCU_PREC_BF16;
+	cudnnDataType_t dt = prec == WHCU_PREC_FP16 ? CUDNN_DATA_HALF : prec == WHCU_PREC_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+	scratch sx, sw, sy, sws;
+	const void *px = x->data, *pw = w->data;
+	void *py = n->out[0].data;
+	uint64_t ny = (uint64_t)(od[0] * od[1] * od[2] * od[3]);
+	if (half) {
+		if (!(px = to_half(sx, (const float *)x->data, whcu_count(x), prec)) || !(pw = to_half(sw, (const float *)w->data, whcu_count(w), prec)) ||
+		    !(py = sy.get(ny * 2)))
+			return -1;
+	}
+	cudnnTensorDescriptor_t tx = NULL, ty = NULL;
+	cudnnFilterDescriptor_t fw = NULL;
+	cudnnConvolutionDescriptor_t cv = NULL;
+	int rc = 0;
+	int pad_a[2] = {(int)pads[0], (int)pads[1]}, st_a[2] = {(int)st[0], (int)st[1]}, dil_a[2] = {(int)dil[0], (int)dil[1]};
+	int xd[4] = {(int)N, (int)C, (int)in_sp[0], (int)in_sp[1]}, yd[4] = {(int)od[0], (int)od[1], (int)od[2], (int)od[3]};
+	int wd[4] = {(int)C, (int)w->dims[1], (int)k_sp[0], (int)k_sp[1]};
+	cudnnConvolutionBwdDataAlgoPerf_t perf[16];
+	int got = 0;
+	size_t ws = 0;
+	void *wsp = NULL;
+	float one = 1.f, zero = 0.f;
+	cudnnMathType_t math = prec == WHCU_PREC_FP32 ? CUDNN_FMA_MATH : prec == WHCU_PREC_TF32 ? CUDNN_DEFAULT_MATH : CUDNN_TENSOR_OP_MATH;
+	struct conv_algo *c;
+#define DNN(x)                                                                                             \
+	do {                                                                                               \
+		cudnnStatus_t s_ = (x);                                                                    \
+		if (s_ != CUDNN_STATUS_SUCCESS) {                                                          \
+			rc = fail("%s: %s (%s:%d)", #x, cudnnGetErrorString(s_), __FILE__, __LINE__);     \
+			goto out;                                                                          \
+		}                                                                                          \
+	} while (0)
+	DNN(cudnnCreateTensorDescriptor(&tx));
+	DNN(cudnnCreateTensorDescriptor(&ty));
+	DNN(cudnnCreateFilterDescriptor(&fw));
+	DNN(cudnnCreateConvolutionDescriptor(&cv));
+	DNN(cudnnSetTensor4dDescriptor(tx, CUDNN_TENSOR_NCHW, dt, xd[0], xd[1], xd[2], xd[3]));
+	DNN(cudnnSetTensor4dDescriptor(ty, CUDNN_TENSOR_NCHW, dt, yd[0], yd[1], yd[2], yd[3]));
+	DNN(cudnnSetFilter4dDescriptor(fw, dt, CUDNN_TENSOR_NCHW, wd[0], wd[1], wd[2], wd[3]));
+	DNN(cudnnSetConvolution2dDescriptor(cv, pad_a[0], pad_a[1], st_a[0], st_a[1], dil_a[0], dil_a[1], CUDNN_CROSS_CORRELATION,
+					    CUDNN_DATA_FLOAT));
+	DNN(cudnnSetConvolutionGroupCount(cv, (int)group));
+	DNN(cudnnSetConvolutionMathType(cv, math));
+	{
+		struct conv_key key;
+		memset(&key, 0, sizeof key);
+		memcpy(key.xd, xd, sizeof xd);
+		memcpy(key.wd, wd, sizeof wd);
+		memcpy(key.pad, pad_a, sizeof pad_a);
+		memcpy(key.st, st_a, sizeof st_a);
+		memcpy(key.dil, dil_a, sizeof dil_a);
+		key.group = (int)group;
+		key.dt = (int)dt;
+		key.prec = prec;
+		key.transposed = 1 + (int)(opad[0] * 64 + opad[1]);
+		c = conv_cached(&key);
+		if (!c) {
+			DNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(g_dnn, fw, tx, cv, ty, 16, &got, perf));
+			int pick = -1;
+			for (int i = 0; i < got && pick < 0; i++)
+				if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
+				    (prec != WHCU_PREC_FP32 || perf[i].mathType == CUDNN_FMA_MATH))
+					pick = i;
+			if (pick < 0) {
+				c = conv_remember(&key, 0, math, 0, 1);
+			} else {
+				DNN(cudnnSetConvolutionMathType(cv, perf[pick].mathType));
+				DNN(cudnnGetConvolutionBackwardDataWorkspaceSize(g_dnn, fw, tx, cv, ty, perf[pick].algo, &ws));
+				c = conv_remember(&key, (int)perf[pick].algo, perf[pick].mathType, ws, 0);
+			}
+		}
+		if (c->none) {
+			rc = 1;
+			goto out;
+		}
+		ws = c->ws;
+		DNN(cudnnSetConvolutionMathType(cv, c->math));
+	}
+	if (ws && !(wsp = sws.get(ws))) {
+		rc = -1;
+		goto out;
+	}
+	DNN(cudnnConvolutionBackwardData(g_dnn, &one, fw, pw, tx, px, cv, (cudnnConvolutionBwdDataAlgo_t)c->algo, wsp, ws, &zero, ty, py));
+	if (half && (rc = from_half((float *)n->out[0].data, py, ny, prec)) != 0)
+		goto out;
+	if (b) {
+		if (whcu_count(b) != (uint64_t)M) {
+			rc = fail("ConvTranspose: bias of %llu values for %lld channels", (unsigned long long)whcu_count(b), (long long)M);
+			goto out;
+		}
+		k_add_channel_bias<<<grid_for(ny), 256, 0, g_stream>>>((float *)n->out[0].data, (const float *)b->data, ny, M, od[2] * od[3]);
+		if (cudaGetLastError() != cudaSuccess)
+			rc = fail("ConvTranspose: bias kernel launch failed");
 	}
 #undef DNN
 out:
@@ -2012,6 +2255,7 @@ static int r_resize(const struct whcu_node *n, int) { return op_resize(n); }
 static int r_matmul(const struct whcu_node *n, int) { return op_matmul(n); }
 static int r_gemm(const struct whcu_node *n, int) { return op_gemm(n); }
 static int r_conv(const struct whcu_node *n, int) { return op_conv(n); }
+static int r_conv_t(const struct whcu_node *n, int) { return op_conv_transpose(n); }
 
 static const struct op_entry ops[] = {
 	{"Relu", r_unary, U_RELU, 0, 1},
@@ -2083,6 +2327,7 @@ static const struct op_entry ops[] = {
 	{"MatMul", r_matmul, 0, 0, 1},
 	{"Gemm", r_gemm, 0, 0, 7},
 	{"Conv", r_conv, 0, 0, 1},
+	{"ConvTranspose", r_conv_t, 0, 0, 1},
 };
 
 static const struct op_entry *find_op(const struct whcu_node *n)
