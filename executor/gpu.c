@@ -192,6 +192,7 @@ static struct dbuf *dbuf_rounded(const struct wh_gpu *g, const struct dbuf *src,
 struct wentry {
 	const void *data; /* NULL: empty */
 	int prec;
+	size_t bytes; /* of the host tensor: views of one blob may start at the same byte */
 	struct dbuf *b;
 };
 
@@ -235,19 +236,19 @@ static size_t whash(const void *data, int prec, size_t cap)
 	return (size_t)(h >> 17) & (cap - 1);
 }
 
-static struct wentry *wfind(struct wh_gpu_weights *w, const void *data, int prec)
+static struct wentry *wfind(struct wh_gpu_weights *w, const void *data, int prec, size_t bytes)
 {
 	if (!w->cap)
 		return NULL;
 	for (size_t i = whash(data, prec, w->cap);; i = (i + 1) & (w->cap - 1)) {
 		if (!w->e[i].data)
 			return NULL;
-		if (w->e[i].data == data && w->e[i].prec == prec)
+		if (w->e[i].data == data && w->e[i].prec == prec && w->e[i].bytes == bytes)
 			return &w->e[i];
 	}
 }
 
-static bool wput(struct wh_gpu_weights *w, const void *data, int prec, struct dbuf *b)
+static bool wput(struct wh_gpu_weights *w, const void *data, int prec, size_t bytes, struct dbuf *b)
 {
 	if ((w->n + 1) * 2 > w->cap) {
 		size_t cap = w->cap ? w->cap * 2 : 64;
@@ -268,7 +269,7 @@ static bool wput(struct wh_gpu_weights *w, const void *data, int prec, struct db
 	size_t j = whash(data, prec, w->cap);
 	while (w->e[j].data)
 		j = (j + 1) & (w->cap - 1);
-	w->e[j] = (struct wentry){data, prec, b};
+	w->e[j] = (struct wentry){data, prec, bytes, b};
 	w->n++;
 	w->bytes += b->bytes;
 	return true;
@@ -277,12 +278,13 @@ static bool wput(struct wh_gpu_weights *w, const void *data, int prec, struct db
 /* the engine's device copy of constant t in format prec (uploaded at the first use) */
 static struct dbuf *weight_get(struct wh_gpu_weights *w, const struct wh_tensor *t, int prec, uint64_t *h2d)
 {
-	struct wentry *e = wfind(w, t->data, prec);
+	size_t bytes = wh_tensor_nbytes(t);
+	struct wentry *e = wfind(w, t->data, prec, bytes);
 	if (e)
 		return dbuf_ref(e->b);
 	struct dbuf *b = NULL;
 	if (prec != WH_PREC_FP32) {
-		struct wentry *base = wfind(w, t->data, WH_PREC_FP32);
+		struct wentry *base = wfind(w, t->data, WH_PREC_FP32, bytes);
 		b = base ? dbuf_rounded(w->g, base->b, t->count, prec) : dbuf_upload(w->g, t, prec);
 		if (!base)
 			*h2d += wh_tensor_nbytes(t);
@@ -292,7 +294,7 @@ static struct dbuf *weight_get(struct wh_gpu_weights *w, const struct wh_tensor 
 	}
 	if (!b)
 		return NULL;
-	if (!wput(w, t->data, prec, b))
+	if (!wput(w, t->data, prec, bytes, b))
 		return b; /* not cached: the caller's reference is the only one */
 	return dbuf_ref(b);
 }

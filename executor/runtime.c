@@ -43,6 +43,10 @@ struct plan {
 	struct wh_tensor *inits;            /* per value id: initializer tensors (shared blobs) */
 	uint8_t *exec_prec, *out_prec;      /* per node id (main graph), NULL: all FP32 */
 	uint8_t *kinds;                     /* per node id (main graph on a GPU): enum wh_layer_kind */
+	/* main graph on a GPU: the initializers' blobs, sorted (a tensor sharing one, a view of a
+	 * weight, is an engine constant the GPU keeps) */
+	const struct wh_blob **init_blobs;
+	uint32_t n_init_blobs;
 	const struct wh_tactic **pinned;    /* per node id (main graph), NULL entries: default */
 	struct wh_emul_cache emul;
 	/* Fused activations (plan_fusions): per node id, the activation a producing node applies
@@ -191,6 +195,7 @@ static void plan_destroy(struct plan *p)
 	free(p->exec_prec);
 	free(p->out_prec);
 	free(p->kinds);
+	free(p->init_blobs);
 	free(p->pinned);
 	if (p->const_vals)
 		for (uint32_t i = 0; i < p->g->n_values; i++)
@@ -560,6 +565,18 @@ static enum wh_status plan_fusions(struct plan *p, const struct plan_readers *r)
 	return WH_OK;
 }
 
+static int cmp_blob(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(const struct wh_blob *const *)a, y = (uintptr_t)*(const struct wh_blob *const *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Whether blob b holds an initializer of p (then it lives as long as the engine). */
+static bool init_blob(const struct plan *p, const struct wh_blob *b)
+{
+	return p->n_init_blobs && bsearch(&b, p->init_blobs, p->n_init_blobs, sizeof *p->init_blobs, cmp_blob);
+}
+
 static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 {
 	enum wh_status st = WH_OK;
@@ -672,6 +689,16 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 					goto out;
 			}
 		}
+	}
+	if (p->kinds) {
+		if (!(p->init_blobs = calloc(nv, sizeof *p->init_blobs))) {
+			st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+			goto out;
+		}
+		for (uint32_t v = 0; v < g->n_values; v++)
+			if (p->inits[v].blob)
+				p->init_blobs[p->n_init_blobs++] = p->inits[v].blob;
+		qsort(p->init_blobs, p->n_init_blobs, sizeof *p->init_blobs, cmp_blob);
 	}
 	struct plan_readers readers = {0};
 	if ((st = plan_readers_init(p, &readers)) != WH_OK)
@@ -1078,9 +1105,8 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 				for (uint32_t k = 0; k < n->n_inputs; k++) {
 					uint32_t v = n->inputs[k];
 					uint32_t prod = v != WH_NONE ? g->values[v].producer : WH_NONE;
-					pers[k] = v != WH_NONE && ins[k] &&
-						  ((p->inits[v].dtype && ins[k]->blob == p->inits[v].blob && ins[k]->data == p->inits[v].data) ||
-						   (prod != WH_NONE && p->const_node[prod] == CONST_CACHED));
+					pers[k] = v != WH_NONE && ins[k] && ins[k]->blob &&
+						  ((prod != WH_NONE && p->const_node[prod] == CONST_CACHED) || init_blob(p, ins[k]->blob));
 				}
 				struct wh_gpu_step gs = {
 					.g = g,

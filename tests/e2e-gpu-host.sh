@@ -32,11 +32,11 @@ if [ "$rc" = 1 ]; then ok "fp16: the overflow is found on the GPU path ($(head -
 # where each layer runs
 run "$WHITTLE" run "$m" --device cuda --profile --iterations 2
 dev() { awk -v l="$1" '$2 == l {print $4}' "$tmp/out"; }
-want="mm1:cuda add1:cpu relu1:cuda tr1:cuda sh:cpu d0:cpu newshape:cpu rs1:cuda fl1:cuda big:cuda sm:cpu th:cpu th2:cuda rs2:cuda mm2:cuda"
+want="mm1:cuda add1:cpu relu1:cuda tr1:cuda sh:cpu d0:cpu newshape:cpu rs1:cuda fl1:cuda big:cuda sm:cpu th:cpu th2:cuda rs2:cuda w2i:cpu mm2:cuda"
 got=""
 for w in $want; do got="$got ${w%%:*}:$(dev "${w%%:*}")"; done
 if [ "${got# }" = "$want" ]; then ok "placement: $want"; else bad "placement: got${got}, expected $want"; fi
-grep -q '^devices: 10 layers on cuda, 6 on the cpu' "$tmp/out" && ok "profile: devices line" || bad "profile: $(grep -m1 devices "$tmp/out")"
+grep -q '^devices: 10 layers on cuda, 7 on the cpu' "$tmp/out" && ok "profile: devices line" || bad "profile: $(grep -m1 devices "$tmp/out")"
 run "$WHITTLE" inspect "$m" --device cuda
 if grep -qE '^  cuda  MatMul mm1$' "$tmp/out" && grep -qE '^  host  Shape sh$' "$tmp/out" && grep -qE '^  cpu   Tanh th$' "$tmp/out"; then
 	ok "inspect --device cuda: cuda, host and cpu layers"
@@ -45,7 +45,7 @@ else
 fi
 
 # the weights go up once per engine: a third run uploads what a run computes on the CPU and
-# the input, never w1 and w2 again (512 bytes)
+# the input, never w1 and w2 (512 bytes; w2 through an Identity, a view of it) again
 run "$WHITTLE" run "$m" --device cuda --repeat 2
 read -r _ _ _ _ _ _ _ up2 <"$tmp/fake.log"
 run "$WHITTLE" run "$m" --device cuda --repeat 3

@@ -33,7 +33,8 @@ nodes = [
     helper.make_node("Tanh", ["fl1"], ["th"], name="th"),
     helper.make_node("Mul", ["th", "th"], ["th2"], name="th2"),
     helper.make_node("Reshape", ["th2", "newshape2"], ["rs2"], name="rs2"),
-    helper.make_node("MatMul", ["rs2", "w2"], ["y"], name="mm2"),
+    helper.make_node("Identity", ["w2"], ["w2i"], name="w2i"),  # a view of a weight: still uploaded once
+    helper.make_node("MatMul", ["rs2", "w2i"], ["y"], name="mm2"),
 ]
 shape2 = numpy_helper.from_array(np.array([2, 16], np.int64), "newshape2")
 g = helper.make_graph(nodes, "mixed", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],

@@ -192,32 +192,82 @@ struct strided {
 	int64_t dims[WHCU_MAX_RANK];
 	int64_t ss[WHCU_MAX_RANK], ds[WHCU_MAX_RANK];
 	int64_t soff, doff;
+	int small; /* every index fits 32 bits: 32-bit division (64-bit division is slow on GPUs) */
 };
+
+/* Drops the dimensions of size 1 and merges each dimension into the next where every
+ * operand's strides run on (the outer stride is the inner one times the inner size): a
+ * broadcast over channels of NCHW becomes 3 dimensions, a copy of whole rows 1. */
+static void coalesce(int32_t *rank, int64_t *dims, int64_t *const *st, int ns)
+{
+	int32_t r = 0;
+	for (int32_t d = 0; d < *rank; d++) {
+		if (dims[d] == 1)
+			continue;
+		int32_t o = r;
+		if (r > 0) {
+			bool merge = true;
+			for (int k = 0; k < ns && merge; k++)
+				merge = st[k][r - 1] == st[k][d] * dims[d];
+			if (merge) {
+				dims[r - 1] *= dims[d];
+				for (int k = 0; k < ns; k++)
+					st[k][r - 1] = st[k][d];
+				continue;
+			}
+		}
+		dims[o] = dims[d];
+		for (int k = 0; k < ns; k++)
+			st[k][o] = st[k][d];
+		r++;
+	}
+	if (r == 0) {
+		dims[0] = 1;
+		for (int k = 0; k < ns; k++)
+			st[k][0] = 0;
+		r = 1;
+	}
+	*rank = r;
+}
 
 template <typename T>
 __global__ void k_copy(T *dst, const T *src, struct strided p, uint64_t n)
 {
 	GRID_STRIDE(i, n)
 	{
-		uint64_t r = i;
 		int64_t so = p.soff, dof = p.doff;
-		for (int32_t d = p.rank - 1; d >= 0; d--) {
-			int64_t c = (int64_t)(r % (uint64_t)p.dims[d]);
-			r /= (uint64_t)p.dims[d];
-			so += c * p.ss[d];
-			dof += c * p.ds[d];
+		if (p.small) {
+			uint32_t r = (uint32_t)i;
+			for (int32_t d = p.rank - 1; d >= 0; d--) {
+				uint32_t dim = (uint32_t)p.dims[d], c = r % dim;
+				r /= dim;
+				so += (int64_t)c * p.ss[d];
+				dof += (int64_t)c * p.ds[d];
+			}
+		} else {
+			uint64_t r = i;
+			for (int32_t d = p.rank - 1; d >= 0; d--) {
+				int64_t c = (int64_t)(r % (uint64_t)p.dims[d]);
+				r /= (uint64_t)p.dims[d];
+				so += c * p.ss[d];
+				dof += c * p.ds[d];
+			}
 		}
 		dst[dof] = src[so];
 	}
 }
 
-static int copy_strided(void *dst, const void *src, size_t esz, const struct strided *p)
+static int copy_strided(void *dst, const void *src, size_t esz, const struct strided *p0)
 {
+	struct strided q = *p0, *p = &q;
 	uint64_t n = 1;
 	for (int32_t d = 0; d < p->rank; d++)
 		n *= (uint64_t)p->dims[d];
 	if (!n)
 		return 0;
+	int64_t *st[2] = {q.ss, q.ds};
+	coalesce(&q.rank, q.dims, st, 2);
+	q.small = n <= 0x7fffffffu;
 	unsigned g = grid_for(n);
 	switch (esz) {
 	case 1: k_copy<uint8_t><<<g, 256, 0, g_stream>>>((uint8_t *)dst, (const uint8_t *)src, *p, n); break;
@@ -482,7 +532,8 @@ struct bparams {
 	int32_t rank;
 	int64_t dims[WHCU_MAX_RANK];
 	int64_t sa[WHCU_MAX_RANK], sb[WHCU_MAX_RANK], sc[WHCU_MAX_RANK];
-	int same; /* a and b contiguous with the output's shape */
+	int same;  /* a and b contiguous with the output's shape */
+	int small; /* 32-bit index arithmetic */
 };
 
 template <typename T>
@@ -532,14 +583,25 @@ __device__ __forceinline__ void boffsets(const struct bparams &p, uint64_t i, in
 		*ia = *ib = *ic = (int64_t)i;
 		return;
 	}
-	uint64_t r = i;
 	int64_t a = 0, b = 0, c = 0;
-	for (int32_t d = p.rank - 1; d >= 0; d--) {
-		int64_t k = (int64_t)(r % (uint64_t)p.dims[d]);
-		r /= (uint64_t)p.dims[d];
-		a += k * p.sa[d];
-		b += k * p.sb[d];
-		c += k * p.sc[d];
+	if (p.small) {
+		uint32_t r = (uint32_t)i;
+		for (int32_t d = p.rank - 1; d >= 0; d--) {
+			uint32_t dim = (uint32_t)p.dims[d], k = r % dim;
+			r /= dim;
+			a += (int64_t)k * p.sa[d];
+			b += (int64_t)k * p.sb[d];
+			c += (int64_t)k * p.sc[d];
+		}
+	} else {
+		uint64_t r = i;
+		for (int32_t d = p.rank - 1; d >= 0; d--) {
+			int64_t k = (int64_t)(r % (uint64_t)p.dims[d]);
+			r /= (uint64_t)p.dims[d];
+			a += k * p.sa[d];
+			b += k * p.sb[d];
+			c += k * p.sc[d];
+		}
 	}
 	*ia = a;
 	*ib = b;
@@ -606,6 +668,11 @@ static void bparams_of(const struct shape *s, const struct whcu_tensor *a, const
 		cnt *= (uint64_t)s->d[d];
 	p->same = whcu_count(a) == cnt && whcu_count(b) == cnt && (!c || whcu_count(c) == cnt) && a->rank == s->rank &&
 		  b->rank == s->rank && (!c || c->rank == s->rank);
+	int64_t so[WHCU_MAX_RANK];
+	strides_of(s->d, s->rank, so);
+	int64_t *st[4] = {p->sa, p->sb, p->sc, so};
+	coalesce(&p->rank, p->dims, st, 4);
+	p->small = cnt <= 0x7fffffffu;
 }
 
 static int op_binary(const struct whcu_node *n, int op)
@@ -1105,12 +1172,16 @@ __global__ void k_reduce(float *y, const float *x, struct rparams p, uint64_t n,
 		}
 		float acc = op == R_MAX ? -INFINITY : op == R_MIN ? INFINITY : op == R_PROD ? 1.f : 0.f;
 		for (uint64_t j = 0; j < p.rcount; j++) {
-			uint64_t q = j;
 			int64_t off = base;
-			for (int32_t d = p.rrank - 1; d >= 0; d--) {
-				int64_t c = (int64_t)(q % (uint64_t)p.rd[d]);
-				q /= (uint64_t)p.rd[d];
-				off += c * p.rs[d];
+			if (p.rrank == 1) {
+				off += (int64_t)j * p.rs[0];
+			} else {
+				uint64_t q = j;
+				for (int32_t d = p.rrank - 1; d >= 0; d--) {
+					int64_t c = (int64_t)(q % (uint64_t)p.rd[d]);
+					q /= (uint64_t)p.rd[d];
+					off += c * p.rs[d];
+				}
 			}
 			float v = x[off];
 			switch (op) {
@@ -1188,6 +1259,11 @@ static int reduce_run(const struct whcu_node *n, const struct whcu_tensor *x, co
 	}
 	if (out_alloc(n, 0, WHCU_FLOAT, orank, od))
 		return -1;
+	{
+		int64_t *kst[1] = {p.ks}, *rst[1] = {p.rs};
+		coalesce(&p.rank, p.kd, kst, 1);
+		coalesce(&p.rrank, p.rd, rst, 1);
+	}
 	uint64_t cnt = whcu_count(&n->out[0]);
 	if (cnt)
 		k_reduce<<<grid_for(cnt), 256, 0, g_stream>>>((float *)n->out[0].data, (const float *)x->data, p, cnt, op);
@@ -1367,7 +1443,7 @@ __global__ void k_batchnorm(float *y, const float *x, const float *sc, const flo
 {
 	GRID_STRIDE(i, n)
 	{
-		int64_t ch = (int64_t)((i / (uint64_t)inner) % (uint64_t)c);
+		int64_t ch = n <= 0x7fffffffu ? (int64_t)(((uint32_t)i / (uint32_t)inner) % (uint32_t)c) : (int64_t)((i / (uint64_t)inner) % (uint64_t)c);
 		y[i] = (x[i] - mean[ch]) / sqrtf(var[ch] + eps) * sc[ch] + b[ch];
 	}
 }
@@ -1411,10 +1487,20 @@ __global__ void k_pool(float *y, const float *x, struct pparams p, uint64_t n)
 {
 	GRID_STRIDE(i, n)
 	{
-		int64_t ow = (int64_t)(i % (uint64_t)p.OW);
-		uint64_t r = i / (uint64_t)p.OW;
-		int64_t oh = (int64_t)(r % (uint64_t)p.OH);
-		r /= (uint64_t)p.OH;
+		int64_t ow, oh;
+		uint64_t r;
+		if (n <= 0x7fffffffu) {
+			uint32_t q = (uint32_t)i;
+			ow = q % (uint32_t)p.OW;
+			q /= (uint32_t)p.OW;
+			oh = q % (uint32_t)p.OH;
+			r = q / (uint32_t)p.OH;
+		} else {
+			ow = (int64_t)(i % (uint64_t)p.OW);
+			r = i / (uint64_t)p.OW;
+			oh = (int64_t)(r % (uint64_t)p.OH);
+			r /= (uint64_t)p.OH;
+		}
 		const float *xp = x + (int64_t)r * p.H * p.W;
 		int64_t h0 = oh * p.sh - p.ph, w0 = ow * p.sw - p.pw;
 		float acc = p.is_max ? -INFINITY : 0.f;
@@ -1538,10 +1624,20 @@ __global__ void k_resize(float *y, const float *x, struct rzparams p, uint64_t n
 {
 	GRID_STRIDE(i, n)
 	{
-		int64_t ow = (int64_t)(i % (uint64_t)p.OW);
-		uint64_t r = i / (uint64_t)p.OW;
-		int64_t oh = (int64_t)(r % (uint64_t)p.OH);
-		r /= (uint64_t)p.OH;
+		int64_t ow, oh;
+		uint64_t r;
+		if (n <= 0x7fffffffu) {
+			uint32_t q = (uint32_t)i;
+			ow = q % (uint32_t)p.OW;
+			q /= (uint32_t)p.OW;
+			oh = q % (uint32_t)p.OH;
+			r = q / (uint32_t)p.OH;
+		} else {
+			ow = (int64_t)(i % (uint64_t)p.OW);
+			r = i / (uint64_t)p.OW;
+			oh = (int64_t)(r % (uint64_t)p.OH);
+			r /= (uint64_t)p.OH;
+		}
 		const float *xp = x + (int64_t)r * p.H * p.W;
 		float ch = rz_coord((float)oh, p.sh, p.H, p.OH, p.coord), cw = rz_coord((float)ow, p.sw, p.W, p.OW, p.coord);
 		if (!p.linear) {
@@ -1854,7 +1950,11 @@ static int op_gemm(const struct whcu_node *n)
 
 __global__ void k_add_channel_bias(float *y, const float *b, uint64_t n, int64_t c, int64_t inner)
 {
-	GRID_STRIDE(i, n) y[i] += b[(i / (uint64_t)inner) % (uint64_t)c];
+	GRID_STRIDE(i, n)
+	{
+		uint64_t ch = n <= 0x7fffffffu ? ((uint32_t)i / (uint32_t)inner) % (uint32_t)c : (i / (uint64_t)inner) % (uint64_t)c;
+		y[i] += b[ch];
+	}
 }
 
 /* cuDNN's choice per convolution, asked once per shape (the query costs more than a small
