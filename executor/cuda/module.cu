@@ -1968,6 +1968,10 @@ struct conv_algo {
 	cudnnMathType_t math;
 	size_t ws;
 	int none; /* no algorithm keeps to the precision: declined */
+	/* Conv's descriptors, made once (NULL: made per call) */
+	cudnnTensorDescriptor_t tx, ty;
+	cudnnFilterDescriptor_t fw;
+	cudnnConvolutionDescriptor_t cv;
 };
 static struct conv_algo g_conv_cache[512];
 static int g_conv_n;
@@ -1984,6 +1988,7 @@ static struct conv_algo *conv_remember(const struct conv_key *k, int algo, cudnn
 {
 	static struct conv_algo spare;
 	struct conv_algo *c = g_conv_n < (int)(sizeof g_conv_cache / sizeof g_conv_cache[0]) ? &g_conv_cache[g_conv_n++] : &spare;
+	memset(c, 0, sizeof *c);
 	c->key = *k;
 	c->algo = algo;
 	c->math = math;
@@ -2082,6 +2087,17 @@ static int op_conv(const struct whcu_node *n)
 	void *wsp = NULL;
 	float one = 1.f, zero = 0.f;
 	cudnnMathType_t math = prec == WHCU_PREC_FP32 ? CUDNN_FMA_MATH : prec == WHCU_PREC_TF32 ? CUDNN_DEFAULT_MATH : CUDNN_TENSOR_OP_MATH;
+	struct conv_key key;
+	memset(&key, 0, sizeof key);
+	memcpy(key.xd, xd, sizeof xd);
+	memcpy(key.wd, wd, sizeof wd);
+	memcpy(key.pad, pad_a, sizeof pad_a);
+	memcpy(key.st, st_a, sizeof st_a);
+	memcpy(key.dil, dil_a, sizeof dil_a);
+	key.group = (int)group;
+	key.dt = (int)dt;
+	key.prec = prec;
+	struct conv_algo *c = conv_cached(&key);
 #define DNN(x)                                                                                             \
 	do {                                                                                               \
 		cudnnStatus_t s_ = (x);                                                                    \
@@ -2090,6 +2106,16 @@ static int op_conv(const struct whcu_node *n)
 			goto out;                                                                          \
 		}                                                                                          \
 	} while (0)
+	if (c && c->none)
+		return 1; /* none that keeps to the precision: the caller runs it on the CPU */
+	if (c && c->cv) {
+		/* seen before: its descriptors and algorithm */
+		if (c->ws && !(wsp = sws.get(c->ws)))
+			return -1;
+		DNN(cudnnConvolutionForward(g_dnn, &one, c->tx, px, c->fw, pw, c->cv, (cudnnConvolutionFwdAlgo_t)c->algo, wsp, c->ws, &zero,
+					    c->ty, py));
+		goto finish;
+	}
 	DNN(cudnnCreateTensorDescriptor(&tx));
 	DNN(cudnnCreateTensorDescriptor(&ty));
 	DNN(cudnnCreateFilterDescriptor(&fw));
@@ -2102,17 +2128,6 @@ static int op_conv(const struct whcu_node *n)
 	DNN(cudnnSetConvolutionGroupCount(cv, (int)group));
 	DNN(cudnnSetConvolutionMathType(cv, math));
 	{
-		struct conv_key key;
-		memset(&key, 0, sizeof key);
-		memcpy(key.xd, xd, sizeof xd);
-		memcpy(key.wd, wd, sizeof wd);
-		memcpy(key.pad, pad_a, sizeof pad_a);
-		memcpy(key.st, st_a, sizeof st_a);
-		memcpy(key.dil, dil_a, sizeof dil_a);
-		key.group = (int)group;
-		key.dt = (int)dt;
-		key.prec = prec;
-		struct conv_algo *c = conv_cached(&key);
 		if (!c) {
 			DNN(cudnnGetConvolutionForwardAlgorithm_v7(g_dnn, tx, fw, cv, ty, 16, &got, perf));
 			int pick = -1;
@@ -2142,6 +2157,15 @@ static int op_conv(const struct whcu_node *n)
 		goto out;
 	}
 	DNN(cudnnConvolutionForward(g_dnn, &one, tx, px, fw, pw, cv, algo, wsp, ws, &zero, ty, py));
+	if (c != conv_cached(&key) || c->cv) {
+		/* the cache is full (or holds these already): made per call */
+	} else {
+		c->tx = tx, c->ty = ty, c->fw = fw, c->cv = cv; /* kept for the next call */
+		tx = ty = NULL;
+		fw = NULL;
+		cv = NULL;
+	}
+finish:
 	if (half && (rc = from_half((float *)n->out[0].data, py, ny, prec)) != 0)
 		goto out;
 	if (b) {
