@@ -1159,6 +1159,56 @@ struct rparams {
 	uint64_t rcount;
 };
 
+__device__ __forceinline__ float red_combine(int op, float acc, float v)
+{
+	switch (op) {
+	case R_MAX: return v != v || acc != acc ? __int_as_float(0x7fc00000) : fmaxf(acc, v);
+	case R_MIN: return v != v || acc != acc ? __int_as_float(0x7fc00000) : fminf(acc, v);
+	case R_SUMSQ: case R_L2: return acc + v * v;
+	case R_PROD: return acc * v;
+	default: return acc + v;
+	}
+}
+
+/* One block per output over one reduced axis of many elements (GlobalAveragePool): each
+ * thread sums a strided share, then a tree in shared memory; the order is fixed, so the bits
+ * are the same run after run. */
+__global__ void k_reduce_blocks(float *y, const float *x, struct rparams p, int op)
+{
+	__shared__ float sh[256];
+	uint64_t i = blockIdx.x;
+	uint64_t r = i;
+	int64_t base = 0;
+	for (int32_t d = p.rank - 1; d >= 0; d--) {
+		int64_t c = (int64_t)(r % (uint64_t)p.kd[d]);
+		r /= (uint64_t)p.kd[d];
+		base += c * p.ks[d];
+	}
+	float id = op == R_MAX ? -INFINITY : op == R_MIN ? INFINITY : op == R_PROD ? 1.f : 0.f, acc = id;
+	for (uint64_t j = threadIdx.x; j < p.rcount; j += blockDim.x) {
+		float v = x[base + (int64_t)j * p.rs[0]];
+		acc = red_combine(op, acc, v);
+	}
+	sh[threadIdx.x] = acc;
+	__syncthreads();
+	for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+		if (threadIdx.x < s) {
+			float v = sh[threadIdx.x + s];
+			/* partial results combine as sums (of squares too), products or extremes */
+			sh[threadIdx.x] = op == R_SUMSQ || op == R_L2 ? sh[threadIdx.x] + v : red_combine(op, sh[threadIdx.x], v);
+		}
+		__syncthreads();
+	}
+	if (threadIdx.x == 0) {
+		float a = sh[0];
+		if (op == R_MEAN)
+			a = a / (float)p.rcount;
+		if (op == R_L2)
+			a = sqrtf(a);
+		y[i] = a;
+	}
+}
+
 __global__ void k_reduce(float *y, const float *x, struct rparams p, uint64_t n, int op)
 {
 	GRID_STRIDE(i, n)
@@ -1265,7 +1315,9 @@ static int reduce_run(const struct whcu_node *n, const struct whcu_tensor *x, co
 		coalesce(&p.rrank, p.rd, rst, 1);
 	}
 	uint64_t cnt = whcu_count(&n->out[0]);
-	if (cnt)
+	if (cnt && p.rrank == 1 && p.rcount >= 2048 && cnt <= 0x7fffffffu)
+		k_reduce_blocks<<<(unsigned)cnt, 256, 0, g_stream>>>((float *)n->out[0].data, (const float *)x->data, p, op);
+	else if (cnt)
 		k_reduce<<<grid_for(cnt), 256, 0, g_stream>>>((float *)n->out[0].data, (const float *)x->data, p, cnt, op);
 	CKL();
 	return 0;
@@ -2130,11 +2182,16 @@ static int op_conv(const struct whcu_node *n)
 	{
 		if (!c) {
 			DNN(cudnnGetConvolutionForwardAlgorithm_v7(g_dnn, tx, fw, cv, ty, 16, &got, perf));
+			/* the implicit-GEMM family first: it sums products as the CPU's kernels do (FFT and
+			 * Winograd transform the operands, which costs accuracy in fp16 and bf16) */
 			int pick = -1;
-			for (int i = 0; i < got && pick < 0; i++)
-				if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
-				    (prec != WHCU_PREC_FP32 || perf[i].mathType == CUDNN_FMA_MATH))
-					pick = i;
+			for (int pass = 0; pass < 2 && pick < 0; pass++)
+				for (int i = 0; i < got && pick < 0; i++)
+					if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
+					    (prec != WHCU_PREC_FP32 || perf[i].mathType == CUDNN_FMA_MATH) &&
+					    (pass == 1 || perf[i].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM ||
+					     perf[i].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM || perf[i].algo == CUDNN_CONVOLUTION_FWD_ALGO_GEMM))
+						pick = i;
 			if (pick < 0) {
 				c = conv_remember(&key, 0, math, 0, 1);
 			} else {
