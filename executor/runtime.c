@@ -991,6 +991,7 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 		/* a layer's time is its whole step: binding, the kernel, freeing what it last read */
 		struct wh_layer_profile *lp = f->e->prof && !f->parent ? &f->e->prof[s] : NULL;
 		double t0 = lp ? wh_os_now_s() : 0;
+		bool on_gpu = false; /* the step ran on the GPU (below) */
 		struct wh_tensor slice; /* a Concat's slice offered to this node (below) */
 		bool have_slice = false; /* (kept uninitialised otherwise: a struct clear per step shows) */
 		/* done by its producer: what it read was never stored, what it writes is there;
@@ -1090,7 +1091,6 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 		}
 		/* on the GPU when the module takes it (executor/gpu.h); otherwise every input the
 		 * CPU kernel reads gets a host copy first */
-		bool on_gpu = false;
 		if (f->dv) {
 			bool subgraph = false;
 			for (uint32_t a = 0; a < n->n_attrs; a++)
