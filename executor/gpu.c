@@ -45,7 +45,9 @@ static void run_lock_take(void)
 	pthread_mutex_lock(&run_lock);
 }
 static struct wh_gpu *gpus[MAX_DEVICES];
-static char lib_error[1024]; /* a failed load is reported the same way every time */
+/* a failed start is reported the same way every time (per device: cuda:1 may be missing
+ * where cuda:0 is not) */
+static char dev_error[MAX_DEVICES][512];
 
 static enum wh_status gpu_open(int device, struct wh_gpu **out)
 {
@@ -103,10 +105,17 @@ enum wh_status wh_gpu_get(int device, struct wh_gpu **out)
 	pthread_mutex_lock(&gpu_lock);
 	enum wh_status st = WH_OK;
 	if (!gpus[device]) {
-		if (lib_error[0]) {
-			st = wh_error(WH_ERR_UNSUPPORTED, "%s", lib_error);
+		/* the module drives one device per process (one stream, one set of handles) */
+		int other = -1;
+		for (int d = 0; d < MAX_DEVICES && other < 0; d++)
+			if (gpus[d])
+				other = d;
+		if (other >= 0) {
+			st = wh_error(WH_ERR_UNSUPPORTED, "--device cuda:%d: this process runs on cuda:%d already (give one GPU per process)", device, other);
+		} else if (dev_error[device][0]) {
+			st = wh_error(WH_ERR_UNSUPPORTED, "%s", dev_error[device]);
 		} else if ((st = gpu_open(device, &gpus[device])) != WH_OK && st != WH_ERR_NOMEM) {
-			snprintf(lib_error, sizeof lib_error, "%s", wh_error_message());
+			snprintf(dev_error[device], sizeof dev_error[device], "%s", wh_error_message());
 		}
 	}
 	*out = gpus[device];
