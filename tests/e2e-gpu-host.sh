@@ -55,6 +55,14 @@ if [ "$rc" = 0 ] && [ $((up3 - up2)) -gt 0 ] && [ $((up3 - up2)) -lt 512 ]; then
 # the reference values of reduce (every tensor, as it is computed) come back from the GPU
 run "$WHITTLE" reduce "$m" --device cuda --precision fp16 --val-range -1,1 -o "$tmp/red.onnx"
 if [ "$rc" = 0 ] && [ -s "$tmp/red.onnx" ]; then ok "reduce --device cuda --precision fp16: $(grep -m1 -iE 'layers|nodes' "$tmp/out" || true)"; else bad "reduce --device cuda: exit $rc"; fi
+# precision and triage run their configurations on the GPU too (the FP32 reference stays
+# on the CPU)
+run "$WHITTLE" precision "$m" --device cuda --precision fp16 --val-range -1,1 --validate -o "$tmp/prec.json"
+read -r _ allocs _ _ <"$tmp/fake.log"
+if [ "$rc" = 0 ] && [ "$allocs" -gt 0 ]; then ok "precision --device cuda: $allocs device buffers"; else bad "precision --device cuda: exit $rc, $allocs device buffers"; fi
+run "$WHITTLE" triage "$m" --device cuda --precision fp16 --val-range -1,1 --builds 1 --no-precision-search --artifacts-dir "$tmp/tri"
+read -r _ allocs _ _ <"$tmp/fake.log"
+if [ "$rc" = 0 ] && [ "$allocs" -gt 0 ] && grep -q "'big'\|\`big\`" "$tmp/tri/report.md"; then ok "triage --device cuda: finds big ($allocs device buffers)"; else bad "triage --device cuda: exit $rc, $allocs device buffers"; fi
 run "$WHITTLE" run "$m" --device cuda:1
 if [ "$rc" = 3 ] && grep -q "no GPU 1" "$tmp/err"; then ok "cuda:1: one line ($(cat "$tmp/err"))"; else bad "cuda:1: exit $rc"; fi
 

@@ -281,6 +281,8 @@ static enum wh_status precision(void *self, const struct wh_cli_args *a, struct 
 	so->model_path = a->operands[0];
 	so->compare = x->run.compare;
 	so->threads = x->run.threads;
+	so->cuda = x->run.cuda;
+	so->cuda_device = x->run.cuda_device;
 	so->jobs = x->check.jobs;
 	if ((x->output_path && (st = wh_output_check(x->output_path, "the layer precisions", so->model_path)) != WH_OK) ||
 	    (st = wh_cmd_ctx_check(c, a, &x->check)) != WH_OK ||

@@ -105,6 +105,8 @@ static enum wh_status triage(void *self, const struct wh_cli_args *a, struct wh_
 	to->compare = x->run.compare;
 	to->save = &x->save.save;
 	to->threads = x->run.threads;
+	to->cuda = x->run.cuda;
+	to->cuda_device = x->run.cuda_device;
 	to->jobs = x->check.jobs;
 	to->faulty_tactic = wh_run_opts_faulty_tactic();
 	if (to->json)
