@@ -44,6 +44,11 @@ struct wh_engine_options {
 	int64_t weight_cache_bytes;
 	/* time every layer of the main graph in each run (wh_engine_profile); off: no cost */
 	bool profile;
+	/* --device cuda:N: layers run on CUDA GPU cuda_device where the CUDA module takes them
+	 * (docs/gpu.md); creating the engine fails with one line when the module, the CUDA
+	 * libraries or the GPU are missing. false: the CPU. */
+	bool cuda;
+	int cuda_device;
 };
 
 enum wh_status wh_engine_create(const struct wh_model *m, const struct wh_engine_options *opt,
@@ -94,12 +99,23 @@ struct wh_layer_profile {
 	double ms;                  /* wall time of the layer in the last run */
 	double flops;               /* Conv, ConvTranspose, MatMul, Gemm: 2 x multiply-adds of the
 				     * last run; 0 for other ops */
+	const char *device;         /* "cpu" or "cuda" (static); ms is GPU time (CUDA events) there */
+	uint64_t h2d_bytes, d2h_bytes; /* copied to and from the GPU for the layer */
 };
 
 /* The layers of the last run in execution order (owned by the engine, valid until the next
  * run or destroy); NULL and *n_out 0 when the engine was created without opt->profile or
  * has not run yet. */
 const struct wh_layer_profile *wh_engine_profile(const struct wh_engine *e, uint32_t *n_out);
+
+/* The GPU of --device cuda:N: loads the CUDA module and starts the device (once per
+ * process), and writes one line about it (the GPU, the library versions) into info. Fails
+ * with WH_ERR_UNSUPPORTED and "--device cuda: <what is missing> (<what to do>)". */
+enum wh_status wh_device_cuda_check(int device, char *info, size_t size);
+/* Whether the CUDA backend of GPU `device` has a kernel for node n of the main graph
+ * (call wh_device_cuda_check first): what `inspect --device cuda` prints. Shape arithmetic
+ * on small integer tensors is done on the host whatever this says (docs/gpu.md). */
+bool wh_device_cuda_claims(int device, const struct wh_model *m, const struct wh_node *n);
 
 /* Names of the ops of m (and its subgraphs) that the executor cannot run, as
  * "A, B, C" into buf; returns their count. */

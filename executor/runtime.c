@@ -10,6 +10,7 @@
 #include "executor/cpu.h"
 #include "executor/emulate.h"
 #include "executor/executor.h"
+#include "executor/gpu.h"
 #include "executor/kernel.h"
 #include "executor/precision.h"
 #include "executor/tactic-plan.h"
@@ -41,6 +42,11 @@ struct plan {
 	uint32_t *last_use;                 /* per value id: last step reading it, or WH_NONE */
 	struct wh_tensor *inits;            /* per value id: initializer tensors (shared blobs) */
 	uint8_t *exec_prec, *out_prec;      /* per node id (main graph), NULL: all FP32 */
+	uint8_t *kinds;                     /* per node id (main graph on a GPU): enum wh_layer_kind */
+	/* main graph on a GPU: the initializers' blobs, sorted (a tensor sharing one, a view of a
+	 * weight, is an engine constant the GPU keeps) */
+	const struct wh_blob **init_blobs;
+	uint32_t n_init_blobs;
 	const struct wh_tactic **pinned;    /* per node id (main graph), NULL entries: default */
 	struct wh_emul_cache emul;
 	/* Fused activations (plan_fusions): per node id, the activation a producing node applies
@@ -91,6 +97,9 @@ struct wh_engine {
 	/* opt->profile: one entry per step of the main graph, NULL otherwise */
 	struct wh_layer_profile *prof;
 	uint32_t n_prof;
+	/* opt->cuda: the GPU (executor/gpu.h) and the device copies of the weights */
+	struct wh_gpu *gpu;
+	struct wh_gpu_weights *gpu_weights;
 };
 
 struct wh_frame {
@@ -101,6 +110,8 @@ struct wh_frame {
 	/* wh_engine_run_each: told of each tensor of the main graph as it is computed */
 	wh_engine_tensor_fn each;
 	void *each_state;
+	/* the main graph's frame of an engine on the GPU: the values' device copies */
+	struct wh_gpu_vals *dv;
 };
 
 /* ---- unsupported-op listing ---- */
@@ -183,6 +194,8 @@ static void plan_destroy(struct plan *p)
 	free(p->inits);
 	free(p->exec_prec);
 	free(p->out_prec);
+	free(p->kinds);
+	free(p->init_blobs);
 	free(p->pinned);
 	if (p->const_vals)
 		for (uint32_t i = 0; i < p->g->n_values; i++)
@@ -552,6 +565,18 @@ static enum wh_status plan_fusions(struct plan *p, const struct plan_readers *r)
 	return WH_OK;
 }
 
+static int cmp_blob(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(const struct wh_blob *const *)a, y = (uintptr_t)*(const struct wh_blob *const *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Whether blob b holds an initializer of p (then it lives as long as the engine). */
+static bool init_blob(const struct plan *p, const struct wh_blob *b)
+{
+	return p->n_init_blobs && bsearch(&b, p->init_blobs, p->n_init_blobs, sizeof *p->init_blobs, cmp_blob);
+}
+
 static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 {
 	enum wh_status st = WH_OK;
@@ -582,6 +607,15 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 			goto out;
 		int64_t wc = e->weight_cache_bytes;
 		if ((st = wh_emul_cache_init(&p->emul, g->n_values, wc < 0 ? 0 : wc ? (size_t)wc : WH_EMUL_CACHE_DEFAULT_BYTES)) != WH_OK)
+			goto out;
+	}
+	if (g == e->m->graph && e->gpu) {
+		/* shape arithmetic and constants stay on the host (docs/gpu.md) */
+		if (!(p->kinds = calloc(nn, 1))) {
+			st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+			goto out;
+		}
+		if ((st = wh_model_layer_kinds(e->m, p->kinds)) != WH_OK)
 			goto out;
 	}
 	if (g == e->m->graph && e->tactics) {
@@ -656,6 +690,16 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 			}
 		}
 	}
+	if (p->kinds) {
+		if (!(p->init_blobs = calloc(nv, sizeof *p->init_blobs))) {
+			st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+			goto out;
+		}
+		for (uint32_t v = 0; v < g->n_values; v++)
+			if (p->inits[v].blob)
+				p->init_blobs[p->n_init_blobs++] = p->inits[v].blob;
+		qsort(p->init_blobs, p->n_init_blobs, sizeof *p->init_blobs, cmp_blob);
+	}
 	struct plan_readers readers = {0};
 	if ((st = plan_readers_init(p, &readers)) != WH_OK)
 		goto out;
@@ -720,6 +764,8 @@ static enum wh_status engine_create(const struct wh_model *m, const struct wh_en
 		st = wh_gemm_packs_create(e->weight_cache_bytes, &e->packs);
 	if (st == WH_OK)
 		st = wh_blob_cache_create(WH_ENGINE_BLOB_CACHE_BYTES, &e->blobs);
+	if (st == WH_OK && opt && opt->cuda && (st = wh_gpu_get(opt->cuda_device, &e->gpu)) == WH_OK)
+		st = wh_gpu_weights_create(e->gpu, &e->gpu_weights);
 	if (st == WH_OK)
 		st = build_plan(e, m->graph);
 	if (st == WH_OK && opt && opt->profile) {
@@ -757,6 +803,7 @@ void wh_engine_destroy(struct wh_engine *e)
 	wh_threadpool_destroy(e->pool);
 	wh_gemm_packs_destroy(e->packs);
 	wh_blob_cache_destroy(e->blobs);
+	wh_gpu_weights_destroy(e->gpu_weights);
 	free(e->prof);
 	free(e);
 }
@@ -847,6 +894,8 @@ static inline bool slot_used(const struct wh_tensor *t)
 
 static void frame_release(struct wh_frame *f)
 {
+	wh_gpu_vals_destroy(f->dv);
+	f->dv = NULL;
 	if (!f->vals)
 		return;
 	struct plan *p = f->plan;
@@ -894,6 +943,11 @@ static enum wh_status frame_init(struct wh_frame *f, struct wh_engine *e, struct
 			if (p->inits[v].dtype)
 				wh_tensor_ref(&f->vals[v], &p->inits[v]);
 	}
+	if (e->gpu && !parent) {
+		enum wh_status st = wh_gpu_vals_create(e->gpu, e->gpu_weights, g->n_values, &f->dv);
+		if (st != WH_OK)
+			return st;
+	}
 	for (uint32_t v = 0; v < g->n_values; v++) {
 		if (g->values[v].flags & WH_VALUE_OUTER) {
 			const char *name = g->values[v].name;
@@ -923,7 +977,7 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 	/* activations run as their producer's epilogue (plan_fusions), except where every tensor
 	 * is kept or reported, while a build times tactics layer by layer, and where a tactic is
 	 * made faulty (it corrupts the producer's own output) */
-	bool fuse = p->fused_out && !keep_all && !f->each && !f->e->chooser.choose && !f->e->faulty_tactic[0];
+	bool fuse = p->fused_out && !keep_all && !f->each && !f->e->chooser.choose && !f->e->faulty_tactic[0] && !f->dv;
 	/* this run's outputs of the in-place Concats (plan_concats), made at the first write */
 	struct wh_tensor cbuf_fixed[8], *cbuf = cbuf_fixed;
 	uint32_t n_cbuf = fuse ? p->n_concats : 0;
@@ -937,6 +991,7 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 		/* a layer's time is its whole step: binding, the kernel, freeing what it last read */
 		struct wh_layer_profile *lp = f->e->prof && !f->parent ? &f->e->prof[s] : NULL;
 		double t0 = lp ? wh_os_now_s() : 0;
+		bool on_gpu = false; /* the step ran on the GPU (below) */
 		struct wh_tensor slice; /* a Concat's slice offered to this node (below) */
 		bool have_slice = false; /* (kept uninitialised otherwise: a struct clear per step shows) */
 		/* done by its producer: what it read was never stored, what it writes is there;
@@ -1034,6 +1089,54 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 					   ins[k]->data == (char *)cbuf[cj].data + cp->offset[k] * esz &&
 					   !memcmp(ins[k]->dims, cp->in_dims[k], (size_t)cp->rank * sizeof(int64_t));
 		}
+		/* on the GPU when the module takes it (executor/gpu.h); otherwise every input the
+		 * CPU kernel reads gets a host copy first */
+		if (f->dv) {
+			bool subgraph = false;
+			for (uint32_t a = 0; a < n->n_attrs; a++)
+				subgraph |= n->attrs[a].type == WH_ATTR_GRAPH || n->attrs[a].type == WH_ATTR_GRAPHS;
+			if (!subgraph && p->const_node[nid] == CONST_NO && !ctx.tactic && !(p->pinned && p->pinned[nid]) &&
+			    !f->e->chooser.choose) {
+				bool pers_fixed[16], *pers = n->n_inputs <= 16 ? pers_fixed : calloc(n->n_inputs, sizeof *pers);
+				if (!pers) {
+					st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+					goto step_out;
+				}
+				for (uint32_t k = 0; k < n->n_inputs; k++) {
+					uint32_t v = n->inputs[k];
+					uint32_t prod = v != WH_NONE ? g->values[v].producer : WH_NONE;
+					pers[k] = v != WH_NONE && ins[k] && ins[k]->blob &&
+						  ((prod != WH_NONE && p->const_node[prod] == CONST_CACHED) || init_blob(p, ins[k]->blob));
+				}
+				struct wh_gpu_step gs = {
+					.g = g,
+					.n = n,
+					.opset = p->opsets[nid],
+					.exec = p->exec_prec ? p->exec_prec[nid] : WH_PREC_FP32,
+					.out = p->out_prec ? p->out_prec[nid] : WH_PREC_FP32,
+					.fp16_accumulate = f->e->precision && f->e->precision->fp16_accumulate,
+					.persistent = pers,
+					.wanted = wanted,
+					.timed = lp != NULL,
+					.host_only = p->kinds && (p->kinds[nid] == WH_LAYER_SHAPE || p->kinds[nid] == WH_LAYER_CONST),
+				};
+				st = wh_gpu_run_step(f->dv, &gs, f->vals, outs, &on_gpu);
+				if (pers != pers_fixed)
+					free(pers);
+				if (st != WH_OK)
+					goto step_out;
+			}
+			bool meta_only = !n->domain[0] && (!strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size"));
+			for (uint32_t k = 0; !on_gpu && k < n->n_inputs; k++) {
+				uint32_t v = n->inputs[k];
+				if (v != WH_NONE && !(meta_only && k == 0) && (st = wh_gpu_vals_to_host(f->dv, v, &f->vals[v])) != WH_OK)
+					goto step_out;
+			}
+			if (!on_gpu && subgraph)
+				for (uint32_t v = 0; v < g->n_values; v++)
+					if ((st = wh_gpu_vals_to_host(f->dv, v, &f->vals[v])) != WH_OK)
+						goto step_out;
+		}
 		wh_kernel_fn run = p->kernels[nid]->run;
 		bool fused = false; /* the kernel applied p->epi[nid]: output 0 is the activation's */
 		bool constant = false; /* outputs taken from the plan's constants */
@@ -1062,7 +1165,9 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			ctx.tactic = chosen;
 			run = chosen ? chosen->run : run;
 		}
-		if (p->exec_prec && (p->exec_prec[nid] != WH_PREC_FP32 || p->out_prec[nid] != WH_PREC_FP32)) {
+		if (on_gpu) {
+			ctx.tactic = NULL;
+		} else if (p->exec_prec && (p->exec_prec[nid] != WH_PREC_FP32 || p->out_prec[nid] != WH_PREC_FP32)) {
 			struct wh_emul_node en = {
 				.exec = (enum wh_precision)p->exec_prec[nid],
 				.out = (enum wh_precision)p->out_prec[nid],
@@ -1114,6 +1219,8 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			lp->op_type = n->op_type;
 			lp->tactic = constant ? "constant" : in_place ? "in place" : ctx.tactic ? ctx.tactic->name : "default";
 			lp->flops = st == WH_OK && !constant && !in_place ? node_flops(&ctx) : 0;
+			lp->device = on_gpu ? "cuda" : "cpu";
+			wh_gpu_vals_copies(f->dv, &lp->h2d_bytes, &lp->d2h_bytes);
 			f->e->n_prof = s + 1;
 		}
 		if (st == WH_OK && ctx.tactic && f->e->faulty_tactic[0] && !strcmp(ctx.tactic->name, f->e->faulty_tactic) &&
@@ -1137,19 +1244,24 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			}
 		}
 		for (uint32_t k = 0; f->each && k < n->n_outputs && st == WH_OK; k++)
-			if (wanted[k] && wh_value_present(&f->vals[n->outputs[k]]))
+			if (wanted[k] && wh_value_present(&f->vals[n->outputs[k]]) &&
+			    (st = wh_gpu_vals_to_host(f->dv, n->outputs[k], &f->vals[n->outputs[k]])) == WH_OK)
 				st = f->each(f->each_state, g->values[n->outputs[k]].name, &f->vals[n->outputs[k]]);
 		if (st == WH_OK && !keep_all) {
 			for (uint32_t k = 0; k < n->n_inputs; k++) {
 				uint32_t v = n->inputs[k];
-				if (v != WH_NONE && p->last_use[v] == s && !is_kept(g, v) && !(g->values[v].flags & WH_VALUE_INPUT))
+				if (v != WH_NONE && p->last_use[v] == s && !is_kept(g, v) && !(g->values[v].flags & WH_VALUE_INPUT)) {
 					slot_clear(&f->vals[v]);
+					wh_gpu_vals_drop(f->dv, v);
+				}
 			}
 			/* outputs nobody reads */
 			for (uint32_t k = 0; k < n->n_outputs; k++) {
 				uint32_t v = n->outputs[k];
-				if (v != WH_NONE && p->last_use[v] == WH_NONE && !is_kept(g, v))
+				if (v != WH_NONE && p->last_use[v] == WH_NONE && !is_kept(g, v)) {
 					slot_clear(&f->vals[v]);
+					wh_gpu_vals_drop(f->dv, v);
+				}
 			}
 		}
 step_out:
@@ -1164,8 +1276,10 @@ step_out:
 			free(outs);
 		if (wanted != wanted_fixed)
 			free(wanted);
-		if (lp)
-			lp->ms = (wh_os_now_s() - t0) * 1e3;
+		if (lp) {
+			double gms = on_gpu ? wh_gpu_vals_step_ms(f->dv) : -1;
+			lp->ms = gms >= 0 ? gms : (wh_os_now_s() - t0) * 1e3;
+		}
 		if (st != WH_OK)
 			break;
 	}
@@ -1302,6 +1416,12 @@ static enum wh_status engine_run(struct wh_engine *e, const struct wh_tensor_set
 		wh_tensor_ref(&f.vals[v], t);
 	}
 	if ((st = frame_execute(&f, keep == WH_KEEP_ALL)) != WH_OK)
+		goto out;
+	/* what the caller gets lives on the host */
+	for (uint32_t v = 0; f.dv && v < g->n_values && st == WH_OK; v++)
+		if (keep == WH_KEEP_ALL || (g->values[v].flags & WH_VALUE_OUTPUT))
+			st = wh_gpu_vals_to_host(f.dv, v, &f.vals[v]);
+	if (st != WH_OK)
 		goto out;
 	if (each) {
 		/* graph outputs that no node produces (inputs or initializers passed through) */

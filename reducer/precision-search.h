@@ -31,6 +31,9 @@ struct wh_precision_search_options {
 	const char *const *golden_dirs; /* per sample, for {golden} (FP32 outputs); NULL: none */
 	struct wh_compare_options compare;
 	int threads;
+	bool cuda;                      /* --device cuda:N: configurations run on that GPU (the
+					 * FP32 reference stays on the CPU) */
+	int cuda_device;
 	int jobs;                       /* checks in flight (<= 1: one); the answer does not
 					 * depend on it for a check that is monotone */
 	const struct wh_calib *calib;

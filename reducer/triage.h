@@ -55,6 +55,9 @@ struct wh_triage_options {
 	uint32_t builds;                       /* builds of step 1 (>= 1) */
 	struct wh_build_options build;         /* timing; .seed is ignored (build k: seed k) */
 	int threads;
+	bool cuda;                             /* --device cuda:N: runs and built-in checks on that
+						* GPU (FP32 references stay on the CPU) */
+	int cuda_device;
 	int jobs;                              /* checks in flight (step 1: builds; steps 4, 5) */
 	const char *faulty_tactic;             /* WHITTLE_FAULTY_TACTIC (fault injection), or NULL */
 	const char *model_path;

@@ -3,7 +3,11 @@
  * expected one at ONNX's tolerance (rtol 1e-3, atol 1e-7, or the case's real/data.json).
  *
  *   tool-conformance [--suite S]... [--op OP]... [--case SUBSTR]... [--exact NAME]...
- *                    [--table FILE] [--list FILE] [-v] [-q]
+ *                    [--table FILE] [--list FILE] [--device cuda[:N]] [-v] [-q]
+ *
+ * --device cuda runs the cases on the CUDA backend (docs/gpu.md): a case whose layers of
+ * the op it tests did not all run on the GPU says so ("cpu: OP"), and is then not counted as a
+ * GPU pass but as unsupported.
  *
  * Prints one line per case (PASS / FAIL / UNSUPPORTED and why) and a closing
  * "conformance: N passed, N failed, N unsupported"; exit 1 when a case fails. */
@@ -17,6 +21,7 @@
 #include "executor/cpu.h"
 #include "executor/executor.h"
 #include "executor/kernel.h" /* element accessors */
+#include "executor/precision.h"
 #include "graph/onnx-io.h"
 #include "graph/tensor-file.h"
 
@@ -46,6 +51,8 @@ struct opts {
 	struct case_index index;
 	int verbose, quiet;
 	int threads;
+	bool cuda;
+	int cuda_device;
 };
 
 enum verdict { V_PASS, V_FAIL, V_UNSUPPORTED };
@@ -445,7 +452,7 @@ static void run_case(const struct opts *o, struct results *r, const char *suite,
 	if (!matches_filters(o, name, m))
 		goto quiet;
 	case_op(&o->index, suite, name, op, sizeof op);
-	struct wh_engine_options eo = {.threads = o->threads};
+	struct wh_engine_options eo = {.threads = o->threads, .cuda = o->cuda, .cuda_device = o->cuda_device, .profile = o->cuda};
 	if ((st = wh_engine_create(m, &eo, &e)) != WH_OK) {
 		snprintf(why, sizeof why, "%s", wh_error_message());
 		v = st == WH_ERR_UNSUPPORTED ? V_UNSUPPORTED : V_FAIL;
@@ -468,6 +475,34 @@ static void run_case(const struct opts *o, struct results *r, const char *suite,
 	if (!sets && v == V_PASS) {
 		v = V_UNSUPPORTED;
 		snprintf(why, sizeof why, "no test data sets");
+	}
+	if (o->cuda && v == V_PASS) {
+		/* on the GPU only when every layer that is not shape arithmetic ran there */
+		uint32_t np = 0, on_cpu = 0;
+		const struct wh_layer_profile *lp = wh_engine_profile(e, &np);
+		char cpu_ops[256] = "";
+		/* shape arithmetic and constants stay on the host by design (docs/gpu.md) */
+		const struct wh_graph *g = m->graph;
+		uint8_t *kinds = calloc((size_t)g->n_nodes + 1, 1);
+		if (kinds && wh_model_layer_kinds(m, kinds) != WH_OK)
+			memset(kinds, 0, (size_t)g->n_nodes + 1);
+		for (uint32_t i = 0; i < np; i++) {
+			uint8_t kind = 0;
+			for (uint32_t k = 0; kinds && k < g->n_nodes; k++)
+				if (lp[i].name && g->nodes[k].name && !strcmp(g->nodes[k].name, lp[i].name))
+					kind = kinds[k];
+			if (lp[i].device && strcmp(lp[i].device, "cuda") && kind != WH_LAYER_SHAPE && kind != WH_LAYER_CONST &&
+			    strcmp(lp[i].tactic, "constant")) {
+				on_cpu++;
+				if (!strstr(cpu_ops, lp[i].op_type) && strlen(cpu_ops) + strlen(lp[i].op_type) + 2 < sizeof cpu_ops)
+					snprintf(cpu_ops + strlen(cpu_ops), sizeof cpu_ops - strlen(cpu_ops), "%s%s", cpu_ops[0] ? " " : "", lp[i].op_type);
+			}
+		}
+		free(kinds);
+		if (on_cpu) {
+			v = V_UNSUPPORTED;
+			snprintf(why, sizeof why, "cpu: %s", cpu_ops);
+		}
 	}
 	if (v == V_PASS && override)
 		snprintf(why, sizeof why, "%s", override);
@@ -492,7 +527,7 @@ static void run_light(const struct opts *o, struct results *r, const char *dir, 
 	wh_tensor_init(&exp);
 	enum verdict v = V_FAIL;
 	enum wh_status st = wh_model_load(model_path, &m);
-	struct wh_engine_options eo = {.threads = o->threads};
+	struct wh_engine_options eo = {.threads = o->threads, .cuda = o->cuda, .cuda_device = o->cuda_device};
 	if (st == WH_OK)
 		st = wh_tensor_read_pb(out_path, &exp, NULL);
 	if (st == WH_OK)
@@ -605,12 +640,16 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--threads") && val) {
 			o.threads = atoi(val);
 			i++;
+		} else if (!strcmp(a, "--device") && val) {
+			o.cuda = strncmp(val, "cuda", 4) == 0;
+			o.cuda_device = !strncmp(val, "cuda:", 5) ? atoi(val + 5) : 0;
+			i++;
 		} else if (!strcmp(a, "-v")) {
 			o.verbose = 1;
 		} else if (!strcmp(a, "-q")) {
 			o.quiet = 1;
 		} else {
-			fprintf(stderr, "usage: tool-conformance [--suite S] [--op OP] [--case SUBSTR] [--exact NAME] [--table FILE] [--list FILE] [--threads N] [-v] [-q]\n");
+			fprintf(stderr, "usage: tool-conformance [--suite S] [--op OP] [--case SUBSTR] [--exact NAME] [--table FILE] [--list FILE] [--threads N] [--device cuda[:N]] [-v] [-q]\n");
 			return 2;
 		}
 	}
@@ -621,6 +660,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	wh_cpu_init();
+	if (o.cuda) {
+		char info[512];
+		if (wh_device_cuda_check(o.cuda_device, info, sizeof info) != WH_OK) {
+			fprintf(stderr, "whittle: %s\n", wh_error_message());
+			return 3;
+		}
+		printf("device: %s\n", info);
+	}
 	index_load(&o.index, o.root);
 	if (!o.n_suites) {
 		static const char *const all[] = {"node", "pytorch-operator", "pytorch-converted", "simple", "light"};

@@ -24,7 +24,9 @@ static const char inspect_help[] =
 	"  --json            machine-readable output (every tensor with dtype and shape)\n"
 	"  --input-shapes S  bind dynamic input dimensions, e.g. x:1x3x640x640,y:4\n"
 	"  --tactics         every layer's eligible tactics (name, id, numerics): runs the model\n"
-	"                    once on seeded random inputs, so dynamic inputs need --input-shapes\n";
+	"                    once on seeded random inputs, so dynamic inputs need --input-shapes\n"
+	"  --device cuda[:N] also say where each layer would run: cuda, host (shape arithmetic,\n"
+	"                    constants) or cpu (no CUDA kernel); fails in one line without a GPU\n";
 
 static json_t *shape_json(const struct wh_value *v)
 {
@@ -429,6 +431,46 @@ out:
 	return st;
 }
 
+/* --device cuda: where each layer of the main graph would run (executor/gpu.h): on the GPU
+ * (a CUDA kernel), on the host (shape arithmetic and constants, as TensorRT computes shape
+ * tensors), or on the CPU (no CUDA kernel: a CPU segment with copies at its ends). */
+static enum wh_status print_devices(const struct wh_model *m, int device)
+{
+	const struct wh_graph *g = m->graph;
+	char info[512] = "";
+	enum wh_status st = wh_device_cuda_check(device, info, sizeof info);
+	uint32_t *order = calloc((size_t)g->n_nodes + 1, sizeof *order);
+	uint8_t *kinds = calloc((size_t)g->n_nodes + 1, 1);
+	if (st == WH_OK && (!order || !kinds))
+		st = wh_error(WH_ERR_NOMEM, "inspect: out of memory");
+	if (st == WH_OK && (st = wh_graph_topo_order(g, order)) == WH_OK)
+		st = wh_model_layer_kinds(m, kinds);
+	if (st != WH_OK)
+		goto out;
+	uint32_t n_gpu = 0, n_cpu = 0, n_host = 0;
+	printf("\ndevice    cuda:%d %s\n", device, info);
+	for (uint32_t s = 0; s < g->n_nodes; s++) {
+		const struct wh_node *n = &g->nodes[order[s]];
+		const char *where;
+		if (kinds[order[s]] == WH_LAYER_SHAPE || kinds[order[s]] == WH_LAYER_CONST) {
+			where = "host";
+			n_host++;
+		} else if (wh_device_cuda_claims(device, m, n)) {
+			where = "cuda";
+			n_gpu++;
+		} else {
+			where = "cpu";
+			n_cpu++;
+		}
+		printf("  %-5s %s %s\n", where, wh_name_term(n->op_type), wh_name_term(n->name));
+	}
+	printf("layers    %u on cuda, %u on the host (shapes, constants), %u on the cpu\n", n_gpu, n_host, n_cpu);
+out:
+	free(order);
+	free(kinds);
+	return st;
+}
+
 static enum wh_status inspect_go(void *self, const struct wh_cli_args *a, struct wh_cmd_ctx *c)
 {
 	struct inspect_cmd *x = self;
@@ -437,7 +479,11 @@ static enum wh_status inspect_go(void *self, const struct wh_cli_args *a, struct
 		return st;
 	x->v.path = a->operands[0];
 	x->v.m = c->model;
-	return x->tactics ? list_tactics(c->model) : inspect(&x->v);
+	if (x->tactics)
+		return list_tactics(c->model);
+	if ((st = inspect(&x->v)) == WH_OK && x->run.cuda && !x->v.json_out)
+		st = print_devices(c->model, x->run.cuda_device);
+	return st;
 }
 
 int wh_cmd_inspect(int argc, char **argv)

@@ -66,6 +66,7 @@ static const char precision_help[] =
 	"                           on one line); without it a missing input is an error\n"
 	"  --seed N, --val-range LO,HI   generated inputs (default seed 1, range 0,1)\n"
 	"  --input-shapes S         bind dynamic input dimensions, e.g. x:1x3x48x320\n"
+	"  --device cuda[:N]        run the layers on a CUDA GPU where it has kernels (docs/gpu.md)\n"
 	"  --threads N              executor threads (default: all cores)\n"
 	WH_CALIB_HELP
 	"exit status: 0 found, 2 usage, 3 bad input, or the model already passes at --precision, or\n"
@@ -358,6 +359,8 @@ static enum wh_status precision(void *self, const struct wh_cli_args *a, struct 
 	so->model_path = a->operands[0];
 	so->compare = x->run.compare;
 	so->threads = x->run.threads;
+	so->cuda = x->run.cuda;
+	so->cuda_device = x->run.cuda_device;
 	so->jobs = x->check.jobs;
 	if ((x->output_path && (st = wh_output_check(x->output_path, "the layer precisions")) != WH_OK) ||
 	    (st = wh_cmd_ctx_check(c, a, &x->check)) != WH_OK ||

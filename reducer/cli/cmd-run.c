@@ -55,6 +55,8 @@ static const char run_help[] =
 	"  WHITTLE_FAULTY_TACTIC=<tactic>[:<layer>] in the environment makes that tactic corrupt its\n"
 	"  output (fault injection to test `whittle build`; off by default)\n"
 	"execution:\n"
+	"  --device cuda[:N]       run the layers on a CUDA GPU where it has kernels, the rest on\n"
+	"                          the CPU (default cpu; docs/gpu.md)\n"
 	"  --threads N             worker threads (default: all cores); results do not depend on it\n"
 	"  --iterations N          time N runs after a warm-up and print `median_ms <x>`\n"
 	"  --profile               time every layer over the --iterations runs (default 10): median ms,\n"

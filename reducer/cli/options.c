@@ -37,6 +37,7 @@ static const struct wh_cli_option options[] = {
 	{"timeout-is", required_argument, 'U', false, CHECKS},
 	/* the run options (run-opts.c) */
 	{"atol", required_argument, WH_RUN_OPT_ATOL, false, TOLERANCES},
+	{"device", required_argument, WH_RUN_OPT_DEVICE, false, RUNS | WH_CMD_INSPECT},
 	{"check-error-stat", required_argument, WH_RUN_OPT_ERROR_STAT, false, TOLERANCES},
 	{"input-shapes", required_argument, WH_RUN_OPT_INPUT_SHAPES, false, SHAPES},
 	{"layer-precisions", required_argument, WH_RUN_OPT_LAYER_PRECISIONS, false, LAYER_PRECISIONS},

@@ -46,6 +46,7 @@ static const char *opt_name(int code)
 	case WH_RUN_OPT_THREADS: return "threads";
 	case WH_RUN_OPT_VALIDATE: return "validate";
 	case WH_RUN_OPT_FILL_MISSING: return "fill-missing";
+	case WH_RUN_OPT_DEVICE: return "device";
 	default: return "?";
 	}
 }
@@ -89,6 +90,27 @@ static enum wh_status parse_error_stat(struct wh_run_opts *o, const char *arg)
 				 "not a statistic (give elemwise, max, mean, median or quantile=Q with 0 <= Q <= 1)");
 	o->error_stat = arg;
 	return WH_OK;
+}
+
+/* --device cpu | cuda | cuda:N. A GPU asked for is started here, so that a machine without
+ * one (or without the CUDA module and libraries) is told in one line before any work:
+ * "--device cuda: <what is missing> (<what to do>)", exit 3. */
+static enum wh_status parse_device(struct wh_run_opts *o, const char *arg)
+{
+	long long v = 0;
+	if (!strcmp(arg, "cpu")) {
+		o->cuda = false;
+		return WH_OK;
+	}
+	if (strcmp(arg, "cuda") && (strncmp(arg, "cuda:", 5) || !wh_cli_parse_int(arg + 5, 0, 63, &v)))
+		return bad_value(o, WH_RUN_OPT_DEVICE, arg, "not a device (give cpu, cuda or cuda:N with N from 0 to 63)");
+	o->cuda = true;
+	o->cuda_device = (int)v;
+	char info[512];
+	enum wh_status st = wh_device_cuda_check(o->cuda_device, info, sizeof info);
+	if (st == WH_OK)
+		wh_info("--device %s: %s", arg, info);
+	return st;
 }
 
 /* Every dimension >= 1 and no input beyond MAX_INPUT_ELEMS elements; the syntax and the
@@ -156,6 +178,8 @@ static enum wh_status parse_one(struct wh_run_opts *o, int c, const char *arg)
 	case WH_RUN_OPT_ERROR_STAT: return parse_error_stat(o, arg);
 	case WH_RUN_OPT_VALIDATE: o->compare.validate = true; return WH_OK;
 	case WH_RUN_OPT_FILL_MISSING: o->fill_missing = true; return WH_OK;
+	case WH_RUN_OPT_DEVICE:
+		return parse_device(o, arg);
 	case WH_RUN_OPT_THREADS:
 		if (!wh_cli_parse_int(arg, 1, 1024, &v))
 			return bad_value(o, c, arg, "not an integer from 1 to 1024 (give a thread count such as 4)");
@@ -259,7 +283,8 @@ enum wh_status wh_run_opts_precision(struct wh_run_opts *o, const struct wh_mode
 
 struct wh_engine_options wh_run_opts_engine(const struct wh_run_opts *o, bool reduced)
 {
-	struct wh_engine_options eo = {.threads = o->threads, .precision = reduced ? &o->config : NULL};
+	struct wh_engine_options eo = {.threads = o->threads, .precision = reduced ? &o->config : NULL,
+				       .cuda = o->cuda, .cuda_device = o->cuda_device};
 	return eo;
 }
 

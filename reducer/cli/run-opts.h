@@ -1,6 +1,6 @@
 /* Private to the front end: the options of every command that runs a model, parsed and
  * validated in one place (--input-shapes, --load-inputs, --seed, --val-range, --precision,
- * --layer-precisions, --atol, --rtol, --check-error-stat, --threads and, through
+ * --layer-precisions, --atol, --rtol, --check-error-stat, --threads, --device and, through
  * calib-opts.h, the calibration options).
  *
  * Which commands take which of these options is their rows in options.c; a command hands
@@ -43,6 +43,7 @@ enum wh_run_opt {
 	WH_RUN_OPT_THREADS,
 	WH_RUN_OPT_VALIDATE,
 	WH_RUN_OPT_FILL_MISSING,
+	WH_RUN_OPT_DEVICE,
 	WH_RUN_OPT_END,
 };
 
@@ -60,6 +61,9 @@ struct wh_run_opts {
 	double lo, hi;             /* --val-range, default 0,1 */
 	enum wh_precision precision; /* the command's default unless given */
 	int threads;               /* 0: all cores */
+	bool cuda;                 /* --device cuda[:N] (checked when given: the module loads
+				    * and the GPU starts) */
+	int cuda_device;
 	struct wh_compare_options compare;
 	struct wh_calib_opts calib;
 	struct wh_precision_config config; /* wh_run_opts_precision fills it */

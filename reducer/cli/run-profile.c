@@ -14,7 +14,18 @@ struct row {
 	const char *name, *op, *tactic;
 	uint32_t layers;
 	double ms, flops;
+	const char *device; /* "cpu", "cuda" (layers) */
+	uint64_t h2d, d2h;  /* bytes copied to and from the GPU in the last run */
 };
+
+/* Whether any layer ran on the GPU: the tables then say where each ran and what it copied. */
+static bool any_gpu(const struct row *layers, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (layers[i].device && !strcmp(layers[i].device, "cuda"))
+			return true;
+	return false;
+}
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -53,14 +64,35 @@ static void print_text(const struct row *layers, uint32_t n, const struct row *o
 		wo = lo > wo ? lo : wo;
 	}
 	w = w > 48 ? 48 : w;
-	printf("%5s  %-*s  %-*s  %-*s  %9s  %6s  %8s\n", "#", w, "layer", wo, "op", wt, "tactic", "ms", "share", "GFLOP/s");
+	bool gpu = any_gpu(layers, n);
+	if (gpu) {
+		/* --device cuda: a GPU layer's ms is its time on the GPU (CUDA events) */
+		uint32_t on_gpu = 0;
+		double h2d = 0, d2h = 0;
+		for (uint32_t i = 0; i < n; i++) {
+			on_gpu += layers[i].device && !strcmp(layers[i].device, "cuda");
+			h2d += (double)layers[i].h2d;
+			d2h += (double)layers[i].d2h;
+		}
+		printf("devices: %u layers on cuda, %u on the cpu; copies in the last run: %.1f KB to the GPU, %.1f KB back\n", on_gpu,
+		       n - on_gpu, h2d / 1e3, d2h / 1e3);
+		printf("%5s  %-*s  %-*s  %-4s  %-*s  %9s  %6s  %9s  %8s\n", "#", w, "layer", wo, "op", "dev", wt, "tactic", "ms", "share",
+		       "copy KB", "GFLOP/s");
+	} else {
+		printf("%5s  %-*s  %-*s  %-*s  %9s  %6s  %8s\n", "#", w, "layer", wo, "op", wt, "tactic", "ms", "share", "GFLOP/s");
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		const struct row *r = &layers[i];
 		int l = (int)strlen(r->name);
 		/* a long name keeps its end, where exporters put what tells layers apart */
 		const char *name = l > w ? r->name + (l - w) : r->name;
-		printf("%5u  %-*s  %-*s  %-*s  %9.4f  %5.1f%%  ", i + 1, w, wh_name_term(name), wo, wh_name_term(r->op), wt, wh_name_term(r->tactic), r->ms,
-		       total > 0 ? 100 * r->ms / total : 0);
+		if (gpu)
+			printf("%5u  %-*s  %-*s  %-4s  %-*s  %9.4f  %5.1f%%  %9.1f  ", i + 1, w, wh_name_term(name), wo, wh_name_term(r->op),
+			       r->device ? r->device : "cpu", wt, wh_name_term(r->tactic), r->ms, total > 0 ? 100 * r->ms / total : 0,
+			       (double)(r->h2d + r->d2h) / 1e3);
+		else
+			printf("%5u  %-*s  %-*s  %-*s  %9.4f  %5.1f%%  ", i + 1, w, wh_name_term(name), wo, wh_name_term(r->op), wt,
+			       wh_name_term(r->tactic), r->ms, total > 0 ? 100 * r->ms / total : 0);
 		if (r->flops > 0)
 			printf("%8.2f\n", gflops(r));
 		else
@@ -85,6 +117,11 @@ static json_t *row_json(const struct row *r, double total, bool layer)
 		json_object_set_new(o, "layer", json_string(r->name));
 		json_object_set_new(o, "op", json_string(r->op));
 		json_object_set_new(o, "tactic", json_string(r->tactic));
+		if (r->device) {
+			json_object_set_new(o, "device", json_string(r->device));
+			json_object_set_new(o, "h2d_bytes", json_integer((json_int_t)r->h2d));
+			json_object_set_new(o, "d2h_bytes", json_integer((json_int_t)r->d2h));
+		}
 	} else {
 		json_object_set_new(o, "op", json_string(r->op));
 		json_object_set_new(o, "layers", json_integer(r->layers));
@@ -151,7 +188,7 @@ enum wh_status wh_run_profile(struct wh_engine *e, const char *model_path, const
 				break;
 			}
 			for (uint32_t l = 0; l < n; l++)
-				layers[l] = (struct row){lp[l].name ? lp[l].name : "", lp[l].op_type, lp[l].tactic, 1, 0, lp[l].flops};
+				layers[l] = (struct row){lp[l].name ? lp[l].name : "", lp[l].op_type, lp[l].tactic, 1, 0, lp[l].flops, lp[l].device, 0, 0};
 		} else if (k != n) {
 			st = wh_error(WH_ERR_INTERNAL, "run: the profile of run %zu has %u layers, the first had %u", i + 1, k, n);
 			break;
@@ -160,6 +197,9 @@ enum wh_status wh_run_profile(struct wh_engine *e, const char *model_path, const
 		for (uint32_t l = 0; l < n; l++) {
 			times[(size_t)l * runs + i] = lp[l].ms;
 			in_layers += lp[l].ms;
+			layers[l].h2d = lp[l].h2d_bytes;
+			layers[l].d2h = lp[l].d2h_bytes;
+			layers[l].device = lp[l].device;
 		}
 		cover[i] = totals[i] > 0 ? in_layers / totals[i] : 1;
 	}
@@ -178,7 +218,7 @@ enum wh_status wh_run_profile(struct wh_engine *e, const char *model_path, const
 		while (o < n_ops && strcmp(ops[o].op, layers[l].op))
 			o++;
 		if (o == n_ops)
-			ops[n_ops++] = (struct row){"", layers[l].op, "", 0, 0, 0};
+			ops[n_ops++] = (struct row){"", layers[l].op, "", 0, 0, 0, NULL, 0, 0};
 		ops[o].layers++;
 		ops[o].ms += layers[l].ms;
 		ops[o].flops += layers[l].flops;

@@ -1,0 +1,119 @@
+/* The interface between whittle and its CUDA module, libwhittle-cuda.so (executor/cuda/).
+ *
+ * The module is a separate shared object that links the CUDA libraries (cudart, cuBLASLt,
+ * cuDNN 9); whittle dlopens it only when a command is given --device cuda, so the whittle
+ * binary has no CUDA library among its start-up dependencies (docs/architecture.md,
+ * "Devices"). This header is the whole contract: plain C types, one table of functions
+ * (struct whcu_api) returned by the one exported symbol whittle_cuda_api(). The module
+ * needs no symbol of whittle; what it needs from a node (its attributes) it asks through
+ * the callbacks in struct whcu_node.
+ *
+ * Versioning: WHCU_ABI changes whenever a field is added, removed or changes meaning;
+ * whittle_cuda_api(abi) returns NULL when it was built for another version, and whittle
+ * then says so in one line. Every function is called from one thread at a time; the module
+ * runs everything on one CUDA stream of the device given to init, so work queued by calls
+ * in order runs in that order. Memory: device buffers come from alloc and go back with
+ * free; an op's outputs are allocated by the module (run) and owned by the caller after. */
+#ifndef WHITTLE_CUDA_H
+#define WHITTLE_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WHCU_ABI 1
+#define WHCU_MAX_RANK 8
+
+/* Element types: ONNX TensorProto.DataType numbers (1 float, 6 int32, 7 int64, 9 bool,
+ * 10 float16, 16 bfloat16, ...). Precisions: whittle's enum wh_precision numbers. */
+enum {
+	WHCU_FLOAT = 1,
+	WHCU_UINT8 = 2,
+	WHCU_INT8 = 3,
+	WHCU_INT32 = 6,
+	WHCU_INT64 = 7,
+	WHCU_BOOL = 9,
+	WHCU_FLOAT16 = 10,
+	WHCU_BFLOAT16 = 16,
+};
+enum { WHCU_PREC_FP32 = 0, WHCU_PREC_TF32 = 1, WHCU_PREC_FP16 = 2, WHCU_PREC_BF16 = 3 };
+
+struct whcu_tensor {
+	int32_t dtype;  /* 0: omitted (an optional input left out) */
+	int32_t rank;
+	int64_t dims[WHCU_MAX_RANK];
+	void *data;       /* device memory, or NULL (count 0, or passed on the host) */
+	const void *host; /* host memory, for the inputs the module asked on the host */
+};
+
+static inline uint64_t whcu_count(const struct whcu_tensor *t)
+{
+	uint64_t n = 1;
+	for (int32_t d = 0; d < t->rank; d++)
+		n *= (uint64_t)t->dims[d];
+	return n;
+}
+
+/* One node to run. Attribute callbacks take `node` and a name; absent attributes give dflt
+ * (attr_ints: the count, or -1 when absent, writing at most max values). */
+struct whcu_node {
+	const char *op_type, *name, *domain;
+	int64_t opset;
+	const void *node;
+	int64_t (*attr_int)(const void *node, const char *name, int64_t dflt);
+	double (*attr_float)(const void *node, const char *name, double dflt);
+	int32_t (*attr_ints)(const void *node, const char *name, int64_t *out, int32_t max);
+	const char *(*attr_str)(const void *node, const char *name, const char *dflt);
+	int32_t prec;           /* WHCU_PREC_*: the layer's execution precision (its float inputs
+				 * are already on that format's grid, see executor/gpu.c) */
+	int32_t fp16_accumulate; /* fp16 GEMMs accumulate in fp16 */
+	uint32_t n_in, n_out;
+	const struct whcu_tensor *in; /* n_in */
+	struct whcu_tensor *out;      /* n_out: run fills every entry (dtype 0: not wanted) */
+	const uint8_t *out_wanted;    /* n_out */
+};
+
+struct whcu_api {
+	uint32_t abi;  /* WHCU_ABI */
+	uint32_t size; /* sizeof(struct whcu_api) */
+	/* Binds the device (cudaSetDevice), creates the stream and the library handles.
+	 * 0 on success; otherwise err holds "<what is missing> (<what to do>)". */
+	int (*init)(int device, char *err, size_t errlen);
+	void (*shutdown)(void);
+	/* One line: the GPU, its compute capability and memory, the runtime, driver, cuBLASLt
+	 * and cuDNN versions. */
+	void (*info)(char *buf, size_t len);
+	/* The message of the last failure (a CUDA, cuBLASLt or cuDNN error, or the op's reason). */
+	const char *(*last_error)(void);
+	void *(*alloc)(size_t bytes); /* NULL on failure (bytes 0: a valid non-NULL pointer) */
+	void (*free)(void *p);        /* NULL-safe; stream-ordered */
+	int (*upload)(void *dst, const void *src, size_t bytes);   /* 0 ok; synchronous */
+	int (*download)(void *dst, const void *src, size_t bytes); /* 0 ok; synchronous */
+	int (*sync)(void);
+	/* Whether run can take this node (inputs' dtype/rank/dims set, data not): 1 yes, 0 no.
+	 * *host_mask gets the inputs (bit k) it wants on the host (shape-like parameters). */
+	int (*supports)(const struct whcu_node *n, uint32_t *host_mask);
+	/* Runs the node: 0 done (outputs allocated and queued), 1 declined (the caller runs it
+	 * elsewhere; nothing allocated), -1 failed (last_error). */
+	int (*run)(const struct whcu_node *n);
+	/* dst[i] = src[i] rounded to the grid of prec (tf32, fp16, bf16; round to nearest
+	 * even, overflow to inf), stored as float. dst may be src. 0 ok. */
+	int (*round)(float *dst, const float *src, size_t n, int32_t prec);
+	/* CUDA events on the stream, for per-layer times. */
+	void *(*event_record)(void);
+	double (*event_ms)(void *start, void *end); /* waits for end; < 0 on failure */
+	void (*event_free)(void *ev);
+};
+
+typedef const struct whcu_api *(*whcu_api_fn)(uint32_t abi);
+/* The one exported symbol. */
+const struct whcu_api *whittle_cuda_api(uint32_t abi);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

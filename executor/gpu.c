@@ -1,0 +1,811 @@
+/* The CUDA backend's host side: loading the module, device copies, placement of a layer. */
+#include "executor/gpu.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "executor/cuda/whittle-cuda.h"
+#include "executor/emulate.h"
+#include "executor/precision.h"
+#include "graph/blob.h"
+
+#define MAX_DEVICES 64
+
+struct wh_gpu {
+	const struct whcu_api *api;
+	void *dl;
+	int device;
+	char info[512];
+};
+
+static pthread_mutex_t gpu_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The module runs on one stream and is called from one thread at a time: a run on the GPU
+ * (a frame's struct wh_gpu_vals) holds this from its start to its end, so engines of several
+ * threads (reduce --jobs) take turns; recursive for a run started inside another's callback. */
+static pthread_mutex_t run_lock;
+static pthread_once_t run_lock_once = PTHREAD_ONCE_INIT;
+
+static void run_lock_init(void)
+{
+	pthread_mutexattr_t a;
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&run_lock, &a);
+	pthread_mutexattr_destroy(&a);
+}
+
+static void run_lock_take(void)
+{
+	pthread_once(&run_lock_once, run_lock_init);
+	pthread_mutex_lock(&run_lock);
+}
+static struct wh_gpu *gpus[MAX_DEVICES];
+/* a failed start is reported the same way every time (per device: cuda:1 may be missing
+ * where cuda:0 is not) */
+static char dev_error[MAX_DEVICES][512];
+
+static enum wh_status gpu_open(int device, struct wh_gpu **out)
+{
+	char path[4096];
+	const char *env = getenv("WHITTLE_CUDA_LIB");
+	if (env && *env) {
+		snprintf(path, sizeof path, "%s", env);
+	} else {
+		ssize_t len = readlink("/proc/self/exe", path, sizeof path - 64);
+		if (len <= 0)
+			return wh_error(WH_ERR_UNSUPPORTED, "--device cuda: cannot find the folder of the whittle binary (set WHITTLE_CUDA_LIB to libwhittle-cuda.so)");
+		path[len] = '\0';
+		char *slash = strrchr(path, '/');
+		snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0), "libwhittle-cuda.so");
+	}
+	struct stat sb;
+	if (stat(path, &sb) != 0)
+		return wh_error(WH_ERR_UNSUPPORTED, "--device cuda: %s not found (build whittle where the CUDA 13 toolkit is installed, or set WHITTLE_CUDA_LIB to the module)", path);
+	void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!dl) {
+		const char *why = dlerror();
+		return wh_error(WH_ERR_UNSUPPORTED, "--device cuda: cannot load %s: %s (install the CUDA 13 runtime, cuBLASLt 13 and cuDNN 9, or add their folder to LD_LIBRARY_PATH)",
+				path, why ? why : "unknown error");
+	}
+	whcu_api_fn fn;
+	*(void **)&fn = dlsym(dl, "whittle_cuda_api");
+	const struct whcu_api *api = fn ? fn(WHCU_ABI) : NULL;
+	if (!api || api->size < sizeof *api) {
+		dlclose(dl);
+		return wh_error(WH_ERR_UNSUPPORTED, "--device cuda: %s was built for another version of whittle (rebuild whittle and libwhittle-cuda.so together)", path);
+	}
+	char err[512] = "";
+	if (api->init(device, err, sizeof err) != 0) {
+		/* the driver or the device is missing: the module stays loaded (CUDA does not
+		 * like being unloaded after a failed start) */
+		return wh_error(WH_ERR_UNSUPPORTED, "--device cuda: %s", err);
+	}
+	struct wh_gpu *g = calloc(1, sizeof *g);
+	if (!g) {
+		api->shutdown();
+		return wh_error(WH_ERR_NOMEM, "--device cuda: out of memory (free some memory)");
+	}
+	g->api = api;
+	g->dl = dl;
+	g->device = device;
+	api->info(g->info, sizeof g->info);
+	*out = g;
+	return WH_OK;
+}
+
+enum wh_status wh_gpu_get(int device, struct wh_gpu **out)
+{
+	if (device < 0 || device >= MAX_DEVICES)
+		return wh_error(WH_ERR_UNSUPPORTED, "--device cuda:%d: no such GPU (give cuda:0 to cuda:%d)", device, MAX_DEVICES - 1);
+	pthread_mutex_lock(&gpu_lock);
+	enum wh_status st = WH_OK;
+	if (!gpus[device]) {
+		/* the module drives one device per process (one stream, one set of handles) */
+		int other = -1;
+		for (int d = 0; d < MAX_DEVICES && other < 0; d++)
+			if (gpus[d])
+				other = d;
+		if (other >= 0) {
+			st = wh_error(WH_ERR_UNSUPPORTED, "--device cuda:%d: this process runs on cuda:%d already (give one GPU per process)", device, other);
+		} else if (dev_error[device][0]) {
+			st = wh_error(WH_ERR_UNSUPPORTED, "%s", dev_error[device]);
+		} else if ((st = gpu_open(device, &gpus[device])) != WH_OK && st != WH_ERR_NOMEM) {
+			snprintf(dev_error[device], sizeof dev_error[device], "%s", wh_error_message());
+		}
+	}
+	*out = gpus[device];
+	pthread_mutex_unlock(&gpu_lock);
+	return st;
+}
+
+const char *wh_gpu_info(const struct wh_gpu *g)
+{
+	return g->info;
+}
+
+/* ---- device buffers (shared by views and by the weights cache) ---- */
+
+struct dbuf {
+	void *p;
+	size_t bytes;
+	uint32_t refs;
+};
+
+static struct dbuf *dbuf_wrap(void *p, size_t bytes)
+{
+	struct dbuf *b = malloc(sizeof *b);
+	if (b) {
+		b->p = p;
+		b->bytes = bytes;
+		b->refs = 1;
+	}
+	return b;
+}
+
+static struct dbuf *dbuf_ref(struct dbuf *b)
+{
+	if (b)
+		b->refs++;
+	return b;
+}
+
+static void dbuf_unref(const struct wh_gpu *g, struct dbuf *b)
+{
+	if (!b || --b->refs)
+		return;
+	g->api->free(b->p);
+	free(b);
+}
+
+/* a new device buffer holding a host copy of src, rounded to prec when it is not FP32 */
+static struct dbuf *dbuf_upload(const struct wh_gpu *g, const struct wh_tensor *t, int prec)
+{
+	size_t bytes = wh_tensor_nbytes(t);
+	void *p = g->api->alloc(bytes);
+	if (!p)
+		return NULL;
+	if (g->api->upload(p, t->data, bytes) != 0 ||
+	    (prec != WH_PREC_FP32 && g->api->round(p, p, t->count, prec) != 0)) {
+		g->api->free(p);
+		return NULL;
+	}
+	struct dbuf *b = dbuf_wrap(p, bytes);
+	if (!b)
+		g->api->free(p);
+	return b;
+}
+
+/* a rounded device copy of device buffer src (count floats) */
+static struct dbuf *dbuf_rounded(const struct wh_gpu *g, const struct dbuf *src, uint64_t count, int prec)
+{
+	void *p = g->api->alloc(count * sizeof(float));
+	if (!p)
+		return NULL;
+	if (g->api->round(p, src->p, count, prec) != 0) {
+		g->api->free(p);
+		return NULL;
+	}
+	struct dbuf *b = dbuf_wrap(p, count * sizeof(float));
+	if (!b)
+		g->api->free(p);
+	return b;
+}
+
+/* ---- the weights cache: open addressing on (host data, format) ---- */
+
+struct wentry {
+	const void *data; /* NULL: empty */
+	int prec;
+	size_t bytes; /* of the host tensor: views of one blob may start at the same byte */
+	struct dbuf *b;
+};
+
+struct wh_gpu_weights {
+	struct wh_gpu *g;
+	struct wentry *e;
+	size_t cap, n, bytes;
+};
+
+enum wh_status wh_gpu_weights_create(struct wh_gpu *g, struct wh_gpu_weights **out)
+{
+	struct wh_gpu_weights *w = calloc(1, sizeof *w);
+	if (!w)
+		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+	w->g = g;
+	*out = w;
+	return WH_OK;
+}
+
+void wh_gpu_weights_destroy(struct wh_gpu_weights *w)
+{
+	if (!w)
+		return;
+	run_lock_take();
+	for (size_t i = 0; i < w->cap; i++)
+		if (w->e[i].data)
+			dbuf_unref(w->g, w->e[i].b);
+	pthread_mutex_unlock(&run_lock);
+	free(w->e);
+	free(w);
+}
+
+size_t wh_gpu_weights_bytes(const struct wh_gpu_weights *w)
+{
+	return w ? w->bytes : 0;
+}
+
+static size_t whash(const void *data, int prec, size_t cap)
+{
+	uint64_t h = (uint64_t)(uintptr_t)data * 0x9E3779B97F4A7C15ull ^ (uint64_t)prec * 0xC2B2AE3D27D4EB4Full;
+	return (size_t)(h >> 17) & (cap - 1);
+}
+
+static struct wentry *wfind(struct wh_gpu_weights *w, const void *data, int prec, size_t bytes)
+{
+	if (!w->cap)
+		return NULL;
+	for (size_t i = whash(data, prec, w->cap);; i = (i + 1) & (w->cap - 1)) {
+		if (!w->e[i].data)
+			return NULL;
+		if (w->e[i].data == data && w->e[i].prec == prec && w->e[i].bytes == bytes)
+			return &w->e[i];
+	}
+}
+
+static bool wput(struct wh_gpu_weights *w, const void *data, int prec, size_t bytes, struct dbuf *b)
+{
+	if ((w->n + 1) * 2 > w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 64;
+		struct wentry *ne = calloc(cap, sizeof *ne);
+		if (!ne)
+			return false;
+		for (size_t i = 0; i < w->cap; i++)
+			if (w->e[i].data) {
+				size_t j = whash(w->e[i].data, w->e[i].prec, cap);
+				while (ne[j].data)
+					j = (j + 1) & (cap - 1);
+				ne[j] = w->e[i];
+			}
+		free(w->e);
+		w->e = ne;
+		w->cap = cap;
+	}
+	size_t j = whash(data, prec, w->cap);
+	while (w->e[j].data)
+		j = (j + 1) & (w->cap - 1);
+	w->e[j] = (struct wentry){data, prec, bytes, b};
+	w->n++;
+	w->bytes += b->bytes;
+	return true;
+}
+
+/* the engine's device copy of constant t in format prec (uploaded at the first use) */
+static struct dbuf *weight_get(struct wh_gpu_weights *w, const struct wh_tensor *t, int prec, uint64_t *h2d)
+{
+	size_t bytes = wh_tensor_nbytes(t);
+	struct wentry *e = wfind(w, t->data, prec, bytes);
+	if (e)
+		return dbuf_ref(e->b);
+	struct dbuf *b = NULL;
+	if (prec != WH_PREC_FP32) {
+		struct wentry *base = wfind(w, t->data, WH_PREC_FP32, bytes);
+		b = base ? dbuf_rounded(w->g, base->b, t->count, prec) : dbuf_upload(w->g, t, prec);
+		if (!base)
+			*h2d += wh_tensor_nbytes(t);
+	} else {
+		b = dbuf_upload(w->g, t, prec);
+		*h2d += wh_tensor_nbytes(t);
+	}
+	if (!b)
+		return NULL;
+	if (!wput(w, t->data, prec, bytes, b))
+		return b; /* not cached: the caller's reference is the only one */
+	return dbuf_ref(b);
+}
+
+/* ---- a frame's device copies ---- */
+
+struct wh_gpu_vals {
+	struct wh_gpu *g;
+	struct wh_gpu_weights *w;
+	uint32_t n;
+	struct dbuf **b;
+	uint64_t h2d, d2h;
+	void *ev0, *ev1;
+};
+
+enum wh_status wh_gpu_vals_create(struct wh_gpu *g, struct wh_gpu_weights *w, uint32_t n_values, struct wh_gpu_vals **out)
+{
+	struct wh_gpu_vals *dv = calloc(1, sizeof *dv);
+	if (!dv || !(dv->b = calloc((size_t)n_values + 1, sizeof *dv->b))) {
+		free(dv);
+		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+	}
+	dv->g = g;
+	dv->w = w;
+	dv->n = n_values;
+	run_lock_take();
+	*out = dv;
+	return WH_OK;
+}
+
+void wh_gpu_vals_destroy(struct wh_gpu_vals *dv)
+{
+	if (!dv)
+		return;
+	for (uint32_t v = 0; v < dv->n; v++)
+		dbuf_unref(dv->g, dv->b[v]);
+	dv->g->api->event_free(dv->ev0);
+	dv->g->api->event_free(dv->ev1);
+	pthread_mutex_unlock(&run_lock);
+	free(dv->b);
+	free(dv);
+}
+
+bool wh_gpu_vals_device_only(const struct wh_gpu_vals *dv, uint32_t v, const struct wh_tensor *t)
+{
+	return dv && v < dv->n && dv->b[v] && !t->blob && t->count;
+}
+
+enum wh_status wh_gpu_vals_to_host(struct wh_gpu_vals *dv, uint32_t v, struct wh_tensor *t)
+{
+	if (!wh_gpu_vals_device_only(dv, v, t))
+		return WH_OK;
+	size_t bytes = wh_tensor_nbytes(t);
+	struct wh_blob *blob;
+	void *w;
+	enum wh_status st = wh_blob_create(bytes, &blob, &w);
+	if (st != WH_OK)
+		return st;
+	if (dv->g->api->download(w, dv->b[v]->p, bytes) != 0) {
+		wh_blob_release(blob);
+		return wh_error(WH_ERR_INTERNAL, "GPU: copying a tensor to the host: %s (check the GPU with nvidia-smi)", dv->g->api->last_error());
+	}
+	dv->d2h += bytes;
+	t->blob = blob;
+	t->data = w;
+	return WH_OK;
+}
+
+void wh_gpu_vals_drop(struct wh_gpu_vals *dv, uint32_t v)
+{
+	if (dv && v < dv->n && dv->b[v]) {
+		dbuf_unref(dv->g, dv->b[v]);
+		dv->b[v] = NULL;
+	}
+}
+
+void wh_gpu_vals_copies(struct wh_gpu_vals *dv, uint64_t *h2d, uint64_t *d2h)
+{
+	*h2d = dv ? dv->h2d : 0;
+	*d2h = dv ? dv->d2h : 0;
+	if (dv)
+		dv->h2d = dv->d2h = 0;
+}
+
+double wh_gpu_vals_step_ms(struct wh_gpu_vals *dv)
+{
+	if (!dv || !dv->ev0 || !dv->ev1)
+		return -1;
+	double ms = dv->g->api->event_ms(dv->ev0, dv->ev1);
+	dv->g->api->event_free(dv->ev0);
+	dv->g->api->event_free(dv->ev1);
+	dv->ev0 = dv->ev1 = NULL;
+	return ms;
+}
+
+/* ---- attributes for the module ---- */
+
+static int64_t cb_attr_int(const void *node, const char *name, int64_t dflt)
+{
+	return wh_node_attr_int(node, name, dflt);
+}
+
+static double cb_attr_float(const void *node, const char *name, double dflt)
+{
+	const struct wh_attr *a = wh_node_attr(node, name);
+	return a ? (double)wh_node_attr_float(node, name, 0) : dflt;
+}
+
+static int32_t cb_attr_ints(const void *node, const char *name, int64_t *out, int32_t max)
+{
+	const int64_t *v = NULL;
+	int64_t n = wh_node_attr_ints(node, name, &v);
+	if (n < 0)
+		return -1;
+	for (int64_t i = 0; i < n && i < max && out; i++)
+		out[i] = v[i];
+	return n > INT32_MAX ? INT32_MAX : (int32_t)n;
+}
+
+static const char *cb_attr_str(const void *node, const char *name, const char *dflt)
+{
+	static __thread char bufs[4][256];
+	static __thread unsigned next;
+	char *buf = bufs[next++ % 4];
+	return wh_node_attr_string(node, name, dflt, buf, sizeof bufs[0]);
+}
+
+/* ---- placement ---- */
+
+static bool is_view_op(const char *op)
+{
+	return !strcmp(op, "Reshape") || !strcmp(op, "Flatten") || !strcmp(op, "Squeeze") || !strcmp(op, "Unsqueeze") ||
+	       !strcmp(op, "Identity") || !strcmp(op, "Dropout");
+}
+
+static bool gemm_like(const char *op)
+{
+	return !strcmp(op, "MatMul") || !strcmp(op, "Gemm") || !strcmp(op, "Conv") || !strcmp(op, "ConvTranspose");
+}
+
+static void node_of(const struct wh_node *n, int64_t opset, struct whcu_node *cn)
+{
+	memset(cn, 0, sizeof *cn);
+	cn->op_type = n->op_type;
+	cn->name = n->name;
+	cn->domain = n->domain;
+	cn->opset = opset;
+	cn->node = n;
+	cn->attr_int = cb_attr_int;
+	cn->attr_float = cb_attr_float;
+	cn->attr_ints = cb_attr_ints;
+	cn->attr_str = cb_attr_str;
+}
+
+bool wh_gpu_claims(const struct wh_gpu *g, const struct wh_node *n, int64_t opset)
+{
+	if (!n->domain[0] && is_view_op(n->op_type))
+		return true;
+	struct whcu_node cn;
+	node_of(n, opset, &cn);
+	uint32_t mask = 0;
+	return g->api->supports(&cn, &mask) == 1;
+}
+
+static bool dtype_ok(enum wh_dtype dt)
+{
+	return dt == WH_DT_FLOAT || dt == WH_DT_FLOAT16 || dt == WH_DT_BFLOAT16 || dt == WH_DT_INT64 || dt == WH_DT_INT32 ||
+	       dt == WH_DT_BOOL || dt == WH_DT_UINT8 || dt == WH_DT_INT8;
+}
+
+static int64_t host_int(const struct wh_tensor *t, uint64_t i)
+{
+	return wh_tensor_get_i64(t, i);
+}
+
+/* The output shape of a view op (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout)
+ * from its input and its host parameters; false: leave it to the CPU. */
+static bool view_shape(const struct wh_node *n, int64_t opset, const struct wh_tensor *x, const struct wh_tensor *p,
+		       int32_t *rank_out, int64_t *dims)
+{
+	const char *op = n->op_type;
+	int32_t r = x->rank;
+	if (!strcmp(op, "Identity") || !strcmp(op, "Dropout")) {
+		if (!strcmp(op, "Dropout") && (n->n_outputs > 1 && n->outputs[1] != WH_NONE))
+			return false;
+		memcpy(dims, x->dims, sizeof(int64_t) * (size_t)r);
+		*rank_out = r;
+		return true;
+	}
+	if (!strcmp(op, "Flatten")) {
+		int64_t a = wh_node_attr_int(n, "axis", 1);
+		if (a < 0)
+			a += r;
+		if (a < 0 || a > r)
+			return false;
+		int64_t d0 = 1, d1 = 1;
+		for (int32_t d = 0; d < r; d++)
+			*(d < a ? &d0 : &d1) *= x->dims[d];
+		dims[0] = d0;
+		dims[1] = d1;
+		*rank_out = 2;
+		return true;
+	}
+	int64_t axes[WH_MAX_RANK];
+	int64_t na = 0;
+	if (!strcmp(op, "Reshape")) {
+		if (!p || (p->dtype != WH_DT_INT64) || p->count > WH_MAX_RANK || !p->data)
+			return false;
+		bool allowzero = wh_node_attr_int(n, "allowzero", 0) != 0;
+		int32_t rk = (int32_t)p->count, infer = -1;
+		uint64_t known = 1;
+		for (int32_t d = 0; d < rk; d++) {
+			int64_t v = host_int(p, (uint64_t)d);
+			if (v == 0 && !allowzero) {
+				if (d >= r)
+					return false;
+				v = x->dims[d];
+			}
+			if (v == -1) {
+				if (infer >= 0)
+					return false;
+				infer = d;
+				v = 1;
+			} else if (v < 0) {
+				return false;
+			} else {
+				known *= (uint64_t)v;
+			}
+			dims[d] = v;
+		}
+		if (infer >= 0) {
+			if (!known || x->count % known)
+				return false;
+			dims[infer] = (int64_t)(x->count / known);
+		} else if (known != x->count) {
+			return false;
+		}
+		*rank_out = rk;
+		return true;
+	}
+	if (opset >= 13) {
+		if (p) {
+			if (!p->data || (p->dtype != WH_DT_INT64 && p->dtype != WH_DT_INT32) || p->count > WH_MAX_RANK)
+				return false;
+			na = (int64_t)p->count;
+			for (int64_t i = 0; i < na; i++)
+				axes[i] = host_int(p, (uint64_t)i);
+		}
+	} else {
+		const int64_t *av = NULL;
+		na = wh_node_attr_ints(n, "axes", &av);
+		if (na > WH_MAX_RANK)
+			return false;
+		for (int64_t i = 0; i < na; i++)
+			axes[i] = av[i];
+		if (na < 0)
+			na = 0;
+	}
+	bool mark[WH_MAX_RANK] = {false};
+	if (!strcmp(op, "Squeeze")) {
+		for (int64_t i = 0; i < na; i++) {
+			int64_t a = axes[i] < 0 ? axes[i] + r : axes[i];
+			if (a < 0 || a >= r || x->dims[a] != 1)
+				return false;
+			mark[a] = true;
+		}
+		int32_t o = 0;
+		for (int32_t d = 0; d < r; d++)
+			if (na ? !mark[d] : x->dims[d] != 1)
+				dims[o++] = x->dims[d];
+		*rank_out = o;
+		return true;
+	}
+	if (!strcmp(op, "Unsqueeze")) {
+		int32_t orank = r + (int32_t)na;
+		if (orank > WH_MAX_RANK || na == 0)
+			return false;
+		for (int64_t i = 0; i < na; i++) {
+			int64_t a = axes[i] < 0 ? axes[i] + orank : axes[i];
+			if (a < 0 || a >= orank || mark[a])
+				return false;
+			mark[a] = true;
+		}
+		int32_t k = 0;
+		for (int32_t d = 0; d < orank; d++)
+			dims[d] = mark[d] ? 1 : x->dims[k++];
+		*rank_out = orank;
+		return true;
+	}
+	return false;
+}
+
+static enum wh_status view_step(struct wh_gpu_vals *dv, const struct wh_gpu_step *s, struct wh_tensor *vals, struct wh_tensor *outs,
+				bool *ran)
+{
+	const struct wh_node *n = s->n;
+	uint32_t v0 = n->inputs[0];
+	struct wh_tensor *x = &vals[v0];
+	if (!dv->b[v0] || !wh_value_is_tensor(x) || n->n_outputs < 1 || n->outputs[0] == WH_NONE)
+		return WH_OK;
+	struct wh_tensor *p = n->n_inputs > 1 && n->inputs[1] != WH_NONE ? &vals[n->inputs[1]] : NULL;
+	if (p && wh_gpu_vals_device_only(dv, n->inputs[1], p)) {
+		enum wh_status st = wh_gpu_vals_to_host(dv, n->inputs[1], p);
+		if (st != WH_OK)
+			return st;
+	}
+	int32_t rank;
+	int64_t dims[WH_MAX_RANK];
+	if (!view_shape(n, s->opset, x, p, &rank, dims))
+		return WH_OK;
+	struct wh_tensor *y = &outs[0];
+	y->dtype = x->dtype;
+	y->kind = WH_VALUE_TENSOR;
+	y->rank = rank;
+	memcpy(y->dims, dims, sizeof(int64_t) * (size_t)rank);
+	y->count = x->count;
+	uint32_t ov = n->outputs[0];
+	struct dbuf *b = dbuf_ref(dv->b[v0]);
+	wh_gpu_vals_drop(dv, ov);
+	dv->b[ov] = b;
+	*ran = true;
+	return WH_OK;
+}
+
+static void to_cu(const struct wh_tensor *t, struct whcu_tensor *c)
+{
+	memset(c, 0, sizeof *c);
+	if (!t)
+		return;
+	c->dtype = (int32_t)t->dtype;
+	c->rank = t->rank;
+	for (int32_t d = 0; d < t->rank && d < WHCU_MAX_RANK; d++)
+		c->dims[d] = t->dims[d];
+}
+
+enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step *s, struct wh_tensor *vals,
+			       struct wh_tensor *outs, bool *ran)
+{
+	const struct wh_node *n = s->n;
+	const struct whcu_api *api = dv->g->api;
+	enum wh_status st = WH_OK;
+	*ran = false;
+	if (s->exec != WH_PREC_FP32 && s->exec != WH_PREC_TF32 && s->exec != WH_PREC_FP16 && s->exec != WH_PREC_BF16)
+		return WH_OK;
+	if ((s->out != WH_PREC_FP32 && s->out != WH_PREC_TF32 && s->out != WH_PREC_FP16 && s->out != WH_PREC_BF16) ||
+	    n->n_inputs > 32 || n->n_outputs > 32 || n->n_inputs == 0)
+		return WH_OK;
+	/* what it reads: tensors of the types the module knows, up to its rank */
+	for (uint32_t k = 0; k < n->n_inputs; k++) {
+		uint32_t v = n->inputs[k];
+		if (v == WH_NONE)
+			continue;
+		const struct wh_tensor *t = &vals[v];
+		if (!wh_value_is_tensor(t) || !dtype_ok(t->dtype) || t->rank > WHCU_MAX_RANK)
+			return WH_OK;
+	}
+	/* shape arithmetic stays on the host (TensorRT's shape tensors) */
+	if (s->host_only)
+		return WH_OK;
+	if (!n->domain[0] && is_view_op(n->op_type)) {
+		if (s->exec != WH_PREC_FP32 && s->out != s->exec)
+			return WH_OK; /* a conversion: the CPU's emulation does it */
+		return view_step(dv, s, vals, outs, ran);
+	}
+	struct whcu_tensor cin[32], cout[32];
+	uint8_t want[32];
+	struct dbuf *tmp[32] = {NULL}; /* the step's own references (uploads, rounded copies) */
+	struct whcu_node cn;
+	node_of(n, s->opset, &cn);
+	cn.prec = s->exec == WH_PREC_TF32 && !gemm_like(n->op_type) ? WH_PREC_FP32 : s->exec;
+	cn.fp16_accumulate = s->fp16_accumulate;
+	cn.n_in = n->n_inputs;
+	cn.n_out = n->n_outputs;
+	cn.in = cin;
+	cn.out = cout;
+	cn.out_wanted = want;
+	for (uint32_t k = 0; k < n->n_inputs; k++)
+		to_cu(n->inputs[k] != WH_NONE ? &vals[n->inputs[k]] : NULL, &cin[k]);
+	for (uint32_t k = 0; k < n->n_outputs; k++) {
+		want[k] = s->wanted[k];
+		memset(&cout[k], 0, sizeof cout[k]);
+	}
+	uint32_t host_mask = 0;
+	if (api->supports(&cn, &host_mask) != 1)
+		return WH_OK;
+	int bias = !strcmp(n->op_type, "Gemm") || !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") ? 2 : -1;
+	for (uint32_t k = 0; k < n->n_inputs; k++) {
+		uint32_t v = n->inputs[k];
+		if (v == WH_NONE)
+			continue;
+		struct wh_tensor *t = &vals[v];
+		if (host_mask & (1u << k)) {
+			if ((st = wh_gpu_vals_to_host(dv, v, t)) != WH_OK)
+				goto out;
+			cin[k].host = t->data;
+			continue;
+		}
+		/* the layer's format for a float input that carries data */
+		int fmt = WH_PREC_FP32;
+		if (t->dtype == WH_DT_FLOAT && !wh_emulate_parameter_input(n->op_type, k, (enum wh_precision)s->exec)) {
+			if (s->exec == WH_PREC_FP16 || s->exec == WH_PREC_BF16)
+				fmt = s->exec;
+			else if (s->exec == WH_PREC_TF32 && gemm_like(n->op_type) && (int)k != bias)
+				fmt = WH_PREC_TF32;
+		}
+		struct dbuf *b = NULL;
+		if (!dv->b[v] && s->persistent[k] && t->count) {
+			/* an engine constant: uploaded (and rounded) once per engine */
+			if (!(b = weight_get(dv->w, t, fmt, &dv->h2d))) {
+				st = wh_error(WH_ERR_NOMEM, "node '%s' (%s): uploading a weight: %s (free GPU memory)", n->name, n->op_type, api->last_error());
+				goto out;
+			}
+			tmp[k] = b;
+		} else {
+			if (!dv->b[v]) {
+				if (!(dv->b[v] = dbuf_upload(dv->g, t, WH_PREC_FP32))) {
+					st = wh_error(WH_ERR_NOMEM, "node '%s' (%s): uploading input '%s': %s (free GPU memory)", n->name, n->op_type,
+						      s->g->values[v].name, api->last_error());
+					goto out;
+				}
+				dv->h2d += wh_tensor_nbytes(t);
+			}
+			b = dv->b[v];
+			if (fmt != WH_PREC_FP32 && t->count) {
+				if (!(tmp[k] = dbuf_rounded(dv->g, b, t->count, fmt))) {
+					st = wh_error(WH_ERR_NOMEM, "node '%s' (%s): rounding input '%s': %s (free GPU memory)", n->name, n->op_type,
+						      s->g->values[v].name, api->last_error());
+					goto out;
+				}
+				b = tmp[k];
+			}
+		}
+		cin[k].data = b->p;
+	}
+	if (s->timed) {
+		api->event_free(dv->ev0);
+		api->event_free(dv->ev1);
+		dv->ev1 = NULL;
+		dv->ev0 = api->event_record();
+	}
+	int r = api->run(&cn);
+	if (s->timed)
+		dv->ev1 = api->event_record();
+	if (r < 0) {
+		st = wh_error(WH_ERR_INTERNAL, "node '%s' (%s): on the GPU: %s (run it with --device cpu to compare)", n->name, n->op_type,
+			      api->last_error());
+		goto out;
+	}
+	if (r != 0)
+		goto out; /* declined: the CPU runs it */
+	for (uint32_t k = 0; k < n->n_outputs; k++) {
+		struct whcu_tensor *c = &cout[k];
+		if (!c->dtype)
+			continue;
+		uint32_t ov = n->outputs[k];
+		if (!want[k] || ov == WH_NONE) {
+			api->free(c->data);
+			continue;
+		}
+		struct wh_tensor *y = &outs[k];
+		y->dtype = (enum wh_dtype)c->dtype;
+		y->kind = WH_VALUE_TENSOR;
+		y->rank = c->rank;
+		memcpy(y->dims, c->dims, sizeof(int64_t) * (size_t)c->rank);
+		y->count = whcu_count(c);
+		struct dbuf *b = dbuf_wrap(c->data, wh_tensor_nbytes(y));
+		if (!b) {
+			api->free(c->data);
+			st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+			continue;
+		}
+		if (c->dtype == WHCU_FLOAT && (s->out == WH_PREC_FP16 || s->out == WH_PREC_BF16) && y->count &&
+		    api->round(b->p, b->p, y->count, s->out) != 0)
+			st = wh_error(WH_ERR_INTERNAL, "node '%s' (%s): rounding the output: %s", n->name, n->op_type, api->last_error());
+		wh_gpu_vals_drop(dv, ov);
+		dv->b[ov] = b;
+	}
+	*ran = st == WH_OK;
+out:
+	for (uint32_t k = 0; k < n->n_inputs; k++)
+		dbuf_unref(dv->g, tmp[k]);
+	return st;
+}
+
+/* ---- executor.h's entry points ---- */
+
+#include "executor/executor.h"
+
+enum wh_status wh_device_cuda_check(int device, char *info, size_t size)
+{
+	struct wh_gpu *g = NULL;
+	enum wh_status st = wh_gpu_get(device, &g);
+	if (st == WH_OK && size)
+		snprintf(info, size, "%s", g->info);
+	return st;
+}
+
+bool wh_device_cuda_claims(int device, const struct wh_model *m, const struct wh_node *n)
+{
+	struct wh_gpu *g = NULL;
+	if (wh_gpu_get(device, &g) != WH_OK)
+		return false;
+	int64_t opset = wh_model_opset(m, n->domain);
+	return wh_gpu_claims(g, n, opset ? opset : 1);
+}

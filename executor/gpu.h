@@ -1,0 +1,75 @@
+/* Private to executor/: the CUDA backend's host side (gpu.c). It loads libwhittle-cuda.so
+ * (executor/cuda/whittle-cuda.h) at run time, keeps the device copies of a run's values and
+ * of an engine's weights, and runs the layers the module takes (docs/gpu.md).
+ *
+ * Where a value lives: a frame's value slot (struct wh_tensor) always says the type and the
+ * shape; its blob holds the host copy when there is one. struct wh_gpu_vals holds, per value
+ * id, the device copy when there is one. A value computed on the GPU has no host copy until a
+ * CPU layer, the caller or a tensor callback needs it (wh_gpu_vals_to_host); a host value a
+ * GPU layer reads is uploaded once (weights and constant layers' outputs once per engine,
+ * into struct wh_gpu_weights; anything else once per run). */
+#ifndef WH_GPU_H
+#define WH_GPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph/ir.h"
+#include "graph/tensor.h"
+
+struct wh_gpu; /* the loaded module bound to one device: one per process and device */
+
+/* The module for GPU `device` (loaded and initialised at the first call, kept for the
+ * process). On failure the message is "--device cuda: <what is missing> (<what to do>)"
+ * and the status WH_ERR_UNSUPPORTED. */
+enum wh_status wh_gpu_get(int device, struct wh_gpu **out);
+/* One line: the GPU and the library versions. */
+const char *wh_gpu_info(const struct wh_gpu *g);
+/* Whether the module has a kernel for the op (at this opset), or the host side handles it
+ * on the GPU (views): the static answer `inspect --device` prints. */
+bool wh_gpu_claims(const struct wh_gpu *g, const struct wh_node *n, int64_t opset);
+
+/* Device copies of an engine's constants (weights, constant layers' outputs), by blob and
+ * format, freed with the engine. */
+struct wh_gpu_weights;
+enum wh_status wh_gpu_weights_create(struct wh_gpu *g, struct wh_gpu_weights **out);
+void wh_gpu_weights_destroy(struct wh_gpu_weights *w); /* NULL-safe */
+size_t wh_gpu_weights_bytes(const struct wh_gpu_weights *w);
+
+/* The device copies of one frame's values (one per value id). */
+struct wh_gpu_vals;
+enum wh_status wh_gpu_vals_create(struct wh_gpu *g, struct wh_gpu_weights *w, uint32_t n_values, struct wh_gpu_vals **out);
+void wh_gpu_vals_destroy(struct wh_gpu_vals *dv); /* NULL-safe */
+/* Whether value v has a device copy and no host one (t is its slot). */
+bool wh_gpu_vals_device_only(const struct wh_gpu_vals *dv, uint32_t v, const struct wh_tensor *t);
+/* Gives slot t (value v) a host copy of its device one, when it has none. */
+enum wh_status wh_gpu_vals_to_host(struct wh_gpu_vals *dv, uint32_t v, struct wh_tensor *t);
+/* Forgets v's device copy (its slot is being cleared). */
+void wh_gpu_vals_drop(struct wh_gpu_vals *dv, uint32_t v);
+/* Bytes copied to and from the device since the last call (then reset). */
+void wh_gpu_vals_copies(struct wh_gpu_vals *dv, uint64_t *h2d, uint64_t *d2h);
+
+/* One layer offered to the GPU. */
+struct wh_gpu_step {
+	const struct wh_graph *g;
+	const struct wh_node *n;
+	int64_t opset;
+	uint8_t exec, out;     /* enum wh_precision of the layer's execution and outputs */
+	bool fp16_accumulate;
+	const bool *persistent; /* per input: its host copy is an engine constant (cached) */
+	const bool *wanted;     /* per output */
+	bool timed;             /* record CUDA events around it (wh_gpu_vals_step_ms) */
+	bool host_only;         /* shape arithmetic or a constant: stays on the host */
+};
+
+/* Runs the layer on the GPU when the module takes it: *ran true, outs[k] (empty on entry)
+ * get the type and shape of each wanted output, and dv the device copies of the output
+ * values. *ran false: nothing done (the caller runs it on the CPU). An error of the module
+ * is the layer's error. vals: the frame's slots (inputs may get a host or device copy). */
+enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step *s, struct wh_tensor *vals,
+			       struct wh_tensor *outs, bool *ran);
+/* The GPU time of the last timed step, waiting for it (ms; < 0 when none). */
+double wh_gpu_vals_step_ms(struct wh_gpu_vals *dv);
+
+#endif

@@ -1,0 +1,70 @@
+#!/bin/bash
+# The runtime's side of the CUDA backend, where there is no GPU: tests/fake-cuda.c stands in
+# for libwhittle-cuda.so (host memory, a few ops), loaded through WHITTLE_CUDA_LIB. A model
+# mixing layers the module takes, views of its outputs, shape arithmetic and layers it leaves
+# to the CPU (tests/gen-gpu-host-fixture.py) must give the CPU's results at fp32 and fp16,
+# place each layer where docs/gpu.md says, upload the weights once per engine and free every
+# device buffer it allocates.
+set -uo pipefail
+: "${WHITTLE:?}" "${WHITTLE_SRC:?}"
+. "$WHITTLE_SRC/tests/lib-e2e.sh"
+export WHITTLE_CUDA_LIB
+WHITTLE_CUDA_LIB=$(dirname "$WHITTLE")/tests/libfake-cuda.so
+[ -f "$WHITTLE_CUDA_LIB" ] || { echo "FAIL $WHITTLE_CUDA_LIB not built"; exit 1; }
+/usr/bin/python3 "$WHITTLE_SRC/tests/gen-gpu-host-fixture.py" "$tmp"
+m=$tmp/mixed.onnx
+export WHITTLE_FAKE_CUDA_LOG=$tmp/fake.log
+
+for p in fp32 fp16 bf16; do
+	rm -rf "$tmp/cpu" "$tmp/gpu"
+	run "$WHITTLE" run "$m" --precision $p --val-range -1,1 --save-outputs "$tmp/cpu" --mark-all
+	run "$WHITTLE" run "$m" --precision $p --val-range -1,1 --save-outputs "$tmp/gpu" --mark-all --device cuda
+	[ "$rc" = 0 ] || bad "$p: the run with --device cuda failed"
+	read -r _ allocs _ frees _ _ _ _ <"$tmp/fake.log"
+	if [ "$allocs" -gt 0 ] && [ "$allocs" = "$frees" ]; then ok "$p: $allocs device buffers, all freed"; else bad "$p: $allocs device buffers, $frees freed"; fi
+	run "$WHITTLE" compare "$tmp/gpu" "$tmp/cpu" --atol 1e-5 --rtol 1e-5
+	if [ "$rc" = 0 ]; then ok "$p: every tensor as on the CPU"; else bad "$p: differs from the CPU: $(grep -m2 FAIL "$tmp/out")"; fi
+done
+# the fp16 overflow shows where the CPU emulation shows it (big = fl1 x 30000 beyond 65504)
+run "$WHITTLE" run "$m" --precision fp16 --val-range -1,1 --device cuda --validate
+if [ "$rc" = 1 ]; then ok "fp16: the overflow is found on the GPU path ($(head -1 "$tmp/err"))"; else bad "fp16: --validate exit $rc, expected 1"; fi
+
+# where each layer runs
+run "$WHITTLE" run "$m" --device cuda --profile --iterations 2
+dev() { awk -v l="$1" '$2 == l {print $4}' "$tmp/out"; }
+want="mm1:cuda add1:cpu relu1:cuda tr1:cuda sh:cpu d0:cpu newshape:cpu rs1:cuda fl1:cuda big:cuda sm:cpu th:cpu th2:cuda rs2:cuda w2i:cpu mm2:cuda"
+got=""
+for w in $want; do got="$got ${w%%:*}:$(dev "${w%%:*}")"; done
+if [ "${got# }" = "$want" ]; then ok "placement: $want"; else bad "placement: got${got}, expected $want"; fi
+grep -q '^devices: 10 layers on cuda, 7 on the cpu' "$tmp/out" && ok "profile: devices line" || bad "profile: $(grep -m1 devices "$tmp/out")"
+run "$WHITTLE" inspect "$m" --device cuda
+if grep -qE '^  cuda  MatMul mm1$' "$tmp/out" && grep -qE '^  host  Shape sh$' "$tmp/out" && grep -qE '^  cpu   Tanh th$' "$tmp/out"; then
+	ok "inspect --device cuda: cuda, host and cpu layers"
+else
+	bad "inspect --device cuda: $(grep -E '^  (cuda|host|cpu) ' "$tmp/out" | head -4 | tr '\n' '|')"
+fi
+
+# the weights go up once per engine: a third run uploads what a run computes on the CPU and
+# the input, never w1 and w2 (512 bytes; w2 through an Identity, a view of it) again
+run "$WHITTLE" run "$m" --device cuda --repeat 2
+read -r _ _ _ _ _ _ _ up2 <"$tmp/fake.log"
+run "$WHITTLE" run "$m" --device cuda --repeat 3
+read -r _ _ _ _ _ _ _ up3 <"$tmp/fake.log"
+if [ "$rc" = 0 ] && [ $((up3 - up2)) -gt 0 ] && [ $((up3 - up2)) -lt 512 ]; then ok "a run uploads $((up3 - up2)) bytes (weights once: $up2 bytes for 2 runs)"; else bad "a run uploads $((up3 - up2)) bytes (rc $rc)"; fi
+
+# the reference values of reduce (every tensor, as it is computed) come back from the GPU
+run "$WHITTLE" reduce "$m" --device cuda --precision fp16 --val-range -1,1 -o "$tmp/red.onnx"
+if [ "$rc" = 0 ] && [ -s "$tmp/red.onnx" ]; then ok "reduce --device cuda --precision fp16: $(grep -m1 -iE 'layers|nodes' "$tmp/out" || true)"; else bad "reduce --device cuda: exit $rc"; fi
+# precision and triage run their configurations on the GPU too (the FP32 reference stays
+# on the CPU)
+run "$WHITTLE" precision "$m" --device cuda --precision fp16 --val-range -1,1 --validate -o "$tmp/prec.json"
+read -r _ allocs _ _ <"$tmp/fake.log"
+if [ "$rc" = 0 ] && [ "$allocs" -gt 0 ]; then ok "precision --device cuda: $allocs device buffers"; else bad "precision --device cuda: exit $rc, $allocs device buffers"; fi
+run "$WHITTLE" triage "$m" --device cuda --precision fp16 --val-range -1,1 --builds 1 --no-precision-search --artifacts-dir "$tmp/tri"
+read -r _ allocs _ _ <"$tmp/fake.log"
+if [ "$rc" = 0 ] && [ "$allocs" -gt 0 ] && grep -q "'big'\|\`big\`" "$tmp/tri/report.md"; then ok "triage --device cuda: finds big ($allocs device buffers)"; else bad "triage --device cuda: exit $rc, $allocs device buffers"; fi
+run "$WHITTLE" run "$m" --device cuda:1
+if [ "$rc" = 3 ] && grep -q "no GPU 1" "$tmp/err"; then ok "cuda:1: one line ($(cat "$tmp/err"))"; else bad "cuda:1: exit $rc"; fi
+
+echo "e2e-gpu-host: $pass passed, $fail failed"
+[ "$fail" = 0 ]

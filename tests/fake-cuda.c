@@ -1,0 +1,191 @@
+/* A stand-in for libwhittle-cuda.so that runs on the host (tests/e2e-gpu-host.sh): the same
+ * table (executor/cuda/whittle-cuda.h) with "device" memory from malloc and a few ops (Relu,
+ * Add, Mul, Sub of equal shapes or a scalar, MatMul of 2-D matrices, Transpose of 2-D, and
+ * Softmax declining so that the CPU takes it), so that the runtime's side of the backend (placement,
+ * uploads, downloads at CPU segments, views of device buffers, weights uploaded once, the
+ * rounding of fp16 layers) is tested where there is no GPU. Every allocation is counted:
+ * WHITTLE_FAKE_CUDA_LOG=FILE gets "allocs N frees N uploads N bytes_up N" at unload. */
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "executor/cuda/whittle-cuda.h"
+
+static long n_alloc, n_free, n_upload;
+static unsigned long long bytes_up;
+static char err[256];
+
+static int init(int device, char *e, size_t len)
+{
+	if (device != 0) {
+		snprintf(e, len, "no GPU %d: this machine has 1 (give --device cuda:0)", device);
+		return -1;
+	}
+	return 0;
+}
+
+static void shutdown_(void) {}
+static void info(char *buf, size_t len) { snprintf(buf, len, "fake GPU (host memory, tests/fake-cuda.c)"); }
+static const char *last_error(void) { return err; }
+
+static void *alloc_(size_t bytes)
+{
+	n_alloc++;
+	return malloc(bytes ? bytes : 16);
+}
+
+static void free_(void *p)
+{
+	if (p) {
+		n_free++;
+		/* poison: a use after free shows as NaN */
+		free(p);
+	}
+}
+
+static int upload(void *d, const void *s, size_t n)
+{
+	n_upload++;
+	bytes_up += n;
+	memcpy(d, s, n);
+	return 0;
+}
+
+static int download(void *d, const void *s, size_t n)
+{
+	memcpy(d, s, n);
+	return 0;
+}
+
+static int sync_(void) { return 0; }
+
+static uint64_t count(const struct whcu_tensor *t) { return whcu_count(t); }
+
+static const char *const ops[] = {"Relu", "Add", "Mul", "Sub", "MatMul", "Transpose", "Softmax", NULL};
+
+static int supports(const struct whcu_node *n, uint32_t *mask)
+{
+	*mask = 0;
+	for (int i = 0; ops[i]; i++)
+		if (!strcmp(n->op_type, ops[i]))
+			return 1;
+	return 0;
+}
+
+static int out(const struct whcu_node *n, uint32_t k, int32_t rank, const int64_t *dims)
+{
+	struct whcu_tensor *t = &n->out[k];
+	t->dtype = WHCU_FLOAT;
+	t->rank = rank;
+	for (int32_t d = 0; d < rank; d++)
+		t->dims[d] = dims[d];
+	t->data = alloc_(count(t) * sizeof(float));
+	return t->data ? 0 : -1;
+}
+
+static int run(const struct whcu_node *n)
+{
+	const struct whcu_tensor *a = &n->in[0];
+	for (uint32_t k = 0; k < n->n_in; k++)
+		if (n->in[k].dtype && n->in[k].dtype != WHCU_FLOAT)
+			return 1;
+	if (!strcmp(n->op_type, "Softmax"))
+		return 1; /* declined: the CPU runs it */
+	if (!strcmp(n->op_type, "Relu")) {
+		if (out(n, 0, a->rank, a->dims))
+			return -1;
+		const float *x = a->data;
+		float *y = n->out[0].data;
+		for (uint64_t i = 0; i < count(a); i++)
+			y[i] = x[i] > 0 ? x[i] : 0;
+		return 0;
+	}
+	if (!strcmp(n->op_type, "Transpose")) {
+		if (a->rank != 2)
+			return 1;
+		int64_t d[2] = {a->dims[1], a->dims[0]};
+		if (out(n, 0, 2, d))
+			return -1;
+		const float *x = a->data;
+		float *y = n->out[0].data;
+		for (int64_t i = 0; i < d[0]; i++)
+			for (int64_t j = 0; j < d[1]; j++)
+				y[i * d[1] + j] = x[j * d[0] + i];
+		return 0;
+	}
+	const struct whcu_tensor *b = &n->in[1];
+	if (!strcmp(n->op_type, "MatMul")) {
+		if (a->rank != 2 || b->rank != 2 || a->dims[1] != b->dims[0])
+			return 1;
+		int64_t d[2] = {a->dims[0], b->dims[1]}, k = a->dims[1];
+		if (out(n, 0, 2, d))
+			return -1;
+		const float *x = a->data, *w = b->data;
+		float *y = n->out[0].data;
+		for (int64_t i = 0; i < d[0]; i++)
+			for (int64_t j = 0; j < d[1]; j++) {
+				double s = 0;
+				for (int64_t q = 0; q < k; q++)
+					s += (double)x[i * k + q] * w[q * d[1] + j];
+				y[i * d[1] + j] = (float)s;
+			}
+		return 0;
+	}
+	/* binary: equal shapes, or b a scalar */
+	bool same = a->rank == b->rank && count(a) == count(b);
+	if (!same && count(b) != 1)
+		return 1;
+	if (out(n, 0, a->rank, a->dims))
+		return -1;
+	const float *x = a->data, *z = b->data;
+	float *y = n->out[0].data;
+	for (uint64_t i = 0; i < count(a); i++) {
+		float v = z[same ? i : 0];
+		y[i] = !strcmp(n->op_type, "Add") ? x[i] + v : !strcmp(n->op_type, "Sub") ? x[i] - v : x[i] * v;
+	}
+	return 0;
+}
+
+static float bf16(float x)
+{
+	uint32_t b;
+	memcpy(&b, &x, 4);
+	if ((b & 0x7FFFFFFFu) > 0x7F800000u)
+		return x;
+	b = (b + 0x7FFFu + ((b >> 16) & 1u)) & 0xFFFF0000u;
+	memcpy(&x, &b, 4);
+	return x;
+}
+
+static int round_(float *dst, const float *src, size_t n, int32_t prec)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = prec == WHCU_PREC_FP16 ? (float)(_Float16)src[i] : prec == WHCU_PREC_BF16 ? bf16(src[i]) : src[i];
+	return 0;
+}
+
+static void *event_record(void) { return malloc(1); }
+static double event_ms(void *a, void *b) { return a && b ? 0.001 : -1; }
+static void event_free(void *e) { free(e); }
+
+static const struct whcu_api api = {
+	WHCU_ABI, sizeof(struct whcu_api), init, shutdown_, info, last_error, alloc_, free_, upload, download, sync_, supports, run,
+	round_, event_record, event_ms, event_free,
+};
+
+__attribute__((destructor)) static void report(void)
+{
+	const char *path = getenv("WHITTLE_FAKE_CUDA_LOG");
+	FILE *f = path ? fopen(path, "w") : NULL;
+	if (f) {
+		fprintf(f, "allocs %ld frees %ld uploads %ld bytes_up %llu\n", n_alloc, n_free, n_upload, bytes_up);
+		fclose(f);
+	}
+}
+
+__attribute__((visibility("default"))) const struct whcu_api *whittle_cuda_api(uint32_t abi)
+{
+	return abi == WHCU_ABI ? &api : NULL;
+}
