@@ -37,6 +37,7 @@ struct driver {
 	struct wh_tensor_set *spilled;
 	uint64_t ref_budget, ref_mem_bytes, spill_bytes;
 	uint32_t n_spilled;
+	bool spill_failed; /* a reference value could not be written: the error is the disk's */
 	struct wh_verdict_cache cache;
 	FILE *replay;
 	char workdir[PATH_MAX];
@@ -182,11 +183,10 @@ static void replay_append(struct driver *d, struct wh_hash h, enum wh_verdict v,
 /* <workdir>/tensors/s<k>/<escaped name><ext>: the file of a reference value */
 static enum wh_status ref_path(const struct driver *d, uint32_t k, const char *name, const char *ext, char *path, size_t size)
 {
-	char stem[1024];
-	wh_tensor_name_to_file(name, stem, sizeof stem);
-	if ((size_t)snprintf(path, size, "%s/tensors/s%u/%s%s", d->workdir, k, stem, ext) >= size)
-		return wh_error(WH_ERR_INVALID, "tensor '%s': name too long for a file name", name);
-	return WH_OK;
+	char dir[PATH_MAX];
+	if ((size_t)snprintf(dir, sizeof dir, "%s/tensors/s%u", d->workdir, k) >= sizeof dir)
+		return wh_error(WH_ERR_INVALID, "%s: work folder path too long (set TMPDIR to a shorter path)", d->workdir);
+	return wh_tensor_file_path(dir, name, ext, path, size);
 }
 
 /* The reference value of name for sample k into *t (a reference to the one in memory, or a
@@ -272,11 +272,10 @@ static enum wh_status stage_sample(struct driver *d, const struct wh_model *c, c
 		const uint32_t *ids = pass ? g->outputs : g->inputs;
 		for (uint32_t i = 0; i < cnt; i++) {
 			const char *name = g->values[ids[i]].name;
-			char src[PATH_MAX], dst[PATH_MAX + 1100], stem[1024];
-			if ((st = tensor_file(d, k, name, src, sizeof src)) != WH_OK)
+			char src[PATH_MAX], dst[PATH_MAX];
+			if ((st = tensor_file(d, k, name, src, sizeof src)) != WH_OK ||
+			    (st = wh_tensor_file_path(pass ? gold_dir : in_dir, name, ".pb", dst, sizeof dst)) != WH_OK)
 				return st;
-			wh_tensor_name_to_file(name, stem, sizeof stem);
-			snprintf(dst, sizeof dst, "%s/%s.pb", pass ? gold_dir : in_dir, stem);
 			if ((st = wh_os_copy_file(src, dst)) != WH_OK)
 				return st;
 		}
@@ -761,8 +760,10 @@ static enum wh_status keep_ref(void *state, uint32_t k, const char *name, const 
 	if (st == WH_OK)
 		st = wh_tensor_write_npy(path, t);
 	d->tensor_write_s += wh_os_now_s() - t0;
-	if (st != WH_OK)
+	if (st != WH_OK) {
+		d->spill_failed = true;
 		return st;
+	}
 	d->spill_bytes += nb;
 	d->n_spilled++;
 	return wh_tensor_set_add(&d->spilled[k], name, -1, &marker);
@@ -793,7 +794,7 @@ static enum wh_status compute_reference(struct driver *d)
 					st = wh_tensor_set_add(&d->ref[k], r->items[i].name, -1, &r->items[i].t);
 		}
 	} else {
-		if ((st = wh_builtin_reference_each(d->m, d->o->engine.threads, d->data->inputs, ns, keep_ref, d)) != WH_OK) {
+		if ((st = wh_builtin_reference_each(d->m, d->o->engine.threads, d->data->inputs, ns, keep_ref, d)) != WH_OK && !d->spill_failed) {
 			/* the runtime's advice is for `run`; here what helps depends on the check */
 			char why[1024];
 			snprintf(why, sizeof why, "%s", wh_error_message());
@@ -911,7 +912,13 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 				st = wh_error(WH_ERR_IO, "%s: work folder path too long (set TMPDIR to a shorter path)", d->workdir);
 				goto out;
 			}
-			if ((st = wh_os_make_dir(p)) != WH_OK)
+			if ((st = wh_os_make_dir(p)) != WH_OK || (st = wh_tensor_dir_fits(p, "the reference values")) != WH_OK)
+				goto out;
+		}
+		/* the repro bundle's tensor files, named after any tensor, fit too */
+		if (o->artifacts_dir) {
+			snprintf(p, sizeof p, "%s/repro/golden", o->artifacts_dir);
+			if ((st = wh_tensor_dir_fits(p, "the repro bundle")) != WH_OK)
 				goto out;
 		}
 	}
