@@ -365,6 +365,7 @@ enum wh_status wh_check_run(const struct wh_check *c, const struct wh_check_vars
 			wh_warn("slurm: %s after %d attempt%s: the check counts as cannot tell", so.why, so.attempts,
 				so.attempts == 1 ? "" : "s");
 			out->cluster_fault = true;
+			out->queue_timed_out = so.queue_timeout;
 			out->exit_code = 125;
 		}
 	} else {

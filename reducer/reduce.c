@@ -38,6 +38,7 @@ struct driver {
 	uint64_t ref_budget, ref_mem_bytes, spill_bytes;
 	uint32_t n_spilled;
 	bool spill_failed; /* a reference value could not be written: the error is the disk's */
+	atomic_bool queue_timed_out; /* a check could not tell because the Slurm queue timed out on every try */
 	struct wh_verdict_cache cache;
 	FILE *replay;
 	char workdir[PATH_MAX];
@@ -357,6 +358,8 @@ static enum wh_status external_check(struct driver *d, struct job *j)
 		if ((st = wh_check_run(d->o->check, &vars, &j->res)) != WH_OK)
 			goto out;
 		j->has_res = true;
+		if (j->res.queue_timed_out)
+			atomic_store(&d->queue_timed_out, true);
 		if (j->res.verdict == WH_VERDICT_FAIL) {
 			j->v = WH_VERDICT_FAIL;
 			break;
@@ -816,6 +819,14 @@ static enum wh_status compute_reference(struct driver *d)
 	return st;
 }
 
+/* The original model gave no verdict: the check's fault, or the cluster's queue. */
+static enum wh_status cannot_tell_original(struct driver *d)
+{
+	if (atomic_load(&d->queue_timed_out))
+		return wh_error(WH_ERR_CHECK, "check: cannot tell whether the original model fails: the Slurm queue timed out on every try (jobs pending past --queue-timeout, each of --retries; raise --queue-timeout, or ask for free nodes with --slurm-args)");
+	return wh_error(WH_ERR_CHECK, "check: cannot tell whether the original model fails (exit 125 or timeout; fix the check or raise --timeout)");
+}
+
 enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_data *data,
 			     const struct wh_reduce_options *o, struct wh_reduce_report *rep)
 {
@@ -993,7 +1004,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			goto out;
 		}
 		if (first == WH_VERDICT_SKIP) {
-			st = wh_error(WH_ERR_CHECK, "check: cannot tell whether the original model fails (exit 125 or timeout; fix the check or raise --timeout)");
+			st = cannot_tell_original(d);
 			goto out;
 		}
 	}
@@ -1014,7 +1025,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			st = wh_error(WH_ERR_INVALID, "%s: the original model passes the check, so there is nothing to reduce (make sure the check fails on the original first)",
 				      o->model_path ? o->model_path : "model");
 		else if (confirm_in_search && st == WH_ERR_CHECK && !*wh_error_message())
-			st = wh_error(WH_ERR_CHECK, "check: cannot tell whether the original model fails (exit 125 or timeout; fix the check or raise --timeout)");
+			st = cannot_tell_original(d);
 		goto out;
 	}
 	rep->one_minimal = sr.one_minimal;
