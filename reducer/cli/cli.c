@@ -446,6 +446,15 @@ enum wh_status wh_cli_random_inputs(const struct wh_model *m, uint64_t seed, dou
 		struct wh_tensor t;
 		wh_tensor_init(&t);
 		enum wh_status st = wh_tensor_alloc(&t, v->dtype, v->rank, dims);
+		if (st == WH_ERR_NOMEM || st == WH_ERR_OVERFLOW) {
+			/* say what was too large: the input at this shape, not some weights */
+			char shape[160];
+			uint64_t count = 0;
+			wh_shape_count(dims, v->rank, &count);
+			return wh_error(st, "input '%s': %s[%s] is %.3g GB, more than this machine can allocate (give a smaller shape with --input-shapes, or free memory)",
+					v->name, wh_dtype_name(v->dtype), wh_shape_str(dims, v->rank, shape, sizeof shape),
+					(double)count * (double)wh_dtype_size(v->dtype) / 1e9);
+		}
 		if (st != WH_OK)
 			return st;
 		for (uint64_t k = 0; k < t.count; k++) {
