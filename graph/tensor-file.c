@@ -1559,8 +1559,10 @@ enum wh_status wh_tensor_file_path(const char *dir, const char *name, const char
 enum wh_status wh_tensor_dir_fits(const char *dir, const char *what)
 {
 	/* the longest file name a tensor gets, with its extension */
-	if (strlen(dir) + 1 + WH_TENSOR_STEM_MAX + 4 >= PATH_MAX)
-		return wh_error(WH_ERR_INVALID, "%s: path too long for %s (a tensor's file needs up to %d more bytes; use a shorter folder)", dir,
-				what, WH_TENSOR_STEM_MAX + 5);
+	size_t len = strlen(dir);
+	if (len + 1 + WH_TENSOR_STEM_MAX + 4 >= PATH_MAX)
+		/* the folder shown by its ends: the whole of it would fill the message */
+		return wh_error(WH_ERR_INVALID, "%.60s...%s: path of %zu bytes too long for %s (a tensor's file needs up to %d more of the %d a path may have; use a shorter folder)",
+				dir, dir + (len > 60 ? len - 60 : len), len, what, WH_TENSOR_STEM_MAX + 5, PATH_MAX);
 	return WH_OK;
 }
