@@ -1058,6 +1058,16 @@ START_TEST(test_strict_files)
 	ck_assert_int_ne(stat(path, &sb), 0);
 	PATHF(path, "%s/other.pb", dir);
 	ck_assert_int_eq(stat(path, &sb), 0);
+	/* a full disk says so, with no hint at anything else: written through a link to
+	 * /dev/full, which answers every write with ENOSPC (the failed write removes the path
+	 * it wrote: the link, never the device) */
+	if (access("/dev/full", W_OK) == 0) {
+		tmp_path(path, sizeof path, "full.npy");
+		ck_assert_int_eq(symlink("/dev/full", path), 0);
+		ck_assert_int_eq(wh_tensor_write_npy(path, &t), WH_ERR_IO);
+		ck_assert_msg(strstr(wh_error_message(), "the disk is full") != NULL, "%s", wh_error_message());
+		ck_assert_int_eq(access("/dev/full", W_OK), 0);
+	}
 	wh_tensor_set_release(&s);
 	wh_tensor_release(&t);
 	wh_tensor_release(&u);
