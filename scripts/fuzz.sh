@@ -4,7 +4,7 @@
 # SECONDS (default 600) and reports what it found.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]      TARGET: fuzz-model, fuzz-tensor, fuzz-run,
-#                                              fuzz-replay (default: all)
+#                                              fuzz-replay, fuzz-tensor-names (default: all)
 #
 # Environment: WHITTLE_ONNX_TESTS (default ../shared/onnx-tests), FUZZ_BUILD (default
 # build-fuzz), FUZZ_JOBS (targets run at once, default 1: the machine is shared),
@@ -17,7 +17,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECONDS_EACH=${1:-600}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz-model fuzz-tensor fuzz-run fuzz-replay)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz-model fuzz-tensor fuzz-run fuzz-replay fuzz-tensor-names)
 BUILD=${FUZZ_BUILD:-$ROOT/build-fuzz}
 ONNX_TESTS=${WHITTLE_ONNX_TESTS:-$ROOT/../shared/onnx-tests}
 JOBS=${FUZZ_JOBS:-1}
@@ -88,6 +88,17 @@ EOF
 {"hash":"0123456789abcdef0123456789abcdef","verdict":"fail","nodes":2,"seconds":0.01,"exit":1}
 {"hash":"fedcba9876543210fedcba9876543210","verdict":"skip","nodes":1,"seconds":0.01,"exit":125,"timeout":true}
 EOF
+fi
+
+# fuzz-tensor-names: tensor names as exporters write them, two to an input (split at a NUL),
+# and one whose escaped form is past a file name's length
+if [ ! -d "$BUILD/seeds/fuzz-tensor-names" ]; then
+	mkdir -p "$BUILD/seeds/fuzz-tensor-names"
+	printf 'conv1/weight:0' >"$BUILD/seeds/fuzz-tensor-names/slash"
+	printf 'onnx::Flatten_0\0onnx__Flatten_0' >"$BUILD/seeds/fuzz-tensor-names/pair"
+	printf '.hidden\0..' >"$BUILD/seeds/fuzz-tensor-names/dots"
+	printf 'input_0\0a~b%%41' >"$BUILD/seeds/fuzz-tensor-names/positional"
+	printf '/%.0s' $(seq 1 100) >"$BUILD/seeds/fuzz-tensor-names/long"
 fi
 
 # Tokens of the .npy header help the fuzzer past the dict parser.
