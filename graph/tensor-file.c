@@ -807,6 +807,9 @@ static enum wh_status npy_make(const struct npy_info *info, const char *label, s
 	struct wh_tensor tmp;
 	wh_tensor_init(&tmp);
 	enum wh_status st = wh_blob_create((size_t)info->data_bytes, &blob, &w);
+	if (st == WH_ERR_NOMEM)
+		return wh_error(st, "%s: its %llu data bytes cannot be allocated (free some memory)", label,
+				(unsigned long long)info->data_bytes);
 	if (st != WH_OK)
 		return st;
 	if (src) {
