@@ -926,6 +926,12 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			if ((st = wh_os_make_dir(p)) != WH_OK || (st = wh_tensor_dir_fits(p, "the reference values")) != WH_OK)
 				goto out;
 		}
+		/* so do a check's staged folders (c<seq>/golden-<k>, seq of up to 10 digits) */
+		if (o->check) {
+			snprintf(p, sizeof p, "%s/c0000000000/golden-%u", d->workdir, data->n_samples);
+			if ((st = wh_tensor_dir_fits(p, "the files of a check")) != WH_OK)
+				goto out;
+		}
 		/* the repro bundle's tensor files, named after any tensor, fit too */
 		if (o->artifacts_dir) {
 			snprintf(p, sizeof p, "%s/repro/golden", o->artifacts_dir);
