@@ -146,6 +146,21 @@ if [ "$rc" -eq 0 ] && grep -qF "PASS $long:" "$tmp/out" && grep -qF "PASS $slash
 else
 	bad "long names read back: exit $rc: $(cut -c1-120 "$tmp/out")"
 fi
+# a .npy stores no name: under the hashed file name of a 300-byte input it is matched to it
+run "$whittle" run longin.onnx --save-inputs "$tmp/li"
+"$py" - "$tmp/li" <<'PY'
+import glob, os, sys, numpy as np, onnx
+from onnx import numpy_helper
+(pb,) = glob.glob(sys.argv[1] + "/*.pb")
+np.save(pb[:-3] + ".npy", numpy_helper.to_array(onnx.load_tensor(pb)))
+os.remove(pb)
+PY
+run "$whittle" run longin.onnx --load-inputs "$tmp/li"
+if [ "$rc" -eq 0 ] && [ ! -s "$tmp/err" ] && ls "$tmp/li" | grep -q '^I\{1,\}~[0-9a-f]\{32\}\.npy$'; then
+	ok "a .npy under the hashed file name of a 300-byte input name is read as that input"
+else
+	bad "hashed .npy: exit $rc, files $(ls "$tmp/li" | cut -c1-40)"
+fi
 # reduce with every reference value on disk (.npy named after the tensor) and a repro bundle
 run "$whittle" reduce long.onnx -o "$tmp/r10.onnx" --precision fp16 --atol 0 --rtol 0 --reference-memory 0 --artifacts-dir "$tmp/art10"
 ng=$(ls "$tmp/art10/repro/golden" 2>/dev/null | wc -l || true)

@@ -63,6 +63,7 @@ save("long", [helper.make_node("Mul", ["x", "k"], [long_name], name="mul"),
               helper.make_node("Neg", [long_name], [slashes], name="neg"),
               helper.make_node("Neg", [slashes], ["y"], name="neg2")], ["x"],
      inits=[numpy_helper.from_array(np.array(1.0001, dtype=np.float32), "k")])
+save("longin", [helper.make_node("Relu", ["I" * 300], ["y"], name="relu")], ["I" * 300])
 with open(os.path.join(out, "long-names.txt"), "w") as f:
     f.write(long_name + "\n" + slashes + "\n")
 
