@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "executor/kernel.h"
+#include "graph/names.h"
 
 void wh_compare_options_default(struct wh_compare_options *o)
 {
@@ -271,11 +272,11 @@ enum wh_status wh_compare_tensors(const struct wh_tensor *actual, const struct w
 void wh_compare_print(FILE *f, const char *name, const struct wh_compare_stats *s, bool verbose)
 {
 	if (!s->comparable) {
-		fprintf(f, "FAIL %s: %s\n", name, s->reason);
+		fprintf(f, "FAIL %s: %s\n", wh_name_term(name), s->reason);
 		return;
 	}
 	fprintf(f, "%s %s: max_abs %.4g mean_abs %.4g median_abs %.4g | max_rel %.4g mean_rel %.4g median_rel %.4g | cosine %.8f sqnr %.2f dB | rel>10%% %.3f%% >1%% %.3f%% >0.1%% %.3f%%",
-		s->pass ? "PASS" : "FAIL", name, s->max_abs, s->mean_abs, s->median_abs, s->max_rel, s->mean_rel,
+		s->pass ? "PASS" : "FAIL", wh_name_term(name), s->max_abs, s->mean_abs, s->median_abs, s->max_rel, s->mean_rel,
 		s->median_rel, s->cosine, s->sqnr_db, 100 * s->share_rel_10, 100 * s->share_rel_1, 100 * s->share_rel_01);
 	if (s->nan_actual || s->inf_actual || s->nan_ref || s->inf_ref)
 		fprintf(f, " | nan %llu inf %llu (reference nan %llu inf %llu), %llu mismatched", (unsigned long long)s->nan_actual,

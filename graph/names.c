@@ -139,6 +139,21 @@ int wh_name_write(FILE *f, enum wh_name_style style, const char *s)
 	return rc;
 }
 
+/* Where to cut t (escaped text: ASCII and whole UTF-8 sequences) to keep at most cut bytes
+ * and no partial character. The byte at t[cut] cannot tell: wh_name_escape has put the NUL
+ * there, so the last character kept is looked at instead. */
+static size_t char_boundary(const char *t, size_t cut)
+{
+	size_t i = cut;
+	while (i > 0 && ((unsigned char)t[i - 1] & 0xc0) == 0x80)
+		i--;
+	if (i == 0)
+		return 0;
+	unsigned c = (unsigned char)t[i - 1];
+	size_t n = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+	return i - 1 + n <= cut ? cut : i - 1;
+}
+
 /* The escaped text is cut at a character boundary (never inside an escape such as \x1b) and
  * marked with how much was left out; the Markdown styles then wrap the cut text, so their
  * fences always close. Escaping is idempotent, so wrapping the escaped text is exact. */
@@ -152,9 +167,7 @@ static const char *ring(enum wh_name_style style, const char *s)
 	char text[WH_NAME_SHOW + 40];
 	size_t need = wh_name_escape(WH_NAME_TERM, s, text, WH_NAME_SHOW + 1);
 	if (need > WH_NAME_SHOW) {
-		size_t cut = WH_NAME_SHOW;
-		while (cut > 0 && ((unsigned char)text[cut] & 0xc0) == 0x80)
-			cut--;
+		size_t cut = char_boundary(text, WH_NAME_SHOW);
 		/* an escape is a backslash, then 'x' and two hex digits, or one letter */
 		for (size_t back = 1; back <= 3 && back <= cut; back++)
 			if (text[cut - back] == '\\' && (back == 1 || text[cut - back + 1] == 'x')) {
@@ -173,6 +186,7 @@ static const char *ring(enum wh_name_style style, const char *s)
 const char *wh_name_term(const char *s) { return ring(WH_NAME_TERM, s); }
 const char *wh_name_md(const char *s) { return ring(WH_NAME_MD_CODE, s); }
 const char *wh_name_md_cell(const char *s) { return ring(WH_NAME_MD_CELL, s); }
+const char *wh_name_as(enum wh_name_style style, const char *s) { return ring(style, s); }
 
 void wh_name_escape_line(const char *line, char *out, size_t cap)
 {
@@ -180,8 +194,5 @@ void wh_name_escape_line(const char *line, char *out, size_t cap)
 	if (cap == 0 || need < cap)
 		return;
 	/* cut: back off to a character boundary */
-	size_t cut = cap - 1;
-	while (cut > 0 && ((unsigned char)out[cut] & 0xc0) == 0x80)
-		cut--;
-	out[cut] = 0;
+	out[char_boundary(out, cap - 1)] = 0;
 }

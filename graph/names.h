@@ -48,6 +48,9 @@ int wh_name_write(FILE *f, enum wh_name_style style, const char *s);
 const char *wh_name_term(const char *s);
 const char *wh_name_md(const char *s);
 const char *wh_name_md_cell(const char *s);
+/* The one of the three above that style names: for text built once in either form (a
+ * terminal line or a report line). */
+const char *wh_name_as(enum wh_name_style style, const char *s);
 
 /* Writes line into out with every control character escaped for the terminal, as
  * WH_NAME_TERM does: for log and error lines whose parts were formatted before (defence in

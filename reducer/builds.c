@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "executor/cpu.h"
+#include "graph/names.h"
 #include "executor/precision.h"
 #include "graph/os.h"
 #include "reducer/builtin-check.h"
@@ -305,7 +306,7 @@ static enum wh_status take_build(struct loop *L, struct loop_build *b)
 	if (!L->pr.tty)
 		wh_progress_log(&L->pr, "build %u: seed %llu, %s, %u layers with tactics, %.2f s: %s (%u good, %u bad so far)", k,
 		      (unsigned long long)b->seed, b->verdict == WH_VERDICT_PASS ? "good" : b->verdict == WH_VERDICT_FAIL ? "bad" : "skipped",
-		      b->plan.n, b->secs, b->why, r->n_good, r->n_bad);
+		      b->plan.n, b->secs, wh_name_term(b->why), r->n_good, r->n_bad);
 	json_t *e = json_object();
 	json_object_set_new(e, "event", json_string("build"));
 	json_object_set_new(e, "n", json_integer(k));
@@ -423,8 +424,8 @@ static enum wh_status swap_check(void *ctx, const struct wh_tactic_swap *sw, enu
 	if ((st = check_replay(L, path, &plan, false, false, out, why, sizeof why)) != WH_OK)
 		goto out;
 	wh_progress_log(&L->pr, "confirm: swap %u: %s build %u with layer '%s' tactic '%s' (from %s build %u): %s, %s", seq,
-	      sw->forward ? "good" : "bad", sw->base, sw->layer, sw->tactic, sw->forward ? "bad" : "good", sw->donor,
-	      *out == WH_VERDICT_PASS ? "good" : *out == WH_VERDICT_FAIL ? "bad" : "skipped", why);
+	      sw->forward ? "good" : "bad", sw->base, wh_name_term(sw->layer), wh_name_term(sw->tactic), sw->forward ? "bad" : "good", sw->donor,
+	      *out == WH_VERDICT_PASS ? "good" : *out == WH_VERDICT_FAIL ? "bad" : "skipped", wh_name_term(why));
 	json_t *e = json_object();
 	json_object_set_new(e, "event", json_string("swap"));
 	json_object_set_new(e, "n", json_integer(seq));
@@ -468,7 +469,7 @@ static json_t *suspect_json(const struct loop *L, const struct wh_tactic_suspect
 static void on_suspect(void *ctx, const struct wh_tactic_suspect *s)
 {
 	struct loop *L = ctx;
-	wh_progress_log(&L->pr, "confirm: layer '%s' tactic '%s': %s", s->layer, s->tactic, wh_suspect_state_name(s->state));
+	wh_progress_log(&L->pr, "confirm: layer '%s' tactic '%s': %s", wh_name_term(s->layer), wh_name_term(s->tactic), wh_suspect_state_name(s->state));
 	json_t *e = suspect_json(L, s, 0);
 	json_object_del(e, "rank");
 	json_object_set_new(e, "event", json_string("suspect"));
@@ -512,15 +513,15 @@ static void print_suspects(struct loop *L, FILE *f, bool markdown)
 		const struct wh_tactic_suspect *s = &d->s[i];
 		const char *op = layer_op(L, s->layer);
 		if (markdown)
-			fprintf(f, "| %u | `%s` | %s | `%s` | %u of %u | %u of %u | %.3f | %s |\n", i + 1, s->layer, op ? op : "",
-				s->tactic, s->n_bad, d->n_bad, s->n_good, d->n_good, s->score, wh_suspect_state_name(s->state));
+			fprintf(f, "| %u | %s | %s | %s | %u of %u | %u of %u | %.3f | %s |\n", i + 1, wh_name_md_cell(s->layer), op ? wh_name_md_cell(op) : "",
+				wh_name_md_cell(s->tactic), s->n_bad, d->n_bad, s->n_good, d->n_good, s->score, wh_suspect_state_name(s->state));
 		else
 			fprintf(f, "  %u. layer '%s'%s%s%s tactic '%s': %u of %u bad builds, %u of %u good; score %.3f; %s\n", i + 1,
-				s->layer, op ? " (" : "", op ? op : "", op ? ")" : "", s->tactic, s->n_bad, d->n_bad, s->n_good,
+				wh_name_term(s->layer), op ? " (" : "", op ? wh_name_term(op) : "", op ? ")" : "", wh_name_term(s->tactic), s->n_bad, d->n_bad, s->n_good,
 				d->n_good, s->score, wh_suspect_state_name(s->state));
 	}
 	if (!markdown && d->n > shown)
-		fprintf(f, "  ... and %u more (all in %s/report.md)\n", d->n - shown, L->dir);
+		fprintf(f, "  ... and %u more (all in %s/report.md)\n", d->n - shown, wh_name_term(L->dir));
 }
 
 /* The command that checks one replay by hand, for the report (malloc'd). */
@@ -566,24 +567,24 @@ static void write_report(struct loop *L, int32_t fixed)
 	const struct wh_build_loop_report *r = L->rep;
 	const struct wh_cpu_features *cpu = wh_cpu();
 	fprintf(f, "# whittle build: flaky-tactic report\n\n");
-	fprintf(f, "- model: `%s`\n- whittle %s, CPU %s (ISA %s)\n", o->model_path ? o->model_path : "?", WHITTLE_VERSION,
+	fprintf(f, "- model: %s\n- whittle %s, CPU %s (ISA %s)\n", wh_name_md(o->model_path ? o->model_path : "?"), WHITTLE_VERSION,
 		cpu->brand[0] ? cpu->brand : "unknown", wh_isa_name(cpu->isa));
-	fprintf(f, "- builder: %s\n", o->build_cmd ? o->build_cmd : "whittle");
-	fprintf(f, "- check: `%s`\n", o->check_display ? o->check_display : "built-in (pinned run compared with FP32)");
+	fprintf(f, "- builder: %s\n", o->build_cmd ? wh_name_md(o->build_cmd) : "whittle");
+	fprintf(f, "- check: %s\n", wh_name_md(o->check_display ? o->check_display : "built-in (pinned run compared with FP32)"));
 	if (!o->check)
 		fprintf(f, "- tolerances: atol %g, rtol %g\n", o->compare.atol, o->compare.rtol);
 	if (o->engine.faulty_tactic && *o->engine.faulty_tactic)
 		fprintf(f, "- fault injection: WHITTLE_FAULTY_TACTIC=%s (a test setting: that tactic corrupts its output)\n",
-			o->engine.faulty_tactic);
+			wh_name_md(o->engine.faulty_tactic));
 	fprintf(f, "- builds: %u (%u good, %u bad, %u skipped), seeds %llu..%llu\n", r->builds, r->n_good, r->n_bad, r->n_skip,
 		(unsigned long long)o->build.seed, (unsigned long long)(o->build.seed + (r->builds ? r->builds - 1 : 0)));
 	fprintf(f, "- confirmation: %s\n- time: %.2f s\n\n", r->confirmed_run ? "run" : "not run", wh_os_now_s() - L->pr.t0);
 	fprintf(f, "## Builds\n\n| build | seed | verdict | layers with tactics | seconds | replay | why |\n| ---: | ---: | --- | ---: | ---: | --- | --- |\n");
 	for (uint32_t i = 0; i < L->n; i++) {
 		const struct loop_build *b = L->b[i];
-		fprintf(f, "| %u | %llu | %s | %u | %.2f | `%s` | %s |\n", i, (unsigned long long)b->seed,
+		fprintf(f, "| %u | %llu | %s | %u | %.2f | %s | %s |\n", i, (unsigned long long)b->seed,
 			b->verdict == WH_VERDICT_PASS ? "good" : b->verdict == WH_VERDICT_FAIL ? "bad" : "skipped", b->plan.n, b->secs,
-			b->path, b->why);
+			wh_name_md_cell(b->path), wh_name_md_cell(b->why));
 	}
 	fprintf(f, "\n## Suspects\n\nTactics that layers use only in bad builds, most likely first (score: the share of bad\nbuilds that use it).\n\n");
 	if (!L->diff.n)
@@ -596,7 +597,7 @@ static void write_report(struct loop *L, int32_t fixed)
 		if (!s->forward_run)
 			continue;
 		seq++;
-		fprintf(f, "- layer `%s` tactic `%s`: **%s**; in good build %d it makes the build %s", s->layer, s->tactic,
+		fprintf(f, "- layer %s tactic %s: **%s**; in good build %d it makes the build %s", wh_name_md(s->layer), wh_name_md(s->tactic),
 			wh_suspect_state_name(s->state), s->good_build, s->forward == WH_VERDICT_FAIL ? "bad" : s->forward == WH_VERDICT_PASS ? "good" : "undecided");
 		if (s->reverse_run)
 			fprintf(f, "; bad build %d without it is %s", s->bad_build,
@@ -608,22 +609,27 @@ static void write_report(struct loop *L, int32_t fixed)
 			wh_text_printf(p2, sizeof p2, "%s/confirm/swap_%u_reverse.json", L->dir, s->reverse_seq);
 			char *c1 = repro_cmd(L, p1), *c2 = repro_cmd(L, p2);
 			fprintf(f, "  - fails (good build %d with the suspect):\n\n        %s\n\n  - passes (bad build %d without it):\n\n        %s\n\n",
-				s->good_build, c1 ? c1 : "?", s->bad_build, c2 ? c2 : "?");
+				s->good_build, c1 ? wh_name_term(c1) : "?", s->bad_build, c2 ? wh_name_term(c2) : "?");
 			free(c1);
 			free(c2);
 		}
 	}
 	if (!seq)
 		fprintf(f, "No swap was run%s.\n", !r->n_good || !r->n_bad ? " (it needs both good and bad builds)" : "");
-	fprintf(f, "\nThe swapped replays are in `%s/confirm/` (swap_<n>_forward.json, swap_<n>_reverse.json).\n", L->dir);
+	char confirm[PATH_MAX + 16];
+	wh_text_printf(confirm, sizeof confirm, "%s/confirm/", L->dir);
+	fprintf(f, "\nThe swapped replays are in %s (`swap_<n>_forward.json`, `swap_<n>_reverse.json`).\n", wh_name_md(confirm));
 	if (fixed >= 0) {
 		char p1[PATH_MAX + 64];
 		wh_text_printf(p1, sizeof p1, "%s/fixed.json", L->dir);
 		char *c1 = repro_cmd(L, p1);
-		fprintf(f, "\n## Fixed replay\n\n`%s` is good build %d (the fastest good build; it avoids every\nconfirmed tactic). Check it with:\n\n    %s\n",
-			p1, fixed, c1 ? c1 : "?");
-		if (o->build_cmd)
-			fprintf(f, "\nand load it into your builder (e.g. `polygraphy ... --load-tactics %s`).\n", p1);
+		fprintf(f, "\n## Fixed replay\n\n%s is good build %d (the fastest good build; it avoids every\nconfirmed tactic). Check it with:\n\n    %s\n",
+			wh_name_md(p1), fixed, c1 ? wh_name_term(c1) : "?");
+		if (o->build_cmd) {
+			char use[PATH_MAX + 96];
+			wh_text_printf(use, sizeof use, "polygraphy ... --load-tactics %s", p1);
+			fprintf(f, "\nand load it into your builder (e.g. %s).\n", wh_name_md(use));
+		}
 		free(c1);
 	}
 	fclose(f);
@@ -681,7 +687,7 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 	wh_progress_log(&L->pr, "build: %s, %s, check: %s%s; artifacts in %s", o->build_cmd ? "external builder" : "whittle's builder",
 	      o->until == WH_UNTIL_COUNT ? "fixed number of builds" : o->until == WH_UNTIL_GOOD ? "until a good build" :
 	      o->until == WH_UNTIL_BAD ? "until a bad build" : "until a culprit is confirmed",
-	      o->check_display ? o->check_display : "built-in comparison with FP32",
+	      o->check_display ? wh_name_term(o->check_display) : "built-in comparison with FP32",
 	      o->engine.faulty_tactic && *o->engine.faulty_tactic ? " (fault injection on: WHITTLE_FAULTY_TACTIC)" : "", L->dir);
 	{
 		json_t *e = json_object();
@@ -737,10 +743,10 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 			const struct wh_tactic_suspect *s = &L->diff.s[i];
 			if (s->state == WH_SUSPECT_CONFIRMED)
 				fprintf(f, "confirmed: layer '%s' tactic '%s' (good build %d turns bad with it; bad build %d turns good without it)\n",
-					s->layer, s->tactic, s->good_build, s->bad_build);
+					wh_name_term(s->layer), wh_name_term(s->tactic), s->good_build, s->bad_build);
 			else if (s->state == WH_SUSPECT_SUFFICIENT)
 				fprintf(f, "breaks builds: layer '%s' tactic '%s' (good build %d turns bad with it; bad build %d stays bad without it: it has another cause too)\n",
-					s->layer, s->tactic, s->good_build, s->bad_build);
+					wh_name_term(s->layer), wh_name_term(s->tactic), s->good_build, s->bad_build);
 		}
 		if (rep->confirmed_run)
 			fprintf(f, "confirmation: %u confirmed, %u suspect%s tested, %u swap checks, %u bad build%s unexplained%s\n",
@@ -748,8 +754,8 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 				rep->confirm.bad_unexplained, rep->confirm.bad_unexplained == 1 ? "" : "s",
 				!rep->confirm.bad_unexplained && rep->confirm.tested < L->diff.n ? " (so the other suspects need no test)" : "");
 		if (rep->fixed_build >= 0)
-			fprintf(f, "fixed: %s/fixed.json (good build %d)\n", L->dir, rep->fixed_build);
-		fprintf(f, "report: %s/report.md\n", L->dir);
+			fprintf(f, "fixed: %s/fixed.json (good build %d)\n", wh_name_term(L->dir), rep->fixed_build);
+		fprintf(f, "report: %s/report.md\n", wh_name_term(L->dir));
 	}
 	{
 		json_t *e = json_pack("{s:s, s:i, s:i, s:i, s:i}", "event", "result", "builds", (json_int_t)rep->builds, "good",

@@ -1,4 +1,5 @@
 #include "reducer/driver-util.h"
+#include "graph/names.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -29,12 +30,23 @@ void wh_progress_log(const struct wh_progress *p, const char *fmt, ...)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
+	char small[1024], *line = small;
+	int n = vsnprintf(small, sizeof small, fmt, ap);
+	va_end(ap);
+	if (n >= (int)sizeof small && (line = malloc((size_t)n + 1))) {
+		va_start(ap, fmt);
+		vsnprintf(line, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
 	if (p->tty)
 		fputs("\r\033[K", p->log);
-	vfprintf(p->log, fmt, ap);
+	/* names inside should be escaped where they were formatted; a missed one (or a path, a
+	 * check's output) still never reaches the terminal raw (escaping is idempotent) */
+	wh_name_write(p->log, WH_NAME_TERM, line ? line : small);
 	fputc('\n', p->log);
 	fflush(p->log);
-	va_end(ap);
+	if (line != small)
+		free(line);
 }
 
 void wh_progress_event(const struct wh_progress *p, json_t *e)

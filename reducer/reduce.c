@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "executor/cpu.h"
+#include "graph/names.h"
 #include "executor/precision.h"
 #include "graph/extract.h"
 #include "graph/hash.h"
@@ -141,7 +142,7 @@ static enum wh_status load_replay(struct driver *d, const char *path, const char
 	unsigned loaded;
 	enum wh_status st = wh_verdict_cache_load(&d->cache, path, model_hash, &loaded);
 	if (st == WH_OK)
-		wh_progress_log(&d->pr, "reduce: loaded %u verdicts from %s", loaded, path);
+		wh_progress_log(&d->pr, "reduce: loaded %u verdicts from %s", loaded, wh_name_term(path));
 	return st;
 }
 
@@ -473,7 +474,7 @@ static void record_verdict(struct driver *d, struct job *j, bool cached)
 	if (!cached) {
 		if (!d->pr.tty)
 			wh_progress_log(&d->pr, "check %u: %s, %u nodes, %.2f s%s%s%s", r->checks_run, wh_verdict_name(j->v), cnt, j->secs,
-			      j->has_res ? ", " : "", j->has_res ? j->res.why : "", j->rerun ? " (second run)" : "");
+			      j->has_res ? ", " : "", j->has_res ? wh_name_term(j->res.why) : "", j->rerun ? " (second run)" : "");
 		json_t *e = json_object();
 		json_object_set_new(e, "event", json_string("check"));
 		json_object_set_new(e, "n", json_integer(r->checks_run));
@@ -710,9 +711,9 @@ static enum wh_status write_repro(struct driver *d, const struct wh_model *c, co
 	if (f) {
 		struct wh_reduce_report *r = d->rep;
 		fprintf(f, "# whittle reduce: repro\n\n");
-		fprintf(f, "- model: `%s`\n- whittle %s, CPU %s (ISA %s)\n", d->o->model_path ? d->o->model_path : "?", WHITTLE_VERSION,
+		fprintf(f, "- model: %s\n- whittle %s, CPU %s (ISA %s)\n", wh_name_md(d->o->model_path ? d->o->model_path : "?"), WHITTLE_VERSION,
 			cpu->brand[0] ? cpu->brand : "unknown", wh_isa_name(cpu->isa));
-		fprintf(f, "- check: `%s`\n", d->o->check_display ? d->o->check_display : "built-in (compare with FP32)");
+		fprintf(f, "- check: %s\n", wh_name_md(d->o->check_display ? d->o->check_display : "built-in (compare with FP32)"));
 		fprintf(f, "- layers: %u before, %u after (Constant nodes not counted)\n", r->nodes_before, r->nodes_after);
 		fprintf(f, "- checks: %u run (%u fail, %u pass, %u skip)\n", r->checks_run, r->n_fail, r->n_pass, r->n_skip);
 		fprintf(f, "- cache hits: %u (and %u verdicts implied by monotonicity)\n", r->checks_cached, r->implied);
@@ -726,7 +727,7 @@ static enum wh_status write_repro(struct driver *d, const struct wh_model *c, co
 		for (uint32_t i = 0; i < d->n; i++)
 			if (mask[i]) {
 				const struct wh_node *n = &d->m->graph->nodes[d->search_nodes[i]];
-				fprintf(f, "| %u | %s | %s |\n", ++k, n->name && *n->name ? n->name : "(unnamed)", n->op_type);
+				fprintf(f, "| %u | %s | %s |\n", ++k, n->name && *n->name ? wh_name_md_cell(n->name) : "(unnamed)", wh_name_md_cell(n->op_type));
 			}
 		fprintf(f, "\n## Rerun\n\n`sh command.sh` runs the check on `model.onnx` with `inputs/` (reference values of its\ninputs) and `golden/` (reference values of its outputs).\n");
 		fclose(f);
@@ -969,7 +970,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 		}
 	}
 	wh_progress_log(&d->pr, "reduce: %u layers (%u constants aside), check: %s", d->n, g->n_nodes - d->n,
-	      o->check_display ? o->check_display : "built-in comparison with FP32");
+	      o->check_display ? wh_name_term(o->check_display) : "built-in comparison with FP32");
 
 	/* 1. the original must fail, consistently (with -j > 1 and one confirmation run, the
 	 * search checks it in its first batch, saving a round) */
@@ -1038,7 +1039,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 	rep->implied = sr.implied + sr.minimal_implied;
 	rep->minimal_implied = sr.minimal_implied;
 	if (sr.note[0])
-		wh_progress_log(&d->pr, "reduce: note: %s", sr.note);
+		wh_progress_log(&d->pr, "reduce: note: %s", wh_name_term(sr.note));
 	if (rep->implied)
 		wh_progress_log(&d->pr, "reduce: %u verdicts implied by monotonicity, not checked (%u of them the result's single removals: each is "
 			 "contained in a candidate that passed); the check was monotone over all %u verdicts seen",

@@ -13,6 +13,7 @@
 #include "executor/compare.h"
 #include "executor/precision.h"
 #include "graph/ir.h"
+#include "graph/names.h"
 #include "graph/tensor-file.h"
 #include "reducer/check.h"
 #include "reducer/precision-search.h"

@@ -28,7 +28,7 @@ void wh_triage_repro_words(const struct tri *T, char *buf, size_t size)
 		wh_text_printf(buf, size, "exits 0: **it passes, so it does not reproduce the failure**");
 	else
 		wh_text_printf(buf, size, "exits %d, which is not a failing verdict: **the command is broken** (its output ends: %s)", T->repro_exit,
-			T->repro_out);
+			wh_name_md(T->repro_out));
 }
 
 /* ---- what was found, in words ---- */
@@ -82,8 +82,8 @@ static void explain(const struct tri *T, uint32_t node, const struct wh_compare_
 	}
 	if (bad_nonfinite) {
 		if (fmax > 0 && in_amax > fmax && rounds_inputs) {
-			wh_text_printf(buf, size, "its input `%s` holds values up to %.6g, beyond %s's largest finite value (%g), so they become inf when the layer's inputs are rounded to %s; %llu of %llu output values are inf or NaN",
-				in_name, in_amax, wh_precision_name(p), fmax, wh_precision_name(p), (unsigned long long)bad_nonfinite, (unsigned long long)s->count);
+			wh_text_printf(buf, size, "its input %s holds values up to %.6g, beyond %s's largest finite value (%g), so they become inf when the layer's inputs are rounded to %s; %llu of %llu output values are inf or NaN",
+				wh_name_md(in_name), in_amax, wh_precision_name(p), fmax, wh_precision_name(p), (unsigned long long)bad_nonfinite, (unsigned long long)s->count);
 		} else if (fmax > 0 && out_amax > fmax) {
 			wh_text_printf(buf, size, "its output overflows %s (max %g): the FP32 values reach %.6g, and at %s %llu of %llu values become inf",
 				wh_precision_name(p), fmax, out_amax, wh_precision_name(p), (unsigned long long)bad_nonfinite, (unsigned long long)s->count);
@@ -102,8 +102,8 @@ static void explain(const struct tri *T, uint32_t node, const struct wh_compare_
 		double mag = rounds_inputs ? in_amax : out_amax;
 		double spacing = mag >= 1 ? ldexp(1.0, (int)floor(log2(mag)) - mant) : 0;
 		if (spacing >= 1.0 / 64 && rounds_inputs)
-			wh_text_cat(buf, size, ": its input `%s` reaches %.6g, where %s values are %g apart, so rounding the inputs loses their fraction",
-			     in_name, in_amax, wh_precision_name(p), spacing);
+			wh_text_cat(buf, size, ": its input %s reaches %.6g, where %s values are %g apart, so rounding the inputs loses their fraction",
+			     wh_name_md(in_name), in_amax, wh_precision_name(p), spacing);
 		else if (spacing >= 1.0 / 64)
 			wh_text_cat(buf, size, ": its output reaches %.6g, where %s values are %g apart, so storing it at %s loses its fraction",
 			     out_amax, wh_precision_name(p), spacing, wh_precision_name(p));
@@ -124,7 +124,7 @@ static void list_layers(const struct tri *T, const uint8_t *mask, char *buf, siz
 		uint32_t id = T->order[k];
 		if (!mask[id])
 			continue;
-		wh_text_cat(buf, size, "%s`%s` (%s)", first ? "" : ", ", wh_triage_node_name(&T->g->nodes[id]), T->g->nodes[id].op_type);
+		wh_text_cat(buf, size, "%s%s (%s)", first ? "" : ", ", wh_name_md(wh_triage_node_name(&T->g->nodes[id])), wh_name_md(T->g->nodes[id].op_type));
 		first = false;
 	}
 }
@@ -142,19 +142,23 @@ void wh_triage_compose_finding(struct tri *T)
 		wh_text_printf(F, FS, "Nothing fails: every build (%u) passes the check at %s.", T->n_builds, prec);
 		wh_text_printf(N, NS, "Nothing to do at this tolerance. If the deployed model still fails, tighten --atol/--rtol, give the inputs that fail with --load-inputs, or give your own --check.");
 		return;
-	case WH_TRIAGE_FLAKY:
+	case WH_TRIAGE_FLAKY: {
+		char cmd[3 * PATH_MAX + 256], send[PATH_MAX + 16];
+		wh_text_printf(send, sizeof send, "%s/repro/", T->dir);
 		wh_text_printf(F, FS, "The failure is intermittent: %u of %u builds fail and %u pass, with the same model, inputs and precision (%s). ",
 			T->n_bad, T->n_builds, T->n_good, prec);
 		if (T->culprit >= 0) {
 			const struct wh_tactic_suspect *s = &T->diff.s[T->culprit];
-			wh_text_cat(F, FS, "It comes from the tactic `%s` that the builder picks for layer `%s` (%s) in some builds: %s.", s->tactic, s->layer,
-			     rep->op, s->state == WH_SUSPECT_CONFIRMED ? "swapping it into a good build makes that build fail, and swapping it out of a bad build makes it pass (confirmed)"
+			wh_text_cat(F, FS, "It comes from the tactic %s that the builder picks for layer %s (%s) in some builds: %s.", wh_name_md(s->tactic), wh_name_md(s->layer),
+			     wh_name_md(rep->op), s->state == WH_SUSPECT_CONFIRMED ? "swapping it into a good build makes that build fail, and swapping it out of a bad build makes it pass (confirmed)"
 								: "swapping it into a good build makes that build fail, but the bad build still fails without it, so there is another cause as well");
-			if (T->fixed_build >= 0)
-				wh_text_cat(N, NS, "Pin a good build's tactics: `whittle run %s --load-inputs %s --precision %s --load-tactics %s/fixed.json --compare fp32 --atol %g --rtol %g` passes (fixed.json is the fastest good build). ",
+			if (T->fixed_build >= 0) {
+				wh_text_printf(cmd, sizeof cmd, "whittle run %s --load-inputs %s --precision %s --load-tactics %s/fixed.json --compare fp32 --atol %g --rtol %g",
 				     T->o->model_path ? T->o->model_path : "MODEL", T->inputs_dir, prec, T->dir, T->o->compare.atol, T->o->compare.rtol);
-			wh_text_cat(N, NS, "In your builder, keep tactic `%s` away from layer `%s` (TensorRT: an algorithm selector, or load a good tactic replay; Polygraphy: --load-tactics). Send %s/repro/ to the owner of that kernel.",
-			     s->tactic, s->layer, T->dir);
+				wh_text_cat(N, NS, "Pin a good build's tactics: %s passes (fixed.json is the fastest good build). ", wh_name_md(cmd));
+			}
+			wh_text_cat(N, NS, "In your builder, keep tactic %s away from layer %s (TensorRT: an algorithm selector, or load a good tactic replay; Polygraphy: --load-tactics). Send %s to the owner of that kernel.",
+			     wh_name_md(s->tactic), wh_name_md(s->layer), wh_name_md(send));
 		} else if (T->diff.n) {
 			wh_text_cat(F, FS, "Bad builds use %u tactic%s that good builds never use, but swapping none of them into a good build made it fail.",
 			     T->diff.n, T->diff.n == 1 ? "" : "s");
@@ -164,6 +168,7 @@ void wh_triage_compose_finding(struct tri *T)
 			wh_text_cat(N, NS, "Run the check several times on one build (whittle repeat) to see whether it is deterministic.");
 		}
 		return;
+	}
 	default: break;
 	}
 	const struct lw_layer *L = T->first_fail >= 0 ? &T->lw[T->first_fail] : NULL;
@@ -171,8 +176,8 @@ void wh_triage_compose_finding(struct tri *T)
 	if (rep->outcome == WH_TRIAGE_SINGLE_LAYER && L) {
 		const struct wh_node *n = &g->nodes[L->node];
 		explain(T, L->node, T->single_s_valid ? &T->single_s : &L->s, L->value, why, sizeof why);
-		wh_text_printf(F, FS, "The failure comes from layer `%s` (%s): %s. The layer fails on its own at %s, fed exact FP32 inputs, so it is a single-layer failure.",
-			wh_triage_node_name(n), n->op_type, why, prec);
+		wh_text_printf(F, FS, "The failure comes from layer %s (%s): %s. The layer fails on its own at %s, fed exact FP32 inputs, so it is a single-layer failure.",
+			wh_name_md(wh_triage_node_name(n)), wh_name_md(n->op_type), why, prec);
 	} else if (rep->outcome == WH_TRIAGE_SUBGRAPH) {
 		char names[2048] = "";
 		list_layers(T, T->answer_nodes, names, sizeof names);
@@ -180,11 +185,11 @@ void wh_triage_compose_finding(struct tri *T)
 		if (L) {
 			const struct wh_node *n = &g->nodes[L->node];
 			if (T->start_kind != WH_DIAG_NONE)
-				wh_text_cat(F, FS, " The layerwise diagnosis places the start at tensor `%s` of layer `%s` (%s), but that layer passes on its own",
-				     g->values[L->value].name, wh_triage_node_name(n), n->op_type);
+				wh_text_cat(F, FS, " The layerwise diagnosis places the start at tensor %s of layer %s (%s), but that layer passes on its own",
+				     wh_name_md(g->values[L->value].name), wh_name_md(wh_triage_node_name(n)), wh_name_md(n->op_type));
 			else
-				wh_text_cat(F, FS, " The first failing tensor `%s` comes from layer `%s` (%s), but that layer passes on its own", g->values[L->value].name,
-				     wh_triage_node_name(n), n->op_type);
+				wh_text_cat(F, FS, " The first failing tensor %s comes from layer %s (%s), but that layer passes on its own", wh_name_md(g->values[L->value].name),
+				     wh_name_md(wh_triage_node_name(n)), wh_name_md(n->op_type));
 			if (T->single_s_valid)
 				wh_text_cat(F, FS, " (max abs error %.4g when fed exact FP32 inputs, against %.4g in the full model)", T->single_s.max_abs, L->s.max_abs);
 			wh_text_cat(F, FS, T->start_kind != WH_DIAG_NONE ? ", so its error fails only together with others." : ", so the error it fails with is made upstream.");
@@ -205,35 +210,41 @@ void wh_triage_compose_finding(struct tri *T)
 		if (first != WH_NONE && first != last) {
 			const struct lw_layer *A = lw_of(T, first);
 			explain(T, first, &A->s, A->value, why, sizeof why);
-			wh_text_cat(F, FS, " The error starts at layer `%s` (%s), %u layers earlier in topological order: %s%s. It is carried to `%s` (%s), where it exceeds the tolerance.",
-			     wh_triage_node_name(&g->nodes[first]), g->nodes[first].op_type, T->pos[last] - T->pos[first], why,
+			wh_text_cat(F, FS, " The error starts at layer %s (%s), %u layers earlier in topological order: %s%s. It is carried to %s (%s), where it exceeds the tolerance.",
+			     wh_name_md(wh_triage_node_name(&g->nodes[first])), wh_name_md(g->nodes[first].op_type), T->pos[last] - T->pos[first], why,
 			     A->fails ? "" : " (within tolerance there, so a layerwise comparison alone does not point at it)",
-			     wh_triage_node_name(&g->nodes[last]), g->nodes[last].op_type);
+			     wh_name_md(wh_triage_node_name(&g->nodes[last])), wh_name_md(g->nodes[last].op_type));
 		}
 	} else {
 		wh_text_printf(F, FS, "The model fails at %s, but no step could narrow the failure down", prec);
 		if (T->reduce_run && T->reduce_st != WH_OK)
-			wh_text_cat(F, FS, " (the reduction stopped: %s)", T->reduce_err);
+			wh_text_cat(F, FS, " (the reduction stopped: %s)", wh_name_md(T->reduce_err));
 		wh_text_cat(F, FS, ".");
 	}
 	if (T->prec_run && T->prec_st == WH_OK && T->n_keep) {
 		char names[2048] = "";
 		list_layers(T, T->keep_mask, names, sizeof names);
 		wh_text_cat(F, FS, " Keeping %u layer%s in fp32 makes the model pass: %s.", T->n_keep, T->n_keep == 1 ? "" : "s", names);
-		wh_text_printf(N, NS, "Keep %s %u layer%s in fp32: `whittle run %s --load-inputs %s --precision %s --layer-precisions %s/layer-precisions.json --compare fp32 --atol %g --rtol %g` passes (in TensorRT: setPrecision and setOutputType to fp32 on those layers, with precision constraints obeyed).",
-			T->n_keep == 1 ? "this" : "these", T->n_keep, T->n_keep == 1 ? "" : "s", T->o->model_path ? T->o->model_path : "MODEL",
-			T->inputs_dir, prec, T->dir, T->o->compare.atol, T->o->compare.rtol);
+		char cmd[3 * PATH_MAX + 256];
+		wh_text_printf(cmd, sizeof cmd, "whittle run %s --load-inputs %s --precision %s --layer-precisions %s/layer-precisions.json --compare fp32 --atol %g --rtol %g",
+			T->o->model_path ? T->o->model_path : "MODEL", T->inputs_dir, prec, T->dir, T->o->compare.atol, T->o->compare.rtol);
+		wh_text_printf(N, NS, "Keep %s %u layer%s in fp32: %s passes (in TensorRT: setPrecision and setOutputType to fp32 on those layers, with precision constraints obeyed).",
+			T->n_keep == 1 ? "this" : "these", T->n_keep, T->n_keep == 1 ? "" : "s", wh_name_md(cmd));
 	} else if (T->prec_run && T->prec_st != WH_OK) {
-		wh_text_cat(F, FS, " No set of layers kept in fp32 fixes it (%s), so it is not only a precision problem.", T->prec_err);
+		wh_text_cat(F, FS, " No set of layers kept in fp32 fixes it (%s), so it is not only a precision problem.", wh_name_md(T->prec_err));
 		wh_text_printf(N, NS, "Look at the layers named above in the repro bundle; the failure does not go away with more precision, so suspect the kernel or the check.");
 	} else if (L) {
-		wh_text_printf(N, NS, "Try the first failing layer in fp32: `whittle run %s --load-inputs %s --precision %s --layer-precisions %s:fp32 --compare fp32 --atol %g --rtol %g`%s.",
+		char cmd[3 * PATH_MAX + 256];
+		wh_text_printf(cmd, sizeof cmd, "whittle run %s --load-inputs %s --precision %s --layer-precisions %s:fp32 --compare fp32 --atol %g --rtol %g",
 			T->o->model_path ? T->o->model_path : "MODEL", T->inputs_dir, prec, wh_triage_node_name(&g->nodes[L->node]), T->o->compare.atol,
-			T->o->compare.rtol,
+			T->o->compare.rtol);
+		wh_text_printf(N, NS, "Try the first failing layer in fp32: %s%s.", wh_name_md(cmd),
 			T->prec_run ? "" : ", or let `whittle precision` find every layer that must stay in fp32");
 	}
-	wh_text_cat(N, NS, " The repro bundle %s/repro/ holds the %s as a standalone model with its inputs and reference outputs; `sh command.sh` reruns the check.",
-	     T->dir, rep->outcome == WH_TRIAGE_SINGLE_LAYER ? "failing layer" : rep->outcome == WH_TRIAGE_SUBGRAPH ? "minimal failing subgraph" : "model");
+	char bundle[PATH_MAX + 16];
+	wh_text_printf(bundle, sizeof bundle, "%s/repro/", T->dir);
+	wh_text_cat(N, NS, " The repro bundle %s holds the %s as a standalone model with its inputs and reference outputs; `sh command.sh` reruns the check.",
+	     wh_name_md(bundle), rep->outcome == WH_TRIAGE_SINGLE_LAYER ? "failing layer" : rep->outcome == WH_TRIAGE_SUBGRAPH ? "minimal failing subgraph" : "model");
 }
 
 /* ---- pictures ---- */
@@ -427,8 +438,8 @@ static void write_layer_table(const struct tri *T, FILE *f)
 			wh_text_printf(sq, sizeof sq, "-");
 		else
 			wh_text_printf(sq, sizeof sq, "%.1f", L->s.sqnr_db);
-		fprintf(f, "| %u | `%s` | %s | `%s` | %.4g | %.4g | %.3g | %s | %llu | %s%s |\n", i + 1, wh_triage_node_name(n), n->op_type,
-			g->values[L->value].name, L->s.max_abs, L->s.max_rel, L->rel, sq,
+		fprintf(f, "| %u | %s | %s | %s | %.4g | %.4g | %.3g | %s | %llu | %s%s |\n", i + 1, wh_name_md_cell(wh_triage_node_name(n)), wh_name_md_cell(n->op_type),
+			wh_name_md_cell(g->values[L->value].name), L->s.max_abs, L->s.max_rel, L->rel, sq,
 			(unsigned long long)(L->s.inf_actual + L->s.nan_actual), L->fails ? "fails" : "passes",
 			(int32_t)i == T->first_fail ? " (first)" : "");
 		shown++;
@@ -450,26 +461,29 @@ void wh_triage_write_report(struct tri *T)
 	uint32_t layers = 0;
 	for (uint32_t i = 0; i < g->n_nodes; i++)
 		layers += !wh_node_is_constant(&g->nodes[i]);
-	fprintf(f, "# whittle triage: `%s`\n\n**Outcome: %s.**\n\n", o->model_path ? o->model_path : "model", wh_triage_outcome_words(r->outcome));
+	fprintf(f, "# whittle triage: %s\n\n**Outcome: %s.**\n\n", wh_name_md(o->model_path ? o->model_path : "model"), wh_triage_outcome_words(r->outcome));
 	fprintf(f, "## What was found\n\n%s\n\n## What to do next\n\n%s\n\n", T->finding, T->next);
 
 	fprintf(f, "## Key numbers\n\n| | |\n| --- | --- |\n");
-	fprintf(f, "| model | `%s`: %u layers |\n", o->model_path ? o->model_path : "?", layers);
+	fprintf(f, "| model | %s: %u layers |\n", wh_name_md_cell(o->model_path ? o->model_path : "?"), layers);
 	fprintf(f, "| precision | %s against FP32; atol %g, rtol %g |\n", wh_precision_name(o->precision), o->compare.atol, o->compare.rtol);
-	fprintf(f, "| check | %s |\n", T->check_display ? T->check_display : "built-in: outputs compared with FP32");
-	if (o->faulty_tactic && *o->faulty_tactic)
-		fprintf(f, "| fault injection | `WHITTLE_FAULTY_TACTIC=%s` (a test setting: that tactic corrupts its output) |\n", o->faulty_tactic);
+	fprintf(f, "| check | %s |\n", T->check_display ? wh_name_md_cell(T->check_display) : "built-in: outputs compared with FP32");
+	if (o->faulty_tactic && *o->faulty_tactic) {
+		char fault[512];
+		wh_text_printf(fault, sizeof fault, "WHITTLE_FAULTY_TACTIC=%s", o->faulty_tactic);
+		fprintf(f, "| fault injection | %s (a test setting: that tactic corrupts its output) |\n", wh_name_md_cell(fault));
+	}
 	fprintf(f, "| builds | %u (seeds 0..%u): %u good, %u bad%s |\n", T->n_builds, T->n_builds ? T->n_builds - 1 : 0, T->n_good, T->n_bad,
 		T->no_tactics ? " (no layer has a choice of tactics)" : "");
 	if (r->outcome == WH_TRIAGE_FLAKY && T->culprit >= 0) {
 		const struct wh_tactic_suspect *s = &T->diff.s[T->culprit];
-		fprintf(f, "| culprit | layer `%s` (%s), tactic `%s`: %s; in %u of %u bad builds, %u of %u good |\n", s->layer, r->op, s->tactic,
+		fprintf(f, "| culprit | layer %s (%s), tactic %s: %s; in %u of %u bad builds, %u of %u good |\n", wh_name_md_cell(s->layer), wh_name_md_cell(r->op), wh_name_md_cell(s->tactic),
 			wh_suspect_state_name(s->state), s->n_bad, T->diff.n_bad, s->n_good, T->diff.n_good);
 	}
 	if (T->first_fail >= 0) {
 		const struct lw_layer *L = &T->lw[T->first_fail];
-		fprintf(f, "| first failing tensor | `%s` (layer `%s`, %s): max abs error %.4g, max rel %.4g, %llu inf/NaN of %llu |\n",
-			g->values[L->value].name, wh_triage_node_name(&g->nodes[L->node]), g->nodes[L->node].op_type, L->s.max_abs, L->s.max_rel,
+		fprintf(f, "| first failing tensor | %s (layer %s, %s): max abs error %.4g, max rel %.4g, %llu inf/NaN of %llu |\n",
+			wh_name_md_cell(g->values[L->value].name), wh_name_md_cell(wh_triage_node_name(&g->nodes[L->node])), wh_name_md_cell(g->nodes[L->node].op_type), L->s.max_abs, L->s.max_rel,
 			(unsigned long long)(L->s.inf_actual + L->s.nan_actual), (unsigned long long)L->s.count);
 	}
 	if (T->n_lw)
@@ -485,7 +499,7 @@ void wh_triage_write_report(struct tri *T)
 			fprintf(f, "%u:", T->n_keep);
 			for (uint32_t k = 0; k < g->n_nodes; k++)
 				if (T->keep_mask[T->order[k]])
-					fprintf(f, " `%s` (%s)", wh_triage_node_name(&g->nodes[T->order[k]]), g->nodes[T->order[k]].op_type);
+					fprintf(f, " %s (%s)", wh_name_md_cell(wh_triage_node_name(&g->nodes[T->order[k]])), wh_name_md_cell(g->nodes[T->order[k]].op_type));
 			fprintf(f, " |\n");
 		}
 	}
@@ -514,7 +528,7 @@ void wh_triage_write_report(struct tri *T)
 			fprintf(f, "| ---: | --- | --- | ---: | ---: | ---: | --- | --- | --- |\n");
 			for (uint32_t i = 0; i < T->diff.n && i < 20; i++) {
 				const struct wh_tactic_suspect *s = &T->diff.s[i];
-				fprintf(f, "| %u | `%s` | `%s` | %u of %u | %u of %u | %.3f | %s | %s | %s |\n", i + 1, s->layer, s->tactic, s->n_bad,
+				fprintf(f, "| %u | %s | %s | %u of %u | %u of %u | %.3f | %s | %s | %s |\n", i + 1, wh_name_md_cell(s->layer), wh_name_md_cell(s->tactic), s->n_bad,
 					T->diff.n_bad, s->n_good, T->diff.n_good, s->score,
 					s->forward_run ? (s->forward == WH_VERDICT_FAIL ? "turns bad" : s->forward == WH_VERDICT_PASS ? "stays good" : "?") : "-",
 					s->reverse_run ? (s->reverse == WH_VERDICT_PASS ? "turns good" : s->reverse == WH_VERDICT_FAIL ? "stays bad" : "?") : "-",
@@ -525,7 +539,7 @@ void wh_triage_write_report(struct tri *T)
 		fprintf(f, "Builds:\n\n| build | seed | verdict | why |\n| ---: | ---: | --- | --- |\n");
 		for (uint32_t k = 0; k < T->n_builds; k++)
 			fprintf(f, "| %u | %llu | %s | %s |\n", k, (unsigned long long)T->plans[k].seed,
-				T->verdicts[k] == WH_VERDICT_PASS ? "good" : T->verdicts[k] == WH_VERDICT_FAIL ? "bad" : "cannot tell", T->why[k]);
+				T->verdicts[k] == WH_VERDICT_PASS ? "good" : T->verdicts[k] == WH_VERDICT_FAIL ? "bad" : "cannot tell", wh_name_md_cell(T->why[k]));
 		fprintf(f, "\n");
 	}
 	if (T->plot_ok) {
@@ -560,7 +574,7 @@ void wh_triage_write_report(struct tri *T)
 	if (!(f = fopen(p, "w")))
 		return;
 	fprintf(f, "# whittle triage repro\n\n%s\n\n", T->finding);
-	fprintf(f, "- from: `%s`, at %s against FP32 (atol %g, rtol %g)\n", o->model_path ? o->model_path : "?", wh_precision_name(o->precision),
+	fprintf(f, "- from: %s, at %s against FP32 (atol %g, rtol %g)\n", wh_name_md(o->model_path ? o->model_path : "?"), wh_precision_name(o->precision),
 		o->compare.atol, o->compare.rtol);
 	fprintf(f, "- model.onnx: %u layer%s:", T->n_answer, T->n_answer == 1 ? "" : "s");
 	if (T->answer) {
@@ -568,7 +582,7 @@ void wh_triage_write_report(struct tri *T)
 		uint32_t shown = 0;
 		for (uint32_t i = 0; i < ag->n_nodes && shown < 40; i++)
 			if (!wh_node_is_constant(&ag->nodes[i])) {
-				fprintf(f, "%s `%s` (%s)", shown ? "," : "", wh_triage_node_name(&ag->nodes[i]), ag->nodes[i].op_type);
+				fprintf(f, "%s %s (%s)", shown ? "," : "", wh_name_md(wh_triage_node_name(&ag->nodes[i])), wh_name_md(ag->nodes[i].op_type));
 				shown++;
 			}
 		if (shown == 40)
@@ -577,10 +591,16 @@ void wh_triage_write_report(struct tri *T)
 	fprintf(f, "\n- inputs/: its inputs (FP32 reference values); golden/: its FP32 reference outputs\n");
 	if (T->repro_tactics)
 		fprintf(f, "- tactics.json: the tactic replay of a bad build\n");
-	if (o->faulty_tactic && *o->faulty_tactic)
-		fprintf(f, "- fault injection: `WHITTLE_FAULTY_TACTIC=%s` (set by command.sh)\n", o->faulty_tactic);
-	fprintf(f, "- whittle %s, CPU %s (ISA %s)\n\n## Rerun\n\n    sh command.sh\n\nruns\n\n    %s\n\nwhich exits non-zero while the failure is there",
-		WHITTLE_VERSION, cpu->brand[0] ? cpu->brand : "unknown", wh_isa_name(cpu->isa), T->repro_cmd);
+	if (o->faulty_tactic && *o->faulty_tactic) {
+		char fault[512];
+		wh_text_printf(fault, sizeof fault, "WHITTLE_FAULTY_TACTIC=%s", o->faulty_tactic);
+		fprintf(f, "- fault injection: %s (set by command.sh)\n", wh_name_md(fault));
+	}
+	fprintf(f, "- whittle %s, CPU %s (ISA %s)\n\n## Rerun\n\n    sh command.sh\n\nruns\n\n    ",
+		WHITTLE_VERSION, cpu->brand[0] ? cpu->brand : "unknown", wh_isa_name(cpu->isa));
+	/* an indented code block: literal, but one line and no control character */
+	wh_name_write(f, WH_NAME_TERM, T->repro_cmd);
+	fprintf(f, "\n\nwhich exits non-zero while the failure is there");
 	if (T->repro_checked)
 		fprintf(f, " (triage ran it: exit %d%s)", T->repro_exit, T->repro_fails ? ", fails" : ", which is not a failure");
 	fprintf(f, ".\n");
@@ -678,12 +698,18 @@ void wh_triage_print_json(struct tri *T)
 
 void wh_triage_print_summary(struct tri *T, FILE *f)
 {
-	fprintf(f, "triage: %s\n%s\nnext: %s\n", wh_triage_outcome_words(T->rep->outcome), T->finding, T->next);
+	/* the texts are the report's Markdown, names in code spans (already free of control
+	 * characters); escaped once more as every terminal line is */
+	fprintf(f, "triage: %s\n", wh_triage_outcome_words(T->rep->outcome));
+	wh_name_write(f, WH_NAME_TERM, T->finding);
+	fprintf(f, "\nnext: ");
+	wh_name_write(f, WH_NAME_TERM, T->next);
+	fputc('\n', f);
 	if (T->repro_checked) {
 		char w[768];
 		wh_triage_repro_words(T, w, sizeof w);
-		fprintf(f, "repro: %s/repro/command.sh %s\n", T->dir, w);
+		fprintf(f, "repro: %s/repro/command.sh %s\n", wh_name_term(T->dir), wh_name_term(w));
 	}
-	fprintf(f, "report: %s/report.md (%u checks, %.1f s)\n", T->dir, T->checks, wh_os_now_s() - T->t0);
+	fprintf(f, "report: %s/report.md (%u checks, %.1f s)\n", wh_name_term(T->dir), T->checks, wh_os_now_s() - T->t0);
 	fflush(f);
 }

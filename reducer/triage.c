@@ -36,21 +36,22 @@ const char *wh_triage_outcome_name(enum wh_triage_outcome o)
 void wh_triage_say(struct tri *T, const char *fmt, ...)
 {
 	va_list ap;
+	char line[4096];
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	/* the names inside, a path, a check's output: escaped (idempotent) on both */
 	if (T->o->log) {
-		va_start(ap, fmt);
 		fputs("triage: ", T->o->log);
-		vfprintf(T->o->log, fmt, ap);
+		wh_name_write(T->o->log, WH_NAME_TERM, line);
 		fputc('\n', T->o->log);
 		fflush(T->o->log);
-		va_end(ap);
 	}
 	if (T->logf) {
-		va_start(ap, fmt);
 		fputs("triage: ", T->logf);
-		vfprintf(T->logf, fmt, ap);
+		wh_name_write(T->logf, WH_NAME_TERM, line);
 		fputc('\n', T->logf);
 		fflush(T->logf);
-		va_end(ap);
 	}
 }
 
@@ -107,7 +108,7 @@ static enum wh_status external_check(struct tri *T, const struct wh_check *c, co
 		wh_text_printf(why, wsize, "check %s (exit %d)", r.why ? r.why : "", r.exit_code);
 	if (T->logf) {
 		char *line = wh_check_command_line(c, vars);
-		fprintf(T->logf, "check: %s -> %s, %s\n", line ? line : "?", wh_verdict_name(r.verdict), why);
+		fprintf(T->logf, "check: %s -> %s, %s\n", line ? wh_name_term(line) : "?", wh_verdict_name(r.verdict), wh_name_term(why));
 		free(line);
 	}
 	wh_check_result_release(&r);
@@ -217,7 +218,7 @@ static enum wh_status swap_check(void *ctx, const struct wh_tactic_swap *sw, enu
 		st = check_plan(T, &p, path, out, why, sizeof why);
 	if (st == WH_OK)
 		wh_triage_say(T, "  swap %u: %s build %u with layer '%s' tactic '%s' from build %u: %s (%s)", seq, sw->forward ? "good" : "bad",
-		    sw->base, sw->layer, sw->tactic, sw->donor, *out == WH_VERDICT_PASS ? "good" : *out == WH_VERDICT_FAIL ? "bad" : "cannot tell",
+		    sw->base, wh_name_term(sw->layer), wh_name_term(sw->tactic), sw->donor, *out == WH_VERDICT_PASS ? "good" : *out == WH_VERDICT_FAIL ? "bad" : "cannot tell",
 		    why);
 	wh_tactic_plan_release(&p);
 	return st;
@@ -316,7 +317,7 @@ static enum wh_status step_builds(struct tri *T)
 	T->rep->n_bad = T->n_bad;
 	if (T->no_tactics)
 		wh_text_printf(S->text, sizeof S->text, "No layer of the model has a choice of tactics, so every build is the same: built and checked once: %s (%s). Not intermittent%s.",
-			T->n_bad ? "fails" : T->n_good ? "passes" : "cannot tell", T->why[0], T->n_bad ? ": go on with the layerwise comparison" : "");
+			T->n_bad ? "fails" : T->n_good ? "passes" : "cannot tell", wh_name_md(T->why[0]), T->n_bad ? ": go on with the layerwise comparison" : "");
 	else
 		wh_text_printf(S->text, sizeof S->text, "Built %u times (seeds 0..%u; %u layers choose among tactics) and checked each build: %u good, %u bad%s%s.",
 			T->n_builds, T->n_builds - 1, T->plans[0].n, T->n_good, T->n_bad, T->n_skip ? ", cannot tell: " : "",
@@ -384,8 +385,8 @@ static enum wh_status step_builds(struct tri *T)
 		     T->cr.checks, T->cr.confirmed);
 	if (T->culprit >= 0) {
 		const struct wh_tactic_suspect *s = &T->diff.s[T->culprit];
-		wh_text_cat(S2->text, sizeof S2->text, " %s: layer `%s` with tactic `%s` (good build %d turns bad with it; bad build %d %s without it).",
-		     s->state == WH_SUSPECT_CONFIRMED ? "Confirmed" : "Breaks builds", s->layer, s->tactic, s->good_build, s->bad_build,
+		wh_text_cat(S2->text, sizeof S2->text, " %s: layer %s with tactic %s (good build %d turns bad with it; bad build %d %s without it).",
+		     s->state == WH_SUSPECT_CONFIRMED ? "Confirmed" : "Breaks builds", wh_name_md(s->layer), wh_name_md(s->tactic), s->good_build, s->bad_build,
 		     s->state == WH_SUSPECT_CONFIRMED ? "turns good" : "stays bad, so it has another cause too");
 	} else {
 		wh_text_cat(S2->text, sizeof S2->text, " No suspect could be confirmed.");
@@ -509,15 +510,15 @@ static enum wh_status layerwise(struct tri *T, bool record_step)
 		if (T->tol_first >= 0) {
 			const struct lw_layer *L = &T->lw[T->tol_first];
 			const struct wh_node *n = &g->nodes[L->node];
-			wh_text_cat(S->text, sizeof S->text, " The first failing tensor in topological order is `%s`, made by layer `%s` (%s): max abs error %.4g, max rel error %.4g%s.",
-			     g->values[L->value].name, wh_triage_node_name(n), n->op_type, L->s.max_abs, L->s.max_rel,
+			wh_text_cat(S->text, sizeof S->text, " The first failing tensor in topological order is %s, made by layer %s (%s): max abs error %.4g, max rel error %.4g%s.",
+			     wh_name_md(g->values[L->value].name), wh_name_md(wh_triage_node_name(n)), wh_name_md(n->op_type), L->s.max_abs, L->s.max_rel,
 			     L->s.inf_actual || L->s.nan_actual ? ", with inf/NaN where FP32 is finite" : "");
 		}
 		if (T->start_kind != WH_DIAG_NONE) {
 			const struct lw_layer *L = &T->lw[T->first_fail];
 			const struct wh_node *n = &g->nodes[L->node];
-			wh_text_cat(S->text, sizeof S->text, " Each layer run alone on the FP32 values of its inputs shows where the failure starts: layer `%s` (%s), %s.",
-			     wh_triage_node_name(n), n->op_type,
+			wh_text_cat(S->text, sizeof S->text, " Each layer run alone on the FP32 values of its inputs shows where the failure starts: layer %s (%s), %s.",
+			     wh_name_md(wh_triage_node_name(n)), wh_name_md(n->op_type),
 			     T->start_kind == WH_DIAG_OVERFLOW ? "the first to make inf/NaN where FP32 has none (an overflow)"
 							       : "the one adding the most error relative to the error it receives");
 		} else {
@@ -591,13 +592,13 @@ static enum wh_status step_single(struct tri *T, struct wh_model **single_out)
 	const struct lw_layer *L = &T->lw[T->first_fail];
 	const struct wh_node *n = &T->g->nodes[L->node];
 	struct step *S = add_step(T, T->start_kind != WH_DIAG_NONE ? "Where it starts, alone" : "First failing layer alone");
-	wh_triage_say(T, "step 3: layer '%s' (%s) alone, fed FP32 reference values", wh_triage_node_name(n), n->op_type);
+	wh_triage_say(T, "step 3: layer '%s' (%s) alone, fed FP32 reference values", wh_name_term(wh_triage_node_name(n)), wh_name_term(n->op_type));
 	struct wh_model *single = NULL;
 	enum wh_status st = extract_layer(T, L->node, &single);
 	if (st != WH_OK)
 		return st;
 	if (!single->graph->n_outputs) {
-		wh_text_printf(S->text, sizeof S->text, "Layer `%s` (%s) has no output that the rest of the model reads; skipped.", wh_triage_node_name(n), n->op_type);
+		wh_text_printf(S->text, sizeof S->text, "Layer %s (%s) has no output that the rest of the model reads; skipped.", wh_name_md(wh_triage_node_name(n)), wh_name_md(n->op_type));
 		wh_model_destroy(single);
 		return WH_OK;
 	}
@@ -612,18 +613,18 @@ static enum wh_status step_single(struct tri *T, struct wh_model **single_out)
 	T->alone_checks++;
 	wh_triage_say(T, "  alone: %s (%s)", T->single_v == WH_VERDICT_FAIL ? "fails" : T->single_v == WH_VERDICT_PASS ? "passes" : "cannot tell",
 	    T->single_why);
-	wh_text_printf(S->text, sizeof S->text, "Extracted layer `%s` (%s) alone, its inputs fed with their FP32 reference values, and ran the check at %s: ",
-		wh_triage_node_name(n), n->op_type, wh_precision_name(T->o->precision));
+	wh_text_printf(S->text, sizeof S->text, "Extracted layer %s (%s) alone, its inputs fed with their FP32 reference values, and ran the check at %s: ",
+		wh_name_md(wh_triage_node_name(n)), wh_name_md(n->op_type), wh_precision_name(T->o->precision));
 	if (T->single_v == WH_VERDICT_FAIL) {
-		wh_text_cat(S->text, sizeof S->text, "it **fails** on its own (%s). The failure is in this layer: done localizing.", T->single_why);
+		wh_text_cat(S->text, sizeof S->text, "it **fails** on its own (%s). The failure is in this layer: done localizing.", wh_name_md(T->single_why));
 		*single_out = single;
 		return WH_OK;
 	}
 	if (T->single_v == WH_VERDICT_PASS)
-		wh_text_cat(S->text, sizeof S->text, "it passes on its own (%s), so the failure needs %s: go on with the reduction.", T->single_why,
+		wh_text_cat(S->text, sizeof S->text, "it passes on its own (%s), so the failure needs %s: go on with the reduction.", wh_name_md(T->single_why),
 		     T->start_kind != WH_DIAG_NONE ? "more layers than this one" : "the error of earlier layers");
 	else
-		wh_text_cat(S->text, sizeof S->text, "the check cannot tell (%s): go on with the reduction.", T->single_why);
+		wh_text_cat(S->text, sizeof S->text, "the check cannot tell (%s): go on with the reduction.", wh_name_md(T->single_why));
 	wh_model_destroy(single);
 	return WH_OK;
 }
@@ -680,7 +681,7 @@ static enum wh_status step_reduce(struct tri *T, struct wh_model **reduced_out)
 	T->checks += T->rr.checks_run;
 	if (T->reduce_st != WH_OK) {
 		wh_text_printf(T->reduce_err, sizeof T->reduce_err, "%s", wh_error_message());
-		wh_text_printf(S->text, sizeof S->text, "The reduction stopped: %s.", T->reduce_err);
+		wh_text_printf(S->text, sizeof S->text, "The reduction stopped: %s.", wh_name_md(T->reduce_err));
 		wh_triage_say(T, "  reduce: %s", T->reduce_err);
 		/* a broken check is the user's to fix; anything else leaves the answer open */
 		return T->reduce_st == WH_ERR_CHECK && T->rr.checks_run == 0 ? T->reduce_st : WH_OK;
@@ -731,7 +732,7 @@ static enum wh_status step_precision(struct tri *T)
 	T->checks += T->pr.checks_run;
 	if (T->prec_st != WH_OK) {
 		wh_text_printf(T->prec_err, sizeof T->prec_err, "%s", wh_error_message());
-		wh_text_printf(S->text, sizeof S->text, "No set of layers found: %s.", T->prec_err);
+		wh_text_printf(S->text, sizeof S->text, "No set of layers found: %s.", wh_name_md(T->prec_err));
 		wh_triage_say(T, "  precision: %s", T->prec_err);
 		return T->prec_st == WH_ERR_CHECK ? T->prec_st : WH_OK;
 	}
@@ -756,7 +757,7 @@ static enum wh_status step_precision(struct tri *T)
 	for (uint32_t k = 0; k < T->g->n_nodes; k++) {
 		uint32_t id = T->order[k];
 		if (T->keep_mask[id])
-			wh_text_cat(S->text, sizeof S->text, " `%s` (%s)", wh_triage_node_name(&T->g->nodes[id]), T->g->nodes[id].op_type);
+			wh_text_cat(S->text, sizeof S->text, " %s (%s)", wh_name_md(wh_triage_node_name(&T->g->nodes[id])), wh_name_md(T->g->nodes[id].op_type));
 	}
 	wh_text_cat(S->text, sizeof S->text, "; %u checks (%u from the cache), %.1f s; %s. Written to `layer-precisions.json`.", T->pr.checks_run,
 	     T->pr.checks_cached, T->pr.seconds, T->pr.one_minimal ? "1-minimal" : "not verified 1-minimal");
@@ -945,14 +946,14 @@ static enum wh_status flaky_answer(struct tri *T, struct wh_model **owned)
 		wh_text_printf(why, sizeof why, "it has no output the rest of the model reads");
 	if (st == WH_OK && v == WH_VERDICT_FAIL) {
 		*owned = single;
-		wh_text_printf(S->text, sizeof S->text, "Extracted layer `%s` alone (inputs fed with FP32 reference values) and pinned tactic `%s`: it fails on its own (%s), so the repro is that layer alone with the bad build's tactics.",
-			T->diff.s[T->culprit].layer, T->diff.s[T->culprit].tactic, why);
+		wh_text_printf(S->text, sizeof S->text, "Extracted layer %s alone (inputs fed with FP32 reference values) and pinned tactic %s: it fails on its own (%s), so the repro is that layer alone with the bad build's tactics.",
+			wh_name_md(T->diff.s[T->culprit].layer), wh_name_md(T->diff.s[T->culprit].tactic), wh_name_md(why));
 		return WH_OK;
 	}
 	wh_model_destroy(single);
 	if (st == WH_OK)
-		wh_text_printf(S->text, sizeof S->text, "Layer `%s` alone with tactic `%s` does not fail (%s): the repro is the whole model with the bad build's tactics.",
-			T->diff.s[T->culprit].layer, T->diff.s[T->culprit].tactic, why);
+		wh_text_printf(S->text, sizeof S->text, "Layer %s alone with tactic %s does not fail (%s): the repro is the whole model with the bad build's tactics.",
+			wh_name_md(T->diff.s[T->culprit].layer), wh_name_md(T->diff.s[T->culprit].tactic), wh_name_md(why));
 	return st;
 }
 
@@ -1064,8 +1065,8 @@ enum wh_status wh_triage_run(const struct wh_model *m, const struct wh_tensor_se
 			goto out;
 		if (T->first_fail >= 0) {
 			const struct lw_layer *L = &T->lw[T->first_fail];
-			wh_triage_say(T, "  where it starts: '%s' (layer '%s', %s)", g->values[L->value].name, wh_triage_node_name(&g->nodes[L->node]),
-			    g->nodes[L->node].op_type);
+			wh_triage_say(T, "  where it starts: '%s' (layer '%s', %s)", wh_name_term(g->values[L->value].name), wh_name_term(wh_triage_node_name(&g->nodes[L->node])),
+			    wh_name_term(g->nodes[L->node].op_type));
 			if ((st = step_single(T, &owned)) != WH_OK)
 				goto out;
 		} else {

@@ -4,7 +4,7 @@
 # SECONDS (default 600) and reports what it found.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]      TARGET: fuzz-model, fuzz-tensor, fuzz-run,
-#                                              fuzz-replay, fuzz-tensor-names (default: all)
+#                                              fuzz-replay, fuzz-names, fuzz-tensor-names (default: all)
 #
 # Environment: WHITTLE_ONNX_TESTS (default ../shared/onnx-tests), FUZZ_BUILD (default
 # build-fuzz), FUZZ_JOBS (targets run at once, default 1: the machine is shared),
@@ -17,7 +17,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECONDS_EACH=${1:-600}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz-model fuzz-tensor fuzz-run fuzz-replay fuzz-tensor-names)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz-model fuzz-tensor fuzz-run fuzz-replay fuzz-names fuzz-tensor-names)
 BUILD=${FUZZ_BUILD:-$ROOT/build-fuzz}
 ONNX_TESTS=${WHITTLE_ONNX_TESTS:-$ROOT/../shared/onnx-tests}
 JOBS=${FUZZ_JOBS:-1}
@@ -88,6 +88,13 @@ EOF
 {"hash":"0123456789abcdef0123456789abcdef","verdict":"fail","nodes":2,"seconds":0.01,"exit":1}
 {"hash":"fedcba9876543210fedcba9876543210","verdict":"skip","nodes":1,"seconds":0.01,"exit":125,"timeout":true}
 EOF
+fi
+# fuzz-names: names of the kinds scripts/gen-hostile-names.py writes
+if [ ! -d "$BUILD/seeds/fuzz-names" ]; then
+	mkdir -p "$BUILD/seeds/fuzz-names"
+	printf '/model/layers.0/self_attn/MatMul_1' >"$BUILD/seeds/fuzz-names/plain"
+	printf 't\033[2J\033]52;c;UFdO\007`x``|<script>' >"$BUILD/seeds/fuzz-names/escapes"
+	printf 'sq\302\23331m\177\377\376\300\257 caf\303\251 \360\237\230\200\n# h' >"$BUILD/seeds/fuzz-names/bytes"
 fi
 
 # fuzz-tensor-names: tensor names as exporters write them, two to an input (split at a NUL),

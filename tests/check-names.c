@@ -106,6 +106,24 @@ START_TEST(test_escape_reports_the_needed_length_and_truncates_safely)
 }
 END_TEST
 
+/* A cut never leaves half a character: the byte after the cut is the NUL wh_name_escape
+ * wrote, so the cut looks at the last character kept (found by tests/fuzz-names.c) */
+START_TEST(test_cut_keeps_whole_characters)
+{
+	char line[5];
+	wh_name_escape_line("abc\xc3\xa9", line, sizeof line);
+	ck_assert_str_eq(line, "abc");
+	wh_name_escape_line("ab\xc3\xa9", line, sizeof line);
+	ck_assert_str_eq(line, "ab\xc3\xa9");
+	char name[WH_NAME_SHOW + 8];
+	memset(name, 'a', WH_NAME_SHOW - 1);
+	memcpy(name + WH_NAME_SHOW - 1, "\xc3\xa9zz", 5);
+	const char *t = wh_name_term(name);
+	ck_assert_ptr_nonnull(strstr(t, "a...(+4 bytes)"));
+	ck_assert(!strchr(t, '\xc3'));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("names");
@@ -115,6 +133,7 @@ int main(void)
 	tcase_add_test(tc, test_markdown_code_span_fence_is_longer_than_any_backtick_run);
 	tcase_add_test(tc, test_long_names_are_cut_at_a_boundary_and_fences_close);
 	tcase_add_test(tc, test_escape_reports_the_needed_length_and_truncates_safely);
+	tcase_add_test(tc, test_cut_keeps_whole_characters);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

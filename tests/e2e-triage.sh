@@ -126,8 +126,8 @@ if repro_fails "$d"; then
 else
 	bad "overflow: repro/command.sh does not fail as it should"
 fi
-if grep -q 'The failure comes from layer `p2o.Pow.0` (Pow): its output overflows fp16 (max 65504)' "$d/report.md" &&
-	grep -q 'Keeping 2 layers in fp32 makes the model pass: `p2o.Pow.0` (Pow), `p2o.ReduceMean.0` (ReduceMean)\.' "$d/report.md" &&
+if grep -q 'The failure comes from layer `p2o.Pow.0` (`Pow`): its output overflows fp16 (max 65504)' "$d/report.md" &&
+	grep -q 'Keeping 2 layers in fp32 makes the model pass: `p2o.Pow.0` (`Pow`), `p2o.ReduceMean.0` (`ReduceMean`)\.' "$d/report.md" &&
 	grep -q 'Keep these 2 layers in fp32' "$d/report.md" && grep -q 'layer-errors.svg' "$d/report.md" &&
 	grep -q 'subgraph.svg' "$d/report.md" && grep -q 'still fails' "$d/report.md"; then
 	ok "overflow: report.md names the layer, the op, the overflow and what to do"
@@ -182,7 +182,7 @@ for keep in p2o.Sub.0:0 p2o.Add.2:0 p2o.Sub.1:1; do
 		bad "two layers: with ${keep%:*} in fp32 run exits $rc, expected ${keep#*:}"
 	fi
 done
-if grep -q 'The failure needs 3 layers together: `p2o.Sub.0` (Sub), `p2o.Add.2` (Add), `p2o.Sub.1` (Sub)' "$d/report.md" &&
+if grep -q 'The failure needs 3 layers together: `p2o.Sub.0` (`Sub`), `p2o.Add.2` (`Add`), `p2o.Sub.1` (`Sub`)' "$d/report.md" &&
 	grep -q 'passes on its own' "$d/report.md" && grep -q '9 layers earlier' "$d/report.md" &&
 	grep -q 'layer-precisions.json' "$d/report.md"; then
 	ok "two layers: report.md names both layers and says the first failing one passes alone"
@@ -253,7 +253,7 @@ if repro_fails "$d"; then
 else
 	bad "two sites: repro/command.sh does not fail as it should"
 fi
-if grep -q 'Keeping 4 layers in fp32 makes the model pass: `p2o.Pow.0` (Pow), `p2o.ReduceMean.0` (ReduceMean), `p2o.Pow.1` (Pow), `p2o.ReduceMean.1` (ReduceMean)\.' "$d/report.md" &&
+if grep -q 'Keeping 4 layers in fp32 makes the model pass: `p2o.Pow.0` (`Pow`), `p2o.ReduceMean.0` (`ReduceMean`), `p2o.Pow.1` (`Pow`), `p2o.ReduceMean.1` (`ReduceMean`)\.' "$d/report.md" &&
 	grep -q 'Keep these 4 layers in fp32' "$d/report.md"; then
 	ok "two sites: report.md names both layers to keep in fp32"
 else
@@ -320,7 +320,7 @@ else
 	else
 		echo "SKIPPED: flaky repro command: whittle run has no --load-tactics yet"
 	fi
-	if grep -q 'tactic `matmul-avx2` that the builder picks for layer `p2o.MatMul.1` (MatMul)' "$d/report.md" &&
+	if grep -q 'tactic `matmul-avx2` that the builder picks for layer `p2o.MatMul.1` (`MatMul`)' "$d/report.md" &&
 		grep -q 'fixed.json' "$d/report.md" && grep -q '## Tactic suspects' "$d/report.md"; then
 		ok "flaky: report.md names the layer, op and tactic"
 	else

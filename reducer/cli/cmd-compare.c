@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "executor/compare.h"
+#include "graph/names.h"
 #include "graph/tensor-file.h"
 #include "reducer/cli/cli-internal.h"
 #include "reducer/cli/options.h"
@@ -55,7 +56,7 @@ static enum wh_status compare_dirs(void *self, const struct wh_cli_args *args, s
 					t = &a.items[k].t;
 		}
 		if (!t) {
-			printf("MISSING %s: not in %s\n", name, dir_a);
+			printf("MISSING %s: not in %s\n", wh_name_term(name), wh_name_term(dir_a));
 			missing++;
 			continue;
 		}

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "reducer/cli/cli-internal.h"
+#include "graph/names.h"
 #include "reducer/cli/options.h"
 #include "reducer/tactic-diff.h"
 
@@ -134,8 +135,8 @@ static enum wh_status diff_tactics(void *self, const struct wh_cli_args *args, s
 			printf("suspects (tactics used only in bad builds, most likely first):\n");
 		for (uint32_t i = 0; i < shown; i++) {
 			const struct wh_tactic_suspect *s = &d.s[i];
-			printf("  %u. layer '%s' tactic '%s': %u of %u bad builds, %u of %u good; score %.3f\n", i + 1, s->layer,
-			       s->tactic, s->n_bad, d.n_bad, s->n_good, d.n_good, s->score);
+			printf("  %u. layer '%s' tactic '%s': %u of %u bad builds, %u of %u good; score %.3f\n", i + 1, wh_name_term(s->layer),
+			       wh_name_term(s->tactic), s->n_bad, d.n_bad, s->n_good, d.n_good, s->score);
 		}
 		if (shown < d.n)
 			printf("  ... and %u more (--top 0 shows all)\n", d.n - shown);

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "graph/extract.h"
+#include "graph/names.h"
 #include "graph/onnx-io.h"
 #include "reducer/cli/cli-internal.h"
 #include "reducer/cli/options.h"
@@ -59,7 +60,7 @@ static enum wh_status extract(void *self, const struct wh_cli_args *a, struct wh
 		st = wh_model_extract(c->model, (const char *const *)vin, n_in, (const char *const *)vout, n_out, &sub);
 	if (st == WH_OK && (st = wh_model_save_with(sub, x->out_path, &x->save.save)) == WH_OK)
 		printf("extracted %u of %u layers into %s (%u inputs, %u outputs)\n", sub->graph->n_nodes, c->model->graph->n_nodes,
-		       x->out_path, sub->graph->n_inputs, sub->graph->n_outputs);
+		       wh_name_term(x->out_path), sub->graph->n_inputs, sub->graph->n_outputs);
 	wh_cli_free_split(vin, n_in);
 	wh_cli_free_split(vout, n_out);
 	wh_model_destroy(sub);

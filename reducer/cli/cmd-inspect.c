@@ -6,6 +6,7 @@
 #include "executor/executor.h"
 #include "executor/precision.h"
 #include "graph/hash.h"
+#include "graph/names.h"
 #include "graph/topo.h"
 #include "graph/onnx-io.h"
 #include "reducer/cli/cli-internal.h"
@@ -139,7 +140,15 @@ static enum wh_status list_tactics(const struct wh_model *m)
 		uint32_t lines = 0;
 		for (size_t i = 0; i < len; i++)
 			lines += text[i] == '\n';
-		fputs(text ? text : "", stdout);
+		/* layer and tactic names, line by line, escaped whole */
+		for (char *line = text, *nl; line && *line; line = nl + 1) {
+			if ((nl = strchr(line, '\n')))
+				*nl = '\0';
+			wh_name_write(stdout, WH_NAME_TERM, line);
+			fputc('\n', stdout);
+			if (!nl)
+				break;
+		}
 		if (lines)
 			printf("tactics: %u layer%s with a choice of tactics\n", lines, lines == 1 ? "" : "s");
 		else
@@ -259,10 +268,10 @@ static void print_json(const struct inspect_view *v)
 static void print_text(const struct inspect_view *iv)
 {
 	const struct wh_graph *g = iv->g;
-	printf("model     %s\n", iv->path);
+	printf("model     %s\n", wh_name_term(iv->path));
 	printf("ir        %lld, opsets:", (long long)iv->m->ir_version);
 	for (uint32_t i = 0; i < iv->m->n_opsets; i++)
-		printf(" %s %lld", iv->m->opsets[i].domain && *iv->m->opsets[i].domain ? iv->m->opsets[i].domain : "ai.onnx", (long long)iv->m->opsets[i].version);
+		printf(" %s %lld", iv->m->opsets[i].domain && *iv->m->opsets[i].domain ? wh_name_term(iv->m->opsets[i].domain) : "ai.onnx", (long long)iv->m->opsets[i].version);
 	printf("\n");
 	char buf[512];
 	for (uint32_t i = 0; i < g->n_inputs; i++) {
@@ -270,19 +279,19 @@ static void print_text(const struct inspect_view *iv)
 		if (v->flags & WH_VALUE_INITIALIZER)
 			continue;
 		shape_text(v, buf, sizeof buf);
-		printf("input     %s %s\n", v->name, buf);
+		printf("input     %s %s\n", wh_name_term(v->name), wh_name_term(buf));
 	}
 	for (uint32_t i = 0; i < g->n_outputs; i++) {
 		const struct wh_value *v = &g->values[g->outputs[i]];
 		shape_text(v, buf, sizeof buf);
-		printf("output    %s %s\n", v->name, buf);
+		printf("output    %s %s\n", wh_name_term(v->name), wh_name_term(buf));
 	}
 	printf("layers    %u:", g->n_nodes);
 	for (uint32_t i = 0; i < g->n_nodes;) {
 		uint32_t j = i;
 		while (j < g->n_nodes && !strcmp(iv->ops[j], iv->ops[i]))
 			j++;
-		printf(" %s %u%s", iv->ops[i], j - i, j < g->n_nodes ? "," : "");
+		printf(" %s %u%s", wh_name_term(iv->ops[i]), j - i, j < g->n_nodes ? "," : "");
 		i = j;
 	}
 	printf("\n");
@@ -292,7 +301,7 @@ static void print_text(const struct inspect_view *iv)
 	printf("weights   %u initializers, %.2f MB\n", g->n_inits, (double)wbytes / 1e6);
 	printf("hash      %s\n", iv->hex);
 	if (iv->n_unsup)
-		printf("executor  cannot run: %s\n", iv->unsup);
+		printf("executor  cannot run: %s\n", wh_name_term(iv->unsup));
 	else
 		printf("executor  every op is supported\n");
 	uint32_t n_fixed = 0, n_float = 0;
@@ -313,7 +322,7 @@ static void print_details(const struct inspect_view *iv)
 		printf("\n");
 		for (uint32_t s = 0; s < g->n_nodes; s++) {
 			const struct wh_node *n = &g->nodes[iv->order[s]];
-			printf("[%u] %s %s:", s, n->op_type, n->name && *n->name ? n->name : "(unnamed)");
+			printf("[%u] %s %s:", s, wh_name_term(n->op_type), n->name && *n->name ? wh_name_term(n->name) : "(unnamed)");
 			for (uint32_t k = 0; k < n->n_inputs; k++) {
 				if (n->inputs[k] == WH_NONE) {
 					printf(" -");
@@ -323,14 +332,14 @@ static void print_details(const struct inspect_view *iv)
 				if (v->flags & WH_VALUE_INITIALIZER)
 					continue;
 				shape_text(v, buf, sizeof buf);
-				printf(" %s %s", v->name, buf);
+				printf(" %s %s", wh_name_term(v->name), wh_name_term(buf));
 			}
 			printf(" ->");
 			for (uint32_t k = 0; k < n->n_outputs; k++) {
 				if (n->outputs[k] == WH_NONE)
 					continue;
 				shape_text(&g->values[n->outputs[k]], buf, sizeof buf);
-				printf(" %s %s", g->values[n->outputs[k]].name, buf);
+				printf(" %s %s", wh_name_term(g->values[n->outputs[k]].name), wh_name_term(buf));
 			}
 			if (iv->kinds[iv->order[s]] == WH_LAYER_SHAPE || iv->kinds[iv->order[s]] == WH_LAYER_OTHER)
 				printf("  (%s: keeps its own types at every precision)", wh_layer_kind_name((enum wh_layer_kind)iv->kinds[iv->order[s]]));
@@ -338,7 +347,7 @@ static void print_details(const struct inspect_view *iv)
 			if (iv->attrs)
 				for (uint32_t a = 0; a < n->n_attrs; a++) {
 					attr_text(&n->attrs[a], buf, sizeof buf);
-					printf("      %s = %s\n", n->attrs[a].name, buf);
+					printf("      %s = %s\n", wh_name_term(n->attrs[a].name), wh_name_term(buf));
 				}
 		}
 	}
@@ -347,7 +356,7 @@ static void print_details(const struct inspect_view *iv)
 		for (uint32_t i = 0; i < g->n_inits; i++) {
 			const struct wh_value *v = &g->values[g->inits[i]];
 			shape_text(v, buf, sizeof buf);
-			printf("weight %s %s %zu bytes\n", v->name, buf, v->data ? v->data->size : (size_t)0);
+			printf("weight %s %s %zu bytes\n", wh_name_term(v->name), wh_name_term(buf), v->data ? v->data->size : (size_t)0);
 		}
 	}
 }

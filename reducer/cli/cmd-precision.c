@@ -8,6 +8,7 @@
 
 #include "executor/compare.h"
 #include "executor/precision.h"
+#include "graph/names.h"
 #include "graph/tensor-file.h"
 #include "graph/topo.h"
 #include "reducer/cli/calib-opts.h"
@@ -226,30 +227,30 @@ static void free_dirs(char **dirs, uint32_t n)
 static void print_verify_command(const struct precision_cmd *x, uint32_t n_samples, size_t n_generated)
 {
 	const struct wh_run_opts *r = &x->run;
-	fprintf(stderr, "precision: wrote %s; verify with: whittle run %s", x->output_path, x->so.model_path);
+	fprintf(stderr, "precision: wrote %s; verify with: whittle run %s", wh_name_term(x->output_path), wh_name_term(x->so.model_path));
 	if (r->input_shapes)
-		fprintf(stderr, " --input-shapes %s", r->input_shapes);
+		fprintf(stderr, " --input-shapes %s", wh_name_term(r->input_shapes));
 	if (r->load_inputs)
-		fprintf(stderr, " --load-inputs %s%s", r->load_inputs, n_samples > 1 ? "/<each sample folder>" : "");
+		fprintf(stderr, " --load-inputs %s%s", wh_name_term(r->load_inputs), n_samples > 1 ? "/<each sample folder>" : "");
 	if (!r->load_inputs || n_generated) {
 		if (r->seed != 1)
 			fprintf(stderr, " --seed %llu", (unsigned long long)r->seed);
 		if (r->lo != 0 || r->hi != 1)
 			fprintf(stderr, " --val-range %g,%g", r->lo, r->hi);
 	}
-	fprintf(stderr, " --precision %s --layer-precisions %s", wh_precision_name(x->so.target), x->output_path);
+	fprintf(stderr, " --precision %s --layer-precisions %s", wh_precision_name(x->so.target), wh_name_term(x->output_path));
 	if (r->calib.method_given)
-		fprintf(stderr, " --calib-method %s", r->calib.method_arg);
+		fprintf(stderr, " --calib-method %s", wh_name_term(r->calib.method_arg));
 	if (r->calib.data_dir)
-		fprintf(stderr, " --calib-data %s", r->calib.data_dir);
+		fprintf(stderr, " --calib-data %s", wh_name_term(r->calib.data_dir));
 	if (r->calib.cache_path)
-		fprintf(stderr, " --calibration-cache %s", r->calib.cache_path);
+		fprintf(stderr, " --calibration-cache %s", wh_name_term(r->calib.cache_path));
 	if (!x->so.check && r->compare.validate) {
 		fprintf(stderr, " --mark-all --validate");
 	} else if (!x->so.check) {
 		fprintf(stderr, " --compare fp32 --atol %g --rtol %g", r->compare.atol, r->compare.rtol);
 		if (r->error_stat)
-			fprintf(stderr, " --check-error-stat %s", r->error_stat);
+			fprintf(stderr, " --check-error-stat %s", wh_name_term(r->error_stat));
 	}
 	fputc('\n', stderr);
 }
@@ -259,13 +260,13 @@ static void print_result_text(const struct precision_cmd *x, const struct wh_mod
 {
 	const struct wh_precision_search_options *so = &x->so;
 	for (uint32_t i = 0; i < n_kept; i++)
-		printf("%s\t%s\n", m->graph->nodes[kept[i]].name, m->graph->nodes[kept[i]].op_type);
+		printf("%s\t%s\n", wh_name_term(m->graph->nodes[kept[i]].name), wh_name_term(m->graph->nodes[kept[i]].op_type));
 	fflush(stdout);
 	fprintf(stderr, "precision: keep %u of %u float layers at %s; %u checks run (%u from the cache), %.1f s; %s\n", n_kept,
 		rep->candidates, wh_precision_name(so->higher), rep->checks_run, rep->checks_cached, rep->seconds,
 		rep->one_minimal ? "1-minimal" : (so->mode == WH_SEARCH_BISECT ? "not verified 1-minimal (bisect mode)" : "not verified 1-minimal"));
 	if (rep->note[0])
-		fprintf(stderr, "precision: warning: the check contradicted itself: %s\n", rep->note);
+		fprintf(stderr, "precision: warning: the check contradicted itself: %s\n", wh_name_term(rep->note));
 }
 
 static enum wh_status precision(void *self, const struct wh_cli_args *a, struct wh_cmd_ctx *c)
@@ -295,9 +296,9 @@ static enum wh_status precision(void *self, const struct wh_cli_args *a, struct 
 		goto out;
 	so->calib = x->run.config.calib;
 	if (!so->json)
-		fprintf(stderr, "precision: %s at %s, searching layers to keep at %s (%s, %s); check: %s\n", so->model_path,
+		fprintf(stderr, "precision: %s at %s, searching layers to keep at %s (%s, %s); check: %s\n", wh_name_term(so->model_path),
 			wh_precision_name(so->target), wh_precision_name(so->higher), so->mode == WH_SEARCH_BISECT ? "bisect" : "ddmin",
-			so->reverse ? "reverse" : "forward", c->check_display ? c->check_display : "built-in comparison with fp32");
+			so->reverse ? "reverse" : "forward", c->check_display ? wh_name_term(c->check_display) : "built-in comparison with fp32");
 	struct wh_precision_search_report rep;
 	if ((st = wh_precision_search(c->model, c->samples, c->n_samples, so, &result, &rep)) != WH_OK ||
 	    (st = kept_in_order(c->model, &result, &kept, &n_kept)) != WH_OK)

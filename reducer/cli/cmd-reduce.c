@@ -6,6 +6,7 @@
 
 #include "executor/compare.h"
 #include "executor/precision.h"
+#include "graph/names.h"
 #include "graph/tensor-file.h"
 #include "reducer/cli/calib-opts.h"
 #include "reducer/cli/cli-internal.h"
@@ -138,9 +139,9 @@ static void reduce_summary(const struct wh_reduce_options *ro, const struct wh_r
 {
 	fprintf(stderr, "reduce: %u -> %u layers in %u checks (%u from the cache, %u rounds), %.1f s (whittle's own: %.2f ms per candidate, %.2f s writing reference tensors once); %s; wrote %s\n",
 		rep->nodes_before, rep->nodes_after, rep->checks_run, rep->checks_cached, rep->rounds, rep->seconds, rep->driver_ms_per_candidate,
-		rep->tensor_write_s, rep->one_minimal ? "1-minimal" : "not verified 1-minimal (bisect mode)", ro->output_path);
+		rep->tensor_write_s, rep->one_minimal ? "1-minimal" : "not verified 1-minimal (bisect mode)", wh_name_term(ro->output_path));
 	if (ro->artifacts_dir)
-		fprintf(stderr, "reduce: repro bundle in %s/repro\n", ro->artifacts_dir);
+		fprintf(stderr, "reduce: repro bundle in %s/repro\n", wh_name_term(ro->artifacts_dir));
 }
 
 static enum wh_status load_reference(const struct wh_model *m, const char *dir, uint32_t n_samples, struct wh_tensor_set **out,

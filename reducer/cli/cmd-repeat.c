@@ -12,6 +12,7 @@
 #include "reducer/cli/cli-internal.h"
 #include "reducer/cli/options.h"
 #include "graph/os.h"
+#include "graph/names.h"
 
 static const char repeat_help[] =
 	"usage: whittle repeat --until N|good|bad [options] --check CMD ARGS...\n\n"
@@ -135,7 +136,7 @@ static void print_result(const struct repeat_cmd *x, const struct repeat_counts 
 		if (x->until != COUNT && !c->stopped)
 			printf("repeat: stopped at --max-runs %llu without a %s run\n", (unsigned long long)c->runs, x->until == GOOD ? "good" : "bad");
 		if (x->dir && x->n_artifacts)
-			printf("repeat: artifacts sorted into %s/good and %s/bad\n", x->dir, x->dir);
+			printf("repeat: artifacts sorted into %s/good and %s/bad\n", wh_name_term(x->dir), wh_name_term(x->dir));
 	}
 }
 
@@ -163,7 +164,7 @@ static enum wh_status repeat_check(void *self, const struct wh_cli_args *a, stru
 	uint64_t n_pass = 0, n_fail_runs = 0, n_skip = 0, done = 0;
 	bool stopped = false;
 	if (!pr.tty)
-		fprintf(stderr, "repeat: check: %s\n", display ? display : "?");
+		fprintf(stderr, "repeat: check: %s\n", display ? wh_name_term(display) : "?");
 	/* rounds of -j runs, taken in run order; the runs of a round past the stop are dropped */
 	int jobs = x->check.jobs;
 	struct repeat_run round[64];
@@ -201,7 +202,7 @@ static enum wh_status repeat_check(void *self, const struct wh_cli_args *a, stru
 			fprintf(stderr, "\r\033[Krepeat: %llu runs (%llu good, %llu bad, %llu skipped) | %.1f s", (unsigned long long)done,
 				(unsigned long long)n_pass, (unsigned long long)n_fail_runs, (unsigned long long)n_skip, wh_os_now_s() - pr.t0);
 		else
-			fprintf(stderr, "run %llu: %s, %s, exit %d, %.2f s\n", (unsigned long long)k, word, r.why ? r.why : "", r.exit_code,
+			fprintf(stderr, "run %llu: %s, %s, exit %d, %.2f s\n", (unsigned long long)k, word, r.why ? wh_name_term(r.why) : "", r.exit_code,
 				r.seconds);
 		if (x->json) {
 			json_t *e = json_object();

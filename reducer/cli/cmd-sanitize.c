@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "executor/executor.h"
+#include "graph/names.h"
 #include "graph/onnx-io.h"
 #include "graph/sanitize.h"
 #include "reducer/cli/cli-internal.h"
@@ -53,7 +54,7 @@ static enum wh_status sanitize(void *self, const struct wh_cli_args *a, struct w
 	if (st == WH_OK && (st = wh_model_save_with(out, x->out_path, &x->save.save)) == WH_OK)
 		printf("sanitized %u -> %u layers: %u constants lifted, %u layers folded, %u dead layers removed; wrote %s\n",
 		       c->model->graph->n_nodes, out->graph->n_nodes, stats.constants_lifted, stats.nodes_folded, stats.dead_removed,
-		       x->out_path);
+		       wh_name_term(x->out_path));
 	wh_model_destroy(out);
 	return st;
 }

@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 
 #include "graph/os.h"
+#include "graph/names.h"
 
 /* One row of a table: a layer, or an op type's layers together. */
 struct row {
@@ -58,7 +59,7 @@ static void print_text(const struct row *layers, uint32_t n, const struct row *o
 		int l = (int)strlen(r->name);
 		/* a long name keeps its end, where exporters put what tells layers apart */
 		const char *name = l > w ? r->name + (l - w) : r->name;
-		printf("%5u  %-*s  %-*s  %-*s  %9.4f  %5.1f%%  ", i + 1, w, name, wo, r->op, wt, r->tactic, r->ms,
+		printf("%5u  %-*s  %-*s  %-*s  %9.4f  %5.1f%%  ", i + 1, w, wh_name_term(name), wo, wh_name_term(r->op), wt, wh_name_term(r->tactic), r->ms,
 		       total > 0 ? 100 * r->ms / total : 0);
 		if (r->flops > 0)
 			printf("%8.2f\n", gflops(r));
@@ -69,7 +70,7 @@ static void print_text(const struct row *layers, uint32_t n, const struct row *o
 	printf("  %-*s  %6s  %9s  %6s  %8s\n", wo, "op", "layers", "ms", "share", "GFLOP/s");
 	for (uint32_t i = 0; i < n_ops; i++) {
 		const struct row *r = &ops[i];
-		printf("  %-*s  %6u  %9.4f  %5.1f%%  ", wo, r->op, r->layers, r->ms, total > 0 ? 100 * r->ms / total : 0);
+		printf("  %-*s  %6u  %9.4f  %5.1f%%  ", wo, wh_name_term(r->op), r->layers, r->ms, total > 0 ? 100 * r->ms / total : 0);
 		if (r->flops > 0)
 			printf("%8.2f\n", gflops(r));
 		else

@@ -12,6 +12,7 @@
 #include "executor/diagnose.h"
 #include "reducer/cli/cli-internal.h"
 #include "graph/tensor.h"
+#include "graph/names.h"
 #include "graph/os.h"
 #include "graph/shape.h"
 
@@ -59,12 +60,12 @@ void wh_run_print_outputs(const struct wh_run_cmd *x, const struct wh_tensor_set
 		char buf[128];
 		const struct wh_tensor *t = &results->items[i].t;
 		if (t->kind == WH_VALUE_SEQUENCE)
-			printf("output %s sequence(%s)[%u items]\n", results->items[i].name, t->elem ? wh_dtype_name((enum wh_dtype)t->elem) : "?",
+			printf("output %s sequence(%s)[%u items]\n", wh_name_term(results->items[i].name), t->elem ? wh_dtype_name((enum wh_dtype)t->elem) : "?",
 			       wh_seq_len(t));
 		else if (t->kind == WH_VALUE_NONE)
-			printf("output %s optional(none)\n", results->items[i].name);
+			printf("output %s optional(none)\n", wh_name_term(results->items[i].name));
 		else
-			printf("output %s %s[%s]\n", results->items[i].name, wh_dtype_name(t->dtype), wh_shape_str(t->dims, t->rank, buf, sizeof buf));
+			printf("output %s %s[%s]\n", wh_name_term(results->items[i].name), wh_dtype_name(t->dtype), wh_shape_str(t->dims, t->rank, buf, sizeof buf));
 	}
 	if (many)
 		printf("%zu tensors computed\n", results->n);
@@ -84,7 +85,7 @@ bool wh_run_validate(const struct wh_tensor_set *results)
 		}
 		if (nan || inf) {
 			printf("validate: FAIL: tensor '%s' is the first with non-finite values (%llu NaN, %llu Inf of %llu)\n",
-			       results->items[i].name, (unsigned long long)nan, (unsigned long long)inf, (unsigned long long)t->count);
+			       wh_name_term(results->items[i].name), (unsigned long long)nan, (unsigned long long)inf, (unsigned long long)t->count);
 			return false;
 		}
 	}
@@ -157,7 +158,7 @@ static enum wh_status run_again(const struct wh_run_cmd *x, struct wh_engine *e,
 		if (h == h0[i])
 			continue;
 		if (*differ < 20)
-			printf("repeat: run %lld: tensor '%s' differs from run 1 (xxh3 %016llx vs %016llx)\n", r + 1, again.items[i].name,
+			printf("repeat: run %lld: tensor '%s' differs from run 1 (xxh3 %016llx vs %016llx)\n", r + 1, wh_name_term(again.items[i].name),
 			       (unsigned long long)h, (unsigned long long)h0[i]);
 		(*differ)++;
 	}
@@ -175,7 +176,7 @@ enum wh_status wh_run_repeat(const struct wh_run_cmd *x, struct wh_engine *e, co
 	for (size_t i = 0; i < results->n; i++) {
 		h0[i] = value_hash(&results->items[i].t);
 		if (x->hash_outputs)
-			printf("xxh3 %s %016llx\n", results->items[i].name, (unsigned long long)h0[i]);
+			printf("xxh3 %s %016llx\n", wh_name_term(results->items[i].name), (unsigned long long)h0[i]);
 	}
 	size_t differ = 0;
 	enum wh_status st = WH_OK;
@@ -240,7 +241,7 @@ static json_t *row_json(const char *name, const struct wh_node *pn, const struct
 static void row_markdown(FILE *f, size_t k, const char *name, const struct wh_node *pn, const struct wh_compare_stats *s, bool bad)
 {
 	fprintf(f, "| %zu | %s | %s | %s | %.3g | %.3g | %.3g | %.3g | %.3g | %.3g | %.6f | %.1f | %.2f%% | %.2f%% | %.2f%% | %llu/%llu | %s |\n", k,
-		name, pn ? pn->name : "", pn ? pn->op_type : "", s->max_abs, s->mean_abs, s->median_abs, s->max_rel, s->mean_rel,
+		wh_name_md_cell(name), pn && pn->name && *pn->name ? wh_name_md_cell(pn->name) : "", pn ? wh_name_md_cell(pn->op_type) : "", s->max_abs, s->mean_abs, s->median_abs, s->max_rel, s->mean_rel,
 		s->median_rel, s->cosine, s->sqnr_db, 100 * s->share_rel_10, 100 * s->share_rel_1, 100 * s->share_rel_01,
 		(unsigned long long)s->nan_actual, (unsigned long long)s->inf_actual, bad ? "FAIL" : "pass");
 }
@@ -313,21 +314,21 @@ static json_t *num_json(double v)
 }
 
 /* "T (layer L, Op): why" of where the failure starts. */
-static void start_text(const struct wh_graph *g, const struct wh_diagnosis *d, char *buf, size_t size)
+static void start_text(const struct wh_graph *g, const struct wh_diagnosis *d, enum wh_name_style ns, char *buf, size_t size)
 {
 	const struct wh_diag_layer *L = &d->layers[d->start];
 	const struct wh_node *n = &g->nodes[L->node];
 	if (d->kind == WH_DIAG_OVERFLOW)
-		snprintf(buf, size, "%s (layer %s, %s): overflow, %llu NaN/Inf where FP32 has none%s", g->values[L->value].name,
-			 n->name ? n->name : "?", n->op_type, (unsigned long long)(L->nonfinite_added ? L->nonfinite_added : L->nonfinite_full),
+		snprintf(buf, size, "%s (layer %s, %s): overflow, %llu NaN/Inf where FP32 has none%s", wh_name_as(ns, g->values[L->value].name),
+			 n->name ? wh_name_as(ns, n->name) : "?", wh_name_as(ns, n->op_type), (unsigned long long)(L->nonfinite_added ? L->nonfinite_added : L->nonfinite_full),
 			 L->nonfinite_added ? " (on exact inputs)" : "");
 	else if (!isnan(d->output_error_kept))
 		snprintf(buf, size, "%s (layer %s, %s): adds relative error %.3g on exact inputs, receives %.3g; in FP32 it takes the outputs' error from %.3g to %.3g (of %u layers tried)",
-			 g->values[L->value].name, n->name ? n->name : "?", n->op_type, L->err_added, L->err_received, d->output_error,
+			 wh_name_as(ns, g->values[L->value].name), n->name ? wh_name_as(ns, n->name) : "?", wh_name_as(ns, n->op_type), L->err_added, L->err_received, d->output_error,
 			 d->output_error_kept, d->n_tried);
 	else
-		snprintf(buf, size, "%s (layer %s, %s): adds relative error %.3g on exact inputs, receives %.3g", g->values[L->value].name,
-			 n->name ? n->name : "?", n->op_type, L->err_added, L->err_received);
+		snprintf(buf, size, "%s (layer %s, %s): adds relative error %.3g on exact inputs, receives %.3g", wh_name_as(ns, g->values[L->value].name),
+			 n->name ? wh_name_as(ns, n->name) : "?", wh_name_as(ns, n->op_type), L->err_added, L->err_received);
 }
 
 static json_t *diagnosis_json(const struct wh_graph *g, const struct wh_diagnosis *d, const char *suggestion)
@@ -392,11 +393,11 @@ static void suggest(const struct wh_graph *g, const struct wh_node *ff)
 {
 	if (!ff->name || !*ff->name)
 		printf("compare: the layer has no name (layer #%u, %s), so --layer-precisions cannot select it; name it in the model, or run with --precision fp32\n",
-		       (unsigned)(ff - g->nodes), ff->op_type);
+		       (unsigned)(ff - g->nodes), wh_name_term(ff->op_type));
 	else if (strchr(ff->name, ','))
-		printf("compare: try a --layer-precisions JSON file keeping layer '%s' at fp32 (its name holds a ','; docs/formats.md)\n", ff->name);
+		printf("compare: try a --layer-precisions JSON file keeping layer '%s' at fp32 (its name holds a ','; docs/formats.md)\n", wh_name_term(ff->name));
 	else
-		printf("compare: try --layer-precisions %s:fp32\n", ff->name);
+		printf("compare: try --layer-precisions %s:fp32\n", wh_name_term(ff->name));
 }
 
 static void summary_text(const struct wh_run_cmd *x, const struct wh_graph *g, const struct compare_state *cs, const struct wh_node *ff,
@@ -407,20 +408,24 @@ static void summary_text(const struct wh_run_cmd *x, const struct wh_graph *g, c
 		return;
 	}
 	if (d->start >= 0) {
-		char start[512];
-		start_text(g, d, start, sizeof start);
+		char start[10240];
+		start_text(g, d, WH_NAME_TERM, start, sizeof start);
 		printf("compare: FAIL: %zu of %zu tensors differ; where it starts: %s\n", cs->failed, cs->compared, start);
-		printf("compare: first over the tolerance in topological order: %s%s%s%s%s%s\n", cs->first_fail, ff ? " (layer " : "",
-		       ff ? (ff->name ? ff->name : "") : "", ff ? ", " : "", ff ? ff->op_type : "", ff ? ")" : "");
-		if (suggestion[0])
-			printf("compare: try --layer-precisions %s\n", suggestion);
+		printf("compare: first over the tolerance in topological order: %s%s%s%s%s%s\n", wh_name_term(cs->first_fail), ff ? " (layer " : "",
+		       ff ? wh_name_term(ff->name) : "", ff ? ", " : "", ff ? wh_name_term(ff->op_type) : "", ff ? ")" : "");
+		if (suggestion[0]) {
+			/* whole: a suggestion is meant to be copied */
+			printf("compare: try --layer-precisions ");
+			wh_name_write(stdout, WH_NAME_TERM, suggestion);
+			printf("\n");
+		}
 		else
 			printf("compare: keep %u layer%s in fp32 (a name cannot be written in --layer-precisions: use a JSON file, docs/formats.md)\n",
 			       d->n_keep, d->n_keep == 1 ? "" : "s");
 		return;
 	}
 	printf("compare: FAIL: %zu of %zu tensors differ; first in topological order: %s%s%s%s%s%s\n", cs->failed, cs->compared,
-	       cs->first_fail, ff ? " (layer " : "", ff ? (ff->name ? ff->name : "") : "", ff ? ", " : "", ff ? ff->op_type : "", ff ? ")" : "");
+	       wh_name_term(cs->first_fail), ff ? " (layer " : "", ff ? wh_name_term(ff->name) : "", ff ? ", " : "", ff ? wh_name_term(ff->op_type) : "", ff ? ")" : "");
 	if (ff)
 		suggest(g, ff);
 }
@@ -432,24 +437,32 @@ static void report_end(FILE *f, const struct wh_graph *g, const struct compare_s
 {
 	fprintf(f, "\n%s\n", cs->failed ? "" : "All tensors pass.");
 	if (d->start >= 0) {
-		char start[512];
-		start_text(g, d, start, sizeof start);
+		char start[10240];
+		start_text(g, d, WH_NAME_MD_CODE, start, sizeof start);
 		fprintf(f, "Where it starts: %s.\n\n", start);
-		if (suggestion[0])
-			fprintf(f, "Suggestion: `--layer-precisions %s`.\n\n", suggestion);
+		if (suggestion[0]) {
+			fprintf(f, "Suggestion: ");
+			char *opt = malloc(strlen(suggestion) + 32);
+			if (opt) {
+				sprintf(opt, "--layer-precisions %s", suggestion);
+				wh_name_write(f, WH_NAME_MD_CODE, opt);
+			}
+			free(opt);
+			fprintf(f, ".\n\n");
+		}
 		fprintf(f, "| layer | op | tensor | error received | error added (exact inputs) | added / max(received, u) | NaN/Inf added |\n");
 		fprintf(f, "| --- | --- | --- | ---: | ---: | ---: | ---: |\n");
 		for (uint32_t i = 0; i < d->n_layers; i++) {
 			const struct wh_diag_layer *L = &d->layers[i];
-			fprintf(f, "| %s | %s | %s | %.3g | %.3g | %.3g | %llu |\n", g->nodes[L->node].name ? g->nodes[L->node].name : "",
-				g->nodes[L->node].op_type, g->values[L->value].name, L->err_received, L->err_added, L->score,
+			fprintf(f, "| %s | %s | %s | %.3g | %.3g | %.3g | %llu |\n", g->nodes[L->node].name && *g->nodes[L->node].name ? wh_name_md_cell(g->nodes[L->node].name) : "",
+				wh_name_md_cell(g->nodes[L->node].op_type), wh_name_md_cell(g->values[L->value].name), L->err_received, L->err_added, L->score,
 				(unsigned long long)L->nonfinite_added);
 		}
 		fprintf(f, "\n");
 	}
 	if (cs->first_fail)
-		fprintf(f, "First tensor over the tolerance in topological order: `%s` (layer `%s`, %s).\n", cs->first_fail,
-			ff && ff->name ? ff->name : "?", ff ? ff->op_type : "?");
+		fprintf(f, "First tensor over the tolerance in topological order: %s (layer %s, %s).\n", wh_name_md(cs->first_fail),
+			ff && ff->name ? wh_name_md(ff->name) : "?", ff ? wh_name_md(ff->op_type) : "?");
 }
 
 static enum wh_status open_report(const struct wh_run_cmd *x, FILE **out)
@@ -460,7 +473,7 @@ static enum wh_status open_report(const struct wh_run_cmd *x, FILE **out)
 	FILE *f = fopen(x->report, "w");
 	if (!f)
 		return wh_error(WH_ERR_IO, "%s: cannot write the report: %s (check the folder)", x->report, strerror(errno));
-	fprintf(f, "# whittle run --compare %s\n\nmodel `%s`, precision %s, atol %g, rtol %g\n\n", x->compare, x->model_path,
+	fprintf(f, "# whittle run --compare %s\n\nmodel %s, precision %s, atol %g, rtol %g\n\n", wh_name_md(x->compare), wh_name_md(x->model_path),
 		wh_precision_name(x->run.config.dflt), x->run.compare.atol, x->run.compare.rtol);
 	fprintf(f, "| # | tensor | layer | op | max abs | mean abs | median abs | max rel | mean rel | median rel | cosine | SQNR dB | rel>10%% | rel>1%% | rel>0.1%% | NaN/Inf | verdict |\n");
 	fprintf(f, "| ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
