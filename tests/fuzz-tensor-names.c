@@ -31,17 +31,25 @@ static void check_stem(const char *name, const char *stem)
 		abort();
 }
 
-/* Each fuzzing process has its own scratch folder. */
+/* Each fuzzing process has its own scratch folder, empty between inputs and removed at
+ * exit. */
+static char scratch_dir[PATH_MAX];
+
+static void scratch_remove(void)
+{
+	rmdir(scratch_dir);
+}
+
 static const char *scratch(void)
 {
-	static char dir[PATH_MAX];
-	if (!dir[0]) {
+	if (!scratch_dir[0]) {
 		const char *t = getenv("TMPDIR");
-		snprintf(dir, sizeof dir, "%s/whittle-fuzz-names-XXXXXX", t && *t ? t : "/tmp");
-		if (!mkdtemp(dir))
+		snprintf(scratch_dir, sizeof scratch_dir, "%s/whittle-fuzz-names-XXXXXX", t && *t ? t : "/tmp");
+		if (!mkdtemp(scratch_dir))
 			abort();
+		atexit(scratch_remove);
 	}
-	return dir;
+	return scratch_dir;
 }
 
 static void read_back(const char *dir, const char *path, const char *name)
