@@ -195,7 +195,7 @@ static void *signal_thread(void *arg)
 	int n;
 	if (!ran_checks && !slurm && !replay[0])
 		/* `run` and the like: no check to speak of */
-		n = snprintf(line, sizeof line, "whittle: interrupted by %s: stopped (nothing was saved; run again)\n", sname);
+		n = snprintf(line, sizeof line, "whittle: interrupted by %s: stopped (run it again)\n", sname);
 	else if (replay[0])
 		n = snprintf(line, sizeof line, "whittle: interrupted by %s: checks stopped%s (resume with --load-replay %s)\n",
 			     sname, slurm ? ", Slurm work cancelled" : "", replay);
