@@ -937,6 +937,22 @@ enum wh_status wh_tensor_write_npy(const char *path, const struct wh_tensor *t)
 	return write_parts(path, parts, lens, nbytes ? 2 : 1);
 }
 
+enum wh_status wh_tensor_write_raw(const char *path, const struct wh_tensor *t)
+{
+	if (!wh_value_is_tensor(t) || t->dtype == WH_DT_UNDEFINED || t->dtype == WH_DT_STRING)
+		return wh_error(WH_ERR_UNSUPPORTED, "%s: a %s has no raw form (only numeric tensors do)", path,
+				t->dtype == WH_DT_STRING ? "string tensor" : wh_value_kind_name(t));
+	struct wh_blob *raw = NULL;
+	enum wh_status st = wh_tensor_to_raw(t, &raw);
+	if (st != WH_OK)
+		return st;
+	const void *parts[1] = {raw ? raw->data : NULL};
+	size_t lens[1] = {raw ? raw->size : 0};
+	st = write_parts(path, parts, lens, 1);
+	wh_blob_release(raw);
+	return st;
+}
+
 enum wh_status wh_tensor_map_npy(const char *path, struct wh_tensor *t)
 {
 	struct wh_blob_file *f = NULL;

@@ -37,6 +37,11 @@ enum wh_status wh_tensor_read_npy(const char *path, struct wh_tensor *t);
 enum wh_status wh_tensor_read_npy_buffer(const void *data, size_t len, const char *label,
 					 struct wh_tensor *t);
 enum wh_status wh_tensor_write_npy(const char *path, const struct wh_tensor *t);
+/* Writes the elements alone, as ONNX raw_data lays them out: little-endian, row-major, no
+ * header, sub-byte types packed two (or four) to a byte, bool one byte. This is the file
+ * trtexec's --loadInputs and --loadRefOutputs read (the tensor's bytes in its engine type).
+ * Strings, sequences and empty optionals have no such form: WH_ERR_UNSUPPORTED. */
+enum wh_status wh_tensor_write_raw(const char *path, const struct wh_tensor *t);
 /* Whether .npy has a type for dt (numpy lacks bfloat16, the float8 and the sub-byte types). */
 bool wh_npy_holds(enum wh_dtype dt);
 /* A .npy file as a tensor that views the file read-only (graph/blob.h: mapped, nothing read

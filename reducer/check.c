@@ -1,12 +1,16 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "reducer/check.h"
+#include "graph/names.h"
 #include "graph/os.h"
+#include "graph/tensor-file.h"
 #include "reducer/driver-util.h"
 #include "reducer/launcher-slurm.h"
 #include "reducer/launcher.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pcre2.h>
 #include <poll.h>
 #include <signal.h>
@@ -96,14 +100,203 @@ void wh_check_result_release(struct wh_check_result *r)
 	memset(r, 0, sizeof *r);
 }
 
+bool wh_check_uses(const struct wh_check *c, const char *placeholder)
+{
+	for (int i = 0; c && i < c->o.argc; i++)
+		if (c->o.argv[i] && strstr(c->o.argv[i], placeholder))
+			return true;
+	return false;
+}
+
+/* ---- trtexec's data: raw tensor files and their specifications ---- */
+
+/* trtexec splits a specification on ',' first, then takes what a pair of '\'' quotes holds
+ * as the name and what follows the ':' after it as the file (splitNameAndValue in
+ * samples/common/sampleOptions.cpp): a name or a path with a ',' or a '\'' cannot be said. */
+static bool trt_sayable(const char *s)
+{
+	return !strchr(s, ',') && !strchr(s, '\'');
+}
+
+enum wh_status wh_check_write_trt_dir(const char *tensor_dir, const char *raw_dir)
+{
+	struct wh_tensor_set s;
+	wh_tensor_set_init(&s);
+	enum wh_status st = wh_tensor_set_read_dir(tensor_dir, NULL, &s);
+	if (st == WH_OK)
+		st = wh_os_make_dir(raw_dir);
+	for (size_t i = 0; i < s.n && st == WH_OK; i++) {
+		const char *name = s.items[i].name;
+		if (!name || !*name) {
+			st = wh_error(WH_ERR_INVALID, "%s: tensor file %d has no stored name (input_<k>/output_<k>.pb): trtexec's specification names tensors (write the folder with named files, e.g. with whittle run --save-inputs)",
+				      tensor_dir, s.items[i].index);
+			break;
+		}
+		if (!trt_sayable(name)) {
+			st = wh_error(WH_ERR_INVALID, "tensor %s: trtexec's --loadInputs/--loadRefOutputs cannot name it (its specification splits on ',' and quotes names with \"'\"; rename the tensor)",
+				      wh_name_term(name));
+			break;
+		}
+		char stem[1024], path[PATH_MAX + 1100];
+		if (3 * strlen(name) + 1 > sizeof stem) {
+			st = wh_error(WH_ERR_INVALID, "tensor %s: name too long for the file name of its raw copy (rename the tensor)", wh_name_term(name));
+			break;
+		}
+		wh_tensor_name_to_file(name, stem, sizeof stem);
+		if ((size_t)snprintf(path, sizeof path, "%s/%s.raw", raw_dir, stem) >= sizeof path) {
+			st = wh_error(WH_ERR_IO, "%s: path too long for the raw file of tensor %s (set TMPDIR to a shorter folder)", raw_dir,
+				      wh_name_term(name));
+			break;
+		}
+		st = wh_tensor_write_raw(path, &s.items[i].t);
+	}
+	wh_tensor_set_release(&s);
+	return st;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* The tensor name of a file stem that wh_tensor_name_to_file wrote (malloc'd). */
+static char *stem_to_name(const char *file, size_t len)
+{
+	char *out = malloc(len + 1);
+	size_t o = 0;
+	for (size_t i = 0; out && i < len; i++) {
+		int hi = i + 2 < len ? hexval(file[i + 1]) : -1, lo = i + 2 < len ? hexval(file[i + 2]) : -1;
+		if (file[i] == '%' && hi >= 0 && lo >= 0) {
+			out[o++] = (char)(hi << 4 | lo);
+			i += 2;
+		} else {
+			out[o++] = file[i];
+		}
+	}
+	if (out)
+		out[o] = '\0';
+	return out;
+}
+
+enum wh_status wh_check_trt_spec(const char *raw_dir, const char *base, char **out)
+{
+	*out = NULL;
+	if (!trt_sayable(raw_dir))
+		return wh_error(WH_ERR_INVALID, "%s: trtexec's --loadInputs/--loadRefOutputs cannot hold a path with ',' or \"'\" (set TMPDIR, or --shared-dir, to a folder without them)",
+				raw_dir);
+	char where[PATH_MAX * 2];
+	if (raw_dir[0] != '/' && base)
+		snprintf(where, sizeof where, "%s/%s", base, raw_dir);
+	else
+		snprintf(where, sizeof where, "%s", raw_dir);
+	DIR *d = opendir(where);
+	if (!d)
+		return wh_error(WH_ERR_IO, "%s: cannot list the raw tensor files: %s (internal error)", where, strerror(errno));
+	char **files = NULL;
+	size_t n = 0, cap = 0;
+	enum wh_status st = WH_OK;
+	struct dirent *de;
+	while (st == WH_OK && (de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+		if (l <= 4 || strcmp(de->d_name + l - 4, ".raw"))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			char **f = realloc(files, cap * sizeof *f);
+			if (!f) {
+				st = wh_error(WH_ERR_NOMEM, "check: out of memory");
+				break;
+			}
+			files = f;
+		}
+		if (!(files[n] = strdup(de->d_name)))
+			st = wh_error(WH_ERR_NOMEM, "check: out of memory");
+		else
+			n++;
+	}
+	closedir(d);
+	if (n)
+		qsort(files, n, sizeof *files, cmp_str);
+	size_t len = 1;
+	for (size_t i = 0; i < n; i++)
+		len += 2 * strlen(files[i]) + strlen(raw_dir) + 8;
+	char *spec = st == WH_OK ? malloc(len) : NULL;
+	if (st == WH_OK && !spec)
+		st = wh_error(WH_ERR_NOMEM, "check: out of memory");
+	size_t o = 0;
+	for (size_t i = 0; spec && i < n && st == WH_OK; i++) {
+		char *name = stem_to_name(files[i], strlen(files[i]) - 4);
+		if (!name) {
+			st = wh_error(WH_ERR_NOMEM, "check: out of memory");
+			break;
+		}
+		o += (size_t)snprintf(spec + o, len - o, "%s'%s':%s/%s", i ? "," : "", name, raw_dir, files[i]);
+		free(name);
+	}
+	if (spec)
+		spec[o] = '\0';
+	for (size_t i = 0; i < n; i++)
+		free(files[i]);
+	free(files);
+	if (st != WH_OK) {
+		free(spec);
+		return st;
+	}
+	*out = spec;
+	return WH_OK;
+}
+
+enum wh_status wh_check_bundle_trt(const struct wh_check *c, const char *dir, struct wh_check_vars *v)
+{
+	const char *src[2] = {v->inputs, v->golden}, *ph[2] = {"{trt-inputs}", "{trt-golden}"}, *dst[2] = {"trt-inputs", "trt-golden"};
+	enum wh_status st = WH_OK;
+	for (int i = 0; i < 2 && st == WH_OK; i++) {
+		if (!src[i] || !wh_check_uses(c, ph[i]))
+			continue;
+		char from[PATH_MAX * 2], to[PATH_MAX * 2];
+		snprintf(from, sizeof from, "%s/%s", dir, src[i]);
+		snprintf(to, sizeof to, "%s/%s", dir, dst[i]);
+		if ((st = wh_check_write_trt_dir(from, to)) != WH_OK)
+			break;
+		if (i == 0)
+			v->trt_inputs = dst[i];
+		else
+			v->trt_golden = dst[i];
+		v->base = dir;
+	}
+	return st;
+}
+
+/* The values of the placeholders, in the order of names[] below; specs[] the trtexec
+ * specifications (NULL: left as is). */
+#define N_PLACEHOLDERS 7
+static const char *const ph_names[N_PLACEHOLDERS] = {"{model}", "{inputs}", "{golden}", "{tactics}", "{precisions}",
+						      "{trt-inputs}", "{trt-golden}"};
+
 /* Replaces the placeholders of one word (malloc'd result); in a --shell command the values
  * go in quoted for the shell, so a path with a space or a ';' stays one word. */
-static char *substitute(const char *word, const struct wh_check_vars *v, bool shell)
+static char *substitute(const char *word, const struct wh_check_vars *v, char *const *specs, bool shell)
 {
-	static const char *const names[] = {"{model}", "{inputs}", "{golden}", "{tactics}", "{precisions}"};
-	const char *vals[] = {v ? v->model : NULL, v ? v->inputs : NULL, v ? v->golden : NULL, v ? v->tactics : NULL,
-			      v ? v->precisions : NULL};
-	return shell ? wh_text_subst_shell(word, names, vals, 5) : wh_text_subst(word, names, vals, 5);
+	const char *vals[N_PLACEHOLDERS] = {v ? v->model : NULL, v ? v->inputs : NULL, v ? v->golden : NULL,
+					    v ? v->tactics : NULL, v ? v->precisions : NULL, specs[0], specs[1]};
+	return shell ? wh_text_subst_shell(word, ph_names, vals, N_PLACEHOLDERS) : wh_text_subst(word, ph_names, vals, N_PLACEHOLDERS);
+}
+
+/* The specifications of the raw folders the command uses (specs[i] NULL when not). */
+static enum wh_status trt_specs(const struct wh_check *c, const struct wh_check_vars *v, char *specs[2])
+{
+	specs[0] = specs[1] = NULL;
+	const char *dirs[2] = {v ? v->trt_inputs : NULL, v ? v->trt_golden : NULL};
+	enum wh_status st = WH_OK;
+	for (int i = 0; i < 2 && st == WH_OK; i++)
+		if (dirs[i] && wh_check_uses(c, ph_names[5 + i]))
+			st = wh_check_trt_spec(dirs[i], v->base, &specs[i]);
+	return st;
 }
 
 static void free_argv(char **v)
@@ -115,7 +308,7 @@ static void free_argv(char **v)
 	free(v);
 }
 
-static char **build_argv(const struct wh_check *c, const struct wh_check_vars *vars)
+static char **build_argv_with(const struct wh_check *c, const struct wh_check_vars *vars, char *const *specs)
 {
 	int n = c->o.shell ? 3 : c->o.argc;
 	char **v = calloc((size_t)n + 1, sizeof *v);
@@ -129,7 +322,7 @@ static char **build_argv(const struct wh_check *c, const struct wh_check_vars *v
 			return NULL;
 		}
 		for (int i = 0; i < c->o.argc; i++) {
-			words[i] = substitute(c->o.argv[i], vars, true);
+			words[i] = substitute(c->o.argv[i], vars, specs, true);
 			len += (words[i] ? strlen(words[i]) : 0) + 1;
 		}
 		char *cmd = malloc(len);
@@ -153,11 +346,23 @@ static char **build_argv(const struct wh_check *c, const struct wh_check_vars *v
 		return v;
 	}
 	for (int i = 0; i < c->o.argc; i++)
-		if (!(v[i] = substitute(c->o.argv[i], vars, false))) {
+		if (!(v[i] = substitute(c->o.argv[i], vars, specs, false))) {
 			free_argv(v);
 			return NULL;
 		}
 	return v;
+}
+
+static enum wh_status build_argv(const struct wh_check *c, const struct wh_check_vars *vars, char ***out)
+{
+	char *specs[2];
+	enum wh_status st = trt_specs(c, vars, specs);
+	*out = NULL;
+	if (st == WH_OK && !(*out = build_argv_with(c, vars, specs)))
+		st = wh_error(WH_ERR_NOMEM, "check: out of memory");
+	free(specs[0]);
+	free(specs[1]);
+	return st;
 }
 
 void wh_sh_quote(const char *s, char *out, size_t size)
@@ -197,10 +402,16 @@ char *wh_check_command_line(const struct wh_check *c, const struct wh_check_vars
 	char **words = calloc((size_t)c->o.argc + 1, sizeof *words);
 	if (!words)
 		return NULL;
+	/* a folder that cannot be listed leaves its placeholder as it is */
+	char *specs[2];
+	if (trt_specs(c, vars, specs) != WH_OK)
+		wh_error_clear();
 	for (int i = 0; i < c->o.argc; i++) {
-		words[i] = substitute(c->o.argv[i], vars, c->o.shell);
+		words[i] = substitute(c->o.argv[i], vars, specs, c->o.shell);
 		cap += (words[i] ? 4 * strlen(words[i]) : 0) + 4;
 	}
+	free(specs[0]);
+	free(specs[1]);
 	char *out = malloc(cap);
 	size_t n = 0;
 	for (int i = 0; out && i < c->o.argc; i++) {
@@ -336,6 +547,37 @@ enum wh_status wh_check_run(const struct wh_check *c, const struct wh_check_vars
 	if (st != WH_OK)
 		return st;
 	struct stream_match sm = {.c = c};
+	/* {trt-inputs}, {trt-golden}: raw files of this run's tensors, in a folder of its own */
+	struct wh_check_vars v2 = {0};
+	if (vars)
+		v2 = *vars;
+	vars = &v2;
+	char trt_tmp[PATH_MAX] = "", trt_in[PATH_MAX + 16], trt_gold[PATH_MAX + 16];
+	bool need_in = v2.inputs && !v2.trt_inputs && wh_check_uses(c, "{trt-inputs}");
+	bool need_gold = v2.golden && !v2.trt_golden && wh_check_uses(c, "{trt-golden}");
+	if (need_in || need_gold) {
+		const char *t = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+		if ((size_t)snprintf(trt_tmp, sizeof trt_tmp, "%s/whittle-trt-XXXXXX", t) >= sizeof trt_tmp - 16) {
+			trt_tmp[0] = '\0';
+			st = wh_error(WH_ERR_IO, "%s: path too long for the raw tensor files (set TMPDIR)", t);
+			goto out;
+		}
+		if ((st = wh_os_make_temp_dir(trt_tmp)) != WH_OK) {
+			trt_tmp[0] = '\0';
+			goto out;
+		}
+		wh_interrupt_track_dir(trt_tmp);
+		snprintf(trt_in, sizeof trt_in, "%s/inputs", trt_tmp);
+		snprintf(trt_gold, sizeof trt_gold, "%s/golden", trt_tmp);
+		if (need_in && (st = wh_check_write_trt_dir(v2.inputs, trt_in)) != WH_OK)
+			goto out;
+		if (need_gold && (st = wh_check_write_trt_dir(v2.golden, trt_gold)) != WH_OK)
+			goto out;
+		if (need_in)
+			v2.trt_inputs = trt_in;
+		if (need_gold)
+			v2.trt_golden = trt_gold;
+	}
 	if (c->o.n_fail_regex) {
 		/* one match block sized for the pattern with the most groups */
 		uint32_t pairs = 1;
@@ -369,11 +611,9 @@ enum wh_status wh_check_run(const struct wh_check *c, const struct wh_check_vars
 			out->exit_code = 125;
 		}
 	} else {
-		char **argv = build_argv(c, vars);
-		if (!argv) {
-			st = wh_error(WH_ERR_NOMEM, "check: out of memory");
+		char **argv;
+		if ((st = build_argv(c, vars, &argv)) != WH_OK)
 			goto out;
-		}
 		struct wh_proc_options po = {.timeout_s = c->o.timeout_s, .kill_grace_s = c->o.kill_grace_s};
 		struct wh_proc_result pr;
 		st = wh_proc_run(argv, &po, &k, &pr);
@@ -403,15 +643,19 @@ enum wh_status wh_check_run(const struct wh_check *c, const struct wh_check_vars
 		decide(c, &sm, out);
 	}
 out:
+	if (trt_tmp[0]) {
+		wh_interrupt_untrack_dir(trt_tmp);
+		wh_os_remove_tree(trt_tmp);
+	}
 	pcre2_match_data_free(sm.md);
 	free(sm.buf);
 	wh_keeper_release(&k);
 	return st;
 }
 
-char **wh_check_build_argv(const struct wh_check *c, const struct wh_check_vars *vars)
+enum wh_status wh_check_build_argv(const struct wh_check *c, const struct wh_check_vars *vars, char ***out)
 {
-	return build_argv(c, vars);
+	return build_argv(c, vars, out);
 }
 
 void wh_check_free_argv(char **v)

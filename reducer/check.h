@@ -2,7 +2,10 @@
  * a verdict.
  *
  * The command is an argv (or, with shell, one string run by /bin/sh -c) whose words may hold
- * the placeholders {model}, {inputs}, {golden}, {tactics} and {precisions}, replaced per run. The child
+ * the placeholders {model}, {inputs}, {golden}, {tactics} and {precisions}, replaced per run,
+ * and {trt-inputs} / {trt-golden}: trtexec's --loadInputs / --loadRefOutputs specifications
+ * ('name':file,...) over raw little-endian files of the tensors of {inputs} / {golden},
+ * which the run writes into a temporary folder of its own (removed after it). The child
  * runs in its own process group; at the timeout the whole group gets SIGTERM, then SIGKILL
  * after a grace period, and the group is killed again after the child exits so that no
  * grandchild outlives the check. stdout and stderr are drained together through one pipe;
@@ -66,6 +69,13 @@ struct wh_check_options {
 struct wh_check_vars {
 	/* NULL: placeholder left as is */
 	const char *model, *inputs, *golden, *tactics, *precisions;
+	/* Folders of raw tensor files (wh_check_write_trt_dir) for {trt-inputs} / {trt-golden};
+	 * NULL: wh_check_run writes them from inputs / golden when the command uses them. */
+	const char *trt_inputs, *trt_golden;
+	/* The folder that relative trt_inputs / trt_golden are under, for whittle to list them
+	 * (a repro bundle's command line names them relative to the bundle); NULL: the current
+	 * folder. */
+	const char *base;
 };
 
 struct wh_check_result {
@@ -93,6 +103,23 @@ enum wh_status wh_check_run(const struct wh_check *c, const struct wh_check_vars
 			    struct wh_check_result *out);
 void wh_check_result_release(struct wh_check_result *r);
 const char *wh_verdict_name(enum wh_verdict v);
+/* Whether the command holds the placeholder (e.g. "{golden}"), in any word. */
+bool wh_check_uses(const struct wh_check *c, const char *placeholder);
+/* trtexec's data: every tensor file of tensor_dir (.pb/.npy, each naming its tensor) written
+ * to raw_dir (created) as <escaped name>.raw, its bytes as wh_tensor_write_raw lays them out.
+ * WH_ERR_INVALID for a file without a stored name (input_<k>.pb), or a name trtexec's
+ * specification cannot hold (a ',' or a '\''). */
+enum wh_status wh_check_write_trt_dir(const char *tensor_dir, const char *raw_dir);
+/* The --loadInputs / --loadRefOutputs specification of a folder that wh_check_write_trt_dir
+ * wrote: 'name':<raw_dir>/<file>, comma-separated, in file-name order; raw_dir as given
+ * (relative stays relative), listed under base when relative (base NULL: the current
+ * folder). malloc'd into *out. */
+enum wh_status wh_check_trt_spec(const char *raw_dir, const char *base, char **out);
+/* For a repro bundle in dir whose v->inputs / v->golden (relative to dir) are written: when
+ * the command uses {trt-inputs} / {trt-golden}, writes dir/trt-inputs/ / dir/trt-golden/
+ * and points v at them (relative, v->base = dir), so that wh_check_command_line names the
+ * bundle's own files. */
+enum wh_status wh_check_bundle_trt(const struct wh_check *c, const char *dir, struct wh_check_vars *v);
 /* s single-quoted for /bin/sh into out (NUL-terminated; cut short to fit size). */
 void wh_sh_quote(const char *s, char *out, size_t size);
 /* The command with placeholders replaced, shell-quoted, for logs and repro bundles

@@ -138,11 +138,12 @@ static enum wh_status copy_tree(const char *from, const char *to)
 static enum wh_status stage(const char *shared, const char *dir, const struct wh_check_vars *in,
 			    struct wh_check_vars *out, char (*buf)[PATH_MAX])
 {
-	const char *src[5] = {in ? in->model : NULL, in ? in->inputs : NULL, in ? in->golden : NULL,
-			      in ? in->tactics : NULL, in ? in->precisions : NULL};
-	static const char *const names[5] = {"model", "inputs", "golden", "tactics", "precisions"};
-	const char *dst[5] = {0};
-	for (int i = 0; i < 5; i++) {
+	const char *src[7] = {in ? in->model : NULL, in ? in->inputs : NULL, in ? in->golden : NULL,
+			      in ? in->tactics : NULL, in ? in->precisions : NULL, in ? in->trt_inputs : NULL,
+			      in ? in->trt_golden : NULL};
+	static const char *const names[7] = {"model", "inputs", "golden", "tactics", "precisions", "trt-inputs", "trt-golden"};
+	const char *dst[7] = {0};
+	for (int i = 0; i < 7; i++) {
 		if (!src[i])
 			continue;
 		if (!exists(src[i]) || is_under(src[i], shared)) {
@@ -168,6 +169,9 @@ static enum wh_status stage(const char *shared, const char *dir, const struct wh
 	out->golden = dst[2];
 	out->tactics = dst[3];
 	out->precisions = dst[4];
+	out->trt_inputs = dst[5];
+	out->trt_golden = dst[6];
+	out->base = NULL; /* every path is absolute now */
 	return WH_OK;
 }
 
@@ -539,15 +543,13 @@ enum wh_status wh_slurm_run(struct wh_slurm *s, const struct wh_check *c, const 
 		wh_interrupt_track_dir(dir);
 		own_dir = true;
 	}
-	char bufs[5][PATH_MAX];
+	char bufs[7][PATH_MAX];
 	struct wh_check_vars staged;
 	char **words = NULL;
 	if ((st = stage(shared, dir, vars, &staged, bufs)) != WH_OK)
 		goto out;
-	if (!(words = wh_check_build_argv(c, &staged))) {
-		st = wh_error(WH_ERR_NOMEM, "check: out of memory");
+	if ((st = wh_check_build_argv(c, &staged, &words)) != WH_OK)
 		goto out;
-	}
 	if ((st = write_script(dir, words)) != WH_OK)
 		goto out;
 	int attempts = 1 + (s->o.retries > 0 ? s->o.retries : 0);

@@ -45,7 +45,7 @@ enum wh_status wh_slurm_run(struct wh_slurm *s, const struct wh_check *c, const 
 
 /* The check runner's command words with vars substituted (reducer/check.c; malloc'd,
  * NULL-terminated; wh_check_free_argv). */
-char **wh_check_build_argv(const struct wh_check *c, const struct wh_check_vars *vars);
+enum wh_status wh_check_build_argv(const struct wh_check *c, const struct wh_check_vars *vars, char ***out);
 void wh_check_free_argv(char **v);
 
 #endif

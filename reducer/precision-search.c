@@ -62,7 +62,8 @@ static enum wh_status check_config(const struct psearch *p, const uint8_t *mask,
 			goto out;
 		*out = WH_VERDICT_PASS;
 		for (uint32_t k = 0; k < p->n_samples && st == WH_OK && *out == WH_VERDICT_PASS; k++) {
-			struct wh_check_vars v = {.model = p->o->model_path, .inputs = p->o->inputs_dirs[k], .precisions = path};
+			struct wh_check_vars v = {.model = p->o->model_path, .inputs = p->o->inputs_dirs[k], .precisions = path,
+						  .golden = p->o->golden_dirs ? p->o->golden_dirs[k] : NULL};
 			struct wh_check_result r;
 			if ((st = wh_check_run(p->o->check, &v, &r)) == WH_OK)
 				*out = r.verdict;

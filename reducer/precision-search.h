@@ -28,6 +28,7 @@ struct wh_precision_search_options {
 	const char *check_display;
 	const char *model_path;
 	const char *const *inputs_dirs; /* per sample, for {inputs} of an external check */
+	const char *const *golden_dirs; /* per sample, for {golden} (FP32 outputs); NULL: none */
 	struct wh_compare_options compare;
 	int threads;
 	int jobs;                       /* checks in flight (<= 1: one); the answer does not

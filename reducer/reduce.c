@@ -687,6 +687,8 @@ static enum wh_status write_repro(struct driver *d, const struct wh_model *c, co
 	char *cmd = NULL;
 	if (d->o->check) {
 		struct wh_check_vars v = {.model = "model.onnx", .inputs = "inputs", .golden = "golden"};
+		if ((st = wh_check_bundle_trt(d->o->check, dir, &v)) != WH_OK)
+			return st;
 		cmd = wh_check_command_line(d->o->check, &v);
 	}
 	snprintf(p, sizeof p, "%s/command.sh", dir);

@@ -17,6 +17,7 @@
 #include "graph/os.h"
 #include "reducer/builtin-check.h"
 #include "reducer/driver-util.h"
+#include "reducer/layer-groups.h"
 #include "reducer/report-svg.h"
 
 /* How repro/command.sh ended, in words. */
@@ -117,6 +118,56 @@ static void explain(const struct tri *T, uint32_t node, const struct wh_compare_
 	}
 }
 
+/* The layers the precision search keeps, in topological order (count returned; out holds
+ * n_nodes entries). */
+static uint32_t kept_nodes(const struct tri *T, uint32_t *out)
+{
+	uint32_t n = 0;
+	for (uint32_t k = 0; T->keep_mask && k < T->g->n_nodes; k++)
+		if (T->keep_mask[T->order[k]])
+			out[n++] = T->order[k];
+	return n;
+}
+
+/* The kept layers in words, never listed: by module scope and op type (reducer/layer-groups.h). */
+static void kept_words(const struct tri *T, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	uint32_t *ids = calloc((size_t)T->g->n_nodes + 1, sizeof *ids);
+	struct wh_layer_groups lg;
+	if (ids && wh_layer_groups_build(T->g, ids, kept_nodes(T, ids), 6, &lg) == WH_OK) {
+		for (uint32_t k = 0; k < lg.n_ops && k < 6; k++)
+			wh_text_cat(buf, size, "%s%s %u", k ? ", " : "", wh_name_md(lg.ops[k].op), lg.ops[k].n);
+		if (lg.n_ops > 6)
+			wh_text_cat(buf, size, ", +%u more op types", lg.n_ops - 6);
+		if (lg.n > 1 || lg.g[0].scope[0]) {
+			char groups[2048];
+			wh_layer_groups_md(&lg, groups, sizeof groups);
+			wh_text_cat(buf, size, "; by module scope: %s", groups);
+		}
+		wh_layer_groups_release(&lg);
+	}
+	wh_error_clear();
+	free(ids);
+}
+
+/* How to apply the kept layers on TensorRT: 11 has no per-layer precision flags and builds
+ * the strongly typed model (whittle convert writes it); 10 takes them as flags. */
+static void tensorrt_words(const struct tri *T, char *N, size_t NS)
+{
+	enum wh_precision p = T->o->precision;
+	const char *model = T->o->model_path ? T->o->model_path : "MODEL";
+	if (p == WH_PREC_FP16 || p == WH_PREC_BF16) {
+		char conv[3 * PATH_MAX + 128], t10[PATH_MAX + 128];
+		wh_text_printf(conv, sizeof conv, "whittle convert %s --precision %s --layer-precisions %s/layer-precisions.json -o OUT.onnx", model,
+			       wh_precision_name(p), T->dir);
+		wh_text_printf(t10, sizeof t10, "trtexec --onnx=%s --%s --precisionConstraints=obey --layerPrecisions=...", model, wh_precision_name(p));
+		wh_text_cat(N, NS, " On TensorRT 11, build the strongly typed model: %s, then `trtexec --onnx=OUT.onnx --stronglyTyped`. On TensorRT 10: %s with each of those layers `:fp32` (docs/tensorrt.md).",
+			    wh_name_md(conv), wh_name_md(t10));
+	} else
+		wh_text_cat(N, NS, " TensorRT 11 takes precisions from the model's own types only (int8 and fp8 from Q/DQ nodes): keep those layers out of the quantized part of the model; on TensorRT 10, `--layerPrecisions=...` with each of them `:fp32` and `--precisionConstraints=obey` (docs/tensorrt.md).");
+}
+
 static void list_layers(const struct tri *T, const uint8_t *mask, char *buf, size_t size)
 {
 	bool first = true;
@@ -157,7 +208,7 @@ void wh_triage_compose_finding(struct tri *T)
 				     T->o->model_path ? T->o->model_path : "MODEL", T->inputs_dir, prec, T->dir, T->o->compare.atol, T->o->compare.rtol);
 				wh_text_cat(N, NS, "Pin a good build's tactics: %s passes (fixed.json is the fastest good build). ", wh_name_md(cmd));
 			}
-			wh_text_cat(N, NS, "In your builder, keep tactic %s away from layer %s (TensorRT: an algorithm selector, or load a good tactic replay; Polygraphy: --load-tactics). Send %s to the owner of that kernel.",
+			wh_text_cat(N, NS, "In your builder, keep tactic %s away from layer %s (TensorRT 11: pin a good build's tactic for that layer in the editable timing cache, since the algorithm selector is gone; TensorRT 10: an algorithm selector or the editable timing cache; Polygraphy: --load-tactics). Send %s to the owner of that kernel.",
 			     wh_name_md(s->tactic), wh_name_md(s->layer), wh_name_md(send));
 		} else if (T->diff.n) {
 			wh_text_cat(F, FS, "Bad builds use %u tactic%s that good builds never use, but swapping none of them into a good build made it fail.",
@@ -222,14 +273,16 @@ void wh_triage_compose_finding(struct tri *T)
 		wh_text_cat(F, FS, ".");
 	}
 	if (T->prec_run && T->prec_st == WH_OK && T->n_keep) {
-		char names[2048] = "";
-		list_layers(T, T->keep_mask, names, sizeof names);
-		wh_text_cat(F, FS, " Keeping %u layer%s in fp32 makes the model pass: %s.", T->n_keep, T->n_keep == 1 ? "" : "s", names);
+		char words[3072];
+		kept_words(T, words, sizeof words);
+		wh_text_cat(F, FS, " Keeping %u layer%s in fp32 makes the model pass (%s; every one in report.md's table \"Layers to keep in fp32\" and in `layer-precisions.json`).",
+			    T->n_keep, T->n_keep == 1 ? "" : "s", words);
 		char cmd[3 * PATH_MAX + 256];
 		wh_text_printf(cmd, sizeof cmd, "whittle run %s --load-inputs %s --precision %s --layer-precisions %s/layer-precisions.json --compare fp32 --atol %g --rtol %g",
 			T->o->model_path ? T->o->model_path : "MODEL", T->inputs_dir, prec, T->dir, T->o->compare.atol, T->o->compare.rtol);
-		wh_text_printf(N, NS, "Keep %s %u layer%s in fp32: %s passes (in TensorRT: setPrecision and setOutputType to fp32 on those layers, with precision constraints obeyed).",
-			T->n_keep == 1 ? "this" : "these", T->n_keep, T->n_keep == 1 ? "" : "s", wh_name_md(cmd));
+		wh_text_printf(N, NS, "Keep %s %u layer%s in fp32: %s passes.", T->n_keep == 1 ? "this" : "these", T->n_keep, T->n_keep == 1 ? "" : "s",
+			wh_name_md(cmd));
+		tensorrt_words(T, N, NS);
 	} else if (T->prec_run && T->prec_st != WH_OK) {
 		wh_text_cat(F, FS, " No set of layers kept in fp32 fixes it (%s), so it is not only a precision problem.", wh_name_md(T->prec_err));
 		wh_text_printf(N, NS, "Look at the layers named above in the repro bundle; the failure does not go away with more precision, so suspect the kernel or the check.");
@@ -495,13 +548,8 @@ void wh_triage_write_report(struct tri *T)
 		fprintf(f, "| layers to keep in fp32 | ");
 		if (T->prec_st != WH_OK)
 			fprintf(f, "none found |\n");
-		else {
-			fprintf(f, "%u:", T->n_keep);
-			for (uint32_t k = 0; k < g->n_nodes; k++)
-				if (T->keep_mask[T->order[k]])
-					fprintf(f, " %s (%s)", wh_name_md_cell(wh_triage_node_name(&g->nodes[T->order[k]])), wh_name_md_cell(g->nodes[T->order[k]].op_type));
-			fprintf(f, " |\n");
-		}
+		else
+			fprintf(f, "%u (listed under \"Layers to keep in fp32\") |\n", T->n_keep);
 	}
 	fprintf(f, "| checks run | %u: builds %u, swaps %u, layer alone %u, reduce %u, precision %u, repro %u |\n", T->checks, T->n_builds,
 		T->swaps, T->alone_checks, T->reduce_run ? T->rr.checks_run : 0u, T->prec_run ? T->pr.checks_run : 0u,
@@ -541,6 +589,15 @@ void wh_triage_write_report(struct tri *T)
 			fprintf(f, "| %u | %llu | %s | %s |\n", k, (unsigned long long)T->plans[k].seed,
 				T->verdicts[k] == WH_VERDICT_PASS ? "good" : T->verdicts[k] == WH_VERDICT_FAIL ? "bad" : "cannot tell", wh_name_md_cell(T->why[k]));
 		fprintf(f, "\n");
+	}
+	if (T->prec_run && T->prec_st == WH_OK && T->n_keep) {
+		uint32_t *ids = calloc((size_t)g->n_nodes + 1, sizeof *ids);
+		if (ids) {
+			fprintf(f, "## Layers to keep in fp32\n\nThe precision search's answer (`layer-precisions.json`), in topological order:\n\n");
+			wh_layer_table_md(f, g, ids, kept_nodes(T, ids));
+			fprintf(f, "\n");
+			free(ids);
+		}
 	}
 	if (T->plot_ok) {
 		fprintf(f, "## Per-layer error\n\n![relative L2 error per layer](layer-errors.svg)\n\n");

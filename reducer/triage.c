@@ -752,13 +752,9 @@ static enum wh_status step_precision(struct tri *T)
 				break;
 			}
 	T->rep->keep_layers = T->n_keep;
-	wh_text_printf(S->text, sizeof S->text, "Searched the %u float layers for a set to keep in fp32 (bisection, then ddmin ordered by each layer's error, then a 1-minimality pass): keep %u layer%s:",
+	/* the layers themselves are listed once, in the report's table "Layers to keep in fp32" */
+	wh_text_printf(S->text, sizeof S->text, "Searched the %u float layers for a set to keep in fp32 (bisection, then ddmin ordered by each layer's error, then a 1-minimality pass): keep %u layer%s (listed under \"Layers to keep in fp32\")",
 		T->pr.candidates, T->n_keep, T->n_keep == 1 ? "" : "s");
-	for (uint32_t k = 0; k < T->g->n_nodes; k++) {
-		uint32_t id = T->order[k];
-		if (T->keep_mask[id])
-			wh_text_cat(S->text, sizeof S->text, " %s (%s)", wh_name_md(wh_triage_node_name(&T->g->nodes[id])), wh_name_md(T->g->nodes[id].op_type));
-	}
 	wh_text_cat(S->text, sizeof S->text, "; %u checks (%u from the cache), %.1f s; %s. Written to `layer-precisions.json`.", T->pr.checks_run,
 	     T->pr.checks_cached, T->pr.seconds, T->pr.one_minimal ? "1-minimal" : "not verified 1-minimal");
 	wh_triage_say(T, "  keep %u layer%s in fp32 (%u checks)", T->n_keep, T->n_keep == 1 ? "" : "s", T->pr.checks_run);
@@ -797,6 +793,8 @@ static enum wh_status write_bundle(struct tri *T, const struct wh_model *model, 
 	if (T->c_raw) {
 		struct wh_check_vars v = {.model = "model.onnx", .inputs = "inputs", .golden = "golden",
 					  .tactics = T->repro_tactics ? "tactics.json" : NULL, .precisions = "precisions.json"};
+		if ((st = wh_check_bundle_trt(T->c_raw, dir, &v)) != WH_OK)
+			return st;
 		if (!(cmd = wh_check_command_line(T->c_raw, &v)))
 			return wh_error(WH_ERR_NOMEM, "triage: out of memory");
 		wh_text_printf(T->repro_cmd, sizeof T->repro_cmd, "%s", cmd);

@@ -9,7 +9,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "graph/ir.h"
 #include "reducer/check.h"
+#include "reducer/layer-groups.h"
 #include "reducer/search.h"
 
 static char fixture[4096];
@@ -198,6 +200,114 @@ START_TEST(test_runner_placeholders)
 	o.fail_regex = bad_re;
 	o.n_fail_regex = 1;
 	ck_assert_int_eq(wh_check_create(&o, &c), WH_ERR_USAGE);
+}
+END_TEST
+
+/* ---- a long list of layers, grouped by module scope ---- */
+
+/* A graph of n unconnected layers with these names and ops; ids 0..n-1. */
+static struct wh_model *layers_model(const char *const *names, const char *const *ops, uint32_t n)
+{
+	struct wh_model *m;
+	ck_assert_int_eq(wh_model_create(&m), WH_OK);
+	for (uint32_t i = 0; i < n; i++) {
+		char out[32];
+		uint32_t v, id;
+		snprintf(out, sizeof out, "t%u", i);
+		ck_assert_int_eq(wh_graph_add_value(m->graph, out, &v), WH_OK);
+		ck_assert_int_eq(wh_graph_add_node(m->graph, ops[i], "", names[i], 0, NULL, 1, &v, &id), WH_OK);
+		ck_assert_uint_eq(id, i);
+	}
+	return m;
+}
+
+static char *groups_printed(const struct wh_layer_groups *lg)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	ck_assert_ptr_nonnull(f);
+	wh_layer_groups_print(f, lg, "  ");
+	fclose(f);
+	return buf;
+}
+
+START_TEST(test_layer_groups)
+{
+	/* 20 layers of 4 decoder layers, 2 parts each: with room for 7 groups, the cut that names
+	 * the decoder layers (4 groups) */
+	char names[20][64];
+	const char *np[20], *op[20];
+	uint32_t ids[20];
+	for (uint32_t i = 0; i < 20; i++) {
+		snprintf(names[i], sizeof names[i], "/model/layers.%u/%s/proj%u/%s", i / 5, i % 5 < 3 ? "self_attn" : "mlp", i % 5,
+			 i % 2 ? "Add" : "MatMul");
+		np[i] = names[i];
+		op[i] = i % 2 ? "Add" : "MatMul";
+		ids[i] = i;
+	}
+	struct wh_model *m = layers_model(np, op, 20);
+	struct wh_layer_groups lg;
+	ck_assert_int_eq(wh_layer_groups_build(m->graph, ids, 20, 7, &lg), WH_OK);
+	ck_assert_uint_eq(lg.n, 4);
+	ck_assert_uint_eq(lg.shown, 4);
+	ck_assert_str_eq(lg.g[0].scope, "/model/layers.0");
+	ck_assert_str_eq(lg.g[3].scope, "/model/layers.3");
+	ck_assert_uint_eq(lg.g[1].n, 5);
+	ck_assert_uint_eq(lg.n_ops, 2);
+	ck_assert_str_eq(lg.ops[0].op, "Add"); /* 10 MatMul, 10 Add: ties by name */
+	ck_assert_uint_eq(lg.ops[0].n, 10);
+	char *out = groups_printed(&lg);
+	ck_assert_ptr_nonnull(strstr(out, "  /model/layers.2    5  "));
+	free(out);
+	wh_layer_groups_release(&lg);
+	/* with room for 8: the deeper cut, 4 decoder layers x 2 parts (20 projections do not fit) */
+	ck_assert_int_eq(wh_layer_groups_build(m->graph, ids, 20, 8, &lg), WH_OK);
+	ck_assert_uint_eq(lg.n, 8);
+	ck_assert_str_eq(lg.g[0].scope, "/model/layers.0/self_attn");
+	ck_assert_uint_eq(lg.g[0].n, 3);
+	wh_layer_groups_release(&lg);
+	wh_model_destroy(m);
+
+	/* names without a scope: one group, shown as such */
+	const char *flat[3] = {"p2o.Pow.0", "p2o.ReduceMean.0", "p2o.Pow.1"}, *fops[3] = {"Pow", "ReduceMean", "Pow"};
+	m = layers_model(flat, fops, 3);
+	ck_assert_int_eq(wh_layer_groups_build(m->graph, ids, 3, 8, &lg), WH_OK);
+	ck_assert_uint_eq(lg.n, 1);
+	ck_assert_str_eq(lg.g[0].scope, "");
+	ck_assert_str_eq(lg.g[0].ops[0].op, "Pow");
+	ck_assert_uint_eq(lg.g[0].ops[0].n, 2);
+	out = groups_printed(&lg);
+	ck_assert_ptr_nonnull(strstr(out, "(no module scope)"));
+	free(out);
+	wh_layer_groups_release(&lg);
+	wh_model_destroy(m);
+
+	/* 12 top-level scopes, one with a hostile name: one group says nothing, so the 12 are
+	 * taken, the 7 largest shown and the rest counted; names escaped */
+	for (uint32_t i = 0; i < 12; i++) {
+		if (i < 2)
+			snprintf(names[i], sizeof names[i], "/s\x1b[2J0/Mul%s", i ? "_1" : "");
+		else
+			snprintf(names[i], sizeof names[i], "/s%u/Mul", i);
+		np[i] = names[i];
+		op[i] = "Mul";
+	}
+	m = layers_model(np, op, 12);
+	ck_assert_int_eq(wh_layer_groups_build(m->graph, ids, 12, 8, &lg), WH_OK);
+	ck_assert_uint_eq(lg.n, 11);
+	ck_assert_uint_eq(lg.shown, 7);
+	out = groups_printed(&lg);
+	ck_assert_ptr_null(strchr(out, '\x1b'));
+	ck_assert_ptr_nonnull(strstr(out, "/s\\x1b[2J0"));
+	ck_assert_ptr_nonnull(strstr(out, "... and 4 more scopes (4 layers)"));
+	int lines = 0;
+	for (char *p = out; *p; p++)
+		lines += *p == '\n';
+	ck_assert_int_eq(lines, 8);
+	free(out);
+	wh_layer_groups_release(&lg);
+	wh_model_destroy(m);
 }
 END_TEST
 
@@ -427,6 +537,7 @@ int main(void)
 	tcase_add_test(tr, test_runner_regex_on_the_whole_stream);
 	tcase_add_test(tr, test_runner_not_executable_is_broken_check);
 	tcase_add_test(tr, test_runner_placeholders);
+	tcase_add_test(tr, test_layer_groups);
 	suite_add_tcase(s, tr);
 	TCase *ts = tcase_create("search");
 	tcase_set_timeout(ts, 120);

@@ -284,5 +284,38 @@ else
 	bad "precision: fixture two_sites missing from gen-precision-fixtures.py"
 fi
 
+# ---- trtexec's check data through Slurm: the raw files are staged with the rest ----
+cat > "$tmp/trt-record.sh" <<'EOF'
+#!/bin/sh
+# trt-record.sh OUT SPEC: copies every file of a --loadInputs spec into OUT (by name), fails
+mkdir -p "$1"
+echo "$2" | tr ',' '\n' | while IFS= read -r pair; do
+	name=$(echo "$pair" | cut -d"'" -f2); file=$(echo "$pair" | cut -d"'" -f3 | cut -c2-)
+	cp "$file" "$1/$name.raw" && echo "$file" >> "$1/paths"
+done
+exit 1
+EOF
+chmod +x "$tmp/trt-record.sh"
+rc=0
+"$WHITTLE" precision "$tmp/ps/two_sites.onnx" --load-inputs "$tmp/ps/two_sites" --precision fp16 --launcher slurm \
+	--check "$tmp/trt-record.sh" "$tmp/trt-seen" {trt-inputs} > /dev/null 2> "$tmp/trt.log" || rc=$?
+if [ "$rc" = 3 ] && [ -s "$tmp/trt-seen/paths" ] && ! grep -qv "whittle-slurm\." "$tmp/trt-seen/paths" &&
+	/usr/bin/python3 - "$tmp/trt-seen" "$tmp/ps/two_sites" <<'EOF'
+import glob, os, sys, onnx
+from onnx import numpy_helper
+seen, ind = sys.argv[1], sys.argv[2]
+n = 0
+for f in glob.glob(ind + "/*.pb"):
+    t = onnx.load_tensor(f)
+    assert open(os.path.join(seen, t.name + ".raw"), "rb").read() == numpy_helper.to_array(t).tobytes(), t.name
+    n += 1
+assert n == 3, n
+EOF
+then
+	ok "precision --launcher slurm with {trt-inputs}: the raw files are staged in the shared folder and hold the inputs' bytes"
+else
+	bad "precision --launcher slurm with {trt-inputs}: exit $rc: $(tail -2 "$tmp/trt.log")"
+fi
+
 echo "e2e-slurm: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -23,7 +23,8 @@ static const char build_help[] =
 	"Without --check, the built-in check runs each build pinned (at --precision) and compares\n"
 	"its outputs with FP32 (--atol/--rtol). --check takes the rest of the command line; in it\n"
 	"{tactics} is the build's replay file, {model} the model, {inputs} a folder with the input\n"
-	"tensors, {golden} the FP32 outputs, {precisions} the layer precisions file.\n\n"
+	"tensors, {golden} the FP32 outputs, {precisions} the layer precisions file, {trt-inputs}\n"
+	"and {trt-golden} trtexec's --loadInputs and --loadRefOutputs over raw copies of those.\n\n"
 	"loop:\n"
 	"  --until N|good|bad|confirmed   N builds; or until the first good or bad build, or until\n"
 	"                           a culprit is confirmed (at most --max-builds builds)\n"
@@ -185,9 +186,9 @@ static enum wh_status build_validate(void *self, const struct wh_cli_args *a)
 	if (a->check)
 		st = wh_run_opts_refuse(&x->run, builtin_check_opts,
 					"belongs to the built-in check, and with --check the check command decides (drop it, or drop --check)");
-	lo->need_inputs = mentions(a->check, a->n_check, "{inputs}") || (lo->build_cmd && strstr(lo->build_cmd, "{inputs}")) ||
-			  (lo->pin_cmd && strstr(lo->pin_cmd, "{inputs}"));
-	lo->need_golden = mentions(a->check, a->n_check, "{golden}");
+	lo->need_inputs = mentions(a->check, a->n_check, "{inputs}") || mentions(a->check, a->n_check, "{trt-inputs}") ||
+			  (lo->build_cmd && strstr(lo->build_cmd, "{inputs}")) || (lo->pin_cmd && strstr(lo->pin_cmd, "{inputs}"));
+	lo->need_golden = mentions(a->check, a->n_check, "{golden}") || mentions(a->check, a->n_check, "{trt-golden}");
 	return st;
 }
 

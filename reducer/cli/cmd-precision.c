@@ -18,17 +18,23 @@
 #include "graph/os.h"
 #include "reducer/launcher.h"
 #include "reducer/driver-util.h"
+#include "reducer/builtin-check.h"
+#include "reducer/layer-groups.h"
 #include "reducer/precision-search.h"
 
 static const char precision_help[] =
 	"usage: whittle precision MODEL --precision P [options] [--check CMD ARGS...]\n\n"
 	"Finds a small set of layers to keep in --higher precision so that MODEL, run at --precision\n"
 	"with those layers at the higher one, passes the check; prints their names (one a line, with\n"
-	"their op) and writes them as a --layer-precisions file for whittle run. In ddmin mode the set\n"
+	"their op; more than 10 are counted by module scope and op type instead) and writes them all\n"
+	"as a --layer-precisions file for whittle run, whittle convert (a strongly typed model for\n"
+	"TensorRT 11) and trtexec 10's --layerPrecisions (docs/tensorrt.md). In ddmin mode the set\n"
 	"is 1-minimal: moving any one of its layers back to --precision makes the check fail.\n"
 	"Without --check, the built-in check compares the outputs with an FP32 run (--atol/--rtol).\n"
 	"--check takes the rest of the command line; in it {model} is MODEL, {inputs} a folder with\n"
-	"the input tensors, {precisions} a layer-precisions JSON file for the candidate.\n\n"
+	"the input tensors, {golden} one with the FP32 outputs, {precisions} a layer-precisions JSON\n"
+	"file for the candidate, {trt-inputs} and {trt-golden} trtexec's --loadInputs and\n"
+	"--loadRefOutputs specifications of raw copies of the inputs and outputs (docs/tensorrt.md).\n\n"
 	"search:\n"
 	"  --precision P            precision of every other float layer: tf32, fp16, bf16, fp8,\n"
 	"                           fp8e5m2, int8 (required)\n"
@@ -184,16 +190,22 @@ static enum wh_status precision_validate(void *self, const struct wh_cli_args *a
 }
 
 /* An external check reads {inputs}: the user's folder when it is one sample used as it is,
- * else a folder per sample written into tmp (created here; *tmp stays "" when not). */
-static enum wh_status inputs_dirs(const struct wh_run_opts *run, const struct wh_model *m, const struct wh_tensor_set *samples,
-				  uint32_t n_samples, size_t n_generated, char ***out, char *tmp, size_t tmp_size)
+ * else a folder per sample written into tmp (created here; *tmp stays "" when not). With
+ * {trt-inputs} the folder is always written (trtexec needs each file to name its tensor);
+ * with {golden} or {trt-golden}, a folder of each sample's FP32 outputs is written too
+ * (*gold_out; NULL when the check reads neither). */
+static enum wh_status inputs_dirs(const struct wh_run_opts *run, const struct wh_check *check, const struct wh_model *m,
+				  const struct wh_tensor_set *samples, uint32_t n_samples, size_t n_generated, char ***out,
+				  char ***gold_out, char *tmp, size_t tmp_size)
 {
 	char **dirs = calloc(n_samples, sizeof *dirs);
 	if (!dirs)
 		return wh_error(WH_ERR_NOMEM, "precision: out of memory");
 	*out = dirs;
+	*gold_out = NULL;
+	bool golden = wh_check_uses(check, "{golden}") || wh_check_uses(check, "{trt-golden}");
 	enum wh_status st = WH_OK;
-	if (run->load_inputs && n_samples == 1 && !n_generated) {
+	if (run->load_inputs && n_samples == 1 && !n_generated && !golden && !wh_check_uses(check, "{trt-inputs}")) {
 		dirs[0] = strdup(run->load_inputs);
 	} else {
 		const char *t = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
@@ -209,6 +221,26 @@ static enum wh_status inputs_dirs(const struct wh_run_opts *run, const struct wh
 			if ((st = wh_tensor_set_write_dir_for(d, NULL, m->graph, false, &samples[k])) == WH_OK)
 				dirs[k] = strdup(d);
 		}
+	}
+	if (st == WH_OK && golden) {
+		char **gold = calloc(n_samples, sizeof *gold);
+		struct wh_tensor_set *ref = calloc(n_samples, sizeof *ref);
+		if (!gold || !ref)
+			st = wh_error(WH_ERR_NOMEM, "precision: out of memory");
+		for (uint32_t k = 0; ref && k < n_samples; k++)
+			wh_tensor_set_init(&ref[k]);
+		if (st == WH_OK)
+			st = wh_builtin_reference(m, run->threads, samples, n_samples, false, ref);
+		for (uint32_t k = 0; k < n_samples && st == WH_OK; k++) {
+			char d[PATH_MAX + 32];
+			snprintf(d, sizeof d, "%s/golden-%u", tmp, k);
+			if ((st = wh_tensor_set_write_dir_for(d, NULL, m->graph, true, &ref[k])) == WH_OK && !(gold[k] = strdup(d)))
+				st = wh_error(WH_ERR_NOMEM, "precision: out of memory");
+		}
+		for (uint32_t k = 0; ref && k < n_samples; k++)
+			wh_tensor_set_release(&ref[k]);
+		free(ref);
+		*gold_out = gold;
 	}
 	for (uint32_t k = 0; k < n_samples && st == WH_OK; k++)
 		if (!dirs[k])
@@ -255,12 +287,46 @@ static void print_verify_command(const struct precision_cmd *x, uint32_t n_sampl
 	fputc('\n', stderr);
 }
 
+/* How to apply the answer on TensorRT: 11 builds the strongly typed model (whittle convert, or
+ * precision --save-model), 10 takes per-layer flags (docs/tensorrt.md). fp16/bf16 only: a
+ * strongly typed int8 or fp8 model needs Q/DQ nodes, which neither writes. */
+static void print_tensorrt_hint(const struct precision_cmd *x)
+{
+	const struct wh_precision_search_options *so = &x->so;
+	if ((so->target != WH_PREC_FP16 && so->target != WH_PREC_BF16) || so->higher != WH_PREC_FP32)
+		return;
+	const char *p = wh_precision_name(so->target), *f = x->output_path ? x->output_path : "FILE";
+	fprintf(stderr, "precision: TensorRT 11: whittle convert %s --precision %s --layer-precisions %s -o OUT.onnx (or precision --save-model OUT.onnx), then trtexec --onnx=OUT.onnx --stronglyTyped\n",
+		wh_name_term(so->model_path), p, wh_name_term(f));
+	fprintf(stderr, "precision: TensorRT 10: trtexec --onnx=%s --%s --precisionConstraints=obey --layerPrecisions=<the layers of %s, each :fp32> (docs/tensorrt.md)\n",
+		wh_name_term(so->model_path), p, wh_name_term(f));
+}
+
+/* Answers up to this many layers are listed on stdout; longer ones are summed up by module
+ * scope there (at most WH_PRECISION_GROUPS + 2 lines) and listed in full in -o FILE and --json. */
+#define WH_PRECISION_LIST_MAX 10
+#define WH_PRECISION_GROUPS 8
+
 static void print_result_text(const struct precision_cmd *x, const struct wh_model *m, const uint32_t *kept, uint32_t n_kept,
 			      const struct wh_precision_search_report *rep)
 {
 	const struct wh_precision_search_options *so = &x->so;
-	for (uint32_t i = 0; i < n_kept; i++)
-		printf("%s\t%s\n", wh_name_term(m->graph->nodes[kept[i]].name), wh_name_term(m->graph->nodes[kept[i]].op_type));
+	struct wh_layer_groups lg;
+	if (n_kept <= WH_PRECISION_LIST_MAX || wh_layer_groups_build(m->graph, kept, n_kept, WH_PRECISION_GROUPS, &lg) != WH_OK) {
+		wh_error_clear();
+		for (uint32_t i = 0; i < n_kept; i++)
+			printf("%s\t%s\n", wh_name_term(m->graph->nodes[kept[i]].name), wh_name_term(m->graph->nodes[kept[i]].op_type));
+	} else {
+		char ops[512];
+		wh_layer_groups_ops_text(&lg, 6, ops, sizeof ops);
+		printf("%u layers at %s (%s), by module scope:\n", n_kept, wh_precision_name(so->higher), ops);
+		wh_layer_groups_print(stdout, &lg, "  ");
+		if (x->output_path)
+			printf("every layer: %s\n", wh_name_term(x->output_path));
+		else
+			printf("every layer: give -o FILE (or --json)\n");
+		wh_layer_groups_release(&lg);
+	}
 	fflush(stdout);
 	fprintf(stderr, "precision: keep %u of %u float layers at %s; %u checks run (%u from the cache), %.1f s; %s\n", n_kept,
 		rep->candidates, wh_precision_name(so->higher), rep->checks_run, rep->checks_cached, rep->seconds,
@@ -274,7 +340,7 @@ static enum wh_status precision(void *self, const struct wh_cli_args *a, struct 
 	struct precision_cmd *x = self;
 	struct wh_precision_search_options *so = &x->so;
 	uint32_t *kept = NULL, n_kept = 0;
-	char **dirs = NULL, inputs_tmp[PATH_MAX] = "";
+	char **dirs = NULL, **gold = NULL, inputs_tmp[PATH_MAX] = "";
 	struct wh_precision_config result;
 	wh_precision_config_init(&result);
 	enum wh_status st;
@@ -288,10 +354,11 @@ static enum wh_status precision(void *self, const struct wh_cli_args *a, struct 
 		goto out;
 	so->check = c->check;
 	so->check_display = c->check_display;
-	if (c->check && (st = inputs_dirs(&x->run, c->model, c->samples, c->n_samples, c->n_generated, &dirs, inputs_tmp,
-					  sizeof inputs_tmp)) != WH_OK)
+	if (c->check && (st = inputs_dirs(&x->run, c->check, c->model, c->samples, c->n_samples, c->n_generated, &dirs, &gold,
+					  inputs_tmp, sizeof inputs_tmp)) != WH_OK)
 		goto out;
 	so->inputs_dirs = (const char *const *)dirs;
+	so->golden_dirs = (const char *const *)gold;
 	if ((st = wh_run_opts_precision(&x->run, c->model, &c->samples[0], NULL)) != WH_OK)
 		goto out;
 	so->calib = x->run.config.calib;
@@ -311,6 +378,7 @@ static enum wh_status precision(void *self, const struct wh_cli_args *a, struct 
 		print_result_text(x, c->model, kept, n_kept, &rep);
 		if (x->output_path && written)
 			print_verify_command(x, c->n_samples, c->n_generated);
+		print_tensorrt_hint(x);
 	}
 out:
 	if (inputs_tmp[0]) {
@@ -319,6 +387,7 @@ out:
 	}
 	free(kept);
 	free_dirs(dirs, c->n_samples);
+	free_dirs(gold, c->n_samples);
 	wh_precision_config_release(&result);
 	return st;
 }
