@@ -201,6 +201,7 @@ enum wh_status wh_compare_tensors(const struct wh_tensor *actual, const struct w
 		double ae, re;
 		if (isnan(x) || isnan(y) || isinf(x) || isinf(y)) {
 			bool same = (isnan(x) && isnan(y)) || (x == y);
+			out->nonfinite_mismatch += !same;
 			ae = same ? 0 : INFINITY;
 			re = same ? 0 : INFINITY;
 		} else {
@@ -244,8 +245,15 @@ enum wh_status wh_compare_tensors(const struct wh_tensor *actual, const struct w
 	out->median_rel = quantile_of(rel_e, m, 0.5);
 	out->quantile_abs = quantile_of(abs_e, m, o->quantile);
 	out->quantile_rel = quantile_of(rel_e, m, o->quantile);
-	out->cosine = (na > 0 && nr > 0) ? dot / (sqrt(na) * sqrt(nr)) : (na == nr ? 1.0 : NAN);
-	out->sqnr_db = err2 > 0 ? 10 * log10(nr / err2) : INFINITY;
+	/* over the finite pairs; a pair that differs in NaN or Inf is an infinite error, which
+	 * no angle or ratio of finite sums describes: cosine undefined, SQNR -inf */
+	if (out->nonfinite_mismatch) {
+		out->cosine = NAN;
+		out->sqnr_db = -INFINITY;
+	} else {
+		out->cosine = (na > 0 && nr > 0) ? dot / (sqrt(na) * sqrt(nr)) : (na == nr ? 1.0 : NAN);
+		out->sqnr_db = err2 > 0 ? 10 * log10(nr / err2) : INFINITY;
+	}
 	free(abs_e);
 	free(rel_e);
 	switch (o->stat) {
@@ -271,8 +279,9 @@ void wh_compare_print(FILE *f, const char *name, const struct wh_compare_stats *
 		s->pass ? "PASS" : "FAIL", wh_name_term(name), s->max_abs, s->mean_abs, s->median_abs, s->max_rel, s->mean_rel,
 		s->median_rel, s->cosine, s->sqnr_db, 100 * s->share_rel_10, 100 * s->share_rel_1, 100 * s->share_rel_01);
 	if (s->nan_actual || s->inf_actual || s->nan_ref || s->inf_ref)
-		fprintf(f, " | nan %llu inf %llu (reference nan %llu inf %llu)", (unsigned long long)s->nan_actual,
-			(unsigned long long)s->inf_actual, (unsigned long long)s->nan_ref, (unsigned long long)s->inf_ref);
+		fprintf(f, " | nan %llu inf %llu (reference nan %llu inf %llu), %llu mismatched", (unsigned long long)s->nan_actual,
+			(unsigned long long)s->inf_actual, (unsigned long long)s->nan_ref, (unsigned long long)s->inf_ref,
+			(unsigned long long)s->nonfinite_mismatch);
 	if (s->failing)
 		fprintf(f, " | %llu of %llu elements fail", (unsigned long long)s->failing, (unsigned long long)s->count);
 	fprintf(f, "\n");

@@ -39,10 +39,13 @@ struct wh_compare_stats {
 	double max_abs, mean_abs, median_abs;
 	double max_rel, mean_rel, median_rel;
 	double quantile_abs, quantile_rel;
+	/* over the pairs where both are finite; when any pair differs in NaN/Inf
+	 * (nonfinite_mismatch) cosine is NaN and sqnr_db -inf, never "identical" */
 	double cosine;          /* 1 for identical; NaN when a side is all zero */
 	double sqnr_db;         /* 10 log10(sum ref^2 / sum err^2); +inf when exact */
 	double share_rel_10, share_rel_1, share_rel_01; /* fraction of elements with rel > 10%, 1%, 0.1% */
 	uint64_t nan_actual, inf_actual, nan_ref, inf_ref;
+	uint64_t nonfinite_mismatch; /* pairs with a NaN or Inf that are not the same (an infinite error) */
 	uint64_t failing;       /* elements failing the elementwise test */
 	uint64_t hist[WH_HIST_BINS]; /* log10 abs error buckets: <1e-9, 1e-9.., ..., >=1 */
 	bool pass;

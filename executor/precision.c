@@ -80,7 +80,8 @@ enum wh_status wh_precision_config_set(struct wh_precision_config *c, const char
 static enum wh_status parse_json(struct wh_precision_config *c, const char *path)
 {
 	json_error_t err;
-	json_t *root = json_load_file(path, 0, &err);
+	/* a layer named twice has no one precision: refused, not the last taken */
+	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
 	if (!root)
 		return wh_error(WH_ERR_PARSE, "%s:%d: not a layer-precisions file: %s (see docs/formats.md)", path, err.line, err.text);
 	enum wh_status st = WH_OK;
@@ -127,6 +128,7 @@ enum wh_status wh_precision_config_parse(struct wh_precision_config *c, const ch
 		return wh_error(WH_ERR_NOMEM, "layer precisions: out of memory");
 	enum wh_status st = WH_OK;
 	char *save = NULL;
+	uint32_t first = c->n_layers; /* the layers this spec sets start here */
 	for (char *item = strtok_r(copy, ",", &save); item && st == WH_OK; item = strtok_r(NULL, ",", &save)) {
 		char *colon = strrchr(item, ':');
 		if (!colon || colon == item) {
@@ -146,7 +148,11 @@ enum wh_status wh_precision_config_parse(struct wh_precision_config *c, const ch
 			st = wh_error(WH_ERR_USAGE, "--layer-precisions: layer '%s': output precision '%s' is unknown", item, slash + 1);
 			break;
 		}
-		st = wh_precision_config_set(c, item, pe, slash ? (int)po : -1);
+		for (uint32_t i = first; i < c->n_layers && st == WH_OK; i++)
+			if (!strcmp(c->layers[i].layer, item))
+				st = wh_error(WH_ERR_USAGE, "--layer-precisions: layer '%s' is given twice (give each layer once)", item);
+		if (st == WH_OK)
+			st = wh_precision_config_set(c, item, pe, slash ? (int)po : -1);
 	}
 	free(copy);
 	return st;

@@ -146,7 +146,8 @@ enum wh_status wh_blob_create(size_t size, struct wh_blob **out, void **writable
 		size_t padded = (size + 63) & ~(size_t)63;
 		if (padded < size || !(data = aligned_alloc(64, padded))) {
 			free(b);
-			return wh_error(WH_ERR_NOMEM, "weights: cannot allocate %zu bytes (free some memory)", size);
+			/* not only weights come here: inputs, outputs and intermediate values do too */
+			return wh_error(WH_ERR_NOMEM, "memory: cannot allocate %zu bytes for a tensor (free some memory, or use smaller shapes)", size);
 		}
 	}
 	b->pub.data = data;

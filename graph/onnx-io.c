@@ -183,13 +183,18 @@ enum wh_status wh_pb_tensor_decode_in(const Onnx__TensorProto *tp, struct wh_pb_
 			const char *k = tp->external_data[i]->key, *v = tp->external_data[i]->value;
 			if (!k || !v)
 				continue;
-			char *end;
+			/* a key given twice has no one meaning: refuse rather than take the last */
+			for (size_t j = 0; j < i; j++)
+				if (tp->external_data[j]->key && !strcmp(tp->external_data[j]->key, k))
+					return wh_error(WH_ERR_INVALID, "tensor '%s': external data key '%s' given twice (fix the model)", label, k);
+			char *end = (char *)v;
 			if (!strcmp(k, "location")) {
 				location = v;
 			} else if (!strcmp(k, "offset") || !strcmp(k, "length")) {
+				/* decimal digits only: strtoll would take "", " 0" and "+0" */
 				errno = 0;
-				long long x = strtoll(v, &end, 10);
-				if (errno || *end || x < 0)
+				long long x = *v >= '0' && *v <= '9' ? strtoll(v, &end, 10) : -1;
+				if (errno || x < 0 || *end)
 					return wh_error(WH_ERR_INVALID, "tensor '%s': bad external data %s '%s' (fix the model)", label, k, v);
 				if (!strcmp(k, "offset"))
 					offset = (uint64_t)x;

@@ -1,6 +1,7 @@
 #include "graph/tensor-file.h"
 
 #include <dirent.h>
+#include <xxhash.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -78,6 +79,13 @@ static enum wh_status slurp(const char *path, uint64_t max, uint8_t **buf_out, s
 /* Writes len bytes to path; a failed write leaves no file behind. */
 /* Writes the parts one after the other into a new file (no copy into one buffer: a large
  * tensor's data is written from where it lies). */
+static enum wh_status write_failed(const char *path, int e)
+{
+	if (e == ENOSPC || e == EDQUOT)
+		return wh_error(WH_ERR_IO, "%s: write failed: the disk is full (free space on it, or write somewhere else)", path);
+	return wh_error(WH_ERR_IO, "%s: write failed: %s (check the free disk space)", path, strerror(e));
+}
+
 static enum wh_status write_parts(const char *path, const void *const *parts, const size_t *lens, int n_parts)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
@@ -94,7 +102,7 @@ static enum wh_status write_parts(const char *path, const void *const *parts, co
 				int e = errno;
 				close(fd);
 				unlink(path);
-				return wh_error(WH_ERR_IO, "%s: write failed: %s (check the free disk space)", path, strerror(e));
+				return write_failed(path, w < 0 ? e : ENOSPC);
 			}
 			done += (size_t)w;
 		}
@@ -102,7 +110,7 @@ static enum wh_status write_parts(const char *path, const void *const *parts, co
 	if (close(fd) != 0) {
 		int e = errno;
 		unlink(path);
-		return wh_error(WH_ERR_IO, "%s: write failed: %s (check the free disk space)", path, strerror(e));
+		return write_failed(path, e);
 	}
 	return WH_OK;
 }
@@ -153,6 +161,12 @@ static enum wh_status decode_tensor_msg(const Onnx__TensorProto *tp, const char 
 	enum wh_status st = WH_OK;
 	if (tp->segment) {
 		st = wh_error(WH_ERR_UNSUPPORTED, "%s: segmented tensors are not supported (write the tensor in one piece)", label);
+		goto out;
+	}
+	/* raw_data and a typed field both holding values: which one is the tensor? */
+	if (tp->has_raw_data && (tp->n_float_data || tp->n_int32_data || tp->n_int64_data || tp->n_double_data ||
+				 tp->n_uint64_data || tp->n_string_data)) {
+		st = wh_error(WH_ERR_INVALID, "%s: holds both raw_data and typed values such as float_data (write the tensor with one of them)", label);
 		goto out;
 	}
 	enum wh_dtype dt;
@@ -780,7 +794,8 @@ static enum wh_status npy_check_size(const struct npy_info *info, uint64_t file_
 				label, (unsigned long long)info->data_bytes,
 				(unsigned long long)(file_len - (info->data_offset < file_len ? info->data_offset : file_len)));
 	if (end < file_len)
-		wh_debug("%s: %llu bytes after the .npy data ignored", label, (unsigned long long)(file_len - end));
+		return wh_error(WH_ERR_PARSE, "%s: %llu bytes after the .npy data (the file is not one array; write it again with numpy.save)",
+				label, (unsigned long long)(file_len - end));
 	return WH_OK;
 }
 
@@ -792,6 +807,9 @@ static enum wh_status npy_make(const struct npy_info *info, const char *label, s
 	struct wh_tensor tmp;
 	wh_tensor_init(&tmp);
 	enum wh_status st = wh_blob_create((size_t)info->data_bytes, &blob, &w);
+	if (st == WH_ERR_NOMEM)
+		return wh_error(st, "%s: its %llu data bytes cannot be allocated (free some memory)", label,
+				(unsigned long long)info->data_bytes);
 	if (st != WH_OK)
 		return st;
 	if (src) {
@@ -1135,6 +1153,8 @@ static char *name_from_file(const char *file, size_t stem_len)
 	if (!out)
 		return NULL;
 	size_t o = 0;
+	if (stem_len == 3 && !memcmp(file, "%00", 3))
+		stem_len = 0; /* the empty name */
 	for (size_t i = 0; i < stem_len; i++) {
 		int hi, lo;
 		if (file[i] == '%' && i + 2 < stem_len &&
@@ -1227,9 +1247,60 @@ static void list_inputs(const struct wh_graph *g, char *buf, size_t size)
 	}
 }
 
+/* Whether name is what a file of value name vname reads as when its file name is a hashed
+ * one (wh_tensor_name_to_file) and the file does not store the name (a .npy). */
+static bool same_hashed(const char *name, const char *vname)
+{
+	char stem[WH_TENSOR_STEM_MAX + 1];
+	if (!strchr(name, '~'))
+		return false;
+	wh_tensor_name_to_file(vname, stem);
+	size_t len = strlen(stem);
+	if (!wh_tensor_file_is_hashed(stem, len))
+		return false;
+	char *back = name_from_file(stem, len);
+	bool same = back && !strcmp(back, name);
+	free(back);
+	return same;
+}
+
+/* The k-th input of g that is not an initializer, or WH_NONE. */
+static uint32_t input_at(const struct wh_graph *g, int k)
+{
+	int pos = 0;
+	for (uint32_t i = 0; k >= 0 && i < g->n_inputs; i++) {
+		const struct wh_value *v = &g->values[g->inputs[i]];
+		if (v->flags & WH_VALUE_INITIALIZER)
+			continue;
+		if (pos++ == k)
+			return g->inputs[i];
+	}
+	return WH_NONE;
+}
+
 enum wh_status wh_tensor_set_match_names(struct wh_tensor_set *s, const struct wh_graph *g, enum wh_names what, const char *dir)
 {
 	char inputs[256];
+	/* input_<k> files without a stored name: the input of that name when the model has one
+	 * (its inputs may be called input_0, input_1, ...), else the k-th input; either way the
+	 * tensor takes the name, so that a second file for the same input is an error below */
+	for (size_t i = 0; what == WH_NAMES_INPUTS && i < s->n; i++) {
+		struct wh_named_tensor *e = &s->items[i];
+		if (e->name || e->index < 0)
+			continue;
+		char lit[32];
+		snprintf(lit, sizeof lit, "input_%d", e->index);
+		uint32_t v = wh_graph_find_value(g, lit);
+		if (v == WH_NONE || !name_candidate(g, v, what))
+			v = input_at(g, e->index);
+		if (v == WH_NONE || !g->values[v].name || !*g->values[v].name) {
+			list_inputs(g, inputs, sizeof inputs);
+			return wh_error(WH_ERR_INVALID, "%s: input_%d holds no name and the model has no input at position %d, its inputs are %s (remove the file, or store the input's name in it)",
+					dir, e->index, e->index, inputs);
+		}
+		if (!(e->name = strdup(g->values[v].name)))
+			return wh_error(WH_ERR_NOMEM, "%s: out of memory (free some memory)", dir);
+	}
 	for (size_t i = 0; i < s->n; i++) {
 		struct wh_named_tensor *e = &s->items[i];
 		if (!e->name)
@@ -1239,7 +1310,8 @@ enum wh_status wh_tensor_set_match_names(struct wh_tensor_set *s, const struct w
 			continue;
 		uint32_t found = WH_NONE, second = WH_NONE;
 		for (uint32_t v = 0; v < g->n_values && second == WH_NONE; v++) {
-			if (!name_candidate(g, v, what) || !same_sanitized(e->name, g->values[v].name))
+			if (!name_candidate(g, v, what) ||
+			    !(same_sanitized(e->name, g->values[v].name) || same_hashed(e->name, g->values[v].name)))
 				continue;
 			if (found == WH_NONE)
 				found = v;
@@ -1384,28 +1456,30 @@ enum wh_status wh_tensor_set_write_dir(const char *dir, const char *prefix, cons
 enum wh_status wh_tensor_set_write_dir_for(const char *dir, const char *prefix, const struct wh_graph *g, bool outputs,
 					   const struct wh_tensor_set *s)
 {
+	struct stat sb;
+	bool existed = stat(dir, &sb) == 0;
 	enum wh_status st = wh_os_make_dir(dir);
 	if (st != WH_OK)
 		return st;
-	for (size_t i = 0; i < s->n; i++) {
+	/* the files this call wrote, removed again when a later one fails: no half a set */
+	size_t n_written = 0;
+	char **written = calloc(s->n ? s->n : 1, sizeof *written);
+	if (!written)
+		return wh_error(WH_ERR_NOMEM, "%s: out of memory (free some memory)", dir);
+	for (size_t i = 0; i < s->n && st == WH_OK; i++) {
 		const struct wh_named_tensor *e = &s->items[i];
 		char path[PATH_MAX];
-		int w;
 		if (prefix) {
-			w = snprintf(path, sizeof path, "%s/%s_%zu.pb", dir, prefix, i);
+			int w = snprintf(path, sizeof path, "%s/%s_%zu.pb", dir, prefix, i);
+			if (w < 0 || w >= (int)sizeof path)
+				st = wh_error(WH_ERR_IO, "%s: file name for tensor %zu too long (use a shorter folder name)", dir, i);
+		} else if (!e->name || !*e->name) {
+			st = wh_error(WH_ERR_USAGE, "%s: tensor %zu has no name (write the set with input_<k> file names instead)", dir, i);
 		} else {
-			if (!e->name || !*e->name)
-				return wh_error(WH_ERR_USAGE, "%s: tensor %zu has no name (write the set with input_<k> file names instead)", dir, i);
-			size_t cap = 3 * strlen(e->name) + 1;
-			char *stem = malloc(cap);
-			if (!stem)
-				return wh_error(WH_ERR_NOMEM, "%s: out of memory (free some memory)", dir);
-			wh_tensor_name_to_file(e->name, stem, cap);
-			w = snprintf(path, sizeof path, "%s/%s.pb", dir, stem);
-			free(stem);
+			st = wh_tensor_file_path(dir, e->name, ".pb", path, sizeof path);
 		}
-		if (w < 0 || w >= (int)sizeof path)
-			return wh_error(WH_ERR_IO, "%s: file name for tensor %zu too long (use a shorter folder or tensor name)", dir, i);
+		if (st != WH_OK)
+			break;
 		enum wh_pb_kind kind = pb_kind_for(g, outputs, prefix ? (int)i : -1, e->name);
 		if (e->t.kind == WH_VALUE_NONE)
 			kind = WH_PB_OPTIONAL;
@@ -1413,34 +1487,101 @@ enum wh_status wh_tensor_set_write_dir_for(const char *dir, const char *prefix, 
 			kind = WH_PB_SEQUENCE;
 		else if (e->t.kind == WH_VALUE_TENSOR && kind == WH_PB_SEQUENCE)
 			kind = WH_PB_TENSOR;
+		/* the real name goes inside the file: a long one's file name is cut and hashed */
 		if ((st = wh_value_write_pb(path, e->name, &e->t, kind)) != WH_OK)
-			return st;
+			break;
+		if (!(written[n_written] = strdup(path))) {
+			unlink(path);
+			st = wh_error(WH_ERR_NOMEM, "%s: out of memory (free some memory)", dir);
+			break;
+		}
+		n_written++;
 	}
+	for (size_t i = 0; i < n_written; i++) {
+		if (st != WH_OK)
+			unlink(written[i]);
+		free(written[i]);
+	}
+	free(written);
+	if (st != WH_OK && !existed)
+		rmdir(dir); /* only when this call made it, and it is empty again */
+	return st;
+}
+
+/* The escaped form of byte c at the start of a name or not: 1 or 3 bytes into out. */
+static size_t escape_byte(unsigned c, bool first, char *out)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	/* a leading dot would hide the file (and "." / ".." are folders) */
+	bool keep = ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+		     (c == '.' && !first));
+	if (keep) {
+		out[0] = (char)c;
+		return 1;
+	}
+	out[0] = '%';
+	out[1] = hex[c >> 4];
+	out[2] = hex[c & 15];
+	return 3;
+}
+
+void wh_tensor_name_to_file(const char *name, char out[WH_TENSOR_STEM_MAX + 1])
+{
+	size_t o = 0, n = strlen(name);
+	if (!n) {
+		/* NUL cannot be in a name, so no other name escapes to this */
+		strcpy(out, "%00");
+		return;
+	}
+	size_t full = 0;
+	for (size_t i = 0; i < n; i++) {
+		char tmp[3];
+		full += escape_byte((unsigned char)name[i], i == 0, tmp);
+	}
+	/* the escaped name when it fits, else as much of it as leaves room for '~' and the
+	 * name's hash (never cut inside a %XX): '~' is always escaped, so the two forms never
+	 * meet */
+	size_t room = full <= WH_TENSOR_STEM_MAX ? WH_TENSOR_STEM_MAX : WH_TENSOR_STEM_MAX - 33;
+	for (size_t i = 0; i < n; i++) {
+		char tmp[3];
+		size_t k = escape_byte((unsigned char)name[i], i == 0, tmp);
+		if (o + k > room)
+			break;
+		memcpy(out + o, tmp, k);
+		o += k;
+	}
+	if (full > WH_TENSOR_STEM_MAX) {
+		XXH128_hash_t h = XXH3_128bits(name, n);
+		snprintf(out + o, WH_TENSOR_STEM_MAX + 1 - o, "~%016llx%016llx", (unsigned long long)h.high64,
+			 (unsigned long long)h.low64);
+		return;
+	}
+	out[o] = '\0';
+}
+
+bool wh_tensor_file_is_hashed(const char *stem, size_t len)
+{
+	return memchr(stem, '~', len) != NULL;
+}
+
+enum wh_status wh_tensor_file_path(const char *dir, const char *name, const char *ext, char *path, size_t size)
+{
+	char stem[WH_TENSOR_STEM_MAX + 1];
+	wh_tensor_name_to_file(name, stem);
+	int w = snprintf(path, size, "%s/%s%s", dir, stem, ext);
+	if (w < 0 || (size_t)w >= size)
+		return wh_error(WH_ERR_INVALID, "%s: folder path too long for the file of a tensor (%zu bytes of the %zu a path may have; use a shorter folder)",
+				dir, strlen(dir), size);
 	return WH_OK;
 }
 
-void wh_tensor_name_to_file(const char *name, char *out, size_t size)
+enum wh_status wh_tensor_dir_fits(const char *dir, const char *what)
 {
-	static const char hex[] = "0123456789ABCDEF";
-	size_t o = 0;
-	if (!size)
-		return;
-	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
-		unsigned c = *p;
-		/* a leading dot would hide the file (and "." / ".." are folders) */
-		bool keep = ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-			     c == '_' || c == '-' || (c == '.' && p != (const unsigned char *)name));
-		if (keep) {
-			if (o + 1 >= size)
-				break;
-			out[o++] = (char)c;
-		} else {
-			if (o + 3 >= size)
-				break;
-			out[o++] = '%';
-			out[o++] = hex[c >> 4];
-			out[o++] = hex[c & 15];
-		}
-	}
-	out[o] = '\0';
+	/* the longest file name a tensor gets, with its extension */
+	size_t len = strlen(dir);
+	if (len + 1 + WH_TENSOR_STEM_MAX + 4 >= PATH_MAX)
+		/* the folder shown by its ends: the whole of it would fill the message */
+		return wh_error(WH_ERR_INVALID, "%.60s...%s: path of %zu bytes too long for %s (a tensor's file needs up to %d more of the %d a path may have; use a shorter folder)",
+				dir, dir + (len > 60 ? len - 60 : len), len, what, WH_TENSOR_STEM_MAX + 5, PATH_MAX);
+	return WH_OK;
 }

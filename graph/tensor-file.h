@@ -3,8 +3,9 @@
  * A tensor file is an ONNX TensorProto (".pb", as in the ONNX test data) or a NumPy ".npy"
  * (version 1-3, little-endian, C order). A data set is a folder of such files: either
  * input_<k>.pb / output_<k>.pb (matched to the model's inputs or outputs by position), or
- * one file per tensor named after it, with characters outside [A-Za-z0-9._-] written as
- * %XX. The name stored inside a .pb takes precedence over its file name.
+ * one file per tensor named after it (wh_tensor_name_to_file: characters outside
+ * [A-Za-z0-9._-] written as %XX, a name too long for a file name cut and hashed). The name
+ * stored inside a .pb takes precedence over its file name.
  * Files are untrusted input: sizes are checked before allocation. */
 #ifndef WH_TENSOR_FILE_H
 #define WH_TENSOR_FILE_H
@@ -90,13 +91,29 @@ enum wh_names {
  * to their position. */
 enum wh_status wh_tensor_set_match_names(struct wh_tensor_set *s, const struct wh_graph *g, enum wh_names what, const char *dir);
 
-/* Writes each tensor as <escaped name>.pb (creating dir), or as <prefix>_<k>.pb when prefix
- * is not NULL. */
+/* Writes each tensor as <wh_tensor_name_to_file(name)>.pb holding its name (creating dir),
+ * or as <prefix>_<k>.pb when prefix is not NULL. A failure removes the files this call
+ * wrote (and dir, when this call made it). */
 enum wh_status wh_tensor_set_write_dir(const char *dir, const char *prefix, const struct wh_tensor_set *s);
 /* The same, values declared optional in g written as OptionalProto. */
 enum wh_status wh_tensor_set_write_dir_for(const char *dir, const char *prefix, const struct wh_graph *g, bool outputs,
 					   const struct wh_tensor_set *s);
-/* Escapes a tensor name into a file name stem (out of size >= 3*strlen+1). */
-void wh_tensor_name_to_file(const char *name, char *out, size_t size);
+/* The longest file name stem of a tensor: NAME_MAX (255) less room for an extension
+ * (".npy") and a ".<n>" suffix. */
+#define WH_TENSOR_STEM_MAX 240
+/* The file name stem of a tensor name, always a valid file name of at most
+ * WH_TENSOR_STEM_MAX bytes, distinct for distinct names: every byte outside [A-Za-z0-9._-]
+ * (and a leading '.') written as %XX; when that is longer than WH_TENSOR_STEM_MAX, the
+ * first part of it (no %XX cut) followed by '~' and the 32 hex digits of the name's XXH3-128
+ * hash (such a stem cannot be undone: the .pb files whittle writes store the name). The
+ * empty name is "%00". */
+void wh_tensor_name_to_file(const char *name, char out[WH_TENSOR_STEM_MAX + 1]);
+/* Whether a stem is a cut-and-hashed one. */
+bool wh_tensor_file_is_hashed(const char *stem, size_t len);
+/* dir/<stem of name><ext> into path; WH_ERR_INVALID when it does not fit size. */
+enum wh_status wh_tensor_file_path(const char *dir, const char *name, const char *ext, char *path, size_t size);
+/* Whether the file of any tensor name fits under dir (PATH_MAX); WH_ERR_INVALID naming what
+ * (the folder's role) when not. For checks before a long run. */
+enum wh_status wh_tensor_dir_fits(const char *dir, const char *what);
 
 #endif

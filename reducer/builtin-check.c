@@ -91,7 +91,7 @@ enum wh_status wh_builtin_compare_tensor(const struct wh_tensor *actual, const s
 		stats->count = ref->count;
 		stats->max_abs = stats->max_rel = stats->mean_abs = stats->mean_rel = differ ? INFINITY : 0;
 		stats->median_abs = stats->median_rel = stats->quantile_abs = stats->quantile_rel = stats->max_abs;
-		stats->cosine = 1;
+		stats->cosine = differ ? NAN : 1;
 		stats->sqnr_db = differ ? -INFINITY : INFINITY;
 	} else {
 		/* the numbers, for reports; the verdict is equality */

@@ -137,12 +137,14 @@ enum wh_status wh_check_write_trt_dir(const char *tensor_dir, const char *raw_di
 				      wh_name_term(name));
 			break;
 		}
-		char stem[1024], path[PATH_MAX + 1100];
-		if (3 * strlen(name) + 1 > sizeof stem) {
+		char stem[WH_TENSOR_STEM_MAX + 1], path[PATH_MAX + 1100];
+		wh_tensor_name_to_file(name, stem);
+		/* the specification gives each raw file's tensor by undoing its file name: a name
+		 * cut and hashed to fit a file name cannot be undone */
+		if (wh_tensor_file_is_hashed(stem, strlen(stem))) {
 			st = wh_error(WH_ERR_INVALID, "tensor %s: name too long for the file name of its raw copy (rename the tensor)", wh_name_term(name));
 			break;
 		}
-		wh_tensor_name_to_file(name, stem, sizeof stem);
 		if ((size_t)snprintf(path, sizeof path, "%s/%s.raw", raw_dir, stem) >= sizeof path) {
 			st = wh_error(WH_ERR_IO, "%s: path too long for the raw file of tensor %s (set TMPDIR to a shorter folder)", raw_dir,
 				      wh_name_term(name));
@@ -607,6 +609,7 @@ enum wh_status wh_check_run(const struct wh_check *c, const struct wh_check_vars
 			wh_warn("slurm: %s after %d attempt%s: the check counts as cannot tell", so.why, so.attempts,
 				so.attempts == 1 ? "" : "s");
 			out->cluster_fault = true;
+			out->queue_timed_out = so.queue_timeout;
 			out->exit_code = 125;
 		}
 	} else {

@@ -89,6 +89,7 @@ struct wh_check_result {
 	const char *why;         /* static text: what decided the verdict */
 	int attempts;            /* slurm: jobs or steps it took (retries + 1); local: 1 */
 	bool cluster_fault;      /* slurm: cannot tell because of the cluster (logged) */
+	bool queue_timed_out;    /* slurm: the fault was the queue (--queue-timeout) on every attempt */
 };
 
 struct wh_check;

@@ -263,16 +263,19 @@ enum wh_status wh_verdict_cache_load(struct wh_verdict_cache *c, const char *pat
 		fclose(f);
 		return wh_error(WH_ERR_IO, "%s: not a replay file (a folder or a device; give the replay.jsonl a run wrote)", path);
 	}
-	char line[4096];
+	/* whole lines, however long (a fixed buffer would count its pieces as lines) */
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t got;
 	unsigned lineno = 0, loaded = 0;
 	enum wh_status st = WH_OK;
-	while (fgets(line, sizeof line, f)) {
+	while ((got = getline(&line, &cap, f)) >= 0) {
 		lineno++;
 		json_error_t err;
-		json_t *j = json_loads(line, 0, &err);
+		json_t *j = json_loadb(line, (size_t)got, 0, &err);
 		if (!j) {
 			/* a run killed mid-write leaves a partial last line: ignore it */
-			if (!feof(f) && strchr(line, '\n')) {
+			if (got && line[got - 1] == '\n') {
 				st = wh_error(WH_ERR_PARSE, "%s:%u: not a replay line: %s (was the file edited?)", path, lineno, err.text);
 				break;
 			}
@@ -310,6 +313,7 @@ enum wh_status wh_verdict_cache_load(struct wh_verdict_cache *c, const char *pat
 		}
 		json_decref(j);
 	}
+	free(line);
 	fclose(f);
 	*loaded_out = loaded;
 	return st;

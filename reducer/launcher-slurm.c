@@ -344,6 +344,7 @@ static enum wh_status run_step(struct wh_slurm *s, const char *dir, struct wh_sl
 		snprintf(out->why, sizeof out->why, "timeout (step %s cancelled)", w.id);
 	} else if (w.pending_too_long) {
 		out->fault = true;
+		out->queue_timeout = true;
 		snprintf(out->why, sizeof out->why, "step pending longer than --queue-timeout");
 	} else if (exists(status) && pr.exit_code == 0) {
 		/* srun exits non-zero when the step was cancelled, even after the check ended */
@@ -469,6 +470,7 @@ static enum wh_status run_job(struct wh_slurm *s, const char *dir, struct wh_slu
 				if (pending) {
 					if (s->o.queue_timeout_s > 0 && !started_at && now - t0 > s->o.queue_timeout_s) {
 						out->fault = true;
+						out->queue_timeout = true;
 						snprintf(out->why, sizeof out->why, "job %s pending longer than --queue-timeout (cancelled)", id);
 						cancel = true;
 						break;
@@ -556,6 +558,7 @@ enum wh_status wh_slurm_run(struct wh_slurm *s, const struct wh_check *c, const 
 	if ((st = write_script(dir, words)) != WH_OK)
 		goto out;
 	int attempts = 1 + (s->o.retries > 0 ? s->o.retries : 0);
+	bool every_queue_timeout = true;
 	for (int a = 0; a < attempts; a++) {
 		static const char *const leftovers[] = {"started", "status", "status.tmp", "output", "slurm.log"};
 		for (size_t i = 0; i < sizeof leftovers / sizeof *leftovers; i++) {
@@ -569,6 +572,8 @@ enum wh_status wh_slurm_run(struct wh_slurm *s, const struct wh_check *c, const 
 			goto out;
 		*out = o;
 		out->attempts = a + 1;
+		every_queue_timeout &= o.queue_timeout;
+		out->queue_timeout = o.fault && every_queue_timeout;
 		if (!o.fault)
 			break;
 		if (a + 1 < attempts)

@@ -30,6 +30,7 @@ struct wh_slurm_outcome {
 	int exit_code, signal;
 	bool timed_out;
 	bool fault;        /* cannot tell: why says which fault */
+	bool queue_timeout; /* the fault: pending past --queue-timeout (on every attempt, after retries) */
 	char why[320];
 	double seconds;
 	int attempts;

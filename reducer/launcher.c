@@ -28,6 +28,7 @@ static char dirs[MAX_DIRS][PATH_MAX];
 static char replay[PATH_MAX];
 static char run_name[64];
 static bool used_slurm, used_outside;
+static bool ran_checks; /* a check process was started: what an interrupt stops is checks */
 static atomic_int interrupted;
 
 int wh_interrupted(void)
@@ -89,6 +90,7 @@ static bool track_group(pid_t g, bool add)
 		if (add && !groups[i]) {
 			groups[i] = g;
 			ok = true;
+			ran_checks = true;
 			break;
 		}
 		if (!add && groups[i] == g) {
@@ -191,7 +193,10 @@ static void *signal_thread(void *arg)
 	char line[PATH_MAX + 200];
 	const char *sname = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP";
 	int n;
-	if (replay[0])
+	if (!ran_checks && !slurm && !replay[0])
+		/* `run` and the like: no check to speak of */
+		n = snprintf(line, sizeof line, "whittle: interrupted by %s: stopped (run it again)\n", sname);
+	else if (replay[0])
 		n = snprintf(line, sizeof line, "whittle: interrupted by %s: checks stopped%s (resume with --load-replay %s)\n",
 			     sname, slurm ? ", Slurm work cancelled" : "", replay);
 	else

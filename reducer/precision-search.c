@@ -48,10 +48,11 @@ static enum wh_status make_config(const struct psearch *p, const uint8_t *mask, 
 }
 
 /* The real verdict of a configuration: pass or fail of the check. seq numbers its file of
- * layer precisions (the ends are 1 and 2); threads: executor threads of the built-in check.
+ * layer precisions (the ends are 1 and 2); threads: executor threads of the built-in check;
+ * *queue_out (may be NULL): the Slurm queue timed out on every try of a check.
  * Safe from several threads at once (each with its own seq). */
 static enum wh_status check_config(const struct psearch *p, const uint8_t *mask, uint32_t seq, int threads,
-				   enum wh_verdict *out)
+				   enum wh_verdict *out, bool *queue_out)
 {
 	struct wh_precision_config c;
 	enum wh_status st = make_config(p, mask, &c);
@@ -69,6 +70,8 @@ static enum wh_status check_config(const struct psearch *p, const uint8_t *mask,
 			struct wh_check_result r;
 			if ((st = wh_check_run(p->o->check, &v, &r)) == WH_OK)
 				*out = r.verdict;
+			if (st == WH_OK && queue_out && r.queue_timed_out)
+				*queue_out = true;
 			/* on the two ends, "not found"/"not executable" is the check's own failure */
 			if (st == WH_OK && seq <= 2)
 				st = wh_check_result_broken(&r, "");
@@ -112,7 +115,7 @@ static void pcheck_task(void *ctx, uint32_t i)
 	int jobs = c->p->o->jobs > 1 ? c->p->o->jobs : 1;
 	double t0 = wh_os_now_s();
 	wh_error_clear();
-	c->st = check_config(c->p, c->mask, c->seq, wh_threads_per_job(c->p->o->threads, jobs), &c->v);
+	c->st = check_config(c->p, c->mask, c->seq, wh_threads_per_job(c->p->o->threads, jobs), &c->v, NULL);
 	c->secs = wh_os_now_s() - t0;
 	if (c->st != WH_OK)
 		snprintf(c->err, sizeof c->err, "%s", wh_error_message());
@@ -178,13 +181,17 @@ static enum wh_status eval(void *ctx, const uint8_t *const *masks, uint32_t n, e
 static enum wh_status check_end(struct psearch *p, const uint8_t *mask, enum wh_verdict want)
 {
 	enum wh_verdict v;
-	enum wh_status st = check_config(p, mask, ++p->seq, p->o->threads, &v);
+	bool queue = false;
+	enum wh_status st = check_config(p, mask, ++p->seq, p->o->threads, &v, &queue);
 	if (st != WH_OK)
 		return st;
 	p->rep->checks_run++;
 	bool low = want == WH_VERDICT_FAIL;
 	const char *prec = wh_precision_name(low ? p->o->target : p->o->higher);
 	const char *model = p->o->model_path ? p->o->model_path : "model";
+	if (v == WH_VERDICT_SKIP && queue)
+		return wh_error(WH_ERR_CHECK, "check: cannot tell whether the model %s at %s: the Slurm queue timed out on every try (jobs pending past --queue-timeout, each of --retries; raise --queue-timeout, or ask for free nodes with --slurm-args)",
+				low ? "fails" : "passes with every float layer", prec);
 	if (v == WH_VERDICT_SKIP)
 		return wh_error(WH_ERR_CHECK, "check: cannot tell whether the model %s at %s (exit 125 or timeout; fix the check or raise --timeout)",
 				low ? "fails" : "passes with every float layer", prec);

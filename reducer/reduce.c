@@ -39,6 +39,8 @@ struct driver {
 	struct wh_tensor_set *spilled;
 	uint64_t ref_budget, ref_mem_bytes, spill_bytes;
 	uint32_t n_spilled;
+	bool spill_failed; /* a reference value could not be written: the error is the disk's */
+	atomic_bool queue_timed_out; /* a check could not tell because the Slurm queue timed out on every try */
 	struct wh_verdict_cache cache;
 	FILE *replay;
 	char workdir[PATH_MAX];
@@ -184,11 +186,10 @@ static void replay_append(struct driver *d, struct wh_hash h, enum wh_verdict v,
 /* <workdir>/tensors/s<k>/<escaped name><ext>: the file of a reference value */
 static enum wh_status ref_path(const struct driver *d, uint32_t k, const char *name, const char *ext, char *path, size_t size)
 {
-	char stem[1024];
-	wh_tensor_name_to_file(name, stem, sizeof stem);
-	if ((size_t)snprintf(path, size, "%s/tensors/s%u/%s%s", d->workdir, k, stem, ext) >= size)
-		return wh_error(WH_ERR_INVALID, "tensor '%s': name too long for a file name", name);
-	return WH_OK;
+	char dir[PATH_MAX];
+	if ((size_t)snprintf(dir, sizeof dir, "%s/tensors/s%u", d->workdir, k) >= sizeof dir)
+		return wh_error(WH_ERR_INVALID, "%s: work folder path too long (set TMPDIR to a shorter path)", d->workdir);
+	return wh_tensor_file_path(dir, name, ext, path, size);
 }
 
 /* The reference value of name for sample k into *t (a reference to the one in memory, or a
@@ -274,11 +275,10 @@ static enum wh_status stage_sample(struct driver *d, const struct wh_model *c, c
 		const uint32_t *ids = pass ? g->outputs : g->inputs;
 		for (uint32_t i = 0; i < cnt; i++) {
 			const char *name = g->values[ids[i]].name;
-			char src[PATH_MAX], dst[PATH_MAX + 1100], stem[1024];
-			if ((st = tensor_file(d, k, name, src, sizeof src)) != WH_OK)
+			char src[PATH_MAX], dst[PATH_MAX];
+			if ((st = tensor_file(d, k, name, src, sizeof src)) != WH_OK ||
+			    (st = wh_tensor_file_path(pass ? gold_dir : in_dir, name, ".pb", dst, sizeof dst)) != WH_OK)
 				return st;
-			wh_tensor_name_to_file(name, stem, sizeof stem);
-			snprintf(dst, sizeof dst, "%s/%s.pb", pass ? gold_dir : in_dir, stem);
 			if ((st = wh_os_copy_file(src, dst)) != WH_OK)
 				return st;
 		}
@@ -360,6 +360,8 @@ static enum wh_status external_check(struct driver *d, struct job *j)
 		if ((st = wh_check_run(d->o->check, &vars, &j->res)) != WH_OK)
 			goto out;
 		j->has_res = true;
+		if (j->res.queue_timed_out)
+			atomic_store(&d->queue_timed_out, true);
 		if (j->res.verdict == WH_VERDICT_FAIL) {
 			j->v = WH_VERDICT_FAIL;
 			break;
@@ -765,8 +767,10 @@ static enum wh_status keep_ref(void *state, uint32_t k, const char *name, const 
 	if (st == WH_OK)
 		st = wh_tensor_write_npy(path, t);
 	d->tensor_write_s += wh_os_now_s() - t0;
-	if (st != WH_OK)
+	if (st != WH_OK) {
+		d->spill_failed = true;
 		return st;
+	}
 	d->spill_bytes += nb;
 	d->n_spilled++;
 	return wh_tensor_set_add(&d->spilled[k], name, -1, &marker);
@@ -797,7 +801,7 @@ static enum wh_status compute_reference(struct driver *d)
 					st = wh_tensor_set_add(&d->ref[k], r->items[i].name, -1, &r->items[i].t);
 		}
 	} else {
-		if ((st = wh_builtin_reference_each(d->m, d->o->engine.threads, d->data->inputs, ns, keep_ref, d)) != WH_OK) {
+		if ((st = wh_builtin_reference_each(d->m, d->o->engine.threads, d->data->inputs, ns, keep_ref, d)) != WH_OK && !d->spill_failed) {
 			/* the runtime's advice is for `run`; here what helps depends on the check */
 			char why[1024];
 			snprintf(why, sizeof why, "%s", wh_error_message());
@@ -892,6 +896,14 @@ static uint32_t unbiased_bound(uint32_t n, uint32_t k)
 {
 	double lc = lgamma(n + 1.0) - lgamma(k + 1.0) - lgamma(n - k + 1.0);
 	return (uint32_t)ceil(lc / log(2.0) - 1e-9) + k + 2;
+}
+
+/* The original model gave no verdict: the check's fault, or the cluster's queue. */
+static enum wh_status cannot_tell_original(struct driver *d)
+{
+	if (atomic_load(&d->queue_timed_out))
+		return wh_error(WH_ERR_CHECK, "check: cannot tell whether the original model fails: the Slurm queue timed out on every try (jobs pending past --queue-timeout, each of --retries; raise --queue-timeout, or ask for free nodes with --slurm-args)");
+	return wh_error(WH_ERR_CHECK, "check: cannot tell whether the original model fails (exit 125 or timeout; fix the check or raise --timeout)");
 }
 
 enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_data *data,
@@ -992,7 +1004,19 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 				st = wh_error(WH_ERR_IO, "%s: work folder path too long (set TMPDIR to a shorter path)", d->workdir);
 				goto out;
 			}
-			if ((st = wh_os_make_dir(p)) != WH_OK)
+			if ((st = wh_os_make_dir(p)) != WH_OK || (st = wh_tensor_dir_fits(p, "the reference values")) != WH_OK)
+				goto out;
+		}
+		/* so do a check's staged folders (c<seq>/golden-<k>, seq of up to 10 digits) */
+		if (o->check) {
+			snprintf(p, sizeof p, "%s/c0000000000/golden-%u", d->workdir, data->n_samples);
+			if ((st = wh_tensor_dir_fits(p, "the files of a check")) != WH_OK)
+				goto out;
+		}
+		/* the repro bundle's tensor files, named after any tensor, fit too */
+		if (o->artifacts_dir) {
+			snprintf(p, sizeof p, "%s/repro/golden", o->artifacts_dir);
+			if ((st = wh_tensor_dir_fits(p, "the repro bundle")) != WH_OK)
 				goto out;
 		}
 	}
@@ -1070,7 +1094,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			goto out;
 		}
 		if (first == WH_VERDICT_SKIP) {
-			st = wh_error(WH_ERR_CHECK, "check: cannot tell whether the original model fails (exit 125 or timeout; fix the check or raise --timeout)");
+			st = cannot_tell_original(d);
 			goto out;
 		}
 	}
@@ -1093,7 +1117,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 			st = wh_error(WH_ERR_INVALID, "%s: the original model passes the check, so there is nothing to reduce (make sure the check fails on the original first)",
 				      o->model_path ? o->model_path : "model");
 		else if (confirm_in_search && st == WH_ERR_CHECK && !*wh_error_message())
-			st = wh_error(WH_ERR_CHECK, "check: cannot tell whether the original model fails (exit 125 or timeout; fix the check or raise --timeout)");
+			st = cannot_tell_original(d);
 		goto out;
 	}
 	rep->one_minimal = sr.one_minimal;

@@ -4,7 +4,7 @@
 # SECONDS (default 600) and reports what it found.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]      TARGET: fuzz-model, fuzz-tensor, fuzz-run,
-#                                              fuzz-replay, fuzz-names (default: all)
+#                                              fuzz-replay, fuzz-names, fuzz-tensor-names (default: all)
 #
 # Environment: WHITTLE_ONNX_TESTS (default ../shared/onnx-tests), FUZZ_BUILD (default
 # build-fuzz), FUZZ_JOBS (targets run at once, default 1: the machine is shared),
@@ -17,7 +17,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECONDS_EACH=${1:-600}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz-model fuzz-tensor fuzz-run fuzz-replay fuzz-names)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz-model fuzz-tensor fuzz-run fuzz-replay fuzz-names fuzz-tensor-names)
 BUILD=${FUZZ_BUILD:-$ROOT/build-fuzz}
 ONNX_TESTS=${WHITTLE_ONNX_TESTS:-$ROOT/../shared/onnx-tests}
 JOBS=${FUZZ_JOBS:-1}
@@ -95,6 +95,17 @@ if [ ! -d "$BUILD/seeds/fuzz-names" ]; then
 	printf '/model/layers.0/self_attn/MatMul_1' >"$BUILD/seeds/fuzz-names/plain"
 	printf 't\033[2J\033]52;c;UFdO\007`x``|<script>' >"$BUILD/seeds/fuzz-names/escapes"
 	printf 'sq\302\23331m\177\377\376\300\257 caf\303\251 \360\237\230\200\n# h' >"$BUILD/seeds/fuzz-names/bytes"
+fi
+
+# fuzz-tensor-names: tensor names as exporters write them, two to an input (split at a NUL),
+# and one whose escaped form is past a file name's length
+if [ ! -d "$BUILD/seeds/fuzz-tensor-names" ]; then
+	mkdir -p "$BUILD/seeds/fuzz-tensor-names"
+	printf 'conv1/weight:0' >"$BUILD/seeds/fuzz-tensor-names/slash"
+	printf 'onnx::Flatten_0\0onnx__Flatten_0' >"$BUILD/seeds/fuzz-tensor-names/pair"
+	printf '.hidden\0..' >"$BUILD/seeds/fuzz-tensor-names/dots"
+	printf 'input_0\0a~b%%41' >"$BUILD/seeds/fuzz-tensor-names/positional"
+	printf '/%.0s' $(seq 1 100) >"$BUILD/seeds/fuzz-tensor-names/long"
 fi
 
 # Tokens of the .npy header help the fuzzer past the dict parser.

@@ -922,20 +922,155 @@ END_TEST
 
 START_TEST(test_name_to_file)
 {
-	char buf[64];
-	wh_tensor_name_to_file("conv1/weight:0", buf, sizeof buf);
+	char buf[WH_TENSOR_STEM_MAX + 1];
+	wh_tensor_name_to_file("conv1/weight:0", buf);
 	ck_assert_str_eq(buf, "conv1%2Fweight%3A0");
-	wh_tensor_name_to_file("A.b-c_9", buf, sizeof buf);
+	wh_tensor_name_to_file("A.b-c_9", buf);
 	ck_assert_str_eq(buf, "A.b-c_9");
-	wh_tensor_name_to_file("..", buf, sizeof buf);
+	wh_tensor_name_to_file("..", buf);
 	ck_assert_str_eq(buf, "%2E.");
-	wh_tensor_name_to_file("\xff", buf, sizeof buf);
+	wh_tensor_name_to_file("\xff", buf);
 	ck_assert_str_eq(buf, "%FF");
-	/* too small a buffer: a whole escape or nothing */
-	wh_tensor_name_to_file("ab/c", buf, 5);
-	ck_assert_str_eq(buf, "ab");
-	wh_tensor_name_to_file("", buf, sizeof buf);
-	ck_assert_str_eq(buf, "");
+	wh_tensor_name_to_file("", buf);
+	ck_assert_str_eq(buf, "%00");
+	wh_tensor_name_to_file("a~b", buf);
+	ck_assert_str_eq(buf, "a%7Eb");
+}
+END_TEST
+
+/* Issue 22 finding 10: a name longer than a file name once escaped (90 '/' escape to 270
+ * bytes, 300 letters are 300) gets a readable prefix and a hash, fits NAME_MAX with the
+ * extension, differs from its neighbours, and reads back from the name stored in the .pb. */
+START_TEST(test_name_to_file_long)
+{
+	char a[WH_TENSOR_STEM_MAX + 1], b[WH_TENSOR_STEM_MAX + 1], name[400], name2[400];
+	memset(name, '/', 90);
+	strcpy(name + 90, "w");
+	wh_tensor_name_to_file(name, a);
+	ck_assert_uint_le(strlen(a), WH_TENSOR_STEM_MAX);
+	ck_assert_ptr_nonnull(strstr(a, "%2F%2F%2F"));
+	ck_assert_ptr_nonnull(strchr(a, '~'));
+	ck_assert(wh_tensor_file_is_hashed(a, strlen(a)));
+	/* no %XX cut in two before the '~' */
+	char *tilde = strchr(a, '~');
+	ck_assert_int_eq((int)((tilde - a) % 3), 0);
+	memset(name2, '/', 90);
+	strcpy(name2 + 90, "v");
+	wh_tensor_name_to_file(name2, b);
+	ck_assert_str_ne(a, b);
+	/* exactly at the limit: kept whole; one byte more: hashed */
+	memset(name, 'L', WH_TENSOR_STEM_MAX);
+	name[WH_TENSOR_STEM_MAX] = '\0';
+	wh_tensor_name_to_file(name, a);
+	ck_assert_str_eq(a, name);
+	strcat(name, "L");
+	wh_tensor_name_to_file(name, a);
+	ck_assert(wh_tensor_file_is_hashed(a, strlen(a)));
+
+	/* written as a set and read back: the exact names */
+	char dir[] = "/tmp/wh-tf-long-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	struct wh_tensor t;
+	wh_tensor_init(&t);
+	int64_t dims[1] = {2};
+	ck_assert_int_eq(wh_tensor_alloc(&t, WH_DT_FLOAT, 1, dims), WH_OK);
+	struct wh_tensor_set s, r;
+	wh_tensor_set_init(&s);
+	wh_tensor_set_init(&r);
+	memset(name2, '/', 90);
+	strcpy(name2 + 90, "w");
+	ck_assert_int_eq(wh_tensor_set_add(&s, name, -1, &t), WH_OK);
+	ck_assert_int_eq(wh_tensor_set_add(&s, name2, -1, &t), WH_OK);
+	ck_assert_int_eq(wh_tensor_set_write_dir(dir, NULL, &s), WH_OK);
+	ck_assert_int_eq(wh_tensor_set_read_dir(dir, NULL, &r), WH_OK);
+	ck_assert_uint_eq(r.n, 2);
+	ck_assert_ptr_nonnull(wh_tensor_set_find(&r, name));
+	ck_assert_ptr_nonnull(wh_tensor_set_find(&r, name2));
+	char path[PATH_MAX];
+	ck_assert_int_eq(wh_tensor_file_path(dir, name, ".pb", path, sizeof path), WH_OK);
+	unlink(path);
+	ck_assert_int_eq(wh_tensor_file_path(dir, name2, ".pb", path, sizeof path), WH_OK);
+	unlink(path);
+	rmdir(dir);
+	/* a folder too long for the file of a long name is refused up front */
+	char longdir[PATH_MAX];
+	memset(longdir, 'd', PATH_MAX - 100);
+	longdir[PATH_MAX - 100] = '\0';
+	ck_assert_int_eq(wh_tensor_dir_fits(longdir, "test"), WH_ERR_INVALID);
+	ck_assert_int_eq(wh_tensor_dir_fits("/tmp", "test"), WH_OK);
+	ck_assert_int_eq(wh_tensor_file_path(longdir, name, ".pb", path, sizeof path), WH_ERR_INVALID);
+	wh_tensor_set_release(&s);
+	wh_tensor_set_release(&r);
+	wh_tensor_release(&t);
+}
+END_TEST
+
+/* Issue 22 finding 13: files that say two things are refused, not read one way silently; a
+ * per-tensor save that fails part-way leaves none of its files. */
+START_TEST(test_strict_files)
+{
+	char path[PATH_MAX], dir[PATH_MAX];
+	const int64_t dims[1] = {1};
+	struct wh_tensor t, u;
+	wh_tensor_init(&t);
+	wh_tensor_init(&u);
+	ck_assert_int_eq(wh_tensor_alloc(&t, WH_DT_FLOAT, 1, dims), WH_OK);
+	/* a .npy with a byte after its data */
+	tmp_path(path, sizeof path, "trail.npy");
+	ck_assert_int_eq(wh_tensor_write_npy(path, &t), WH_OK);
+	ck_assert_int_eq(wh_tensor_read_npy(path, &u), WH_OK);
+	FILE *f = fopen(path, "ab");
+	ck_assert_ptr_nonnull(f);
+	fputc('x', f);
+	fclose(f);
+	ck_assert_int_eq(wh_tensor_read_npy(path, &u), WH_ERR_PARSE);
+	ck_assert_ptr_nonnull(strstr(wh_error_message(), "1 bytes after the .npy data"));
+	ck_assert_int_eq(wh_tensor_map_npy(path, &u), WH_ERR_PARSE);
+	/* a TensorProto float[1] with raw_data and float_data both */
+	static const uint8_t both[] = {0x08, 0x01, 0x10, 0x01, 0x22, 0x04, 0, 0, 0x80, 0x3f, 0x4a, 0x04, 0, 0, 0, 0x40};
+	tmp_path(path, sizeof path, "both.pb");
+	write_all(path, both, sizeof both);
+	ck_assert_int_eq(wh_tensor_read_pb(path, &u, NULL), WH_ERR_INVALID);
+	ck_assert_ptr_nonnull(strstr(wh_error_message(), "both raw_data and typed values"));
+	/* each alone reads */
+	write_all(path, both, 10);
+	ck_assert_int_eq(wh_tensor_read_pb(path, &u, NULL), WH_OK);
+	ck_assert(((float *)u.data)[0] == 1.0f);
+
+	/* the second tensor of a set cannot be written: the first file goes again, and so does
+	 * the folder this call made */
+	struct wh_tensor bad = t;
+	bad.dtype = (enum wh_dtype)999;
+	struct wh_tensor_set s;
+	wh_tensor_set_init(&s);
+	ck_assert_int_eq(wh_tensor_set_add(&s, "a", -1, &t), WH_OK);
+	ck_assert_int_eq(wh_tensor_set_add(&s, "b", -1, &bad), WH_OK);
+	tmp_path(dir, sizeof dir, "half");
+	ck_assert_int_ne(wh_tensor_set_write_dir(dir, NULL, &s), WH_OK);
+	struct stat sb;
+	ck_assert_int_ne(stat(dir, &sb), 0);
+	/* into a folder that was there: it stays, without the new file, with the old one */
+	ck_assert_int_eq(mkdir(dir, 0777), 0);
+	PATHF(path, "%s/other.pb", dir);
+	ck_assert_int_eq(wh_tensor_write_pb(path, "other", &t), WH_OK);
+	ck_assert_int_ne(wh_tensor_set_write_dir(dir, NULL, &s), WH_OK);
+	PATHF(path, "%s/a.pb", dir);
+	ck_assert_int_ne(stat(path, &sb), 0);
+	PATHF(path, "%s/other.pb", dir);
+	ck_assert_int_eq(stat(path, &sb), 0);
+	/* a full disk says so, with no hint at anything else: written through a link to
+	 * /dev/full, which answers every write with ENOSPC (the failed write removes the path
+	 * it wrote: the link, never the device) */
+	if (access("/dev/full", W_OK) == 0) {
+		tmp_path(path, sizeof path, "full.npy");
+		ck_assert_int_eq(symlink("/dev/full", path), 0);
+		ck_assert_int_eq(wh_tensor_write_npy(path, &t), WH_ERR_IO);
+		ck_assert_msg(strstr(wh_error_message(), "the disk is full") != NULL, "%s", wh_error_message());
+		ck_assert_int_eq(access("/dev/full", W_OK), 0);
+	}
+	wh_tensor_set_release(&s);
+	wh_tensor_release(&t);
+	wh_tensor_release(&u);
 }
 END_TEST
 
@@ -1294,6 +1429,8 @@ static Suite *tensor_file_suite(void)
 	tcase_add_test(tc, test_set_named);
 	tcase_add_test(tc, test_set_errors);
 	tcase_add_test(tc, test_name_to_file);
+	tcase_add_test(tc, test_name_to_file_long);
+	tcase_add_test(tc, test_strict_files);
 	tcase_add_test(tc, test_read_file_by_content);
 	suite_add_tcase(s, tc);
 

@@ -5,7 +5,8 @@
 #     generated fixture and on PP-OCRv4 det; the cluster's job log holds one job per check run;
 #  2. the same inside `salloc -n2`: one step per check; whittle's overhead per check measured;
 #  3. faults: a job cancelled from outside (retried), whittle's --timeout (timeout verdict, job
-#     cancelled), a bad partition (one line, exit 4, before any reduction), SIGTERM mid-run (no
+#     cancelled), a bad partition (one line, exit 4, before any reduction), a queue timeout on
+#     every try (named as such, not as --timeout), SIGTERM mid-run (no
 #     job left; --load-replay finishes without re-running a recorded check), and SIGINT on a
 #     local reduce -j 2 (no process of its checks left by process group, no temporary folder);
 #  4. build --until 10 -j 2 (with a planted bad tactic: good and bad builds) and precision -j 2
@@ -154,6 +155,16 @@ if [ "$rc" = 4 ] && [ "$(grep -c '^whittle:' "$tmp/bp.log")" = 1 ] && grep -q "^
 	ok "bad partition: exit 4, one line: $(grep '^whittle:' "$tmp/bp.log")"
 else
 	bad "bad partition: exit $rc: $(cat "$tmp/bp.log" | head -3)"
+fi
+# the queue times out on every try (a job that may not start for an hour): the message says
+# so and names --queue-timeout, not --timeout (issue 22 finding 13)
+rc=0
+"$WHITTLE" reduce "$seq_model" -o "$tmp/qt.onnx" --launcher slurm --slurm-args "--begin=now+3600" --queue-timeout 2 --retries 1 \
+	--check "$culprits" '{model}' insert 2> "$tmp/qt.log" || rc=$?
+if [ "$rc" != 0 ] && grep -q "^whittle: .*queue timed out.*--queue-timeout" "$tmp/qt.log" && ! grep -q "raise --timeout" "$tmp/qt.log"; then
+	ok "queue timeout on every try: exit $rc, $(grep '^whittle: check' "$tmp/qt.log")"
+else
+	bad "queue timeout: exit $rc: $(grep '^whittle:' "$tmp/qt.log" | tail -2)"
 fi
 
 # interrupted_resume LABEL SIGNAL CODE LAUNCHER-ARGS...: reduce -j 2 of det with a slow check that

@@ -453,6 +453,15 @@ enum wh_status wh_cli_random_inputs(const struct wh_model *m, uint64_t seed, dou
 		struct wh_tensor t;
 		wh_tensor_init(&t);
 		enum wh_status st = wh_tensor_alloc(&t, v->dtype, v->rank, dims);
+		if (st == WH_ERR_NOMEM || st == WH_ERR_OVERFLOW) {
+			/* say what was too large: the input at this shape, not some weights */
+			char shape[160];
+			uint64_t count = 0;
+			wh_shape_count(dims, v->rank, &count);
+			return wh_error(st, "input '%s': %s[%s] is %.3g GB, more than this machine can allocate (give a smaller shape with --input-shapes, or free memory)",
+					v->name, wh_dtype_name(v->dtype), wh_shape_str(dims, v->rank, shape, sizeof shape),
+					(double)count * (double)wh_dtype_size(v->dtype) / 1e9);
+		}
 		if (st != WH_OK)
 			return st;
 		for (uint64_t k = 0; k < t.count; k++) {
@@ -582,10 +591,50 @@ static enum wh_status read_samples(const struct wh_model *m, const char *dir, st
 	return WH_OK;
 }
 
+/* The inputs --fill-missing generates: each named once, whatever the samples. */
+struct missing {
+	const char **names; /* the graph's strings */
+	size_t n;
+};
+
+static enum wh_status missing_add(struct missing *ms, const char *name)
+{
+	for (size_t i = 0; i < ms->n; i++)
+		if (!strcmp(ms->names[i], name))
+			return WH_OK;
+	const char **nn = realloc(ms->names, (ms->n + 1) * sizeof *nn);
+	if (!nn)
+		return wh_error(WH_ERR_NOMEM, "samples: out of memory");
+	ms->names = nn;
+	ms->names[ms->n++] = name;
+	return WH_OK;
+}
+
+/* "'a', 'b'" of as many as fit one log line, and how many more (malloc'd; NULL when out of
+ * memory): every generated input is named or counted. */
+static char *missing_text(const struct missing *ms)
+{
+	enum { BUDGET = 1400 };
+	char *buf = malloc(BUDGET + 96);
+	if (!buf)
+		return NULL;
+	size_t o = 0, shown = 0;
+	buf[0] = '\0';
+	for (; shown < ms->n; shown++) {
+		size_t l = strlen(ms->names[shown]);
+		if (o + l + 4 > BUDGET)
+			break;
+		o += (size_t)snprintf(buf + o, BUDGET + 96 - o, "%s'%s'", shown ? ", " : "", ms->names[shown]);
+	}
+	if (shown < ms->n)
+		snprintf(buf + o, BUDGET + 96 - o, "%s%zu more (of %zu)", shown ? " and " : "", ms->n - shown, ms->n);
+	return buf;
+}
+
 /* Every input of m that is not an initializer has a file in sample k, or with fill (the
- * user asked for random data) none need. The names of those without one go to `missing`. */
+ * user asked for random data) none need. Those without one go to `missing`. */
 static enum wh_status check_missing(const struct wh_model *m, const struct wh_tensor_set *set, const char *dir, bool fill,
-				    char *missing, size_t size)
+				    struct missing *missing)
 {
 	const struct wh_graph *g = m->graph;
 	int pos = -1;
@@ -596,9 +645,9 @@ static enum wh_status check_missing(const struct wh_model *m, const struct wh_te
 		if (!fill)
 			return wh_error(WH_ERR_INVALID, "%s: no file for input '%s' (save it there as %s.pb or .npy, or give --fill-missing to generate it from --seed)",
 					dir, v->name ? v->name : "?", v->name ? v->name : "?");
-		size_t len = strlen(missing);
-		if (!strstr(missing, v->name ? v->name : "?"))
-			snprintf(missing + len, size - len, "%s'%s'", len ? ", " : "", v->name ? v->name : "?");
+		enum wh_status st = missing_add(missing, v->name ? v->name : "?");
+		if (st != WH_OK)
+			return st;
 	}
 	return WH_OK;
 }
@@ -609,7 +658,7 @@ enum wh_status wh_cli_load_samples(const struct wh_model *m, const char *dir, un
 	struct wh_tensor_set *sets = NULL;
 	uint32_t n = 0;
 	enum wh_status st = WH_OK;
-	char missing[512] = "";
+	struct missing missing = {0};
 	if (dir) {
 		st = read_samples(m, dir, &sets, &n);
 		/* strictly by name: a file for no input is an error, and so is an input without a
@@ -618,7 +667,7 @@ enum wh_status wh_cli_load_samples(const struct wh_model *m, const char *dir, un
 			st = wh_tensor_set_match_names(&sets[k], m->graph, flags & WH_SAMPLES_REFERENCE ? WH_NAMES_VALUES : WH_NAMES_INPUTS,
 						       dir);
 		for (uint32_t k = 0; st == WH_OK && m && !(flags & WH_SAMPLES_REFERENCE) && k < n; k++)
-			st = check_missing(m, &sets[k], dir, flags & WH_SAMPLES_FILL_MISSING, missing, sizeof missing);
+			st = check_missing(m, &sets[k], dir, flags & WH_SAMPLES_FILL_MISSING, &missing);
 		if (flags & WH_SAMPLES_REFERENCE)
 			m = NULL; /* reference values: nothing is generated */
 	} else {
@@ -639,9 +688,13 @@ enum wh_status wh_cli_load_samples(const struct wh_model *m, const char *dir, un
 	 * is an error above, and --fill-missing names what it generates (without a folder,
 	 * generated data is what the user asked for, and a warning line would come before
 	 * every one-line error) */
-	if (st == WH_OK && generated && dir)
-		wh_warn("generated random data for input%s %s (--seed %llu, --val-range %g,%g)", strchr(missing, ',') ? "s" : "", missing,
-			(unsigned long long)seed, lo, hi);
+	if (st == WH_OK && generated && dir) {
+		char *text = missing_text(&missing);
+		wh_warn("generated random data for input%s %s (--seed %llu, --val-range %g,%g)", missing.n > 1 ? "s" : "",
+			text ? text : "?", (unsigned long long)seed, lo, hi);
+		free(text);
+	}
+	free(missing.names);
 	if (n_generated_out)
 		*n_generated_out = generated;
 	if (st != WH_OK) {

@@ -1,5 +1,6 @@
 #include "reducer/cli/run-opts.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,9 @@ static enum wh_status parse_val_range(struct wh_run_opts *o, const char *arg)
 	lo_s[comma - arg] = '\0';
 	if (!wh_cli_parse_double(lo_s, &lo) || !wh_cli_parse_double(comma + 1, &hi) || !isfinite(lo) || !isfinite(hi) || hi < lo)
 		return bad_value(o, WH_RUN_OPT_VAL_RANGE, arg, "not LO,HI with finite LO <= HI (give a range such as 0,1)");
+	/* the data is float32 for most inputs: a bound past FLT_MAX would be -inf/inf there */
+	if (fabs(lo) > FLT_MAX || fabs(hi) > FLT_MAX)
+		return bad_value(o, WH_RUN_OPT_VAL_RANGE, arg, "not finite in float32, beyond +-3.4e38 (give a range within it, such as -1e38,1e38)");
 	o->lo = lo;
 	o->hi = hi;
 	return WH_OK;

@@ -201,6 +201,8 @@ struct compare_state {
 	FILE *report; /* --report */
 };
 
+/* A number in a numeric field: null where it is not finite (json_real refuses NaN and Inf,
+ * and a key set to that would be missing). */
 static json_t *real_or_null(double v)
 {
 	return isfinite(v) ? json_real(v) : json_null();
@@ -213,19 +215,26 @@ static json_t *row_json(const char *name, const struct wh_node *pn, const struct
 	json_object_set_new(o, "layer", json_string(pn ? pn->name : ""));
 	json_object_set_new(o, "op", json_string(pn ? pn->op_type : ""));
 	json_object_set_new(o, "pass", json_boolean(!bad));
-	json_object_set_new(o, "max_abs", json_real(s->max_abs));
-	json_object_set_new(o, "mean_abs", json_real(s->mean_abs));
-	json_object_set_new(o, "median_abs", json_real(s->median_abs));
+	json_object_set_new(o, "max_abs", real_or_null(s->max_abs));
+	json_object_set_new(o, "mean_abs", real_or_null(s->mean_abs));
+	json_object_set_new(o, "median_abs", real_or_null(s->median_abs));
 	json_object_set_new(o, "max_rel", real_or_null(s->max_rel));
 	json_object_set_new(o, "mean_rel", real_or_null(s->mean_rel));
 	json_object_set_new(o, "median_rel", real_or_null(s->median_rel));
 	json_object_set_new(o, "cosine", real_or_null(s->cosine));
 	json_object_set_new(o, "sqnr_db", real_or_null(s->sqnr_db));
-	json_object_set_new(o, "share_rel_10", json_real(s->share_rel_10));
-	json_object_set_new(o, "share_rel_1", json_real(s->share_rel_1));
-	json_object_set_new(o, "share_rel_01", json_real(s->share_rel_01));
+	json_object_set_new(o, "share_rel_10", real_or_null(s->share_rel_10));
+	json_object_set_new(o, "share_rel_1", real_or_null(s->share_rel_1));
+	json_object_set_new(o, "share_rel_01", real_or_null(s->share_rel_01));
 	json_object_set_new(o, "nan", json_integer((json_int_t)s->nan_actual));
 	json_object_set_new(o, "inf", json_integer((json_int_t)s->inf_actual));
+	json_object_set_new(o, "nan_reference", json_integer((json_int_t)s->nan_ref));
+	json_object_set_new(o, "inf_reference", json_integer((json_int_t)s->inf_ref));
+	json_object_set_new(o, "nonfinite_mismatch", json_integer((json_int_t)s->nonfinite_mismatch));
+	/* filled in for the layers a diagnosis covers */
+	json_object_set_new(o, "error_received", json_null());
+	json_object_set_new(o, "error_added", json_null());
+	json_object_set_new(o, "nonfinite_added", json_null());
 	return o;
 }
 
@@ -301,7 +310,7 @@ static void suggestion_text(const struct wh_graph *g, const struct wh_precision_
 
 static json_t *num_json(double v)
 {
-	return isfinite(v) ? json_real(v) : isnan(v) ? json_null() : json_string(v > 0 ? "inf" : "-inf");
+	return real_or_null(v);
 }
 
 /* "T (layer L, Op): why" of where the failure starts. */
@@ -366,8 +375,8 @@ static void summary_json(const struct wh_run_cmd *x, struct compare_state *cs, c
 	json_object_set_new(root, "model", json_string(x->model_path));
 	json_object_set_new(root, "precision", json_string(wh_precision_name(x->run.config.dflt)));
 	json_object_set_new(root, "compare", json_string(x->compare));
-	json_object_set_new(root, "atol", json_real(x->run.compare.atol));
-	json_object_set_new(root, "rtol", json_real(x->run.compare.rtol));
+	json_object_set_new(root, "atol", real_or_null(x->run.compare.atol));
+	json_object_set_new(root, "rtol", real_or_null(x->run.compare.rtol));
 	json_object_set_new(root, "pass", json_boolean(!cs->failed));
 	json_object_set_new(root, "first_failing_tensor", cs->first_fail ? json_string(cs->first_fail) : json_null());
 	json_object_set_new(root, "first_failing_layer", ff ? json_string(ff->name) : json_null());
