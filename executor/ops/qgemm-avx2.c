@@ -60,17 +60,18 @@ static inline __attribute__((always_inline)) void tile(const struct wh_qg_args *
 
 void wh_qg_kernel_avx2(const struct wh_qg_args *a, size_t m0, size_t m1)
 {
-	size_t np = wh_qg_panels(a->n), m = m0;
-	for (; m + 4 <= m1; m += 4)
-		for (size_t j = 0; j < np; j++)
+	size_t np = wh_qg_panels(a->n);
+	for (size_t j = 0; j < np; j++) {
+		size_t m = m0;
+		for (; m + 4 <= m1; m += 4)
 			tile(a, m, j, 4);
-	for (size_t j = 0; j < np; j++)
 		switch (m1 - m) {
 		case 3: tile(a, m, j, 3); break;
 		case 2: tile(a, m, j, 2); break;
 		case 1: tile(a, m, j, 1); break;
 		default: break;
 		}
+	}
 }
 
 void wh_qg_colsums_avx2(const int8_t *p, size_t kp, size_t n, int32_t *sums)

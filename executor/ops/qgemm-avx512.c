@@ -51,28 +51,29 @@ VNNI static inline __attribute__((always_inline)) void tile(const struct wh_qg_a
 	}
 }
 
-#define TILE_ROWS(MR)                                                     \
+/* Panels [j, j + NP) against every row: the panels stay in L1 while the rows stream by. */
+#define TILE_COLS(NP)                                                     \
 	do {                                                              \
-		size_t j = 0;                                             \
-		for (; j + 4 <= np; j += 4)                               \
-			tile(a, m, j, MR, 4);                             \
-		switch (np - j) {                                         \
-		case 3: tile(a, m, j, MR, 3); break;                      \
-		case 2: tile(a, m, j, MR, 2); break;                      \
-		case 1: tile(a, m, j, MR, 1); break;                      \
+		size_t m = m0;                                            \
+		for (; m + 4 <= m1; m += 4)                               \
+			tile(a, m, j, 4, NP);                             \
+		switch (m1 - m) {                                         \
+		case 3: tile(a, m, j, 3, NP); break;                      \
+		case 2: tile(a, m, j, 2, NP); break;                      \
+		case 1: tile(a, m, j, 1, NP); break;                      \
 		default: break;                                           \
 		}                                                         \
 	} while (0)
 
 VNNI void wh_qg_kernel_avx512(const struct wh_qg_args *a, size_t m0, size_t m1)
 {
-	size_t np = wh_qg_panels(a->n), m = m0;
-	for (; m + 4 <= m1; m += 4)
-		TILE_ROWS(4);
-	switch (m1 - m) {
-	case 3: TILE_ROWS(3); break;
-	case 2: TILE_ROWS(2); break;
-	case 1: TILE_ROWS(1); break;
+	size_t np = wh_qg_panels(a->n), j = 0;
+	for (; j + 4 <= np; j += 4)
+		TILE_COLS(4);
+	switch (np - j) {
+	case 3: TILE_COLS(3); break;
+	case 2: TILE_COLS(2); break;
+	case 1: TILE_COLS(1); break;
 	default: break;
 	}
 }
