@@ -219,6 +219,8 @@ static const struct conv_case conv_cases[] = {
 	{2, 1, 64, 33, 1, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},   /* K 576 */
 	{1, 2, 6, 10, 2, 1, 37, 1, 4, 1, 2, 1, 2, 0, 3, 0, 2},   /* 1-D */
 	{2, 1, 4, 5, 1, 40, 41, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},   /* 1x1 stride 2 */
+	{2, 1, 4, 8, 1, 9, 70, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0},    /* stride 2, odd left pad, wide rows */
+	{2, 1, 4, 8, 1, 5, 67, 3, 4, 1, 2, 1, 1, 0, 2, 0, 2},    /* stride 2, even left pad, odd width */
 };
 
 START_TEST(conv_matches_definition_on_every_isa_and_thread_count)

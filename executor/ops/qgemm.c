@@ -219,7 +219,10 @@ void wh_q_minmax_scalar(const float *x, size_t n, float *lo_out, float *hi_out)
 
 /* ---- integer convolution ---- */
 
-/* Columns per block: the block's panels (kp x NB bytes) stay in L2. */
+/* Columns per block: the block's panels (kp x NB bytes) stay in L2; at least 4 blocks per
+ * image and group where there are 64 columns each, so that 2-4 threads share a small layer
+ * evenly. Sizes only: the blocks never depend on the thread count (and the integer results
+ * never on the blocks). */
 static size_t conv_block_cols(size_t kp, size_t P)
 {
 	size_t nb = ((size_t)96 * 1024 / (kp ? kp : 1)) & ~(size_t)(WH_QG_NR - 1);
@@ -227,8 +230,13 @@ static size_t conv_block_cols(size_t kp, size_t P)
 		nb = 2 * WH_QG_NR;
 	if (nb > 1024)
 		nb = 1024;
-	size_t pr = (P + WH_QG_NR - 1) & ~(size_t)(WH_QG_NR - 1);
-	return nb < pr ? nb : pr;
+	size_t nblocks = (P + nb - 1) / nb, want = P / 64 < 4 ? P / 64 : 4;
+	if (nblocks < want)
+		nblocks = want;
+	if (nblocks < 1)
+		nblocks = 1;
+	size_t per = (P + nblocks - 1) / nblocks;
+	return (per + WH_QG_NR - 1) & ~(size_t)(WH_QG_NR - 1);
 }
 
 struct qconv_job {
@@ -243,61 +251,106 @@ struct qconv_job {
 	const int32_t *rowfix, *zr;
 	int32_t *acc;
 	bool pointwise;  /* 1x1, stride 1, no padding: x is its own column matrix */
+	/* otherwise the input, padded and split into stride phases along the width (below) */
+	uint8_t *xs;
+	size_t hp, wr, sw; /* padded height; phase length; width stride */
 	atomic_bool nomem;
 };
 
-/* Columns [n0, n0 + nb) of the column matrix of image n, group g, as a K x nb block. */
-static void im2col(const struct qconv_job *j, const uint8_t *xg, size_t n0, size_t nb, uint8_t *col)
+/* Geometry as 2-D (a 1-D convolution is one row). */
+struct geo2 {
+	int64_t H, W, OH, OW, KH, KW, sh, sw, dh, dw, ph, pw, ph1, pw1;
+};
+
+static void geo2_of(const struct wh_conv_shape *s, struct geo2 *g)
 {
-	const struct wh_conv_shape *s = j->s;
-	int64_t H = s->nsp == 2 ? s->in[0] : 1, W = s->in[s->nsp - 1];
-	int64_t OW = s->out[s->nsp - 1];
-	int64_t KH = s->nsp == 2 ? s->k[0] : 1, KW = s->k[s->nsp - 1];
-	int64_t sh = s->nsp == 2 ? s->stride[0] : 1, sw = s->stride[s->nsp - 1];
-	int64_t dh = s->nsp == 2 ? s->dil[0] : 1, dw = s->dil[s->nsp - 1];
-	int64_t ph = s->nsp == 2 ? s->pad0[0] : 0, pw = s->pad0[s->nsp - 1];
-	int64_t Cg = s->C / s->G;
+	bool two = s->nsp == 2;
+	int l = s->nsp - 1;
+	*g = (struct geo2){two ? s->in[0] : 1, s->in[l], two ? s->out[0] : 1, s->out[l], two ? s->k[0] : 1, s->k[l],
+			   two ? s->stride[0] : 1, s->stride[l], two ? s->dil[0] : 1, s->dil[l],
+			   two ? s->pad0[0] : 0, s->pad0[l], two ? s->pad1[0] : 0, s->pad1[l]};
+}
+
+/* The padded input of every channel, each padded row (width Wp = pw + W + pw1) split into
+ * sw phases of wr = ceil(Wp / sw) bytes: phase q holds padded columns q, q + sw, ... so
+ * that the inputs of consecutive outputs of one tap are consecutive bytes. */
+static void split_planes(void *arg, size_t begin, size_t end)
+{
+	struct qconv_job *j = arg;
+	struct geo2 g;
+	geo2_of(j->s, &g);
+	size_t W = (size_t)g.W, H = (size_t)g.H, sw = j->sw, wr = j->wr, pw = (size_t)g.pw;
+	for (size_t c = begin; c < end; c++) {
+		const uint8_t *xc = j->x + c * H * W;
+		uint8_t *dc = j->xs + c * j->hp * sw * wr;
+		for (size_t r = 0; r < j->hp; r++) {
+			uint8_t *d = dc + r * sw * wr;
+			int64_t ih = (int64_t)r - g.ph;
+			if (ih < 0 || ih >= (int64_t)H) {
+				memset(d, j->pad_x, sw * wr);
+				continue;
+			}
+			const uint8_t *row = xc + (size_t)ih * W;
+			if (sw == 1) {
+				memset(d, j->pad_x, pw);
+				memcpy(d + pw, row, W);
+				memset(d + pw + W, j->pad_x, wr - pw - W);
+				continue;
+			}
+			memset(d, j->pad_x, sw * wr);
+			size_t i = 0;
+			if (sw == 2) {
+				/* even and odd bytes of 32 at a time (SSE2); with an odd left pad the
+				 * even bytes of the row are the odd padded columns */
+				const __m128i lo = _mm_set1_epi16(0x00FF);
+				uint8_t *de = pw % 2 ? d + wr + (pw - 1) / 2 : d + pw / 2;
+				uint8_t *dodd = pw % 2 ? d + (pw + 1) / 2 : d + wr + pw / 2;
+				for (; i + 32 <= W; i += 32) {
+					__m128i a = _mm_loadu_si128((const __m128i *)(row + i));
+					__m128i b = _mm_loadu_si128((const __m128i *)(row + i + 16));
+					__m128i ev = _mm_packus_epi16(_mm_and_si128(a, lo), _mm_and_si128(b, lo));
+					__m128i od = _mm_packus_epi16(_mm_srli_epi16(a, 8), _mm_srli_epi16(b, 8));
+					_mm_storeu_si128((__m128i *)(de + i / 2), ev);
+					_mm_storeu_si128((__m128i *)(dodd + i / 2), od);
+				}
+			}
+			size_t q = (pw + i) % sw, idx = (pw + i) / sw;
+			for (; i < W; i++) {
+				d[q * wr + idx] = row[i];
+				if (++q == sw) {
+					q = 0;
+					idx++;
+				}
+			}
+		}
+	}
+}
+
+/* Columns [n0, n0 + nb) of the column matrix of image n, group g, as a K x nb block: one
+ * copy per tap and output row. */
+static void im2col(const struct qconv_job *j, size_t plane0, size_t n0, size_t nb, uint8_t *col)
+{
+	struct geo2 g;
+	geo2_of(j->s, &g);
+	size_t Cg = (size_t)(j->s->C / j->s->G), sw = j->sw, wr = j->wr, OW = (size_t)g.OW;
 	size_t k = 0;
-	for (int64_t ci = 0; ci < Cg; ci++)
-		for (int64_t kh = 0; kh < KH; kh++)
-			for (int64_t kw = 0; kw < KW; kw++, k++) {
+	for (size_t ci = 0; ci < Cg; ci++) {
+		const uint8_t *pc = j->xs + (plane0 + ci) * j->hp * sw * wr;
+		for (int64_t kh = 0; kh < g.KH; kh++)
+			for (int64_t kw = 0; kw < g.KW; kw++, k++) {
 				uint8_t *d = col + k * nb;
-				const uint8_t *xc = xg + ci * H * W;
+				size_t q = (size_t)(kw * g.dw) % sw, off = (size_t)(kw * g.dw) / sw;
 				size_t n = n0, end = n0 + nb;
 				while (n < end) {
-					int64_t oh = (int64_t)n / OW, ow0 = (int64_t)n % OW;
-					int64_t ow1 = OW < ow0 + (int64_t)(end - n) ? OW : ow0 + (int64_t)(end - n);
-					int64_t ih = oh * sh - ph + kh * dh;
-					size_t cnt = (size_t)(ow1 - ow0);
-					if (ih < 0 || ih >= H) {
-						memset(d, j->pad_x, cnt);
-					} else {
-						const uint8_t *row = xc + ih * W;
-						int64_t base = kw * dw - pw;
-						for (int64_t ow = ow0; ow < ow1;) {
-							int64_t iw = ow * sw + base;
-							if (iw < 0 || iw >= W) {
-								d[ow - ow0] = j->pad_x;
-								ow++;
-								continue;
-							}
-							/* the run of outputs whose input column stays inside */
-							int64_t last = (W - 1 - base) / sw;
-							if (last >= ow1)
-								last = ow1 - 1;
-							if (sw == 1) {
-								memcpy(d + (ow - ow0), row + iw, (size_t)(last - ow + 1));
-							} else {
-								for (int64_t o = ow; o <= last; o++)
-									d[o - ow0] = row[o * sw + base];
-							}
-							ow = last + 1;
-						}
-					}
+					size_t oh = n / OW, ow0 = n % OW;
+					size_t cnt = OW - ow0 < end - n ? OW - ow0 : end - n;
+					size_t rowp = oh * (size_t)g.sh + (size_t)(kh * g.dh);
+					memcpy(d, pc + rowp * sw * wr + q * wr + ow0 + off, cnt);
 					d += cnt;
 					n += cnt;
 				}
 			}
+	}
 }
 
 static void qconv_chunk(void *arg, size_t begin, size_t end)
@@ -325,11 +378,10 @@ static void qconv_chunk(void *arg, size_t begin, size_t end)
 		size_t b = c % j->nblocks, ng = c / j->nblocks;
 		size_t g = ng % (size_t)s->G, n = ng / (size_t)s->G;
 		size_t n0 = b * nb, cnt = P - n0 < nb ? P - n0 : nb;
-		const uint8_t *xg = j->x + (n * (size_t)s->C + g * Cg) * Pin;
 		if (j->pointwise) {
-			wh_qg_pack(xg + n0, Pin, j->K, cnt, j->flip_x, pan);
+			wh_qg_pack(j->x + (n * (size_t)s->C + g * Cg) * Pin + n0, Pin, j->K, cnt, j->flip_x, pan);
 		} else {
-			im2col(j, xg, n0, cnt, col);
+			im2col(j, n * (size_t)s->C + g * Cg, n0, cnt, col);
 			wh_qg_pack(col, cnt, j->K, cnt, j->flip_x, pan);
 		}
 		wh_qg_colsums(pan, kp, cnt, cs, j->cpu);
@@ -387,8 +439,25 @@ enum wh_status wh_qconv(const struct wh_cpu_features *cpu, struct wh_threadpool 
 	j.nb = conv_block_cols(kp, P);
 	j.nblocks = (P + j.nb - 1) / j.nb;
 	atomic_init(&j.nomem, false);
+	enum wh_status st = WH_OK;
+	if (!one) {
+		struct geo2 g;
+		geo2_of(s, &g);
+		size_t Wp = (size_t)(g.pw + g.W + g.pw1);
+		j.sw = (size_t)g.sw;
+		j.wr = (Wp + j.sw - 1) / j.sw;
+		j.hp = (size_t)(g.ph + g.H + g.ph1);
+		size_t planes = (size_t)(s->N * s->C);
+		j.xs = malloc(planes * j.hp * j.sw * j.wr + 1);
+		if (!j.xs) {
+			st = WH_ERR_NOMEM;
+			goto out;
+		}
+		wh_parallel_for(pool, planes, wh_grain_for((uint64_t)(j.hp * j.sw * j.wr)), split_planes, &j);
+	}
 	wh_parallel_for(pool, (size_t)(s->N * s->G) * j.nblocks, 1, qconv_chunk, &j);
-	enum wh_status st = atomic_load(&j.nomem) ? WH_ERR_NOMEM : WH_OK;
+	if (atomic_load(&j.nomem))
+		st = WH_ERR_NOMEM;
 	if (!st && bias) {
 		for (size_t n = 0; n < (size_t)s->N; n++)
 			for (size_t m = 0; m < M; m++) {
@@ -397,6 +466,8 @@ enum wh_status wh_qconv(const struct wh_cpu_features *cpu, struct wh_threadpool 
 					c[i] = (int32_t)((uint32_t)c[i] + (uint32_t)bias[m]);
 			}
 	}
+out:
+	free(j.xs);
 	free(r);
 	free(rs);
 	return st;
