@@ -94,6 +94,32 @@ void wh_qg_colsums_avx2(const int8_t *p, size_t kp, size_t n, int32_t *sums)
 	}
 }
 
+void wh_qdw_row_avx2(const uint8_t *const *src, const int32_t *wv, size_t taps, int32_t zx, bool x_s8, size_t n,
+		     int32_t *out)
+{
+	/* sum x * w - zx * sum w, both wrapping: the same integer as the scalar's */
+	uint32_t wsum = 0;
+	for (size_t t = 0; t < taps; t++)
+		wsum += (uint32_t)wv[t];
+	const __m256i bias = _mm256_set1_epi32((int32_t)(0u - (uint32_t)zx * wsum));
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256i acc = bias;
+		for (size_t t = 0; t < taps; t++) {
+			__m128i b = _mm_loadl_epi64((const __m128i *)(src[t] + i));
+			__m256i x = x_s8 ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+			acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(x, _mm256_set1_epi32(wv[t])));
+		}
+		_mm256_storeu_si256((__m256i *)(out + i), acc);
+	}
+	if (i < n) {
+		const uint8_t *rest[64];
+		for (size_t t = 0; t < taps; t++)
+			rest[t] = src[t] + i;
+		wh_qdw_row_scalar(rest, wv, taps, zx, x_s8, n - i, out + i);
+	}
+}
+
 /* ---- quantization loops ---- */
 
 static inline __m128i requant4(__m128i acc, __m256d m, __m256d yz, __m256d lo, __m256d hi)

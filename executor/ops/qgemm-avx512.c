@@ -96,6 +96,26 @@ VNNI void wh_qg_colsums_avx512(const int8_t *p, size_t kp, size_t n, int32_t *su
 	}
 }
 
+void wh_qdw_row_avx512(const uint8_t *const *src, const int32_t *wv, size_t taps, int32_t zx, bool x_s8, size_t n,
+		       int32_t *out)
+{
+	/* sum x * w - zx * sum w, both wrapping: the same integer as the scalar's */
+	uint32_t wsum = 0;
+	for (size_t t = 0; t < taps; t++)
+		wsum += (uint32_t)wv[t];
+	const __m512i bias = _mm512_set1_epi32((int32_t)(0u - (uint32_t)zx * wsum));
+	for (size_t i = 0; i < n; i += 16) {
+		__mmask16 mk = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+		__m512i acc = bias;
+		for (size_t t = 0; t < taps; t++) {
+			__m128i b = _mm_maskz_loadu_epi8(mk, src[t] + i);
+			__m512i x = x_s8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+			acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(x, _mm512_set1_epi32(wv[t])));
+		}
+		_mm512_mask_storeu_epi32(out + i, mk, acc);
+	}
+}
+
 /* ---- quantization loops ---- */
 
 static inline __m512d requant8(__m256i acc, __m512d m, __m512d yz, __m512d lo, __m512d hi)

@@ -79,11 +79,23 @@ void wh_qg_kernel_avx512(const struct wh_qg_args *a, size_t m0, size_t m1); /* n
 /* Column sums of n columns of packed panels (wh_qg_panels(n) * 16 entries written). */
 void wh_qg_colsums(const int8_t *p, size_t kp, size_t n, int32_t *sums, const struct wh_cpu_features *cpu);
 
+/* Depthwise rows: out[i] = sum over t < taps of (x_t[i] - zx) * wv[t] for i < n, x_t = src[t]
+ * (8-bit, signed when x_s8), wrapping int32. */
+void wh_qdw_row(const uint8_t *const *src, const int32_t *wv, size_t taps, int32_t zx, bool x_s8, size_t n,
+		int32_t *out, const struct wh_cpu_features *cpu);
+void wh_qdw_row_scalar(const uint8_t *const *src, const int32_t *wv, size_t taps, int32_t zx, bool x_s8, size_t n,
+		       int32_t *out);
+void wh_qdw_row_avx2(const uint8_t *const *src, const int32_t *wv, size_t taps, int32_t zx, bool x_s8, size_t n,
+		     int32_t *out);
+void wh_qdw_row_avx512(const uint8_t *const *src, const int32_t *wv, size_t taps, int32_t zx, bool x_s8, size_t n,
+		       int32_t *out);
+
 /* ---- the operators' integer products ---- */
 
 /* Integer convolution: acc = conv(x - zx, w - zw[co]) (+ bias[co]), 8-bit x and w (signed
  * when x_s8 / w_s8), zw one value per output channel (s->M of them), bias int32 or NULL;
- * acc as y's layout [N, M, out...]. 1-D and 2-D only: WH_ERR_UNSUPPORTED for other ranks
+ * acc as y's layout [N, M, out...]. Depthwise layers (one input and one output channel per
+ * group) run wh_qdw_row over each output row, the others the GEMM. 1-D and 2-D only: WH_ERR_UNSUPPORTED for other ranks
  * (the caller runs its reference), WH_ERR_NOMEM when scratch memory runs out. */
 enum wh_status wh_qconv(const struct wh_cpu_features *cpu, struct wh_threadpool *pool, const struct wh_conv_shape *s,
 			const void *x, bool x_s8, int32_t zx, const void *w, bool w_s8, const int32_t *zw,

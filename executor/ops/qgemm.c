@@ -91,6 +91,19 @@ void wh_qg_kernel_scalar(const struct wh_qg_args *a, size_t m0, size_t m1)
 	}
 }
 
+void wh_qdw_row_scalar(const uint8_t *const *src, const int32_t *wv, size_t taps, int32_t zx, bool x_s8, size_t n,
+		       int32_t *out)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t s = 0;
+		for (size_t t = 0; t < taps; t++) {
+			int32_t x = x_s8 ? (int32_t)(int8_t)src[t][i] : (int32_t)src[t][i];
+			s += (uint32_t)(x - zx) * (uint32_t)wv[t];
+		}
+		out[i] = (int32_t)s;
+	}
+}
+
 /* ---- dispatch ---- */
 
 static bool use_vnni(const struct wh_cpu_features *cpu)
@@ -124,6 +137,17 @@ void wh_qg_kernel(const struct wh_qg_args *a, size_t m0, size_t m1, const struct
 		wh_qg_kernel_avx2(a, m0, m1);
 	else
 		wh_qg_kernel_scalar(a, m0, m1);
+}
+
+void wh_qdw_row(const uint8_t *const *src, const int32_t *wv, size_t taps, int32_t zx, bool x_s8, size_t n,
+		int32_t *out, const struct wh_cpu_features *cpu)
+{
+	if (cpu && cpu->isa >= WH_ISA_AVX512)
+		wh_qdw_row_avx512(src, wv, taps, zx, x_s8, n, out);
+	else if (use_avx2(cpu))
+		wh_qdw_row_avx2(src, wv, taps, zx, x_s8, n, out);
+	else
+		wh_qdw_row_scalar(src, wv, taps, zx, x_s8, n, out);
 }
 
 void wh_q_requant(const int32_t *acc, size_t n, const float *mult, size_t mstride, int32_t yz, bool y_s8, void *y,
@@ -353,6 +377,45 @@ static void im2col(const struct qconv_job *j, size_t plane0, size_t n0, size_t n
 	}
 }
 
+/* Depthwise: plane c (image c / C, channel c % C) row by row over the split planes. */
+struct qdw_job {
+	const struct qconv_job *j;
+	const uint8_t *w;
+	bool x_s8, w_s8;
+	const int32_t *zw;
+	int32_t zx;
+};
+
+static void qdw_chunk(void *arg, size_t begin, size_t end)
+{
+	const struct qdw_job *d = arg;
+	const struct qconv_job *j = d->j;
+	const struct wh_conv_shape *s = j->s;
+	struct geo2 g;
+	geo2_of(s, &g);
+	size_t taps = (size_t)(g.KH * g.KW), OW = (size_t)g.OW, OH = (size_t)g.OH, sw = j->sw, wr = j->wr;
+	const uint8_t *src[64];
+	int32_t wv[64];
+	for (size_t c = begin; c < end; c++) {
+		size_t co = c % (size_t)s->M;
+		const uint8_t *pc = j->xs + c * j->hp * sw * wr;
+		for (size_t t = 0; t < taps; t++) {
+			uint8_t b = d->w[co * taps + t];
+			wv[t] = (d->w_s8 ? (int32_t)(int8_t)b : (int32_t)b) - d->zw[co];
+		}
+		for (size_t oh = 0; oh < OH; oh++) {
+			size_t t = 0;
+			for (int64_t kh = 0; kh < g.KH; kh++)
+				for (int64_t kw = 0; kw < g.KW; kw++, t++) {
+					size_t rowp = oh * (size_t)g.sh + (size_t)(kh * g.dh);
+					size_t q = (size_t)(kw * g.dw) % sw, off = (size_t)(kw * g.dw) / sw;
+					src[t] = pc + rowp * sw * wr + q * wr + off;
+				}
+			wh_qdw_row(src, wv, taps, d->zx, d->x_s8, OW, j->acc + (c * OH + oh) * OW, j->cpu);
+		}
+	}
+}
+
 static void qconv_chunk(void *arg, size_t begin, size_t end)
 {
 	struct qconv_job *j = arg;
@@ -455,7 +518,12 @@ enum wh_status wh_qconv(const struct wh_cpu_features *cpu, struct wh_threadpool 
 		}
 		wh_parallel_for(pool, planes, wh_grain_for((uint64_t)(j.hp * j.sw * j.wr)), split_planes, &j);
 	}
-	wh_parallel_for(pool, (size_t)(s->N * s->G) * j.nblocks, 1, qconv_chunk, &j);
+	if (Cg == 1 && M == (size_t)s->G && !one && KS <= 64) {
+		struct qdw_job d = {&j, w, x_s8, w_s8, zw, zx};
+		wh_parallel_for(pool, (size_t)(s->N * s->C), wh_grain_for((uint64_t)(P * KS)), qdw_chunk, &d);
+	} else {
+		wh_parallel_for(pool, (size_t)(s->N * s->G) * j.nblocks, 1, qconv_chunk, &j);
+	}
 	if (atomic_load(&j.nomem))
 		st = WH_ERR_NOMEM;
 	if (!st && bias) {
