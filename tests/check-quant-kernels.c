@@ -127,7 +127,7 @@ START_TEST(matmul_matches_definition_on_every_isa_and_thread_count)
 					for (int t = 0; t < 3; t++) {
 						memset(got, 0x55, M * N * sizeof *got);
 						ck_assert_int_eq(wh_qmatmul(&isa[i].cpu, pools[t], M, N, K, a, as, za, b, bs,
-									    zb, got),
+									    zb, NULL, NULL, got),
 								 WH_OK);
 						CHECK(!memcmp(want, got, M * N * sizeof *got),
 						      "%s, %d threads: M %zu N %zu K %zu a %s b %s", isa[i].name, t + 1,
@@ -161,7 +161,7 @@ START_TEST(matmul_extreme_products_are_exact)
 	struct isa_case isa[4];
 	int ni = isa_cases(isa);
 	for (int i = 0; i < ni; i++) {
-		ck_assert_int_eq(wh_qmatmul(&isa[i].cpu, NULL, M, N, K, a, false, za, b, true, zb, got), WH_OK);
+		ck_assert_int_eq(wh_qmatmul(&isa[i].cpu, NULL, M, N, K, a, false, za, b, true, zb, NULL, NULL, got), WH_OK);
 		/* every row is all 255: column n sums 255 * b[k][n] */
 		for (size_t n = 0; n < N; n++) {
 			int32_t col = 0;

@@ -881,7 +881,7 @@ static bool qparam_index(const struct wh_tensor *p, size_t batch, int64_t len, s
  * consecutive is one product of batch * M rows. */
 static enum wh_status mm_integer(struct wh_kernel_ctx *ctx, const struct mm_shape *s,
 				 const struct wh_tensor *A, const struct wh_tensor *azp,
-				 const struct wh_tensor *B, const struct wh_tensor *bzp, int32_t *acc)
+				 const struct wh_tensor *B, uint32_t b_input, const struct wh_tensor *bzp, int32_t *acc)
 {
 	uint64_t t;
 	if (!qparam_index(azp, s->batch, s->M, 0, 0, &t) || !qparam_index(bzp, s->batch, s->N, 0, 0, &t))
@@ -900,6 +900,11 @@ static enum wh_status mm_integer(struct wh_kernel_ctx *ctx, const struct mm_shap
 		return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the zero points");
 	int32_t *zb = za + rows;
 	enum wh_status st = WH_OK;
+	/* a 2-D initializer B: packed once per engine */
+	const int32_t *bsum = NULL;
+	const int8_t *bp = B->rank == 2 ? wh_qgemm_packed_b(ctx, b_input, (size_t)s->K, (size_t)s->N,
+							       B->dtype == WH_DT_INT8 ? 0 : 0x80, &bsum)
+					: NULL;
 	for (size_t b = 0; b < s->batch && !st; b++) {
 		if (merged && b > 0)
 			break;
@@ -916,7 +921,8 @@ static enum wh_status mm_integer(struct wh_kernel_ctx *ctx, const struct mm_shap
 		}
 		st = wh_qmatmul(ctx->cpu, ctx->pool, rows, (size_t)s->N, (size_t)s->K,
 				(const uint8_t *)A->data + s->a_off[b], A->dtype == WH_DT_INT8, za,
-				(const uint8_t *)B->data + s->b_off[b], B->dtype == WH_DT_INT8, zb, acc + s->c_off[b]);
+				(const uint8_t *)B->data + s->b_off[b], B->dtype == WH_DT_INT8, zb, bp, bsum,
+				acc + s->c_off[b]);
 	}
 	free(za);
 	if (st)
@@ -939,7 +945,7 @@ static enum wh_status matmul_integer_run(struct wh_kernel_ctx *ctx)
 		return st;
 	st = wh_tensor_alloc(&ctx->outputs[0], WH_DT_INT32, s.out_rank, s.out_dims);
 	if (!st)
-		st = mm_integer(ctx, &s, A, azp, B, bzp, ctx->outputs[0].data);
+		st = mm_integer(ctx, &s, A, azp, B, 1, bzp, ctx->outputs[0].data);
 	mm_shape_release(&s);
 	return st;
 }
@@ -992,7 +998,7 @@ static enum wh_status qlinear_matmul_run(struct wh_kernel_ctx *ctx)
 		st = wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the int32 accumulators");
 		goto out;
 	}
-	if ((st = mm_integer(ctx, &s, A, azp, B, bzp, acc)))
+	if ((st = mm_integer(ctx, &s, A, azp, B, 3, bzp, acc)))
 		goto out;
 	float ysv = scale_at(ys, 0);
 	int32_t yz = yzp ? (int32_t)wh_tensor_get_i64(yzp, 0) : 0;

@@ -102,10 +102,21 @@ enum wh_status wh_qconv(const struct wh_cpu_features *cpu, struct wh_threadpool 
 			const int32_t *bias, int32_t *acc);
 
 /* Integer matrix product of one matrix pair: c[M][N] = (a - za[m]) x (b - zb[n]), a [M][K]
- * and b [K][N] row-major 8-bit (signed when a_s8 / b_s8), za M values, zb N values. */
+ * and b [K][N] row-major 8-bit (signed when a_s8 / b_s8), za M values, zb N values. bp and
+ * bsum: b already packed (with the flip b_s8 ? 0 : 0x80) and its column sums, from
+ * wh_qgemm_packed_b, or NULL: packed here. */
 enum wh_status wh_qmatmul(const struct wh_cpu_features *cpu, struct wh_threadpool *pool, size_t M, size_t N,
 			  size_t K, const void *a, bool a_s8, const int32_t *za, const void *b, bool b_s8,
-			  const int32_t *zb, int32_t *c);
+			  const int32_t *zb, const int8_t *bp, const int32_t *bsum, int32_t *c);
+
+/* The engine's packed copy (ctx->packs, gemm-pack.c) of input k of the node, a K x N
+ * 8-bit initializer, packed with flip, and its column sums in *colsum; NULL (pack per call)
+ * when input k is not an initializer's own bytes, at its first use (an engine that runs
+ * once never pays for the copy), or beyond the weight-cache budget. The copy belongs to the
+ * cache. */
+struct wh_kernel_ctx;
+const int8_t *wh_qgemm_packed_b(const struct wh_kernel_ctx *ctx, uint32_t k, size_t K, size_t N, uint8_t flip,
+				const int32_t **colsum);
 
 /* ---- bulk loops of the quantization ops (exact: every ISA gives the scalar bits) ---- */
 

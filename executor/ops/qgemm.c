@@ -592,17 +592,17 @@ static void qmm_chunk(void *arg, size_t begin, size_t end)
 
 enum wh_status wh_qmatmul(const struct wh_cpu_features *cpu, struct wh_threadpool *pool, size_t M, size_t N,
 			  size_t K, const void *a, bool a_s8, const int32_t *za, const void *b, bool b_s8,
-			  const int32_t *zb, int32_t *c)
+			  const int32_t *zb, const int8_t *bp, const int32_t *bsum, int32_t *c)
 {
 	if (M == 0 || N == 0)
 		return WH_OK;
 	size_t kp = wh_qg_kp(K), np = wh_qg_panels(N), npad = np * WH_QG_NR;
 	struct qmm_job j = {.cpu = cpu, .b = b, .flip_b = b_s8 ? 0 : 0x80, .N = N, .K = K, .kp = kp, .np = np,
 			    .M = M, .c = c};
-	int8_t *pan = malloc(np * kp * WH_QG_NR + 64);
+	int8_t *pan = bp ? NULL : malloc(np * kp * WH_QG_NR + 64);
 	int32_t *ints = malloc((2 * npad + 2 * M) * sizeof(int32_t));
 	uint8_t *r = malloc(M * kp + 1);
-	if (!pan || !ints || !r) {
+	if ((!bp && !pan) || !ints || !r) {
 		free(pan);
 		free(ints);
 		free(r);
@@ -616,14 +616,19 @@ enum wh_status wh_qmatmul(const struct wh_cpu_features *cpu, struct wh_threadpoo
 		zr[m] = za[m] + (a_s8 ? 128 : 0);
 		rowfix[m] = (int32_t)((uint32_t)rowfix[m] - (uint32_t)K * (uint32_t)zr[m]);
 	}
-	j.pan = pan;
-	j.colsum = colsum;
+	size_t ntiles = (np + QMM_PB - 1) / QMM_PB;
 	j.zpv = zpv;
 	j.r = r;
 	j.rowfix = rowfix;
 	j.zr = zr;
-	size_t ntiles = (np + QMM_PB - 1) / QMM_PB;
-	wh_parallel_for(pool, ntiles, 1, qmm_pack_chunk, &j);
+	if (bp) {
+		j.pan = (int8_t *)(uintptr_t)bp;
+		j.colsum = (int32_t *)(uintptr_t)bsum;
+	} else {
+		j.pan = pan;
+		j.colsum = colsum;
+		wh_parallel_for(pool, ntiles, 1, qmm_pack_chunk, &j);
+	}
 	j.mtiles = (M + QMM_MB - 1) / QMM_MB;
 	wh_parallel_for(pool, j.mtiles * ntiles, 1, qmm_chunk, &j);
 	free(pan);
