@@ -19,7 +19,7 @@
  * 4 consecutive k (the operand order of vpdpbusd); padding columns and k are 0 (0 adds nothing
  * to the dot products, the row sums or the column sums).
  *
- * ISA paths (chosen from cpu): AVX-512 with VNNI (vpdpbusd, 4 rows x 32 columns per tile),
+ * ISA paths (chosen from cpu): AVX-512 with VNNI (vpdpbusd, 4 rows x 64 columns per tile),
  * AVX2 (bytes widened to int16 and multiplied with vpmaddwd: exact, unlike vpmaddubsw, whose
  * int16 pair sums saturate for uint8 x int8), scalar. A machine with AVX-512 but without
  * VNNI takes the AVX2 path.
