@@ -139,6 +139,18 @@ static void mark_captured(const struct wh_graph *main, const struct wh_graph *sg
 		mark_node_subgraphs(main, &sg->nodes[i], captured);
 }
 
+/* The float32 tensor of a Constant node (its `value`), or NULL. */
+static const struct wh_attr *float_constant(const struct wh_node *n)
+{
+	if (strcmp(n->op_type, "Constant") || !default_domain(n->domain) || n->n_outputs != 1 || n->outputs[0] == WH_NONE)
+		return NULL;
+	for (uint32_t a = 0; a < n->n_attrs; a++)
+		if (!strcmp(n->attrs[a].name, "value") && n->attrs[a].type == WH_ATTR_TENSOR && n->attrs[a].t &&
+		    n->attrs[a].t->dtype == WH_DT_FLOAT)
+			return &n->attrs[a];
+	return NULL;
+}
+
 struct conv {
 	const struct wh_model *m;
 	const struct wh_graph *g;
@@ -149,6 +161,7 @@ struct conv {
 	uint32_t *home_id; /* dst id holding the value in its home type */
 	uint32_t *cast_id; /* dst id holding it in the other float type, or WH_NONE */
 	uint32_t *init_id; /* initializers: dst id of the converted copy, or WH_NONE */
+	bool *const_conv;  /* per source node: a Constant converted in place */
 };
 
 /* A value name not used in the source or the destination: base + "." + suffix [+ ".k"]. */
@@ -351,7 +364,7 @@ enum wh_status wh_model_convert(const struct wh_model *m, const struct wh_conver
 	}
 	for (uint32_t i = 0; i < g->n_inputs; i++) {
 		uint32_t v = g->inputs[i];
-		if (o->convert_io && g->values[v].dtype == WH_DT_FLOAT)
+		if (o->convert_io && g->values[v].dtype == WH_DT_FLOAT && !(g->values[v].flags & WH_VALUE_INITIALIZER))
 			home[v] = T;
 	}
 	for (uint32_t i = 0; i < g->n_nodes; i++) {
@@ -395,12 +408,36 @@ enum wh_status wh_model_convert(const struct wh_model *m, const struct wh_conver
 			need_f[v]++;
 		}
 
+	/* a float Constant whose readers all take T holds its value in T (as a weight) */
+	bool *const_conv = c.const_conv = calloc(nn, sizeof *const_conv);
+	if (!const_conv) {
+		st = oom();
+		goto out;
+	}
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		uint32_t v = g->nodes[i].outputs ? g->nodes[i].outputs[0] : WH_NONE;
+		if (float_constant(&g->nodes[i]) && need_t[v] && !need_f[v] && pin[v] == WH_DT_UNDEFINED) {
+			const_conv[i] = true;
+			home[v] = T;
+		}
+	}
 	if ((st = wh_model_create_like(m, &c.dm)) != WH_OK)
 		goto out;
 	c.dst = c.dm->graph;
 	uint32_t id;
 	for (uint32_t i = 0; i < g->n_inputs; i++) {
 		uint32_t v = g->inputs[i];
+		const struct wh_value *sv = &g->values[v];
+		if ((sv->flags & WH_VALUE_INITIALIZER) && sv->dtype == WH_DT_FLOAT && need_t[v] && !need_f[v]) {
+			/* a weight also listed as an input (IR < 4 lists them all): converted as a
+			 * weight, its declaration follows */
+			if ((st = add_converted_init(&c, v, sv->name, &id)) != WH_OK || (st = wh_graph_add_input(c.dst, id)) != WH_OK)
+				goto out;
+			c.dst->values[id].flags |= WH_VALUE_HAS_INFO;
+			c.home_id[v] = c.init_id[v] = id;
+			home[v] = T;
+			continue;
+		}
 		if ((st = wh_graph_copy_value(c.dm, c.dst, g, v, &id)) != WH_OK || (st = wh_graph_add_input(c.dst, id)) != WH_OK)
 			goto out;
 		if (home[v] != g->values[v].dtype)
@@ -410,9 +447,20 @@ enum wh_status wh_model_convert(const struct wh_model *m, const struct wh_conver
 	for (uint32_t i = 0; i < g->n_inits; i++) {
 		uint32_t v = g->inits[i];
 		const struct wh_value *sv = &g->values[v];
-		if (sv->flags & WH_VALUE_INPUT)
-			continue; /* an input's default: treated as the input */
 		bool convert = sv->dtype == WH_DT_FLOAT && need_t[v];
+		if (sv->flags & WH_VALUE_INPUT) {
+			/* copied with the inputs; a converted copy for the readers that take T */
+			if (convert && c.init_id[v] == WH_NONE) {
+				char *nm = unique_name(&c, sv->name, suffix_of(T));
+				if (!nm) {
+					st = oom();
+					goto out;
+				}
+				if ((st = add_converted_init(&c, v, nm, &c.init_id[v])) != WH_OK)
+					goto out;
+			}
+			continue;
+		}
 		if (convert && !need_f[v]) {
 			/* every reader takes the target type: converted under its own name */
 			if ((st = add_converted_init(&c, v, sv->name, &id)) != WH_OK)
@@ -466,6 +514,25 @@ enum wh_status wh_model_convert(const struct wh_model *m, const struct wh_conver
 		struct wh_node *dn = &c.dst->nodes[did];
 		for (uint32_t k = 0; k < n->n_inputs; k++)
 			dn->inputs[k] = ins[k];
+		if (c.const_conv[ni]) {
+			const struct wh_attr *sa = float_constant(n);
+			struct wh_const_tensor *t = dn->attrs[sa - n->attrs].t;
+			uint64_t count = 1;
+			for (int32_t d = 0; d < t->rank; d++)
+				count *= (uint64_t)t->dims[d];
+			struct wh_blob *b = NULL;
+			if (t->data && t->data->size != count * 4) {
+				st = wh_error(WH_ERR_INVALID, "convert: Constant '%s' holds %zu bytes, not %llu float32 values (check the model)",
+					      n->name ? n->name : "", t->data->size, (unsigned long long)count);
+				goto out;
+			}
+			if ((st = convert_data(&c, t->data, count, &b)) != WH_OK)
+				goto out;
+			wh_blob_release(t->data);
+			t->data = b;
+			t->dtype = T;
+			stats.inits++;
+		}
 		if (row[ni] && !strcmp(n->op_type, "Cast"))
 			for (uint32_t a = 0; a < dn->n_attrs; a++)
 				if (!strcmp(dn->attrs[a].name, "to"))
@@ -528,5 +595,6 @@ out:
 	free(c.home_id);
 	free(c.cast_id);
 	free(c.init_id);
+	free(c.const_conv);
 	return st;
 }

@@ -23,8 +23,9 @@
  *    finite values beyond the format clamped to its largest finite value, as
  *    onnxconverter-common does; values below half the smallest subnormal flushed to zero as
  *    rounding gives). One read by both converted and float32 slots gets a converted copy
- *    (`<name>.fp16`); the original stays for the float32 readers. Initializers that are also
- *    graph inputs are treated as graph inputs.
+ *    (`<name>.fp16`); the original stays for the float32 readers. A weight also listed as a
+ *    graph input (models of IR version < 4 list every weight there) is converted as a weight,
+ *    its input declaration following its type.
  *  - Graph inputs and outputs keep their types unless convert_io (AutoCast's keep_io_types
  *    off): then float32 ones take the target type.
  *
