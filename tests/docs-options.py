@@ -31,7 +31,9 @@ FOREIGN = {
     "precision-constraints", "save-debug-replay", "save-timing-cache", "show-output", "tf32", "trt",
     "trt-outputs",
     # trtexec (its camelCase flags are cut at the capital: --dumpProfile -> dump)
-    "onnx", "dump", "export", "load", "layer",
+    "onnx", "dump", "export", "load", "layer", "strongly",
+    # ModelOpt AutoCast (its snake_case flags are cut at the underscore: --nodes_to_exclude -> nodes)
+    "nodes", "low",
     # slurm
     "exclusive", "gres", "job-name", "parsable", "wait", "cpus",
     # scripts/ort-run.js, scripts/gen-decoder.py, scripts/bench-*.sh
