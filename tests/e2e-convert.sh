@@ -241,6 +241,32 @@ a=$(hashes "$tmp/corpus-audio_embed/bf16.onnx" "$tmp/corpus-audio_embed/in")
 b=$(hashes "$corpus/audio_embed.onnx" "$tmp/corpus-audio_embed/in" --precision bf16)
 if [ -n "$a" ] && [ "$a" != "$b" ]; then ok "audio_embed bf16: differs from the emulation that puts its Convs in bf16"; else bad "audio_embed bf16: the equality check cannot fail"; fi
 
+# ---- external data: weights that stay float32 keep viewing the original's file (linked),
+# converted weights are new data ----
+ext=$tmp/ext
+mkdir -p "$ext/a" "$ext/b"
+"$whittle" sanitize "$corpus/squeezenet1_1.onnx" -o "$ext/a/m.onnx" --save-external-data >/dev/null 2>&1
+run "$whittle" convert "$ext/a/m.onnx" --precision fp16 --layer-precisions /features/features.0/Conv:fp32 -o "$ext/b/out.onnx" \
+	--save-layer-precisions "$ext/b/lp.json"
+"$py" - "$ext/b/out.onnx" >"$ext/where.txt" <<'PY'
+import sys, onnx
+m = onnx.load(sys.argv[1], load_external_data=False)
+for t in m.graph.initializer:
+    print(t.name, t.data_type, "external" if t.data_location == 1 else "inline")
+PY
+if [ "$rc" -eq 0 ] && [ "$(stat -c %i "$ext/a/m.onnx.data")" = "$(stat -c %i "$ext/b/m.onnx.data" 2>/dev/null)" ] &&
+	grep -q '^features.0.weight 1 external$' "$ext/where.txt" && ! grep -q ' 10 external$' "$ext/where.txt" &&
+	[ "$(grep -c ' 10 inline$' "$ext/where.txt")" -gt 20 ]; then
+	ok "external data: the kept Conv's weight still views the original's file (hard-linked), the converted weights are inline"
+else
+	cat "$ext/where.txt" >>"$tmp/err"
+	bad "external data: where the weights went"
+fi
+mkdir -p "$ext/in"
+"$py" "$models" inputs "$corpus/MANIFEST" squeezenet1_1 "$ext/a/m.onnx" "$ext/in"
+same_bits "external data" "$ext/b/out.onnx" "$ext/a/m.onnx" "$ext/in" fp16 "$ext/b/lp.json"
+ort_agree "external data" "$ext/b/out.onnx" "$ext/in" 2e-2 2e-2
+
 # ---- usage ----
 ln=$fx/layernorm_overflow.onnx
 expect_usage "convert without -o" "no output path" "$whittle" convert "$ln" --precision fp16
