@@ -80,7 +80,17 @@ static const struct op_row *convertible(const struct wh_graph *g, const struct w
 {
 	if (!default_domain(n->domain))
 		return NULL;
+	/* a node holding a subgraph (If, Loop, Scan, SequenceMap) keeps its types, bodies too */
+	for (uint32_t a = 0; a < n->n_attrs; a++)
+		if (n->attrs[a].type == WH_ATTR_GRAPH || n->attrs[a].type == WH_ATTR_GRAPHS)
+			return NULL;
 	const struct op_row *r = find_row(n->op_type, opset);
+	/* a Cast from float to another type: its input variable (T1) takes the target type */
+	static const struct op_row cast_in = {"Cast", 1, 1, 1, 0x1u, 0, 0x0u};
+	if (r && !strcmp(n->op_type, "Cast") && n->n_inputs == 1 && n->n_outputs == 1 && n->inputs[0] != WH_NONE &&
+	    n->outputs[0] != WH_NONE && g->values[n->inputs[0]].dtype == WH_DT_FLOAT &&
+	    g->values[n->outputs[0]].dtype != WH_DT_FLOAT && g->values[n->outputs[0]].dtype != WH_DT_UNDEFINED)
+		r = (target == WH_DT_FLOAT16 ? r->fp16 : r->bf16) ? &cast_in : NULL;
 	if (!r || !(target == WH_DT_FLOAT16 ? r->fp16 : r->bf16))
 		return NULL;
 	uint32_t slots = 0;
@@ -533,7 +543,7 @@ enum wh_status wh_model_convert(const struct wh_model *m, const struct wh_conver
 			t->dtype = T;
 			stats.inits++;
 		}
-		if (row[ni] && !strcmp(n->op_type, "Cast"))
+		if (row[ni] && row[ni]->out_mask && !strcmp(n->op_type, "Cast"))
 			for (uint32_t a = 0; a < dn->n_attrs; a++)
 				if (!strcmp(dn->attrs[a].name, "to"))
 					dn->attrs[a].i = T;

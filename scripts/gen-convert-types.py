@@ -15,7 +15,8 @@ InvStdDev, Range bounds used as shapes, indices, axes, Q/DQ scales...). fp16/bf1
 the variable admits tensor(float16) / tensor(bfloat16).
 
 Ops whose output type is an attribute (Cast's `to` is handled by the converter; the others:
-ConstantOfShape, EyeLike, the Random* ops, Constant, Multinomial, Bernoulli) and Q/DQ
+ConstantOfShape, EyeLike, the Random* ops, Constant, Multinomial, Bernoulli, the window
+functions and MelWeightMatrix: `output_datatype`) and Q/DQ
 (kept in FP32 by design: TensorRT keeps their scales in FP32) are written with fp16 = bf16 =
 0, so they keep FP32 and get Casts around them.
 
@@ -29,7 +30,8 @@ import onnx.defs
 
 ATTR_TYPED = {"ConstantOfShape", "EyeLike", "RandomNormal", "RandomUniform", "RandomNormalLike",
               "RandomUniformLike", "Constant", "Multinomial", "Bernoulli",
-              "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"}
+              "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear",
+              "BlackmanWindow", "HammingWindow", "HannWindow", "MelWeightMatrix"}
 
 # (op, since_version, fp16, bf16, input mask, last input variadic, output mask): schema
 # versions after onnx 1.12 (opset 17), from https://onnx.ai/onnx/operators/ (type constraints).

@@ -107,8 +107,8 @@ static void print_unsupported(const char *cmd, const struct wh_model *m, const s
 {
 	if (!s->n_unsupported)
 		return;
-	fprintf(stderr, "%s: %u float layers stay fp32: ONNX (opset %lld) gives their op no %s type:", cmd, s->n_unsupported,
-		(long long)wh_model_opset(m, ""), tname);
+	fprintf(stderr, "%s: %u float layers stay fp32: ONNX (opset %lld) gives their op no %s type, or they hold subgraphs, quantize, or take their type from an attribute:",
+		cmd, s->n_unsupported, (long long)wh_model_opset(m, ""), tname);
 	/* counted by op type, in order of first appearance */
 	for (uint32_t i = 0; i < s->n_unsupported; i++) {
 		const char *op = m->graph->nodes[s->unsupported[i]].op_type;
