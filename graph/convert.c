@@ -74,6 +74,12 @@ static const char *suffix_of(enum wh_dtype dt)
 	return dt == WH_DT_FLOAT16 ? "fp16" : dt == WH_DT_BFLOAT16 ? "bf16" : dt == WH_DT_FLOAT ? "fp32" : "cast";
 }
 
+/* A float32 tensor (not a sequence, map or optional: a Cast cannot convert those) */
+static bool float_tensor(const struct wh_value *v)
+{
+	return v->dtype == WH_DT_FLOAT && !v->type_rest.len;
+}
+
 /* Whether node n can take the target type: a row that admits it, and every slot bound to
  * the converted variable (at least one) float32. */
 static const struct op_row *convertible(const struct wh_graph *g, const struct wh_node *n, int64_t opset,
@@ -98,14 +104,14 @@ static const struct op_row *convertible(const struct wh_graph *g, const struct w
 	for (uint32_t k = 0; k < n->n_inputs; k++) {
 		if (n->inputs[k] == WH_NONE || !in_slot(r, k))
 			continue;
-		if (g->values[n->inputs[k]].dtype != WH_DT_FLOAT)
+		if (!float_tensor(&g->values[n->inputs[k]]))
 			return NULL;
 		slots++;
 	}
 	for (uint32_t k = 0; k < n->n_outputs; k++) {
 		if (n->outputs[k] == WH_NONE || !out_slot(r, k))
 			continue;
-		if (g->values[n->outputs[k]].dtype != WH_DT_FLOAT)
+		if (!float_tensor(&g->values[n->outputs[k]]))
 			return NULL;
 		slots++;
 	}

@@ -12,7 +12,10 @@ allowed types include tensor(float); when no output has one (ArgMax, Less, IsNaN
 its first input. An input or output bound to that variable takes the new type; every other
 input and output keeps its own (Resize's roi and scales, LayerNormalization's Mean and
 InvStdDev, Range bounds used as shapes, indices, axes, Q/DQ scales...). fp16/bf16: whether
-the variable admits tensor(float16) / tensor(bfloat16).
+the variable admits tensor(float16) / tensor(bfloat16). Ops with an input or output that is
+only ever a sequence, map or optional keep their types (their element types follow the
+tensors'); an op that takes tensors or sequences (Identity, If) converts only tensors
+(graph/convert.c checks each value).
 
 Ops whose output type is an attribute (Cast's `to` is handled by the converter; the others:
 ConstantOfShape, EyeLike, the Random* ops, Constant, Multinomial, Bernoulli, the window
@@ -104,6 +107,12 @@ def row(s):
     tc = {t.type_param_str: set(t.allowed_type_strs) for t in s.type_constraints}
     if s.name in ATTR_TYPED:
         return (0, 0, 0, 0, 0)
+    # sequences, maps and optionals: their element types follow the tensors', and a Cast
+    # cannot convert them, so these ops keep their types
+    for prm in list(s.inputs) + list(s.outputs):
+        allowed = tc.get(prm.typeStr, {prm.typeStr})
+        if allowed and all(t.startswith(("seq(", "map(", "optional(")) for t in allowed):
+            return (0, 0, 0, 0, 0)
     var = None
     for o in s.outputs:
         if FLOAT_T in tc.get(o.typeStr, ()):
