@@ -241,6 +241,38 @@ a=$(hashes "$tmp/corpus-audio_embed/bf16.onnx" "$tmp/corpus-audio_embed/in")
 b=$(hashes "$corpus/audio_embed.onnx" "$tmp/corpus-audio_embed/in" --precision bf16)
 if [ -n "$a" ] && [ "$a" != "$b" ]; then ok "audio_embed bf16: differs from the emulation that puts its Convs in bf16"; else bad "audio_embed bf16: the equality check cannot fail"; fi
 
+# ---- ONNX backend node tests (scripts/convert-sweep.sh runs them all): a Cast from float
+# to float8 reads fp16, ArgMax and Less read fp16 (no float output), Resize keeps its scales,
+# SplitToSequence (a sequence output) and HannWindow (output type an attribute) keep fp32 ----
+nt=${WHITTLE_ONNX_TESTS:-}/node
+if [ -d "$nt" ]; then
+	for n in test_cast_FLOAT_to_FLOAT8E4M3FN test_argmax_keepdims_random test_less test_resize_upsample_scales_linear \
+		test_split_to_sequence_1 test_hannwindow; do
+		d=$tmp/node-$n
+		mkdir -p "$d/in"
+		cp "$nt/$n"/test_data_set_0/input_*.pb "$d/in/"
+		run "$whittle" convert "$nt/$n/model.onnx" --precision fp16 -o "$d/m.onnx" --save-layer-precisions "$d/lp.json"
+		case $n in
+		test_split_to_sequence_1 | test_hannwindow)
+			if [ "$rc" -eq 0 ] && grep -q ': 0 of 1 float layers in fp16' "$tmp/err" && grep -q '1 float layers stay fp32' "$tmp/err"; then
+				ok "$n: kept in fp32"
+			else
+				bad "$n: not kept in fp32"
+			fi
+			continue
+			;;
+		esac
+		if [ "$rc" -ne 0 ] || ! grep -q ': 1 of 1 float layers in fp16' "$tmp/err"; then
+			bad "$n: not converted"
+			continue
+		fi
+		same_bits "$n" "$d/m.onnx" "$nt/$n/model.onnx" "$d/in" fp16 "$d/lp.json"
+		[ "$n" = test_cast_FLOAT_to_FLOAT8E4M3FN ] || ort_agree "$n" "$d/m.onnx" "$d/in" 1e-2 1e-2
+	done
+else
+	echo "node tests: skipped (WHITTLE_ONNX_TESTS is not set)"
+fi
+
 # ---- external data: weights that stay float32 keep viewing the original's file (linked),
 # converted weights are new data ----
 ext=$tmp/ext
