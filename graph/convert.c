@@ -286,9 +286,9 @@ static enum wh_status add_converted_init(struct conv *c, uint32_t v, const char 
 		dims[d] = sv->dims[d].value;
 		count *= (uint64_t)dims[d];
 	}
-	if (sv->data && sv->data->size != count * 4)
+	if ((sv->data ? sv->data->size : 0) != count * 4)
 		return wh_error(WH_ERR_INVALID, "convert: initializer %s holds %zu bytes, not %llu float32 values (check the model)",
-				wh_name_term(sv->name), sv->data->size, (unsigned long long)count);
+				wh_name_term(sv->name), sv->data ? sv->data->size : 0, (unsigned long long)count);
 	struct wh_blob *b = NULL;
 	enum wh_status st = convert_data(c, sv->data, count, &b);
 	if (st == WH_OK)
@@ -538,9 +538,9 @@ enum wh_status wh_model_convert(const struct wh_model *m, const struct wh_conver
 			for (int32_t d = 0; d < t->rank; d++)
 				count *= (uint64_t)t->dims[d];
 			struct wh_blob *b = NULL;
-			if (t->data && t->data->size != count * 4) {
+			if ((t->data ? t->data->size : 0) != count * 4) {
 				st = wh_error(WH_ERR_INVALID, "convert: Constant %s holds %zu bytes, not %llu float32 values (check the model)",
-					      wh_name_term(n->name), t->data->size, (unsigned long long)count);
+					      wh_name_term(n->name), t->data ? t->data->size : 0, (unsigned long long)count);
 				goto out;
 			}
 			if ((st = convert_data(&c, t->data, count, &b)) != WH_OK)

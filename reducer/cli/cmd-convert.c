@@ -24,7 +24,7 @@ static const char convert_help[] =
 	"except the layers --layer-precisions keeps in fp32; a Cast wherever a tensor crosses between\n"
 	"the two types; float32 weights converted (values beyond the format clamped to its largest\n"
 	"finite value). Layers whose op ONNX gives no fp16/bf16 type at the model's opset stay fp32\n"
-	"(counted on one line). docs/precision.md has the rules.\n\n"
+	"(counted on one line). docs/convert.md has the rules.\n\n"
 	"  -o, --output OUT        path of the model to write\n"
 	"  --precision P           fp16 or bf16 (required)\n"
 	"  --layer-precisions F    layers to keep: NAME:fp32,... or a JSON file (what `whittle\n"
@@ -120,7 +120,7 @@ static void print_unsupported(const char *cmd, const struct wh_model *m, const s
 		uint32_t count = 0;
 		for (uint32_t j = i; j < s->n_unsupported; j++)
 			count += !strcmp(m->graph->nodes[s->unsupported[j]].op_type, op);
-		fprintf(stderr, " %s%s (%u)", i ? "" : "", wh_name_term(op), count);
+		fprintf(stderr, " %s (%u)", wh_name_term(op), count);
 	}
 	fputc('\n', stderr);
 }
