@@ -26,7 +26,7 @@ import sys
 FOREIGN = {
     # polygraphy
     "art-dir", "bf16", "check-inference", "cleanup", "fail-returncode", "force-fallback-shape-inference",
-    "fp16", "fp8", "hide-fail-output", "int8", "iter-artifact", "load-debug-replay", "load-outputs",
+    "fp16", "fp-to-fp16", "fp8", "hide-fail-output", "int8", "iter-artifact", "load-debug-replay", "load-outputs",
     "load-timing-cache", "mark", "model-input-shapes", "onnx-outputs", "onnxrt", "override-input-shapes",
     "precision-constraints", "save-debug-replay", "save-timing-cache", "show-output", "tf32", "trt",
     "trt-outputs",
