@@ -18,6 +18,7 @@ struct op_row {
 	uint32_t in_mask;
 	unsigned char variadic;
 	uint32_t out_mask;
+	uint32_t ex16, exbf; /* inputs of another type variable that admits fp16 / bf16 */
 };
 
 static const struct op_row rows[] = {
@@ -52,6 +53,12 @@ bool wh_convert_op_supports(const char *op_type, int64_t opset, enum wh_dtype dt
 	return dt == WH_DT_FLOAT16 ? r->fp16 : dt == WH_DT_BFLOAT16 ? r->bf16 : false;
 }
 
+/* A float32 tensor (not a sequence, map or optional: a Cast cannot convert those) */
+static bool float_tensor(const struct wh_value *v)
+{
+	return v->dtype == WH_DT_FLOAT && !v->type_rest.len;
+}
+
 static bool in_slot(const struct op_row *r, uint32_t k)
 {
 	if (k < 32 && (r->in_mask >> k & 1u))
@@ -64,6 +71,18 @@ static bool in_slot(const struct op_row *r, uint32_t k)
 	return k > hi;
 }
 
+/* Whether input k of a converted node takes the target type: bound to the converted
+ * variable, or to another variable that admits the target (Pow's exponent,
+ * BatchNormalization's statistics, GridSample's grid) when it holds a float32 tensor. */
+static bool in_converts(const struct wh_graph *g, const struct wh_node *n, const struct op_row *r, uint32_t k,
+			enum wh_dtype target)
+{
+	if (in_slot(r, k))
+		return true;
+	uint32_t ex = target == WH_DT_FLOAT16 ? r->ex16 : r->exbf;
+	return k < 32 && (ex >> k & 1u) && n->inputs[k] != WH_NONE && float_tensor(&g->values[n->inputs[k]]);
+}
+
 static bool out_slot(const struct op_row *r, uint32_t k)
 {
 	return (r->out_mask >> (k < 32 ? k : 31)) & 1u;
@@ -72,12 +91,6 @@ static bool out_slot(const struct op_row *r, uint32_t k)
 static const char *suffix_of(enum wh_dtype dt)
 {
 	return dt == WH_DT_FLOAT16 ? "fp16" : dt == WH_DT_BFLOAT16 ? "bf16" : dt == WH_DT_FLOAT ? "fp32" : "cast";
-}
-
-/* A float32 tensor (not a sequence, map or optional: a Cast cannot convert those) */
-static bool float_tensor(const struct wh_value *v)
-{
-	return v->dtype == WH_DT_FLOAT && !v->type_rest.len;
 }
 
 /* Whether node n can take the target type: a row that admits it, and every slot bound to
@@ -93,7 +106,7 @@ static const struct op_row *convertible(const struct wh_graph *g, const struct w
 			return NULL;
 	const struct op_row *r = find_row(n->op_type, opset);
 	/* a Cast from float to another type: its input variable (T1) takes the target type */
-	static const struct op_row cast_in = {"Cast", 1, 1, 1, 0x1u, 0, 0x0u};
+	static const struct op_row cast_in = {"Cast", 1, 1, 1, 0x1u, 0, 0x0u, 0x0u, 0x0u};
 	if (r && !strcmp(n->op_type, "Cast") && n->n_inputs == 1 && n->n_outputs == 1 && n->inputs[0] != WH_NONE &&
 	    n->outputs[0] != WH_NONE && g->values[n->inputs[0]].dtype == WH_DT_FLOAT &&
 	    g->values[n->outputs[0]].dtype != WH_DT_FLOAT && g->values[n->outputs[0]].dtype != WH_DT_UNDEFINED)
@@ -407,7 +420,7 @@ enum wh_status wh_model_convert(const struct wh_model *m, const struct wh_conver
 			uint32_t v = n->inputs[k];
 			if (v == WH_NONE)
 				continue;
-			if (row[i] && in_slot(row[i], k))
+			if (row[i] && in_converts(g, n, row[i], k, T))
 				need_t[v]++;
 			else
 				need_f[v]++;
@@ -521,7 +534,7 @@ enum wh_status wh_model_convert(const struct wh_model *m, const struct wh_conver
 				if ((st = wh_graph_copy_value(c.dm, c.dst, g, v, &c.home_id[v])) != WH_OK)
 					goto out;
 			}
-			enum wh_dtype req = row[ni] && in_slot(row[ni], k) ? T : g->values[v].dtype;
+			enum wh_dtype req = row[ni] && in_converts(g, n, row[ni], k, T) ? T : g->values[v].dtype;
 			if ((st = resolve(&c, v, req, home[v], &ins[k])) != WH_OK)
 				goto out;
 		}

@@ -8,9 +8,13 @@
  *    opset admits the target type for the type variable its float outputs follow
  *    (graph/convert-types.inc, generated from onnx.defs by scripts/gen-convert-types.py), and
  *    every input and output bound to that variable is float32. Its inputs and outputs bound
- *    to that variable take the target type; every other input keeps its type (Resize's roi
- *    and scales, indices, axes, shapes, LayerNormalization's Mean/InvStdDev outputs). A
- *    converted Cast gets `to` = the target type.
+ *    to that variable take the target type, and so do float32 inputs of another variable
+ *    that admits it (Pow's exponent, BatchNormalization's statistics at opset 14+,
+ *    GridSample's grid), as the emulation rounds every float input of an fp16 layer; every
+ *    other input keeps its type (Resize's roi and scales, Upsample's scales, Dropout's
+ *    ratio: parameters, never rounded; indices, axes, shapes) and so do outputs of another
+ *    variable (LayerNormalization's Mean/InvStdDev). A converted Cast gets `to` = the
+ *    target type.
  *  - Ops the spec gives no target type at that opset, ops whose output type is an attribute
  *    (ConstantOfShape, EyeLike, Random*), QuantizeLinear/DequantizeLinear (their scales stay
  *    float32, as in TensorRT) and If/Loop/Scan (the node and its bodies keep their types)

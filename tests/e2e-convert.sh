@@ -243,11 +243,13 @@ if [ -n "$a" ] && [ "$a" != "$b" ]; then ok "audio_embed bf16: differs from the 
 
 # ---- ONNX backend node tests (scripts/convert-sweep.sh runs them all): a Cast from float
 # to float8 reads fp16, ArgMax and Less read fp16 (no float output), Resize keeps its scales,
-# SplitToSequence (a sequence output) and HannWindow (output type an attribute) keep fp32 ----
+# Pow's exponent, BatchNormalization's statistics and GridSample's grid (other type
+# variables) take fp16, SplitToSequence (a sequence output) and HannWindow (output type an
+# attribute) keep fp32 ----
 nt=${WHITTLE_ONNX_TESTS:-}/node
 if [ -d "$nt" ]; then
 	for n in test_cast_FLOAT_to_FLOAT8E4M3FN test_argmax_keepdims_random test_less test_resize_upsample_scales_linear \
-		test_split_to_sequence_1 test_hannwindow; do
+		test_pow test_batchnorm_example test_gridsample test_split_to_sequence_1 test_hannwindow; do
 		d=$tmp/node-$n
 		mkdir -p "$d/in"
 		cp "$nt/$n"/test_data_set_0/input_*.pb "$d/in/"
