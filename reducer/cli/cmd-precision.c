@@ -333,10 +333,18 @@ static void print_tensorrt_hint(const struct precision_cmd *x)
 	if ((so->target != WH_PREC_FP16 && so->target != WH_PREC_BF16) || so->higher != WH_PREC_FP32)
 		return;
 	const char *p = wh_precision_name(so->target), *f = x->output_path ? x->output_path : "FILE";
-	fprintf(stderr, "precision: TensorRT 11: whittle convert %s --precision %s --layer-precisions %s -o OUT.onnx (or precision --save-model OUT.onnx), then trtexec --onnx=OUT.onnx --stronglyTyped\n",
-		wh_name_term(so->model_path), p, wh_name_term(f));
-	fprintf(stderr, "precision: TensorRT 10: trtexec --onnx=%s --%s --precisionConstraints=obey --layerPrecisions=<the layers of %s, each :fp32> (docs/tensorrt.md)\n",
-		wh_name_term(so->model_path), p, wh_name_term(f));
+	if (x->ans.model_path)
+		fprintf(stderr, "precision: TensorRT 11: trtexec --onnx=%s --stronglyTyped (the model --save-model wrote)\n",
+			wh_name_term(x->ans.model_path));
+	else
+		fprintf(stderr, "precision: TensorRT 11: whittle convert %s --precision %s --layer-precisions %s -o OUT.onnx (or precision --save-model OUT.onnx), then trtexec --onnx=OUT.onnx --stronglyTyped\n",
+			wh_name_term(so->model_path), p, wh_name_term(f));
+	if (x->ans.trt_string)
+		fprintf(stderr, "precision: TensorRT 10: trtexec --onnx=%s --%s --precisionConstraints=obey --layerPrecisions=\"$(cat %s)\" (docs/tensorrt.md)\n",
+			wh_name_term(so->model_path), p, wh_name_term(x->ans.trt_string));
+	else
+		fprintf(stderr, "precision: TensorRT 10: trtexec --onnx=%s --%s --precisionConstraints=obey --layerPrecisions=<the layers of %s, each :fp32> (docs/tensorrt.md)\n",
+			wh_name_term(so->model_path), p, wh_name_term(f));
 }
 
 /* Answers up to this many layers are listed on stdout; longer ones are summed up by module
