@@ -177,7 +177,7 @@ save_model() {
 	if [ "$rc" -eq 0 ]; then ok "$label: passes against the original's FP32 outputs at ${tol[*]}"; else bad "$label: fails against FP32 at ${tol[*]}"; fi
 	# the forms: one anchored regex a line, NAME:fp32 joined by commas, both in the answer's order
 	local names
-	# from -o's file (stdout counts an answer of more than 10 layers instead of listing it;
+	# from -o's file (stdout counts an answer of more than 15 layers instead of listing it;
 	# the JSON object has no order), so compared as sorted lists
 	names=$(python3 -c 'import json, sys; print("\n".join(sorted(json.load(open(sys.argv[1]))["layers"])))' "$d/lp.json")
 	if [ "$(sed 's/^\^//; s/\$$//; s/\\//g' "$d/ex.txt" | LC_ALL=C sort)" = "$names" ] &&

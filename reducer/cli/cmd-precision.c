@@ -349,7 +349,7 @@ static void print_tensorrt_hint(const struct precision_cmd *x)
 
 /* Answers up to this many layers are listed on stdout; longer ones are summed up by module
  * scope there (at most WH_PRECISION_GROUPS + 2 lines) and listed in full in -o FILE and --json. */
-#define WH_PRECISION_LIST_MAX 10
+#define WH_PRECISION_LIST_MAX 15
 #define WH_PRECISION_GROUPS 8
 
 static void print_result_text(const struct precision_cmd *x, const struct wh_model *m, const uint32_t *kept, uint32_t n_kept,
