@@ -62,6 +62,7 @@ struct plan {
 	uint32_t *const_slot; /* per value id, WH_NONE where no constant layer writes it */
 	struct wh_tensor *const_vals;
 	size_t const_bytes;
+	size_t const_budget, const_tensor_max; /* what keep_constant may hold, in all and a layer */
 	/* In-place Concat (plan_concats): per node id, the concat (index into concats) whose
 	 * input the node writes, and which input (WH_NONE: none); per Concat node id its index
 	 * (WH_NONE: not planned). */
@@ -422,10 +423,13 @@ static void learn_concat(struct concat_plan *cp, const struct wh_tensor *const *
 	cp->known = true;
 }
 
-/* A constant layer's outputs are kept when they take at most this much, and a plan keeps at
- * most WH_CONST_CACHE_BYTES of them: enough for masks, shape arithmetic and small tables,
- * while a widened copy of a model's weights (Cast or DequantizeLinear of a weight) is
- * computed run by run as before, so it does not add to the resident peak of a large model. */
+/* A constant layer's outputs are kept when they take at most WH_CONST_TENSOR_BYTES, and a
+ * plan keeps at most WH_CONST_CACHE_BYTES of them: enough for masks, shape arithmetic and
+ * small tables. The main graph of an FP32 engine also keeps larger ones, a widened copy of a
+ * weight stored in fp16 or int8 (Cast or DequantizeLinear of a weight), within the engine's
+ * weight_cache_bytes, the budget the emulation's rounded copies use in reduced-precision
+ * engines (which plan no constant layers): an engine holds the mapped weights plus at most
+ * that budget, and a layer past it is computed run by run as before. */
 #define WH_CONST_TENSOR_BYTES ((size_t)4 << 20)
 #define WH_CONST_CACHE_BYTES ((size_t)32 << 20)
 
@@ -485,7 +489,7 @@ static void keep_constant(struct plan *p, uint32_t nid, const struct wh_tensor *
 		}
 		bytes += wh_tensor_nbytes(&outs[k]);
 	}
-	if (bytes > WH_CONST_TENSOR_BYTES || p->const_bytes + bytes > WH_CONST_CACHE_BYTES) {
+	if (bytes > p->const_tensor_max || p->const_bytes + bytes > p->const_budget) {
 		p->const_node[nid] = CONST_UNCACHED;
 		return;
 	}
@@ -596,6 +600,13 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 	}
 	if ((st = wh_graph_topo_order(g, p->order)) != WH_OK)
 		goto out;
+	p->const_budget = WH_CONST_CACHE_BYTES;
+	p->const_tensor_max = WH_CONST_TENSOR_BYTES;
+	if (g == e->m->graph && !e->precision && e->weight_cache_bytes >= 0) {
+		int64_t wc = e->weight_cache_bytes ? e->weight_cache_bytes : WH_ENGINE_WEIGHT_CACHE_DEFAULT;
+		if ((uint64_t)wc > p->const_budget)
+			p->const_budget = p->const_tensor_max = (size_t)wc;
+	}
 	if (g == e->m->graph && e->precision) {
 		p->exec_prec = calloc(nn, 1);
 		p->out_prec = calloc(nn, 1);

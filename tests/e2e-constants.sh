@@ -3,7 +3,8 @@
 # initializers or constant layers' outputs is computed by the first run and its outputs are
 # kept for the runs after. The profile (whose timed runs follow a warm-up) must call exactly
 # the expected layers "constant"; the outputs must equal numpy's, exactly, in every run of
-# --repeat; Dropout (random in training mode), layers with tactics and outputs over the size cap are left to run.
+# --repeat; Dropout (random in training mode) and layers with tactics are left to run. A widened
+# weight over 4 MiB (Cast of an fp16 weight) is kept within the engine's weight-cache budget.
 set -euo pipefail
 : "${WHITTLE:?}" "${WHITTLE_SRC:?}"
 source "$WHITTLE_SRC/tests/lib-e2e.sh"
@@ -18,7 +19,7 @@ out = sys.argv[1]
 rng = np.random.default_rng(3)
 x = rng.standard_normal((1, 1, 6, 6)).astype(np.float32)
 mask = rng.random((1, 1, 6, 6)) < 0.5
-big = rng.standard_normal(1 << 20).astype(np.float16)  # Cast to float32: 4 MiB + 4 bytes... over the cap
+big = rng.standard_normal(1 << 20).astype(np.float16)  # Cast to float32: over 4 MiB, kept within the weight budget
 big = np.concatenate([big, big[:8]])
 a = rng.standard_normal((6, 6)).astype(np.float32)
 inits = [nh.from_array(mask, "mask"), nh.from_array(np.array(-1e4, np.float32), "neg"),
@@ -28,7 +29,7 @@ nodes = [
     h.make_node("Mul", ["w", "two"], ["w2"], name="scale"),                   # constant (reads a constant)
     h.make_node("Dropout", ["w2"], ["w3"], name="dropout"),                 # random in training mode
     h.make_node("Add", ["x", "w3"], ["y"], name="add"),                      # reads the input
-    h.make_node("Cast", ["big"], ["bigf"], name="widen", to=TP.FLOAT),        # over the cap
+    h.make_node("Cast", ["big"], ["bigf"], name="widen", to=TP.FLOAT),        # constant: a widened weight
     h.make_node("ReduceMax", ["bigf"], ["bmax"], name="bigmax", keepdims=0),  # constant, small
     h.make_node("MatMul", ["a", "a"], ["aa"], name="matmul"),                 # has tactics
     h.make_node("Add", ["y", "aa"], ["y2"], name="add2"),
@@ -52,7 +53,7 @@ m=$tmp/constants.onnx
 run "$WHITTLE" run "$m" --load-inputs "$tmp/in" --profile --iterations 3
 if [ "$rc" = 0 ]; then
 	got=$(awk '$4 == "constant" { print $2 }' "$tmp/out" | sort | tr '\n' ' ')
-	[ "$got" = "bigmax scale where " ] && ok "constant layers [${got% }]" || bad "constant layers [${got% }], expected [bigmax scale where]"
+	[ "$got" = "bigmax scale where widen " ] && ok "constant layers [${got% }]" || bad "constant layers [${got% }], expected [bigmax scale where widen]"
 else
 	bad "run --profile (exit $rc)"
 fi
