@@ -55,9 +55,11 @@ struct plan {
 	 * absent (WH_NONE: never skipped). NULL when the plan fuses nothing. */
 	struct wh_epilogue *epi;
 	uint32_t *fused_out, *fused_skip;
+
 	/* Constant layers (plan_constants): per node id, CONST_NO, or CONST_YES until the first
-	 * run computes the layer, then CONST_CACHED (its outputs are in const_vals, at
-	 * const_slot[value]) or CONST_UNCACHED (too large: it runs every time). */
+	 * run computes the layer (CONST_LATER until the second for a large one), then CONST_CACHED
+	 * (its outputs are in const_vals, at const_slot[value]) or CONST_UNCACHED (past the budget:
+	 * it runs every time). */
 	uint8_t *const_node;
 	uint32_t *const_slot; /* per value id, WH_NONE where no constant layer writes it */
 	struct wh_tensor *const_vals;
@@ -268,7 +270,9 @@ static bool fusable_value(const struct plan *p, uint32_t v, uint32_t last_step)
 	return v != WH_NONE && !is_kept(g, v) && !(g->values[v].flags & WH_VALUE_INPUT) && p->last_use[v] == last_step;
 }
 
-enum { CONST_NO, CONST_YES, CONST_CACHED, CONST_UNCACHED };
+/* CONST_LATER: computed once, over WH_CONST_TENSOR_BYTES: kept at its second run, so an engine
+ * that runs once (a reduce candidate, a single run) never holds it longer than the layer */
+enum { CONST_NO, CONST_YES, CONST_CACHED, CONST_UNCACHED, CONST_LATER };
 
 /* Who reads each value, for the plans below (computed once per plan build): per value id
  * the number of input slots reading it and the first two readers; per node id its step. */
@@ -488,6 +492,10 @@ static void keep_constant(struct plan *p, uint32_t nid, const struct wh_tensor *
 			return;
 		}
 		bytes += wh_tensor_nbytes(&outs[k]);
+	}
+	if (bytes > WH_CONST_TENSOR_BYTES && p->const_node[nid] == CONST_YES && bytes <= p->const_tensor_max) {
+		p->const_node[nid] = CONST_LATER;
+		return;
 	}
 	if (bytes > p->const_tensor_max || p->const_bytes + bytes > p->const_budget) {
 		p->const_node[nid] = CONST_UNCACHED;
@@ -1208,7 +1216,7 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			ctx.round_out = NULL;
 		} else {
 			st = run(&ctx);
-			if (st == WH_OK && p->const_node[nid] == CONST_YES)
+			if (st == WH_OK && (p->const_node[nid] == CONST_YES || p->const_node[nid] == CONST_LATER))
 				keep_constant((struct plan *)p, nid, outs, wanted);
 		}
 		if (have_slice) {
