@@ -594,6 +594,19 @@ static inline uint64_t q_index(const struct qlayout *l, uint64_t o, uint64_t a, 
 	}
 }
 
+/* Per-tensor or per-axis (not blocked) layout: the run of elements from k (before end) that
+ * share one scale, and that scale's index in *si. */
+static inline size_t q_run(const struct qlayout *l, size_t k, size_t end, uint64_t *si)
+{
+	if (l->mode == Q_TENSOR) {
+		*si = 0;
+		return end - k;
+	}
+	*si = (k / l->inner) % l->axis_len;
+	size_t next = (k / l->inner + 1) * l->inner;
+	return (next < end ? next : end) - k;
+}
+
 static bool is_quant_int(enum wh_dtype dt, double *lo, double *hi)
 {
 	switch (dt) {
@@ -686,13 +699,8 @@ static void quant_chunk_f32_8(void *arg, size_t begin, size_t end)
 	uint8_t *y = j->y->data;
 
 	for (size_t k = begin; k < end;) {
-		size_t len = end - k;
-		uint64_t si = 0;
-		if (j->l.mode != Q_TENSOR) {
-			si = (k / j->l.inner) % j->l.axis_len;
-			size_t next = (k / j->l.inner + 1) * j->l.inner;
-			len = (next < end ? next : end) - k;
-		}
+		uint64_t si;
+		size_t len = q_run(&j->l, k, end, &si);
 		float zp = 0.0f;
 		if (j->zp)
 			zp = s8 ? (float)((const int8_t *)j->zp->data)[si] : (float)((const uint8_t *)j->zp->data)[si];
@@ -804,13 +812,8 @@ static void dequant_chunk_8_f32(void *arg, size_t begin, size_t end)
 	const uint8_t *x = j->x->data;
 
 	for (size_t k = begin; k < end;) {
-		size_t len = end - k;
-		uint64_t si = 0;
-		if (j->l.mode != Q_TENSOR) {
-			si = (k / j->l.inner) % j->l.axis_len;
-			size_t next = (k / j->l.inner + 1) * j->l.inner;
-			len = (next < end ? next : end) - k;
-		}
+		uint64_t si;
+		size_t len = q_run(&j->l, k, end, &si);
 		int32_t zp = 0;
 		if (j->zp)
 			zp = s8 ? ((const int8_t *)j->zp->data)[si] : ((const uint8_t *)j->zp->data)[si];
