@@ -1075,6 +1075,12 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			.frame = f,
 			.packs = f->e->packs,
 		};
+		if (p->const_node)
+			for (uint32_t k = 0; k < n->n_inputs && k < 32; k++) {
+				uint32_t v = n->inputs[k], prod = v != WH_NONE ? g->values[v].producer : WH_NONE;
+				if (prod != WH_NONE && p->const_node[prod] == CONST_CACHED)
+					ctx.const_inputs |= 1u << k;
+			}
 		/* a Concat input this node writes: its slice of the Concat's output, when the last
 		 * run says where; the kernel takes it if the shape is the same */
 		uint32_t ci = n_cbuf && p->place_concat[nid] != WH_NONE ? p->place_concat[nid] : WH_NONE;

@@ -200,6 +200,12 @@ static struct pack_entry *entry_of(const struct wh_kernel_ctx *ctx, uint32_t k, 
 	 * lives (the model outlives it and blobs are immutable), so they can key the copy; a
 	 * computed tensor, or a rounded copy made by the emulation, is read as it is */
 	const struct wh_value *val = &ctx->graph->values[ctx->node->inputs[k]];
+	if (k < 32 && (ctx->const_inputs >> k & 1)) {
+		/* a constant layer's kept output: held by the plan, unchanged, for the engine's life */
+		key->src = t->data;
+		*mapped = false;
+		return entry_find(c, key);
+	}
 	if (!(val->flags & WH_VALUE_INITIALIZER) || !val->data || val->data->data != t->data ||
 	    val->data->size / sizeof(float) < floats)
 		return NULL;
