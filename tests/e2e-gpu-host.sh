@@ -63,6 +63,19 @@ if [ "$rc" = 0 ] && [ "$allocs" -gt 0 ]; then ok "precision --device cuda: $allo
 run "$WHITTLE" triage "$m" --device cuda --precision fp16 --val-range -1,1 --builds 1 --no-precision-search --artifacts-dir "$tmp/tri"
 read -r _ allocs _ _ <"$tmp/fake.log"
 if [ "$rc" = 0 ] && [ "$allocs" -gt 0 ] && grep -q "'big'\|\`big\`" "$tmp/tri/report.md"; then ok "triage --device cuda: finds big ($allocs device buffers)"; else bad "triage --device cuda: exit $rc, $allocs device buffers"; fi
+# ConstantOfShape on the device: its value through the module's attr_scalar callback (the
+# ONNX backend cases: the shape is a graph input there, so the layer is not a constant)
+if [ -n "${WHITTLE_ONNX_TESTS:-}" ] && [ -d "$WHITTLE_ONNX_TESTS/node/test_constantofshape_float_ones" ]; then
+	run "$(dirname "$WHITTLE")/tests/tool-conformance" --root "$WHITTLE_ONNX_TESTS" --suite node --case constantofshape_float_ones --device cuda
+	read -r _ allocs _ frees _ _ _ _ <"$tmp/fake.log"
+	if [ "$rc" = 0 ] && grep -q "1 passed, 0 failed" "$tmp/out" && [ "$allocs" -ge 1 ] && [ "$allocs" = "$frees" ]; then
+		ok "ConstantOfShape on the device: its ONNX case passes ($allocs device buffers)"
+	else
+		bad "ConstantOfShape on the device: exit $rc, $allocs device buffers: $(tail -1 "$tmp/out")"
+	fi
+else
+	echo "skipped: ConstantOfShape cases (WHITTLE_ONNX_TESTS not set)"
+fi
 run "$WHITTLE" run "$m" --device cuda:1
 if [ "$rc" = 3 ] && grep -q "no GPU 1" "$tmp/err"; then ok "cuda:1: one line ($(cat "$tmp/err"))"; else bad "cuda:1: exit $rc"; fi
 
