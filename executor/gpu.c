@@ -134,6 +134,7 @@ struct dbuf {
 	void *p;
 	size_t bytes;
 	uint32_t refs;
+	int grid; /* the format whose grid its floats are known to lie on (FP32: any value) */
 };
 
 static struct dbuf *dbuf_wrap(void *p, size_t bytes)
@@ -143,6 +144,7 @@ static struct dbuf *dbuf_wrap(void *p, size_t bytes)
 		b->p = p;
 		b->bytes = bytes;
 		b->refs = 1;
+		b->grid = WH_PREC_FP32;
 	}
 	return b;
 }
@@ -177,6 +179,8 @@ static struct dbuf *dbuf_upload(const struct wh_gpu *g, const struct wh_tensor *
 	struct dbuf *b = dbuf_wrap(p, bytes);
 	if (!b)
 		g->api->free(p);
+	else
+		b->grid = prec;
 	return b;
 }
 
@@ -193,6 +197,8 @@ static struct dbuf *dbuf_rounded(const struct wh_gpu *g, const struct dbuf *src,
 	struct dbuf *b = dbuf_wrap(p, count * sizeof(float));
 	if (!b)
 		g->api->free(p);
+	else
+		b->grid = prec;
 	return b;
 }
 
@@ -807,7 +813,9 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 				dv->h2d += wh_tensor_nbytes(t);
 			}
 			b = dv->b[v];
-			if (fmt != WH_PREC_FP32 && t->count) {
+			/* rounding is idempotent: a value its producer stored on this grid (a layer
+			 * at the same format) is read as it is, one kernel less per input */
+			if (fmt != WH_PREC_FP32 && t->count && b->grid != fmt) {
 				if (!(tmp[k] = dbuf_rounded(dv->g, b, t->count, fmt))) {
 					st = wh_error(WH_ERR_NOMEM, "node '%s' (%s): rounding input '%s': %s (free GPU memory)", n->name, n->op_type,
 						      s->g->values[v].name, api->last_error());
@@ -855,9 +863,12 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 			st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
 			continue;
 		}
-		if (c->dtype == WHCU_FLOAT && (s->out == WH_PREC_FP16 || s->out == WH_PREC_BF16) && y->count &&
-		    api->round(b->p, b->p, y->count, s->out) != 0)
-			st = wh_error(WH_ERR_INTERNAL, "node '%s' (%s): rounding the output: %s", n->name, n->op_type, api->last_error());
+		if (c->dtype == WHCU_FLOAT && (s->out == WH_PREC_FP16 || s->out == WH_PREC_BF16) && y->count) {
+			if (api->round(b->p, b->p, y->count, s->out) != 0)
+				st = wh_error(WH_ERR_INTERNAL, "node '%s' (%s): rounding the output: %s", n->name, n->op_type, api->last_error());
+			else
+				b->grid = s->out;
+		}
 		wh_gpu_vals_drop(dv, ov);
 		dv->b[ov] = b;
 	}
