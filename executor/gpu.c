@@ -760,6 +760,15 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 	struct whcu_node cn;
 	node_of(n, s->opset, &cn);
 	cn.prec = s->exec == WH_PREC_TF32 && !gemm_like(n->op_type) ? WH_PREC_FP32 : s->exec;
+	/* A Conv with a bias at fp16/bf16 runs on the module's TF32 path over inputs already on
+	 * the layer's grid: every fp16 or bf16 value is exact in TF32, so the products are exact
+	 * and the sums fp32, the bias is added in fp32 and the output rounded once, here, as the
+	 * emulation and TensorRT's fused bias do. cuDNN's half path stores its sum in the half
+	 * format before the bias is added, a second rounding that a large folded-BatchNorm bias
+	 * turns into a large error (PaddleOCR det at bf16: 8 dB from the emulation). */
+	if ((s->exec == WH_PREC_FP16 || s->exec == WH_PREC_BF16) && (!strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose")) &&
+	    n->n_inputs > 2 && n->inputs[2] != WH_NONE)
+		cn.prec = WH_PREC_TF32;
 	cn.fp16_accumulate = s->fp16_accumulate;
 	cn.n_in = n->n_inputs;
 	cn.n_out = n->n_outputs;

