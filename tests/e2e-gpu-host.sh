@@ -56,6 +56,14 @@ run "$WHITTLE" run "$m" --device cuda --repeat 3
 read -r _ _ _ _ _ _ _ up3 <"$tmp/fake.log"
 if [ "$rc" = 0 ] && [ $((up3 - up2)) -gt 0 ] && [ $((up3 - up2)) -lt 512 ]; then ok "a run uploads $((up3 - up2)) bytes (weights once: $up2 bytes for 2 runs)"; else bad "a run uploads $((up3 - up2)) bytes (rc $rc)"; fi
 
+# engines of one model share its weights on the device (reduce's candidates, precision's
+# configurations): run --compare fp32 makes a second engine, which uploads no weight again
+run "$WHITTLE" run "$m" --device cuda --val-range -1,1
+read -r _ _ _ _ _ _ _ one <"$tmp/fake.log"
+run "$WHITTLE" run "$m" --device cuda --val-range -1,1 --compare fp32
+read -r _ _ _ _ _ _ _ two <"$tmp/fake.log"
+if [ "$rc" = 0 ] && [ $((two - one)) -le $((one - 512)) ]; then ok "a second engine uploads $((two - one)) bytes (the first $one, weights 512)"; else bad "a second engine uploads $((two - one)) bytes (the first $one: weights again?)"; fi
+
 # the reference values of reduce (every tensor, as it is computed) come back from the GPU
 run "$WHITTLE" reduce "$m" --device cuda --precision fp16 --val-range -1,1 -o "$tmp/red.onnx"
 if [ "$rc" = 0 ] && [ -s "$tmp/red.onnx" ]; then ok "reduce --device cuda --precision fp16: $(grep -m1 -iE 'layers|nodes' "$tmp/out" || true)"; else bad "reduce --device cuda: exit $rc"; fi
