@@ -37,7 +37,7 @@ FOREIGN = {
     # slurm
     "exclusive", "gres", "job-name", "parsable", "wait", "cpus",
     # scripts/ort-run.js, scripts/gen-decoder.py, scripts/bench-*.sh
-    "all", "layers", "hidden", "heads", "seq", "vocab", "external-data", "dtype", "overflow-layer", "limit", "rounds", "keep",
+    "all", "layers", "hidden", "heads", "ffn", "seq", "vocab", "external-data", "dtype", "overflow-layer", "limit", "rounds", "keep",
     # tests/tool-search-bench (bench-reduce.sh)
     "random",
     # architecture.md's placeholder in the message shape `--opt '<value>'`

@@ -24,7 +24,7 @@
 extern "C" {
 #endif
 
-#define WHCU_ABI 1
+#define WHCU_ABI 2
 #define WHCU_MAX_RANK 8
 
 /* Element types: ONNX TensorProto.DataType numbers (1 float, 6 int32, 7 int64, 9 bool,
@@ -74,6 +74,10 @@ struct whcu_node {
 	const struct whcu_tensor *in; /* n_in */
 	struct whcu_tensor *out;      /* n_out: run fills every entry (dtype 0: not wanted) */
 	const uint8_t *out_wanted;    /* n_out */
+	/* A one-element tensor attribute (ConstantOfShape's value): its element type, its bytes
+	 * copied to value (at most 8); 0 when absent, -1 when it is not one element of at most 8
+	 * bytes. */
+	int32_t (*attr_scalar)(const void *node, const char *name, void *value);
 };
 
 struct whcu_api {
