@@ -1075,7 +1075,9 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			.frame = f,
 			.packs = f->e->packs,
 		};
-		if (p->const_node)
+		/* only where the kernel reads the kept tensors themselves: an emulated layer reads
+		 * rounded copies, made anew (and at reused addresses) each run */
+		if (p->const_node && (!p->exec_prec || (p->exec_prec[nid] == WH_PREC_FP32 && p->out_prec[nid] == WH_PREC_FP32)))
 			for (uint32_t k = 0; k < n->n_inputs && k < 32; k++) {
 				uint32_t v = n->inputs[k], prod = v != WH_NONE ? g->values[v].producer : WH_NONE;
 				if (prod != WH_NONE && p->const_node[prod] == CONST_CACHED)
