@@ -162,6 +162,41 @@ static int lt_enum(const struct tac_gemm *p, cublasLtMatmulDesc_t op, cublasLtMa
 	return n;
 }
 
+/* lt_enum's answers per problem and compute type, kept for the process: a build runs each
+ * tactic several times, and the heuristic query with its checks costs more than a small
+ * GEMM (the same answers every time: the query is deterministic) */
+struct lt_memo {
+	int64_t m, n, k, batch, sa, sb;
+	int ta, tb, beta, acc16;
+	int32_t in_t, prec;
+	int n_cand;
+	struct lt_cand c[16];
+};
+static struct lt_memo g_memo[96];
+static int g_memo_n, g_memo_next;
+
+static int lt_enum_memo(const struct tac_gemm *p, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb,
+			cublasLtMatrixLayout_t lc, int acc16, const struct lt_cand **out)
+{
+	for (int i = 0; i < g_memo_n; i++) {
+		struct lt_memo *e = &g_memo[i];
+		if (e->m == p->m && e->n == p->n && e->k == p->k && e->batch == p->batch && e->sa == p->sa && e->sb == p->sb &&
+		    e->ta == p->ta && e->tb == p->tb && e->beta == p->beta && e->acc16 == acc16 && e->in_t == (int32_t)p->in_t &&
+		    e->prec == p->prec) {
+			*out = e->c;
+			return e->n_cand;
+		}
+	}
+	struct lt_memo *e = &g_memo[g_memo_n < 96 ? g_memo_n++ : (g_memo_next++ % 96)];
+	e->m = p->m, e->n = p->n, e->k = p->k, e->batch = p->batch, e->sa = p->sa, e->sb = p->sb;
+	e->ta = p->ta, e->tb = p->tb, e->beta = p->beta, e->acc16 = acc16, e->in_t = (int32_t)p->in_t, e->prec = p->prec;
+	e->n_cand = lt_enum(p, op, la, lb, lc, acc16, e->c, 16);
+	if (e->n_cand < 0)
+		e->n_cand = 0;
+	*out = e->c;
+	return e->n_cand;
+}
+
 struct lt_descs {
 	cublasLtMatmulDesc_t op;
 	cublasLtMatrixLayout_t la, lb, lc;
@@ -213,14 +248,14 @@ static int descs_make(const struct tac_gemm *p, int acc16, struct lt_descs *d)
 
 void tac_gemm_list(const struct tac_gemm *p)
 {
-	static struct lt_cand c[WHCU_MAX_TACTICS];
 	for (int acc16 = 0; acc16 < 2; acc16++) {
 		if (acc16 && !(p->prec == WHCU_PREC_FP16 && g_tac.allow_reduced && !p->beta))
 			break;
 		struct lt_descs d;
 		if (descs_make(p, acc16, &d))
 			continue;
-		int n = lt_enum(p, d.op, d.la, d.lb, d.lc, acc16, c, 16);
+		const struct lt_cand *c;
+		int n = lt_enum_memo(p, d.op, d.la, d.lb, d.lc, acc16, &c);
 		for (int i = 0; i < n; i++)
 			list_add(c[i].name, c[i].notes, c[i].flags);
 		descs_free(&d);
@@ -230,10 +265,10 @@ void tac_gemm_list(const struct tac_gemm *p)
 int tac_gemm_find(const struct tac_gemm *p, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb,
 		  cublasLtMatrixLayout_t lc, int acc16, const char *name, cublasLtMatmulAlgo_t *out)
 {
-	static struct lt_cand c[WHCU_MAX_TACTICS];
 	if (acc16 && p->prec != WHCU_PREC_FP16)
 		return tfail("tactic '%s' accumulates in fp16 and the layer does not run at fp16 (rebuild the tactic replay)", name);
-	int n = lt_enum(p, op, la, lb, lc, acc16, c, 16);
+	const struct lt_cand *c;
+	int n = lt_enum_memo(p, op, la, lb, lc, acc16, &c);
 	for (int i = 0; i < n; i++)
 		if (!strcmp(c[i].name, name)) {
 			*out = c[i].algo;

@@ -361,6 +361,7 @@ static enum wh_status precision(void *self, const struct wh_cli_args *a, struct 
 	so->threads = x->run.threads;
 	so->cuda = x->run.cuda;
 	so->cuda_device = x->run.cuda_device;
+	so->allow_reduced = x->run.allow_reduced;
 	so->jobs = x->check.jobs;
 	if ((x->output_path && (st = wh_output_check(x->output_path, "the layer precisions")) != WH_OK) ||
 	    (st = wh_cmd_ctx_check(c, a, &x->check)) != WH_OK ||

@@ -111,6 +111,7 @@ static enum wh_status triage(void *self, const struct wh_cli_args *a, struct wh_
 	to->threads = x->run.threads;
 	to->cuda = x->run.cuda;
 	to->cuda_device = x->run.cuda_device;
+	to->allow_reduced = x->run.allow_reduced;
 	to->jobs = x->check.jobs;
 	to->faulty_tactic = wh_run_opts_faulty_tactic();
 	if (to->json)

@@ -44,7 +44,7 @@ static const struct wh_cli_option options[] = {
 	{"layer-precisions", required_argument, WH_RUN_OPT_LAYER_PRECISIONS, false, LAYER_PRECISIONS},
 	{"fill-missing", no_argument, WH_RUN_OPT_FILL_MISSING, false, RUNS},
 	{"load-inputs", required_argument, WH_RUN_OPT_LOAD_INPUTS, false, RUNS, WH_PATH_READ | WH_PATH_FOLDER},
-	{"precision", required_argument, WH_RUN_OPT_PRECISION, false, RUNS},
+	{"precision", required_argument, WH_RUN_OPT_PRECISION, false, RUNS | WH_CMD_INSPECT},
 	{"rtol", required_argument, WH_RUN_OPT_RTOL, false, TOLERANCES},
 	{"seed", required_argument, WH_RUN_OPT_SEED, false, RUNS},
 	{"threads", required_argument, WH_RUN_OPT_THREADS, false, RUNS},
