@@ -27,50 +27,10 @@ fi
 # sets DIR: how many different tactic sets the replays of a build folder hold
 sets() { for f in "$1"/*/build_*.json; do grep '"tactic"' "$f" | md5sum; done | sort -u | wc -l; }
 
-# 1. the tactics
-for mdl in squeezenet1_1 bert; do
-	run timeout 60 "$W" inspect "$corpus/$mdl.onnx" --tactics --device cuda
-	cp "$tmp/out" "$log/inspect-$mdl.txt"
-	nl=$(grep -cE '\(cuda\):' "$tmp/out")
-	multi=$(grep -E '\(cuda\):' "$tmp/out" | awk -F', (lt|cudnn)-' 'NF > 1' | wc -l)
-	if [ "$rc" = 0 ] && [ "$nl" -gt 0 ] && grep -qE ' (lt-a[0-9]+-t[0-9]+-s[0-9]+-k[0-9]+-red-|cudnn-)' "$tmp/out"; then
-		ok "inspect --tactics --device cuda $mdl: $nl GPU layers, $multi with more than one tactic"
-	else
-		bad "inspect --tactics --device cuda $mdl: exit $rc, $nl GPU layers"
-	fi
-done
-
-# 2. builds differ without any fault
-total=0
-for mdl in squeezenet1_1 bert; do
-	t0=$(date +%s.%N)
-	run timeout 100 "$W" build "$corpus/$mdl.onnx" --device cuda --until 20 --artifacts-dir "$tmp/b-$mdl" --no-confirm
-	t1=$(date +%s.%N)
-	cp "$tmp/out" "$log/build-$mdl.txt"; cp "$tmp/err" "$log/build-$mdl.err"
-	n=$(sets "$tmp/b-$mdl")
-	per=$(grep -oE ', [0-9.]+ s:' "$tmp/err" | head -1)
-	echo "$mdl: $n tactic sets in 20 builds; $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b - a}') s for the 20 builds and checks; first build$per" >>"$log/summary.txt"
-	total=$((total + n))
-	[ "$rc" = 0 ] && ok "build --device cuda --until 20 $mdl: $n tactic sets ($(tail -1 "$tmp/err"))" || bad "build $mdl: exit $rc"
-done
-[ "$total" -ge 3 ] && ok "builds differ: $total tactic sets over two models" || bad "builds differ: only $total tactic sets over two models"
-
-# 3. a deterministic build replayed: the same bits, and 0 % flaky over 20 runs
-m=$corpus/bert.onnx
-r=$tmp/b-bert/good/build_0.json
-[ -f "$r" ] || r=$(ls "$tmp"/b-bert/*/build_*.json | head -1)
-grep -q '"flags": 1[0-9]' "$r" && echo "note: $r holds a nondeterministic tactic" >>"$log/summary.txt"
-run "$W" run "$m" --device cuda --load-tactics "$r" --save-outputs "$tmp/o1"
-run "$W" run "$m" --device cuda --load-tactics "$r" --compare "$tmp/o1" --atol 0 --rtol 0
-[ "$rc" = 0 ] && ok "--load-tactics reproduces bert's outputs bit for bit" || bad "--load-tactics: exit $rc $(grep -m1 FAIL "$tmp/out")"
-run timeout 90 "$W" repeat --until 20 --check "$W" run "$m" --device cuda --load-tactics "$r" --compare "$tmp/o1" --atol 0 --rtol 0
-cp "$tmp/out" "$log/repeat.txt"; cat "$tmp/err" >>"$log/repeat.txt"
-grep -qE '0 bad|0(\.0)? ?% flaky|flaky: 0' "$tmp/out" "$tmp/err" && ok "repeat --until 20: $(grep -m1 -iE 'flaky|runs' "$tmp/out")" || bad "repeat: $(tail -2 "$tmp/out")"
-
 # 4. a real faulty tactic: fp16 accumulation over K = 8192
 lr=${WHITTLE_LONG_MODEL:-$tmp/long.onnx}
 [ -f "$lr" ] || /usr/bin/python3 "$WHITTLE_SRC/scripts/gen-long-reduction.py" "$lr"
-opts=(--precision fp16 --allow-reduced-precision-reduction --atol 2e-2 --rtol 2e-2 --device cuda)
+opts=(--precision fp16 --allow-reduced-precision-reduction --atol 0.25 --rtol 2e-2 --device cuda)
 run timeout 30 "$W" inspect "$lr" --tactics --device cuda --precision fp16 --allow-reduced-precision-reduction
 cp "$tmp/out" "$log/inspect-long.txt"
 grep -q 'long_matmul (MatMul, cuda): lt-.*-acc16 (' "$tmp/out" && ok "the long MatMul lists cuBLASLt tactics, fp16-accumulating ones too" || bad "no -acc16 tactic listed for long_matmul"
@@ -106,6 +66,46 @@ run timeout 60 "$W" build "$lr" "${opts[@]}" --until 5 --timing-tolerance inf --
 run timeout 100 "$W" triage "$lr" "${opts[@]}" --builds 8 --timing-tolerance inf --no-precision-search --artifacts-dir "$tmp/tri"
 cp "$tmp/out" "$log/triage.txt"; cp "$tmp/tri/report.md" "$log/triage-report.md" 2>/dev/null
 grep -qi "intermittent" "$tmp/out" "$tmp/tri/report.md" 2>/dev/null && grep -q -- "-acc16" "$tmp/tri/report.md" && ok "triage: intermittent, names the -acc16 tactic" || bad "triage: $(head -5 "$tmp/out")"
+
+# 1. the tactics
+for mdl in squeezenet1_1 bert; do
+	run timeout 60 "$W" inspect "$corpus/$mdl.onnx" --tactics --device cuda
+	cp "$tmp/out" "$log/inspect-$mdl.txt"
+	nl=$(grep -cE ", cuda\):" "$tmp/out")
+	multi=$(grep -E ', cuda\):' "$tmp/out" | awk -F', (lt|cudnn)-' 'NF > 1' | wc -l)
+	if [ "$rc" = 0 ] && [ "$nl" -gt 0 ] && grep -qE ' (lt-a[0-9]+-t[0-9]+-s[0-9]+-k[0-9]+-red-|cudnn-)' "$tmp/out"; then
+		ok "inspect --tactics --device cuda $mdl: $nl GPU layers, $multi with more than one tactic"
+	else
+		bad "inspect --tactics --device cuda $mdl: exit $rc, $nl GPU layers"
+	fi
+done
+
+# 2. builds differ without any fault
+total=0
+for mdl in squeezenet1_1 bert; do
+	t0=$(date +%s.%N)
+	run timeout 100 "$W" build "$corpus/$mdl.onnx" --device cuda --until 20 --artifacts-dir "$tmp/b-$mdl" --no-confirm
+	t1=$(date +%s.%N)
+	cp "$tmp/out" "$log/build-$mdl.txt"; cp "$tmp/err" "$log/build-$mdl.err"
+	n=$(sets "$tmp/b-$mdl")
+	per=$(grep -oE ', [0-9.]+ s:' "$tmp/err" | head -1)
+	echo "$mdl: $n tactic sets in 20 builds; $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b - a}') s for the 20 builds and checks; first build$per" >>"$log/summary.txt"
+	total=$((total + n))
+	[ "$rc" = 0 ] && ok "build --device cuda --until 20 $mdl: $n tactic sets ($(tail -1 "$tmp/err"))" || bad "build $mdl: exit $rc"
+done
+[ "$total" -ge 3 ] && ok "builds differ: $total tactic sets over two models" || bad "builds differ: only $total tactic sets over two models"
+
+# 3. a deterministic build replayed: the same bits, and 0 % flaky over 20 runs
+m=$corpus/bert.onnx
+r=$tmp/b-bert/good/build_0.json
+[ -f "$r" ] || r=$(ls "$tmp"/b-bert/*/build_*.json | head -1)
+grep -q '"flags": 1[0-9]' "$r" && echo "note: $r holds a nondeterministic tactic" >>"$log/summary.txt"
+run "$W" run "$m" --device cuda --load-tactics "$r" --save-outputs "$tmp/o1"
+run "$W" run "$m" --device cuda --load-tactics "$r" --compare "$tmp/o1" --atol 0 --rtol 0
+[ "$rc" = 0 ] && ok "--load-tactics reproduces bert's outputs bit for bit" || bad "--load-tactics: exit $rc $(grep -m1 FAIL "$tmp/out")"
+run timeout 90 "$W" repeat --until 20 --check "$W" run "$m" --device cuda --load-tactics "$r" --compare "$tmp/o1" --atol 0 --rtol 0
+cp "$tmp/out" "$log/repeat.txt"; cat "$tmp/err" >>"$log/repeat.txt"
+grep -qE '0 bad|0(\.0)? ?% flaky|flaky: 0' "$tmp/out" "$tmp/err" && ok "repeat --until 20: $(grep -m1 -iE 'flaky|runs' "$tmp/out")" || bad "repeat: $(tail -2 "$tmp/out")"
 
 echo "e2e-gpu-tactics: $pass passed, $fail failed"
 [ "$fail" = 0 ]
