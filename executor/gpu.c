@@ -12,9 +12,12 @@
 #include "executor/cuda/whittle-cuda.h"
 #include "executor/emulate.h"
 #include "executor/precision.h"
+#include "executor/tactic-plan.h"
 #include "graph/blob.h"
 
 #define MAX_DEVICES 64
+
+_Static_assert(WH_TACTIC_NONDET == WHCU_TAC_NONDET, "tactic-plan.h mirrors the module's flag");
 
 struct wh_gpu {
 	const struct whcu_api *api;

@@ -12,6 +12,10 @@
 
 #include "graph/status.h"
 
+/* flags of a GPU tactic (the module's WHCU_TAC_*, executor/cuda/whittle-cuda.h) that
+ * commands read from a replay */
+#define WH_TACTIC_NONDET 16u /* nondeterministic: bits may change run to run */
+
 struct wh_tactic_choice {
 	char *layer;   /* node name */
 	char *op;

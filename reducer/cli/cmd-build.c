@@ -66,6 +66,9 @@ static const char build_help[] =
 	"  --atol X, --rtol X       tolerances of the built-in check (default 1e-5 each)\n"
 	"  --check-error-stat S     elemwise (default), max, mean, median, quantile[=Q]\n"
 	"  --device cuda[:N]        run the layers on a CUDA GPU where it has kernels (docs/gpu.md)\n"
+	"  --allow-reduced-precision-reduction\n"
+	"                           with --device cuda: fp16 MatMul/Gemm may take GPU tactics that\n"
+	"                           accumulate in fp16 (off: FP32 accumulation; docs/gpu.md)\n"
 	"  --threads N              executor threads\n" WH_CALIB_HELP
 	"WHITTLE_FAULTY_TACTIC=<tactic>[:<layer>] in the environment makes that tactic corrupt its\n"
 	"output (fault injection, to try the loop out; off by default).\n"
