@@ -489,6 +489,8 @@ static enum wh_status inspect_go(void *self, const struct wh_cli_args *a, struct
 		return st;
 	x->v.path = a->operands[0];
 	x->v.m = c->model;
+	if (!x->tactics && (wh_run_opts_given(&x->run, WH_RUN_OPT_PRECISION) || wh_run_opts_given(&x->run, WH_RUN_OPT_ALLOW_REDUCED)))
+		return wh_cli_usage_error("inspect", "--precision and --allow-reduced-precision-reduction go with --tactics (add it, or drop them)");
 	if (x->tactics)
 		return list_tactics(c->model, &x->run);
 	if ((st = inspect(&x->v)) == WH_OK && x->run.cuda && !x->v.json_out)
