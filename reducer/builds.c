@@ -39,6 +39,7 @@ struct loop {
 	struct wh_build_loop_report *rep;
 	struct loop_build **b;
 	const struct wh_tactic_plan **plans; /* &b[i]->plan */
+	uint32_t blocked;                    /* entries of DIR/blocklist.json, 0: none written */
 	enum wh_verdict *verdicts;
 	uint32_t n, cap;
 	struct wh_tensor_set ref;            /* FP32 outputs for the built-in check */
@@ -585,9 +586,7 @@ static enum wh_status write_blocklist(struct loop *L)
 		char p[PATH_MAX + 32];
 		wh_text_printf(p, sizeof p, "%s/blocklist.json", L->dir);
 		st = wh_tactic_blocklist_write(&bl, p);
-		if (st == WH_OK && L->o->out)
-			fprintf(L->o->out, "block list: %s/blocklist.json (%u tactic%s; give it to --block-tactics)\n", wh_name_term(L->dir), bl.n,
-				bl.n == 1 ? "" : "s");
+		L->blocked = bl.n;
 	}
 	wh_tactic_blocklist_release(&bl);
 	return st;
@@ -792,6 +791,9 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 				!rep->confirm.bad_unexplained && rep->confirm.tested < L->diff.n ? " (so the other suspects need no test)" : "");
 		if (rep->fixed_build >= 0)
 			fprintf(f, "fixed: %s/fixed.json (good build %d)\n", wh_name_term(L->dir), rep->fixed_build);
+		if (L->blocked)
+			fprintf(f, "block list: %s/blocklist.json (%u tactic%s; give it to --block-tactics)\n", wh_name_term(L->dir), L->blocked,
+				L->blocked == 1 ? "" : "s");
 		fprintf(f, "report: %s/report.md\n", wh_name_term(L->dir));
 	}
 	{
