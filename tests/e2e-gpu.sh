@@ -9,7 +9,8 @@
 # the CPU executor at the same precision (fp32: an element fails when it is off by more than
 # 1e-4 absolute and 1e-4 relative; fp16/bf16: the mean error within the format's, see
 # docs/gpu.md), runs twice with the same bits, and says where its layers ran.
-# WHITTLE_GPU_LOG=DIR keeps the comparisons and timings there.
+# WHITTLE_GPU_LOG=DIR keeps the comparisons and timings there. The GPU tactics (issue 25) have
+# their own test, tests/e2e-gpu-tactics.sh.
 set -uo pipefail
 : "${WHITTLE:?}" "${WHITTLE_SRC:?}"
 . "$WHITTLE_SRC/tests/lib-e2e.sh"
