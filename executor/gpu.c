@@ -149,6 +149,7 @@ struct dbuf {
 	void *p;
 	size_t bytes;
 	uint32_t refs;
+	int grid; /* the format whose grid its floats are known to lie on (FP32: any value) */
 };
 
 static struct dbuf *dbuf_wrap(void *p, size_t bytes)
@@ -158,6 +159,7 @@ static struct dbuf *dbuf_wrap(void *p, size_t bytes)
 		b->p = p;
 		b->bytes = bytes;
 		b->refs = 1;
+		b->grid = WH_PREC_FP32;
 	}
 	return b;
 }
@@ -192,6 +194,8 @@ static struct dbuf *dbuf_upload(const struct wh_gpu *g, const struct wh_tensor *
 	struct dbuf *b = dbuf_wrap(p, bytes);
 	if (!b)
 		g->api->free(p);
+	else
+		b->grid = prec;
 	return b;
 }
 
@@ -208,30 +212,108 @@ static struct dbuf *dbuf_rounded(const struct wh_gpu *g, const struct dbuf *src,
 	struct dbuf *b = dbuf_wrap(p, count * sizeof(float));
 	if (!b)
 		g->api->free(p);
+	else
+		b->grid = prec;
 	return b;
 }
 
-/* ---- the weights cache: open addressing on (host data, format) ---- */
+/* ---- the weights store: one per device and process, shared by every engine ----
+ *
+ * Open addressing on (host data, format, size). An entry holds a reference to the host
+ * tensor's blob, so that its address cannot be reused by other data while the entry lives
+ * (the key stays true), and the blob's contents cannot change (a blob is writable only by
+ * its one holder). Engines of the same model (reduce's candidates, precision's and
+ * triage's configurations) share the blobs of the weights they keep, so the second engine
+ * finds them on the GPU. When an engine goes, the entries whose blob nobody else holds any
+ * more are dropped: the device keeps the weights of the models still alive. */
 
 struct wentry {
 	const void *data; /* NULL: empty */
 	int prec;
 	size_t bytes; /* of the host tensor: views of one blob may start at the same byte */
 	struct dbuf *b;
+	struct wh_blob *blob; /* held */
 };
 
-struct wh_gpu_weights {
-	struct wh_gpu *g;
+struct wstore {
 	struct wentry *e;
 	size_t cap, n, bytes;
 };
 
+static struct wstore stores[MAX_DEVICES];
+
+struct wh_gpu_weights {
+	struct wh_gpu *g;
+	struct wstore *s;
+	size_t bytes; /* uploaded for this engine */
+};
+
+static size_t whash(const void *data, int prec, size_t cap)
+{
+	uint64_t h = (uint64_t)(uintptr_t)data * 0x9E3779B97F4A7C15ull ^ (uint64_t)prec * 0xC2B2AE3D27D4EB4Full;
+	return (size_t)(h >> 17) & (cap - 1);
+}
+
+/* rebuilds s with the entries keep() says (the others released); cap at least 2 n */
+static bool wrehash(struct wstore *s, size_t cap, const struct wh_gpu *g, bool drop_unshared)
+{
+	struct wentry *ne = calloc(cap, sizeof *ne);
+	if (!ne)
+		return false;
+	size_t n = 0, bytes = 0;
+	for (size_t i = 0; i < s->cap; i++) {
+		struct wentry *e = &s->e[i];
+		if (!e->data)
+			continue;
+		if (drop_unshared && !wh_blob_shared(e->blob)) {
+			dbuf_unref(g, e->b);
+			wh_blob_release(e->blob);
+			continue;
+		}
+		size_t j = whash(e->data, e->prec, cap);
+		while (ne[j].data)
+			j = (j + 1) & (cap - 1);
+		ne[j] = *e;
+		n++;
+		bytes += e->b->bytes;
+	}
+	free(s->e);
+	s->e = ne;
+	s->cap = cap;
+	s->n = n;
+	s->bytes = bytes;
+	return true;
+}
+
+/* at exit: every device copy freed (tests/fake-cuda.c counts them) */
+static void stores_free(void)
+{
+	for (int d = 0; d < MAX_DEVICES; d++) {
+		struct wstore *s = &stores[d];
+		for (size_t i = 0; gpus[d] && i < s->cap; i++)
+			if (s->e[i].data) {
+				dbuf_unref(gpus[d], s->e[i].b);
+				wh_blob_release(s->e[i].blob);
+			}
+		free(s->e);
+		memset(s, 0, sizeof *s);
+	}
+}
+
+static void stores_atexit(void)
+{
+	atexit(stores_free);
+}
+
 enum wh_status wh_gpu_weights_create(struct wh_gpu *g, struct wh_gpu_weights **out)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, stores_atexit);
 	struct wh_gpu_weights *w = calloc(1, sizeof *w);
 	if (!w)
 		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
 	w->g = g;
+	w->s = &stores[g->device];
 	*out = w;
 	return WH_OK;
 }
@@ -241,11 +323,10 @@ void wh_gpu_weights_destroy(struct wh_gpu_weights *w)
 	if (!w)
 		return;
 	run_lock_take();
-	for (size_t i = 0; i < w->cap; i++)
-		if (w->e[i].data)
-			dbuf_unref(w->g, w->e[i].b);
+	/* the weights of models no one holds any more leave the device */
+	if (w->s->n)
+		wrehash(w->s, w->s->cap, w->g, true);
 	pthread_mutex_unlock(&run_lock);
-	free(w->e);
 	free(w);
 }
 
@@ -254,47 +335,31 @@ size_t wh_gpu_weights_bytes(const struct wh_gpu_weights *w)
 	return w ? w->bytes : 0;
 }
 
-static size_t whash(const void *data, int prec, size_t cap)
+static struct wentry *wfind(struct wstore *s, const void *data, int prec, size_t bytes)
 {
-	uint64_t h = (uint64_t)(uintptr_t)data * 0x9E3779B97F4A7C15ull ^ (uint64_t)prec * 0xC2B2AE3D27D4EB4Full;
-	return (size_t)(h >> 17) & (cap - 1);
-}
-
-static struct wentry *wfind(struct wh_gpu_weights *w, const void *data, int prec, size_t bytes)
-{
-	if (!w->cap)
+	if (!s->cap)
 		return NULL;
-	for (size_t i = whash(data, prec, w->cap);; i = (i + 1) & (w->cap - 1)) {
-		if (!w->e[i].data)
+	for (size_t i = whash(data, prec, s->cap);; i = (i + 1) & (s->cap - 1)) {
+		if (!s->e[i].data)
 			return NULL;
-		if (w->e[i].data == data && w->e[i].prec == prec && w->e[i].bytes == bytes)
-			return &w->e[i];
+		if (s->e[i].data == data && s->e[i].prec == prec && s->e[i].bytes == bytes)
+			return &s->e[i];
 	}
 }
 
-static bool wput(struct wh_gpu_weights *w, const void *data, int prec, size_t bytes, struct dbuf *b)
+static bool wput(struct wh_gpu_weights *w, const struct wh_tensor *t, int prec, size_t bytes, struct dbuf *b)
 {
-	if ((w->n + 1) * 2 > w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 64;
-		struct wentry *ne = calloc(cap, sizeof *ne);
-		if (!ne)
-			return false;
-		for (size_t i = 0; i < w->cap; i++)
-			if (w->e[i].data) {
-				size_t j = whash(w->e[i].data, w->e[i].prec, cap);
-				while (ne[j].data)
-					j = (j + 1) & (cap - 1);
-				ne[j] = w->e[i];
-			}
-		free(w->e);
-		w->e = ne;
-		w->cap = cap;
-	}
-	size_t j = whash(data, prec, w->cap);
-	while (w->e[j].data)
-		j = (j + 1) & (w->cap - 1);
-	w->e[j] = (struct wentry){data, prec, bytes, b};
-	w->n++;
+	struct wstore *s = w->s;
+	if (!t->blob)
+		return false;
+	if ((s->n + 1) * 2 > s->cap && !wrehash(s, s->cap ? s->cap * 2 : 64, w->g, false))
+		return false;
+	size_t j = whash(t->data, prec, s->cap);
+	while (s->e[j].data)
+		j = (j + 1) & (s->cap - 1);
+	s->e[j] = (struct wentry){t->data, prec, bytes, b, wh_blob_retain(t->blob)};
+	s->n++;
+	s->bytes += b->bytes;
 	w->bytes += b->bytes;
 	return true;
 }
@@ -303,12 +368,12 @@ static bool wput(struct wh_gpu_weights *w, const void *data, int prec, size_t by
 static struct dbuf *weight_get(struct wh_gpu_weights *w, const struct wh_tensor *t, int prec, uint64_t *h2d)
 {
 	size_t bytes = wh_tensor_nbytes(t);
-	struct wentry *e = wfind(w, t->data, prec, bytes);
+	struct wentry *e = wfind(w->s, t->data, prec, bytes);
 	if (e)
 		return dbuf_ref(e->b);
 	struct dbuf *b = NULL;
 	if (prec != WH_PREC_FP32) {
-		struct wentry *base = wfind(w, t->data, WH_PREC_FP32, bytes);
+		struct wentry *base = wfind(w->s, t->data, WH_PREC_FP32, bytes);
 		b = base ? dbuf_rounded(w->g, base->b, t->count, prec) : dbuf_upload(w->g, t, prec);
 		if (!base)
 			*h2d += wh_tensor_nbytes(t);
@@ -318,7 +383,7 @@ static struct dbuf *weight_get(struct wh_gpu_weights *w, const struct wh_tensor 
 	}
 	if (!b)
 		return NULL;
-	if (!wput(w, t->data, prec, bytes, b))
+	if (!wput(w, t, prec, bytes, b))
 		return b; /* not cached: the caller's reference is the only one */
 	return dbuf_ref(b);
 }
@@ -446,6 +511,26 @@ static const char *cb_attr_str(const void *node, const char *name, const char *d
 	return wh_node_attr_string(node, name, dflt, buf, sizeof bufs[0]);
 }
 
+static int32_t cb_attr_scalar(const void *node, const char *name, void *value)
+{
+	const struct wh_attr *a = wh_node_attr(node, name);
+	if (!a)
+		return 0;
+	if (a->type != WH_ATTR_TENSOR || !a->t || a->t->dtype == WH_DT_STRING)
+		return -1;
+	uint64_t cnt;
+	size_t es = wh_dtype_size(a->t->dtype);
+	if (!wh_shape_count(a->t->dims, a->t->rank, &cnt) || cnt != 1 || es == 0 || es > 8)
+		return -1;
+	struct wh_tensor tmp;
+	wh_tensor_init(&tmp);
+	if (wh_tensor_from_raw(&tmp, a->t->dtype, a->t->rank, a->t->dims, a->t->data) != WH_OK)
+		return -1;
+	memcpy(value, tmp.data, es);
+	wh_tensor_release(&tmp);
+	return (int32_t)a->t->dtype;
+}
+
 /* ---- placement ---- */
 
 static bool is_view_op(const char *op)
@@ -471,6 +556,7 @@ static void node_of(const struct wh_node *n, int64_t opset, struct whcu_node *cn
 	cn->attr_float = cb_attr_float;
 	cn->attr_ints = cb_attr_ints;
 	cn->attr_str = cb_attr_str;
+	cn->attr_scalar = cb_attr_scalar;
 }
 
 bool wh_gpu_claims(const struct wh_gpu *g, const struct wh_node *n, int64_t opset)
@@ -689,6 +775,15 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 	struct whcu_node cn;
 	node_of(n, s->opset, &cn);
 	cn.prec = s->exec == WH_PREC_TF32 && !gemm_like(n->op_type) ? WH_PREC_FP32 : s->exec;
+	/* A Conv with a bias at fp16/bf16 runs on the module's TF32 path over inputs already on
+	 * the layer's grid: every fp16 or bf16 value is exact in TF32, so the products are exact
+	 * and the sums fp32, the bias is added in fp32 and the output rounded once, here, as the
+	 * emulation and TensorRT's fused bias do. cuDNN's half path stores its sum in the half
+	 * format before the bias is added, a second rounding that a large folded-BatchNorm bias
+	 * turns into a large error (PaddleOCR det at bf16: 8 dB from the emulation). */
+	if ((s->exec == WH_PREC_FP16 || s->exec == WH_PREC_BF16) && (!strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose")) &&
+	    n->n_inputs > 2 && n->inputs[2] != WH_NONE)
+		cn.prec = WH_PREC_TF32;
 	cn.fp16_accumulate = s->fp16_accumulate;
 	cn.tactic = s->tactic;
 	cn.allow_reduced = s->allow_reduced;
@@ -751,7 +846,9 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 				dv->h2d += wh_tensor_nbytes(t);
 			}
 			b = dv->b[v];
-			if (fmt != WH_PREC_FP32 && t->count) {
+			/* rounding is idempotent: a value its producer stored on this grid (a layer
+			 * at the same format) is read as it is, one kernel less per input */
+			if (fmt != WH_PREC_FP32 && t->count && b->grid != fmt) {
 				if (!(tmp[k] = dbuf_rounded(dv->g, b, t->count, fmt))) {
 					st = wh_error(WH_ERR_NOMEM, "node '%s' (%s): rounding input '%s': %s (free GPU memory)", n->name, n->op_type,
 						      s->g->values[v].name, api->last_error());
@@ -801,9 +898,12 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 			st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
 			continue;
 		}
-		if (c->dtype == WHCU_FLOAT && (s->out == WH_PREC_FP16 || s->out == WH_PREC_BF16) && y->count &&
-		    api->round(b->p, b->p, y->count, s->out) != 0)
-			st = wh_error(WH_ERR_INTERNAL, "node '%s' (%s): rounding the output: %s", n->name, n->op_type, api->last_error());
+		if (c->dtype == WHCU_FLOAT && (s->out == WH_PREC_FP16 || s->out == WH_PREC_BF16) && y->count) {
+			if (api->round(b->p, b->p, y->count, s->out) != 0)
+				st = wh_error(WH_ERR_INTERNAL, "node '%s' (%s): rounding the output: %s", n->name, n->op_type, api->last_error());
+			else
+				b->grid = s->out;
+		}
 		wh_gpu_vals_drop(dv, ov);
 		dv->b[ov] = b;
 	}

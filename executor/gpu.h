@@ -6,8 +6,8 @@
  * shape; its blob holds the host copy when there is one. struct wh_gpu_vals holds, per value
  * id, the device copy when there is one. A value computed on the GPU has no host copy until a
  * CPU layer, the caller or a tensor callback needs it (wh_gpu_vals_to_host); a host value a
- * GPU layer reads is uploaded once (weights and constant layers' outputs once per engine,
- * into struct wh_gpu_weights; anything else once per run). */
+ * GPU layer reads is uploaded once (weights and constant layers' outputs once per process,
+ * into the store that struct wh_gpu_weights handles share; anything else once per run). */
 #ifndef WH_GPU_H
 #define WH_GPU_H
 
@@ -36,8 +36,11 @@ bool wh_gpu_tactic_name(const char *name);
  * on the GPU (views): the static answer `inspect --device` prints. */
 bool wh_gpu_claims(const struct wh_gpu *g, const struct wh_node *n, int64_t opset);
 
-/* Device copies of an engine's constants (weights, constant layers' outputs), by blob and
- * format, freed with the engine. */
+/* An engine's handle on the device copies of constants (weights, constant layers' outputs):
+ * one store per process and device, by host data, size and format, shared by every engine;
+ * each entry holds a reference to its host blob. Destroying a handle frees the entries whose
+ * blob no one else holds; the rest are freed at exit. wh_gpu_weights_bytes: what this
+ * engine uploaded. */
 struct wh_gpu_weights;
 enum wh_status wh_gpu_weights_create(struct wh_gpu *g, struct wh_gpu_weights **out);
 void wh_gpu_weights_destroy(struct wh_gpu_weights *w); /* NULL-safe */

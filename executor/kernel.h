@@ -57,6 +57,10 @@ struct wh_kernel_ctx {
 	 * wh_kernel_out_alloc gets this memory when the type and shape match; it then writes
 	 * every element there, as it would into a fresh tensor. */
 	const struct wh_tensor *place_out;
+	/* Bit k (k < 32): input k is a constant layer's kept output (runtime.c, plan_constants),
+	 * the same memory and bytes for the engine's life, as an initializer's are: the GEMM
+	 * packs (a widened fp16 weight's Cast feeding a MatMul) may key a copy by it. */
+	uint32_t const_inputs;
 };
 
 /* Packed copies of constant GEMM operands (the B of MatMul and Gemm, the weights of Conv as

@@ -139,7 +139,7 @@ enum wh_status wh_precision_config_parse(struct wh_precision_config *c, const ch
 		char *prec = colon + 1, *slash = strchr(prec, '/');
 		if (slash)
 			*slash = '\0';
-		enum wh_precision pe, po;
+		enum wh_precision pe, po = WH_PREC_FP32; /* po is read only with a slash */
 		if (!wh_precision_parse(prec, &pe)) {
 			st = wh_error(WH_ERR_USAGE, "--layer-precisions: layer '%s': precision '%s' is unknown (use fp32, tf32, fp16, bf16, fp8, fp8e5m2 or int8)", item, prec);
 			break;

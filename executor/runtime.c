@@ -56,13 +56,16 @@ struct plan {
 	 * absent (WH_NONE: never skipped). NULL when the plan fuses nothing. */
 	struct wh_epilogue *epi;
 	uint32_t *fused_out, *fused_skip;
+
 	/* Constant layers (plan_constants): per node id, CONST_NO, or CONST_YES until the first
-	 * run computes the layer, then CONST_CACHED (its outputs are in const_vals, at
-	 * const_slot[value]) or CONST_UNCACHED (too large: it runs every time). */
+	 * run computes the layer (CONST_LATER until the second for a large one), then CONST_CACHED
+	 * (its outputs are in const_vals, at const_slot[value]) or CONST_UNCACHED (past the budget:
+	 * it runs every time). */
 	uint8_t *const_node;
 	uint32_t *const_slot; /* per value id, WH_NONE where no constant layer writes it */
 	struct wh_tensor *const_vals;
 	size_t const_bytes;
+	size_t const_budget, const_tensor_max; /* what keep_constant may hold, in all and a layer */
 	/* In-place Concat (plan_concats): per node id, the concat (index into concats) whose
 	 * input the node writes, and which input (WH_NONE: none); per Concat node id its index
 	 * (WH_NONE: not planned). */
@@ -270,7 +273,9 @@ static bool fusable_value(const struct plan *p, uint32_t v, uint32_t last_step)
 	return v != WH_NONE && !is_kept(g, v) && !(g->values[v].flags & WH_VALUE_INPUT) && p->last_use[v] == last_step;
 }
 
-enum { CONST_NO, CONST_YES, CONST_CACHED, CONST_UNCACHED };
+/* CONST_LATER: computed once, over WH_CONST_TENSOR_BYTES: kept at its second run, so an engine
+ * that runs once (a reduce candidate, a single run) never holds it longer than the layer */
+enum { CONST_NO, CONST_YES, CONST_CACHED, CONST_UNCACHED, CONST_LATER };
 
 /* Who reads each value, for the plans below (computed once per plan build): per value id
  * the number of input slots reading it and the first two readers; per node id its step. */
@@ -425,10 +430,13 @@ static void learn_concat(struct concat_plan *cp, const struct wh_tensor *const *
 	cp->known = true;
 }
 
-/* A constant layer's outputs are kept when they take at most this much, and a plan keeps at
- * most WH_CONST_CACHE_BYTES of them: enough for masks, shape arithmetic and small tables,
- * while a widened copy of a model's weights (Cast or DequantizeLinear of a weight) is
- * computed run by run as before, so it does not add to the resident peak of a large model. */
+/* A constant layer's outputs are kept when they take at most WH_CONST_TENSOR_BYTES, and a
+ * plan keeps at most WH_CONST_CACHE_BYTES of them: enough for masks, shape arithmetic and
+ * small tables. The main graph of an FP32 engine also keeps larger ones, a widened copy of a
+ * weight stored in fp16 or int8 (Cast or DequantizeLinear of a weight), within the engine's
+ * weight_cache_bytes, the budget the emulation's rounded copies use in reduced-precision
+ * engines (which plan no constant layers): an engine holds the mapped weights plus at most
+ * that budget, and a layer past it is computed run by run as before. */
 #define WH_CONST_TENSOR_BYTES ((size_t)4 << 20)
 #define WH_CONST_CACHE_BYTES ((size_t)32 << 20)
 
@@ -488,7 +496,11 @@ static void keep_constant(struct plan *p, uint32_t nid, const struct wh_tensor *
 		}
 		bytes += wh_tensor_nbytes(&outs[k]);
 	}
-	if (bytes > WH_CONST_TENSOR_BYTES || p->const_bytes + bytes > WH_CONST_CACHE_BYTES) {
+	if (bytes > WH_CONST_TENSOR_BYTES && p->const_node[nid] == CONST_YES && bytes <= p->const_tensor_max) {
+		p->const_node[nid] = CONST_LATER;
+		return;
+	}
+	if (bytes > p->const_tensor_max || p->const_bytes + bytes > p->const_budget) {
 		p->const_node[nid] = CONST_UNCACHED;
 		return;
 	}
@@ -599,6 +611,13 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 	}
 	if ((st = wh_graph_topo_order(g, p->order)) != WH_OK)
 		goto out;
+	p->const_budget = WH_CONST_CACHE_BYTES;
+	p->const_tensor_max = WH_CONST_TENSOR_BYTES;
+	if (g == e->m->graph && !e->precision && e->weight_cache_bytes >= 0) {
+		int64_t wc = e->weight_cache_bytes ? e->weight_cache_bytes : WH_ENGINE_WEIGHT_CACHE_DEFAULT;
+		if ((uint64_t)wc > p->const_budget)
+			p->const_budget = p->const_tensor_max = (size_t)wc;
+	}
 	if (g == e->m->graph && e->precision) {
 		p->exec_prec = calloc(nn, 1);
 		p->out_prec = calloc(nn, 1);
@@ -1153,6 +1172,12 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			.frame = f,
 			.packs = f->e->packs,
 		};
+		if (p->const_node)
+			for (uint32_t k = 0; k < n->n_inputs && k < 32; k++) {
+				uint32_t v = n->inputs[k], prod = v != WH_NONE ? g->values[v].producer : WH_NONE;
+				if (prod != WH_NONE && p->const_node[prod] == CONST_CACHED)
+					ctx.const_inputs |= 1u << k;
+			}
 		/* a Concat input this node writes: its slice of the Concat's output, when the last
 		 * run says where; the kernel takes it if the shape is the same */
 		uint32_t ci = n_cbuf && p->place_concat[nid] != WH_NONE ? p->place_concat[nid] : WH_NONE;
@@ -1304,7 +1329,7 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			ctx.round_out = NULL;
 		} else {
 			st = run(&ctx);
-			if (st == WH_OK && p->const_node[nid] == CONST_YES)
+			if (st == WH_OK && (p->const_node[nid] == CONST_YES || p->const_node[nid] == CONST_LATER))
 				keep_constant((struct plan *)p, nid, outs, wanted);
 		}
 		if (have_slice) {

@@ -181,6 +181,12 @@ bool wh_blob_writable(const struct wh_blob *b)
 	return bi && bi->owned && !bi->file && atomic_load_explicit(&bi->refs, memory_order_acquire) == 1;
 }
 
+bool wh_blob_shared(const struct wh_blob *b)
+{
+	const struct blob_impl *bi = (const struct blob_impl *)b;
+	return bi && atomic_load_explicit(&bi->refs, memory_order_acquire) > 1;
+}
+
 void wh_blob_release(struct wh_blob *b)
 {
 	if (!b)

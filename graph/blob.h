@@ -35,6 +35,9 @@ struct wh_blob *wh_blob_retain(struct wh_blob *b); /* returns b; NULL-safe */
  * blob and is not writable. */
 bool wh_blob_writable(const struct wh_blob *b);
 void wh_blob_release(struct wh_blob *b);            /* NULL-safe */
+/* Whether b has other holders than the caller's one reference (a cache that keeps a blob
+ * alive asks whether anyone else still does). */
+bool wh_blob_shared(const struct wh_blob *b);
 
 /* ---- caches of freed blobs ----
  * A loop that creates and frees blobs of the same sizes again and again (an engine's runs:

@@ -1,7 +1,8 @@
 /* Caches of freed blobs (graph/blob.h) and the engine's use of them (executor/runtime.c):
  * memory comes back only for the same padded size, only while the cache is the thread's
  * current one, never beyond its limits, with a fresh digest; an engine's repeated runs give
- * the same bits with its cache as the first run did without one. */
+ * the same bits with its cache as the first run did without one; wh_blob_shared says whether
+ * a blob has holders besides the caller. */
 #include <check.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -210,6 +211,22 @@ END_TEST
 #define WH_CACHE_HOLDS 1
 #endif
 
+/* wh_blob_shared: whether anyone but the caller's one reference holds the blob (the GPU's
+ * weights store frees an entry when not) */
+START_TEST(test_shared_counts_other_holders)
+{
+	void *w;
+	struct wh_blob *b = make(64, &w);
+	ck_assert(!wh_blob_shared(b));
+	ck_assert_ptr_eq(wh_blob_retain(b), b);
+	ck_assert(wh_blob_shared(b));
+	wh_blob_release(b);
+	ck_assert(!wh_blob_shared(b));
+	ck_assert(!wh_blob_shared(NULL));
+	wh_blob_release(b);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("blob-cache");
@@ -222,6 +239,7 @@ int main(void)
 		tcase_add_test(tc, test_reused_blob_gets_a_fresh_digest);
 	}
 	tcase_add_test(tc, test_engine_runs_are_bit_identical_with_the_cache);
+	tcase_add_test(tc, test_shared_counts_other_holders);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -26,19 +26,18 @@ import sys
 FOREIGN = {
     # polygraphy
     "art-dir", "bf16", "check-inference", "cleanup", "fail-returncode", "force-fallback-shape-inference",
-    "fp16", "fp8", "hide-fail-output", "int8", "iter-artifact", "load-debug-replay", "load-outputs",
+    "fp16", "fp-to-fp16", "fp8", "hide-fail-output", "int8", "iter-artifact", "load-debug-replay", "load-outputs",
     "load-timing-cache", "mark", "model-input-shapes", "onnx-outputs", "onnxrt", "override-input-shapes",
     "precision-constraints", "save-debug-replay", "save-timing-cache", "show-output", "tf32", "trt",
     "trt-outputs",
     # trtexec (its camelCase flags are cut at the capital: --dumpProfile -> dump)
     "onnx", "dump", "export", "load", "layer", "strongly", "accuracy", "best", "duration", "ref", "shapes", "warm",
-    # `whittle precision --save-model` comes with `whittle convert` (issue 23, another branch):
-    # docs/tensorrt.md names it; drop it here once that option is in the table
-    "save-model",
+    # ModelOpt AutoCast (its snake_case flags are cut at the underscore: --nodes_to_exclude -> nodes)
+    "nodes", "low",
     # slurm
     "exclusive", "gres", "job-name", "parsable", "wait", "cpus",
     # scripts/ort-run.js, scripts/gen-decoder.py, scripts/bench-*.sh
-    "all", "layers", "hidden", "heads", "seq", "vocab", "external-data", "dtype", "overflow-layer", "limit", "rounds", "keep",
+    "all", "layers", "hidden", "heads", "ffn", "seq", "vocab", "external-data", "dtype", "overflow-layer", "limit", "rounds", "keep",
     # tests/tool-search-bench (bench-reduce.sh)
     "random",
     # architecture.md's placeholder in the message shape `--opt '<value>'`

@@ -22,6 +22,10 @@ for p in fp32 fp16 bf16; do
 	[ "$rc" = 0 ] || bad "$p: the run with --device cuda failed"
 	read -r _ allocs _ frees _ _ _ _ <"$tmp/fake.log"
 	if [ "$allocs" -gt 0 ] && [ "$allocs" = "$frees" ]; then ok "$p: $allocs device buffers, all freed"; else bad "$p: $allocs device buffers, $frees freed"; fi
+	# an input its producer already rounded to the layer's format is read as it is: beyond
+	# fp32's buffers only the rounded weights and inputs (not one copy per layer input)
+	[ "$p" = fp32 ] && fp32_allocs=$allocs
+	if [ "$p" != fp32 ] && [ $((allocs - fp32_allocs)) -gt 6 ]; then bad "$p: $((allocs - fp32_allocs)) more device buffers than fp32 (a rounded copy per input?)"; fi
 	run "$WHITTLE" compare "$tmp/gpu" "$tmp/cpu" --atol 1e-5 --rtol 1e-5
 	if [ "$rc" = 0 ]; then ok "$p: every tensor as on the CPU"; else bad "$p: differs from the CPU: $(grep -m2 FAIL "$tmp/out")"; fi
 done
@@ -52,6 +56,14 @@ run "$WHITTLE" run "$m" --device cuda --repeat 3
 read -r _ _ _ _ _ _ _ up3 <"$tmp/fake.log"
 if [ "$rc" = 0 ] && [ $((up3 - up2)) -gt 0 ] && [ $((up3 - up2)) -lt 512 ]; then ok "a run uploads $((up3 - up2)) bytes (weights once: $up2 bytes for 2 runs)"; else bad "a run uploads $((up3 - up2)) bytes (rc $rc)"; fi
 
+# engines of one model share its weights on the device (reduce's candidates, precision's
+# configurations): run --compare fp32 makes a second engine, which uploads no weight again
+run "$WHITTLE" run "$m" --device cuda --val-range -1,1
+read -r _ _ _ _ _ _ _ one <"$tmp/fake.log"
+run "$WHITTLE" run "$m" --device cuda --val-range -1,1 --compare fp32
+read -r _ _ _ _ _ _ _ two <"$tmp/fake.log"
+if [ "$rc" = 0 ] && [ $((two - one)) -le $((one - 512)) ]; then ok "a second engine uploads $((two - one)) bytes (the first $one, weights 512)"; else bad "a second engine uploads $((two - one)) bytes (the first $one: weights again?)"; fi
+
 # the reference values of reduce (every tensor, as it is computed) come back from the GPU
 run "$WHITTLE" reduce "$m" --device cuda --precision fp16 --val-range -1,1 -o "$tmp/red.onnx"
 if [ "$rc" = 0 ] && [ -s "$tmp/red.onnx" ]; then ok "reduce --device cuda --precision fp16: $(grep -m1 -iE 'layers|nodes' "$tmp/out" || true)"; else bad "reduce --device cuda: exit $rc"; fi
@@ -63,6 +75,19 @@ if [ "$rc" = 0 ] && [ "$allocs" -gt 0 ]; then ok "precision --device cuda: $allo
 run "$WHITTLE" triage "$m" --device cuda --precision fp16 --val-range -1,1 --builds 1 --no-precision-search --artifacts-dir "$tmp/tri"
 read -r _ allocs _ _ <"$tmp/fake.log"
 if [ "$rc" = 0 ] && [ "$allocs" -gt 0 ] && grep -q "'big'\|\`big\`" "$tmp/tri/report.md"; then ok "triage --device cuda: finds big ($allocs device buffers)"; else bad "triage --device cuda: exit $rc, $allocs device buffers"; fi
+# ConstantOfShape on the device: its value through the module's attr_scalar callback (the
+# ONNX backend cases: the shape is a graph input there, so the layer is not a constant)
+if [ -n "${WHITTLE_ONNX_TESTS:-}" ] && [ -d "$WHITTLE_ONNX_TESTS/node/test_constantofshape_float_ones" ]; then
+	run "$(dirname "$WHITTLE")/tests/tool-conformance" --root "$WHITTLE_ONNX_TESTS" --suite node --case constantofshape_float_ones --device cuda
+	read -r _ allocs _ frees _ _ _ _ <"$tmp/fake.log"
+	if [ "$rc" = 0 ] && grep -q "1 passed, 0 failed" "$tmp/out" && [ "$allocs" -ge 1 ] && [ "$allocs" = "$frees" ]; then
+		ok "ConstantOfShape on the device: its ONNX case passes ($allocs device buffers)"
+	else
+		bad "ConstantOfShape on the device: exit $rc, $allocs device buffers: $(tail -1 "$tmp/out")"
+	fi
+else
+	echo "skipped: ConstantOfShape cases (WHITTLE_ONNX_TESTS not set)"
+fi
 run "$WHITTLE" run "$m" --device cuda:1
 if [ "$rc" = 3 ] && grep -q "no GPU 1" "$tmp/err"; then ok "cuda:1: one line ($(cat "$tmp/err"))"; else bad "cuda:1: exit $rc"; fi
 

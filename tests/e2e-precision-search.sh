@@ -173,7 +173,7 @@ fi
 # bisect: Polygraphy's answer, a run of layers from the first one (forward) up to the last
 # culprit (c_mul), or from the first culprit (a_div) to the last layer (reverse); it holds
 # the answer, is larger than it, is not claimed 1-minimal, and its file passes. (An answer
-# of more than 10 layers is summed up on stdout: the list comes from --json, in topological
+# of more than 15 layers is summed up on stdout: the list comes from --json, in topological
 # order.)
 for dir in forward reverse; do
 	run "$whittle" precision "$fx/three_sites.onnx" --load-inputs "$fx/three_sites" "${tol[@]}" --precision fp16 \

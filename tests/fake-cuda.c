@@ -1,10 +1,11 @@
 /* A stand-in for libwhittle-cuda.so that runs on the host (tests/e2e-gpu-host.sh): the same
  * table (executor/cuda/whittle-cuda.h) with "device" memory from malloc and a few ops (Relu,
  * Add, Mul, Sub of equal shapes or a scalar, MatMul of 2-D matrices, Transpose of 2-D, and
- * Softmax declining so that the CPU takes it), so that the runtime's side of the backend (placement,
+ * Softmax declining so that the CPU takes it, ConstantOfShape of a float value through the
+ * attr_scalar callback), so that the runtime's side of the backend (placement,
  * uploads, downloads at CPU segments, views of device buffers, weights uploaded once, the
  * rounding of fp16 layers) is tested where there is no GPU. MatMul has tactics like the
- * module's (ABI 2): "lt-a1-t1-s1-k1-red-none" (the default, a double sum), a split-K one
+ * module's (ABI 3): "lt-a1-t1-s1-k1-red-none" (the default, a double sum), a split-K one
  * (four float chunks) and, for fp16 layers with allow_reduced, an fp16-accumulating one
  * (the running sum rounded to fp16 at every step), so that the builder, replays and block
  * lists are tested here too; WHITTLE_FAKE_CUDA_IDENT names the "device" (default "fake
@@ -68,11 +69,11 @@ static int sync_(void) { return 0; }
 
 static uint64_t count(const struct whcu_tensor *t) { return whcu_count(t); }
 
-static const char *const ops[] = {"Relu", "Add", "Mul", "Sub", "MatMul", "Transpose", "Softmax", NULL};
+static const char *const ops[] = {"Relu", "Add", "Mul", "Sub", "MatMul", "Transpose", "Softmax", "ConstantOfShape", NULL};
 
 static int supports(const struct whcu_node *n, uint32_t *mask)
 {
-	*mask = 0;
+	*mask = !strcmp(n->op_type, "ConstantOfShape") ? 1u : 0u; /* the shape on the host */
 	for (int i = 0; ops[i]; i++)
 		if (!strcmp(n->op_type, ops[i]))
 			return 1;
@@ -93,6 +94,18 @@ static int out(const struct whcu_node *n, uint32_t k, int32_t rank, const int64_
 static int run(const struct whcu_node *n)
 {
 	const struct whcu_tensor *a = &n->in[0];
+	if (!strcmp(n->op_type, "ConstantOfShape")) {
+		float v = 0;
+		int32_t dt = n->attr_scalar(n->node, "value", &v);
+		if ((dt != 0 && dt != WHCU_FLOAT) || !a->host || a->dtype != WHCU_INT64 || a->rank != 1 || a->dims[0] > WHCU_MAX_RANK)
+			return 1;
+		if (out(n, 0, (int32_t)a->dims[0], a->host))
+			return -1;
+		float *y = n->out[0].data;
+		for (uint64_t i = 0; i < count(&n->out[0]); i++)
+			y[i] = v;
+		return 0;
+	}
 	for (uint32_t k = 0; k < n->n_in; k++)
 		if (n->in[k].dtype && n->in[k].dtype != WHCU_FLOAT)
 			return 1;

@@ -81,11 +81,15 @@ ARGS = {
     "build": (["M", "--until", "1", "--artifacts-dir", "ART"], ["--check", "sh", "-c", "exit 0", "sh", "{tactics}"]),
     "triage": (["M", "--no-graphviz", "--artifacts-dir", "ART"], ["--check", "false"]),
     "repeat": (["--until", "1", "--artifacts-dir", "ART"], ["--check", "false"]),
+    "convert": (["M", "--precision", "fp16", "-o", "OUT"], []),
 }
 # options whose value matters to the command beyond being a path: a calibration cache is
 # written when int8 layers are calibrated (by the built-in check for reduce), a timing cache
 # goes with --save-tactics
 EXTRA = {("run", "timing-cache"): ["--save-tactics", "out/t.json"]}
+# the saving options of precision say how --save-model's weights are stored
+for name in ("external-data-path", "save-external-data", "external-data-size-threshold"):
+    EXTRA[("precision", name)] = ["--save-model", "out/typed.onnx"]
 
 
 def args_for(cmd, name):

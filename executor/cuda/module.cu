@@ -2440,6 +2440,12 @@ out:
 	return rc;
 }
 
+/* ---- ops in their own files (one translation unit: they use the helpers above) ---- */
+
+#include "executor/cuda/fill.cu"
+#include "executor/cuda/rnn.cu"
+#include "executor/cuda/signal.cu"
+
 /* ---- the op table ---- */
 
 struct op_entry {
@@ -2473,6 +2479,9 @@ static int r_matmul(const struct whcu_node *n, int) { return op_matmul(n); }
 static int r_gemm(const struct whcu_node *n, int) { return op_gemm(n); }
 static int r_conv(const struct whcu_node *n, int) { return op_conv(n); }
 static int r_conv_t(const struct whcu_node *n, int) { return op_conv_transpose(n); }
+static int r_const_of_shape(const struct whcu_node *n, int) { return op_constant_of_shape(n); }
+static int r_stft(const struct whcu_node *n, int) { return op_stft(n); }
+static int r_gru(const struct whcu_node *n, int) { return op_gru(n); }
 
 static const struct op_entry ops[] = {
 	{"Relu", r_unary, U_RELU, 0, 1},
@@ -2545,6 +2554,9 @@ static const struct op_entry ops[] = {
 	{"Gemm", r_gemm, 0, 0, 7},
 	{"Conv", r_conv, 0, 0, 1},
 	{"ConvTranspose", r_conv_t, 0, 0, 1},
+	{"ConstantOfShape", r_const_of_shape, 0, 0x1, 9},
+	{"STFT", r_stft, 0, 0xa, 17},
+	{"GRU", r_gru, 0, 0x10, 1},
 };
 
 static const struct op_entry *find_op(const struct whcu_node *n)

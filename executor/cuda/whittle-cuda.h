@@ -24,7 +24,7 @@
 extern "C" {
 #endif
 
-#define WHCU_ABI 2
+#define WHCU_ABI 3
 #define WHCU_MAX_RANK 8
 
 /* Element types: ONNX TensorProto.DataType numbers (1 float, 6 int32, 7 int64, 9 bool,
@@ -90,7 +90,7 @@ struct whcu_node {
 	int32_t prec;           /* WHCU_PREC_*: the layer's execution precision (its float inputs
 				 * are already on that format's grid, see executor/gpu.c) */
 	int32_t fp16_accumulate; /* fp16 GEMMs accumulate in fp16 */
-	/* ABI 2: tactics. tactic: NULL runs the default; a name from a list runs exactly that
+	/* ABI 3: tactics. tactic: NULL runs the default; a name from a list runs exactly that
 	 * tactic, and a name the layer does not have (on this device, library, shape or
 	 * precision) fails (-1, last_error says so). allow_reduced: fp16 layers may list
 	 * fp16-accumulating tactics (--allow-reduced-precision-reduction). list: when not NULL,
@@ -105,6 +105,10 @@ struct whcu_node {
 	const struct whcu_tensor *in; /* n_in */
 	struct whcu_tensor *out;      /* n_out: run fills every entry (dtype 0: not wanted) */
 	const uint8_t *out_wanted;    /* n_out */
+	/* A one-element tensor attribute (ConstantOfShape's value): its element type, its bytes
+	 * copied to value (at most 8); 0 when absent, -1 when it is not one element of at most 8
+	 * bytes. */
+	int32_t (*attr_scalar)(const void *node, const char *name, void *value);
 };
 
 struct whcu_api {
@@ -137,7 +141,7 @@ struct whcu_api {
 	void *(*event_record)(void);
 	double (*event_ms)(void *start, void *end); /* waits for end; < 0 on failure */
 	void (*event_free)(void *ev);
-	/* ABI 2: one line naming the device and libraries a tactic belongs to, stable across
+	/* ABI 3: one line naming the device and libraries a tactic belongs to, stable across
 	 * runs: "<GPU name>;sm_<major><minor>;cublasLt <version>;cudnn <version>". */
 	void (*ident)(char *buf, size_t len);
 };

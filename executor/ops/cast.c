@@ -11,6 +11,7 @@
  * those scales, or the `precision` attribute's type), rounds half to even, adds the zero
  * point and clamps to the output type: the ONNX reference's order. */
 #include <ctype.h>
+#include <emmintrin.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include "executor/numfmt-bulk.h"
 #include "executor/numfmt.h"
 #include "executor/ops/cast-internal.h"
+#include "executor/ops/qgemm-internal.h"
 
 static bool is_narrow_float(enum wh_dtype dt)
 {
@@ -367,10 +369,16 @@ static void cast_chunk_fast(void *arg, size_t begin, size_t end)
 		for (size_t k = begin; k < end; k++)
 			((float *)d)[k] = (float)((const int64_t *)s)[k];
 		break;
-	case WH_DT_INT32 * 100 + WH_DT_FLOAT:
-		for (size_t k = begin; k < end; k++)
+	case WH_DT_INT32 * 100 + WH_DT_FLOAT: {
+		/* the Cast after ConvInteger / MatMulInteger in dynamically quantized models:
+		 * cvtdq2ps (SSE2, every x86-64) rounds to nearest even as the C conversion does */
+		size_t k = begin;
+		for (; k + 4 <= end; k += 4)
+			_mm_storeu_ps((float *)d + k, _mm_cvtepi32_ps(_mm_loadu_si128((const __m128i *)((const int32_t *)s + k))));
+		for (; k < end; k++)
 			((float *)d)[k] = (float)((const int32_t *)s)[k];
 		break;
+	}
 	default:
 		cast_chunk_generic(arg, begin, end);
 		break;
@@ -586,6 +594,19 @@ static inline uint64_t q_index(const struct qlayout *l, uint64_t o, uint64_t a, 
 	}
 }
 
+/* Per-tensor or per-axis (not blocked) layout: the run of elements from k (before end) that
+ * share one scale, and that scale's index in *si. */
+static inline size_t q_run(const struct qlayout *l, size_t k, size_t end, uint64_t *si)
+{
+	if (l->mode == Q_TENSOR) {
+		*si = 0;
+		return end - k;
+	}
+	*si = (k / l->inner) % l->axis_len;
+	size_t next = (k / l->inner + 1) * l->inner;
+	return (next < end ? next : end) - k;
+}
+
 static bool is_quant_int(enum wh_dtype dt, double *lo, double *hi)
 {
 	switch (dt) {
@@ -629,6 +650,7 @@ struct quant_job {
 	bool saturate;
 	bool int_out;
 	double lo, hi;
+	const struct wh_cpu_features *cpu;
 };
 
 static void quant_chunk(void *arg, size_t begin, size_t end)
@@ -667,32 +689,23 @@ static void quant_chunk(void *arg, size_t begin, size_t end)
 }
 
 /* QDQ models quantize float32 activations to 8 bits per tensor or per channel: the same
- * arithmetic as quant_chunk, without the per-element type dispatch. */
-static void quant_chunk_f32_u8(void *arg, size_t begin, size_t end)
+ * arithmetic as quant_chunk, in runs of one scale with the vector loops of
+ * qgemm-internal.h (wh_q_quant, the same bits on every ISA). */
+static void quant_chunk_f32_8(void *arg, size_t begin, size_t end)
 {
 	const struct quant_job *j = arg;
 	const float *x = j->x->data, *s = j->scale->data;
-	const uint8_t *zp = j->zp ? j->zp->data : NULL;
+	bool s8 = j->y->dtype == WH_DT_INT8;
 	uint8_t *y = j->y->data;
 
-	for (size_t k = begin; k < end; k++) {
-		uint64_t si = j->l.mode == Q_TENSOR ? 0 : (k / j->l.inner) % j->l.axis_len;
-		float v = nearbyintf(x[k] / s[si]) + (zp ? (float)zp[si] : 0.0f);
-		y[k] = (uint8_t)(v != v ? 0 : v < 0 ? 0 : v > 255 ? 255 : v);
-	}
-}
-
-static void quant_chunk_f32_i8(void *arg, size_t begin, size_t end)
-{
-	const struct quant_job *j = arg;
-	const float *x = j->x->data, *s = j->scale->data;
-	const int8_t *zp = j->zp ? j->zp->data : NULL;
-	int8_t *y = j->y->data;
-
-	for (size_t k = begin; k < end; k++) {
-		uint64_t si = j->l.mode == Q_TENSOR ? 0 : (k / j->l.inner) % j->l.axis_len;
-		float v = nearbyintf(x[k] / s[si]) + (zp ? (float)zp[si] : 0.0f);
-		y[k] = (int8_t)(v != v ? 0 : v < -128 ? -128 : v > 127 ? 127 : v);
+	for (size_t k = begin; k < end;) {
+		uint64_t si;
+		size_t len = q_run(&j->l, k, end, &si);
+		float zp = 0.0f;
+		if (j->zp)
+			zp = s8 ? (float)((const int8_t *)j->zp->data)[si] : (float)((const uint8_t *)j->zp->data)[si];
+		wh_q_quant(x + k, len, s[si], zp, s8, y + k, j->cpu);
+		k += len;
 	}
 }
 
@@ -736,6 +749,7 @@ static enum wh_status quantize_run(struct wh_kernel_ctx *ctx)
 	j.x = x;
 	j.scale = scale;
 	j.zp = zp;
+	j.cpu = ctx->cpu;
 	/* numpy's promotion: the quotient of two fp16 (bf16) tensors is fp16 (bf16), of mixed
 	 * types float32, with int32 or double involved float64 */
 	enum wh_dtype prec = x->dtype == scale->dtype ? scale->dtype : WH_DT_FLOAT;
@@ -748,10 +762,8 @@ static enum wh_status quantize_run(struct wh_kernel_ctx *ctx)
 	j.y = &ctx->outputs[0];
 	wh_range_fn fn = quant_chunk;
 	if (x->dtype == WH_DT_FLOAT && scale->dtype == WH_DT_FLOAT && j.prec == WH_DT_FLOAT && j.l.mode != Q_BLOCKED) {
-		if (out_dt == WH_DT_UINT8)
-			fn = quant_chunk_f32_u8;
-		else if (out_dt == WH_DT_INT8)
-			fn = quant_chunk_f32_i8;
+		if (out_dt == WH_DT_UINT8 || out_dt == WH_DT_INT8)
+			fn = quant_chunk_f32_8;
 	}
 	wh_parallel_for(ctx->pool, (size_t)x->count, WH_CHUNK_ELEMS, fn, &j);
 	return WH_OK;
@@ -764,6 +776,7 @@ struct dequant_job {
 	struct wh_tensor *y;
 	struct qlayout l;
 	bool in_double;
+	const struct wh_cpu_features *cpu;
 };
 
 static void dequant_chunk(void *arg, size_t begin, size_t end)
@@ -789,20 +802,23 @@ static void dequant_chunk(void *arg, size_t begin, size_t end)
 	}
 }
 
-/* The 8-bit to float32 case of dequant_chunk, per tensor or per channel. */
+/* The 8-bit to float32 case of dequant_chunk, per tensor or per channel, in runs of one
+ * scale with wh_q_dequant (qgemm-internal.h). */
 static void dequant_chunk_8_f32(void *arg, size_t begin, size_t end)
 {
 	const struct dequant_job *j = arg;
 	const float *s = j->scale->data;
-	float *y = j->y->data;
-	bool is_signed = j->x->dtype == WH_DT_INT8;
-	const uint8_t *xu = j->x->data, *zu = j->zp ? j->zp->data : NULL;
-	const int8_t *xs = j->x->data, *zs = j->zp ? j->zp->data : NULL;
+	bool s8 = j->x->dtype == WH_DT_INT8;
+	const uint8_t *x = j->x->data;
 
-	for (size_t k = begin; k < end; k++) {
-		uint64_t si = j->l.mode == Q_TENSOR ? 0 : (k / j->l.inner) % j->l.axis_len;
-		int d = is_signed ? xs[k] - (zs ? zs[si] : 0) : xu[k] - (zu ? zu[si] : 0);
-		y[k] = (float)d * s[si];
+	for (size_t k = begin; k < end;) {
+		uint64_t si;
+		size_t len = q_run(&j->l, k, end, &si);
+		int32_t zp = 0;
+		if (j->zp)
+			zp = s8 ? ((const int8_t *)j->zp->data)[si] : ((const uint8_t *)j->zp->data)[si];
+		wh_q_dequant(x + k, s8, len, zp, s[si], (float *)j->y->data + k, j->cpu);
+		k += len;
 	}
 }
 
@@ -837,6 +853,7 @@ static enum wh_status dequantize_run(struct wh_kernel_ctx *ctx)
 	j.scale = scale;
 	j.zp = zp;
 	j.in_double = scale->dtype == WH_DT_DOUBLE || out_dt == WH_DT_DOUBLE;
+	j.cpu = ctx->cpu;
 	if ((st = wh_tensor_alloc(&ctx->outputs[0], out_dt, x->rank, x->dims)) != WH_OK)
 		return st;
 	j.y = &ctx->outputs[0];
@@ -849,6 +866,33 @@ static enum wh_status dequantize_run(struct wh_kernel_ctx *ctx)
 }
 
 /* ---- DynamicQuantizeLinear ---- */
+
+/* float32 input: the range per chunk of the vector loops (min and max are order-independent,
+ * so the chunks' results combine to the same answer for any thread count), then the
+ * quantization, chunk by chunk. */
+struct dql_job {
+	const struct wh_cpu_features *cpu;
+	const float *x;
+	uint8_t *y;
+	size_t n;
+	float *lo, *hi; /* per chunk */
+	float scale, zp;
+};
+
+static void dql_range_chunk(void *arg, size_t begin, size_t end)
+{
+	struct dql_job *j = arg;
+	for (size_t c = begin; c < end; c++) {
+		size_t k0 = c * WH_CHUNK_ELEMS, len = j->n - k0 < WH_CHUNK_ELEMS ? j->n - k0 : WH_CHUNK_ELEMS;
+		wh_q_minmax(j->x + k0, len, &j->lo[c], &j->hi[c], j->cpu);
+	}
+}
+
+static void dql_quant_chunk(void *arg, size_t begin, size_t end)
+{
+	struct dql_job *j = arg;
+	wh_q_quant(j->x + begin, end - begin, j->scale, j->zp, false, j->y + begin, j->cpu);
+}
 
 static enum wh_status dynamic_quantize_run(struct wh_kernel_ctx *ctx)
 {
@@ -864,12 +908,28 @@ static enum wh_status dynamic_quantize_run(struct wh_kernel_ctx *ctx)
 	/* The range always includes 0 so that 0 is exact. Min and max are order-independent,
 	 * so a single pass gives the same answer for any thread count. */
 	float lo = 0, hi = 0;
-	for (uint64_t k = 0; k < x->count; k++) {
-		float v = (float)wh_tensor_get_f64(x, k);
-		if (v < lo)
-			lo = v;
-		if (v > hi)
-			hi = v;
+	struct dql_job j = {.cpu = ctx->cpu, .x = x->data, .n = (size_t)x->count};
+	if (x->dtype == WH_DT_FLOAT) {
+		size_t nc = (j.n + WH_CHUNK_ELEMS - 1) / WH_CHUNK_ELEMS;
+		float *r = malloc((nc ? 2 * nc : 1) * sizeof(float));
+		if (!r)
+			return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the range");
+		j.lo = r;
+		j.hi = r + nc;
+		wh_parallel_for(ctx->pool, nc, 1, dql_range_chunk, &j);
+		for (size_t c = 0; c < nc; c++) {
+			lo = j.lo[c] < lo ? j.lo[c] : lo;
+			hi = j.hi[c] > hi ? j.hi[c] : hi;
+		}
+		free(r);
+	} else {
+		for (uint64_t k = 0; k < x->count; k++) {
+			float v = (float)wh_tensor_get_f64(x, k);
+			if (v < lo)
+				lo = v;
+			if (v > hi)
+				hi = v;
+		}
 	}
 	float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;
 	float zp_f = 0.0f - lo / scale;
@@ -879,10 +939,17 @@ static enum wh_status dynamic_quantize_run(struct wh_kernel_ctx *ctx)
 	if ((st = wh_tensor_alloc(&ctx->outputs[0], WH_DT_UINT8, x->rank, x->dims)) != WH_OK)
 		return st;
 	uint8_t *y = ctx->outputs[0].data;
-	for (uint64_t k = 0; k < x->count; k++) {
-		float v = nearbyintf((float)wh_tensor_get_f64(x, k) / scale) + zp;
-		v = v != v ? 0 : v < 0 ? 0 : v > 255 ? 255 : v;
-		y[k] = (uint8_t)v;
+	if (x->dtype == WH_DT_FLOAT) {
+		j.y = y;
+		j.scale = scale;
+		j.zp = zp;
+		wh_parallel_for(ctx->pool, j.n, WH_CHUNK_ELEMS, dql_quant_chunk, &j);
+	} else {
+		for (uint64_t k = 0; k < x->count; k++) {
+			float v = nearbyintf((float)wh_tensor_get_f64(x, k) / scale) + zp;
+			v = v != v ? 0 : v < 0 ? 0 : v > 255 ? 255 : v;
+			y[k] = (uint8_t)v;
+		}
 	}
 	if (ctx->n_outputs > 1) {
 		if ((st = wh_tensor_alloc(&ctx->outputs[1], x->dtype, 0, scalar_dims)) != WH_OK)

@@ -9,6 +9,7 @@
 #include "executor/numfmt.h"
 #include "executor/ops/conv-internal.h"
 #include "executor/ops/gemm-internal.h"
+#include "executor/ops/qgemm-internal.h"
 #include "executor/ops/tactics-extra.h"
 
 static int64_t prod_dims(const int64_t *d, int n)
@@ -2011,7 +2012,8 @@ static bool is_8bit(const struct wh_tensor *t)
 }
 
 /* Integer convolution of 8-bit x and w less their zero points (x: scalar; w: scalar or
- * one per output channel), plus an optional int32 bias, into int32 acc. */
+ * one per output channel), plus an optional int32 bias, into int32 acc: the integer GEMM
+ * (qgemm-internal.h) for 1-D and 2-D, the plain loops for other ranks. */
 static enum wh_status conv_integer(struct wh_kernel_ctx *ctx, const struct wh_conv_shape *s,
 				   const struct wh_tensor *x, const struct wh_tensor *xzp,
 				   const struct wh_tensor *w, const struct wh_tensor *wzp,
@@ -2024,6 +2026,21 @@ static enum wh_status conv_integer(struct wh_kernel_ctx *ctx, const struct wh_co
 				      (unsigned long long)wzp->count, (long long)s->M);
 	if (bias && (bias->dtype != WH_DT_INT32 || bias->count != (uint64_t)s->M))
 		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "B must be int32 with %lld values", (long long)s->M);
+	if ((xzp && xzp->dtype != x->dtype) || (wzp && wzp->dtype != w->dtype))
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "zero points must have the types of x and w");
+	int32_t zx = xzp ? (int32_t)wh_tensor_get_i64(xzp, 0) : 0;
+	int32_t *zw = malloc((s->M ? (size_t)s->M : 1) * sizeof(int32_t));
+	if (!zw)
+		return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the zero points");
+	for (int64_t m = 0; m < s->M; m++)
+		zw[m] = wzp ? (int32_t)wh_tensor_get_i64(wzp, wzp->count == 1 ? 0 : (uint64_t)m) : 0;
+	enum wh_status st = wh_qconv(ctx->cpu, ctx->pool, s, x->data, x->dtype == WH_DT_INT8, zx, w->data,
+				     w->dtype == WH_DT_INT8, zw, bias ? bias->data : NULL, acc);
+	free(zw);
+	if (st == WH_ERR_NOMEM)
+		return wh_kernel_fail(ctx, st, "out of memory for the packed columns");
+	if (st != WH_ERR_UNSUPPORTED)
+		return st;
 	int32_t *xi = malloc((x->count ? x->count : 1) * sizeof(int32_t));
 	int32_t *wi = malloc((w->count ? w->count : 1) * sizeof(int32_t));
 	if (!xi || !wi) {
@@ -2031,13 +2048,12 @@ static enum wh_status conv_integer(struct wh_kernel_ctx *ctx, const struct wh_co
 		free(wi);
 		return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory widening inputs to int32");
 	}
-	int32_t zx = xzp ? (int32_t)wh_tensor_get_i64(xzp, 0) : 0;
 	for (uint64_t i = 0; i < x->count; i++)
 		xi[i] = (int32_t)wh_tensor_get_i64(x, i) - zx;
 	uint64_t per = s->M ? w->count / (uint64_t)s->M : 0;
 	for (uint64_t i = 0; i < w->count; i++) {
-		int32_t zw = wzp ? (int32_t)wh_tensor_get_i64(wzp, wzp->count == 1 ? 0 : i / per) : 0;
-		wi[i] = (int32_t)wh_tensor_get_i64(w, i) - zw;
+		int32_t z = wzp ? (int32_t)wh_tensor_get_i64(wzp, wzp->count == 1 ? 0 : i / per) : 0;
+		wi[i] = (int32_t)wh_tensor_get_i64(w, i) - z;
 	}
 	conv_ref_i32(s, xi, wi, bias ? bias->data : NULL, acc);
 	free(xi);
@@ -2074,6 +2090,24 @@ static float round_scale(enum wh_dtype dt, float v)
 	return v;
 }
 
+/* y = requantized acc, one multiplier per output channel (rows of P outputs). */
+struct qrequant_job {
+	const struct wh_cpu_features *cpu;
+	const int32_t *acc;
+	uint8_t *y;
+	const float *mult;
+	size_t P, M;
+	int32_t yz;
+	bool y_s8;
+};
+
+static void qrequant_rows(void *arg, size_t begin, size_t end)
+{
+	const struct qrequant_job *j = arg;
+	for (size_t r = begin; r < end; r++)
+		wh_q_requant(j->acc + r * j->P, j->P, j->mult + r % j->M, 0, j->yz, j->y_s8, j->y + r * j->P, j->cpu);
+}
+
 static enum wh_status qlinear_conv_run(struct wh_kernel_ctx *ctx)
 {
 	const struct wh_tensor *x = wh_kin(ctx, 0), *xs = wh_kin(ctx, 1), *xzp = wh_kin(ctx, 2);
@@ -2107,17 +2141,20 @@ static enum wh_status qlinear_conv_run(struct wh_kernel_ctx *ctx)
 	if ((st = conv_integer(ctx, &s, x, xzp, w, wzp, bias, acc)))
 		goto out;
 	float xsv = (float)wh_tensor_get_f64(xs, 0), ysv = (float)wh_tensor_get_f64(ys, 0);
-	double yz = yzp ? (double)wh_tensor_get_i64(yzp, 0) : 0.0;
-	double lo = ydt == WH_DT_UINT8 ? 0 : -128, hi = ydt == WH_DT_UINT8 ? 255 : 127;
-	uint64_t P = (uint64_t)prod_dims(s.out, s.nsp);
-	for (uint64_t i = 0; i < y->count; i++) {
-		uint64_t co = (i / P) % (uint64_t)s.M;
-		float m = round_scale(xs->dtype, xsv * (float)wh_tensor_get_f64(ws, ws->count == 1 ? 0 : co));
-		m = round_scale(xs->dtype, m / ysv);
-		double v = nearbyint((double)acc[i] * (double)m) + yz;
-		v = v < lo ? lo : v > hi ? hi : v;
-		wh_tensor_set_f64(y, i, v);
+	struct qrequant_job j = {ctx->cpu, acc, y->data, NULL, (size_t)prod_dims(s.out, s.nsp), (size_t)s.M,
+				 yzp ? (int32_t)wh_tensor_get_i64(yzp, 0) : 0, ydt == WH_DT_INT8};
+	float *mult = malloc((s.M ? (size_t)s.M : 1) * sizeof(float));
+	if (!mult) {
+		st = wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the multipliers");
+		goto out;
 	}
+	for (int64_t co = 0; co < s.M; co++) {
+		float m = round_scale(xs->dtype, xsv * (float)wh_tensor_get_f64(ws, ws->count == 1 ? 0 : (uint64_t)co));
+		mult[co] = round_scale(xs->dtype, m / ysv);
+	}
+	j.mult = mult;
+	wh_parallel_for(ctx->pool, (size_t)(s.N * s.M), wh_grain_for(j.P), qrequant_rows, &j);
+	free(mult);
 out:
 	free(acc);
 	return st;

@@ -1,6 +1,7 @@
 /* The engine's cache of packed constant GEMM operands (executor/kernel.h, struct
  * wh_gemm_packs): B of MatMul and Gemm (panels of NR columns), A of Conv (the weights in
- * panels of MR rows); and the B packing of the float32 GEMM engine (gemm-internal.h). */
+ * panels of MR rows), the 8-bit B of MatMulInteger and QLinearMatMul (qgemm-internal.h);
+ * and the B packing of the float32 GEMM engine (gemm-internal.h). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "executor/executor.h"
 #include "executor/kernel.h"
 #include "executor/ops/gemm-internal.h"
+#include "executor/ops/qgemm-internal.h"
 #include "graph/blob.h"
 
 /* ---- packing ---- */
@@ -74,7 +76,7 @@ void wh_sgemm_pack_b(size_t nr, struct wh_threadpool *pool, size_t K, size_t N, 
 
 /* ---- the cache ---- */
 
-enum pack_kind { PACK_B, PACK_A };
+enum pack_kind { PACK_B, PACK_A, PACK_Q8B };
 
 struct pack_entry {
 	const float *src; /* the initializer's bytes: with the kind and geometry, the key */
@@ -198,6 +200,12 @@ static struct pack_entry *entry_of(const struct wh_kernel_ctx *ctx, uint32_t k, 
 	 * lives (the model outlives it and blobs are immutable), so they can key the copy; a
 	 * computed tensor, or a rounded copy made by the emulation, is read as it is */
 	const struct wh_value *val = &ctx->graph->values[ctx->node->inputs[k]];
+	if (k < 32 && (ctx->const_inputs >> k & 1)) {
+		/* a constant layer's kept output: held by the plan, unchanged, for the engine's life */
+		key->src = t->data;
+		*mapped = false;
+		return entry_find(c, key);
+	}
 	if (!(val->flags & WH_VALUE_INITIALIZER) || !val->data || val->data->data != t->data ||
 	    val->data->size / sizeof(float) < floats)
 		return NULL;
@@ -289,4 +297,39 @@ const float *wh_gemm_packed_a(const struct wh_kernel_ctx *ctx, uint32_t k, const
 	}
 	entry_commit(ctx->packs, e, mapped, p, bytes);
 	return p;
+}
+
+/* The 8-bit B (qgemm-internal.h): the panels, then the column sums. Always counted as a
+ * second copy (dup_budget), mapped or not: the source pages are not dropped. The key's tb
+ * holds the flip (the packed bytes depend on it). */
+const int8_t *wh_qgemm_packed_b(const struct wh_kernel_ctx *ctx, uint32_t k, size_t K, size_t N, uint8_t flip,
+				const int32_t **colsum)
+{
+	struct wh_gemm_packs *c = ctx->packs;
+	const struct wh_tensor *t = wh_kin(ctx, k);
+	uint64_t kn;
+	if (!c || !t || t->rank != 2 || (t->dtype != WH_DT_UINT8 && t->dtype != WH_DT_INT8) || !t->data || K == 0 ||
+	    N == 0 || !wh_mul_u64(K, N, &kn) || t->count != kn || k >= ctx->node->n_inputs ||
+	    ctx->node->inputs[k] == WH_NONE)
+		return NULL;
+	const struct wh_value *val = &ctx->graph->values[ctx->node->inputs[k]];
+	if (!(val->flags & WH_VALUE_INITIALIZER) || !val->data || val->data->data != t->data || val->data->size < kn)
+		return NULL;
+	struct pack_entry key = {.src = (const float *)t->data, .kind = PACK_Q8B, .K = K, .N = N, .nr = WH_QG_NR,
+				 .G = 1, .tb = flip != 0},
+			  *e;
+	if (!(e = entry_find(c, &key)))
+		return NULL;
+	size_t np = wh_qg_panels(N), kp = wh_qg_kp(K), pb = np * kp * WH_QG_NR;
+	if (!e->p) {
+		size_t bytes = pb + np * WH_QG_NR * sizeof(int32_t);
+		float *p = entry_alloc(c, e, false, bytes);
+		if (!p)
+			return NULL;
+		wh_qg_pack(t->data, N, K, N, flip, (int8_t *)p);
+		wh_qg_colsums((const int8_t *)p, kp, N, (int32_t *)((uint8_t *)p + pb), ctx->cpu);
+		entry_commit(c, e, false, p, bytes);
+	}
+	*colsum = (const int32_t *)((const uint8_t *)e->p + pb);
+	return (const int8_t *)e->p;
 }

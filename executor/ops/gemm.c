@@ -9,6 +9,7 @@
 #include "executor/kernel.h"
 #include "executor/numfmt.h"
 #include "executor/ops/gemm-internal.h"
+#include "executor/ops/qgemm-internal.h"
 
 /* ---- the float32 GEMM engine ---- */
 
@@ -875,32 +876,57 @@ static bool qparam_index(const struct wh_tensor *p, size_t batch, int64_t len, s
 	return false;
 }
 
-/* Integer product of 8-bit inputs with zero points, int32 accumulation (wrapping). */
+/* Integer product of 8-bit inputs with zero points, int32 accumulation (wrapping), with the
+ * integer GEMM (qgemm-internal.h). A batch whose B is shared and whose A and C matrices are
+ * consecutive is one product of batch * M rows. */
 static enum wh_status mm_integer(struct wh_kernel_ctx *ctx, const struct mm_shape *s,
 				 const struct wh_tensor *A, const struct wh_tensor *azp,
-				 const struct wh_tensor *B, const struct wh_tensor *bzp, int32_t *acc)
+				 const struct wh_tensor *B, uint32_t b_input, const struct wh_tensor *bzp, int32_t *acc)
 {
 	uint64_t t;
 	if (!qparam_index(azp, s->batch, s->M, 0, 0, &t) || !qparam_index(bzp, s->batch, s->N, 0, 0, &t))
 		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "zero points must be scalars, per row of A or per column of B");
-	for (size_t b = 0; b < s->batch; b++)
-		for (int64_t i = 0; i < s->M; i++) {
+	if (s->batch == 0 || s->M == 0 || s->N == 0)
+		return WH_OK;
+	bool merged = s->batch > 1;
+	for (size_t b = 0; merged && b < s->batch; b++)
+		merged = s->b_off[b] == s->b_off[0] && s->a_off[b] == b * (size_t)(s->M * s->K) &&
+			 s->c_off[b] == b * (size_t)(s->M * s->N);
+	if (bzp && bzp->count != 1 && bzp->count != (uint64_t)s->N)
+		merged = false;
+	size_t rows = merged ? s->batch * (size_t)s->M : (size_t)s->M;
+	int32_t *za = malloc((rows + (size_t)s->N) * sizeof(int32_t));
+	if (!za)
+		return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the zero points");
+	int32_t *zb = za + rows;
+	enum wh_status st = WH_OK;
+	/* a 2-D initializer B: packed once per engine */
+	const int32_t *bsum = NULL;
+	const int8_t *bp = B->rank == 2 ? wh_qgemm_packed_b(ctx, b_input, (size_t)s->K, (size_t)s->N,
+							       B->dtype == WH_DT_INT8 ? 0 : 0x80, &bsum)
+					: NULL;
+	for (size_t b = 0; b < s->batch && !st; b++) {
+		if (merged && b > 0)
+			break;
+		for (size_t r = 0; r < rows; r++) {
+			size_t bb = merged ? r / (size_t)s->M : b;
 			uint64_t ia = 0;
-			qparam_index(azp, s->batch, s->M, b, i, &ia);
-			int32_t za = azp ? (int32_t)wh_tensor_get_i64(azp, ia) : 0;
-			for (int64_t j = 0; j < s->N; j++) {
-				uint64_t ib = 0;
-				qparam_index(bzp, s->batch, s->N, b, j, &ib);
-				int32_t zb = bzp ? (int32_t)wh_tensor_get_i64(bzp, ib) : 0;
-				uint32_t sum = 0;
-				for (int64_t k = 0; k < s->K; k++) {
-					int32_t x = (int32_t)wh_tensor_get_i64(A, s->a_off[b] + (uint64_t)(i * s->K + k)) - za;
-					int32_t y = (int32_t)wh_tensor_get_i64(B, s->b_off[b] + (uint64_t)(k * s->N + j)) - zb;
-					sum += (uint32_t)(x * y);
-				}
-				acc[s->c_off[b] + (uint64_t)(i * s->N + j)] = (int32_t)sum;
-			}
+			qparam_index(azp, s->batch, s->M, bb, (int64_t)(r % (size_t)s->M), &ia);
+			za[r] = azp ? (int32_t)wh_tensor_get_i64(azp, ia) : 0;
 		}
+		for (int64_t j = 0; j < s->N; j++) {
+			uint64_t ib = 0;
+			qparam_index(bzp, s->batch, s->N, b, j, &ib);
+			zb[j] = bzp ? (int32_t)wh_tensor_get_i64(bzp, ib) : 0;
+		}
+		st = wh_qmatmul(ctx->cpu, ctx->pool, rows, (size_t)s->N, (size_t)s->K,
+				(const uint8_t *)A->data + s->a_off[b], A->dtype == WH_DT_INT8, za,
+				(const uint8_t *)B->data + s->b_off[b], B->dtype == WH_DT_INT8, zb, bp, bsum,
+				acc + s->c_off[b]);
+	}
+	free(za);
+	if (st)
+		return wh_kernel_fail(ctx, st, "out of memory for the packed operands");
 	return WH_OK;
 }
 
@@ -919,7 +945,7 @@ static enum wh_status matmul_integer_run(struct wh_kernel_ctx *ctx)
 		return st;
 	st = wh_tensor_alloc(&ctx->outputs[0], WH_DT_INT32, s.out_rank, s.out_dims);
 	if (!st)
-		st = mm_integer(ctx, &s, A, azp, B, bzp, ctx->outputs[0].data);
+		st = mm_integer(ctx, &s, A, azp, B, 1, bzp, ctx->outputs[0].data);
 	mm_shape_release(&s);
 	return st;
 }
@@ -972,26 +998,34 @@ static enum wh_status qlinear_matmul_run(struct wh_kernel_ctx *ctx)
 		st = wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the int32 accumulators");
 		goto out;
 	}
-	if ((st = mm_integer(ctx, &s, A, azp, B, bzp, acc)))
+	if ((st = mm_integer(ctx, &s, A, azp, B, 3, bzp, acc)))
 		goto out;
 	float ysv = scale_at(ys, 0);
-	double yz = yzp ? (double)wh_tensor_get_i64(yzp, 0) : 0.0;
-	double lo = ydt == WH_DT_UINT8 ? 0 : -128, hi = ydt == WH_DT_UINT8 ? 255 : 127;
+	int32_t yz = yzp ? (int32_t)wh_tensor_get_i64(yzp, 0) : 0;
+	bool y_s8 = ydt == WH_DT_INT8;
+	float *mult = malloc((s.N ? (size_t)s.N : 1) * sizeof(float));
+	if (!mult) {
+		st = wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the multipliers");
+		goto out;
+	}
+	/* one multiplier per output column of the row (the same for every row when a's scale
+	 * is a scalar) */
+	bool per_row = as->count != 1;
 	for (size_t b = 0; b < s.batch; b++)
 		for (int64_t i = 0; i < s.M; i++) {
 			uint64_t ia = 0;
 			qparam_index(as, s.batch, s.M, b, i, &ia);
-			for (int64_t j = 0; j < s.N; j++) {
-				uint64_t ib = 0;
-				qparam_index(bs, s.batch, s.N, b, j, &ib);
-				float m = round_scale(as->dtype, scale_at(as, ia) * scale_at(bs, ib));
-				m = round_scale(as->dtype, m / ysv);
-				uint64_t o = s.c_off[b] + (uint64_t)(i * s.N + j);
-				double v = nearbyint((double)acc[o] * (double)m) + yz;
-				v = v < lo ? lo : v > hi ? hi : v;
-				wh_tensor_set_f64(Y, o, v);
-			}
+			if (per_row || i == 0)
+				for (int64_t j = 0; j < s.N; j++) {
+					uint64_t ib = 0;
+					qparam_index(bs, s.batch, s.N, b, j, &ib);
+					float m = round_scale(as->dtype, scale_at(as, ia) * scale_at(bs, ib));
+					mult[j] = round_scale(as->dtype, m / ysv);
+				}
+			uint64_t o = s.c_off[b] + (uint64_t)(i * s.N);
+			wh_q_requant(acc + o, (size_t)s.N, mult, 1, yz, y_s8, (uint8_t *)Y->data + o, ctx->cpu);
 		}
+	free(mult);
 out:
 	free(acc);
 	mm_shape_release(&s);

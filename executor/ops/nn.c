@@ -254,6 +254,34 @@ static enum wh_status need_float(const struct wh_kernel_ctx *ctx, const struct w
 }
 
 /* A copy of t's elements as doubles (caller frees). */
+/* fp16 and bf16 tensors compute as the FP32 kernel on the values widened to float, the
+ * output rounded once to the tensor's type (docs/precision.md, "Strongly typed models"): the
+ * bits of an fp16 layer's emulation, and what ONNX Runtime's CPU does between its casts.
+ * widen_half gives 2 * count floats: x widened, then room for the output. */
+static bool is_half(enum wh_dtype dt)
+{
+	return dt == WH_DT_FLOAT16 || dt == WH_DT_BFLOAT16;
+}
+
+static enum wh_status widen_half(const struct wh_kernel_ctx *ctx, const struct wh_tensor *x, float **out)
+{
+	float *f = malloc(2 * (x->count ? x->count : 1) * sizeof *f);
+	if (!f)
+		return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for %llu elements", (unsigned long long)x->count);
+	const uint16_t *h = x->data;
+	for (uint64_t i = 0; i < x->count; i++)
+		f[i] = x->dtype == WH_DT_FLOAT16 ? wh_f16_to_f32(h[i]) : wh_bf16_to_f32(h[i]);
+	*out = f;
+	return WH_OK;
+}
+
+static void narrow_half(struct wh_tensor *t, const float *y)
+{
+	uint16_t *h = t->data;
+	for (uint64_t i = 0; i < t->count; i++)
+		h[i] = t->dtype == WH_DT_FLOAT16 ? wh_f32_to_f16(y[i]) : wh_f32_to_bf16(y[i]);
+}
+
 static enum wh_status load_f64(const struct wh_kernel_ctx *ctx, const struct wh_tensor *t, double **out)
 {
 	double *v = malloc((t->count ? t->count : 1) * sizeof *v);
@@ -434,7 +462,7 @@ static enum wh_status batchnorm_run(struct wh_kernel_ctx *ctx)
 		st = batchnorm_training(ctx, x, scale, bias, mean, var, eps, momentum);
 		goto out;
 	}
-	if (x->dtype == WH_DT_FLOAT) {
+	if (x->dtype == WH_DT_FLOAT || is_half(x->dtype)) {
 		/* Y = X * a + b with a = scale * (1 / sqrt(var + eps)), b = B - mean * a, each step
 		 * rounded to float: ONNX Runtime's formula and order of operations, so whittle and
 		 * ONNX Runtime agree bit for bit where an output nearly cancels (a double-precision
@@ -453,8 +481,16 @@ static enum wh_status batchnorm_run(struct wh_kernel_ctx *ctx)
 			ab[c] = a;
 			ab[pc + c] = (float)bias[c] - ma;
 		}
-		struct bn_job job = {x->data, ctx->outputs[0].data, ab, ab + pc, C ? C : 1, S, per_elem, isa_of(ctx)};
+		float *xh = NULL;
+		if (is_half(x->dtype) && (st = widen_half(ctx, x, &xh)))
+			goto out;
+		struct bn_job job = {xh ? xh : x->data, xh ? xh + x->count : ctx->outputs[0].data, ab, ab + pc, C ? C : 1, S,
+				     per_elem, isa_of(ctx)};
 		wh_parallel_for(ctx->pool, N * C, wh_grain_for(S), bn_range, &job);
+		if (xh) {
+			narrow_half(&ctx->outputs[0], xh + x->count);
+			free(xh);
+		}
 		goto out;
 	}
 	if ((st = load_f64(ctx, x, &xd)))
@@ -537,6 +573,7 @@ static enum wh_status group_norm_common(struct wh_kernel_ctx *ctx, uint64_t G, b
 	const struct wh_tensor *x = wh_kin(ctx, 0);
 	enum wh_status st;
 	double *scale = NULL, *bias = NULL, *xd = NULL;
+	float *xh = NULL;
 	if (!x)
 		return wh_kernel_fail(ctx, WH_ERR_INVALID, "input X is missing");
 	if ((st = need_float(ctx, x, "input X")))
@@ -568,6 +605,11 @@ static enum wh_status group_norm_common(struct wh_kernel_ctx *ctx, uint64_t G, b
 	if (x->dtype == WH_DT_FLOAT) {
 		job.xf = x->data;
 		job.yf = ctx->outputs[0].data;
+	} else if (is_half(x->dtype)) {
+		if ((st = widen_half(ctx, x, &xh)))
+			goto out;
+		job.xf = xh;
+		job.yf = xh + x->count;
 	} else {
 		if ((st = load_f64(ctx, x, &xd)))
 			goto out;
@@ -577,10 +619,13 @@ static enum wh_status group_norm_common(struct wh_kernel_ctx *ctx, uint64_t G, b
 		wh_parallel_for(ctx->pool, N * G, wh_grain_for(job.len), gn_range, &job);
 	if (xd)
 		store_f64(&ctx->outputs[0], xd);
+	if (xh)
+		narrow_half(&ctx->outputs[0], job.yf);
 out:
 	free(scale);
 	free(bias);
 	free(xd);
+	free(xh);
 	return st;
 }
 
@@ -717,6 +762,7 @@ static enum wh_status layer_norm_common(struct wh_kernel_ctx *ctx, bool rms)
 	const struct wh_tensor *x = wh_kin(ctx, 0), *sc = wh_kin(ctx, 1), *bt = rms ? NULL : wh_kin(ctx, 2);
 	enum wh_status st;
 	double *scale = NULL, *bias = NULL, *xd = NULL, *stats = NULL;
+	float *xh = NULL;
 	if (!x || !sc)
 		return wh_kernel_fail(ctx, WH_ERR_INVALID, "inputs X and Scale are required");
 	if ((st = need_float(ctx, x, "input X")))
@@ -753,9 +799,15 @@ static enum wh_status layer_norm_common(struct wh_kernel_ctx *ctx, bool rms)
 	job.isa = isa_of(ctx);
 	job.mean_out = stats;
 	job.inv_out = stats ? stats + rows : NULL;
+	bool half = is_half(x->dtype);
 	if (x->dtype == WH_DT_FLOAT) {
 		job.xf = x->data;
 		job.yf = ctx->outputs[0].data;
+	} else if (half) {
+		if ((st = widen_half(ctx, x, &xh)))
+			goto out;
+		job.xf = xh;
+		job.yf = xh + x->count;
 	} else {
 		if ((st = load_f64(ctx, x, &xd)))
 			goto out;
@@ -765,6 +817,8 @@ static enum wh_status layer_norm_common(struct wh_kernel_ctx *ctx, bool rms)
 		wh_parallel_for(ctx->pool, rows, wh_grain_for(m), ln_range, &job);
 	if (xd)
 		store_f64(&ctx->outputs[0], xd);
+	if (half)
+		narrow_half(&ctx->outputs[0], job.yf);
 	if (want_stats) {
 		int64_t sd[WH_MAX_RANK];
 		for (int32_t d = 0; d < x->rank; d++)
@@ -783,6 +837,7 @@ out:
 	free(scale);
 	free(bias);
 	free(xd);
+	free(xh);
 	free(stats);
 	return st;
 }
@@ -1069,21 +1124,34 @@ static enum wh_status softmax_common(struct wh_kernel_ctx *ctx, enum smax_kind k
 		return WH_OK;
 	struct smax_job job = {kind, NULL, NULL, NULL, n, inner, isa_of(ctx), 0};
 	atomic_init(&job.failed, 0);
+	float *xh = NULL;
 	if (x->dtype == WH_DT_FLOAT) {
 		job.xf = x->data;
 		job.yf = ctx->outputs[0].data;
+	} else if (is_half(x->dtype)) {
+		if ((st = widen_half(ctx, x, &xh)))
+			return st;
+		job.xf = xh;
+		job.yf = xh + x->count;
 	} else {
 		if ((st = load_f64(ctx, x, &xd)))
 			return st;
 		job.xd = xd;
 	}
 	wh_parallel_for(ctx->pool, outer * inner, wh_grain_for(n), smax_range, &job);
-	if (atomic_load(&job.failed))
+	if (atomic_load(&job.failed)) {
+		free(xh);
+		free(xd);
 		return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for a line of %llu elements",
 				      (unsigned long long)n);
+	}
 	if (xd) {
 		store_f64(&ctx->outputs[0], xd);
 		free(xd);
+	}
+	if (xh) {
+		narrow_half(&ctx->outputs[0], job.yf);
+		free(xh);
 	}
 	return WH_OK;
 }

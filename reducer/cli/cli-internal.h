@@ -236,11 +236,36 @@ enum wh_status wh_cli_load_samples(const struct wh_model *m, const char *dir, un
 				   struct wh_tensor_set **out, uint32_t *n_out, size_t *n_generated_out);
 void wh_cli_samples_free(struct wh_tensor_set *sets, uint32_t n);
 
+/* The precision answer in the forms other tools take (cmd-convert.c; `convert` and
+ * `precision`). Paths are borrowed from argv; NULL: not written. */
+struct wh_cli_answer_opts {
+	const char *model_path;  /* the strongly typed model (convert's -o, precision's --save-model) */
+	const char *exclusions;  /* --save-exclusions: ModelOpt AutoCast's --nodes_to_exclude */
+	const char *trt_string;  /* --save-layer-precisions-string: trtexec's --layerPrecisions value */
+	const char *json;        /* --save-layer-precisions: the layer-precisions JSON */
+	bool convert_io;         /* --no-keep-io-types */
+	/* the forms list the layers the written model keeps in fp32 because ONNX gives their op
+	 * no target type, besides the answer's (convert: yes; precision: the answer only) */
+	bool forced_in_forms;
+};
+/* The output-path rule (wh_output_check) for every path given. */
+enum wh_status wh_cli_answer_check(const struct wh_cli_answer_opts *o);
+/* Writes what o asks for: the model m with every float layer in target (fp16 or bf16) except
+ * answer's layers (fp32 only: another precision is a usage error), and the forms, listing
+ * the layers kept in fp32 in topological order. Prints one summary line and the counts
+ * (layers kept for want of a type, clamped weights) on stderr. */
+struct wh_precision_config;
+struct wh_save_opts;
+enum wh_status wh_cli_answer_write(const char *cmd, const struct wh_model *m, enum wh_precision target,
+				   const struct wh_precision_config *answer, const struct wh_cli_answer_opts *o,
+				   const struct wh_save_opts *save);
+
 int wh_cmd_reduce(int argc, char **argv);
 int wh_cmd_precision(int argc, char **argv);
 int wh_cmd_inspect(int argc, char **argv);
 int wh_cmd_extract(int argc, char **argv);
 int wh_cmd_sanitize(int argc, char **argv);
+int wh_cmd_convert(int argc, char **argv);
 int wh_cmd_run(int argc, char **argv);
 int wh_cmd_compare(int argc, char **argv);
 int wh_cmd_triage(int argc, char **argv);

@@ -34,6 +34,7 @@ static const struct wh_cmd commands[] = {
 	{"diff-tactics", wh_cmd_diff_tactics, WH_CMD_DIFF_TACTICS, "tactics seen only in bad builds, ranked"},
 	{"repeat", wh_cmd_repeat, WH_CMD_REPEAT, "rerun a check and count good and bad runs"},
 	{"precision", wh_cmd_precision, WH_CMD_PRECISION, "find the layers to keep in higher precision"},
+	{"convert", wh_cmd_convert, WH_CMD_CONVERT, "write a strongly typed fp16/bf16 model, chosen layers kept in fp32"},
 	{"triage", wh_cmd_triage, WH_CMD_TRIAGE, "walk the accuracy-debugging flowchart, write a report and a repro"},
 };
 

@@ -15,6 +15,7 @@
 #include "reducer/cli/cli-internal.h"
 #include "reducer/cli/options.h"
 #include "reducer/cli/run-opts.h"
+#include "reducer/cli/save-opts.h"
 #include "graph/os.h"
 #include "reducer/launcher.h"
 #include "reducer/driver-util.h"
@@ -50,6 +51,13 @@ static const char precision_help[] =
 	"                           --precision), rules (AutoCast-style: values above 512,\n"
 	"                           initializers above 65504, long reductions), none, or a JSON file\n"
 	"                           of layer scores; default: emulation with --check, else rules\n"
+	"the answer in other forms (docs/precision-search.md):\n"
+	"  --save-model OUT         the strongly typed model: every float layer at --precision (fp16\n"
+	"                           or bf16) but the kept ones, in fp32 (as `whittle convert` writes it)\n"
+	"  --no-keep-io-types       with --save-model: float32 inputs and outputs take --precision too\n"
+	"  --save-exclusions F      the kept layers as ModelOpt AutoCast's --nodes_to_exclude (one\n"
+	"                           anchored regular expression a line)\n"
+	"  --save-layer-precisions-string F  as the value of TensorRT 10's trtexec --layerPrecisions\n"
 	"check:\n"
 	"  --check CMD ...          the check command (argv; the rest of the line)\n"
 	WH_CLI_CHECK_HELP
@@ -72,6 +80,7 @@ static const char precision_help[] =
 	"                           accumulate in fp16 (off: FP32 accumulation; docs/gpu.md)\n"
 	"  --threads N              executor threads (default: all cores)\n"
 	WH_CALIB_HELP
+	WH_SAVE_HELP
 	"exit status: 0 found, 2 usage, 3 bad input, or the model already passes at --precision, or\n"
 	"still fails with every float layer at --higher, 4 the check command is broken\n";
 
@@ -148,6 +157,8 @@ static void print_result_json(const struct wh_model *m, const uint32_t *kept, ui
 struct precision_cmd {
 	struct wh_precision_search_options so;
 	const char *output_path;
+	struct wh_cli_save_opts save;
+	struct wh_cli_answer_opts ans;
 	struct wh_run_opts run;
 	struct wh_cli_check_opts check;
 };
@@ -174,6 +185,10 @@ static enum wh_status precision_option(void *self, int c, const char *arg)
 		break;
 	case WH_OPT_JSON: so->json = true; break;
 	case WH_OPT_PRIOR: so->prior = arg; break;
+	case WH_OPT_SAVE_MODEL: x->ans.model_path = arg; break;
+	case WH_OPT_NO_KEEP_IO_TYPES: x->ans.convert_io = true; break;
+	case WH_OPT_SAVE_EXCLUSIONS: x->ans.exclusions = arg; break;
+	case WH_OPT_SAVE_LAYER_PRECISIONS_STRING: x->ans.trt_string = arg; break;
 	}
 	return WH_OK;
 }
@@ -195,6 +210,16 @@ static enum wh_status precision_validate(void *self, const struct wh_cli_args *a
 	if (so->target == so->higher)
 		return wh_cli_usage_error("precision", "--precision and --higher are both %s (keep layers in a higher precision, e.g. --higher fp32)",
 					  wh_precision_name(so->target));
+	if (x->ans.model_path && (so->target != WH_PREC_FP16 && so->target != WH_PREC_BF16))
+		return wh_cli_usage_error("precision", "--save-model with --precision %s: a strongly typed model is written in fp16 or bf16 (drop --save-model, or search at fp16 or bf16)",
+					  wh_precision_name(so->target));
+	if (x->ans.model_path && so->higher != WH_PREC_FP32)
+		return wh_cli_usage_error("precision", "--save-model with --higher %s: the written model keeps layers in fp32 only (drop --higher, or --save-model)",
+					  wh_precision_name(so->higher));
+	if (!x->ans.model_path && x->ans.convert_io)
+		return wh_cli_usage_error("precision", "--no-keep-io-types without --save-model: it says how the model is written (give --save-model OUT, or drop it)");
+	if (!x->ans.model_path && x->save.given)
+		return wh_cli_usage_error("precision", "a saving option without --save-model: it says how the model's weights are stored (give --save-model OUT, or drop it)");
 	if (a->check)
 		st = wh_run_opts_refuse(&x->run, builtin_check_opts,
 					"belongs to the built-in check, and with --check the check command decides (drop it, or drop --check)");
@@ -311,15 +336,23 @@ static void print_tensorrt_hint(const struct precision_cmd *x)
 	if ((so->target != WH_PREC_FP16 && so->target != WH_PREC_BF16) || so->higher != WH_PREC_FP32)
 		return;
 	const char *p = wh_precision_name(so->target), *f = x->output_path ? x->output_path : "FILE";
-	fprintf(stderr, "precision: TensorRT 11: whittle convert %s --precision %s --layer-precisions %s -o OUT.onnx (or precision --save-model OUT.onnx), then trtexec --onnx=OUT.onnx --stronglyTyped\n",
-		wh_name_term(so->model_path), p, wh_name_term(f));
-	fprintf(stderr, "precision: TensorRT 10: trtexec --onnx=%s --%s --precisionConstraints=obey --layerPrecisions=<the layers of %s, each :fp32> (docs/tensorrt.md)\n",
-		wh_name_term(so->model_path), p, wh_name_term(f));
+	if (x->ans.model_path)
+		fprintf(stderr, "precision: TensorRT 11: trtexec --onnx=%s --stronglyTyped (the model --save-model wrote)\n",
+			wh_name_term(x->ans.model_path));
+	else
+		fprintf(stderr, "precision: TensorRT 11: whittle convert %s --precision %s --layer-precisions %s -o OUT.onnx (or precision --save-model OUT.onnx), then trtexec --onnx=OUT.onnx --stronglyTyped\n",
+			wh_name_term(so->model_path), p, wh_name_term(f));
+	if (x->ans.trt_string)
+		fprintf(stderr, "precision: TensorRT 10: trtexec --onnx=%s --%s --precisionConstraints=obey --layerPrecisions=\"$(cat %s)\" (docs/tensorrt.md)\n",
+			wh_name_term(so->model_path), p, wh_name_term(x->ans.trt_string));
+	else
+		fprintf(stderr, "precision: TensorRT 10: trtexec --onnx=%s --%s --precisionConstraints=obey --layerPrecisions=<the layers of %s, each :fp32> (docs/tensorrt.md)\n",
+			wh_name_term(so->model_path), p, wh_name_term(f));
 }
 
 /* Answers up to this many layers are listed on stdout; longer ones are summed up by module
  * scope there (at most WH_PRECISION_GROUPS + 2 lines) and listed in full in -o FILE and --json. */
-#define WH_PRECISION_LIST_MAX 10
+#define WH_PRECISION_LIST_MAX 15
 #define WH_PRECISION_GROUPS 8
 
 static void print_result_text(const struct precision_cmd *x, const struct wh_model *m, const uint32_t *kept, uint32_t n_kept,
@@ -367,6 +400,7 @@ static enum wh_status precision(void *self, const struct wh_cli_args *a, struct 
 	so->allow_reduced = x->run.allow_reduced;
 	so->jobs = x->check.jobs;
 	if ((x->output_path && (st = wh_output_check(x->output_path, "the layer precisions")) != WH_OK) ||
+	    (st = wh_cli_answer_check(&x->ans)) != WH_OK ||
 	    (st = wh_cmd_ctx_check(c, a, &x->check)) != WH_OK ||
 	    (st = wh_cmd_ctx_load(c, &x->run, so->model_path, WH_SAMPLES_ALL)) != WH_OK)
 		goto out;
@@ -390,6 +424,8 @@ static enum wh_status precision(void *self, const struct wh_cli_args *a, struct 
 		goto out;
 	/* the result is printed even when it cannot be written: the search is not lost */
 	bool written = !x->output_path || (st = wh_precision_config_write(&result, x->output_path)) == WH_OK;
+	if (written && (x->ans.model_path || x->ans.exclusions || x->ans.trt_string))
+		written = (st = wh_cli_answer_write("precision", c->model, so->target, &result, &x->ans, &x->save.save)) == WH_OK;
 	if (so->json) {
 		print_result_json(c->model, kept, n_kept, so, &rep, written ? x->output_path : NULL);
 	} else {
@@ -414,7 +450,7 @@ int wh_cmd_precision(int argc, char **argv)
 {
 	struct precision_cmd x = {.so = {.target = WH_PREC_FP32, .higher = WH_PREC_FP32, .mode = WH_SEARCH_DDMIN, .log = stderr}};
 	struct wh_cli_spec spec = {.cmd = "precision", .help = precision_help, .operands = "one MODEL", .n_operands = 1, .check = true,
-				   .check_opts = &x.check, .run_opts = &x.run, .own = precision_option, .validate = precision_validate,
+				   .check_opts = &x.check, .run_opts = &x.run, .save_opts = &x.save, .own = precision_option, .validate = precision_validate,
 				   .go = precision, .self = &x};
 	return wh_cli_command(&spec, argc, argv);
 }

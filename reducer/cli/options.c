@@ -10,12 +10,14 @@
 /* Which commands take a group of options. */
 #define ALL 0xffffffffu
 #define RUNS (WH_CMD_RUN | WH_CMD_REDUCE | WH_CMD_PRECISION | WH_CMD_BUILD | WH_CMD_TRIAGE)
-#define SHAPES (RUNS | WH_CMD_EXTRACT | WH_CMD_SANITIZE | WH_CMD_INSPECT)
+#define SHAPES (RUNS | WH_CMD_EXTRACT | WH_CMD_SANITIZE | WH_CMD_INSPECT | WH_CMD_CONVERT)
 #define TOLERANCES (RUNS | WH_CMD_COMPARE)
 #define CHECKS (WH_CMD_REDUCE | WH_CMD_PRECISION | WH_CMD_BUILD | WH_CMD_REPEAT | WH_CMD_TRIAGE)
-#define LAYER_PRECISIONS (WH_CMD_RUN | WH_CMD_REDUCE | WH_CMD_BUILD)
+#define LAYER_PRECISIONS (WH_CMD_RUN | WH_CMD_REDUCE | WH_CMD_BUILD | WH_CMD_CONVERT)
 #define TIMING (WH_CMD_RUN | WH_CMD_BUILD | WH_CMD_TRIAGE)
-#define SAVES (WH_CMD_EXTRACT | WH_CMD_SANITIZE | WH_CMD_REDUCE | WH_CMD_TRIAGE)
+#define SAVES (WH_CMD_EXTRACT | WH_CMD_SANITIZE | WH_CMD_REDUCE | WH_CMD_TRIAGE | WH_CMD_CONVERT | WH_CMD_PRECISION)
+/* the precision answer in the forms other tools take (cmd-convert.c) */
+#define ANSWERS (WH_CMD_CONVERT | WH_CMD_PRECISION)
 
 /* Sorted by name within each part; a new option is one row. The last field, where there is
  * one, marks a path the command reads or writes (options.h, enum wh_cli_path): every option
@@ -44,7 +46,7 @@ static const struct wh_cli_option options[] = {
 	{"layer-precisions", required_argument, WH_RUN_OPT_LAYER_PRECISIONS, false, LAYER_PRECISIONS},
 	{"fill-missing", no_argument, WH_RUN_OPT_FILL_MISSING, false, RUNS},
 	{"load-inputs", required_argument, WH_RUN_OPT_LOAD_INPUTS, false, RUNS, WH_PATH_READ | WH_PATH_FOLDER},
-	{"precision", required_argument, WH_RUN_OPT_PRECISION, false, RUNS | WH_CMD_INSPECT},
+	{"precision", required_argument, WH_RUN_OPT_PRECISION, false, RUNS | WH_CMD_CONVERT | WH_CMD_INSPECT},
 	{"rtol", required_argument, WH_RUN_OPT_RTOL, false, TOLERANCES},
 	{"seed", required_argument, WH_RUN_OPT_SEED, false, RUNS},
 	{"threads", required_argument, WH_RUN_OPT_THREADS, false, RUNS},
@@ -94,11 +96,12 @@ static const struct wh_cli_option options[] = {
 	{"min-good", required_argument, WH_OPT_MIN_GOOD, false, WH_CMD_REDUCE, WH_PATH_WRITE},
 	{"mode", required_argument, WH_OPT_MODE, false, WH_CMD_REDUCE | WH_CMD_PRECISION},
 	{"no-confirm", no_argument, WH_OPT_NO_CONFIRM, false, WH_CMD_BUILD},
+	{"no-keep-io-types", no_argument, WH_OPT_NO_KEEP_IO_TYPES, false, ANSWERS},
 	{"no-graphviz", no_argument, WH_OPT_NO_GRAPHVIZ, false, WH_CMD_TRIAGE},
 	{"no-precision-search", no_argument, WH_OPT_NO_PRECISION_SEARCH, false, WH_CMD_TRIAGE},
 	{"no-reduce-inputs", no_argument, WH_OPT_NO_REDUCE_INPUTS, false, WH_CMD_REDUCE},
 	{"no-reduce-outputs", no_argument, WH_OPT_NO_REDUCE_OUTPUTS, false, WH_CMD_REDUCE},
-	{"output", required_argument, 'o', true, WH_CMD_EXTRACT | WH_CMD_SANITIZE | WH_CMD_REDUCE | WH_CMD_PRECISION, WH_PATH_WRITE},
+	{"output", required_argument, 'o', true, WH_CMD_EXTRACT | WH_CMD_SANITIZE | WH_CMD_REDUCE | WH_CMD_PRECISION | WH_CMD_CONVERT, WH_PATH_WRITE},
 	{"outputs", required_argument, WH_OPT_OUTPUTS, false, WH_CMD_EXTRACT},
 	{"pin-cmd", required_argument, WH_OPT_PIN_CMD, false, WH_CMD_BUILD},
 	{"prior", required_argument, WH_OPT_PRIOR, false, WH_CMD_REDUCE | WH_CMD_PRECISION | WH_CMD_TRIAGE, WH_PATH_READ},
@@ -106,7 +109,11 @@ static const struct wh_cli_option options[] = {
 	{"reference-memory", required_argument, WH_OPT_REFERENCE_MEMORY, false, WH_CMD_REDUCE},
 	{"repeat", required_argument, WH_OPT_REPEAT, false, WH_CMD_RUN},
 	{"report", required_argument, WH_OPT_REPORT, false, WH_CMD_RUN, WH_PATH_WRITE},
+	{"save-exclusions", required_argument, WH_OPT_SAVE_EXCLUSIONS, false, ANSWERS, WH_PATH_WRITE},
 	{"save-inputs", required_argument, WH_OPT_SAVE_INPUTS, false, WH_CMD_RUN, WH_PATH_WRITE_DIR},
+	{"save-layer-precisions", required_argument, WH_OPT_SAVE_LAYER_PRECISIONS, false, WH_CMD_CONVERT, WH_PATH_WRITE},
+	{"save-layer-precisions-string", required_argument, WH_OPT_SAVE_LAYER_PRECISIONS_STRING, false, ANSWERS, WH_PATH_WRITE},
+	{"save-model", required_argument, WH_OPT_SAVE_MODEL, false, WH_CMD_PRECISION, WH_PATH_WRITE},
 	{"save-outputs", required_argument, WH_OPT_SAVE_OUTPUTS, false, WH_CMD_RUN, WH_PATH_WRITE_DIR},
 	{"save-replay", required_argument, WH_OPT_SAVE_REPLAY, false, WH_CMD_REDUCE, WH_PATH_WRITE | WH_PATH_RESUMES},
 	{"save-tactics", required_argument, WH_OPT_SAVE_TACTICS, false, WH_CMD_RUN, WH_PATH_WRITE},

@@ -195,6 +195,9 @@ enum wh_status wh_run_profile(struct wh_engine *e, const char *model_path, const
 		}
 		double in_layers = 0;
 		for (uint32_t l = 0; l < n; l++) {
+			/* the label of the last run: a large constant layer runs twice before the plan keeps
+			 * it (executor/runtime.c, CONST_LATER) */
+			layers[l].tactic = lp[l].tactic;
 			times[(size_t)l * runs + i] = lp[l].ms;
 			in_layers += lp[l].ms;
 			layers[l].h2d = lp[l].h2d_bytes;

@@ -1,0 +1,210 @@
+/* AVX-512 variants of the integer GEMM and the quantization loops (qgemm-internal.h). The
+ * GEMM kernel also needs VNNI (vpdpbusd), enabled per function; the caller checks
+ * cpu->avx512vnni. */
+#include <immintrin.h>
+
+#include "executor/ops/qgemm-internal.h"
+
+#define VNNI __attribute__((target("avx512vnni")))
+
+/* MR rows x NP panels of 16 columns: rows [m, m + MR), panels [j, j + NP). */
+VNNI static inline __attribute__((always_inline)) void tile(const struct wh_qg_args *a, size_t m, size_t j, int MR,
+								  int NP)
+{
+	size_t kp = a->kp;
+	__m512i acc[4][4];
+#pragma GCC unroll 4
+	for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+		for (int q = 0; q < NP; q++)
+			acc[r][q] = _mm512_setzero_si512();
+	const int8_t *p = a->p + j * kp * WH_QG_NR;
+	const uint8_t *rw = a->r + m * kp;
+	for (size_t k = 0; k < kp; k += 4) {
+		__m512i pv[4];
+#pragma GCC unroll 4
+		for (int q = 0; q < NP; q++)
+			pv[q] = _mm512_loadu_si512((const void *)(p + q * kp * WH_QG_NR + k * WH_QG_NR));
+#pragma GCC unroll 4
+		for (int r = 0; r < MR; r++) {
+			int32_t rv;
+			__builtin_memcpy(&rv, rw + r * kp + k, 4);
+			__m512i b = _mm512_set1_epi32(rv);
+#pragma GCC unroll 4
+			for (int q = 0; q < NP; q++)
+				acc[r][q] = _mm512_dpbusd_epi32(acc[r][q], b, pv[q]);
+		}
+	}
+#pragma GCC unroll 4
+	for (int q = 0; q < NP; q++) {
+		size_t c0 = (j + (size_t)q) * WH_QG_NR;
+		__m512i zp = _mm512_loadu_si512((const void *)(a->zp + c0));
+		__m512i cs = _mm512_loadu_si512((const void *)(a->colsum + c0));
+		size_t left = a->n - c0;
+		__mmask16 mk = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+#pragma GCC unroll 4
+		for (int r = 0; r < MR; r++) {
+			__m512i v = _mm512_sub_epi32(acc[r][q], _mm512_mullo_epi32(zp, _mm512_set1_epi32(a->rowfix[m + r])));
+			v = _mm512_sub_epi32(v, _mm512_mullo_epi32(cs, _mm512_set1_epi32(a->zr[m + r])));
+			_mm512_mask_storeu_epi32(a->c + (m + r) * a->ldc + c0, mk, v);
+		}
+	}
+}
+
+/* Panels [j, j + NP) against every row: the panels stay in L1 while the rows stream by. */
+#define TILE_COLS(NP)                                                     \
+	do {                                                              \
+		size_t m = m0;                                            \
+		for (; m + 4 <= m1; m += 4)                               \
+			tile(a, m, j, 4, NP);                             \
+		switch (m1 - m) {                                         \
+		case 3: tile(a, m, j, 3, NP); break;                      \
+		case 2: tile(a, m, j, 2, NP); break;                      \
+		case 1: tile(a, m, j, 1, NP); break;                      \
+		default: break;                                           \
+		}                                                         \
+	} while (0)
+
+VNNI void wh_qg_kernel_avx512(const struct wh_qg_args *a, size_t m0, size_t m1)
+{
+	size_t np = wh_qg_panels(a->n), j = 0;
+	for (; j + 4 <= np; j += 4)
+		TILE_COLS(4);
+	switch (np - j) {
+	case 3: TILE_COLS(3); break;
+	case 2: TILE_COLS(2); break;
+	case 1: TILE_COLS(1); break;
+	default: break;
+	}
+}
+
+VNNI void wh_qg_colsums_avx512(const int8_t *p, size_t kp, size_t n, int32_t *sums)
+{
+	size_t np = wh_qg_panels(n);
+	const __m512i ones = _mm512_set1_epi8(1);
+	for (size_t j = 0; j < np; j++) {
+		__m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+		const int8_t *pj = p + j * kp * WH_QG_NR;
+		size_t k = 0;
+		for (; k + 8 <= kp; k += 8) {
+			s0 = _mm512_dpbusd_epi32(s0, ones, _mm512_loadu_si512((const void *)(pj + k * WH_QG_NR)));
+			s1 = _mm512_dpbusd_epi32(s1, ones, _mm512_loadu_si512((const void *)(pj + (k + 4) * WH_QG_NR)));
+		}
+		if (k < kp)
+			s0 = _mm512_dpbusd_epi32(s0, ones, _mm512_loadu_si512((const void *)(pj + k * WH_QG_NR)));
+		_mm512_storeu_si512((void *)(sums + j * WH_QG_NR), _mm512_add_epi32(s0, s1));
+	}
+}
+
+void wh_qdw_row_avx512(const uint8_t *const *src, const int32_t *wv, size_t taps, int32_t zx, bool x_s8, size_t n,
+		       int32_t *out)
+{
+	/* sum x * w - zx * sum w, both wrapping: the same integer as the scalar's */
+	uint32_t wsum = 0;
+	for (size_t t = 0; t < taps; t++)
+		wsum += (uint32_t)wv[t];
+	const __m512i bias = _mm512_set1_epi32((int32_t)(0u - (uint32_t)zx * wsum));
+	for (size_t i = 0; i < n; i += 16) {
+		__mmask16 mk = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+		__m512i acc = bias;
+		for (size_t t = 0; t < taps; t++) {
+			__m128i b = _mm_maskz_loadu_epi8(mk, src[t] + i);
+			__m512i x = x_s8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+			acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(x, _mm512_set1_epi32(wv[t])));
+		}
+		_mm512_mask_storeu_epi32(out + i, mk, acc);
+	}
+}
+
+/* ---- quantization loops ---- */
+
+static inline __m512d requant8(__m256i acc, __m512d m, __m512d yz, __m512d lo, __m512d hi)
+{
+	__m512d v = _mm512_mul_pd(_mm512_cvtepi32_pd(acc), m);
+	v = _mm512_roundscale_pd(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	v = _mm512_add_pd(v, yz);
+	v = _mm512_max_pd(v, lo);
+	return _mm512_min_pd(v, hi);
+}
+
+void wh_q_requant_avx512(const int32_t *acc, size_t n, const float *mult, size_t mstride, int32_t yz, bool y_s8,
+			 void *y)
+{
+	const __m512d lo = _mm512_set1_pd(y_s8 ? -128 : 0), hi = _mm512_set1_pd(y_s8 ? 127 : 255);
+	const __m512d z = _mm512_set1_pd((double)yz);
+	__m512d ms = _mm512_set1_pd((double)mult[0]);
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m512d m0 = ms, m1 = ms;
+		if (mstride) {
+			m0 = _mm512_cvtps_pd(_mm256_loadu_ps(mult + i));
+			m1 = _mm512_cvtps_pd(_mm256_loadu_ps(mult + i + 8));
+		}
+		__m256i a0 = _mm256_loadu_si256((const __m256i *)(acc + i));
+		__m256i a1 = _mm256_loadu_si256((const __m256i *)(acc + i + 8));
+		__m256i v0 = _mm512_cvtpd_epi32(requant8(a0, m0, z, lo, hi));
+		__m256i v1 = _mm512_cvtpd_epi32(requant8(a1, m1, z, lo, hi));
+		__m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(v0), v1, 1);
+		_mm_storeu_si128((__m128i *)((uint8_t *)y + i), _mm512_cvtepi32_epi8(v));
+	}
+	if (i < n) {
+		if (mstride)
+			wh_q_requant_scalar(acc + i, n - i, mult + i, 1, yz, y_s8, (uint8_t *)y + i);
+		else
+			wh_q_requant_scalar(acc + i, n - i, mult, 0, yz, y_s8, (uint8_t *)y + i);
+	}
+}
+
+void wh_q_quant_avx512(const float *x, size_t n, float scale, float zp, bool y_s8, void *y)
+{
+	const __m512 lo = _mm512_set1_ps(y_s8 ? -128.0f : 0.0f), hi = _mm512_set1_ps(y_s8 ? 127.0f : 255.0f);
+	const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp);
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m512 v = _mm512_div_ps(_mm512_loadu_ps(x + i), s);
+		v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		v = _mm512_add_ps(v, z);
+		__mmask16 ord = _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q);
+		v = _mm512_maskz_mov_ps(ord, v);
+		v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+		_mm_storeu_si128((__m128i *)((uint8_t *)y + i), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)));
+	}
+	if (i < n)
+		wh_q_quant_scalar(x + i, n - i, scale, zp, y_s8, (uint8_t *)y + i);
+}
+
+void wh_q_dequant_avx512(const void *x, bool x_s8, size_t n, int32_t zp, float scale, float *y)
+{
+	const __m512i z = _mm512_set1_epi32(zp);
+	const __m512 s = _mm512_set1_ps(scale);
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m128i b = _mm_loadu_si128((const __m128i *)((const uint8_t *)x + i));
+		__m512i v = x_s8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+		_mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(v, z)), s));
+	}
+	if (i < n)
+		wh_q_dequant_scalar((const uint8_t *)x + i, x_s8, n - i, zp, scale, y + i);
+}
+
+void wh_q_minmax_avx512(const float *x, size_t n, float *lo_out, float *hi_out)
+{
+	__m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m512 v = _mm512_loadu_ps(x + i);
+		lo = _mm512_min_ps(v, lo); /* a NaN in v gives the second operand */
+		hi = _mm512_max_ps(v, hi);
+	}
+	float l[16], h[16];
+	_mm512_storeu_ps(l, lo);
+	_mm512_storeu_ps(h, hi);
+	float rl, rh;
+	wh_q_minmax_scalar(x + i, n - i, &rl, &rh);
+	for (int k = 0; k < 16; k++) {
+		rl = l[k] < rl ? l[k] : rl;
+		rh = h[k] > rh ? h[k] : rh;
+	}
+	*lo_out = rl;
+	*hi_out = rh;
+}

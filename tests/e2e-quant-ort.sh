@@ -1,0 +1,94 @@
+#!/bin/bash
+# Quantized models in the three layouts ONNX Runtime's quantizer writes (a CNN at 224x224 from
+# scripts/gen-quant-models.py: quantize_dynamic's DynamicQuantizeLinear + ConvInteger /
+# MatMulInteger + Cast + Mul, quantize_static's QDQ pairs and its QOperator QLinearConv /
+# QLinearMatMul) against ONNX Runtime on a seeded input:
+# - dynamic: every tensor bit-identical to ONNX Runtime's (integer products are exact; the
+#   quantization and the float Mul are the same operations);
+# - QOperator, every tensor of ONNX Runtime's unoptimized run: the uint8 activations within
+#   2 units (ONNX Runtime requantizes float(acc) * scale in float32, whittle in double as the
+#   ONNX reference does: one unit apart at a rounding boundary, and a unit in one layer can
+#   move the next by one more);
+# - QDQ, every tensor of the unoptimized run within 1 unit (the same Q/DQ and float Conv);
+# - the logits of ONNX Runtime's optimized runs (QDQ fused into its integer kernels) within 2
+#   steps of the classifier's output quantization (0.0063): the format's error (the
+#   quantized models are 0.009-0.018 from the float model);
+# - outputs bit-identical between --threads 1 and 2, run to run (the packed-weight cache),
+#   and under every ISA cap.
+set -euo pipefail
+: "${WHITTLE:?}" "${WHITTLE_SRC:?}"
+. "$WHITTLE_SRC/tests/lib-e2e.sh"
+
+/usr/bin/python3 "$WHITTLE_SRC/scripts/gen-quant-models.py" "$tmp/m"
+ortrun() { node "$WHITTLE_SRC/scripts/ort-run.js" "$@" --threads 2 --seed 7 > /dev/null; }
+
+for m in dynamic qlinear qdq; do
+	model=$tmp/m/quant-cnn-$m.onnx
+	d=$tmp/$m
+	mkdir -p "$d/in" "$d/all" "$d/opt"
+	ortrun "$model" "$d/in" "$d/all" --all --no-opt
+	ortrun "$model" "$d/in" "$d/opt"
+	case $m in
+	dynamic) atol=0 ;;
+	qlinear) atol=2 ;;
+	qdq) atol=1 ;;
+	esac
+	run "$WHITTLE" run "$model" --load-inputs "$d/in" --mark-all --compare "$d/all" --atol $atol --rtol 0
+	n=$(grep -c '^PASS ' "$tmp/out" || true)
+	if [ "$rc" = 0 ] && [ "$n" -ge 15 ]; then
+		ok "$m: $n tensors of ONNX Runtime's unoptimized run within $atol (units of the 8-bit tensors)"
+	else
+		bad "$m: every tensor within $atol of ONNX Runtime's (rc $rc, $n passed)"
+		grep '^FAIL' "$tmp/out" | head -3
+	fi
+	[ $m = dynamic ] && atol=0 || atol=0.0126
+	run "$WHITTLE" run "$model" --load-inputs "$d/in" --compare "$d/opt" --atol $atol --rtol 0
+	if [ "$rc" = 0 ] && grep -q '^PASS logits' "$tmp/out"; then
+		ok "$m: logits within $atol of ONNX Runtime's optimized run"
+	else
+		bad "$m: logits within $atol of ONNX Runtime's optimized run"
+		grep '^FAIL' "$tmp/out" | head -3
+	fi
+	# determinism: thread counts, and ISAs where the work is integer (QDQ runs float Convs,
+	# whose ISA paths sum in different orders)
+	all=
+	for isa in scalar avx2 avx512; do
+		h1=$(WHITTLE_ISA=$isa "$WHITTLE" run "$model" --load-inputs "$d/in" --threads 1 --hash-outputs | grep '^xxh3')
+		# three runs of one engine: from the second, constant MatMulInteger / QLinearMatMul
+		# weights come packed from the engine's cache (--repeat fails on any difference)
+		h2=$(WHITTLE_ISA=$isa "$WHITTLE" run "$model" --load-inputs "$d/in" --threads 2 --repeat 3 --hash-outputs | grep '^xxh3') ||
+			bad "$m: outputs differ run to run under $isa"
+		[ "$h1" = "$h2" ] || { bad "$m: outputs differ between --threads 1 and 2 under $isa"; continue; }
+		all="$all$h1"$'\n'
+	done
+	if [ $m = qdq ]; then
+		ok "$m: outputs bit-identical with --threads 1 and 2 under each ISA cap"
+	elif [ "$(printf '%s' "$all" | sort -u | wc -l)" = 1 ]; then
+		ok "$m: outputs bit-identical for every ISA cap and --threads 1 and 2"
+	else
+		bad "$m: outputs differ between ISA caps"
+		printf '%s' "$all"
+	fi
+done
+
+# A test that cannot fail is a defect: a wrong zero point on one weight must be caught.
+/usr/bin/python3 - "$tmp/m/quant-cnn-dynamic.onnx" "$tmp/broken.onnx" <<'PY'
+import sys
+import onnx
+from onnx import numpy_helper
+m = onnx.load(sys.argv[1])
+for t in m.graph.initializer:
+    if t.name == 'w2_zero_point':
+        a = numpy_helper.to_array(t)
+        t.CopyFrom(numpy_helper.from_array((a + 1).astype(a.dtype), t.name))
+onnx.save(m, sys.argv[2])
+PY
+run "$WHITTLE" run "$tmp/broken.onnx" --load-inputs "$tmp/dynamic/in" --compare "$tmp/dynamic/opt" --atol 0.0126 --rtol 0
+if [ "$rc" != 0 ] && grep -q '^FAIL logits' "$tmp/out"; then
+	ok "a weight zero point off by one fails the comparison"
+else
+	bad "a weight zero point off by one passed the comparison"
+fi
+
+echo "passed $pass, failed $fail"
+[ "$fail" = 0 ]
