@@ -7,8 +7,16 @@
 #ifndef WH_BUILD_INTERNAL_H
 #define WH_BUILD_INTERNAL_H
 
+#include "executor/cuda/whittle-cuda.h"
 #include "executor/executor.h"
 #include "executor/kernel.h"
+
+/* Runs a layer's GPU tactic `tactic` reps times (after one untimed warm-up) and gives the
+ * median of its CUDA-event times in ms. */
+struct wh_gpu_timer {
+	enum wh_status (*time)(void *state, const char *tactic, int reps, double *ms);
+	void *state;
+};
 
 struct wh_tactic_chooser {
 	/* Returns the tactic to run for ctx->node (*out NULL: the op's default runs). It may run
@@ -16,6 +24,11 @@ struct wh_tactic_chooser {
 	 * NULL. */
 	enum wh_status (*choose)(void *state, struct wh_kernel_ctx *ctx, const struct wh_op_def *op,
 				 const struct wh_tactic **out);
+	/* A layer the GPU runs (--device cuda) with GPU tactics: list holds its eligible ones
+	 * (n > 0; ctx has its inputs' types and shapes bound, exec its precision); *pick gets the
+	 * index of the tactic to run. NULL: builds keep every layer with tactics on the CPU. */
+	enum wh_status (*choose_gpu)(void *state, const struct wh_kernel_ctx *ctx, int exec, const char *device /* wh_gpu_ident */,
+				     const struct whcu_tactic *list, uint32_t n, const struct wh_gpu_timer *timer, uint32_t *pick);
 	void *state;
 };
 

@@ -28,6 +28,7 @@ struct wh_build_state {
 	uint64_t rng;
 	struct wh_timing_cache *cache; /* may be NULL */
 	FILE *list;                    /* list mode: print eligible tactics instead of timing */
+	char device[256];              /* the GPU's identity, once a layer ran there */
 	uint32_t plan_first;           /* the plan's entries from this build start here */
 };
 
@@ -195,6 +196,8 @@ static enum wh_status choose(void *state, struct wh_kernel_ctx *ctx, const struc
 		ctx->tactic = tc;
 		if (tc->eligible && !tc->eligible(ctx))
 			continue;
+		if (b->bo && wh_tactic_blocked(b->bo->block, ctx->node->name, tc->name))
+			continue;
 		eligible[n++] = tc;
 	}
 	ctx->tactic = NULL;
@@ -292,6 +295,88 @@ static enum wh_status choose(void *state, struct wh_kernel_ctx *ctx, const struc
 	return wh_tactic_plan_set(b->plan, ctx->node->name, ctx->node->op_type, eligible[pick]->name, eligible[pick]->id, ms[pick]);
 }
 
+/* The chooser for a layer on the GPU (struct wh_tactic_chooser.choose_gpu): the same rule
+ * as choose() over the module's tactics, timed with CUDA events; the timing cache's key
+ * names the device and libraries ("cuda|<ident>|<precision>|<op>|<shapes>"). */
+static enum wh_status choose_gpu(void *state, const struct wh_kernel_ctx *ctx, int exec, const char *device,
+				 const struct whcu_tactic *list, uint32_t n_list, const struct wh_gpu_timer *timer, uint32_t *pick_out)
+{
+	struct wh_build_state *b = state;
+	uint32_t idx[WHCU_MAX_TACTICS], n = 0, dflt = 0;
+	double ms[WHCU_MAX_TACTICS];
+	for (uint32_t i = 0; i < n_list && n < WHCU_MAX_TACTICS; i++) {
+		if (list[i].flags & WHCU_TAC_DEFAULT)
+			dflt = i;
+		if (b->bo && wh_tactic_blocked(b->bo->block, ctx->node->name, list[i].name))
+			continue;
+		idx[n++] = i;
+	}
+	*pick_out = dflt;
+	if (b->list) {
+		fprintf(b->list, "%s (%s, cuda):", ctx->node->name, ctx->node->op_type);
+		for (uint32_t i = 0; i < n_list; i++)
+			fprintf(b->list, "%s %s (%s%s%s)", i ? "," : "", list[i].name, list[i].notes,
+				list[i].flags & WHCU_TAC_DEFAULT ? "; the default" : "",
+				b->bo && wh_tactic_blocked(b->bo->block, ctx->node->name, list[i].name) ? "; blocked" : "");
+		fprintf(b->list, "\n");
+		return WH_OK;
+	}
+	if (!n)
+		return wh_error(WH_ERR_INVALID, "layer '%s' (%s): the block list keeps out every GPU tactic it has (unblock one)", ctx->node->name,
+				ctx->node->op_type);
+	snprintf(b->device, sizeof b->device, "%s", device ? device : "");
+	char key[2300];
+	int o = snprintf(key, sizeof key, "cuda|%s|%s|", device ? device : "", wh_precision_name((enum wh_precision)exec));
+	shape_key(ctx, key + o, sizeof key - (size_t)o);
+	json_t *cached = b->cache ? json_object_get(b->cache->root, key) : NULL;
+	int iters = b->bo && b->bo->timing_iterations > 0 ? b->bo->timing_iterations : 5;
+	for (uint32_t i = 0; i < n; i++) {
+		const char *name = list[idx[i]].name;
+		json_t *c = cached ? json_object_get(cached, name) : NULL;
+		if (json_is_number(c)) {
+			ms[i] = json_number_value(c);
+			continue;
+		}
+		enum wh_status st = timer->time(timer->state, name, iters, &ms[i]);
+		if (st != WH_OK)
+			return st;
+		if (b->cache) {
+			if (!cached) {
+				cached = json_object();
+				json_object_set_new(b->cache->root, key, cached);
+			}
+			json_object_set_new(cached, name, json_real(ms[i]));
+			b->cache->dirty = true;
+		}
+	}
+	double best = ms[0];
+	for (uint32_t i = 1; i < n; i++)
+		if (ms[i] < best)
+			best = ms[i];
+	double tol = b->bo ? b->bo->timing_tolerance : 0.05;
+	uint32_t near[WHCU_MAX_TACTICS], k = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (isinf(tol) || ms[i] <= best * (1 + tol) + 1e-9)
+			near[k++] = i;
+	if (!k)
+		near[k++] = 0;
+	uint32_t pick = near[splitmix(&b->rng) % k];
+	*pick_out = idx[pick];
+	const char *lname = ctx->node->name;
+	if (!lname || !*lname)
+		return wh_error(WH_ERR_INVALID, "model: a %s layer has no name, and a tactic replay names layers (give every node a unique name)",
+				ctx->node->op_type);
+	for (uint32_t i = b->plan_first; i < b->plan->n; i++)
+		if (!strcmp(b->plan->c[i].layer, lname))
+			return wh_error(WH_ERR_INVALID, "model: two layers are named '%s', and a tactic replay names layers (give every node a unique name)",
+					lname);
+	const struct whcu_tactic *t = &list[idx[pick]];
+	enum wh_status st = wh_tactic_plan_set(b->plan, lname, ctx->node->op_type, t->name, 0, ms[pick]);
+	if (st == WH_OK)
+		st = wh_tactic_plan_note(b->plan, lname, t->notes, t->flags & ~(uint32_t)WHCU_TAC_DEFAULT);
+	return st;
+}
+
 static enum wh_status build_or_list(const struct wh_model *m, const struct wh_engine_options *eo,
 				    const struct wh_tensor_set *inputs, const struct wh_build_options *bo,
 				    struct wh_tactic_plan *plan, FILE *list)
@@ -307,7 +392,7 @@ static enum wh_status build_or_list(const struct wh_model *m, const struct wh_en
 			return wh_error(WH_ERR_NOMEM, "timing cache: out of memory");
 		b.cache = &tc;
 	}
-	struct wh_tactic_chooser chooser = {.choose = choose, .state = &b};
+	struct wh_tactic_chooser chooser = {.choose = choose, .choose_gpu = choose_gpu, .state = &b};
 	struct wh_engine *e = NULL;
 	struct wh_tensor_set out;
 	wh_tensor_set_init(&out);
@@ -322,6 +407,7 @@ static enum wh_status build_or_list(const struct wh_model *m, const struct wh_en
 		snprintf(plan->precision, sizeof plan->precision, "%s",
 			 wh_precision_name(eo && eo->precision ? eo->precision->dflt : WH_PREC_FP32));
 		plan->seed = bo ? bo->seed : 0;
+		snprintf(plan->device, sizeof plan->device, "%s", b.device);
 	}
 	if (tc.root) {
 		if (st == WH_OK && tc.dirty)
@@ -346,4 +432,110 @@ enum wh_status wh_engine_list_tactics(const struct wh_model *m, const struct wh_
 	enum wh_status st = build_or_list(m, eo, inputs, NULL, &tmp, out);
 	wh_tactic_plan_release(&tmp);
 	return st;
+}
+
+/* ---- block lists ---- */
+
+void wh_tactic_blocklist_release(struct wh_tactic_blocklist *l)
+{
+	if (!l)
+		return;
+	for (uint32_t i = 0; i < l->n; i++) {
+		free(l->b[i].layer);
+		free(l->b[i].tactic);
+		free(l->b[i].why);
+	}
+	free(l->b);
+	memset(l, 0, sizeof *l);
+}
+
+bool wh_tactic_blocked(const struct wh_tactic_blocklist *l, const char *layer, const char *tactic)
+{
+	for (uint32_t i = 0; l && i < l->n; i++)
+		if (!strcmp(l->b[i].tactic, tactic) && (!strcmp(l->b[i].layer, "*") || (layer && !strcmp(l->b[i].layer, layer))))
+			return true;
+	return false;
+}
+
+enum wh_status wh_tactic_blocklist_add(struct wh_tactic_blocklist *l, const char *layer, const char *tactic, const char *why)
+{
+	if (wh_tactic_blocked(l, layer, tactic))
+		return WH_OK;
+	if (l->n == l->cap) {
+		uint32_t cap = l->cap ? l->cap * 2 : 8;
+		struct wh_tactic_block *nb = realloc(l->b, cap * sizeof *nb);
+		if (!nb)
+			return wh_error(WH_ERR_NOMEM, "block list: out of memory");
+		l->b = nb;
+		l->cap = cap;
+	}
+	struct wh_tactic_block *b = &l->b[l->n];
+	b->layer = strdup(layer);
+	b->tactic = strdup(tactic);
+	b->why = strdup(why ? why : "");
+	if (!b->layer || !b->tactic || !b->why) {
+		free(b->layer);
+		free(b->tactic);
+		free(b->why);
+		return wh_error(WH_ERR_NOMEM, "block list: out of memory");
+	}
+	l->n++;
+	return WH_OK;
+}
+
+enum wh_status wh_tactic_blocklist_read(const char *path, struct wh_tactic_blocklist *l)
+{
+	json_error_t err;
+	json_t *root = json_load_file(path, 0, &err);
+	if (!root)
+		return wh_error(WH_ERR_PARSE, "%s:%d: not a block list: %s (see docs/formats.md)", path, err.line, err.text);
+	enum wh_status st = WH_OK;
+	const char *fmt = json_string_value(json_object_get(root, "format"));
+	json_t *arr = json_object_get(root, "blocked");
+	if (!fmt || strcmp(fmt, "whittle-blocklist") || !json_is_array(arr)) {
+		st = wh_error(WH_ERR_PARSE, "%s: not a block list: no \"format\": \"whittle-blocklist\" or no \"blocked\" array (see docs/formats.md)", path);
+		goto out;
+	}
+	const char *dev = json_string_value(json_object_get(root, "device"));
+	snprintf(l->device, sizeof l->device, "%s", dev ? dev : "");
+	size_t i;
+	json_t *v;
+	json_array_foreach(arr, i, v)
+	{
+		const char *layer = json_string_value(json_object_get(v, "layer"));
+		const char *tactic = json_string_value(json_object_get(v, "tactic"));
+		const char *why = json_string_value(json_object_get(v, "why"));
+		if (!layer || !*layer || !tactic || !*tactic) {
+			st = wh_error(WH_ERR_PARSE, "%s: entry %zu has no \"layer\" or \"tactic\" string (see docs/formats.md)", path, i);
+			goto out;
+		}
+		if ((st = wh_tactic_blocklist_add(l, layer, tactic, why)) != WH_OK)
+			goto out;
+	}
+out:
+	json_decref(root);
+	return st;
+}
+
+enum wh_status wh_tactic_blocklist_write(const struct wh_tactic_blocklist *l, const char *path)
+{
+	json_t *root = json_object();
+	json_object_set_new(root, "format", json_string("whittle-blocklist"));
+	json_object_set_new(root, "version", json_integer(1));
+	if (l->device[0])
+		json_object_set_new(root, "device", json_string(l->device));
+	json_t *arr = json_array();
+	for (uint32_t i = 0; i < l->n; i++) {
+		json_t *o = json_object();
+		json_object_set_new(o, "layer", json_string(l->b[i].layer));
+		json_object_set_new(o, "tactic", json_string(l->b[i].tactic));
+		json_object_set_new(o, "why", json_string(l->b[i].why));
+		json_array_append_new(arr, o);
+	}
+	json_object_set_new(root, "blocked", arr);
+	int r = json_dump_file(root, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	if (r)
+		return wh_error(WH_ERR_IO, "%s: cannot write the block list (check the folder)", path);
+	return WH_OK;
 }

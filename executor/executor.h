@@ -49,6 +49,9 @@ struct wh_engine_options {
 	 * libraries or the GPU are missing. false: the CPU. */
 	bool cuda;
 	int cuda_device;
+	/* --allow-reduced-precision-reduction: fp16 layers on the GPU may take tactics that
+	 * accumulate in fp16 (a build times them; docs/gpu.md). Off: FP32 accumulation only. */
+	bool allow_reduced_reduction;
 };
 
 enum wh_status wh_engine_create(const struct wh_model *m, const struct wh_engine_options *opt,

@@ -12,15 +12,19 @@
 #include "executor/cuda/whittle-cuda.h"
 #include "executor/emulate.h"
 #include "executor/precision.h"
+#include "executor/tactic-plan.h"
 #include "graph/blob.h"
 
 #define MAX_DEVICES 64
+
+_Static_assert(WH_TACTIC_NONDET == WHCU_TAC_NONDET, "tactic-plan.h mirrors the module's flag");
 
 struct wh_gpu {
 	const struct whcu_api *api;
 	void *dl;
 	int device;
 	char info[512];
+	char ident[256];
 };
 
 static pthread_mutex_t gpu_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -94,6 +98,7 @@ static enum wh_status gpu_open(int device, struct wh_gpu **out)
 	g->dl = dl;
 	g->device = device;
 	api->info(g->info, sizeof g->info);
+	api->ident(g->ident, sizeof g->ident);
 	*out = g;
 	return WH_OK;
 }
@@ -126,6 +131,16 @@ enum wh_status wh_gpu_get(int device, struct wh_gpu **out)
 const char *wh_gpu_info(const struct wh_gpu *g)
 {
 	return g->info;
+}
+
+const char *wh_gpu_ident(const struct wh_gpu *g)
+{
+	return g->ident;
+}
+
+bool wh_gpu_tactic_name(const char *name)
+{
+	return name && (!strncmp(name, "lt-", 3) || !strncmp(name, "cudnn-", 6));
 }
 
 /* ---- device buffers (shared by views and by the weights cache) ---- */
@@ -770,6 +785,15 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 	    n->n_inputs > 2 && n->inputs[2] != WH_NONE)
 		cn.prec = WH_PREC_TF32;
 	cn.fp16_accumulate = s->fp16_accumulate;
+	cn.tactic = s->tactic;
+	cn.allow_reduced = s->allow_reduced;
+	int32_t list_n = 0;
+	if (s->list) {
+		cn.list = s->list;
+		cn.list_max = WHCU_MAX_TACTICS;
+		cn.list_n = &list_n;
+		*s->list_n = 0;
+	}
 	cn.n_in = n->n_inputs;
 	cn.n_out = n->n_outputs;
 	cn.in = cin;
@@ -851,6 +875,8 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 	}
 	if (r != 0)
 		goto out; /* declined: the CPU runs it */
+	if (s->list)
+		*s->list_n = list_n < 0 ? 0 : list_n > WHCU_MAX_TACTICS ? WHCU_MAX_TACTICS : (uint32_t)list_n;
 	for (uint32_t k = 0; k < n->n_outputs; k++) {
 		struct whcu_tensor *c = &cout[k];
 		if (!c->dtype)

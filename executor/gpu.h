@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "executor/cuda/whittle-cuda.h"
 #include "graph/ir.h"
 #include "graph/tensor.h"
 
@@ -26,6 +27,11 @@ struct wh_gpu; /* the loaded module bound to one device: one per process and dev
 enum wh_status wh_gpu_get(int device, struct wh_gpu **out);
 /* One line: the GPU and the library versions. */
 const char *wh_gpu_info(const struct wh_gpu *g);
+/* What a GPU tactic belongs to: "<GPU name>;sm_XY;cublasLt V;cudnn V" (replays and timing
+ * caches record it; docs/formats.md). */
+const char *wh_gpu_ident(const struct wh_gpu *g);
+/* Whether a tactic name is a GPU tactic (cuBLASLt's "lt-..." or cuDNN's "cudnn-..."). */
+bool wh_gpu_tactic_name(const char *name);
 /* Whether the module has a kernel for the op (at this opset), or the host side handles it
  * on the GPU (views): the static answer `inspect --device` prints. */
 bool wh_gpu_claims(const struct wh_gpu *g, const struct wh_node *n, int64_t opset);
@@ -64,6 +70,13 @@ struct wh_gpu_step {
 	const bool *wanted;     /* per output */
 	bool timed;             /* record CUDA events around it (wh_gpu_vals_step_ms) */
 	bool host_only;         /* shape arithmetic or a constant: stays on the host */
+	/* tactics (docs/gpu.md): tactic names the one to run (NULL: the default; one the layer
+	 * does not have is the step's error); list, when not NULL, gets the layer's eligible
+	 * tactics (at most WHCU_MAX_TACTICS) and *list_n their count */
+	const char *tactic;
+	bool allow_reduced; /* --allow-reduced-precision-reduction */
+	struct whcu_tactic *list;
+	uint32_t *list_n;
 };
 
 /* Runs the layer on the GPU when the module takes it: *ran true, outs[k] (empty on entry)

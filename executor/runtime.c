@@ -48,6 +48,7 @@ struct plan {
 	const struct wh_blob **init_blobs;
 	uint32_t n_init_blobs;
 	const struct wh_tactic **pinned;    /* per node id (main graph), NULL entries: default */
+	const char **gpu_tac;               /* per node id: a pinned GPU tactic (the replay's string), or NULL */
 	struct wh_emul_cache emul;
 	/* Fused activations (plan_fusions): per node id, the activation a producing node applies
 	 * to its output 0 (epi) and the value that then receives it (fused_out, WH_NONE: no
@@ -88,6 +89,7 @@ struct wh_engine {
 	bool tactics_strict;
 	int64_t weight_cache_bytes;
 	char faulty_tactic[128], faulty_layer[256];
+	bool allow_reduced; /* --allow-reduced-precision-reduction (GPU tactics) */
 	struct wh_tactic_chooser chooser; /* a build's (choose NULL otherwise) */
 	struct wh_threadpool *pool;
 	/* the memory of the activations freed in a run, for the next run's (graph/blob.h): a
@@ -200,6 +202,7 @@ static void plan_destroy(struct plan *p)
 	free(p->kinds);
 	free(p->init_blobs);
 	free(p->pinned);
+	free(p->gpu_tac);
 	if (p->const_vals)
 		for (uint32_t i = 0; i < p->g->n_values; i++)
 			if (p->const_slot[i] != WH_NONE)
@@ -638,7 +641,7 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 			goto out;
 	}
 	if (g == e->m->graph && e->tactics) {
-		if (!(p->pinned = calloc(nn, sizeof *p->pinned))) {
+		if (!(p->pinned = calloc(nn, sizeof *p->pinned)) || !(p->gpu_tac = calloc(nn, sizeof *p->gpu_tac))) {
 			st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
 			goto out;
 		}
@@ -661,6 +664,16 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 					goto out;
 				}
 				wh_warn("layer '%s' (%s): not in the tactic replay; it uses its default tactic", n->name, n->op_type);
+				continue;
+			}
+			if (wh_gpu_tactic_name(ch->tactic)) {
+				/* a GPU tactic: the module runs it by name (executor/gpu.h) */
+				if (!e->gpu) {
+					st = wh_error(WH_ERR_INVALID, "layer '%s' (%s): tactic '%s' in the replay is a GPU tactic (run with --device cuda, or rebuild the replay without it)",
+						      n->name, n->op_type, ch->tactic);
+					goto out;
+				}
+				p->gpu_tac[i] = ch->tactic;
 				continue;
 			}
 			for (uint32_t t = 0; t < p->kernels[i]->n_tactics; t++)
@@ -768,6 +781,7 @@ static enum wh_status engine_create(const struct wh_model *m, const struct wh_en
 	e->precision = opt ? opt->precision : NULL;
 	e->tactics = opt && !chooser ? opt->tactics : NULL;
 	e->tactics_strict = opt && opt->tactics_strict;
+	e->allow_reduced = opt && opt->allow_reduced_reduction;
 	e->weight_cache_bytes = opt ? opt->weight_cache_bytes : 0;
 	if (chooser)
 		e->chooser = *chooser;
@@ -783,7 +797,11 @@ static enum wh_status engine_create(const struct wh_model *m, const struct wh_en
 		st = wh_gemm_packs_create(e->weight_cache_bytes, &e->packs);
 	if (st == WH_OK)
 		st = wh_blob_cache_create(WH_ENGINE_BLOB_CACHE_BYTES, &e->blobs);
-	if (st == WH_OK && opt && opt->cuda && (st = wh_gpu_get(opt->cuda_device, &e->gpu)) == WH_OK)
+	if (st == WH_OK && opt && opt->cuda && (st = wh_gpu_get(opt->cuda_device, &e->gpu)) == WH_OK && e->tactics &&
+	    e->tactics->device[0] && strcmp(e->tactics->device, wh_gpu_ident(e->gpu)))
+		wh_warn("the tactic replay was recorded on %s; this is %s: its GPU tactics run where they still exist, and one that does not stops the run (rebuild the replay here)",
+			e->tactics->device, wh_gpu_ident(e->gpu));
+	if (st == WH_OK && opt && opt->cuda && e->gpu)
 		st = wh_gpu_weights_create(e->gpu, &e->gpu_weights);
 	if (st == WH_OK)
 		st = build_plan(e, m->graph);
@@ -982,6 +1000,84 @@ static enum wh_status frame_init(struct wh_frame *f, struct wh_engine *e, struct
 	return WH_OK;
 }
 
+/* A build's step on the GPU (executor/build-internal.h): runs the layer's default tactic
+ * asking for its list of GPU tactics, lets the chooser time them (each run replaces the
+ * outputs' device copies) and runs the chosen one last, so its outputs are what the layers
+ * after it read. */
+struct gpu_timing {
+	struct wh_frame *f;
+	struct wh_gpu_step gs;
+	struct wh_tensor *outs;
+	uint32_t n_slots;
+};
+
+static int cmp_ms(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static enum wh_status gpu_time(void *state, const char *tactic, int reps, double *ms)
+{
+	struct gpu_timing *t = state;
+	double runs[64];
+	if (reps < 1)
+		reps = 1;
+	if (reps > 64)
+		reps = 64;
+	struct wh_gpu_step gs = t->gs;
+	gs.tactic = tactic;
+	gs.list = NULL;
+	gs.list_n = NULL;
+	gs.timed = true;
+	for (int r = -1; r < reps; r++) {
+		bool ran = false;
+		for (uint32_t k = 0; k < t->n_slots; k++)
+			if (slot_used(&t->outs[k]))
+				slot_clear(&t->outs[k]);
+		enum wh_status st = wh_gpu_run_step(t->f->dv, &gs, t->f->vals, t->outs, &ran);
+		double x = wh_gpu_vals_step_ms(t->f->dv);
+		if (st != WH_OK)
+			return st;
+		if (!ran)
+			return wh_error(WH_ERR_INTERNAL, "node '%s' (%s): the GPU declined tactic '%s' it listed", gs.n->name, gs.n->op_type, tactic);
+		if (r >= 0)
+			runs[r] = x < 0 ? 0 : x;
+	}
+	qsort(runs, (size_t)reps, sizeof *runs, cmp_ms);
+	*ms = runs[reps / 2];
+	return WH_OK;
+}
+
+static enum wh_status gpu_build_step(struct wh_frame *f, const struct wh_gpu_step *gs0, const struct wh_kernel_ctx *ctx,
+				     struct wh_tensor *outs, uint32_t n_slots, bool *on_gpu)
+{
+	struct whcu_tactic list[WHCU_MAX_TACTICS];
+	uint32_t n = 0;
+	struct gpu_timing t = {.f = f, .gs = *gs0, .outs = outs, .n_slots = n_slots};
+	t.gs.list = list;
+	t.gs.list_n = &n;
+	enum wh_status st = wh_gpu_run_step(f->dv, &t.gs, f->vals, outs, on_gpu);
+	t.gs.list = NULL;
+	t.gs.list_n = NULL;
+	if (st != WH_OK || !*on_gpu || !n)
+		return st;
+	struct wh_gpu_timer timer = {gpu_time, &t};
+	uint32_t pick = 0;
+	if ((st = f->e->chooser.choose_gpu(f->e->chooser.state, ctx, t.gs.exec, wh_gpu_ident(f->e->gpu), list, n, &timer, &pick)) != WH_OK)
+		return st;
+	if (pick >= n)
+		pick = 0;
+	for (uint32_t k = 0; k < n_slots; k++)
+		if (slot_used(&outs[k]))
+			slot_clear(&outs[k]);
+	t.gs.tactic = list[pick].name;
+	st = wh_gpu_run_step(f->dv, &t.gs, f->vals, outs, on_gpu);
+	if (st == WH_OK && !*on_gpu)
+		st = wh_error(WH_ERR_INTERNAL, "node '%s' (%s): the GPU declined tactic '%s' it listed", gs0->n->name, gs0->n->op_type, list[pick].name);
+	return st;
+}
+
 static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 {
 	const struct plan *p = f->plan;
@@ -1011,6 +1107,7 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 		struct wh_layer_profile *lp = f->e->prof && !f->parent ? &f->e->prof[s] : NULL;
 		double t0 = lp ? wh_os_now_s() : 0;
 		bool on_gpu = false; /* the step ran on the GPU (below) */
+		const char *gpu_tactic = NULL; /* the pinned GPU tactic it ran */
 		struct wh_tensor slice; /* a Concat's slice offered to this node (below) */
 		bool have_slice = false; /* (kept uninitialised otherwise: a struct clear per step shows) */
 		/* done by its producer: what it read was never stored, what it writes is there;
@@ -1123,7 +1220,7 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			for (uint32_t a = 0; a < n->n_attrs; a++)
 				subgraph |= n->attrs[a].type == WH_ATTR_GRAPH || n->attrs[a].type == WH_ATTR_GRAPHS;
 			if (!subgraph && p->const_node[nid] == CONST_NO && !ctx.tactic && !(p->pinned && p->pinned[nid]) &&
-			    !f->e->chooser.choose) {
+			    (!f->e->chooser.choose || f->e->chooser.choose_gpu)) {
 				bool pers_fixed[16], *pers = n->n_inputs <= 16 ? pers_fixed : calloc(n->n_inputs, sizeof *pers);
 				if (!pers) {
 					st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
@@ -1146,8 +1243,18 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 					.wanted = wanted,
 					.timed = lp != NULL,
 					.host_only = p->kinds && (p->kinds[nid] == WH_LAYER_SHAPE || p->kinds[nid] == WH_LAYER_CONST),
+					.tactic = p->gpu_tac ? p->gpu_tac[nid] : NULL,
+					.allow_reduced = f->e->allow_reduced,
 				};
-				st = wh_gpu_run_step(f->dv, &gs, f->vals, outs, &on_gpu);
+				if (f->e->chooser.choose_gpu && g == f->e->m->graph && p->kernels[nid]->n_tactics)
+					st = gpu_build_step(f, &gs, &ctx, outs, n_slots, &on_gpu);
+				else
+					st = wh_gpu_run_step(f->dv, &gs, f->vals, outs, &on_gpu);
+				if (st == WH_OK && gs.tactic && !on_gpu)
+					st = wh_error(WH_ERR_INVALID, "layer '%s' (%s): the replay pins GPU tactic '%s', and the GPU does not run this layer here (rebuild the tactic replay)",
+						      n->name, n->op_type, gs.tactic);
+				if (st == WH_OK && on_gpu && gs.tactic)
+					gpu_tactic = gs.tactic;
 				if (pers != pers_fixed)
 					free(pers);
 				if (st != WH_OK)
@@ -1185,7 +1292,7 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 					run = tc->run;
 				}
 			}
-		if (f->e->chooser.choose && g == f->e->m->graph && p->kernels[nid]->n_tactics) {
+		if (f->e->chooser.choose && g == f->e->m->graph && p->kernels[nid]->n_tactics && !on_gpu) {
 			const struct wh_tactic *chosen = NULL;
 			if ((st = f->e->chooser.choose(f->e->chooser.state, &ctx, p->kernels[nid], &chosen)) != WH_OK)
 				goto step_out;
@@ -1244,7 +1351,7 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 		if (lp) {
 			lp->name = n->name;
 			lp->op_type = n->op_type;
-			lp->tactic = constant ? "constant" : in_place ? "in place" : ctx.tactic ? ctx.tactic->name : "default";
+			lp->tactic = constant ? "constant" : in_place ? "in place" : ctx.tactic ? ctx.tactic->name : gpu_tactic ? gpu_tactic : "default";
 			lp->flops = st == WH_OK && !constant && !in_place ? node_flops(&ctx) : 0;
 			lp->device = on_gpu ? "cuda" : "cpu";
 			wh_gpu_vals_copies(f->dv, &lp->h2d_bytes, &lp->d2h_bytes);

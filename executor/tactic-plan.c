@@ -21,6 +21,7 @@ void wh_tactic_plan_release(struct wh_tactic_plan *p)
 		free(p->c[i].layer);
 		free(p->c[i].op);
 		free(p->c[i].tactic);
+		free(p->c[i].notes);
 	}
 	free(p->c);
 	wh_tactic_plan_init(p);
@@ -53,11 +54,27 @@ enum wh_status wh_tactic_plan_set(struct wh_tactic_plan *p, const char *layer, c
 	}
 	free(c->op);
 	free(c->tactic);
+	free(c->notes);
+	c->notes = NULL;
+	c->flags = 0;
 	c->op = strdup(op ? op : "");
 	c->tactic = strdup(tactic);
 	c->id = id;
 	c->ms = ms;
 	if (!c->layer || !c->op || !c->tactic)
+		return wh_error(WH_ERR_NOMEM, "tactics: out of memory");
+	return WH_OK;
+}
+
+enum wh_status wh_tactic_plan_note(struct wh_tactic_plan *p, const char *layer, const char *notes, uint32_t flags)
+{
+	struct wh_tactic_choice *c = (struct wh_tactic_choice *)wh_tactic_plan_find(p, layer);
+	if (!c)
+		return WH_OK;
+	free(c->notes);
+	c->notes = notes && *notes ? strdup(notes) : NULL;
+	c->flags = flags;
+	if (notes && *notes && !c->notes)
 		return wh_error(WH_ERR_NOMEM, "tactics: out of memory");
 	return WH_OK;
 }
@@ -78,6 +95,8 @@ enum wh_status wh_tactic_plan_read(const char *path, struct wh_tactic_plan *p)
 		const char *hash = json_string_value(json_object_get(root, "model"));
 		snprintf(p->precision, sizeof p->precision, "%s", prec ? prec : "");
 		snprintf(p->model_hash, sizeof p->model_hash, "%s", hash ? hash : "");
+		const char *dev = json_string_value(json_object_get(root, "device"));
+		snprintf(p->device, sizeof p->device, "%s", dev ? dev : "");
 		json_t *seed = json_object_get(root, "seed");
 		p->seed = json_is_integer(seed) ? (uint64_t)json_integer_value(seed) : 0;
 		json_object_foreach(layers, name, v)
@@ -99,6 +118,13 @@ enum wh_status wh_tactic_plan_read(const char *path, struct wh_tactic_plan *p)
 			}
 			if ((st = wh_tactic_plan_set(p, name, op, t, id ? (uint32_t)json_integer_value(id) : 0,
 						     ms ? json_number_value(ms) : -1)) != WH_OK)
+				break;
+			json_t *nt = json_object_get(v, "notes"), *fl = json_object_get(v, "flags");
+			if ((nt && !json_is_string(nt)) || (fl && (!json_is_integer(fl) || json_integer_value(fl) < 0 || json_integer_value(fl) > UINT32_MAX))) {
+				st = wh_error(WH_ERR_PARSE, "%s: layer '%s': \"notes\" or \"flags\" is not a string or a uint32 (see docs/formats.md)", path, name);
+				break;
+			}
+			if ((nt || fl) && (st = wh_tactic_plan_note(p, name, json_string_value(nt), fl ? (uint32_t)json_integer_value(fl) : 0)) != WH_OK)
 				break;
 		}
 	} else if (json_is_object(replay)) {
@@ -144,6 +170,8 @@ enum wh_status wh_tactic_plan_write(const struct wh_tactic_plan *p, const char *
 	json_object_set_new(root, "model", json_string(p->model_hash));
 	json_object_set_new(root, "precision", json_string(p->precision[0] ? p->precision : "fp32"));
 	json_object_set_new(root, "seed", json_integer((json_int_t)p->seed));
+	if (p->device[0])
+		json_object_set_new(root, "device", json_string(p->device));
 	json_t *layers = json_object();
 	for (uint32_t i = 0; i < p->n; i++) {
 		json_t *o = json_object();
@@ -152,6 +180,10 @@ enum wh_status wh_tactic_plan_write(const struct wh_tactic_plan *p, const char *
 		json_object_set_new(o, "id", json_integer(p->c[i].id));
 		if (p->c[i].ms >= 0)
 			json_object_set_new(o, "ms", json_real(round(p->c[i].ms * 1e4) / 1e4));
+		if (p->c[i].notes)
+			json_object_set_new(o, "notes", json_string(p->c[i].notes));
+		if (p->c[i].flags)
+			json_object_set_new(o, "flags", json_integer(p->c[i].flags));
 		json_object_set_new(layers, p->c[i].layer, o);
 	}
 	json_object_set_new(root, "layers", layers);

@@ -39,6 +39,7 @@ struct loop {
 	struct wh_build_loop_report *rep;
 	struct loop_build **b;
 	const struct wh_tactic_plan **plans; /* &b[i]->plan */
+	uint32_t blocked;                    /* entries of DIR/blocklist.json, 0: none written */
 	enum wh_verdict *verdicts;
 	uint32_t n, cap;
 	struct wh_tensor_set ref;            /* FP32 outputs for the built-in check */
@@ -558,6 +559,39 @@ static char *repro_cmd(const struct loop *L, const char *replay)
 	return buf;
 }
 
+/* DIR/blocklist.json: the confirmed culprits (and the tactics that break builds alone),
+ * with the tactics of --block-tactics kept, so that `build --block-tactics` keeps them out
+ * (docs/formats.md). Written when there is something to block. */
+static enum wh_status write_blocklist(struct loop *L)
+{
+	struct wh_tactic_blocklist bl;
+	memset(&bl, 0, sizeof bl);
+	enum wh_status st = WH_OK;
+	const struct wh_tactic_blocklist *old = L->o->build.block;
+	for (uint32_t i = 0; old && i < old->n && st == WH_OK; i++)
+		st = wh_tactic_blocklist_add(&bl, old->b[i].layer, old->b[i].tactic, old->b[i].why);
+	for (uint32_t i = 0; i < L->diff.n && st == WH_OK; i++) {
+		const struct wh_tactic_suspect *s = &L->diff.s[i];
+		if (s->state != WH_SUSPECT_CONFIRMED && s->state != WH_SUSPECT_SUFFICIENT)
+			continue;
+		char why[160];
+		wh_text_printf(why, sizeof why, "%s: good build %d turns bad with it", s->state == WH_SUSPECT_CONFIRMED ? "confirmed" : "breaks builds",
+			       s->good_build);
+		st = wh_tactic_blocklist_add(&bl, s->layer, s->tactic, why);
+	}
+	for (uint32_t i = 0; i < L->n && !bl.device[0]; i++)
+		if (L->plans && L->plans[i] && L->plans[i]->device[0])
+			wh_text_printf(bl.device, sizeof bl.device, "%s", L->plans[i]->device);
+	if (st == WH_OK && bl.n) {
+		char p[PATH_MAX + 32];
+		wh_text_printf(p, sizeof p, "%s/blocklist.json", L->dir);
+		st = wh_tactic_blocklist_write(&bl, p);
+		L->blocked = bl.n;
+	}
+	wh_tactic_blocklist_release(&bl);
+	return st;
+}
+
 static void write_report(struct loop *L, int32_t fixed)
 {
 	FILE *f = wh_report_open(L->dir, "report.md");
@@ -724,6 +758,8 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 			goto out;
 		rep->fixed_build = (int32_t)best;
 	}
+	if ((st = write_blocklist(L)) != WH_OK)
+		goto out;
 	write_report(L, rep->fixed_build);
 	rep->seconds = wh_os_now_s() - L->pr.t0;
 	if (o->out) {
@@ -755,6 +791,9 @@ enum wh_status wh_build_loop_run(const struct wh_model *m, const struct wh_tenso
 				!rep->confirm.bad_unexplained && rep->confirm.tested < L->diff.n ? " (so the other suspects need no test)" : "");
 		if (rep->fixed_build >= 0)
 			fprintf(f, "fixed: %s/fixed.json (good build %d)\n", wh_name_term(L->dir), rep->fixed_build);
+		if (L->blocked)
+			fprintf(f, "block list: %s/blocklist.json (%u tactic%s; give it to --block-tactics)\n", wh_name_term(L->dir), L->blocked,
+				L->blocked == 1 ? "" : "s");
 		fprintf(f, "report: %s/report.md\n", wh_name_term(L->dir));
 	}
 	{

@@ -80,7 +80,7 @@ static enum wh_status check_config(const struct psearch *p, const uint8_t *mask,
 		unlink(path);
 		goto out;
 	}
-	struct wh_engine_options eo = {.threads = threads, .precision = &c, .cuda = p->o->cuda, .cuda_device = p->o->cuda_device};
+	struct wh_engine_options eo = {.threads = threads, .precision = &c, .cuda = p->o->cuda, .cuda_device = p->o->cuda_device, .allow_reduced_reduction = p->o->allow_reduced};
 	struct wh_builtin_check_options bo = {.compare = p->o->compare};
 	struct wh_builtin_check_result res;
 	st = wh_builtin_check_run(p->m, &eo, p->inputs, p->ref, p->n_samples, &bo, &res);
@@ -234,7 +234,7 @@ static enum wh_status layer_errors_on(struct psearch *p, const struct wh_tensor_
 	c.dflt = p->o->target;
 	c.calib = p->o->calib;
 	struct wh_engine *e = NULL, *f = NULL;
-	struct wh_engine_options eo = {.threads = p->o->threads, .precision = &c, .cuda = p->o->cuda, .cuda_device = p->o->cuda_device},
+	struct wh_engine_options eo = {.threads = p->o->threads, .precision = &c, .cuda = p->o->cuda, .cuda_device = p->o->cuda_device, .allow_reduced_reduction = p->o->allow_reduced},
 				 fo = {.threads = p->o->threads};
 	struct wh_tensor_set a, b;
 	wh_tensor_set_init(&a);

@@ -34,6 +34,7 @@ struct wh_precision_search_options {
 	bool cuda;                      /* --device cuda:N: configurations run on that GPU (the
 					 * FP32 reference stays on the CPU) */
 	int cuda_device;
+	bool allow_reduced;                    /* --allow-reduced-precision-reduction (GPU tactics) */
 	int jobs;                       /* checks in flight (<= 1: one); the answer does not
 					 * depend on it for a check that is monotone */
 	const struct wh_calib *calib;

@@ -74,7 +74,7 @@ static enum wh_status builtin_check(struct tri *T, const struct wh_model *model,
 				    enum wh_verdict *v, struct wh_compare_stats *worst, char *why, size_t wsize)
 {
 	struct wh_engine_options eo = {.threads = T->check_threads, .precision = &T->pc, .tactics = plan,
-				       .faulty_tactic = T->o->faulty_tactic, .cuda = T->o->cuda, .cuda_device = T->o->cuda_device};
+				       .faulty_tactic = T->o->faulty_tactic, .cuda = T->o->cuda, .cuda_device = T->o->cuda_device, .allow_reduced_reduction = T->o->allow_reduced};
 	struct wh_builtin_check_options bo = {.compare = T->o->compare};
 	struct wh_builtin_check_result res;
 	enum wh_status st = wh_builtin_check_run(model, &eo, NULL, &T->ref, 1, &bo, &res);
@@ -271,7 +271,7 @@ static enum wh_status step_builds(struct tri *T)
 		wh_tactic_plan_init(&T->plans[k]);
 	int jobs = o->jobs > 1 ? (o->jobs < 64 ? o->jobs : 64) : 1;
 	struct wh_engine_options eo = {.threads = wh_threads_per_job(o->threads, jobs), .precision = &T->pc,
-				       .faulty_tactic = o->faulty_tactic, .cuda = o->cuda, .cuda_device = o->cuda_device};
+				       .faulty_tactic = o->faulty_tactic, .cuda = o->cuda, .cuda_device = o->cuda_device, .allow_reduced_reduction = o->allow_reduced};
 	enum wh_status st = WH_OK;
 	wh_triage_say(T, "step 1: intermittent? building up to %u times (seeds 0..%u) at %s", n, n - 1, wh_precision_name(o->precision));
 	/* -j builds and checks at a time, taken in seed order (the answer of -j 1) */
@@ -430,7 +430,7 @@ static enum wh_status layerwise(struct tri *T, bool record_step)
 {
 	const struct wh_graph *g = T->g;
 	struct wh_engine_options eo = {.threads = T->o->threads, .precision = &T->pc, .tactics = T->pin,
-				       .faulty_tactic = T->o->faulty_tactic, .cuda = T->o->cuda, .cuda_device = T->o->cuda_device};
+				       .faulty_tactic = T->o->faulty_tactic, .cuda = T->o->cuda, .cuda_device = T->o->cuda_device, .allow_reduced_reduction = T->o->allow_reduced};
 	struct wh_engine *e = NULL;
 	struct wh_tensor_set res;
 	wh_tensor_set_init(&res);

@@ -58,6 +58,7 @@ struct wh_triage_options {
 	bool cuda;                             /* --device cuda:N: runs and built-in checks on that
 						* GPU (FP32 references stay on the CPU) */
 	int cuda_device;
+	bool allow_reduced;                    /* --allow-reduced-precision-reduction (GPU tactics) */
 	int jobs;                              /* checks in flight (step 1: builds; steps 4, 5) */
 	const char *faulty_tactic;             /* WHITTLE_FAULTY_TACTIC (fault injection), or NULL */
 	const char *model_path;

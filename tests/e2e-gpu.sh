@@ -10,7 +10,8 @@
 # 1e-4 absolute and 1e-4 relative; fp16/bf16: the mean error within the format's, see
 # docs/gpu.md), runs twice with the same bits, and says where its layers ran.
 # WHITTLE_GPU_LOG=DIR keeps the comparisons and timings there; WHITTLE_GPU_MODELS=REGEX
-# takes only the models whose name matches (several instances can share a GPU).
+# takes only the models whose name matches (several instances can share a GPU). The GPU
+# tactics (issue 25) have their own test, tests/e2e-gpu-tactics.sh.
 set -uo pipefail
 : "${WHITTLE:?}" "${WHITTLE_SRC:?}"
 . "$WHITTLE_SRC/tests/lib-e2e.sh"

@@ -110,7 +110,7 @@ bcheck=(--check "$whittle" run '{model}' --load-inputs '{inputs}' --load-tactics
 # sorted: the builds in good/ and bad/; answer: the printed answer without the fastest good
 # build (fixed.json is picked by measured time) and the paths
 sorted() { (cd "$1" && find good bad -name 'build_*.json' | sort | tr '\n' ' '); }
-answer() { grep -v '^fixed:\|^report:' "$1"; }
+answer() { grep -v '^fixed:\|^report:\|^block list:' "$1"; }
 for until in 10 good bad confirmed; do
 	extra=()
 	[ "$until" = 10 ] || extra=(--max-builds 10)

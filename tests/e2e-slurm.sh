@@ -240,7 +240,7 @@ fault=matmul-splitk-scalar:long_dot
 bargs=(--load-inputs "$tmp/pf/long_dot" --precision fp16 --until 10 --timing-tolerance inf --timing-iterations 1)
 bcheck=(--check "$WHITTLE" run '{model}' --load-inputs '{inputs}' --load-tactics '{tactics}' --precision fp16 --compare fp32 --atol 1e-2 --rtol 1e-2)
 sorted() { (cd "$1" && find good bad -name 'build_*.json' | sort | tr '\n' ' '); }
-answer() { grep -v '^fixed:\|^report:' "$1"; }
+answer() { grep -v '^fixed:\|^report:\|^block list:' "$1"; }
 rc1=0; rc2=0
 WHITTLE_FAULTY_TACTIC=$fault "$WHITTLE" build "$tmp/pf/long_dot.onnx" "${bargs[@]}" --artifacts-dir "$tmp/b-local" "${bcheck[@]}" > "$tmp/b-local.out" 2> /dev/null || rc1=$?
 WHITTLE_FAULTY_TACTIC=$fault "$WHITTLE" build "$tmp/pf/long_dot.onnx" "${bargs[@]}" --artifacts-dir "$tmp/b-slurm" --launcher slurm -j 2 "${bcheck[@]}" > "$tmp/b-slurm.out" 2> "$tmp/b-slurm.err" &

@@ -4,7 +4,12 @@
  * Softmax declining so that the CPU takes it, ConstantOfShape of a float value through the
  * attr_scalar callback), so that the runtime's side of the backend (placement,
  * uploads, downloads at CPU segments, views of device buffers, weights uploaded once, the
- * rounding of fp16 layers) is tested where there is no GPU. Every allocation is counted:
+ * rounding of fp16 layers) is tested where there is no GPU. MatMul has tactics like the
+ * module's (ABI 3): "lt-a1-t1-s1-k1-red-none" (the default, a double sum), a split-K one
+ * (four float chunks) and, for fp16 layers with allow_reduced, an fp16-accumulating one
+ * (the running sum rounded to fp16 at every step), so that the builder, replays and block
+ * lists are tested here too; WHITTLE_FAKE_CUDA_IDENT names the "device" (default "fake
+ * GPU;sm_00;cublasLt 0;cudnn 0"). Every allocation is counted:
  * WHITTLE_FAKE_CUDA_LOG=FILE gets "allocs N frees N uploads N bytes_up N" at unload. */
 #include <math.h>
 #include <stdbool.h>
@@ -132,6 +137,30 @@ static int run(const struct whcu_node *n)
 	if (!strcmp(n->op_type, "MatMul")) {
 		if (a->rank != 2 || b->rank != 2 || a->dims[1] != b->dims[0])
 			return 1;
+		static const char *const tac[] = {"lt-a1-t1-s1-k1-red-none", "lt-a1-t1-s1-k4-red-inplace", "lt-a2-t1-s1-k1-red-none-acc16"};
+		static const char *const notes[] = {"fake: one double sum; fp32 accumulation", "fake: split-K 4, inplace reduction; fp32 accumulation",
+						    "fake: fp16 accumulation (reduced-precision reduction)"};
+		static const uint32_t flags[] = {WHCU_TAC_DEFAULT, WHCU_TAC_SPLITK, WHCU_TAC_FP16ACC};
+		int ntac = n->prec == WHCU_PREC_FP16 && n->allow_reduced ? 3 : 2, which = 0;
+		if (n->tactic) {
+			which = -1;
+			for (int t = 0; t < ntac; t++)
+				if (!strcmp(n->tactic, tac[t]))
+					which = t;
+			if (which < 0) {
+				snprintf(err, sizeof err, "tactic '%s' is not one this fake GPU offers for this layer (rebuild the tactic replay here)", n->tactic);
+				return -1;
+			}
+		}
+		if (n->list_n) {
+			*n->list_n = 0;
+			for (int t = 0; t < ntac && t < n->list_max; t++) {
+				snprintf(n->list[t].name, sizeof n->list[t].name, "%s", tac[t]);
+				snprintf(n->list[t].notes, sizeof n->list[t].notes, "%s", notes[t]);
+				n->list[t].flags = flags[t];
+				(*n->list_n)++;
+			}
+		}
 		int64_t d[2] = {a->dims[0], b->dims[1]}, k = a->dims[1];
 		if (out(n, 0, 2, d))
 			return -1;
@@ -140,8 +169,23 @@ static int run(const struct whcu_node *n)
 		for (int64_t i = 0; i < d[0]; i++)
 			for (int64_t j = 0; j < d[1]; j++) {
 				double s = 0;
-				for (int64_t q = 0; q < k; q++)
-					s += (double)x[i * k + q] * w[q * d[1] + j];
+				if (which == 0) {
+					for (int64_t q = 0; q < k; q++)
+						s += (double)x[i * k + q] * w[q * d[1] + j];
+				} else if (which == 1) {
+					int64_t c = (k + 3) / 4;
+					for (int64_t q0 = 0; q0 < k; q0 += c) {
+						float part = 0;
+						for (int64_t q = q0; q < q0 + c && q < k; q++)
+							part += x[i * k + q] * w[q * d[1] + j];
+						s += part;
+					}
+				} else {
+					_Float16 acc = 0;
+					for (int64_t q = 0; q < k; q++)
+						acc = (_Float16)((float)acc + x[i * k + q] * w[q * d[1] + j]);
+					s = (float)acc;
+				}
 				y[i * d[1] + j] = (float)s;
 			}
 		return 0;
@@ -182,10 +226,15 @@ static int round_(float *dst, const float *src, size_t n, int32_t prec)
 static void *event_record(void) { return malloc(1); }
 static double event_ms(void *a, void *b) { return a && b ? 0.001 : -1; }
 static void event_free(void *e) { free(e); }
+static void ident(char *buf, size_t len)
+{
+	const char *e = getenv("WHITTLE_FAKE_CUDA_IDENT");
+	snprintf(buf, len, "%s", e && *e ? e : "fake GPU;sm_00;cublasLt 0;cudnn 0");
+}
 
 static const struct whcu_api api = {
 	WHCU_ABI, sizeof(struct whcu_api), init, shutdown_, info, last_error, alloc_, free_, upload, download, sync_, supports, run,
-	round_, event_record, event_ms, event_free,
+	round_, event_record, event_ms, event_free, ident,
 };
 
 __attribute__((destructor)) static void report(void)

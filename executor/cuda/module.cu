@@ -14,6 +14,8 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include "executor/cuda/tactics.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1857,6 +1859,21 @@ static int gemm_lt(int32_t prec, int fp16acc, const float *a, const float *b, fl
 		LT(cublasLtMatrixLayoutSetAttribute(lc, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc));
 		LT(cublasLtMatrixLayoutSetAttribute(lc, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sy_, sizeof sy_));
 	}
+	if (g_tac.list || g_tac.name) {
+		/* tactics (tactics.cu): list them, or run the one named */
+		struct tac_gemm tp = {g_lt, m, nn, k, batch, stride_a, stride_b, ta, tb, beta != 0.f, in_t, prec, g_ws_bytes};
+		if (g_tac.list)
+			tac_gemm_list(&tp);
+		if (g_tac.name) {
+			cublasLtMatmulAlgo_t ta_algo;
+			if (tac_gemm_find(&tp, op, la, lb, lc, comp == CUBLAS_COMPUTE_16F, g_tac.name, &ta_algo)) {
+				rc = fail("%s", tac_error());
+				goto out;
+			}
+			LT(cublasLtMatmul(g_lt, op, palpha, pb, la, pa, lb, pbeta, py, lc, py, lc, &ta_algo, g_ws, g_ws_bytes, g_stream));
+			goto done;
+		}
+	}
 	{
 		struct gemm_key key;
 		memset(&key, 0, sizeof key);
@@ -1883,6 +1900,7 @@ static int gemm_lt(int32_t prec, int fp16acc, const float *a, const float *b, fl
 		}
 		LT(cublasLtMatmul(g_lt, op, palpha, pb, la, pa, lb, pbeta, py, lc, py, lc, algo, g_ws, g_ws_bytes, g_stream));
 	}
+done:
 	if (py != (void *)y)
 		rc = from_half(y, py, (uint64_t)(m * nn * batch), WHCU_PREC_FP16);
 #undef LT
@@ -1953,7 +1971,7 @@ static int op_matmul(const struct whcu_node *n)
 		od[orank++] = nn;
 	if (out_alloc(n, 0, WHCU_FLOAT, orank, od))
 		return -1;
-	int r = gemm_lt(n->prec, n->fp16_accumulate, (const float *)a->data, (const float *)b->data, (float *)n->out[0].data, m, nn, k, 0, 0,
+	int r = gemm_lt(n->prec, n->fp16_accumulate || tac_acc16(n->tactic), (const float *)a->data, (const float *)b->data, (float *)n->out[0].data, m, nn, k, 0, 0,
 			batch, stride_a, stride_b, 1.f, 0.f);
 	return r;
 }
@@ -1970,7 +1988,7 @@ static int op_gemm(const struct whcu_node *n)
 	int64_t kb = tb ? b->dims[1] : b->dims[0], nn = tb ? b->dims[0] : b->dims[1];
 	if (k != kb)
 		return fail("Gemm: inner dimensions %lld and %lld differ", (long long)k, (long long)kb);
-	if (c && n->fp16_accumulate && n->prec == WHCU_PREC_FP16)
+	if (c && (n->fp16_accumulate || tac_acc16(n->tactic)) && n->prec == WHCU_PREC_FP16)
 		return 1;
 	int64_t od[2] = {m, nn};
 	if (out_alloc(n, 0, WHCU_FLOAT, 2, od))
@@ -1994,7 +2012,7 @@ static int op_gemm(const struct whcu_node *n)
 	} else {
 		beta = 0.f;
 	}
-	return gemm_lt(n->prec, n->fp16_accumulate, (const float *)a->data, (const float *)b->data, (float *)n->out[0].data, m, nn, k,
+	return gemm_lt(n->prec, n->fp16_accumulate || tac_acc16(n->tactic), (const float *)a->data, (const float *)b->data, (float *)n->out[0].data, m, nn, k,
 		       ta, tb, 1, 0, 0, alpha, beta);
 }
 
@@ -2149,7 +2167,7 @@ static int op_conv(const struct whcu_node *n)
 	key.group = (int)group;
 	key.dt = (int)dt;
 	key.prec = prec;
-	struct conv_algo *c = conv_cached(&key);
+	struct conv_algo *c = g_tac.name ? NULL : conv_cached(&key); /* a named tactic: its own descriptors */
 #define DNN(x)                                                                                             \
 	do {                                                                                               \
 		cudnnStatus_t s_ = (x);                                                                    \
@@ -2164,6 +2182,8 @@ static int op_conv(const struct whcu_node *n)
 		/* seen before: its descriptors and algorithm */
 		if (c->ws && !(wsp = sws.get(c->ws)))
 			return -1;
+		if (g_tac.list)
+			tac_conv_list(g_dnn, c->tx, c->fw, c->cv, c->ty, prec, c->algo, c->math);
 		DNN(cudnnConvolutionForward(g_dnn, &one, c->tx, px, c->fw, pw, c->cv, (cudnnConvolutionFwdAlgo_t)c->algo, wsp, c->ws, &zero,
 					    c->ty, py));
 		goto finish;
@@ -2180,6 +2200,20 @@ static int op_conv(const struct whcu_node *n)
 	DNN(cudnnSetConvolutionGroupCount(cv, (int)group));
 	DNN(cudnnSetConvolutionMathType(cv, math));
 	{
+		static struct conv_algo tac_c;
+		if (g_tac.name) {
+			int ta = 0;
+			cudnnMathType_t tm = CUDNN_DEFAULT_MATH;
+			if (tac_conv_find(g_dnn, tx, fw, cv, ty, prec, g_tac.name, &ta, &tm)) {
+				rc = fail("%s", tac_error());
+				goto out;
+			}
+			DNN(cudnnSetConvolutionMathType(cv, tm));
+			DNN(cudnnGetConvolutionForwardWorkspaceSize(g_dnn, tx, fw, cv, ty, (cudnnConvolutionFwdAlgo_t)ta, &ws));
+			memset(&tac_c, 0, sizeof tac_c);
+			tac_c.key = key, tac_c.algo = ta, tac_c.math = tm, tac_c.ws = ws;
+			c = &tac_c; /* not cached: its descriptors go at the end */
+		}
 		if (!c) {
 			DNN(cudnnGetConvolutionForwardAlgorithm_v7(g_dnn, tx, fw, cv, ty, 16, &got, perf));
 			/* the implicit-GEMM family first: it sums products as the CPU's kernels do (FFT and
@@ -2208,6 +2242,8 @@ static int op_conv(const struct whcu_node *n)
 		algo = (cudnnConvolutionFwdAlgo_t)c->algo;
 		ws = c->ws;
 		DNN(cudnnSetConvolutionMathType(cv, c->math));
+		if (g_tac.list)
+			tac_conv_list(g_dnn, tx, fw, cv, ty, prec, c->algo, c->math);
 	}
 	if (ws && !(wsp = sws.get(ws))) {
 		rc = -1;
@@ -2604,6 +2640,16 @@ static void api_info(char *buf, size_t len)
 		 lt / 10000, lt / 100 % 100, lt % 100, dnn / 10000, dnn / 100 % 100, dnn % 100);
 }
 
+static void api_ident(char *buf, size_t len)
+{
+	cudaDeviceProp p;
+	size_t lt = cublasLtGetVersion(), dnn = cudnnGetVersion();
+	if (cudaGetDeviceProperties(&p, g_device) != cudaSuccess)
+		snprintf(buf, len, "GPU %d;sm_?;cublasLt %zu;cudnn %zu", g_device, lt, dnn);
+	else
+		snprintf(buf, len, "%s;sm_%d%d;cublasLt %zu;cudnn %zu", p.name, p.major, p.minor, lt, dnn);
+}
+
 static const char *api_last_error(void) { return g_err; }
 static void *api_alloc(size_t bytes) { return dev_alloc(bytes); }
 static void api_free(void *p) { dev_free(p); }
@@ -2648,7 +2694,16 @@ static int api_run(const struct whcu_node *n)
 		n->out[k].dtype = 0;
 		n->out[k].data = NULL;
 	}
+	g_tac.name = n->tactic && *n->tactic ? n->tactic : NULL;
+	g_tac.list = n->list_n ? n->list : NULL;
+	g_tac.max = n->list_max;
+	g_tac.n = n->list_n;
+	g_tac.allow_reduced = n->allow_reduced;
+	g_tac.prec = n->prec;
+	if (n->list_n)
+		*n->list_n = 0;
 	int r = o->run(n, o->arg);
+	memset(&g_tac, 0, sizeof g_tac);
 	if (r != 0)
 		out_release(n);
 	return r;
@@ -2705,6 +2760,7 @@ static const struct whcu_api api = {
 	api_event_record,
 	api_event_ms,
 	api_event_free,
+	api_ident,
 };
 
 EXPORT const struct whcu_api *whittle_cuda_api(uint32_t abi)

@@ -24,7 +24,7 @@
 extern "C" {
 #endif
 
-#define WHCU_ABI 2
+#define WHCU_ABI 3
 #define WHCU_MAX_RANK 8
 
 /* Element types: ONNX TensorProto.DataType numbers (1 float, 6 int32, 7 int64, 9 bool,
@@ -40,6 +40,26 @@ enum {
 	WHCU_BFLOAT16 = 16,
 };
 enum { WHCU_PREC_FP32 = 0, WHCU_PREC_TF32 = 1, WHCU_PREC_FP16 = 2, WHCU_PREC_BF16 = 3 };
+
+/* A GPU tactic: one cuBLASLt algorithm configuration or cuDNN forward algorithm, with its
+ * compute type or math type (docs/gpu.md, "Tactics"). The name is stable for a device and
+ * library version and says what it is; run takes it back in whcu_node.tactic. */
+#define WHCU_TACTIC_NAME 64
+#define WHCU_MAX_TACTICS 48
+enum {
+	WHCU_TAC_SPLITK = 1u << 0,    /* split-K: partial sums over chunks of K, then reduced */
+	WHCU_TAC_FFT = 1u << 1,       /* FFT-based convolution */
+	WHCU_TAC_WINOGRAD = 1u << 2,  /* Winograd transforms */
+	WHCU_TAC_FP16ACC = 1u << 3,   /* reduced-precision reduction: accumulates in fp16 */
+	WHCU_TAC_NONDET = 1u << 4,    /* nondeterministic: bits may change run to run */
+	WHCU_TAC_TENSOROP = 1u << 5,  /* tensor cores (cuDNN's tensor-op math) */
+	WHCU_TAC_DEFAULT = 1u << 6,   /* what run picks with no tactic given */
+};
+struct whcu_tactic {
+	char name[WHCU_TACTIC_NAME];
+	char notes[160]; /* its numerics in words: "split-K 4, in-place reduction; fp32 accumulation" */
+	uint32_t flags;  /* WHCU_TAC_* */
+};
 
 struct whcu_tensor {
 	int32_t dtype;  /* 0: omitted (an optional input left out) */
@@ -70,6 +90,17 @@ struct whcu_node {
 	int32_t prec;           /* WHCU_PREC_*: the layer's execution precision (its float inputs
 				 * are already on that format's grid, see executor/gpu.c) */
 	int32_t fp16_accumulate; /* fp16 GEMMs accumulate in fp16 */
+	/* ABI 3: tactics. tactic: NULL runs the default; a name from a list runs exactly that
+	 * tactic, and a name the layer does not have (on this device, library, shape or
+	 * precision) fails (-1, last_error says so). allow_reduced: fp16 layers may list
+	 * fp16-accumulating tactics (--allow-reduced-precision-reduction). list: when not NULL,
+	 * run also writes the layer's eligible tactics (at most list_max) and their count to
+	 * *list_n (0 for ops without tactics). */
+	const char *tactic;
+	int32_t allow_reduced;
+	int32_t list_max;
+	struct whcu_tactic *list;
+	int32_t *list_n;
 	uint32_t n_in, n_out;
 	const struct whcu_tensor *in; /* n_in */
 	struct whcu_tensor *out;      /* n_out: run fills every entry (dtype 0: not wanted) */
@@ -110,6 +141,9 @@ struct whcu_api {
 	void *(*event_record)(void);
 	double (*event_ms)(void *start, void *end); /* waits for end; < 0 on failure */
 	void (*event_free)(void *ev);
+	/* ABI 3: one line naming the device and libraries a tactic belongs to, stable across
+	 * runs: "<GPU name>;sm_<major><minor>;cublasLt <version>;cudnn <version>". */
+	void (*ident)(char *buf, size_t len);
 };
 
 typedef const struct whcu_api *(*whcu_api_fn)(uint32_t abi);

@@ -43,6 +43,8 @@ static const char build_help[] =
 	"  --timing-tolerance X     tactics within X (a fraction) of the fastest are equally fast;\n"
 	"                           the build seed picks among them (default 0.05; inf: the seed alone)\n"
 	"  --timing-cache F         reuse (and update) measured times\n"
+	"  --block-tactics F        a block list (DIR/blocklist.json of an earlier build): its\n"
+	"                           layer/tactic pairs are never picked\n"
 	"  --build-cmd CMD          build with another tool: CMD is one shell string that must write\n"
 	"                           its tactic replay (whittle's or Polygraphy's format) to {tactics};\n"
 	"                           {model}, {seed}, {iteration} are replaced too; needs --check\n"
@@ -64,6 +66,9 @@ static const char build_help[] =
 	"  --atol X, --rtol X       tolerances of the built-in check (default 1e-5 each)\n"
 	"  --check-error-stat S     elemwise (default), max, mean, median, quantile[=Q]\n"
 	"  --device cuda[:N]        run the layers on a CUDA GPU where it has kernels (docs/gpu.md)\n"
+	"  --allow-reduced-precision-reduction\n"
+	"                           with --device cuda: fp16 MatMul/Gemm may take GPU tactics that\n"
+	"                           accumulate in fp16 (off: FP32 accumulation; docs/gpu.md)\n"
 	"  --threads N              executor threads\n" WH_CALIB_HELP
 	"WHITTLE_FAULTY_TACTIC=<tactic>[:<layer>] in the environment makes that tactic corrupt its\n"
 	"output (fault injection, to try the loop out; off by default).\n"
@@ -86,6 +91,8 @@ struct build_cmd {
 	bool until_given, max_builds_given;
 	struct wh_run_opts run;
 	struct wh_cli_check_opts check;
+	const char *block_path; /* --block-tactics */
+	struct wh_tactic_blocklist block;
 };
 
 static enum wh_status build_until(struct build_cmd *x, const char *arg)
@@ -134,6 +141,7 @@ static enum wh_status build_option(void *self, int c, const char *arg)
 	case WH_OPT_TIMING_ITERATIONS: return wh_cli_timing_option("build", "timing-iterations", arg, &lo->build);
 	case WH_OPT_TIMING_TOLERANCE: return wh_cli_timing_option("build", "timing-tolerance", arg, &lo->build);
 	case WH_OPT_TIMING_CACHE: lo->build.timing_cache = arg; break;
+	case WH_OPT_BLOCK_TACTICS: x->block_path = arg; break;
 	case WH_OPT_BUILD_CMD: lo->build_cmd = arg; break;
 	case WH_OPT_PIN_CMD: lo->pin_cmd = arg; break;
 	case WH_OPT_BUILD_TIMEOUT:
@@ -231,8 +239,15 @@ static enum wh_status build(void *self, const struct wh_cli_args *a, struct wh_c
 		wh_artifacts_default_dir("build", dflt, sizeof dflt);
 		lo->artifacts_dir = dflt;
 	}
+	if (x->block_path) {
+		if ((st = wh_tactic_blocklist_read(x->block_path, &x->block)) != WH_OK)
+			return st;
+		lo->build.block = &x->block;
+	}
 	struct wh_build_loop_report rep;
-	return wh_build_loop_run(c->model, inputs, lo, &rep);
+	st = wh_build_loop_run(c->model, inputs, lo, &rep);
+	wh_tactic_blocklist_release(&x->block);
+	return st;
 }
 
 int wh_cmd_build(int argc, char **argv)

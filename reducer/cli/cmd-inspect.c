@@ -26,7 +26,12 @@ static const char inspect_help[] =
 	"  --tactics         every layer's eligible tactics (name, id, numerics): runs the model\n"
 	"                    once on seeded random inputs, so dynamic inputs need --input-shapes\n"
 	"  --device cuda[:N] also say where each layer would run: cuda, host (shape arithmetic,\n"
-	"                    constants) or cpu (no CUDA kernel); fails in one line without a GPU\n";
+	"                    constants) or cpu (no CUDA kernel); fails in one line without a GPU;\n"
+	"                    with --tactics: the GPU tactics of the layers it runs, with their notes\n"
+	"  --precision P     with --tactics: the layers' precision (GPU tactics depend on it)\n"
+	"  --allow-reduced-precision-reduction\n"
+	"                    with --tactics --device cuda --precision fp16: list the GPU tactics\n"
+	"                    that accumulate in fp16 too\n";
 
 static json_t *shape_json(const struct wh_value *v)
 {
@@ -123,15 +128,20 @@ static int cmp_op(const void *a, const void *b)
 }
 
 /* The builder's view of the model: it runs the model once, so eligibility sees real shapes. */
-static enum wh_status list_tactics(const struct wh_model *m)
+static enum wh_status list_tactics(const struct wh_model *m, struct wh_run_opts *ro)
 {
 	struct wh_tensor_set in;
 	wh_tensor_set_init(&in);
 	char *text = NULL;
 	size_t len = 0;
 	FILE *mem = NULL;
-	struct wh_engine_options eo = {0};
+	bool reduced = false;
 	enum wh_status st = wh_cli_random_inputs(m, 1, 0, 1, &in);
+	if (st == WH_OK)
+		st = wh_run_opts_precision(ro, m, &in, &reduced);
+	/* --device cuda: the GPU's tactics of the layers it runs (at --precision) */
+	struct wh_engine_options eo = wh_run_opts_engine(ro, reduced);
+	eo.threads = 0;
 	if (st == WH_OK && !(mem = open_memstream(&text, &len)))
 		st = wh_error(WH_ERR_NOMEM, "inspect: out of memory");
 	if (st == WH_OK)
@@ -479,8 +489,10 @@ static enum wh_status inspect_go(void *self, const struct wh_cli_args *a, struct
 		return st;
 	x->v.path = a->operands[0];
 	x->v.m = c->model;
+	if (!x->tactics && (wh_run_opts_given(&x->run, WH_RUN_OPT_PRECISION) || wh_run_opts_given(&x->run, WH_RUN_OPT_ALLOW_REDUCED)))
+		return wh_cli_usage_error("inspect", "--precision and --allow-reduced-precision-reduction go with --tactics (add it, or drop them)");
 	if (x->tactics)
-		return list_tactics(c->model);
+		return list_tactics(c->model, &x->run);
 	if ((st = inspect(&x->v)) == WH_OK && x->run.cuda && !x->v.json_out)
 		st = print_devices(c->model, x->run.cuda_device);
 	return st;

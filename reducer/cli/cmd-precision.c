@@ -75,6 +75,9 @@ static const char precision_help[] =
 	"  --seed N, --val-range LO,HI   generated inputs (default seed 1, range 0,1)\n"
 	"  --input-shapes S         bind dynamic input dimensions, e.g. x:1x3x48x320\n"
 	"  --device cuda[:N]        run the layers on a CUDA GPU where it has kernels (docs/gpu.md)\n"
+	"  --allow-reduced-precision-reduction\n"
+	"                           with --device cuda: fp16 MatMul/Gemm may take GPU tactics that\n"
+	"                           accumulate in fp16 (off: FP32 accumulation; docs/gpu.md)\n"
 	"  --threads N              executor threads (default: all cores)\n"
 	WH_CALIB_HELP
 	WH_SAVE_HELP
@@ -394,6 +397,7 @@ static enum wh_status precision(void *self, const struct wh_cli_args *a, struct 
 	so->threads = x->run.threads;
 	so->cuda = x->run.cuda;
 	so->cuda_device = x->run.cuda_device;
+	so->allow_reduced = x->run.allow_reduced;
 	so->jobs = x->check.jobs;
 	if ((x->output_path && (st = wh_output_check(x->output_path, "the layer precisions")) != WH_OK) ||
 	    (st = wh_cli_answer_check(&x->ans)) != WH_OK ||

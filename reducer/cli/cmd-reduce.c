@@ -64,6 +64,9 @@ static const char reduce_help[] =
 	"  --validate               fail a candidate only where its run has NaN/Inf that FP32 has not\n"
 	"                           (an overflow), whatever its rounding error; no tolerances\n"
 	"  --device cuda[:N]        run the layers on a CUDA GPU where it has kernels (docs/gpu.md)\n"
+	"  --allow-reduced-precision-reduction\n"
+	"                           with --device cuda: fp16 MatMul/Gemm may take GPU tactics that\n"
+	"                           accumulate in fp16 (off: FP32 accumulation; docs/gpu.md)\n"
 	"  --threads N              executor threads\n"
 	"exit status: 0 reduced, 2 usage, 3 bad input or the original passes, 4 the check is broken\n"
 	"or flaky\n\n" WH_SAVE_HELP;

@@ -6,6 +6,7 @@
 #include "executor/executor.h"
 #include "executor/precision.h"
 #include "graph/hash.h"
+#include "graph/names.h"
 #include "graph/tensor-file.h"
 #include "reducer/cli/cli-internal.h"
 #include "reducer/cli/options.h"
@@ -57,6 +58,9 @@ static const char run_help[] =
 	"execution:\n"
 	"  --device cuda[:N]       run the layers on a CUDA GPU where it has kernels, the rest on\n"
 	"                          the CPU (default cpu; docs/gpu.md)\n"
+	"  --allow-reduced-precision-reduction\n"
+	"                          with --device cuda: fp16 MatMul/Gemm may take GPU tactics that\n"
+	"                          accumulate in fp16 (off: FP32 accumulation; docs/gpu.md)\n"
 	"  --threads N             worker threads (default: all cores); results do not depend on it\n"
 	"  --iterations N          time N runs after a warm-up and print `median_ms <x>`\n"
 	"  --profile               time every layer over the --iterations runs (default 10): median ms,\n"
@@ -193,6 +197,13 @@ static enum wh_status report(struct wh_run_cmd *x, const struct wh_model *m, str
 		return st;
 	if ((x->hash_outputs || x->repeat) && (st = wh_run_repeat(x, e, inputs, results, &differ)) != WH_OK)
 		return st;
+	/* a pinned tactic that cuDNN calls nondeterministic (docs/gpu.md): its differences are
+	 * run-to-run variation, not a bug in the model */
+	for (uint32_t i = 0; x->repeat && eo->tactics && i < eo->tactics->n; i++)
+		if (eo->tactics->c[i].flags & WH_TACTIC_NONDET)
+			printf("repeat: note: layer '%s' runs nondeterministic tactic '%s' (%s): differences between runs may be the tactic's\n",
+			       wh_name_term(eo->tactics->c[i].layer), wh_name_term(eo->tactics->c[i].tactic),
+			       eo->tactics->c[i].notes ? eo->tactics->c[i].notes : "nondeterministic");
 	wh_run_print_outputs(x, results);
 	if (x->save_outputs && (st = wh_tensor_set_write_dir_for(x->save_outputs, NULL, m->graph, true, results)) != WH_OK)
 		return st;

@@ -63,6 +63,9 @@ static const char triage_help[] =
 	"  --seed N, --val-range LO,HI   generated inputs (default seed 1, range 0,1)\n"
 	"  --input-shapes S         bind dynamic input dimensions, e.g. x:1x3x48x320\n"
 	"  --device cuda[:N]        run the layers on a CUDA GPU where it has kernels (docs/gpu.md)\n"
+	"  --allow-reduced-precision-reduction\n"
+	"                           with --device cuda: fp16 MatMul/Gemm may take GPU tactics that\n"
+	"                           accumulate in fp16 (off: FP32 accumulation; docs/gpu.md)\n"
 	"  --threads N              executor threads (default: all cores)\n" WH_CALIB_HELP
 	"WHITTLE_FAULTY_TACTIC=<tactic>[:<layer>] in the environment makes that tactic corrupt its\n"
 	"output (fault injection, to try the flaky branch out); the repro's command.sh keeps it.\n"
@@ -111,6 +114,7 @@ static enum wh_status triage(void *self, const struct wh_cli_args *a, struct wh_
 	to->threads = x->run.threads;
 	to->cuda = x->run.cuda;
 	to->cuda_device = x->run.cuda_device;
+	to->allow_reduced = x->run.allow_reduced;
 	to->jobs = x->check.jobs;
 	to->faulty_tactic = wh_run_opts_faulty_tactic();
 	if (to->json)

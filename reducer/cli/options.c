@@ -38,6 +38,7 @@ static const struct wh_cli_option options[] = {
 	{"timeout", required_argument, 'T', false, CHECKS},
 	{"timeout-is", required_argument, 'U', false, CHECKS},
 	/* the run options (run-opts.c) */
+	{"allow-reduced-precision-reduction", no_argument, WH_RUN_OPT_ALLOW_REDUCED, false, RUNS | WH_CMD_INSPECT},
 	{"atol", required_argument, WH_RUN_OPT_ATOL, false, TOLERANCES},
 	{"device", required_argument, WH_RUN_OPT_DEVICE, false, RUNS | WH_CMD_INSPECT},
 	{"check-error-stat", required_argument, WH_RUN_OPT_ERROR_STAT, false, TOLERANCES},
@@ -45,7 +46,7 @@ static const struct wh_cli_option options[] = {
 	{"layer-precisions", required_argument, WH_RUN_OPT_LAYER_PRECISIONS, false, LAYER_PRECISIONS},
 	{"fill-missing", no_argument, WH_RUN_OPT_FILL_MISSING, false, RUNS},
 	{"load-inputs", required_argument, WH_RUN_OPT_LOAD_INPUTS, false, RUNS, WH_PATH_READ | WH_PATH_FOLDER},
-	{"precision", required_argument, WH_RUN_OPT_PRECISION, false, RUNS | WH_CMD_CONVERT},
+	{"precision", required_argument, WH_RUN_OPT_PRECISION, false, RUNS | WH_CMD_CONVERT | WH_CMD_INSPECT},
 	{"rtol", required_argument, WH_RUN_OPT_RTOL, false, TOLERANCES},
 	{"seed", required_argument, WH_RUN_OPT_SEED, false, RUNS},
 	{"threads", required_argument, WH_RUN_OPT_THREADS, false, RUNS},
@@ -125,6 +126,7 @@ static const struct wh_cli_option options[] = {
 	{"timing-tolerance", required_argument, WH_OPT_TIMING_TOLERANCE, false, TIMING},
 	{"top", required_argument, WH_OPT_TOP, false, WH_CMD_DIFF_TACTICS},
 	{"until", required_argument, WH_OPT_UNTIL, false, WH_CMD_BUILD | WH_CMD_REPEAT},
+	{"block-tactics", required_argument, WH_OPT_BLOCK_TACTICS, false, WH_CMD_BUILD, WH_PATH_READ},
 };
 
 bool wh_cli_options_for(uint32_t cmd, struct option *longopts, size_t n_longopts, char *shortopts, size_t n_shortopts)

@@ -48,6 +48,7 @@ static const char *opt_name(int code)
 	case WH_RUN_OPT_VALIDATE: return "validate";
 	case WH_RUN_OPT_FILL_MISSING: return "fill-missing";
 	case WH_RUN_OPT_DEVICE: return "device";
+	case WH_RUN_OPT_ALLOW_REDUCED: return "allow-reduced-precision-reduction";
 	default: return "?";
 	}
 }
@@ -184,6 +185,7 @@ static enum wh_status parse_one(struct wh_run_opts *o, int c, const char *arg)
 	case WH_RUN_OPT_FILL_MISSING: o->fill_missing = true; return WH_OK;
 	case WH_RUN_OPT_DEVICE:
 		return parse_device(o, arg);
+	case WH_RUN_OPT_ALLOW_REDUCED: o->allow_reduced = true; return WH_OK;
 	case WH_RUN_OPT_THREADS:
 		if (!wh_cli_parse_int(arg, 1, 1024, &v))
 			return bad_value(o, c, arg, "not an integer from 1 to 1024 (give a thread count such as 4)");
@@ -288,7 +290,7 @@ enum wh_status wh_run_opts_precision(struct wh_run_opts *o, const struct wh_mode
 struct wh_engine_options wh_run_opts_engine(const struct wh_run_opts *o, bool reduced)
 {
 	struct wh_engine_options eo = {.threads = o->threads, .precision = reduced ? &o->config : NULL,
-				       .cuda = o->cuda, .cuda_device = o->cuda_device};
+				       .cuda = o->cuda, .cuda_device = o->cuda_device, .allow_reduced_reduction = o->allow_reduced};
 	return eo;
 }
 

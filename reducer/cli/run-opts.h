@@ -44,6 +44,7 @@ enum wh_run_opt {
 	WH_RUN_OPT_VALIDATE,
 	WH_RUN_OPT_FILL_MISSING,
 	WH_RUN_OPT_DEVICE,
+	WH_RUN_OPT_ALLOW_REDUCED,
 	WH_RUN_OPT_END,
 };
 
@@ -64,6 +65,7 @@ struct wh_run_opts {
 	bool cuda;                 /* --device cuda[:N] (checked when given: the module loads
 				    * and the GPU starts) */
 	int cuda_device;
+	bool allow_reduced;        /* --allow-reduced-precision-reduction (GPU tactics) */
 	struct wh_compare_options compare;
 	struct wh_calib_opts calib;
 	struct wh_precision_config config; /* wh_run_opts_precision fills it */
