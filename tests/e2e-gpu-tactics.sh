@@ -55,10 +55,11 @@ if [ -n "$b0" ] && [ -n "$g0" ]; then
 	cp "$tmp/out" "$log/diff-tactics.txt"
 	grep -q "long_matmul" "$tmp/out" && ok "diff-tactics names long_matmul" || bad "diff-tactics: $(head -3 "$tmp/out")"
 fi
-# blocking every -acc16 tactic of the layer (what the block list names, and the rest): good builds only
+# blocking every -acc16 tactic the layer has (inspect's list: the builds above drew only some
+# of them, and a build may draw another): good builds only
 {
 	echo '{"format": "whittle-blocklist", "version": 1, "blocked": ['
-	grep -ho '"lt-[^"]*-acc16"' "$tmp"/lr/*/build_*.json | sort -u | sed 's/.*/{"layer": "long_matmul", "tactic": &, "why": "fp16 accumulation"}/' | paste -sd, -
+	grep -o 'lt-[A-Za-z0-9-]*-acc16' "$log/inspect-long.txt" | sort -u | sed 's/.*/{"layer": "long_matmul", "tactic": "&", "why": "fp16 accumulation"}/' | paste -sd, -
 	echo ']}'
 } >"$tmp/lr/all-acc16.json"
 run timeout 60 "$W" build "$lr" "${opts[@]}" --until 5 --timing-tolerance inf --artifacts-dir "$tmp/lr2" --block-tactics "$tmp/lr/all-acc16.json" --no-confirm
