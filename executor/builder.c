@@ -180,6 +180,44 @@ static uint64_t splitmix(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
+/* The tactic a build takes among n timed ones (ms: median times): any within the timing
+ * tolerance of the fastest, the build's seed choosing among them (an infinite tolerance: the
+ * seed alone), so timing noise and the seed decide near ties as on a real builder. */
+static uint32_t pick_timed(struct wh_build_state *b, const double *ms, uint32_t n)
+{
+	double best = ms[0];
+	for (uint32_t i = 1; i < n; i++)
+		if (ms[i] < best)
+			best = ms[i];
+	double tol = b->bo ? b->bo->timing_tolerance : 0.05;
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < n; i++)
+		k += isinf(tol) || ms[i] <= best * (1 + tol) + 1e-9;
+	/* none: unreachable with finite, non-negative times; the first then (never divide by zero) */
+	if (!k)
+		return 0;
+	uint32_t r = (uint32_t)(splitmix(&b->rng) % k);
+	for (uint32_t i = 0; i < n; i++)
+		if ((isinf(tol) || ms[i] <= best * (1 + tol) + 1e-9) && r-- == 0)
+			return i;
+	return 0;
+}
+
+/* A replay names layers: a layer without a name, or one sharing it, would be pinned to
+ * another's tactic, so a build refuses it (as the precision search does). */
+static enum wh_status check_layer_name(const struct wh_build_state *b, const struct wh_node *n)
+{
+	const char *lname = n->name;
+	if (!lname || !*lname)
+		return wh_error(WH_ERR_INVALID, "model: a %s layer has no name, and a tactic replay names layers (give every node a unique name)",
+				n->op_type);
+	for (uint32_t i = b->plan_first; i < b->plan->n; i++)
+		if (!strcmp(b->plan->c[i].layer, lname))
+			return wh_error(WH_ERR_INVALID, "model: two layers are named '%s', and a tactic replay names layers (give every node a unique name)",
+					lname);
+	return WH_OK;
+}
+
 /* The tactic chooser (struct wh_tactic_chooser) the runtime asks at every layer with
  * tactics: times the eligible tactics of the node (ctx holds its actual inputs), records the
  * choice in the plan and returns it (NULL when none is eligible: the op's default runs). */
@@ -265,33 +303,11 @@ static enum wh_status choose(void *state, struct wh_kernel_ctx *ctx, const struc
 		}
 	}
 	ctx->tactic = NULL;
-	double best = ms[0];
-	for (uint32_t i = 1; i < n; i++)
-		if (ms[i] < best)
-			best = ms[i];
-	double tol = b->bo ? b->bo->timing_tolerance : 0.05;
-	uint32_t near[64], k = 0;
-	for (uint32_t i = 0; i < n; i++)
-		if (isinf(tol) || ms[i] <= best * (1 + tol) + 1e-9) /* inf: the seed alone picks */
-			near[k++] = i;
-	if (!k) /* unreachable with finite, non-negative times; never divide by zero */
-		for (uint32_t i = 0; i < n && !k; i++)
-			if (!(ms[i] > best))
-				near[k++] = i;
-	if (!k)
-		near[k++] = 0;
-	uint32_t pick = near[splitmix(&b->rng) % k];
+	uint32_t pick = pick_timed(b, ms, n);
 	*out = eligible[pick];
-	/* a replay names layers: a layer without a name, or one sharing it, would be pinned to
-	 * another's tactic (so say so, as the precision search does) */
-	const char *lname = ctx->node->name;
-	if (!lname || !*lname)
-		return wh_error(WH_ERR_INVALID, "model: a %s layer has no name, and a tactic replay names layers (give every node a unique name)",
-				ctx->node->op_type);
-	for (uint32_t i = b->plan_first; i < b->plan->n; i++)
-		if (!strcmp(b->plan->c[i].layer, lname))
-			return wh_error(WH_ERR_INVALID, "model: two layers are named '%s', and a tactic replay names layers (give every node a unique name)",
-					lname);
+	enum wh_status st = check_layer_name(b, ctx->node);
+	if (st != WH_OK)
+		return st;
 	return wh_tactic_plan_set(b->plan, ctx->node->name, ctx->node->op_type, eligible[pick]->name, eligible[pick]->id, ms[pick]);
 }
 
@@ -349,29 +365,14 @@ static enum wh_status choose_gpu(void *state, const struct wh_kernel_ctx *ctx, i
 			b->cache->dirty = true;
 		}
 	}
-	double best = ms[0];
-	for (uint32_t i = 1; i < n; i++)
-		if (ms[i] < best)
-			best = ms[i];
-	double tol = b->bo ? b->bo->timing_tolerance : 0.05;
-	uint32_t near[WHCU_MAX_TACTICS], k = 0;
-	for (uint32_t i = 0; i < n; i++)
-		if (isinf(tol) || ms[i] <= best * (1 + tol) + 1e-9)
-			near[k++] = i;
-	if (!k)
-		near[k++] = 0;
-	uint32_t pick = near[splitmix(&b->rng) % k];
+	uint32_t pick = pick_timed(b, ms, n);
 	*pick_out = idx[pick];
+	enum wh_status st = check_layer_name(b, ctx->node);
+	if (st != WH_OK)
+		return st;
 	const char *lname = ctx->node->name;
-	if (!lname || !*lname)
-		return wh_error(WH_ERR_INVALID, "model: a %s layer has no name, and a tactic replay names layers (give every node a unique name)",
-				ctx->node->op_type);
-	for (uint32_t i = b->plan_first; i < b->plan->n; i++)
-		if (!strcmp(b->plan->c[i].layer, lname))
-			return wh_error(WH_ERR_INVALID, "model: two layers are named '%s', and a tactic replay names layers (give every node a unique name)",
-					lname);
 	const struct whcu_tactic *t = &list[idx[pick]];
-	enum wh_status st = wh_tactic_plan_set(b->plan, lname, ctx->node->op_type, t->name, 0, ms[pick]);
+	st = wh_tactic_plan_set(b->plan, lname, ctx->node->op_type, t->name, 0, ms[pick]);
 	if (st == WH_OK)
 		st = wh_tactic_plan_note(b->plan, lname, t->notes, t->flags & ~(uint32_t)WHCU_TAC_DEFAULT);
 	return st;
