@@ -129,6 +129,15 @@ if [ "$rc" -eq 0 ] && grep -q '^validate: PASS' "$tmp/out" && grep -q '^compare:
 else
 	bad "run --validate --compare fp32 --atol 1e-3: exit $rc, $(tr '\n' ' ' <"$tmp/out" | head -c 300)"
 fi
+# --compare fp32 of an FP32 run compares the model with itself: said on stderr, so its PASS is
+# not mistaken for a verdict; with a reduced precision it is a real comparison, and not said
+if grep -q 'compare fp32: this run is the FP32 run.*compares the model with itself' "$tmp/err"; then
+	ok "run --compare fp32 at fp32: says it compares the model with itself"
+else
+	bad "run --compare fp32 at fp32: no line saying it compares the model with itself"
+fi
+run "$whittle" run "$m" --precision fp16 --compare fp32 --atol 1
+if [ "$rc" -eq 0 ] && ! grep -q 'compares the model with itself' "$tmp/err"; then ok "run --precision fp16 --compare fp32: no such line"; else bad "run --precision fp16 --compare fp32: exit $rc or the self-comparison line"; fi
 no_tol="--validate fails only on NaN/Inf where FP32 is finite, so no tolerance applies (drop one of them)"
 for cmd in reduce precision triage; do
 	# shellcheck disable=SC2086

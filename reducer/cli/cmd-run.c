@@ -208,6 +208,12 @@ static enum wh_status report(struct wh_run_cmd *x, const struct wh_model *m, str
 	if (x->save_outputs && (st = wh_tensor_set_write_dir_for(x->save_outputs, NULL, m->graph, true, results)) != WH_OK)
 		return st;
 	bool invalid = x->validate && !wh_run_validate(results);
+	if (x->compare && !strcmp(x->compare, "fp32") && !eo->precision && !eo->tactics && !eo->faulty_tactic && !eo->cuda)
+		/* the same engine twice: a PASS would say nothing (a strongly typed fp16 model's own
+		 * types are not a --precision: its FP32 reference is itself) */
+		wh_warn("run: --compare fp32: this run is the FP32 run (every layer at fp32, no tactics pinned, on the CPU), so it "
+			"compares the model with itself (give --precision, --layer-precisions, --load-tactics or --device; for a "
+			"converted model, --compare DIR with the original's FP32 outputs)");
 	if (x->compare) {
 		struct wh_tensor_set ref;
 		wh_tensor_set_init(&ref);
