@@ -61,6 +61,16 @@ struct wh_kernel_ctx {
 	 * the same memory and bytes for the engine's life, as an initializer's are: the GEMM
 	 * packs (a widened fp16 weight's Cast feeding a MatMul) may key a copy by it. */
 	uint32_t const_inputs;
+	/* A QDQ convolution (executor/qdq.h): the 8-bit tensors its dequantized inputs 0 and 1
+	 * were made from, with their scales and zero points; NULL otherwise. Set by the runtime
+	 * for a linked layer that runs at FP32 on the CPU, with its DequantizeLinear producers
+	 * at FP32 (an emulated layer reads its rounded float inputs instead). */
+	const struct wh_qdq_inputs *qdq;
+};
+
+struct wh_qdq_inputs {
+	const struct wh_tensor *xq, *xs, *xz; /* xz NULL: zero */
+	const struct wh_tensor *wq, *ws, *wz; /* wz NULL: zero; ws 1 or M values */
 };
 
 /* Packed copies of constant GEMM operands (the B of MatMul and Gemm, the weights of Conv as

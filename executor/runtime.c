@@ -13,6 +13,7 @@
 #include "executor/gpu.h"
 #include "executor/kernel.h"
 #include "executor/precision.h"
+#include "executor/qdq.h"
 #include "executor/tactic-plan.h"
 #include "executor/threadpool.h"
 #include "graph/blob.h"
@@ -56,6 +57,8 @@ struct plan {
 	 * absent (WH_NONE: never skipped). NULL when the plan fuses nothing. */
 	struct wh_epilogue *epi;
 	uint32_t *fused_out, *fused_skip;
+	/* QDQ convolutions (executor/qdq.h): per node id, NULL when the graph has none */
+	struct wh_qdq_link *qdq;
 
 	/* Constant layers (plan_constants): per node id, CONST_NO, or CONST_YES until the first
 	 * run computes the layer (CONST_LATER until the second for a large one), then CONST_CACHED
@@ -221,6 +224,7 @@ static void plan_destroy(struct plan *p)
 	free(p->epi);
 	free(p->fused_out);
 	free(p->fused_skip);
+	free(p->qdq);
 	wh_emul_cache_release(&p->emul);
 	free(p->order);
 	free(p->kernels);
@@ -580,6 +584,45 @@ static enum wh_status plan_fusions(struct plan *p, const struct plan_readers *r)
 	return WH_OK;
 }
 
+/* Links the QDQ convolutions (executor/qdq.h); a linked Conv reads its 8-bit data input
+ * itself, which then lives until the Conv's step. */
+static enum wh_status plan_qdq(struct plan *p)
+{
+	const struct wh_graph *g = p->g;
+	if (!(p->qdq = malloc(((size_t)g->n_nodes + 1) * sizeof *p->qdq)))
+		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+	if (!wh_qdq_find(g, p->opsets, p->inits, p->qdq)) {
+		free(p->qdq);
+		p->qdq = NULL;
+		return WH_OK;
+	}
+	for (uint32_t s = 0; s < g->n_nodes; s++) {
+		uint32_t xq = p->qdq[p->order[s]].xq;
+		if (xq != WH_NONE && (p->last_use[xq] == WH_NONE || p->last_use[xq] < s))
+			p->last_use[xq] = s;
+	}
+	return WH_OK;
+}
+
+/* The 8-bit inputs of node nid when it runs as a QDQ convolution here: linked, on the CPU,
+ * at FP32 with its DequantizeLinear producers; false otherwise. */
+static bool qdq_inputs(const struct wh_frame *f, uint32_t nid, struct wh_qdq_inputs *q)
+{
+	const struct plan *p = f->plan;
+	const struct wh_qdq_link *l = p->qdq ? &p->qdq[nid] : NULL;
+	if (!l || l->dqx == WH_NONE || f->dv || !wh_value_present(&f->vals[l->xq]))
+		return false;
+	if (p->exec_prec)
+		for (int i = 0; i < 3; i++) {
+			uint32_t id = i == 0 ? nid : i == 1 ? l->dqx : l->dqw;
+			if (p->exec_prec[id] != WH_PREC_FP32 || p->out_prec[id] != WH_PREC_FP32)
+				return false;
+		}
+	*q = (struct wh_qdq_inputs){&f->vals[l->xq], &p->inits[l->xs], l->xz != WH_NONE ? &p->inits[l->xz] : NULL,
+				    &p->inits[l->wq], &p->inits[l->ws], l->wz != WH_NONE ? &p->inits[l->wz] : NULL};
+	return true;
+}
+
 static int cmp_blob(const void *a, const void *b)
 {
 	uintptr_t x = (uintptr_t)*(const struct wh_blob *const *)a, y = (uintptr_t)*(const struct wh_blob *const *)b;
@@ -732,6 +775,8 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 				p->init_blobs[p->n_init_blobs++] = p->inits[v].blob;
 		qsort(p->init_blobs, p->n_init_blobs, sizeof *p->init_blobs, cmp_blob);
 	}
+	if ((st = plan_qdq(p)) != WH_OK)
+		goto out;
 	struct plan_readers readers = {0};
 	if ((st = plan_readers_init(p, &readers)) != WH_OK)
 		goto out;
@@ -1275,6 +1320,17 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 		bool fused = false; /* the kernel applied p->epi[nid]: output 0 is the activation's */
 		bool constant = false; /* outputs taken from the plan's constants */
 		ctx.precision = p->exec_prec ? p->exec_prec[nid] : WH_PREC_FP32;
+		struct wh_qdq_inputs qdq;
+		if (qdq_inputs(f, nid, &qdq)) {
+			/* its tactic is the integer one (the float tactics are not eligible) */
+			ctx.qdq = &qdq;
+			for (uint32_t t = 0; t < p->kernels[nid]->n_tactics && !ctx.tactic; t++) {
+				const struct wh_tactic *tc = &p->kernels[nid]->tactics[t];
+				if (tc->eligible && tc->eligible(&ctx))
+					ctx.tactic = tc;
+			}
+			run = ctx.tactic ? ctx.tactic->run : run;
+		}
 		if (p->pinned && p->pinned[nid]) {
 			ctx.tactic = p->pinned[nid];
 			if (ctx.tactic->eligible && !ctx.tactic->eligible(&ctx)) {

@@ -1909,8 +1909,12 @@ out:
 	return st;
 }
 
+static enum wh_status conv_qdq_run(struct wh_kernel_ctx *ctx);
+
 static enum wh_status conv_run(struct wh_kernel_ctx *ctx)
 {
+	if (ctx->qdq)
+		return conv_qdq_run(ctx);
 	return conv_common(ctx, false, ctx->cpu, WH_CONV_AUTO);
 }
 
@@ -1924,7 +1928,12 @@ static enum wh_status conv_transpose_run(struct wh_kernel_ctx *ctx)
 static bool tac_float(const struct wh_kernel_ctx *ctx)
 {
 	const struct wh_tensor *x = wh_kin(ctx, 0);
-	return x && (x->dtype == WH_DT_FLOAT || is_half(x->dtype));
+	return x && !ctx->qdq && (x->dtype == WH_DT_FLOAT || is_half(x->dtype));
+}
+
+static bool conv_qdq_ok(const struct wh_kernel_ctx *ctx)
+{
+	return ctx->qdq != NULL;
 }
 
 static bool tac_isa_ok(const struct wh_kernel_ctx *ctx, enum wh_isa isa)
@@ -1990,6 +1999,10 @@ static const struct wh_tactic conv_tactics[] = {
 	 conv_dw_ok_avx2, conv_dw_avx2},
 	{6, "conv-dw-direct-avx512", "direct depthwise, planes in MLAS's single-row order (same bits as conv-gemm-avx512)",
 	 conv_dw_ok_avx512, conv_dw_avx512},
+	/* the one tactic of a QDQ convolution (executor/qdq.h), the others' only where not */
+	{20, "conv-qdq-int8", "QDQ convolution on the 8-bit values: exact int32 sums (integer GEMM: VNNI, AVX2 or "
+	 "scalar, the same bits), then float32 (float)acc * (x_scale * w_scale[m]) + bias[m], two roundings",
+	 conv_qdq_ok, conv_qdq_run},
 	/* more orders and algorithms (executor/ops/conv-tactics*.c) */
 	WH_CONV_EXTRA_TACTICS,
 	WH_CONV_FP16ACC_TACTICS,
@@ -2158,6 +2171,80 @@ static enum wh_status qlinear_conv_run(struct wh_kernel_ctx *ctx)
 out:
 	free(acc);
 	return st;
+}
+
+/* ---- QDQ convolutions (executor/qdq.h) ---- */
+
+struct qdq_rows {
+	const struct wh_cpu_features *cpu;
+	float *y; /* the int32 sums in place */
+	const float *mult, *bias;
+	size_t P, M;
+	const struct wh_out_round *round;
+};
+
+static void qdq_rows_task(void *arg, size_t begin, size_t end)
+{
+	const struct qdq_rows *j = arg;
+	for (size_t r = begin; r < end; r++) {
+		size_t m = r % j->M;
+		float *y = j->y + r * j->P;
+		wh_q_scale_bias((const int32_t *)(const void *)y, j->P, j->mult[m], j->bias ? j->bias[m] : 0.0f,
+				j->bias != NULL, y, j->cpu);
+		wh_out_round_apply(j->round, y, j->P);
+	}
+}
+
+/* y = float(conv(xq - zx, wq - zw[m])) * (x_scale * w_scale[m]) + B[m], the sums exact in
+ * int32 (wh_qconv). Inputs that do not fit (types, shapes, ranks above 2) run the float
+ * Conv on the dequantized tensors, as any unlinked Conv. */
+static enum wh_status conv_qdq_run(struct wh_kernel_ctx *ctx)
+{
+	const struct wh_qdq_inputs *q = ctx->qdq;
+	const struct wh_tensor *x = q ? q->xq : NULL, *w = q ? q->wq : NULL, *b = wh_kin(ctx, 2);
+	const struct wh_tensor *fx = wh_kin(ctx, 0), *fw = wh_kin(ctx, 1);
+	struct wh_conv_shape s;
+	if (!q || !fx || !fw || fx->dtype != WH_DT_FLOAT || fw->dtype != WH_DT_FLOAT || !is_8bit(x) || !is_8bit(w) ||
+	    x->rank != fx->rank || memcmp(x->dims, fx->dims, (size_t)x->rank * sizeof x->dims[0]) ||
+	    (q->xz && q->xz->dtype != x->dtype) || (q->wz && q->wz->dtype != w->dtype) ||
+	    (b && (b->dtype != WH_DT_FLOAT || b->rank != 1 || b->dims[0] != w->dims[0])) || x->rank < 3 || x->rank > 4)
+		goto floating;
+	enum wh_status st = conv_geometry(ctx, x, w, false, &s);
+	if (st)
+		return st;
+	if (q->ws->count != 1 && q->ws->count != (uint64_t)s.M)
+		goto floating;
+	int64_t yd[WH_MAX_RANK];
+	out_dims(&s, yd);
+	if ((st = wh_kernel_out_alloc(ctx, 0, WH_DT_FLOAT, x->rank, yd)))
+		return st;
+	struct wh_tensor *y = &ctx->outputs[0];
+	size_t M = (size_t)s.M;
+	int32_t *zw = malloc((M ? M : 1) * (sizeof(int32_t) + sizeof(float)));
+	if (!zw)
+		return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the zero points");
+	float *mult = (float *)(void *)(zw + M);
+	float xs = *(const float *)q->xs->data;
+	int32_t zx = q->xz ? (int32_t)wh_tensor_get_i64(q->xz, 0) : 0;
+	for (size_t m = 0; m < M; m++) {
+		uint64_t i = q->ws->count == 1 ? 0 : m;
+		zw[m] = q->wz ? (int32_t)wh_tensor_get_i64(q->wz, i) : 0;
+		mult[m] = xs * ((const float *)q->ws->data)[i];
+	}
+	st = wh_qconv(ctx->cpu, ctx->pool, &s, x->data, x->dtype == WH_DT_INT8, zx, w->data, w->dtype == WH_DT_INT8, zw,
+		      NULL, (int32_t *)y->data);
+	if (st == WH_OK) {
+		struct qdq_rows j = {ctx->cpu, y->data, mult, b ? b->data : NULL, (size_t)prod_dims(s.out, s.nsp), M,
+				     ctx->round_out};
+		wh_parallel_for(ctx->pool, (size_t)s.N * M, wh_grain_for(j.P), qdq_rows_task, &j);
+		ctx->outputs_rounded = ctx->round_out != NULL;
+	}
+	free(zw);
+	if (st == WH_ERR_NOMEM)
+		return wh_kernel_fail(ctx, st, "out of memory for the packed columns");
+	return st;
+floating:
+	return conv_common(ctx, false, ctx->cpu, WH_CONV_AUTO);
 }
 
 const struct wh_op_def wh_ops_conv[] = {

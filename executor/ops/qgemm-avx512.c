@@ -208,3 +208,15 @@ void wh_q_minmax_avx512(const float *x, size_t n, float *lo_out, float *hi_out)
 	*lo_out = rl;
 	*hi_out = rh;
 }
+
+void wh_q_scale_bias_avx512(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float *y)
+{
+	const __m512 m = _mm512_set1_ps(mult), b = _mm512_set1_ps(bias);
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512((const void *)(acc + i))), m);
+		_mm512_storeu_ps(y + i, has_bias ? _mm512_add_ps(v, b) : v);
+	}
+	if (i < n)
+		wh_q_scale_bias_scalar(acc + i, n - i, mult, bias, has_bias, y + i);
+}

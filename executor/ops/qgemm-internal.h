@@ -146,6 +146,15 @@ void wh_q_dequant_scalar(const void *x, bool x_s8, size_t n, int32_t zp, float s
 void wh_q_dequant_avx2(const void *x, bool x_s8, size_t n, int32_t zp, float scale, float *y);
 void wh_q_dequant_avx512(const void *x, bool x_s8, size_t n, int32_t zp, float scale, float *y);
 
+/* The float result of a QDQ convolution (executor/qdq.h): y[i] = (float)acc[i] * mult,
+ * then + bias when has_bias; two roundings in that order (no FMA) on every ISA, so every ISA
+ * gives the scalar bits. y may be acc's own memory (same index, read before written). */
+void wh_q_scale_bias(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float *y,
+		     const struct wh_cpu_features *cpu);
+void wh_q_scale_bias_scalar(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float *y);
+void wh_q_scale_bias_avx2(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float *y);
+void wh_q_scale_bias_avx512(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float *y);
+
 /* DynamicQuantizeLinear's range: *lo = min(0, x...), *hi = max(0, x...), NaN ignored (the
  * order of a min and a max does not matter, so any split gives the same answer). */
 void wh_q_minmax(const float *x, size_t n, float *lo, float *hi, const struct wh_cpu_features *cpu);

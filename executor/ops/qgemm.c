@@ -218,6 +218,25 @@ void wh_q_dequant_scalar(const void *x, bool x_s8, size_t n, int32_t zp, float s
 	}
 }
 
+void wh_q_scale_bias(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float *y,
+		     const struct wh_cpu_features *cpu)
+{
+	if (cpu && cpu->isa >= WH_ISA_AVX512)
+		wh_q_scale_bias_avx512(acc, n, mult, bias, has_bias, y);
+	else if (use_avx2(cpu))
+		wh_q_scale_bias_avx2(acc, n, mult, bias, has_bias, y);
+	else
+		wh_q_scale_bias_scalar(acc, n, mult, bias, has_bias, y);
+}
+
+void wh_q_scale_bias_scalar(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float *y)
+{
+	for (size_t i = 0; i < n; i++) {
+		float v = (float)acc[i] * mult;
+		y[i] = has_bias ? v + bias : v;
+	}
+}
+
 void wh_q_minmax(const float *x, size_t n, float *lo, float *hi, const struct wh_cpu_features *cpu)
 {
 	if (cpu && cpu->isa >= WH_ISA_AVX512)
