@@ -51,12 +51,119 @@ VNNI static inline __attribute__((always_inline)) void tile(const struct wh_qg_a
 	}
 }
 
+static inline int32_t ld4(const uint8_t *p)
+{
+	int32_t v;
+	__builtin_memcpy(&v, p, 4);
+	return v;
+}
+
+/* The full tile, 4 rows x 4 whole panels, with its 16 accumulators named (an array of them
+ * made GCC copy registers around every vpdpbusd): the same sums as tile(). */
+VNNI static void tile4x4(const struct wh_qg_args *a, size_t m, size_t j)
+{
+	size_t kp = a->kp;
+	__m512i c00 = _mm512_setzero_si512();
+	__m512i c01 = _mm512_setzero_si512();
+	__m512i c02 = _mm512_setzero_si512();
+	__m512i c03 = _mm512_setzero_si512();
+	__m512i c10 = _mm512_setzero_si512();
+	__m512i c11 = _mm512_setzero_si512();
+	__m512i c12 = _mm512_setzero_si512();
+	__m512i c13 = _mm512_setzero_si512();
+	__m512i c20 = _mm512_setzero_si512();
+	__m512i c21 = _mm512_setzero_si512();
+	__m512i c22 = _mm512_setzero_si512();
+	__m512i c23 = _mm512_setzero_si512();
+	__m512i c30 = _mm512_setzero_si512();
+	__m512i c31 = _mm512_setzero_si512();
+	__m512i c32 = _mm512_setzero_si512();
+	__m512i c33 = _mm512_setzero_si512();
+	const int8_t *p = a->p + j * kp * WH_QG_NR;
+	const uint8_t *rw = a->r + m * kp;
+	for (size_t k = 0; k < kp; k += 4) {
+		const int8_t *pk = p + k * WH_QG_NR;
+		__m512i p0 = _mm512_loadu_si512((const void *)pk);
+		__m512i p1 = _mm512_loadu_si512((const void *)(pk + kp * WH_QG_NR));
+		__m512i p2 = _mm512_loadu_si512((const void *)(pk + 2 * kp * WH_QG_NR));
+		__m512i p3 = _mm512_loadu_si512((const void *)(pk + 3 * kp * WH_QG_NR));
+		__m512i b;
+		b = _mm512_set1_epi32(ld4(rw + 0 * kp + k));
+		c00 = _mm512_dpbusd_epi32(c00, b, p0);
+		c01 = _mm512_dpbusd_epi32(c01, b, p1);
+		c02 = _mm512_dpbusd_epi32(c02, b, p2);
+		c03 = _mm512_dpbusd_epi32(c03, b, p3);
+		b = _mm512_set1_epi32(ld4(rw + 1 * kp + k));
+		c10 = _mm512_dpbusd_epi32(c10, b, p0);
+		c11 = _mm512_dpbusd_epi32(c11, b, p1);
+		c12 = _mm512_dpbusd_epi32(c12, b, p2);
+		c13 = _mm512_dpbusd_epi32(c13, b, p3);
+		b = _mm512_set1_epi32(ld4(rw + 2 * kp + k));
+		c20 = _mm512_dpbusd_epi32(c20, b, p0);
+		c21 = _mm512_dpbusd_epi32(c21, b, p1);
+		c22 = _mm512_dpbusd_epi32(c22, b, p2);
+		c23 = _mm512_dpbusd_epi32(c23, b, p3);
+		b = _mm512_set1_epi32(ld4(rw + 3 * kp + k));
+		c30 = _mm512_dpbusd_epi32(c30, b, p0);
+		c31 = _mm512_dpbusd_epi32(c31, b, p1);
+		c32 = _mm512_dpbusd_epi32(c32, b, p2);
+		c33 = _mm512_dpbusd_epi32(c33, b, p3);
+	}
+	{
+		size_t c0 = (j + 0) * WH_QG_NR;
+		__m512i zp = _mm512_loadu_si512((const void *)(a->zp + c0));
+		__m512i cs = _mm512_loadu_si512((const void *)(a->colsum + c0));
+		__m512i acc4[4] = {c00, c10, c20, c30};
+		for (int r = 0; r < 4; r++) {
+			__m512i v = _mm512_sub_epi32(acc4[r], _mm512_mullo_epi32(zp, _mm512_set1_epi32(a->rowfix[m + (size_t)r])));
+			v = _mm512_sub_epi32(v, _mm512_mullo_epi32(cs, _mm512_set1_epi32(a->zr[m + (size_t)r])));
+			_mm512_storeu_si512((void *)(a->c + (m + (size_t)r) * a->ldc + c0), v);
+		}
+	}
+	{
+		size_t c0 = (j + 1) * WH_QG_NR;
+		__m512i zp = _mm512_loadu_si512((const void *)(a->zp + c0));
+		__m512i cs = _mm512_loadu_si512((const void *)(a->colsum + c0));
+		__m512i acc4[4] = {c01, c11, c21, c31};
+		for (int r = 0; r < 4; r++) {
+			__m512i v = _mm512_sub_epi32(acc4[r], _mm512_mullo_epi32(zp, _mm512_set1_epi32(a->rowfix[m + (size_t)r])));
+			v = _mm512_sub_epi32(v, _mm512_mullo_epi32(cs, _mm512_set1_epi32(a->zr[m + (size_t)r])));
+			_mm512_storeu_si512((void *)(a->c + (m + (size_t)r) * a->ldc + c0), v);
+		}
+	}
+	{
+		size_t c0 = (j + 2) * WH_QG_NR;
+		__m512i zp = _mm512_loadu_si512((const void *)(a->zp + c0));
+		__m512i cs = _mm512_loadu_si512((const void *)(a->colsum + c0));
+		__m512i acc4[4] = {c02, c12, c22, c32};
+		for (int r = 0; r < 4; r++) {
+			__m512i v = _mm512_sub_epi32(acc4[r], _mm512_mullo_epi32(zp, _mm512_set1_epi32(a->rowfix[m + (size_t)r])));
+			v = _mm512_sub_epi32(v, _mm512_mullo_epi32(cs, _mm512_set1_epi32(a->zr[m + (size_t)r])));
+			_mm512_storeu_si512((void *)(a->c + (m + (size_t)r) * a->ldc + c0), v);
+		}
+	}
+	{
+		size_t c0 = (j + 3) * WH_QG_NR;
+		__m512i zp = _mm512_loadu_si512((const void *)(a->zp + c0));
+		__m512i cs = _mm512_loadu_si512((const void *)(a->colsum + c0));
+		__m512i acc4[4] = {c03, c13, c23, c33};
+		for (int r = 0; r < 4; r++) {
+			__m512i v = _mm512_sub_epi32(acc4[r], _mm512_mullo_epi32(zp, _mm512_set1_epi32(a->rowfix[m + (size_t)r])));
+			v = _mm512_sub_epi32(v, _mm512_mullo_epi32(cs, _mm512_set1_epi32(a->zr[m + (size_t)r])));
+			_mm512_storeu_si512((void *)(a->c + (m + (size_t)r) * a->ldc + c0), v);
+		}
+	}
+}
+
 /* Panels [j, j + NP) against every row: the panels stay in L1 while the rows stream by. */
 #define TILE_COLS(NP)                                                     \
 	do {                                                              \
 		size_t m = m0;                                            \
 		for (; m + 4 <= m1; m += 4)                               \
-			tile(a, m, j, 4, NP);                             \
+			if (NP == 4 && (j + 4) * WH_QG_NR <= a->n)        \
+				tile4x4(a, m, j);                         \
+			else                                              \
+				tile(a, m, j, 4, NP);                     \
 		switch (m1 - m) {                                         \
 		case 3: tile(a, m, j, 3, NP); break;                      \
 		case 2: tile(a, m, j, 2, NP); break;                      \
