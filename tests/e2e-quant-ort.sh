@@ -101,6 +101,21 @@ else
 	bad "qdq: the logits differ with --mark-all ($h1 / $h2)"
 fi
 
+# The fp16-stored CNN (float16 weights, each widened by a Cast): ONNX Runtime's logits within
+# 1e-5, and the 16 Casts are constant layers from the first run on (their widened weights are
+# kept, and the Convs pack the kept tensor as they would an initializer: const_inputs).
+model=$tmp/m/quant-cnn-fp16.onnx
+mkdir -p "$tmp/fp16/in" "$tmp/fp16/opt"
+ortrun "$model" "$tmp/fp16/in" "$tmp/fp16/opt"
+run "$WHITTLE" run "$model" --load-inputs "$tmp/fp16/in" --compare "$tmp/fp16/opt" --atol 1e-5 --rtol 1e-5
+if [ "$rc" = 0 ] && grep -q '^PASS logits' "$tmp/out"; then
+	ok "fp16: logits within 1e-5 of ONNX Runtime's"
+else
+	bad "fp16: logits within 1e-5 of ONNX Runtime's"
+fi
+n=$("$WHITTLE" run "$model" --load-inputs "$tmp/fp16/in" --profile 2>&1 | grep -c ' Cast  *constant ' || true)
+[ "$n" = 16 ] && ok "fp16: 16 Casts of weights are constant layers" || bad "fp16: $n of 16 Casts are constant layers"
+
 # A test that cannot fail is a defect: a wrong zero point on one weight must be caught.
 /usr/bin/python3 - "$tmp/m/quant-cnn-dynamic.onnx" "$tmp/broken.onnx" <<'PY'
 import sys
