@@ -369,30 +369,96 @@ static void split_planes(void *arg, size_t begin, size_t end)
 	}
 }
 
-/* Columns [n0, n0 + nb) of the column matrix of image n, group g, as a K x nb block: one
- * copy per tap and output row. */
-static void im2col(const struct qconv_job *j, size_t plane0, size_t n0, size_t nb, uint8_t *col)
+/* The panels of columns [n0, n0 + cnt) of the column matrix of image n, group g (planes from
+ * plane0), straight from the split planes: what im2col then wh_qg_pack give, without the
+ * column buffer. Per group of 4 k, 16 columns at a time: 4 loads and the byte interleave of
+ * wh_qg_pack where the 16 columns lie in one output row, two loads blended where they span
+ * two (the split planes have 64 bytes of slack at the end), byte by byte otherwise. */
+static void im2col_pack(const struct qconv_job *j, size_t plane0, size_t n0, size_t cnt, int8_t *pan)
 {
+	static const uint8_t masks[32] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+					  0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
 	struct geo2 g;
 	geo2_of(j->s, &g);
-	size_t Cg = (size_t)(j->s->C / j->s->G), sw = j->sw, wr = j->wr, OW = (size_t)g.OW;
-	size_t k = 0;
-	for (size_t ci = 0; ci < Cg; ci++) {
-		const uint8_t *pc = j->xs + (plane0 + ci) * j->hp * sw * wr;
-		for (int64_t kh = 0; kh < g.KH; kh++)
-			for (int64_t kw = 0; kw < g.KW; kw++, k++) {
-				uint8_t *d = col + k * nb;
-				size_t q = (size_t)(kw * g.dw) % sw, off = (size_t)(kw * g.dw) / sw;
-				size_t n = n0, end = n0 + nb;
-				while (n < end) {
-					size_t oh = n / OW, ow0 = n % OW;
-					size_t cnt = OW - ow0 < end - n ? OW - ow0 : end - n;
-					size_t rowp = oh * (size_t)g.sh + (size_t)(kh * g.dh);
-					memcpy(d, pc + rowp * sw * wr + q * wr + ow0 + off, cnt);
-					d += cnt;
-					n += cnt;
+	size_t OW = (size_t)g.OW, K = j->K, kp = j->kp, sw = j->sw, wr = j->wr;
+	size_t taps = (size_t)(g.KH * g.KW), rs = (size_t)g.sh * sw * wr, plane = j->hp * sw * wr;
+	const uint8_t flip = j->flip_x;
+	const __m128i fl = _mm_set1_epi8((char)flip);
+	/* per chunk of 16 columns, the same for every k: where it starts (offa), and where its
+	 * columns on the next output row start less the split (offb, split > 0: blended;
+	 * split 0: in one row; split 16: byte by byte) */
+	size_t offa[64], offb[64];
+	uint8_t split[64];
+	size_t nch = (cnt + WH_QG_NR - 1) / WH_QG_NR;
+	for (size_t ch = 0; ch < nch; ch++) {
+		size_t n = n0 + ch * WH_QG_NR, oh = n / OW, ow = n % OW;
+		size_t nn = cnt - ch * WH_QG_NR < WH_QG_NR ? cnt - ch * WH_QG_NR : WH_QG_NR;
+		offa[ch] = oh * rs + ow;
+		offb[ch] = 0;
+		split[ch] = 0;
+		if (nn < WH_QG_NR || (ow + WH_QG_NR > OW && OW < WH_QG_NR)) {
+			split[ch] = WH_QG_NR;
+		} else if (ow + WH_QG_NR > OW) {
+			split[ch] = (uint8_t)(OW - ow);
+			offb[ch] = (oh + 1) * rs - (OW - ow);
+		}
+	}
+	for (size_t k0 = 0; k0 < kp; k0 += 4) {
+		const uint8_t *b[4] = {NULL, NULL, NULL, NULL};
+		bool full = true;
+		for (size_t q = 0; q < 4; q++) {
+			size_t k = k0 + q;
+			if (k >= K) {
+				full = false;
+				continue;
+			}
+			size_t ci = k / taps, t = k % taps, kh = t / (size_t)g.KW, kw = t % (size_t)g.KW;
+			size_t col = kw * (size_t)g.dw;
+			b[q] = j->xs + (plane0 + ci) * plane + kh * (size_t)g.dh * sw * wr + (col % sw) * wr + col / sw;
+		}
+		for (size_t ch = 0; ch < nch; ch++) {
+			int8_t *d = pan + ch * kp * WH_QG_NR + k0 * WH_QG_NR;
+			if (full && split[ch] < WH_QG_NR) {
+				const uint8_t *s0 = b[0] + offa[ch], *s1 = b[1] + offa[ch], *s2 = b[2] + offa[ch],
+					      *s3 = b[3] + offa[ch];
+				__m128i r0 = _mm_loadu_si128((const __m128i *)s0), r1 = _mm_loadu_si128((const __m128i *)s1);
+				__m128i r2 = _mm_loadu_si128((const __m128i *)s2), r3 = _mm_loadu_si128((const __m128i *)s3);
+				if (split[ch]) {
+					/* the first split columns from row oh, the rest from oh + 1 */
+					const __m128i mk = _mm_loadu_si128((const __m128i *)(masks + WH_QG_NR - split[ch]));
+					size_t ob = offb[ch];
+#define WH_QBLEND(R, Q) R = _mm_or_si128(_mm_and_si128(mk, R), _mm_andnot_si128(mk, _mm_loadu_si128((const __m128i *)(b[Q] + ob))))
+					WH_QBLEND(r0, 0);
+					WH_QBLEND(r1, 1);
+					WH_QBLEND(r2, 2);
+					WH_QBLEND(r3, 3);
+#undef WH_QBLEND
+				}
+				r0 = _mm_xor_si128(r0, fl);
+				r1 = _mm_xor_si128(r1, fl);
+				r2 = _mm_xor_si128(r2, fl);
+				r3 = _mm_xor_si128(r3, fl);
+				__m128i a = _mm_unpacklo_epi8(r0, r1), bb = _mm_unpackhi_epi8(r0, r1);
+				__m128i cc = _mm_unpacklo_epi8(r2, r3), e = _mm_unpackhi_epi8(r2, r3);
+				_mm_storeu_si128((__m128i *)d, _mm_unpacklo_epi16(a, cc));
+				_mm_storeu_si128((__m128i *)(d + 16), _mm_unpackhi_epi16(a, cc));
+				_mm_storeu_si128((__m128i *)(d + 32), _mm_unpacklo_epi16(bb, e));
+				_mm_storeu_si128((__m128i *)(d + 48), _mm_unpackhi_epi16(bb, e));
+				continue;
+			}
+			size_t n = n0 + ch * WH_QG_NR, oh = n / OW, ow = n % OW;
+			size_t nn = cnt - ch * WH_QG_NR < WH_QG_NR ? cnt - ch * WH_QG_NR : WH_QG_NR;
+			memset(d, 0, 4 * WH_QG_NR);
+			for (size_t i = 0; i < nn; i++) {
+				for (size_t q = 0; q < 4; q++)
+					if (b[q])
+						d[i * 4 + q] = (int8_t)(b[q][oh * rs + ow] ^ flip);
+				if (++ow == OW) {
+					ow = 0;
+					oh++;
 				}
 			}
+		}
 	}
 }
 
@@ -446,10 +512,9 @@ static void qconv_chunk(void *arg, size_t begin, size_t end)
 	}
 	size_t Cg = (size_t)(s->C / s->G), Mg = (size_t)(s->M / s->G);
 	size_t kp = j->kp, nb = j->nb;
-	uint8_t *col = j->pointwise ? NULL : malloc(j->K * nb);
 	int8_t *pan = malloc(kp * nb + 64);
 	int32_t *cs = malloc(2 * nb * sizeof(int32_t));
-	if ((!col && !j->pointwise) || !pan || !cs) {
+	if (!pan || !cs) {
 		atomic_store(&j->nomem, true);
 		goto out;
 	}
@@ -463,8 +528,7 @@ static void qconv_chunk(void *arg, size_t begin, size_t end)
 		if (j->pointwise) {
 			wh_qg_pack(j->x + (n * (size_t)s->C + g * Cg) * Pin + n0, Pin, j->K, cnt, j->flip_x, pan);
 		} else {
-			im2col(j, n * (size_t)s->C + g * Cg, n0, cnt, col);
-			wh_qg_pack(col, cnt, j->K, cnt, j->flip_x, pan);
+			im2col_pack(j, n * (size_t)s->C + g * Cg, n0, cnt, pan);
 		}
 		wh_qg_colsums(pan, kp, cnt, cs, j->cpu);
 		struct wh_qg_args a = {
@@ -475,7 +539,6 @@ static void qconv_chunk(void *arg, size_t begin, size_t end)
 		wh_qg_kernel(&a, 0, Mg, j->cpu);
 	}
 out:
-	free(col);
 	free(pan);
 	free(cs);
 }
@@ -530,7 +593,7 @@ enum wh_status wh_qconv(const struct wh_cpu_features *cpu, struct wh_threadpool 
 		j.wr = (Wp + j.sw - 1) / j.sw;
 		j.hp = (size_t)(g.ph + g.H + g.ph1);
 		size_t planes = (size_t)(s->N * s->C);
-		j.xs = malloc(planes * j.hp * j.sw * j.wr + 1);
+		j.xs = malloc(planes * j.hp * j.sw * j.wr + 64);
 		if (!j.xs) {
 			st = WH_ERR_NOMEM;
 			goto out;
