@@ -87,3 +87,23 @@ uint32_t wh_qdq_find(const struct wh_graph *g, const int64_t *opsets, const stru
 	}
 	return linked;
 }
+
+bool wh_qdq_requant_of(const struct wh_graph *g, const struct wh_tensor *inits, const struct wh_node *q, int64_t opset,
+		       struct wh_requant *out)
+{
+	if (!is_op(q, "QuantizeLinear") || q->n_inputs < 2 || q->n_inputs > 3 || q->n_outputs != 1 ||
+	    q->outputs[0] == WH_NONE || q->inputs[0] == WH_NONE)
+		return false;
+	if (wh_node_attr_int(q, "block_size", 0) != 0 || wh_node_attr_int(q, "output_dtype", 0) != 0 ||
+	    (opset >= 23 && wh_node_attr_int(q, "precision", 0) != 0))
+		return false;
+	const struct wh_tensor *s = init_of(g, inits, q->inputs[1]);
+	uint32_t zv = q->n_inputs > 2 ? q->inputs[2] : WH_NONE;
+	const struct wh_tensor *z = zv != WH_NONE ? init_of(g, inits, zv) : NULL;
+	if (!s || s->dtype != WH_DT_FLOAT || s->count != 1 || (zv != WH_NONE && (!z || !is_8bit(z->dtype) || z->count != 1)))
+		return false;
+	out->scale = *(const float *)s->data;
+	out->s8 = z && z->dtype == WH_DT_INT8;
+	out->zp = !z ? 0.0f : out->s8 ? (float)*(const int8_t *)z->data : (float)*(const uint8_t *)z->data;
+	return true;
+}

@@ -19,6 +19,7 @@
 
 #include <stdint.h>
 
+#include "executor/kernel.h"
 #include "graph/ir.h"
 #include "graph/tensor.h"
 
@@ -30,6 +31,22 @@ struct wh_qdq_link {
 	uint32_t xq, xs, xz;    /* value ids */
 	uint32_t wq, ws, wz;
 };
+
+/* A QuantizeLinear that a linked Conv may apply as it writes (struct wh_requant): where the
+ * Conv's float output (or that of the activation fused into it) is read by this
+ * QuantizeLinear alone and is no tensor anyone observes (the runtime decides that with its
+ * fusions: not while every tensor is kept or reported); the bits are the two layers' run
+ * apart, so observing changes nothing. */
+struct wh_qdq_fuse {
+	struct wh_requant q;
+	bool on;  /* the Conv writes q's output */
+	bool act; /* with the activation fused before it (wh_kernel_ctx.round_out->act) */
+};
+
+/* Whether node q (at opset) is a QuantizeLinear that can be fused so: float32 per tensor,
+ * scale and zero point initializers, 8 bits out; fills *out. */
+bool wh_qdq_requant_of(const struct wh_graph *g, const struct wh_tensor *inits, const struct wh_node *q, int64_t opset,
+		       struct wh_requant *out);
 
 /* Fills links[nid] for every node of g (inits: the plan's initializer tensors per value
  * id, empty where none); returns how many nodes are linked. */

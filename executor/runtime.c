@@ -57,8 +57,10 @@ struct plan {
 	 * absent (WH_NONE: never skipped). NULL when the plan fuses nothing. */
 	struct wh_epilogue *epi;
 	uint32_t *fused_out, *fused_skip;
-	/* QDQ convolutions (executor/qdq.h): per node id, NULL when the graph has none */
+	/* QDQ convolutions (executor/qdq.h): per node id, NULL when the graph has none; and
+	 * the QuantizeLinear each writes directly (plan_fuse_quant, NULL: none) */
 	struct wh_qdq_link *qdq;
+	struct wh_qdq_fuse *fq;
 
 	/* Constant layers (plan_constants): per node id, CONST_NO, or CONST_YES until the first
 	 * run computes the layer (CONST_LATER until the second for a large one), then CONST_CACHED
@@ -225,6 +227,7 @@ static void plan_destroy(struct plan *p)
 	free(p->fused_out);
 	free(p->fused_skip);
 	free(p->qdq);
+	free(p->fq);
 	wh_emul_cache_release(&p->emul);
 	free(p->order);
 	free(p->kernels);
@@ -623,6 +626,37 @@ static bool qdq_inputs(const struct wh_frame *f, uint32_t nid, struct wh_qdq_inp
 	return true;
 }
 
+/* A QuantizeLinear reading a linked Conv's output (or that of the activation fused into it)
+ * alone, under plan_fusions' rules: the Conv writes its 8-bit output (wh_out_round.quant) and
+ * it is skipped as a fused activation is. */
+static enum wh_status plan_fuse_quant(struct plan *p, const struct plan_readers *r)
+{
+	const struct wh_graph *g = p->g;
+	if (!p->qdq || !p->fused_out)
+		return WH_OK;
+	if (!(p->fq = calloc((size_t)g->n_nodes + 1, sizeof *p->fq)))
+		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+	for (uint32_t pid = 0; pid < g->n_nodes; pid++) {
+		const struct wh_node *pn = &g->nodes[pid];
+		if (p->qdq[pid].dqx == WH_NONE || !fusable_node(p, pid))
+			continue;
+		bool act = p->fused_out[pid] != WH_NONE;
+		uint32_t v = act ? p->fused_out[pid] : pn->outputs[0];
+		if (v == WH_NONE || is_kept(g, v) || (g->values[v].flags & WH_VALUE_INPUT) || r->uses[v] != 1)
+			continue;
+		uint32_t qid = r->first[v];
+		const struct wh_node *q = &g->nodes[qid];
+		struct wh_requant rq;
+		if (q->inputs[0] != v || !fusable_node(p, qid) || !fusable_value(p, v, r->step[qid]) ||
+		    !wh_qdq_requant_of(g, p->inits, q, p->opsets[qid], &rq))
+			continue;
+		p->fq[pid] = (struct wh_qdq_fuse){rq, true, act};
+		p->fused_out[pid] = q->outputs[0];
+		p->fused_skip[qid] = v;
+	}
+	return WH_OK;
+}
+
 static int cmp_blob(const void *a, const void *b)
 {
 	uintptr_t x = (uintptr_t)*(const struct wh_blob *const *)a, y = (uintptr_t)*(const struct wh_blob *const *)b;
@@ -780,7 +814,8 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 	struct plan_readers readers = {0};
 	if ((st = plan_readers_init(p, &readers)) != WH_OK)
 		goto out;
-	if ((st = plan_fusions(p, &readers)) == WH_OK && (st = plan_constants(p)) == WH_OK)
+	if ((st = plan_fusions(p, &readers)) == WH_OK && (st = plan_fuse_quant(p, &readers)) == WH_OK &&
+	    (st = plan_constants(p)) == WH_OK)
 		st = plan_concats(p, &readers);
 	plan_readers_release(&readers);
 	if (st != WH_OK)
@@ -1378,8 +1413,12 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 					wh_tensor_ref(&outs[k], &p->const_vals[p->const_slot[n->outputs[k]]]);
 			ctx.tactic = NULL;
 			constant = true;
+		} else if (fuse && p->fused_out[nid] != WH_NONE && p->fq && p->fq[nid].on && !ctx.qdq) {
+			st = run(&ctx); /* (not taken: the quantization is fused only into a QDQ Conv) */
 		} else if (fuse && p->fused_out[nid] != WH_NONE) {
-			struct wh_out_round fin = {NULL, ctx.cpu, &p->epi[nid]};
+			bool fq = p->fq && p->fq[nid].on;
+			struct wh_out_round fin = {NULL, ctx.cpu, !fq || p->fq[nid].act ? &p->epi[nid] : NULL,
+						   fq ? &p->fq[nid].q : NULL};
 			ctx.round_out = &fin;
 			ctx.outputs_rounded = false;
 			st = run(&ctx);

@@ -2175,23 +2175,37 @@ out:
 
 /* ---- QDQ convolutions (executor/qdq.h) ---- */
 
-struct qdq_rows {
+/* The finish of a QDQ convolution's sums (wh_qconv_fin), block by block while in cache:
+ * y = float(acc) * mult[m] + bias[m] (in place over the sums), the fused activation; or
+ * with a fused QuantizeLinear the 8-bit values of that (the float values in a stack piece). */
+struct qdq_fin {
 	const struct wh_cpu_features *cpu;
-	float *y; /* the int32 sums in place */
+	float *y;     /* float output, or NULL */
+	uint8_t *q8;  /* 8-bit output (round->quant), or NULL */
 	const float *mult, *bias;
 	size_t P, M;
 	const struct wh_out_round *round;
 };
 
-static void qdq_rows_task(void *arg, size_t begin, size_t end)
+static void qdq_finish(void *arg, size_t plane, size_t col0, int32_t *sums, size_t cnt)
 {
-	const struct qdq_rows *j = arg;
-	for (size_t r = begin; r < end; r++) {
-		size_t m = r % j->M;
-		float *y = j->y + r * j->P;
-		wh_q_scale_bias((const int32_t *)(const void *)y, j->P, j->mult[m], j->bias ? j->bias[m] : 0.0f,
-				j->bias != NULL, y, j->cpu);
-		wh_out_round_apply(j->round, y, j->P);
+	const struct qdq_fin *j = arg;
+	size_t m = plane % j->M;
+	float bias = j->bias ? j->bias[m] : 0.0f;
+	if (j->y) {
+		float *y = j->y + plane * j->P + col0; /* the same memory as sums */
+		wh_q_scale_bias(sums, cnt, j->mult[m], bias, j->bias != NULL, y, j->cpu);
+		wh_out_round_apply(j->round, y, cnt);
+		return;
+	}
+	const struct wh_requant *rq = j->round->quant;
+	float tmp[512];
+	for (size_t i = 0; i < cnt; i += 512) {
+		size_t len = cnt - i < 512 ? cnt - i : 512;
+		wh_q_scale_bias(sums + i, len, j->mult[m], bias, j->bias != NULL, tmp, j->cpu);
+		if (j->round->act)
+			wh_epilogue_apply(j->round->act, j->cpu, tmp, len);
+		wh_q_quant(tmp, len, rq->scale, rq->zp, rq->s8, j->q8 + plane * j->P + col0 + i, j->cpu);
 	}
 }
 
@@ -2216,7 +2230,9 @@ static enum wh_status conv_qdq_run(struct wh_kernel_ctx *ctx)
 		goto floating;
 	int64_t yd[WH_MAX_RANK];
 	out_dims(&s, yd);
-	if ((st = wh_kernel_out_alloc(ctx, 0, WH_DT_FLOAT, x->rank, yd)))
+	/* a fused QuantizeLinear (wh_out_round.quant): 8 bits out, the sums apart */
+	const struct wh_requant *rq = ctx->round_out ? ctx->round_out->quant : NULL;
+	if ((st = wh_kernel_out_alloc(ctx, 0, rq ? (rq->s8 ? WH_DT_INT8 : WH_DT_UINT8) : WH_DT_FLOAT, x->rank, yd)))
 		return st;
 	struct wh_tensor *y = &ctx->outputs[0];
 	size_t M = (size_t)s.M;
@@ -2231,19 +2247,27 @@ static enum wh_status conv_qdq_run(struct wh_kernel_ctx *ctx)
 		zw[m] = q->wz ? (int32_t)wh_tensor_get_i64(q->wz, i) : 0;
 		mult[m] = xs * ((const float *)q->ws->data)[i];
 	}
-	st = wh_qconv(ctx->cpu, ctx->pool, &s, x->data, x->dtype == WH_DT_INT8, zx, w->data, w->dtype == WH_DT_INT8, zw,
-		      NULL, (int32_t *)y->data);
-	if (st == WH_OK) {
-		struct qdq_rows j = {ctx->cpu, y->data, mult, b ? b->data : NULL, (size_t)prod_dims(s.out, s.nsp), M,
-				     ctx->round_out};
-		wh_parallel_for(ctx->pool, (size_t)s.N * M, wh_grain_for(j.P), qdq_rows_task, &j);
+	struct qdq_fin j = {ctx->cpu, rq ? NULL : y->data, rq ? y->data : NULL, mult, b ? b->data : NULL,
+			    (size_t)prod_dims(s.out, s.nsp), M, ctx->round_out};
+	struct wh_qconv_finish fin = {qdq_finish, &j};
+	st = wh_qconv_fin(ctx->cpu, ctx->pool, &s, x->data, x->dtype == WH_DT_INT8, zx, w->data, w->dtype == WH_DT_INT8,
+			  zw, rq ? NULL : (int32_t *)y->data, &fin);
+	if (st == WH_OK)
 		ctx->outputs_rounded = ctx->round_out != NULL;
-	}
 	free(zw);
 	if (st == WH_ERR_NOMEM)
 		return wh_kernel_fail(ctx, st, "out of memory for the packed columns");
 	return st;
 floating:
+	if (ctx->round_out && ctx->round_out->quant) {
+		/* not fused: the runtime runs the activation and the QuantizeLinear */
+		const struct wh_out_round *keep = ctx->round_out;
+		ctx->round_out = NULL;
+		enum wh_status fst = conv_common(ctx, false, ctx->cpu, WH_CONV_AUTO);
+		ctx->round_out = keep;
+		ctx->outputs_rounded = false;
+		return fst;
+	}
 	return conv_common(ctx, false, ctx->cpu, WH_CONV_AUTO);
 }
 

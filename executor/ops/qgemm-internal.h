@@ -101,6 +101,19 @@ enum wh_status wh_qconv(const struct wh_cpu_features *cpu, struct wh_threadpool 
 			const void *x, bool x_s8, int32_t zx, const void *w, bool w_s8, const int32_t *zw,
 			const int32_t *bias, int32_t *acc);
 
+/* wh_qconv handing each block of sums to fin->fn as soon as it is computed (while it is in
+ * cache): fn(arg, plane, col0, sums, cnt) for outputs [col0, col0 + cnt) of output plane
+ * `plane` (n * M + m); every output exactly once, from any thread. With acc the sums are
+ * also there (fn may overwrite them in place); with acc NULL they live in the task's scratch
+ * only. No bias (add it in fn). */
+struct wh_qconv_finish {
+	void (*fn)(void *arg, size_t plane, size_t col0, int32_t *sums, size_t cnt);
+	void *arg;
+};
+enum wh_status wh_qconv_fin(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
+			    const struct wh_conv_shape *s, const void *x, bool x_s8, int32_t zx, const void *w,
+			    bool w_s8, const int32_t *zw, int32_t *acc, const struct wh_qconv_finish *fin);
+
 /* Integer matrix product of one matrix pair: c[M][N] = (a - za[m]) x (b - zb[n]), a [M][K]
  * and b [K][N] row-major 8-bit (signed when a_s8 / b_s8), za M values, zb N values. bp and
  * bsum: b already packed (with the flip b_s8 ? 0 : 0x80) and its column sums, from

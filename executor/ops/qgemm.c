@@ -292,7 +292,8 @@ struct qconv_job {
 	const uint8_t *r; /* all M weight rows */
 	size_t K, kp, nb, nblocks;
 	const int32_t *rowfix, *zr;
-	int32_t *acc;
+	int32_t *acc;   /* NULL: the finish's scratch only */
+	const struct wh_qconv_finish *fin;
 	bool pointwise;  /* 1x1, stride 1, no padding: x is its own column matrix */
 	/* otherwise the input, padded and split into stride phases along the width (below) */
 	uint8_t *xs;
@@ -464,7 +465,7 @@ static void im2col_pack(const struct qconv_job *j, size_t plane0, size_t n0, siz
 
 /* Depthwise: plane c (image c / C, channel c % C) row by row over the split planes. */
 struct qdw_job {
-	const struct qconv_job *j;
+	struct qconv_job *j;
 	const uint8_t *w;
 	bool x_s8, w_s8;
 	const int32_t *zw;
@@ -474,15 +475,21 @@ struct qdw_job {
 static void qdw_chunk(void *arg, size_t begin, size_t end)
 {
 	const struct qdw_job *d = arg;
-	const struct qconv_job *j = d->j;
+	struct qconv_job *j = d->j;
 	const struct wh_conv_shape *s = j->s;
 	struct geo2 g;
 	geo2_of(s, &g);
 	size_t taps = (size_t)(g.KH * g.KW), OW = (size_t)g.OW, OH = (size_t)g.OH, sw = j->sw, wr = j->wr;
 	const uint8_t *src[64];
 	int32_t wv[64];
+	int32_t *scratch = j->acc ? NULL : malloc(OH * OW * sizeof(int32_t) + 1);
+	if (!j->acc && !scratch) {
+		atomic_store(&j->nomem, true);
+		return;
+	}
 	for (size_t c = begin; c < end; c++) {
 		size_t co = c % (size_t)s->M;
+		int32_t *out = j->acc ? j->acc + c * OH * OW : scratch;
 		const uint8_t *pc = j->xs + c * j->hp * sw * wr;
 		for (size_t t = 0; t < taps; t++) {
 			uint8_t b = d->w[co * taps + t];
@@ -496,9 +503,12 @@ static void qdw_chunk(void *arg, size_t begin, size_t end)
 					size_t q = (size_t)(kw * g.dw) % sw, off = (size_t)(kw * g.dw) / sw;
 					src[t] = pc + rowp * sw * wr + q * wr + off;
 				}
-			wh_qdw_row(src, wv, taps, d->zx, d->x_s8, OW, j->acc + (c * OH + oh) * OW, j->cpu);
+			wh_qdw_row(src, wv, taps, d->zx, d->x_s8, OW, out + oh * OW, j->cpu);
 		}
+		if (j->fin)
+			j->fin->fn(j->fin->arg, c, 0, out, OH * OW);
 	}
+	free(scratch);
 }
 
 static void qconv_chunk(void *arg, size_t begin, size_t end)
@@ -514,7 +524,8 @@ static void qconv_chunk(void *arg, size_t begin, size_t end)
 	size_t kp = j->kp, nb = j->nb;
 	int8_t *pan = malloc(kp * nb + 64);
 	int32_t *cs = malloc(2 * nb * sizeof(int32_t));
-	if (!pan || !cs) {
+	int32_t *scratch = j->acc ? NULL : malloc(Mg * nb * sizeof(int32_t) + 1);
+	if (!pan || !cs || (!j->acc && !scratch)) {
 		atomic_store(&j->nomem, true);
 		goto out;
 	}
@@ -534,18 +545,39 @@ static void qconv_chunk(void *arg, size_t begin, size_t end)
 		struct wh_qg_args a = {
 			.r = j->r + g * Mg * kp, .kp = kp, .p = pan, .n = cnt,
 			.rowfix = j->rowfix + g * Mg, .zr = j->zr + g * Mg, .colsum = cs, .zp = zpv,
-			.c = j->acc + (n * (size_t)s->M + g * Mg) * P + n0, .ldc = P,
+			.c = j->acc ? j->acc + (n * (size_t)s->M + g * Mg) * P + n0 : scratch, .ldc = j->acc ? P : cnt,
 		};
 		wh_qg_kernel(&a, 0, Mg, j->cpu);
+		for (size_t mi = 0; j->fin && mi < Mg; mi++)
+			j->fin->fn(j->fin->arg, n * (size_t)s->M + g * Mg + mi, n0, a.c + mi * a.ldc, cnt);
 	}
 out:
+	free(scratch);
 	free(pan);
 	free(cs);
 }
 
+static enum wh_status qconv(const struct wh_cpu_features *cpu, struct wh_threadpool *pool, const struct wh_conv_shape *s,
+			    const void *x, bool x_s8, int32_t zx, const void *w, bool w_s8, const int32_t *zw,
+			    const int32_t *bias, int32_t *acc, const struct wh_qconv_finish *fin);
+
 enum wh_status wh_qconv(const struct wh_cpu_features *cpu, struct wh_threadpool *pool, const struct wh_conv_shape *s,
 			const void *x, bool x_s8, int32_t zx, const void *w, bool w_s8, const int32_t *zw,
 			const int32_t *bias, int32_t *acc)
+{
+	return qconv(cpu, pool, s, x, x_s8, zx, w, w_s8, zw, bias, acc, NULL);
+}
+
+enum wh_status wh_qconv_fin(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
+			    const struct wh_conv_shape *s, const void *x, bool x_s8, int32_t zx, const void *w,
+			    bool w_s8, const int32_t *zw, int32_t *acc, const struct wh_qconv_finish *fin)
+{
+	return qconv(cpu, pool, s, x, x_s8, zx, w, w_s8, zw, NULL, acc, fin);
+}
+
+static enum wh_status qconv(const struct wh_cpu_features *cpu, struct wh_threadpool *pool, const struct wh_conv_shape *s,
+			    const void *x, bool x_s8, int32_t zx, const void *w, bool w_s8, const int32_t *zw,
+			    const int32_t *bias, int32_t *acc, const struct wh_qconv_finish *fin)
 {
 	if (s->nsp > 2)
 		return WH_ERR_UNSUPPORTED;
@@ -555,7 +587,7 @@ enum wh_status wh_qconv(const struct wh_cpu_features *cpu, struct wh_threadpool 
 		P *= (size_t)s->out[d];
 	}
 	size_t K = Cg * KS, kp = wh_qg_kp(K);
-	struct qconv_job j = {.cpu = cpu, .s = s, .x = x, .K = K, .kp = kp, .acc = acc};
+	struct qconv_job j = {.cpu = cpu, .s = s, .x = x, .K = K, .kp = kp, .acc = acc, .fin = fin};
 	if (M == 0 || P == 0 || s->N == 0)
 		return WH_OK;
 	uint8_t *r = malloc(M * kp);
