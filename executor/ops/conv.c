@@ -2030,7 +2030,7 @@ static bool is_8bit(const struct wh_tensor *t)
 static enum wh_status conv_integer(struct wh_kernel_ctx *ctx, const struct wh_conv_shape *s,
 				   const struct wh_tensor *x, const struct wh_tensor *xzp,
 				   const struct wh_tensor *w, const struct wh_tensor *wzp,
-				   const struct wh_tensor *bias, int32_t *acc)
+				   const struct wh_tensor *bias, int32_t *acc, const struct wh_qconv_finish *fin)
 {
 	if (xzp && xzp->count != 1)
 		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "x zero point must be a scalar");
@@ -2047,8 +2047,13 @@ static enum wh_status conv_integer(struct wh_kernel_ctx *ctx, const struct wh_co
 		return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the zero points");
 	for (int64_t m = 0; m < s->M; m++)
 		zw[m] = wzp ? (int32_t)wh_tensor_get_i64(wzp, wzp->count == 1 ? 0 : (uint64_t)m) : 0;
-	enum wh_status st = wh_qconv(ctx->cpu, ctx->pool, s, x->data, x->dtype == WH_DT_INT8, zx, w->data,
-				     w->dtype == WH_DT_INT8, zw, bias ? bias->data : NULL, acc);
+	enum wh_status st;
+	if (fin) /* 1-D and 2-D only (the caller checks); the bias is fin's to add */
+		st = wh_qconv_fin(ctx->cpu, ctx->pool, s, x->data, x->dtype == WH_DT_INT8, zx, w->data,
+				  w->dtype == WH_DT_INT8, zw, acc, fin);
+	else
+		st = wh_qconv(ctx->cpu, ctx->pool, s, x->data, x->dtype == WH_DT_INT8, zx, w->data,
+			      w->dtype == WH_DT_INT8, zw, bias ? bias->data : NULL, acc);
 	free(zw);
 	if (st == WH_ERR_NOMEM)
 		return wh_kernel_fail(ctx, st, "out of memory for the packed columns");
@@ -2091,7 +2096,7 @@ static enum wh_status conv_integer_run(struct wh_kernel_ctx *ctx)
 	out_dims(&s, yd);
 	if ((st = wh_tensor_alloc(&ctx->outputs[0], WH_DT_INT32, x->rank, yd)))
 		return st;
-	return conv_integer(ctx, &s, x, xzp, w, wzp, NULL, ctx->outputs[0].data);
+	return conv_integer(ctx, &s, x, xzp, w, wzp, NULL, ctx->outputs[0].data, NULL);
 }
 
 static float round_scale(enum wh_dtype dt, float v)
@@ -2121,6 +2126,27 @@ static void qrequant_rows(void *arg, size_t begin, size_t end)
 		wh_q_requant(j->acc + r * j->P, j->P, j->mult + r % j->M, 0, j->yz, j->y_s8, j->y + r * j->P, j->cpu);
 }
 
+/* QLinearConv's finish of a block of sums (wh_qconv_fin): + bias, then requantized. */
+struct qlc_fin {
+	const struct wh_cpu_features *cpu;
+	uint8_t *y;
+	const float *mult;
+	const int32_t *bias;
+	size_t P, M;
+	int32_t yz;
+	bool y_s8;
+};
+
+static void qlc_finish(void *arg, size_t plane, size_t col0, int32_t *sums, size_t cnt)
+{
+	const struct qlc_fin *j = arg;
+	size_t m = plane % j->M;
+	if (j->bias)
+		for (size_t i = 0; i < cnt; i++)
+			sums[i] = (int32_t)((uint32_t)sums[i] + (uint32_t)j->bias[m]);
+	wh_q_requant(sums, cnt, j->mult + m, 0, j->yz, j->y_s8, j->y + plane * j->P + col0, j->cpu);
+}
+
 static enum wh_status qlinear_conv_run(struct wh_kernel_ctx *ctx)
 {
 	const struct wh_tensor *x = wh_kin(ctx, 0), *xs = wh_kin(ctx, 1), *xzp = wh_kin(ctx, 2);
@@ -2148,17 +2174,15 @@ static enum wh_status qlinear_conv_run(struct wh_kernel_ctx *ctx)
 	if ((st = wh_tensor_alloc(&ctx->outputs[0], ydt, x->rank, yd)))
 		return st;
 	struct wh_tensor *y = &ctx->outputs[0];
-	int32_t *acc = malloc((y->count ? y->count : 1) * sizeof(int32_t));
-	if (!acc)
-		return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the int32 accumulators");
-	if ((st = conv_integer(ctx, &s, x, xzp, w, wzp, bias, acc)))
-		goto out;
 	float xsv = (float)wh_tensor_get_f64(xs, 0), ysv = (float)wh_tensor_get_f64(ys, 0);
-	struct qrequant_job j = {ctx->cpu, acc, y->data, NULL, (size_t)prod_dims(s.out, s.nsp), (size_t)s.M,
+	struct qrequant_job j = {ctx->cpu, NULL, y->data, NULL, (size_t)prod_dims(s.out, s.nsp), (size_t)s.M,
 				 yzp ? (int32_t)wh_tensor_get_i64(yzp, 0) : 0, ydt == WH_DT_INT8};
+	/* 1-D and 2-D: each block of sums requantized as it is computed (no int32 tensor) */
+	bool direct = s.nsp <= 2;
+	int32_t *acc = direct ? NULL : malloc((y->count ? y->count : 1) * sizeof(int32_t));
 	float *mult = malloc((s.M ? (size_t)s.M : 1) * sizeof(float));
-	if (!mult) {
-		st = wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the multipliers");
+	if ((!direct && !acc) || !mult) {
+		st = wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the int32 accumulators");
 		goto out;
 	}
 	for (int64_t co = 0; co < s.M; co++) {
@@ -2166,9 +2190,18 @@ static enum wh_status qlinear_conv_run(struct wh_kernel_ctx *ctx)
 		mult[co] = round_scale(xs->dtype, m / ysv);
 	}
 	j.mult = mult;
+	if (direct && bias && (bias->dtype != WH_DT_INT32 || bias->count != (uint64_t)s.M)) {
+		st = wh_kernel_fail(ctx, WH_ERR_SHAPE, "B must be int32 with %lld values", (long long)s.M);
+		goto out;
+	}
+	struct qlc_fin qf = {ctx->cpu, y->data, mult, direct && bias ? bias->data : NULL, j.P, j.M, j.yz, j.y_s8};
+	struct wh_qconv_finish fin = {qlc_finish, &qf};
+	if ((st = conv_integer(ctx, &s, x, xzp, w, wzp, direct ? NULL : bias, acc, direct ? &fin : NULL)) || direct)
+		goto out;
+	j.acc = acc;
 	wh_parallel_for(ctx->pool, (size_t)(s.N * s.M), wh_grain_for(j.P), qrequant_rows, &j);
-	free(mult);
 out:
+	free(mult);
 	free(acc);
 	return st;
 }
