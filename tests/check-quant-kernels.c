@@ -225,6 +225,18 @@ static const struct conv_case conv_cases[] = {
 	{2, 1, 4, 8, 1, 5, 67, 3, 4, 1, 2, 1, 1, 0, 2, 0, 2},    /* stride 2, even left pad, odd width */
 };
 
+/* wh_qconv_fin's finish: the sums copied to their place (every output once) */
+struct fin_copy {
+	int32_t *y;
+	size_t P;
+};
+
+static void fin_copy_fn(void *arg, size_t plane, size_t col0, int32_t *sums, size_t cnt)
+{
+	const struct fin_copy *f = arg;
+	memcpy(f->y + plane * f->P + col0, sums, cnt * sizeof *sums);
+}
+
 START_TEST(conv_matches_definition_on_every_isa_and_thread_count)
 {
 	struct isa_case isa[4];
@@ -284,6 +296,17 @@ START_TEST(conv_matches_definition_on_every_isa_and_thread_count)
 					ck_assert_int_eq(wh_qconv(&isa[i].cpu, pools[t], &s, x, xs, zx, w, ws, zw, bp, got), WH_OK);
 					CHECK(!memcmp(want, got, ny * sizeof *got), "%s, %d threads: conv case %zu, x %s w %s",
 					      isa[i].name, t + 1, c, xs ? "s8" : "u8", ws ? "s8" : "u8");
+					if (bp)
+						continue;
+					/* the blocks handed to a finish, from the tasks' scratch (QDQ Conv's
+					 * fused QuantizeLinear, QLinearConv) */
+					memset(got, 0x55, ny * sizeof *got);
+					struct fin_copy fc = {got, P};
+					struct wh_qconv_finish fin = {fin_copy_fn, &fc};
+					ck_assert_int_eq(wh_qconv_fin(&isa[i].cpu, pools[t], &s, x, xs, zx, w, ws, zw, NULL, &fin),
+							 WH_OK);
+					CHECK(!memcmp(want, got, ny * sizeof *got), "%s, %d threads: finished conv case %zu",
+					      isa[i].name, t + 1, c);
 				}
 			free(x);
 			free(w);
