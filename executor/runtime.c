@@ -61,6 +61,7 @@ struct plan {
 	 * the QuantizeLinear each writes directly (plan_fuse_quant, NULL: none) */
 	struct wh_qdq_link *qdq;
 	struct wh_qdq_fuse *fq;
+	uint8_t *dq_skip; /* per node id: a DequantizeLinear only linked Convs read (not run when fusing) */
 
 	/* Constant layers (plan_constants): per node id, CONST_NO, or CONST_YES until the first
 	 * run computes the layer (CONST_LATER until the second for a large one), then CONST_CACHED
@@ -228,6 +229,7 @@ static void plan_destroy(struct plan *p)
 	free(p->fused_skip);
 	free(p->qdq);
 	free(p->fq);
+	free(p->dq_skip);
 	wh_emul_cache_release(&p->emul);
 	free(p->order);
 	free(p->kernels);
@@ -654,6 +656,32 @@ static enum wh_status plan_fuse_quant(struct plan *p, const struct plan_readers 
 		p->fused_out[pid] = q->outputs[0];
 		p->fused_skip[qid] = v;
 	}
+	/* the data inputs' DequantizeLinears that only linked Convs read (as input 0), with an
+	 * 8-bit input of known type (so that the Conv never falls back to the float path); not
+	 * in a graph with subgraphs (which may read a value by name) */
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		for (uint32_t a = 0; a < g->nodes[i].n_attrs; a++)
+			if (g->nodes[i].attrs[a].type == WH_ATTR_GRAPH || g->nodes[i].attrs[a].type == WH_ATTR_GRAPHS)
+				return WH_OK;
+	uint32_t *cnt = calloc((size_t)g->n_values + 1, sizeof *cnt);
+	if (!cnt || !(p->dq_skip = calloc((size_t)g->n_nodes + 1, 1))) {
+		free(cnt);
+		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+	}
+	for (uint32_t nid = 0; nid < g->n_nodes; nid++)
+		if (p->qdq[nid].dqx != WH_NONE && fusable_node(p, nid))
+			cnt[g->nodes[nid].inputs[0]]++;
+	for (uint32_t nid = 0; nid < g->n_nodes; nid++) {
+		const struct wh_qdq_link *l = &p->qdq[nid];
+		if (l->dqx == WH_NONE || p->dq_skip[l->dqx])
+			continue;
+		uint32_t v = g->nodes[nid].inputs[0];
+		enum wh_dtype xt = g->values[l->xq].dtype;
+		if (cnt[v] == r->uses[v] && !is_kept(g, v) && !(g->values[v].flags & WH_VALUE_INPUT) &&
+		    fusable_node(p, l->dqx) && (xt == WH_DT_UINT8 || xt == WH_DT_INT8))
+			p->dq_skip[l->dqx] = 1;
+	}
+	free(cnt);
 	return WH_OK;
 }
 
@@ -944,7 +972,7 @@ const struct wh_layer_profile *wh_engine_profile(const struct wh_engine *e, uint
 static double node_flops(const struct wh_kernel_ctx *ctx)
 {
 	const char *op = ctx->node->op_type;
-	const struct wh_tensor *a = wh_kin(ctx, 0), *b = wh_kin(ctx, 1);
+	const struct wh_tensor *a = wh_kin(ctx, 0) ? wh_kin(ctx, 0) : ctx->qdq ? ctx->qdq->xq : NULL, *b = wh_kin(ctx, 1);
 	const struct wh_tensor *y = ctx->n_outputs ? &ctx->outputs[0] : NULL;
 	if (!a || !b || !y || !wh_value_is_tensor(a) || !wh_value_is_tensor(b) || !wh_value_is_tensor(y) || !wh_value_present(y))
 		return 0;
@@ -1192,7 +1220,8 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 		bool have_slice = false; /* (kept uninitialised otherwise: a struct clear per step shows) */
 		/* done by its producer: what it read was never stored, what it writes is there;
 		 * whatever else it reads is constant */
-		if (fuse && p->fused_skip[nid] != WH_NONE && !wh_value_present(&f->vals[p->fused_skip[nid]])) {
+		if (fuse && ((p->fused_skip[nid] != WH_NONE && !wh_value_present(&f->vals[p->fused_skip[nid]])) ||
+			     (p->dq_skip && p->dq_skip[nid]))) {
 			if (lp) {
 				lp->name = n->name;
 				lp->op_type = n->op_type;
@@ -1221,7 +1250,9 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 		for (uint32_t k = 0; k < n->n_inputs; k++) {
 			uint32_t v = n->inputs[k];
 			ins[k] = (v != WH_NONE && wh_value_present(&f->vals[v])) ? &f->vals[v] : NULL;
-			if (v != WH_NONE && !ins[k]) {
+			/* a QDQ Conv reads its 8-bit input itself (its DequantizeLinear skipped) */
+			if (v != WH_NONE && !ins[k] &&
+			    !(fuse && k == 0 && p->dq_skip && p->qdq[nid].dqx != WH_NONE && p->dq_skip[p->qdq[nid].dqx])) {
 				st = wh_error(WH_ERR_INTERNAL, "node '%s' (%s): input '%s' has no value (was it computed?)", n->name, n->op_type, g->values[v].name);
 				goto step_out;
 			}

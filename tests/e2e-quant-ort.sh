@@ -93,15 +93,17 @@ if [ "$n1" = 7 ] && [ "$n2" = 7 ] && [ "$n3" = 0 ]; then
 else
 	bad "qdq: Convs on conv-qdq-int8: $n1 (want 7), with --mark-all $n2 (want 7), at fp16 $n3 (want 0)"
 fi
-# the QuantizeLinear after each Conv + Relu is written by the Conv itself, except where every
+# the QuantizeLinear after each Conv + Relu is written by the Conv itself, and the
+# DequantizeLinear before each is not run (the Conv reads its 8-bit input), except where every
 # tensor is reported (--mark-all: the Convs' and Relus' float outputs are there; the same bits
 # either way: below)
 q1=$("$WHITTLE" run "$model" --load-inputs "$tmp/qdq/in" --profile 2>&1 | grep -c 'QuantizeLinear  *fused ' || true)
 q2=$("$WHITTLE" run "$model" --load-inputs "$tmp/qdq/in" --mark-all --hash-outputs | grep -c '^xxh3 \(conv\|relu\)[0-6] ' || true)
-if [ "$q1" = 7 ] && [ "$q2" = 14 ]; then
-	ok "qdq: 7 QuantizeLinears fused into their Convs; with --mark-all the 14 float tensors are reported"
+d1=$("$WHITTLE" run "$model" --load-inputs "$tmp/qdq/in" --profile 2>&1 | grep -c 'DequantizeLinear  *fused ' || true)
+if [ "$q1" = 7 ] && [ "$d1" = 7 ] && [ "$q2" = 14 ]; then
+	ok "qdq: 7 QuantizeLinears fused into their Convs, 7 DequantizeLinears not run (the Convs read their 8-bit inputs); with --mark-all the 14 float tensors are reported"
 else
-	bad "qdq: fused QuantizeLinears: $q1 (want 7); float tensors with --mark-all $q2 (want 14)"
+	bad "qdq: fused QuantizeLinears: $q1 (want 7), skipped DequantizeLinears $d1 (want 7); float tensors with --mark-all $q2 (want 14)"
 fi
 h1=$("$WHITTLE" run "$model" --load-inputs "$tmp/qdq/in" --hash-outputs | grep '^xxh3')
 h2=$("$WHITTLE" run "$model" --load-inputs "$tmp/qdq/in" --mark-all --hash-outputs | grep '^xxh3 logits ')

@@ -2251,8 +2251,11 @@ static enum wh_status conv_qdq_run(struct wh_kernel_ctx *ctx)
 	const struct wh_tensor *x = q ? q->xq : NULL, *w = q ? q->wq : NULL, *b = wh_kin(ctx, 2);
 	const struct wh_tensor *fx = wh_kin(ctx, 0), *fw = wh_kin(ctx, 1);
 	struct wh_conv_shape s;
-	if (!q || !fx || !fw || fx->dtype != WH_DT_FLOAT || fw->dtype != WH_DT_FLOAT || !is_8bit(x) || !is_8bit(w) ||
-	    x->rank != fx->rank || memcmp(x->dims, fx->dims, (size_t)x->rank * sizeof x->dims[0]) ||
+	if (q && !fx && (!is_8bit(x) || !fw)) /* its DequantizeLinear was skipped (runtime.c, dq_skip) */
+		return wh_kernel_fail(ctx, WH_ERR_INTERNAL, "the 8-bit input of a QDQ Conv is %s", wh_dtype_name(x->dtype));
+	if (!q || !fw || fw->dtype != WH_DT_FLOAT || !is_8bit(x) || !is_8bit(w) ||
+	    (fx && (fx->dtype != WH_DT_FLOAT || x->rank != fx->rank ||
+		    memcmp(x->dims, fx->dims, (size_t)x->rank * sizeof x->dims[0]))) ||
 	    (q->xz && q->xz->dtype != x->dtype) || (q->wz && q->wz->dtype != w->dtype) ||
 	    (b && (b->dtype != WH_DT_FLOAT || b->rank != 1 || b->dims[0] != w->dims[0])) || x->rank < 3 || x->rank > 4)
 		goto floating;
