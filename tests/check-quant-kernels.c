@@ -381,6 +381,29 @@ START_TEST(quant_loops_match_scalar)
 				wh_q_minmax(x + 20 + off, m - 20, &l1, &h1, &isa[i].cpu);
 				CHECK(!memcmp(&l0, &l1, sizeof l0) && !memcmp(&h0, &h1, sizeof h0), "%s: range", isa[i].name);
 			}
+	/* QuantizeLinear's quotient near half-integers (the AVX-512 loop multiplies by 1 / scale
+	 * where that cannot move the integer, divides elsewhere): the scalar's bits */
+	{
+		uint64_t sd = 99;
+		static const float deltas[] = {0.0f, 1e-7f, -1e-7f, 3e-4f, -3e-4f, 2e-3f, -2e-3f, 0.01f, -0.01f, 0.3f};
+		for (int sc = 0; sc < 40; sc++) {
+			float scale = (float)((double)(rng_next(&sd) >> 11) / 9007199254740992.0 * 20.0 + 1e-3);
+			if (sc == 0)
+				scale = 1e-39f; /* denormal: 1 / scale is infinite */
+			for (size_t i = 0; i < n; i++) {
+				uint64_t rr = rng_next(&sd);
+				float k = (float)((int)(rr % 9000) - 4500) + 0.5f + deltas[(rr >> 20) % 10];
+				x[i] = k * scale;
+			}
+			for (int i = 1; i < ni; i++)
+				for (int s8 = 0; s8 < 2; s8++) {
+					float zp = s8 ? 3.0f : 128.0f;
+					wh_q_quant_scalar(x, n, scale, zp, s8, y0);
+					wh_q_quant(x, n, scale, zp, s8, y1, &isa[i].cpu);
+					CHECK(!memcmp(y0, y1, n), "%s: quantize near halves, scale %g", isa[i].name, (double)scale);
+				}
+		}
+	}
 	/* the scalar references themselves: ties to even, saturation, NaN */
 	int32_t a4[4] = {5, 7, -5, 1000};
 	float half = 0.5f;

@@ -266,10 +266,22 @@ void wh_q_quant_avx512(const float *x, size_t n, float scale, float zp, bool y_s
 {
 	const __m512 lo = _mm512_set1_ps(y_s8 ? -128.0f : 0.0f), hi = _mm512_set1_ps(y_s8 ? 127.0f : 255.0f);
 	const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp);
+	/* x * (1 / scale) instead of the division where that cannot change the integer: for
+	 * |t| < 4096, t = fl(x * fl(1 / scale)) is within 2^-11 of x / scale and fl(x / scale)
+	 * within 2^-12, so where t is farther than 2^-9 from a half-integer both round to the
+	 * same integer; other lanes (near a half, large, NaN, an infinite 1 / scale) divide */
+	const __m512 r = _mm512_set1_ps(1.0f / scale), big = _mm512_set1_ps(4096.0f);
+	const __m512 near = _mm512_set1_ps(0.5f - 1.0f / 512.0f);
 	size_t i = 0;
 	for (; i + 16 <= n; i += 16) {
-		__m512 v = _mm512_div_ps(_mm512_loadu_ps(x + i), s);
-		v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		__m512 xv = _mm512_loadu_ps(x + i);
+		__m512 t = _mm512_mul_ps(xv, r);
+		__m512 v = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		__mmask16 ok = _mm512_cmp_ps_mask(_mm512_abs_ps(t), big, _CMP_LT_OQ) &
+			       _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(t, v)), near, _CMP_LT_OQ);
+		if (ok != 0xFFFF)
+			v = _mm512_mask_roundscale_ps(v, (__mmask16)~ok, _mm512_div_ps(xv, s),
+						      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 		v = _mm512_add_ps(v, z);
 		__mmask16 ord = _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q);
 		v = _mm512_maskz_mov_ps(ord, v);
