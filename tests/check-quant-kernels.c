@@ -367,6 +367,17 @@ START_TEST(quant_loops_match_scalar)
 					wh_q_dequant(b + off, s8, m, s8 ? -128 : 255, 0.37f, yf1, &isa[i].cpu);
 					CHECK(!memcmp(yf0, yf1, m * sizeof *yf0), "%s: dequantize", isa[i].name);
 				}
+				for (int hb = 0; hb < 2; hb++)
+					for (int s8 = 0; s8 < 2; s8++) {
+						/* QDQ Conv + Relu + QuantizeLinear in one pass: the scalar
+						 * composition's bits (ties from mult 0.5, NaN-free) */
+						float qs = (off % 2) ? 0.37f : 1.0f, qz = s8 ? -5.0f : 120.0f;
+						float mu = mult[7 * (len / 13 + 1)];
+						wh_q_scale_relu_quant_scalar(acc + off, m, mu, -3.5f, hb, qs, qz, s8, y0);
+						wh_q_scale_relu_quant(acc + off, m, mu, -3.5f, hb, qs, qz, s8, y1, &isa[i].cpu);
+						CHECK(!memcmp(y0, y1, m), "%s: scale, relu, quantize (bias %d, s8 %d)",
+						      isa[i].name, hb, s8);
+					}
 				for (int hb = 0; hb < 2; hb++) {
 					/* QDQ Conv's scaling: exact (0 ulp) against the scalar loop,
 					 * in place as the kernel runs it */

@@ -8,6 +8,7 @@
 #include "executor/kernel.h"
 #include "executor/numfmt.h"
 #include "executor/ops/conv-internal.h"
+#include "executor/ops/elementwise-internal.h"
 #include "executor/ops/gemm-internal.h"
 #include "executor/ops/qgemm-internal.h"
 #include "executor/ops/tactics-extra.h"
@@ -2232,6 +2233,12 @@ static void qdq_finish(void *arg, size_t plane, size_t col0, int32_t *sums, size
 		return;
 	}
 	const struct wh_requant *rq = j->round->quant;
+	const struct wh_epilogue *act = j->round->act;
+	if (act && act->op == WH_EW_RELU && !act->times_input) {
+		wh_q_scale_relu_quant(sums, cnt, j->mult[m], bias, j->bias != NULL, rq->scale, rq->zp, rq->s8,
+				      j->q8 + plane * j->P + col0, j->cpu);
+		return;
+	}
 	float tmp[512];
 	for (size_t i = 0; i < cnt; i += 512) {
 		size_t len = cnt - i < 512 ? cnt - i : 512;

@@ -292,6 +292,38 @@ void wh_q_quant_avx512(const float *x, size_t n, float scale, float zp, bool y_s
 		wh_q_quant_scalar(x + i, n - i, scale, zp, y_s8, (uint8_t *)y + i);
 }
 
+void wh_q_scale_relu_quant_avx512(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float scale,
+				  float zp, bool y_s8, void *y)
+{
+	const __m512 lo = _mm512_set1_ps(y_s8 ? -128.0f : 0.0f), hi = _mm512_set1_ps(y_s8 ? 127.0f : 255.0f);
+	const __m512 m = _mm512_set1_ps(mult), b = _mm512_set1_ps(bias), zero = _mm512_setzero_ps();
+	const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp);
+	/* as wh_q_quant_avx512 */
+	const __m512 r = _mm512_set1_ps(1.0f / scale), big = _mm512_set1_ps(4096.0f);
+	const __m512 near = _mm512_set1_ps(0.5f - 1.0f / 512.0f);
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m512 xv = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512((const void *)(acc + i))), m);
+		if (has_bias)
+			xv = _mm512_add_ps(xv, b);
+		xv = _mm512_max_ps(zero, xv); /* 0 > x ? 0 : x (NaN stays) */
+		__m512 t = _mm512_mul_ps(xv, r);
+		__m512 v = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		__mmask16 ok = _mm512_cmp_ps_mask(_mm512_abs_ps(t), big, _CMP_LT_OQ) &
+			       _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(t, v)), near, _CMP_LT_OQ);
+		if (ok != 0xFFFF)
+			v = _mm512_mask_roundscale_ps(v, (__mmask16)~ok, _mm512_div_ps(xv, s),
+						      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		v = _mm512_add_ps(v, z);
+		__mmask16 ord = _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q);
+		v = _mm512_maskz_mov_ps(ord, v);
+		v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+		_mm_storeu_si128((__m128i *)((uint8_t *)y + i), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)));
+	}
+	if (i < n)
+		wh_q_scale_relu_quant_scalar(acc + i, n - i, mult, bias, has_bias, scale, zp, y_s8, (uint8_t *)y + i);
+}
+
 void wh_q_dequant_avx512(const void *x, bool x_s8, size_t n, int32_t zp, float scale, float *y)
 {
 	const __m512i z = _mm512_set1_epi32(zp);

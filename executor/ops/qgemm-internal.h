@@ -168,6 +168,15 @@ void wh_q_scale_bias_scalar(const int32_t *acc, size_t n, float mult, float bias
 void wh_q_scale_bias_avx2(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float *y);
 void wh_q_scale_bias_avx512(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float *y);
 
+/* A QDQ Conv's sums to a fused Relu then QuantizeLinear in one pass: the bits of
+ * wh_q_scale_bias, then Relu (0 > v ? 0 : v), then wh_q_quant, run apart. */
+void wh_q_scale_relu_quant(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float scale, float zp,
+			   bool y_s8, void *y, const struct wh_cpu_features *cpu);
+void wh_q_scale_relu_quant_scalar(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float scale,
+				  float zp, bool y_s8, void *y);
+void wh_q_scale_relu_quant_avx512(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float scale,
+				  float zp, bool y_s8, void *y);
+
 /* DynamicQuantizeLinear's range: *lo = min(0, x...), *hi = max(0, x...), NaN ignored (the
  * order of a min and a max does not matter, so any split gives the same answer). */
 void wh_q_minmax(const float *x, size_t n, float *lo, float *hi, const struct wh_cpu_features *cpu);

@@ -237,6 +237,35 @@ void wh_q_scale_bias_scalar(const int32_t *acc, size_t n, float mult, float bias
 	}
 }
 
+void wh_q_scale_relu_quant(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float scale, float zp,
+			   bool y_s8, void *y, const struct wh_cpu_features *cpu)
+{
+	if (cpu && cpu->isa >= WH_ISA_AVX512) {
+		wh_q_scale_relu_quant_avx512(acc, n, mult, bias, has_bias, scale, zp, y_s8, y);
+		return;
+	}
+	/* the passes apart, on a stack piece at a time */
+	float tmp[256];
+	for (size_t i = 0; i < n; i += 256) {
+		size_t len = n - i < 256 ? n - i : 256;
+		wh_q_scale_bias(acc + i, len, mult, bias, has_bias, tmp, cpu);
+		for (size_t k = 0; k < len; k++)
+			tmp[k] = 0 > tmp[k] ? 0 : tmp[k];
+		wh_q_quant(tmp, len, scale, zp, y_s8, (uint8_t *)y + i, cpu);
+	}
+}
+
+void wh_q_scale_relu_quant_scalar(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float scale,
+				  float zp, bool y_s8, void *y)
+{
+	for (size_t i = 0; i < n; i++) {
+		float v = (float)acc[i] * mult;
+		v = has_bias ? v + bias : v;
+		v = 0 > v ? 0 : v;
+		wh_q_quant_scalar(&v, 1, scale, zp, y_s8, (uint8_t *)y + i);
+	}
+}
+
 void wh_q_minmax(const float *x, size_t n, float *lo, float *hi, const struct wh_cpu_features *cpu)
 {
 	if (cpu && cpu->isa >= WH_ISA_AVX512)
