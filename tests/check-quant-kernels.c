@@ -415,6 +415,28 @@ START_TEST(quant_loops_match_scalar)
 				}
 		}
 	}
+	/* requantization near half-integers (the AVX-512 loop works in float32 where that cannot
+	 * move the integer, in double elsewhere): the scalar's bits */
+	{
+		uint64_t sd = 123;
+		int32_t *ac = malloc(n * sizeof *ac);
+		for (int sc = 0; sc < 40; sc++) {
+			/* acc beyond 2^24 (float(acc) rounds): mult 1e-7 .. 1e-6 */
+			float mu = (float)((double)(rng_next(&sd) >> 11) / 9007199254740992.0 * 9e-7 + 1e-7);
+			for (size_t i = 0; i < n; i++) {
+				uint64_t rr = rng_next(&sd);
+				double k = (double)((int)(rr % 250) - 125) + 0.5; /* within the clamp */
+				ac[i] = (int32_t)llround(k / (double)mu) + (int32_t)((rr >> 20) % 3) - 1;
+			}
+			for (int i = 1; i < ni; i++)
+				for (int s8 = 0; s8 < 2; s8++) {
+					wh_q_requant_scalar(ac, n, &mu, 0, s8 ? 0 : 128, s8, y0);
+					wh_q_requant(ac, n, &mu, 0, s8 ? 0 : 128, s8, y1, &isa[i].cpu);
+					CHECK(!memcmp(y0, y1, n), "%s: requantize near halves, mult %g", isa[i].name, (double)mu);
+				}
+		}
+		free(ac);
+	}
 	/* the scalar references themselves: ties to even, saturation, NaN */
 	int32_t a4[4] = {5, 7, -5, 1000};
 	float half = 0.5f;

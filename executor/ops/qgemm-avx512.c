@@ -240,8 +240,26 @@ void wh_q_requant_avx512(const int32_t *acc, size_t n, const float *mult, size_t
 	const __m512d lo = _mm512_set1_pd(y_s8 ? -128 : 0), hi = _mm512_set1_pd(y_s8 ? 127 : 255);
 	const __m512d z = _mm512_set1_pd((double)yz);
 	__m512d ms = _mm512_set1_pd((double)mult[0]);
+	/* in float32 where that cannot change the integer (as wh_q_quant_avx512): for |t| <
+	 * 4096, t = fl(fl(acc) * mult) is within 2^-11 of acc * mult and the double product
+	 * within 2^-41, so where t is farther than 2^-9 from a half-integer both round to the same
+	 * integer; otherwise the 16 lanes take the double path */
+	const __m512 big = _mm512_set1_ps(4096.0f), near = _mm512_set1_ps(0.5f - 1.0f / 512.0f);
+	const __m512 lof = _mm512_set1_ps(y_s8 ? -128.0f : 0.0f), hif = _mm512_set1_ps(y_s8 ? 127.0f : 255.0f);
+	const __m512 zf = _mm512_set1_ps((float)yz), msf = _mm512_set1_ps(mult[0]);
+	const bool small_z = yz > -(1 << 20) && yz < (1 << 20); /* rint(t) + yz exact in float32 */
 	size_t i = 0;
 	for (; i + 16 <= n; i += 16) {
+		__m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512((const void *)(acc + i))),
+					 mstride ? _mm512_loadu_ps(mult + i) : msf);
+		__m512 rt = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		__mmask16 ok = _mm512_cmp_ps_mask(_mm512_abs_ps(t), big, _CMP_LT_OQ) &
+			       _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(t, rt)), near, _CMP_LT_OQ);
+		if (ok == 0xFFFF && small_z) {
+			__m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(rt, zf), lof), hif);
+			_mm_storeu_si128((__m128i *)((uint8_t *)y + i), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)));
+			continue;
+		}
 		__m512d m0 = ms, m1 = ms;
 		if (mstride) {
 			m0 = _mm512_cvtps_pd(_mm256_loadu_ps(mult + i));
