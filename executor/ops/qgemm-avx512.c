@@ -2,6 +2,7 @@
  * GEMM kernel also needs VNNI (vpdpbusd), enabled per function; the caller checks
  * cpu->avx512vnni. */
 #include <immintrin.h>
+#include <math.h>
 
 #include "executor/ops/qgemm-internal.h"
 
@@ -234,17 +235,28 @@ static inline __m512d requant8(__m256i acc, __m512d m, __m512d yz, __m512d lo, _
 	return _mm512_min_pd(v, hi);
 }
 
+/* The lanes where rint(t) is surely rint of the value t approximates, when t is within
+ * |t| * 2^-22 of the float32 (or double) result it stands for: t = fl(x * fl(1 / scale))
+ * against fl(x / scale), or fl(fl(acc) * mult) against the double product, are (two float32
+ * roundings, |t - exact| <= |t| * 1.5 * 2^-23, and the other result within half an ulp).
+ * Taken: |t| < 4096 and t farther than |t| * 2^-21 (twice the bound) from a half-integer
+ * (v = rint(t)); then both lie on the same side of every rounding boundary. */
+static inline __mmask16 sure_rint(__m512 t, __m512 v)
+{
+	__m512 a = _mm512_abs_ps(t);
+	__m512 lim = _mm512_sub_ps(_mm512_set1_ps(0.5f), _mm512_mul_ps(a, _mm512_set1_ps(0x1p-21f)));
+	return _mm512_cmp_ps_mask(a, _mm512_set1_ps(4096.0f), _CMP_LT_OQ) &
+	       _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(t, v)), lim, _CMP_LT_OQ);
+}
+
 void wh_q_requant_avx512(const int32_t *acc, size_t n, const float *mult, size_t mstride, int32_t yz, bool y_s8,
 			 void *y)
 {
 	const __m512d lo = _mm512_set1_pd(y_s8 ? -128 : 0), hi = _mm512_set1_pd(y_s8 ? 127 : 255);
 	const __m512d z = _mm512_set1_pd((double)yz);
 	__m512d ms = _mm512_set1_pd((double)mult[0]);
-	/* in float32 where that cannot change the integer (as wh_q_quant_avx512): for |t| <
-	 * 4096, t = fl(fl(acc) * mult) is within 2^-11 of acc * mult and the double product
-	 * within 2^-41, so where t is farther than 2^-9 from a half-integer both round to the same
-	 * integer; otherwise the 16 lanes take the double path */
-	const __m512 big = _mm512_set1_ps(4096.0f), near = _mm512_set1_ps(0.5f - 1.0f / 512.0f);
+	/* in float32 where that cannot change the integer (sure_rint); otherwise the 16 lanes
+	 * take the double path */
 	const __m512 lof = _mm512_set1_ps(y_s8 ? -128.0f : 0.0f), hif = _mm512_set1_ps(y_s8 ? 127.0f : 255.0f);
 	const __m512 zf = _mm512_set1_ps((float)yz), msf = _mm512_set1_ps(mult[0]);
 	const bool small_z = yz > -(1 << 20) && yz < (1 << 20); /* rint(t) + yz exact in float32 */
@@ -253,8 +265,7 @@ void wh_q_requant_avx512(const int32_t *acc, size_t n, const float *mult, size_t
 		__m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512((const void *)(acc + i))),
 					 mstride ? _mm512_loadu_ps(mult + i) : msf);
 		__m512 rt = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-		__mmask16 ok = _mm512_cmp_ps_mask(_mm512_abs_ps(t), big, _CMP_LT_OQ) &
-			       _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(t, rt)), near, _CMP_LT_OQ);
+		__mmask16 ok = sure_rint(t, rt);
 		if (ok == 0xFFFF && small_z) {
 			__m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(rt, zf), lof), hif);
 			_mm_storeu_si128((__m128i *)((uint8_t *)y + i), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)));
@@ -284,19 +295,15 @@ void wh_q_quant_avx512(const float *x, size_t n, float scale, float zp, bool y_s
 {
 	const __m512 lo = _mm512_set1_ps(y_s8 ? -128.0f : 0.0f), hi = _mm512_set1_ps(y_s8 ? 127.0f : 255.0f);
 	const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp);
-	/* x * (1 / scale) instead of the division where that cannot change the integer: for
-	 * |t| < 4096, t = fl(x * fl(1 / scale)) is within 2^-11 of x / scale and fl(x / scale)
-	 * within 2^-12, so where t is farther than 2^-9 from a half-integer both round to the
-	 * same integer; other lanes (near a half, large, NaN, an infinite 1 / scale) divide */
-	const __m512 r = _mm512_set1_ps(1.0f / scale), big = _mm512_set1_ps(4096.0f);
-	const __m512 near = _mm512_set1_ps(0.5f - 1.0f / 512.0f);
+	/* x * (1 / scale) instead of the division where that cannot change the integer
+	 * (sure_rint); other lanes (near a half, large, NaN, an infinite 1 / scale) divide */
+	const __m512 r = _mm512_set1_ps(1.0f / scale);
 	size_t i = 0;
 	for (; i + 16 <= n; i += 16) {
 		__m512 xv = _mm512_loadu_ps(x + i);
 		__m512 t = _mm512_mul_ps(xv, r);
 		__m512 v = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-		__mmask16 ok = _mm512_cmp_ps_mask(_mm512_abs_ps(t), big, _CMP_LT_OQ) &
-			       _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(t, v)), near, _CMP_LT_OQ);
+		__mmask16 ok = sure_rint(t, v);
 		if (ok != 0xFFFF)
 			v = _mm512_mask_roundscale_ps(v, (__mmask16)~ok, _mm512_div_ps(xv, s),
 						      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -317,9 +324,50 @@ void wh_q_scale_relu_quant_avx512(const int32_t *acc, size_t n, float mult, floa
 	const __m512 m = _mm512_set1_ps(mult), b = _mm512_set1_ps(bias), zero = _mm512_setzero_ps();
 	const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp);
 	/* as wh_q_quant_avx512 */
-	const __m512 r = _mm512_set1_ps(1.0f / scale), big = _mm512_set1_ps(4096.0f);
-	const __m512 near = _mm512_set1_ps(0.5f - 1.0f / 512.0f);
+	const __m512 r = _mm512_set1_ps(1.0f / scale);
+	/* a positive scale with a normal reciprocal and zp >= the lower bound (every quantizer's):
+	 * t >= 0 after the Relu, so sure_rint needs no |t| < 4096 (its bound is relative, and a
+	 * large or infinite t fails the half test) and no abs, and v + zp no lower clamp */
+	const bool pos = scale > 0.0f && 1.0f / scale >= 0x1p-126f && 1.0f / scale < INFINITY &&
+			 zp >= (y_s8 ? -128.0f : 0.0f);
+	const __m512 half = _mm512_set1_ps(0.5f), c21 = _mm512_set1_ps(0x1p-21f);
 	size_t i = 0;
+	/* 64 at a time: the same lane arithmetic, the NaN rule only where a lane divided (a fast
+	 * lane is finite), and the 64 bytes packed with two packs and one dword permute */
+	const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+	for (; i + 64 <= n; i += 64) {
+		__m512 xv[4], v[4];
+		__mmask16 ok[4];
+		for (int u = 0; u < 4; u++) {
+			xv[u] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512((const void *)(acc + i + 16 * u))), m);
+			if (has_bias)
+				xv[u] = _mm512_add_ps(xv[u], b);
+			xv[u] = _mm512_max_ps(zero, xv[u]);
+			__m512 t = _mm512_mul_ps(xv[u], r);
+			v[u] = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+			ok[u] = pos ? _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(t, v[u])), _mm512_fnmadd_ps(t, c21, half),
+							 _CMP_LT_OQ)
+				    : sure_rint(t, v[u]);
+		}
+		__m512i q[4];
+		if ((ok[0] & ok[1] & ok[2] & ok[3]) == 0xFFFF) {
+			for (int u = 0; u < 4; u++) {
+				__m512 w = _mm512_add_ps(v[u], z);
+				q[u] = _mm512_cvtps_epi32(_mm512_min_ps(pos ? w : _mm512_max_ps(w, lo), hi));
+			}
+		} else {
+			for (int u = 0; u < 4; u++) {
+				__m512 w = _mm512_mask_roundscale_ps(v[u], (__mmask16)~ok[u], _mm512_div_ps(xv[u], s),
+								     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+				w = _mm512_add_ps(w, z);
+				w = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(w, w, _CMP_ORD_Q), w);
+				q[u] = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(w, lo), hi));
+			}
+		}
+		__m512i w0 = _mm512_packs_epi32(q[0], q[1]), w1 = _mm512_packs_epi32(q[2], q[3]);
+		__m512i by = y_s8 ? _mm512_packs_epi16(w0, w1) : _mm512_packus_epi16(w0, w1);
+		_mm512_storeu_si512((void *)((uint8_t *)y + i), _mm512_permutexvar_epi32(order, by));
+	}
 	for (; i + 16 <= n; i += 16) {
 		__m512 xv = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512((const void *)(acc + i))), m);
 		if (has_bias)
@@ -327,8 +375,7 @@ void wh_q_scale_relu_quant_avx512(const int32_t *acc, size_t n, float mult, floa
 		xv = _mm512_max_ps(zero, xv); /* 0 > x ? 0 : x (NaN stays) */
 		__m512 t = _mm512_mul_ps(xv, r);
 		__m512 v = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-		__mmask16 ok = _mm512_cmp_ps_mask(_mm512_abs_ps(t), big, _CMP_LT_OQ) &
-			       _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(t, v)), near, _CMP_LT_OQ);
+		__mmask16 ok = sure_rint(t, v);
 		if (ok != 0xFFFF)
 			v = _mm512_mask_roundscale_ps(v, (__mmask16)~ok, _mm512_div_ps(xv, s),
 						      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
