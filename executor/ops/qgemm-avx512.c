@@ -351,9 +351,11 @@ void wh_q_scale_relu_quant_avx512(const int32_t *acc, size_t n, float mult, floa
 		}
 		__m512i q[4];
 		if ((ok[0] & ok[1] & ok[2] & ok[3]) == 0xFFFF) {
+			/* pos: t < 2^20 here (beyond, the half test fails), so v + zp converts
+			 * exactly and the saturating packs below are the clamp */
 			for (int u = 0; u < 4; u++) {
 				__m512 w = _mm512_add_ps(v[u], z);
-				q[u] = _mm512_cvtps_epi32(_mm512_min_ps(pos ? w : _mm512_max_ps(w, lo), hi));
+				q[u] = _mm512_cvtps_epi32(pos ? w : _mm512_min_ps(_mm512_max_ps(w, lo), hi));
 			}
 		} else {
 			for (int u = 0; u < 4; u++) {
