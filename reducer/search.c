@@ -679,13 +679,16 @@ static uint32_t tree_probe(const struct search *s, int64_t lo, int64_t hi, int64
 static uint32_t round_probes(const struct search *s, int64_t lo, int64_t hi, bool ask0, bool *adj, int64_t *probe)
 {
 	uint32_t k = 0, slots = (uint32_t)s->jobs;
+	bool spare = false;
 	if (lo < 0 && ask0) {
 		probe[k++] = 0;
-		/* K alone may be the result: with --confirm 2 and up leave a slot for the
-		 * driver's second run of it (it fills idle slots so), which saves the round
-		 * of re-running it */
-		if (slots > 1 && s->o->rerun_slot)
+		/* K alone may be the result: its round leaves a slot for the driver's second run
+		 * of it (--confirm 2 and up: it fills idle slots so, which saves the round of
+		 * re-running it); without one, the slot gets one more cut point below */
+		if (slots > 1) {
 			slots--;
+			spare = !s->o->rerun_slot;
+		}
 	}
 	if (*adj && hi - 1 > lo && hi - 1 > 0 && k < slots) {
 		probe[k++] = hi - 1;
@@ -710,6 +713,31 @@ static uint32_t round_probes(const struct search *s, int64_t lo, int64_t hi, boo
 			if (!dup)
 				probe[k++] = p;
 		}
+	}
+	/* the spare slot: the midpoint of the widest gap the cut points leave, so the round
+	 * asks everything it asked before and one point more */
+	if (spare && k < 130) {
+		int64_t best_a = lo, best_w = 0;
+		int64_t pts[131];
+		uint32_t np = 0;
+		pts[np++] = lo;
+		for (uint32_t i = 0; i < k; i++)
+			if (probe[i] > lo && probe[i] < hi)
+				pts[np++] = probe[i];
+		pts[np++] = hi;
+		for (uint32_t i = 1; i < np; i++)
+			for (uint32_t j = i; j > 0 && pts[j - 1] > pts[j]; j--) {
+				int64_t t = pts[j];
+				pts[j] = pts[j - 1];
+				pts[j - 1] = t;
+			}
+		for (uint32_t i = 0; i + 1 < np; i++)
+			if (pts[i + 1] - pts[i] > best_w) {
+				best_w = pts[i + 1] - pts[i];
+				best_a = pts[i];
+			}
+		if (best_w > 1)
+			probe[k++] = best_a + (best_w + 1) / 2;
 	}
 	return k;
 }
