@@ -820,7 +820,7 @@ static enum wh_status culprit_search(struct search *s, const uint8_t *within, ui
 			U[m++] = x;
 	}
 	/* -j 1: the budgeted trees for these m nodes (beyond WH_SEARCH_DP_MAX, plain bisection) */
-	if (s->jobs == 1 && !o->plain_trees) {
+	if (s->jobs == 1) {
 		if (!(s->dp = dp_make(m, &st)) && st != WH_OK)
 			goto out;
 		if (s->dp && !(s->lim = malloc(((size_t)m + 1) * sizeof *s->lim))) {

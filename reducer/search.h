@@ -85,11 +85,10 @@ struct wh_search_options {
 	const uint8_t *const *prior_sets;
 	uint32_t n_prior_sets;
 	bool prior_only;        /* stop when no prior set fails (result_mask untouched) */
-	/* -j 1 (ddmin): plain bisection (K alone, the neighbour, midpoints), not the budgeted
-	 * trees; for searches whose answer depends on where a not-monotone check is probed */
-	bool plain_trees;
 	/* -j > 1 (ddmin): the round that checks K alone leaves a slot for the caller's second
-	 * run of it (reduce --confirm 2 and up: the result's second run rides there) */
+	 * run of it (reduce --confirm 2 and up: the result's second run rides there; precision:
+	 * its cut points as they were). Off: that slot gets one more cut point (the widest
+	 * gap's midpoint), the round's other cut points unchanged. */
 	bool rerun_slot;
 };
 
