@@ -478,9 +478,12 @@ static enum wh_status minimality_pass(struct search *s, uint8_t *R)
  * iff their dyadic intervals, packed left to right each at its deepest allowed level, end
  * at or before 1; T(i, m) is the largest t for which the leaves of (i, m) fit below depth
  * t. The budgets hold for every placement of up to kmax culprits iff T(0, N) >= 0
- * (scripts/search-bound.py computes the same table). The search then picks, at each probe,
- * today's probe (K alone, the neighbour of the last culprit, the midpoint) when both sides
- * still fit with one check more spent, else the feasible cut nearest the midpoint. */
+ * (scripts/search-bound.py computes the same table; met with kmax = 4 for every N up to
+ * WH_SEARCH_DP_MAX). At each probe the cuts whose two sides still fit with one check more
+ * spent form an interval; the search picks K alone (first in a search after a culprit)
+ * when it lies there, else the neighbour of the last culprit as shallow as the limits allow
+ * (the largest feasible cut, while the neighbour is in the bracket), else the cut nearest
+ * the midpoint among those that leave every leaf the most checks to spare. */
 #define DP_INF (INT32_MAX / 4)
 #define DP_FLOOR (-64)
 #define DP_D 62   /* intervals in units of 2^-62 */
@@ -655,7 +658,6 @@ static int64_t dp_probe(const struct search *s, int64_t lo, int64_t hi, int64_t 
 	}
 	return mid < qa ? qa : (mid > qb ? qb : mid);
 }
-
 
 /* -j 1 with the table: one probe, today's where the budgeted tree has room for it. */
 static uint32_t tree_probe(const struct search *s, int64_t lo, int64_t hi, int64_t m, bool ask0, bool *adj, int64_t *probe)
