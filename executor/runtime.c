@@ -76,6 +76,8 @@ struct plan {
 	 * main graph once per run): it holds only the initializers' references (see
 	 * frame_init); NULL while a frame of this plan has it. */
 	struct wh_tensor *spare_vals;
+	/* per node id: the branches each If took in this engine's runs (1: then, 2: else) */
+	uint8_t *branch_seen;
 };
 
 /* At most this much freed activation memory is kept between runs (graph/blob.h holds only
@@ -226,6 +228,7 @@ static void plan_destroy(struct plan *p)
 	free(p->kernels);
 	free(p->opsets);
 	free(p->last_use);
+	free(p->branch_seen);
 	free(p);
 }
 
@@ -605,7 +608,8 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 	p->opsets = calloc(nn, sizeof *p->opsets);
 	p->last_use = calloc(nv, sizeof *p->last_use);
 	p->inits = calloc(nv, sizeof *p->inits);
-	if (!p->order || !p->kernels || !p->opsets || !p->last_use || !p->inits) {
+	p->branch_seen = calloc(nn, 1);
+	if (!p->order || !p->kernels || !p->opsets || !p->last_use || !p->inits || !p->branch_seen) {
 		st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
 		goto out;
 	}
@@ -1453,6 +1457,20 @@ enum wh_status wh_kernel_run_subgraph(struct wh_kernel_ctx *ctx, const struct wh
 	}
 	frame_release(&f);
 	return st;
+}
+
+void wh_kernel_note_branch(struct wh_kernel_ctx *ctx, bool then)
+{
+	struct plan *p = ctx->frame ? ctx->frame->plan : NULL;
+	if (!p || ctx->node < p->g->nodes || ctx->node >= p->g->nodes + p->g->n_nodes)
+		return;
+	p->branch_seen[ctx->node - p->g->nodes] |= then ? 1 : 2;
+}
+
+unsigned wh_engine_if_branches(const struct wh_engine *e, const struct wh_graph *g, uint32_t node)
+{
+	const struct plan *p = find_plan(e, g);
+	return p && node < g->n_nodes ? p->branch_seen[node] : 0;
 }
 
 static enum wh_status check_input(const struct wh_value *v, const struct wh_tensor *t)

@@ -186,6 +186,7 @@ static enum wh_status if_run(struct wh_kernel_ctx *ctx)
 	if (st != WH_OK)
 		return st;
 	const char *which = c ? "then_branch" : "else_branch";
+	wh_kernel_note_branch(ctx, c);
 	const struct wh_graph *g = graph_attr(ctx, which);
 	if (!g)
 		return wh_kernel_fail(ctx, WH_ERR_INVALID, "attribute %s is missing (fix the model)", which);

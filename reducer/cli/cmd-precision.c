@@ -406,6 +406,13 @@ static enum wh_status precision(void *self, const struct wh_cli_args *a, struct 
 		goto out;
 	so->check = c->check;
 	so->check_display = c->check_display;
+	/* an If whose branch every sample takes is searched layer by layer (its branch inlined);
+	 * an external check applies the answer to the model file, which has the If */
+	if (!c->check) {
+		struct wh_engine_options fo = {.threads = x->run.threads};
+		if ((st = wh_driver_inline_ifs("precision", &c->model, &fo, c->samples, c->n_samples, stderr)) != WH_OK)
+			goto out;
+	}
 	if (c->check && (st = inputs_dirs(&x->run, c->check, c->model, c->samples, c->n_samples, c->n_generated, &dirs, &gold,
 					  inputs_tmp, sizeof inputs_tmp)) != WH_OK)
 		goto out;

@@ -9,6 +9,7 @@
 #include "graph/names.h"
 #include "graph/tensor-file.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/driver-util.h"
 #include "reducer/cli/options.h"
 #include "reducer/cli/run-opts.h"
 #include "reducer/cli/run-profile.h"
@@ -236,8 +237,18 @@ static enum wh_status run(void *self, const struct wh_cli_args *a, struct wh_cmd
 	bool reduced = false;
 	enum wh_status st;
 	x->model_path = a->operands[0];
-	if ((st = wh_cmd_ctx_load(c, &x->run, x->model_path, WH_SAMPLES_ONE)) != WH_OK ||
-	    (st = wh_run_opts_precision(&x->run, c->model, &c->samples[0], &reduced)) != WH_OK)
+	if ((st = wh_cmd_ctx_load(c, &x->run, x->model_path, WH_SAMPLES_ONE)) != WH_OK)
+		goto out;
+	/* --compare fp32 --mark-all diagnoses layer by layer: an If's taken branch is inlined,
+	 * so that the diagnosis can name a layer inside it; so is it for --layer-precisions,
+	 * which may name such layers (precision's answers do) */
+	if (((x->mark_all && x->compare && !strcmp(x->compare, "fp32")) || x->run.layer_precisions) && !x->load_tactics &&
+	    !x->save_tactics) {
+		struct wh_engine_options fo = {.threads = x->run.threads};
+		if ((st = wh_driver_inline_ifs("run", &c->model, &fo, c->samples, 1, stderr)) != WH_OK)
+			goto out;
+	}
+	if ((st = wh_run_opts_precision(&x->run, c->model, &c->samples[0], &reduced)) != WH_OK)
 		goto out;
 	const struct wh_model *m = c->model;
 	const struct wh_tensor_set *inputs = &c->samples[0];
