@@ -78,6 +78,8 @@ struct plan {
 	struct wh_tensor *spare_vals;
 	/* per node id: the branches each If took in this engine's runs (1: then, 2: else) */
 	uint8_t *branch_seen;
+	/* the values captured from enclosing graphs (WH_VALUE_OUTER), n_outer of them */
+	uint32_t *outer, n_outer;
 };
 
 /* At most this much freed activation memory is kept between runs (graph/blob.h holds only
@@ -229,6 +231,7 @@ static void plan_destroy(struct plan *p)
 	free(p->opsets);
 	free(p->last_use);
 	free(p->branch_seen);
+	free(p->outer);
 	free(p);
 }
 
@@ -689,6 +692,15 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 			}
 		}
 	}
+	for (uint32_t v = 0; v < g->n_values; v++)
+		p->n_outer += (g->values[v].flags & WH_VALUE_OUTER) != 0;
+	if (p->n_outer && !(p->outer = malloc(p->n_outer * sizeof *p->outer))) {
+		st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+		goto out;
+	}
+	for (uint32_t v = 0, k = 0; v < g->n_values && p->n_outer; v++)
+		if (g->values[v].flags & WH_VALUE_OUTER)
+			p->outer[k++] = v;
 	for (uint32_t v = 0; v < g->n_values; v++) {
 		p->last_use[v] = WH_NONE;
 		const struct wh_value *val = &g->values[v];
@@ -989,15 +1001,16 @@ static enum wh_status frame_init(struct wh_frame *f, struct wh_engine *e, struct
 		if (st != WH_OK)
 			return st;
 	}
-	for (uint32_t v = 0; v < g->n_values; v++) {
-		if (g->values[v].flags & WH_VALUE_OUTER) {
-			const char *name = g->values[v].name;
-			for (const struct wh_frame *q = parent; q; q = q->parent) {
-				uint32_t id = wh_graph_find_value(q->plan->g, name);
-				if (id != WH_NONE && wh_value_present(&q->vals[id])) {
-					wh_tensor_ref(&f->vals[v], &q->vals[id]);
-					break;
-				}
+	/* the values captured from enclosing graphs (listed once per plan: a subgraph of a
+	 * large body runs per iteration), bound by name from the nearest frame that has one */
+	for (uint32_t i = 0; i < p->n_outer; i++) {
+		uint32_t v = p->outer[i];
+		const char *name = g->values[v].name;
+		for (const struct wh_frame *q = parent; q; q = q->parent) {
+			uint32_t id = wh_graph_find_value(q->plan->g, name);
+			if (id != WH_NONE && wh_value_present(&q->vals[id])) {
+				wh_tensor_ref(&f->vals[v], &q->vals[id]);
+				break;
 			}
 		}
 	}
