@@ -24,7 +24,8 @@ noise stays inside --atol 1e-2 --rtol 1e-2.
                   Data: if_nested_on/ (flag true, sr 16000).
   if_hostile      if_cnn with hostile names inside the branch: node and tensor names with an
                   ESC sequence, a newline, `|` and backticks, and branch tensors named like
-                  tensors of the main graph (`h`, `cond`): the inlined model must rename them.
+                  tensors of the main graph (`h`, `cond`): the inlined model must rename them;
+                  the planted Pow is named with an OSC 52 sequence.
                   Data: if_hostile_16k/.
   loop_small      a Loop with the constant trip count 3 adding a constant to a carried value,
                   then the planted site. Data: loop_small/.
@@ -75,10 +76,10 @@ def fp16_grid(a):
     return a.astype(np.float16).astype(np.float32)
 
 
-def planted(prefix, depth_name, out):
+def planted(prefix, depth_name, out, norm_name=None):
     """amp_norm = depth^2 (overflows fp16), amp_scale = * 2^-16: the planted site."""
     nodes = [
-        mk("Pow", [depth_name, prefix + "two"], [prefix + "amp_norm_out"], name=prefix + "amp_norm"),
+        mk("Pow", [depth_name, prefix + "two"], [prefix + "amp_norm_out"], name=norm_name or prefix + "amp_norm"),
         mk("Mul", [prefix + "amp_norm_out", prefix + "amp_k"], [out], name=prefix + "amp_scale"),
     ]
     inits = [const(prefix + "two", 2.0), const(prefix + "amp_k", 2.0 ** -16)]
@@ -89,7 +90,7 @@ def cnn_branch(rng, prefix, out, x="x", depth="depth", names=None):
     """The CNN: the planted site gives a gain in (0, 2.45], multiplied into x; then two convs."""
     n = names or {}
     nm = lambda k: n.get(k, prefix + k)
-    nodes, inits = planted(prefix, depth, nm("gain"))
+    nodes, inits = planted(prefix, depth, nm("gain"), n.get("amp_norm"))
     w1 = fp16_grid(rng.uniform(-0.25, 0.25, (8, 4, 3, 3)))
     w2 = fp16_grid(rng.uniform(-0.25, 0.25, (8, 8, 3, 3)))
     wf = fp16_grid(rng.uniform(-0.5, 0.5, (8, 10)))
@@ -139,7 +140,7 @@ def if_cnn(out_dir, rng, hostile=False):
     if hostile:
         # hostile names: an ESC sequence, a newline, a table bar, backticks; and tensors named
         # like the main graph's (h, cond)
-        names = {"conv1": "net/conv\x1b[31m1", "relu1": "net/relu\n1", "conv2": "net/conv|2`x`",
+        names = {"amp_norm": "net/amp\x1b]52;c;AA==\x07norm", "conv1": "net/conv\x1b[31m1", "relu1": "net/relu\n1", "conv2": "net/conv|2`x`",
                  "h": "h", "c1": "cond", "gain": "net/gain"}
     tn, ti = cnn_branch(rng, "net/", "y_then", names=names)
     en, ei = else_gemm(rng, "small/", "y_else")
