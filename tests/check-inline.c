@@ -11,6 +11,7 @@
 #include "executor/executor.h"
 #include "graph/inline.h"
 #include "graph/ir.h"
+#include "graph/sanitize.h"
 #include "graph/tensor-file.h"
 #include "graph/tensor.h"
 
@@ -372,6 +373,69 @@ START_TEST(test_refuses_renamed_capture)
 }
 END_TEST
 
+/* --bind-input's parser: values, booleans, and each way to get it wrong */
+START_TEST(test_bindings_parse)
+{
+	struct wh_input_binding *b = NULL;
+	uint32_t n = 0;
+	ck_assert_int_eq(wh_input_bindings_parse("sr=16000,flag=true,gain=-0.5,off=false", &b, &n), WH_OK);
+	ck_assert_uint_eq(n, 4);
+	ck_assert_str_eq(b[0].name, "sr");
+	ck_assert(b[0].value == 16000.0);
+	ck_assert(b[1].value == 1.0 && b[2].value == -0.5 && b[3].value == 0.0);
+	wh_input_bindings_free(b, n);
+	/* a name holding '=' splits at the last one */
+	ck_assert_int_eq(wh_input_bindings_parse("a=b=2", &b, &n), WH_OK);
+	ck_assert_str_eq(b[0].name, "a=b");
+	wh_input_bindings_free(b, n);
+	const char *bad[] = {"sr", "=1", "sr=", "sr=abc", "sr=1,sr=2", "sr=inf", "sr=nan", ",", ""};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		b = NULL;
+		ck_assert_msg(wh_input_bindings_parse(bad[i], &b, &n) == WH_ERR_USAGE, "'%s' accepted", bad[i]);
+		ck_assert_ptr_null(b);
+	}
+}
+END_TEST
+
+/* flag bound to true / false: sanitize --fold-constants replaces the If by that branch and the
+ * input is gone; without the binding the If stays. */
+START_TEST(test_bind_and_fold)
+{
+	for (int pick = -1; pick <= 1; pick++) {
+		struct wh_model *m = simple(), *out = NULL;
+		if (pick >= 0) {
+			struct wh_input_binding b = {.name = "flag", .value = pick};
+			ck_assert_int_eq(wh_model_bind_input_values(m, &b, 1), WH_OK);
+			ck_assert_uint_eq(m->graph->n_inputs, 1);
+			uint32_t f = wh_graph_find_value(m->graph, "flag");
+			ck_assert(m->graph->values[f].flags & WH_VALUE_INITIALIZER);
+			ck_assert(!(m->graph->values[f].flags & WH_VALUE_INPUT));
+		}
+		struct wh_sanitize_options o = {.fold_constants = true, .evaluate = wh_executor_fold_eval};
+		struct wh_sanitize_stats st = {0};
+		ck_assert_int_eq(wh_model_sanitize(m, &o, &out, &st), WH_OK);
+		if (pick < 0) {
+			ck_assert_uint_eq(st.ifs_folded, 0);
+			ck_assert_uint_eq(count_op(out->graph, "If"), 1);
+		} else {
+			ck_assert_uint_eq(st.ifs_folded, 1);
+			ck_assert_uint_eq(out->graph->n_nodes, 1);
+			ck_assert_str_eq(out->graph->nodes[0].op_type, pick ? "Relu" : "Neg");
+			ck_assert_str_eq(out->graph->values[out->graph->outputs[0]].name, "y");
+		}
+		wh_model_destroy(out);
+		wh_model_destroy(m);
+	}
+	/* not an input; an input of 4 elements */
+	struct wh_model *m = simple();
+	struct wh_input_binding nope = {.name = "nope", .value = 1}, x = {.name = "x", .value = 1};
+	ck_assert_int_eq(wh_model_bind_input_values(m, &nope, 1), WH_ERR_NOT_FOUND);
+	ck_assert_int_eq(wh_model_bind_input_values(m, &x, 1), WH_ERR_SHAPE);
+	ck_assert_uint_eq(m->graph->n_inputs, 2);
+	wh_model_destroy(m);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("inline");
@@ -382,6 +446,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_passthrough);
 	tcase_add_test(tc, test_nested);
 	tcase_add_test(tc, test_refuses_renamed_capture);
+	tcase_add_test(tc, test_bindings_parse);
+	tcase_add_test(tc, test_bind_and_fold);
 	suite_add_tcase(s, tc);
 	return s;
 }
