@@ -7,6 +7,7 @@
 #    inlined and which branch; the written file passes `run --compare fp32` and without
 #    net/amp_scale it fails; the same for the transformer block on a bool flag and for
 #    nested Ifs;
+#    its TensorRT hint points to --save-model (the file still has the If);
 #  - `reduce` returns a subgraph of the branch that onnx.checker accepts and ONNX Runtime
 #    loads (scripts/ort-run.js);
 #  - `run --mark-all --compare fp32`'s diagnosis names net/amp_norm, a layer inside the
@@ -78,6 +79,13 @@ if grep -qF "precision: If 'If_inner' inlined: the sample took then_branch" "$tm
 	ok "if_nested: the inner If is inlined too"
 else
 	bad "if_nested: no note for the inner If"
+fi
+
+if grep -qF "precision: TensorRT: the answer names layers of an If's branch" "$tmp/precision_err" &&
+	! grep -q "TensorRT 10: trtexec --onnx=.*if_nested.onnx" "$tmp/precision_err"; then
+	ok "precision's TensorRT hint sends the user to --save-model (the file keeps the If)"
+else
+	bad "precision's TensorRT hint names the file with the If"
 fi
 
 # the else branch (sr 8000) has no overflow: fp16 passes, and the note says else_branch
