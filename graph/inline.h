@@ -9,9 +9,10 @@
  * a branch value whose name is taken gets the first free "<name>__<k>" (names are
  * untrusted: a branch may reuse any outer name). Values the branch captures from outer
  * graphs are resolved by name through the enclosing scopes, as the runtime does. Branch
- * nodes keep their own names. Nested Ifs are offered to the chooser too (an If inside a
- * branch that is inlined, or inside a kept subgraph's body is kept as it is). The If's
- * condition stays computed where its producer is: a dead node, which reduce may drop. */
+ * nodes keep their own names. The Ifs of a branch being inlined are offered to the chooser
+ * too (nested Ifs); an If inside a subgraph that stays (a Loop body, an If kept whole) is
+ * copied as it is. The If's condition stays computed where its producer is: a dead node,
+ * which reduce may drop. */
 #ifndef WH_INLINE_H
 #define WH_INLINE_H
 
