@@ -84,6 +84,12 @@ typedef enum wh_status (*wh_engine_tensor_fn)(void *state, const char *name, con
  * holds at most what the run needs at once, where WH_KEEP_ALL holds every tensor. */
 enum wh_status wh_engine_run_each(struct wh_engine *e, const struct wh_tensor_set *inputs, wh_engine_tensor_fn fn, void *state);
 
+/* The branches If node `node` of graph g (the main graph or any subgraph of e's model) took
+ * in e's runs so far: bit 0 then_branch, bit 1 else_branch; 0 when it never ran. The
+ * reference run of reduce, precision and the --mark-all diagnosis reads it to inline an If
+ * whose branch was the same for every sample (graph/inline.h). */
+unsigned wh_engine_if_branches(const struct wh_engine *e, const struct wh_graph *g, uint32_t node);
+
 /* Constant folding with the executor's kernels: a wh_fold_fn (graph/shape.h) that shape
  * inference and sanitize --fold-constants call, passed in by the front end (graph/ cannot
  * call up into the executor). The kernel runs as it does at run time but without a thread

@@ -76,6 +76,10 @@ struct plan {
 	 * main graph once per run): it holds only the initializers' references (see
 	 * frame_init); NULL while a frame of this plan has it. */
 	struct wh_tensor *spare_vals;
+	/* per node id: the branches each If took in this engine's runs (1: then, 2: else) */
+	uint8_t *branch_seen;
+	/* the values captured from enclosing graphs (WH_VALUE_OUTER), n_outer of them */
+	uint32_t *outer, n_outer;
 };
 
 /* At most this much freed activation memory is kept between runs (graph/blob.h holds only
@@ -226,6 +230,8 @@ static void plan_destroy(struct plan *p)
 	free(p->kernels);
 	free(p->opsets);
 	free(p->last_use);
+	free(p->branch_seen);
+	free(p->outer);
 	free(p);
 }
 
@@ -605,7 +611,8 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 	p->opsets = calloc(nn, sizeof *p->opsets);
 	p->last_use = calloc(nv, sizeof *p->last_use);
 	p->inits = calloc(nv, sizeof *p->inits);
-	if (!p->order || !p->kernels || !p->opsets || !p->last_use || !p->inits) {
+	p->branch_seen = calloc(nn, 1);
+	if (!p->order || !p->kernels || !p->opsets || !p->last_use || !p->inits || !p->branch_seen) {
 		st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
 		goto out;
 	}
@@ -685,6 +692,15 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 			}
 		}
 	}
+	for (uint32_t v = 0; v < g->n_values; v++)
+		p->n_outer += (g->values[v].flags & WH_VALUE_OUTER) != 0;
+	if (p->n_outer && !(p->outer = malloc(p->n_outer * sizeof *p->outer))) {
+		st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+		goto out;
+	}
+	for (uint32_t v = 0, k = 0; v < g->n_values && p->n_outer; v++)
+		if (g->values[v].flags & WH_VALUE_OUTER)
+			p->outer[k++] = v;
 	for (uint32_t v = 0; v < g->n_values; v++) {
 		p->last_use[v] = WH_NONE;
 		const struct wh_value *val = &g->values[v];
@@ -985,15 +1001,16 @@ static enum wh_status frame_init(struct wh_frame *f, struct wh_engine *e, struct
 		if (st != WH_OK)
 			return st;
 	}
-	for (uint32_t v = 0; v < g->n_values; v++) {
-		if (g->values[v].flags & WH_VALUE_OUTER) {
-			const char *name = g->values[v].name;
-			for (const struct wh_frame *q = parent; q; q = q->parent) {
-				uint32_t id = wh_graph_find_value(q->plan->g, name);
-				if (id != WH_NONE && wh_value_present(&q->vals[id])) {
-					wh_tensor_ref(&f->vals[v], &q->vals[id]);
-					break;
-				}
+	/* the values captured from enclosing graphs (listed once per plan: a subgraph of a
+	 * large body runs per iteration), bound by name from the nearest frame that has one */
+	for (uint32_t i = 0; i < p->n_outer; i++) {
+		uint32_t v = p->outer[i];
+		const char *name = g->values[v].name;
+		for (const struct wh_frame *q = parent; q; q = q->parent) {
+			uint32_t id = wh_graph_find_value(q->plan->g, name);
+			if (id != WH_NONE && wh_value_present(&q->vals[id])) {
+				wh_tensor_ref(&f->vals[v], &q->vals[id]);
+				break;
 			}
 		}
 	}
@@ -1453,6 +1470,20 @@ enum wh_status wh_kernel_run_subgraph(struct wh_kernel_ctx *ctx, const struct wh
 	}
 	frame_release(&f);
 	return st;
+}
+
+void wh_kernel_note_branch(struct wh_kernel_ctx *ctx, bool then)
+{
+	struct plan *p = ctx->frame ? ctx->frame->plan : NULL;
+	if (!p || ctx->node < p->g->nodes || ctx->node >= p->g->nodes + p->g->n_nodes)
+		return;
+	p->branch_seen[ctx->node - p->g->nodes] |= then ? 1 : 2;
+}
+
+unsigned wh_engine_if_branches(const struct wh_engine *e, const struct wh_graph *g, uint32_t node)
+{
+	const struct plan *p = find_plan(e, g);
+	return p && node < g->n_nodes ? p->branch_seen[node] : 0;
 }
 
 static enum wh_status check_input(const struct wh_value *v, const struct wh_tensor *t)

@@ -10,6 +10,7 @@
 #include "graph/tensor-file.h"
 #include "reducer/cli/calib-opts.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/driver-util.h"
 #include "reducer/cli/options.h"
 #include "reducer/cli/save-opts.h"
 #include "reducer/cli/run-opts.h"
@@ -187,6 +188,10 @@ static enum wh_status reduce(void *self, const struct wh_cli_args *a, struct wh_
 	ro->check = c->check;
 	ro->check_display = c->check_display;
 	ro->engine = wh_run_opts_engine(&x->run, reduced);
+	/* an If whose branch every sample takes is searched layer by layer (its branch inlined);
+	 * with --reference whittle runs no model */
+	if (!x->reference && (st = wh_driver_inline_ifs("reduce", &c->model, &ro->engine, c->samples, c->n_samples, stderr)) != WH_OK)
+		return st;
 	if (x->reference)
 		st = load_reference(c->model, x->reference, c->n_samples, &refs, &n_refs);
 	struct wh_reduce_data data = {.inputs = c->samples, .n_samples = c->n_samples, .reference = refs};

@@ -69,6 +69,7 @@ static const struct wh_cli_option options[] = {
 	{"artifacts", required_argument, WH_OPT_ARTIFACTS, false, WH_CMD_REDUCE | WH_CMD_BUILD | WH_CMD_REPEAT, WH_PATH_WRITE},
 	{"artifacts-dir", required_argument, WH_OPT_ARTIFACTS_DIR, false, WH_CMD_REDUCE | WH_CMD_BUILD | WH_CMD_REPEAT | WH_CMD_TRIAGE, WH_PATH_WRITE_DIR},
 	{"bad", required_argument, WH_OPT_BAD, false, WH_CMD_DIFF_TACTICS, WH_PATH_READ | WH_PATH_FOLDER},
+	{"bind-input", required_argument, WH_OPT_BIND_INPUT, false, WH_CMD_SANITIZE},
 	{"build-cmd", required_argument, WH_OPT_BUILD_CMD, false, WH_CMD_BUILD},
 	{"build-seed", required_argument, WH_OPT_BUILD_SEED, false, WH_CMD_RUN},
 	{"build-timeout", required_argument, WH_OPT_BUILD_TIMEOUT, false, WH_CMD_BUILD},
