@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""whittle's benchmark corpus (issue 17): models from real exporters, random weights.
+"""whittle's benchmark corpus (issues 17 and 26): models from real exporters, random weights.
 
   export-corpus.py export OUTDIR [NAME...]
-      Builds each model with PyTorch, torchvision and transformers (random weights, small
-      widths: no download), exports it with PyTorch's TorchScript exporter
+      Builds each model with PyTorch, torchvision, timm and transformers (random weights, small
+      widths, configs built in code: no download), exports it with PyTorch's TorchScript exporter
       (torch.onnx.export(..., dynamo=False)) or its dynamo exporter (dynamo=True, weights kept
       inside the file), checks it in ONNX Runtime when onnxruntime is importable, and writes
       OUTDIR/<name>.onnx and OUTDIR/MANIFEST. A model that fails to build or export is named
-      in OUTDIR/export.log and left out; the others are still written.
+      in OUTDIR/export.log and left out; the others are still written. Derived models come
+      after the float ones they are made from: onnxruntime.quantization's quantize_dynamic and
+      quantize_static (QDQ, QOperator) of a CNN and a transformer (EXPORTER quantize_dynamic
+      or quantize_static), and float16-stored weights with a Cast after each (narrow_fp16).
       --issue N exports only the models added by issue N (17: the first 16; 26: the classes of
       issue 26, quantized and fp16-weight models included); --jobs J exports J models at once,
       each in its own process (a model whose export outlasts --timeout S seconds is left out).
@@ -15,6 +18,8 @@
       class's structure kept, widths and depths smaller).
   export-corpus.py names [--issue N]
       Prints the names of the models, in MANIFEST order.
+  export-corpus.py export-one OUTDIR NAME
+      What each of export's processes runs: one model, its result as OUTDIR/NAME.entry (JSON).
   export-corpus.py inputs MANIFEST DIR [NAME...]
       Writes the inputs of each model of MANIFEST as DIR/<name>/<input>.pb (ONNX TensorProto):
       numpy's PCG64 seeded from the model's name, uniform in the manifest's range (integers
