@@ -14,6 +14,7 @@
 #include "executor/precision.h"
 #include "executor/tactic-plan.h"
 #include "graph/blob.h"
+#include "graph/os.h"
 
 #define MAX_DEVICES 64
 
@@ -23,6 +24,7 @@ struct wh_gpu {
 	const struct whcu_api *api;
 	void *dl;
 	int device;
+	double load_ms, init_ms; /* dlopen of the module (and the CUDA libraries it links), init */
 	char info[512];
 	char ident[256];
 };
@@ -70,7 +72,9 @@ static enum wh_status gpu_open(int device, struct wh_gpu **out)
 	struct stat sb;
 	if (stat(path, &sb) != 0)
 		return wh_error(WH_ERR_UNSUPPORTED, "--device cuda: %s not found (build whittle where the CUDA 13 toolkit is installed, or set WHITTLE_CUDA_LIB to the module)", path);
+	double t0 = wh_os_now_s();
 	void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	double t1 = wh_os_now_s();
 	if (!dl) {
 		const char *why = dlerror();
 		return wh_error(WH_ERR_UNSUPPORTED, "--device cuda: cannot load %s: %s (install the CUDA 13 runtime, cuBLASLt 13 and cuDNN 9, or add their folder to LD_LIBRARY_PATH)",
@@ -84,6 +88,7 @@ static enum wh_status gpu_open(int device, struct wh_gpu **out)
 		return wh_error(WH_ERR_UNSUPPORTED, "--device cuda: %s was built for another version of whittle (rebuild whittle and libwhittle-cuda.so together)", path);
 	}
 	char err[512] = "";
+	double t2 = wh_os_now_s();
 	if (api->init(device, err, sizeof err) != 0) {
 		/* the driver or the device is missing: the module stays loaded (CUDA does not
 		 * like being unloaded after a failed start) */
@@ -97,6 +102,8 @@ static enum wh_status gpu_open(int device, struct wh_gpu **out)
 	g->api = api;
 	g->dl = dl;
 	g->device = device;
+	g->load_ms = (t1 - t0) * 1e3;
+	g->init_ms = (wh_os_now_s() - t2) * 1e3;
 	api->info(g->info, sizeof g->info);
 	api->ident(g->ident, sizeof g->ident);
 	*out = g;
@@ -138,6 +145,21 @@ const char *wh_gpu_ident(const struct wh_gpu *g)
 	return g->ident;
 }
 
+double wh_gpu_copy_gbps(const struct wh_gpu *g, size_t bytes)
+{
+	run_lock_take();
+	double r = g->api->copy_gbps(bytes);
+	pthread_mutex_unlock(&run_lock);
+	return r;
+}
+
+void wh_gpu_start_times(const struct wh_gpu *g, char *buf, size_t len)
+{
+	char mod[256];
+	g->api->start_times(mod, sizeof mod);
+	snprintf(buf, len, "loading the module and the CUDA libraries %.1f ms, init %.1f ms (%s)", g->load_ms, g->init_ms, mod);
+}
+
 bool wh_gpu_tactic_name(const char *name)
 {
 	return name && (!strncmp(name, "lt-", 3) || !strncmp(name, "cudnn-", 6));
@@ -150,6 +172,9 @@ struct dbuf {
 	size_t bytes;
 	uint32_t refs;
 	int grid; /* the format whose grid its floats are known to lie on (FP32: any value) */
+	/* a weight's values in the 16-bit format of grid (fp16, bf16), made at the first GEMM
+	 * or Conv that reads it (whcu_tensor.half), or NULL */
+	void *half;
 };
 
 static struct dbuf *dbuf_wrap(void *p, size_t bytes)
@@ -160,6 +185,7 @@ static struct dbuf *dbuf_wrap(void *p, size_t bytes)
 		b->bytes = bytes;
 		b->refs = 1;
 		b->grid = WH_PREC_FP32;
+		b->half = NULL;
 	}
 	return b;
 }
@@ -176,7 +202,29 @@ static void dbuf_unref(const struct wh_gpu *g, struct dbuf *b)
 	if (!b || --b->refs)
 		return;
 	g->api->free(b->p);
+	g->api->free(b->half);
 	free(b);
+}
+
+/* Uploads bytes from src, UPLOAD_CHUNK at a time. A weight mapped from its external-data
+ * file (wh_blob_is_mapped) leaves the process's memory as it goes: the pages of each chunk
+ * are dropped once on the device (they come back from the file if the host reads them
+ * again), so that uploading a model larger than the host's memory keeps one chunk resident,
+ * not the model (docs/gpu.md, "A large decoder"). The CUDA runtime stages a pageable copy
+ * through its own pinned buffers. */
+#define UPLOAD_CHUNK ((size_t)64 << 20)
+static int upload_chunked(const struct wh_gpu *g, void *dst, const struct wh_tensor *t, size_t bytes)
+{
+	bool mapped = t->blob && wh_blob_is_mapped(t->blob);
+	uintptr_t from = (uintptr_t)t->data;
+	for (size_t off = 0; off < bytes; off += UPLOAD_CHUNK) {
+		size_t n = bytes - off < UPLOAD_CHUNK ? bytes - off : UPLOAD_CHUNK;
+		if (g->api->upload((char *)dst + off, (const char *)t->data + off, n) != 0)
+			return -1;
+		if (mapped)
+			wh_blob_drop_pages(&from, (uintptr_t)t->data + off + n);
+	}
+	return 0;
 }
 
 /* a new device buffer holding a host copy of src, rounded to prec when it is not FP32 */
@@ -186,7 +234,7 @@ static struct dbuf *dbuf_upload(const struct wh_gpu *g, const struct wh_tensor *
 	void *p = g->api->alloc(bytes);
 	if (!p)
 		return NULL;
-	if (g->api->upload(p, t->data, bytes) != 0 ||
+	if (upload_chunked(g, p, t, bytes) != 0 ||
 	    (prec != WH_PREC_FP32 && g->api->round(p, p, t->count, prec) != 0)) {
 		g->api->free(p);
 		return NULL;
@@ -245,7 +293,8 @@ static struct wstore stores[MAX_DEVICES];
 struct wh_gpu_weights {
 	struct wh_gpu *g;
 	struct wstore *s;
-	size_t bytes; /* uploaded for this engine */
+	size_t bytes;     /* on the device for this engine (uploads and 16-bit copies) */
+	size_t fmt_bytes; /* the same weights at their layers' formats (2 bytes per fp16/bf16 value) */
 };
 
 static size_t whash(const void *data, int prec, size_t cap)
@@ -275,7 +324,7 @@ static bool wrehash(struct wstore *s, size_t cap, const struct wh_gpu *g, bool d
 			j = (j + 1) & (cap - 1);
 		ne[j] = *e;
 		n++;
-		bytes += e->b->bytes;
+		bytes += e->b->bytes + (e->b->half ? e->b->bytes / 2 : 0);
 	}
 	free(s->e);
 	s->e = ne;
@@ -300,9 +349,21 @@ static void stores_free(void)
 	}
 }
 
+/* at exit, with -vv: what starting the GPU cost in this process (docs/gpu.md) */
+static void start_log(void)
+{
+	for (int d = 0; d < MAX_DEVICES; d++)
+		if (gpus[d] && wh_log_get_level() >= WH_LOG_DEBUG) {
+			char buf[512];
+			wh_gpu_start_times(gpus[d], buf, sizeof buf);
+			wh_debug("cuda:%d start: %s", d, buf);
+		}
+}
+
 static void stores_atexit(void)
 {
 	atexit(stores_free);
+	atexit(start_log);
 }
 
 enum wh_status wh_gpu_weights_create(struct wh_gpu *g, struct wh_gpu_weights **out)
@@ -335,6 +396,11 @@ size_t wh_gpu_weights_bytes(const struct wh_gpu_weights *w)
 	return w ? w->bytes : 0;
 }
 
+size_t wh_gpu_weights_fmt_bytes(const struct wh_gpu_weights *w)
+{
+	return w ? w->fmt_bytes : 0;
+}
+
 static struct wentry *wfind(struct wstore *s, const void *data, int prec, size_t bytes)
 {
 	if (!s->cap)
@@ -361,6 +427,7 @@ static bool wput(struct wh_gpu_weights *w, const struct wh_tensor *t, int prec, 
 	s->n++;
 	s->bytes += b->bytes;
 	w->bytes += b->bytes;
+	w->fmt_bytes += t->dtype == WH_DT_FLOAT && (prec == WH_PREC_FP16 || prec == WH_PREC_BF16) ? (size_t)t->count * 2 : bytes;
 	return true;
 }
 
@@ -387,6 +454,10 @@ static struct dbuf *weight_get(struct wh_gpu_weights *w, const struct wh_tensor 
 		return b; /* not cached: the caller's reference is the only one */
 	return dbuf_ref(b);
 }
+
+/* b's 16-bit copy in format fmt (kept with b; the store's bytes count it). When the device
+ * has no room for it, the module converts b on each run instead: slower, the same values. */
+static void half_of(struct wh_gpu_vals *dv, struct dbuf *b, uint64_t count, int fmt);
 
 /* ---- a frame's device copies ---- */
 
@@ -466,6 +537,22 @@ void wh_gpu_vals_copies(struct wh_gpu_vals *dv, uint64_t *h2d, uint64_t *d2h)
 	*d2h = dv ? dv->d2h : 0;
 	if (dv)
 		dv->h2d = dv->d2h = 0;
+}
+
+static void half_of(struct wh_gpu_vals *dv, struct dbuf *b, uint64_t count, int fmt)
+{
+	if (b->half || !count || b->grid != fmt)
+		return;
+	void *h = dv->g->api->alloc((size_t)count * 2);
+	if (!h)
+		return;
+	if (dv->g->api->to16(h, (const float *)b->p, (size_t)count, fmt) != 0) {
+		dv->g->api->free(h);
+		return;
+	}
+	b->half = h;
+	dv->w->s->bytes += (size_t)count * 2;
+	dv->w->bytes += (size_t)count * 2;
 }
 
 double wh_gpu_vals_step_ms(struct wh_gpu_vals *dv)
@@ -836,6 +923,12 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 				goto out;
 			}
 			tmp[k] = b;
+			/* a GEMM or Conv at this weight's 16-bit format reads its persistent 16-bit copy,
+			 * made once (the module converted the float copy on every run before: the
+			 * decoder's MatMuls read and wrote their weights three times per run) */
+			if ((fmt == WH_PREC_FP16 || fmt == WH_PREC_BF16) && cn.prec == fmt && gemm_like(n->op_type) && t->dtype == WH_DT_FLOAT)
+				half_of(dv, b, t->count, fmt);
+			cin[k].half = b->half;
 		} else {
 			if (!dv->b[v]) {
 				if (!(dv->b[v] = dbuf_upload(dv->g, t, WH_PREC_FP32))) {

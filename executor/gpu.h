@@ -30,6 +30,11 @@ const char *wh_gpu_info(const struct wh_gpu *g);
 /* What a GPU tactic belongs to: "<GPU name>;sm_XY;cublasLt V;cudnn V" (replays and timing
  * caches record it; docs/formats.md). */
 const char *wh_gpu_ident(const struct wh_gpu *g);
+/* The device-to-device copy bandwidth measured now with a copy of `bytes` (bytes read plus
+ * written per second, GB/s; < 0 on failure). */
+double wh_gpu_copy_gbps(const struct wh_gpu *g, size_t bytes);
+/* One line: what starting the GPU cost so far (context, stream, cuBLASLt, cuDNN; ms). */
+void wh_gpu_start_times(const struct wh_gpu *g, char *buf, size_t len);
 /* Whether a tactic name is a GPU tactic (cuBLASLt's "lt-..." or cuDNN's "cudnn-..."). */
 bool wh_gpu_tactic_name(const char *name);
 /* Whether the module has a kernel for the op (at this opset), or the host side handles it
@@ -45,6 +50,9 @@ struct wh_gpu_weights;
 enum wh_status wh_gpu_weights_create(struct wh_gpu *g, struct wh_gpu_weights **out);
 void wh_gpu_weights_destroy(struct wh_gpu_weights *w); /* NULL-safe */
 size_t wh_gpu_weights_bytes(const struct wh_gpu_weights *w);
+/* The same weights counted at their layers' formats: 2 bytes per value of an fp16 or bf16
+ * layer's float weight (what its GEMM reads), their own size otherwise. */
+size_t wh_gpu_weights_fmt_bytes(const struct wh_gpu_weights *w);
 
 /* The device copies of one frame's values (one per value id). */
 struct wh_gpu_vals;

@@ -861,6 +861,19 @@ void wh_engine_destroy(struct wh_engine *e)
 	free(e);
 }
 
+bool wh_engine_gpu_stats(const struct wh_engine *e, struct wh_engine_gpu_stats *out)
+{
+	memset(out, 0, sizeof *out);
+	out->copy_gbps = -1;
+	if (!e || !e->gpu)
+		return false;
+	out->weights_fmt_bytes = wh_gpu_weights_fmt_bytes(e->gpu_weights);
+	out->weights_device_bytes = wh_gpu_weights_bytes(e->gpu_weights);
+	out->copy_gbps = wh_gpu_copy_gbps(e->gpu, (size_t)256 << 20);
+	wh_gpu_start_times(e->gpu, out->start, sizeof out->start);
+	return true;
+}
+
 size_t wh_engine_weight_cache_bytes(const struct wh_engine *e)
 {
 	size_t n = 0;

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "executor/cuda/whittle-cuda.h"
 
@@ -30,6 +31,10 @@ static int g_device = -1;
 static cudaStream_t g_stream;
 static cublasLtHandle_t g_lt;
 static cudnnHandle_t g_dnn;
+/* what starting cost, ms (start_times): the driver and context, the stream and pool,
+ * cuBLASLt's handle, cuDNN's handle, the workspace; the handles at their first use, so that
+ * a model without convolutions never loads cuDNN's engines */
+static double g_t_ctx, g_t_stream, g_t_lt = -1, g_t_dnn = -1, g_t_ws;
 static void *g_ws;
 static const size_t g_ws_bytes = (size_t)32 << 20;
 static char g_err[1024];
@@ -325,9 +330,12 @@ __global__ void k_bf16_to_f32(float *dst, const __nv_bfloat16 *src, uint64_t n)
 	GRID_STRIDE(i, n) dst[i] = __bfloat162float(src[i]);
 }
 
-/* a float buffer as fp16/bf16 (prec) in a new scratch buffer */
-static void *to_half(scratch &s, const float *src, uint64_t n, int32_t prec)
+/* a float buffer as fp16/bf16 (prec) in a new scratch buffer; the caller's persistent
+ * 16-bit copy (whcu_tensor.half, a weight's) when it has one */
+static void *to_half(scratch &s, const float *src, uint64_t n, int32_t prec, const void *have = NULL)
 {
+	if (have)
+		return (void *)have;
 	void *p = s.get(n * 2);
 	if (!p || !n)
 		return p;
@@ -1786,15 +1794,55 @@ struct gemm_key {
 struct gemm_algo {
 	struct gemm_key key;
 	cublasLtMatmulAlgo_t algo;
+	/* its descriptors, made once and kept for the process (a GEMM's host cost is mostly
+	 * making and destroying them) */
+	cublasLtMatmulDesc_t op;
+	cublasLtMatrixLayout_t la, lb, lc;
 };
 static struct gemm_algo g_gemm_cache[512];
 static int g_gemm_n;
 
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* cuBLASLt's handle, made at the first GEMM */
+static int need_lt(void)
+{
+	if (g_t_lt >= 0)
+		return 0;
+	double t0 = now_ms();
+	CKLT(cublasLtCreate(&g_lt));
+	g_t_lt = now_ms() - t0;
+	return 0;
+}
+
+/* cuDNN's handle, made at the first convolution (it loads cuDNN's engine libraries) */
+static int need_dnn(void)
+{
+	if (g_t_dnn >= 0)
+		return 0;
+	double t0 = now_ms();
+	cudnnStatus_t ds = cudnnCreate(&g_dnn);
+	if (ds != CUDNN_STATUS_SUCCESS)
+		return fail("cuDNN did not start: %s (install cuDNN 9 for CUDA 13)", cudnnGetErrorString(ds));
+	cudnnSetStream(g_dnn, g_stream);
+	g_t_dnn = now_ms() - t0;
+	return 0;
+}
+
+/* ha, hb: the operands' persistent 16-bit copies (whcu_tensor.half) or NULL */
 static int gemm_lt(int32_t prec, int fp16acc, const float *a, const float *b, float *y, int64_t m, int64_t nn, int64_t k,
-		   int ta, int tb, int64_t batch, int64_t stride_a, int64_t stride_b, float alpha, float beta)
+		   int ta, int tb, int64_t batch, int64_t stride_a, int64_t stride_b, float alpha, float beta, const void *ha = NULL,
+		   const void *hb = NULL)
 {
 	if (!m || !nn || !batch)
 		return 0;
+	if (need_lt())
+		return -1;
 	scratch sa, sb, sy;
 	const void *pa = a, *pb = b;
 	cudaDataType_t in_t = CUDA_R_32F, out_t = CUDA_R_32F, scale_t = CUDA_R_32F;
@@ -1805,7 +1853,7 @@ static int gemm_lt(int32_t prec, int fp16acc, const float *a, const float *b, fl
 		comp = CUBLAS_COMPUTE_32F_FAST_TF32;
 	if (prec == WHCU_PREC_FP16 || prec == WHCU_PREC_BF16) {
 		in_t = prec == WHCU_PREC_FP16 ? CUDA_R_16F : CUDA_R_16BF;
-		if (!(pa = to_half(sa, a, (uint64_t)na, prec)) || !(pb = to_half(sb, b, (uint64_t)nb, prec)))
+		if (!(pa = to_half(sa, a, (uint64_t)na, prec, ha)) || !(pb = to_half(sb, b, (uint64_t)nb, prec, hb)))
 			return fail("gemm: converting the operands: %s", g_err);
 		if (prec == WHCU_PREC_FP16 && fp16acc) {
 			comp = CUBLAS_COMPUTE_16F;
@@ -1837,6 +1885,14 @@ static int gemm_lt(int32_t prec, int fp16acc, const float *a, const float *b, fl
 	const void *pbeta = scale_t == CUDA_R_16F ? (const void *)&beta_h : (const void *)&beta;
 	cublasLtMatmulHeuristicResult_t heur[1];
 	int found = 0;
+	struct gemm_key key;
+	memset(&key, 0, sizeof key);
+	key.m = m, key.n = nn, key.k = k, key.batch = batch, key.sa = stride_a, key.sb = stride_b;
+	key.ta = ta, key.tb = tb, key.in_t = (int32_t)in_t, key.out_t = (int32_t)out_t, key.comp = (int32_t)comp, key.beta = beta != 0.f;
+	struct gemm_algo *cached = NULL;
+	for (int i = 0; i < g_gemm_n && !cached; i++)
+		if (!memcmp(&g_gemm_cache[i].key, &key, sizeof key))
+			cached = &g_gemm_cache[i];
 #define LT(x)                                                                                    \
 	do {                                                                                     \
 		cublasStatus_t s_ = (x);                                                         \
@@ -1845,6 +1901,12 @@ static int gemm_lt(int32_t prec, int fp16acc, const float *a, const float *b, fl
 			goto out;                                                                \
 		}                                                                                \
 	} while (0)
+	if (cached && !g_tac.list && !g_tac.name) {
+		/* seen before: its descriptors and algorithm */
+		LT(cublasLtMatmul(g_lt, cached->op, palpha, pb, cached->la, pa, cached->lb, pbeta, py, cached->lc, py, cached->lc, &cached->algo, g_ws,
+				  g_ws_bytes, g_stream));
+		goto done;
+	}
 	LT(cublasLtMatmulDescCreate(&op, comp, scale_t));
 	LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
 	LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
@@ -1875,14 +1937,7 @@ static int gemm_lt(int32_t prec, int fp16acc, const float *a, const float *b, fl
 		}
 	}
 	{
-		struct gemm_key key;
-		memset(&key, 0, sizeof key);
-		key.m = m, key.n = nn, key.k = k, key.batch = batch, key.sa = stride_a, key.sb = stride_b;
-		key.ta = ta, key.tb = tb, key.in_t = (int32_t)in_t, key.out_t = (int32_t)out_t, key.comp = (int32_t)comp, key.beta = beta != 0.f;
-		const cublasLtMatmulAlgo_t *algo = NULL;
-		for (int i = 0; i < g_gemm_n && !algo; i++)
-			if (!memcmp(&g_gemm_cache[i].key, &key, sizeof key))
-				algo = &g_gemm_cache[i].algo;
+		const cublasLtMatmulAlgo_t *algo = cached ? &cached->algo : NULL;
 		if (!algo) {
 			LT(cublasLtMatmulPreferenceCreate(&pref));
 			LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &g_ws_bytes, sizeof g_ws_bytes));
@@ -1894,11 +1949,19 @@ static int gemm_lt(int32_t prec, int fp16acc, const float *a, const float *b, fl
 			}
 			algo = &heur[0].algo;
 			if (g_gemm_n < (int)(sizeof g_gemm_cache / sizeof g_gemm_cache[0])) {
-				g_gemm_cache[g_gemm_n].key = key;
-				g_gemm_cache[g_gemm_n++].algo = heur[0].algo;
+				cached = &g_gemm_cache[g_gemm_n++];
+				memset(cached, 0, sizeof *cached);
+				cached->key = key;
+				cached->algo = heur[0].algo;
 			}
 		}
 		LT(cublasLtMatmul(g_lt, op, palpha, pb, la, pa, lb, pbeta, py, lc, py, lc, algo, g_ws, g_ws_bytes, g_stream));
+		if (cached && !cached->op) {
+			/* kept for the next call */
+			cached->op = op, cached->la = la, cached->lb = lb, cached->lc = lc;
+			op = NULL;
+			la = lb = lc = NULL;
+		}
 	}
 done:
 	if (py != (void *)y)
@@ -1972,7 +2035,7 @@ static int op_matmul(const struct whcu_node *n)
 	if (out_alloc(n, 0, WHCU_FLOAT, orank, od))
 		return -1;
 	int r = gemm_lt(n->prec, n->fp16_accumulate || tac_acc16(n->tactic), (const float *)a->data, (const float *)b->data, (float *)n->out[0].data, m, nn, k, 0, 0,
-			batch, stride_a, stride_b, 1.f, 0.f);
+			batch, stride_a, stride_b, 1.f, 0.f, a->half, b->half);
 	return r;
 }
 
@@ -2013,7 +2076,7 @@ static int op_gemm(const struct whcu_node *n)
 		beta = 0.f;
 	}
 	return gemm_lt(n->prec, n->fp16_accumulate || tac_acc16(n->tactic), (const float *)a->data, (const float *)b->data, (float *)n->out[0].data, m, nn, k,
-		       ta, tb, 1, 0, 0, alpha, beta);
+		       ta, tb, 1, 0, 0, alpha, beta, a->half, b->half);
 }
 
 /* ---- Conv (cuDNN) ---- */
@@ -2131,6 +2194,8 @@ static int op_conv(const struct whcu_node *n)
 		return -1;
 	if (!N)
 		return 0;
+	if (need_dnn())
+		return -1;
 	int32_t prec = n->prec;
 	bool half = prec == WHCU_PREC_FP16 || prec == WHCU_PREC_BF16;
 	cudnnDataType_t dt = prec == WHCU_PREC_FP16 ? CUDNN_DATA_HALF : prec == WHCU_PREC_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
@@ -2139,7 +2204,7 @@ static int op_conv(const struct whcu_node *n)
 	void *py = n->out[0].data;
 	uint64_t ny = (uint64_t)(od[0] * od[1] * od[2] * od[3]);
 	if (half) {
-		if (!(px = to_half(sx, (const float *)x->data, whcu_count(x), prec)) || !(pw = to_half(sw, (const float *)w->data, whcu_count(w), prec)) ||
+		if (!(px = to_half(sx, (const float *)x->data, whcu_count(x), prec)) || !(pw = to_half(sw, (const float *)w->data, whcu_count(w), prec, w->half)) ||
 		    !(py = sy.get(ny * 2)))
 			return -1;
 	}
@@ -2331,6 +2396,8 @@ static int op_conv_transpose(const struct whcu_node *n)
 		return -1;
 	if (!N)
 		return 0;
+	if (need_dnn())
+		return -1;
 	int32_t prec = n->prec;
 	bool half = prec == WHCU_PREC_FP16 || prec == WHCU_PREC_BF16;
 	cudnnDataType_t dt = prec == WHCU_PREC_FP16 ? CUDNN_DATA_HALF : prec == WHCU_PREC_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
@@ -2339,7 +2406,7 @@ static int op_conv_transpose(const struct whcu_node *n)
 	void *py = n->out[0].data;
 	uint64_t ny = (uint64_t)(od[0] * od[1] * od[2] * od[3]);
 	if (half) {
-		if (!(px = to_half(sx, (const float *)x->data, whcu_count(x), prec)) || !(pw = to_half(sw, (const float *)w->data, whcu_count(w), prec)) ||
+		if (!(px = to_half(sx, (const float *)x->data, whcu_count(x), prec)) || !(pw = to_half(sw, (const float *)w->data, whcu_count(w), prec, w->half)) ||
 		    !(py = sy.get(ny * 2)))
 			return -1;
 	}
@@ -2574,6 +2641,7 @@ static const struct op_entry *find_op(const struct whcu_node *n)
 static int api_init(int device, char *err, size_t errlen)
 {
 	int count = 0;
+	double t0 = now_ms();
 	cudaError_t e = cudaGetDeviceCount(&count);
 	if (e != cudaSuccess || count == 0) {
 		snprintf(err, errlen, "no usable CUDA GPU or driver: %s (run on a machine with an NVIDIA GPU and its driver, or drop --device)",
@@ -2584,7 +2652,14 @@ static int api_init(int device, char *err, size_t errlen)
 		snprintf(err, errlen, "no GPU %d: this machine has %d (give --device cuda:0 to cuda:%d)", device, count, count - 1);
 		return -1;
 	}
-	if ((e = cudaSetDevice(device)) != cudaSuccess || (e = cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking)) != cudaSuccess) {
+	/* cudaFree(0) makes the context now, so that its cost is counted here */
+	if ((e = cudaSetDevice(device)) != cudaSuccess || (e = cudaFree(0)) != cudaSuccess) {
+		snprintf(err, errlen, "GPU %d: %s (check the driver with nvidia-smi)", device, cudaGetErrorString(e));
+		return -1;
+	}
+	g_t_ctx = now_ms() - t0;
+	t0 = now_ms();
+	if ((e = cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking)) != cudaSuccess) {
 		snprintf(err, errlen, "GPU %d: %s (check the driver with nvidia-smi)", device, cudaGetErrorString(e));
 		return -1;
 	}
@@ -2594,20 +2669,16 @@ static int api_init(int device, char *err, size_t errlen)
 		uint64_t keep = UINT64_MAX;
 		cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
 	}
-	if (cublasLtCreate(&g_lt) != CUBLAS_STATUS_SUCCESS) {
-		snprintf(err, errlen, "cuBLASLt did not start (check that libcublasLt.so.13 matches the driver)");
-		return -1;
-	}
-	cudnnStatus_t ds = cudnnCreate(&g_dnn);
-	if (ds != CUDNN_STATUS_SUCCESS) {
-		snprintf(err, errlen, "cuDNN did not start: %s (install cuDNN 9 for CUDA 13)", cudnnGetErrorString(ds));
-		return -1;
-	}
-	cudnnSetStream(g_dnn, g_stream);
+	g_t_stream = now_ms() - t0;
+	/* cuBLASLt's and cuDNN's handles are made at their first use (need_lt, need_dnn):
+	 * starting cuDNN loads its engine libraries, which a model without convolutions (or
+	 * a reduce whose candidates have none) need not pay */
+	t0 = now_ms();
 	if (cudaMalloc(&g_ws, g_ws_bytes) != cudaSuccess) {
 		snprintf(err, errlen, "GPU %d: no memory for the GEMM workspace (free GPU memory)", device);
 		return -1;
 	}
+	g_t_ws = now_ms() - t0;
 	g_device = device;
 	return 0;
 }
@@ -2618,8 +2689,11 @@ static void api_shutdown(void)
 		return;
 	cudaStreamSynchronize(g_stream);
 	cudaFree(g_ws);
-	cudnnDestroy(g_dnn);
-	cublasLtDestroy(g_lt);
+	if (g_t_dnn >= 0)
+		cudnnDestroy(g_dnn);
+	if (g_t_lt >= 0)
+		cublasLtDestroy(g_lt);
+	g_t_dnn = g_t_lt = -1;
 	cudaStreamDestroy(g_stream);
 	g_device = -1;
 }
@@ -2742,6 +2816,62 @@ static void api_event_free(void *ev)
 		cudaEventDestroy((cudaEvent_t)ev);
 }
 
+static int api_to16(void *dst, const float *src, size_t n, int32_t prec)
+{
+	if (prec != WHCU_PREC_FP16 && prec != WHCU_PREC_BF16)
+		return fail("to16: precision %d is not fp16 or bf16", (int)prec);
+	if (!n)
+		return 0;
+	if (prec == WHCU_PREC_BF16)
+		k_f32_to_bf16<<<grid_for(n), 256, 0, g_stream>>>((__nv_bfloat16 *)dst, src, n);
+	else
+		k_f32_to_f16<<<grid_for(n), 256, 0, g_stream>>>((__half *)dst, src, n);
+	CKL();
+	return 0;
+}
+
+static double api_copy_gbps(size_t bytes)
+{
+	void *a = NULL, *b = NULL;
+	cudaEvent_t e0 = NULL, e1 = NULL;
+	double best = -1;
+	if (!bytes || cudaMalloc(&a, bytes) != cudaSuccess || cudaMalloc(&b, bytes) != cudaSuccess ||
+	    cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
+		goto out;
+	cudaMemsetAsync(a, 1, bytes, g_stream);
+	for (int r = 0; r < 6; r++) {
+		float ms = 0;
+		cudaEventRecord(e0, g_stream);
+		cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, g_stream);
+		cudaEventRecord(e1, g_stream);
+		if (cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
+			goto out;
+		double gbps = 2.0 * (double)bytes / ((double)ms * 1e-3) / 1e9;
+		if (r > 0 && ms > 0 && gbps > best) /* the first one warms up */
+			best = gbps;
+	}
+out:
+	cudaGetLastError();
+	if (e0)
+		cudaEventDestroy(e0);
+	if (e1)
+		cudaEventDestroy(e1);
+	cudaFree(a);
+	cudaFree(b);
+	return best;
+}
+
+static void api_start_times(char *buf, size_t len)
+{
+	char lt[32] = "not started", dnn[32] = "not started";
+	if (g_t_lt >= 0)
+		snprintf(lt, sizeof lt, "%.1f ms", g_t_lt);
+	if (g_t_dnn >= 0)
+		snprintf(dnn, sizeof dnn, "%.1f ms", g_t_dnn);
+	snprintf(buf, len, "driver and context %.1f ms, stream %.1f ms, workspace %.1f ms, cuBLASLt %s, cuDNN %s", g_t_ctx, g_t_stream,
+		 g_t_ws, lt, dnn);
+}
+
 static const struct whcu_api api = {
 	WHCU_ABI,
 	sizeof(struct whcu_api),
@@ -2761,6 +2891,9 @@ static const struct whcu_api api = {
 	api_event_ms,
 	api_event_free,
 	api_ident,
+	api_to16,
+	api_copy_gbps,
+	api_start_times,
 };
 
 EXPORT const struct whcu_api *whittle_cuda_api(uint32_t abi)
