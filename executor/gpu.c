@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "executor/cuda/whittle-cuda.h"
@@ -356,7 +357,25 @@ static void start_log(void)
 		if (gpus[d] && wh_log_get_level() >= WH_LOG_DEBUG) {
 			char buf[512];
 			wh_gpu_start_times(gpus[d], buf, sizeof buf);
-			wh_debug("cuda:%d start: %s", d, buf);
+			/* the process's age now (its start time in /proc/self/stat, in clock ticks
+			 * since boot): what the exit costs is the wall time less this */
+			double age = -1;
+			FILE *f = fopen("/proc/self/stat", "r");
+			char st[1024];
+			if (f && fgets(st, sizeof st, f)) {
+				const char *p = strrchr(st, ')');
+				unsigned long long start = 0;
+				int field = 2;
+				for (; p && *p && field < 22; p++)
+					if (*p == ' ')
+						field++;
+				struct timespec ts;
+				if (p && sscanf(p, "%llu", &start) == 1 && clock_gettime(CLOCK_BOOTTIME, &ts) == 0)
+					age = ((double)ts.tv_sec + (double)ts.tv_nsec / 1e9 - (double)start / (double)sysconf(_SC_CLK_TCK)) * 1e3;
+			}
+			if (f)
+				fclose(f);
+			wh_debug("cuda:%d start: %s; the process is %.0f ms old at exit", d, buf, age);
 		}
 }
 
@@ -631,6 +650,19 @@ static bool gemm_like(const char *op)
 	return !strcmp(op, "MatMul") || !strcmp(op, "Gemm") || !strcmp(op, "Conv") || !strcmp(op, "ConvTranspose");
 }
 
+/* Ops whose float outputs are values of their float inputs, or their negations or
+ * magnitudes: on a format's grid when every float input is (the grid is closed under
+ * selection, copy, negation, abs, max and min), so that the output needs no rounding. */
+static bool keeps_grid(const char *op)
+{
+	static const char *const ops[] = {"Transpose", "Slice", "Concat", "Split", "Expand", "Gather", "GatherElements", "Neg",
+					  "Relu", "Abs", "Max", "Min", "MaxPool", "GlobalMaxPool", "ReduceMax", "ReduceMin", "Where", NULL};
+	for (int i = 0; ops[i]; i++)
+		if (!strcmp(op, ops[i]))
+			return true;
+	return false;
+}
+
 static void node_of(const struct wh_node *n, int64_t opset, struct whcu_node *cn)
 {
 	memset(cn, 0, sizeof *cn);
@@ -896,6 +928,8 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 	if (api->supports(&cn, &host_mask) != 1)
 		return WH_OK;
 	int bias = !strcmp(n->op_type, "Gemm") || !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") ? 2 : -1;
+	/* the float inputs' grid, when they all share the output's format (keeps_grid) */
+	bool in_on_grid = (s->out == WH_PREC_FP16 || s->out == WH_PREC_BF16) && !n->domain[0] && keeps_grid(n->op_type);
 	for (uint32_t k = 0; k < n->n_inputs; k++) {
 		uint32_t v = n->inputs[k];
 		if (v == WH_NONE)
@@ -905,6 +939,8 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 			if ((st = wh_gpu_vals_to_host(dv, v, t)) != WH_OK)
 				goto out;
 			cin[k].host = t->data;
+			if (t->dtype == WH_DT_FLOAT)
+				in_on_grid = false;
 			continue;
 		}
 		/* the layer's format for a float input that carries data */
@@ -951,6 +987,8 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 			}
 		}
 		cin[k].data = b->p;
+		if (t->dtype == WH_DT_FLOAT && b->grid != s->out)
+			in_on_grid = false;
 	}
 	if (s->timed) {
 		api->event_free(dv->ev0);
@@ -991,7 +1029,9 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 			st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
 			continue;
 		}
-		if (c->dtype == WHCU_FLOAT && (s->out == WH_PREC_FP16 || s->out == WH_PREC_BF16) && y->count) {
+		if (c->dtype == WHCU_FLOAT && in_on_grid) {
+			b->grid = s->out; /* already on it: no rounding kernel */
+		} else if (c->dtype == WHCU_FLOAT && (s->out == WH_PREC_FP16 || s->out == WH_PREC_BF16) && y->count) {
 			if (api->round(b->p, b->p, y->count, s->out) != 0)
 				st = wh_error(WH_ERR_INTERNAL, "node '%s' (%s): rounding the output: %s", n->name, n->op_type, api->last_error());
 			else

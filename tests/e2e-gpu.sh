@@ -123,8 +123,10 @@ if grep -qE '^gpu_copy_gbps [0-9]' "$tmp/out" && grep -q '^gpu_start ' "$tmp/out
 
 # reduce at fp16 on a decoder with a planted attention overflow (docs/gpu.md, "reduce on the
 # GPU"): the same layers on the CPU, on the GPU, and on the GPU with the FP32 reference there
-if /usr/bin/python3 -c 'import onnx, numpy' 2>/dev/null; then
-	/usr/bin/python3 "$WHITTLE_SRC/scripts/gen-decoder.py" "$tmp/dec.onnx" --layers 3 --overflow-layer 1 >/dev/null
+py=/usr/bin/python3
+$py -c 'import onnx, numpy' 2>/dev/null || py=python3
+if $py -c 'import onnx, numpy' 2>/dev/null; then
+	$py "$WHITTLE_SRC/scripts/gen-decoder.py" "$tmp/dec.onnx" --layers 3 --overflow-layer 1 >/dev/null
 	want=""
 	for how in "--device cpu" "--device cuda" "--device cuda --reference-device cuda"; do
 		# shellcheck disable=SC2086
