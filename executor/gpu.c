@@ -906,7 +906,11 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 	cn.fp16_accumulate = s->fp16_accumulate;
 	cn.tactic = s->tactic;
 	cn.allow_reduced = s->allow_reduced;
-	int32_t list_n = 0;
+	int32_t list_n = 0, out_rounded = 0;
+	if (s->out == WH_PREC_FP16 || s->out == WH_PREC_BF16) {
+		cn.out_prec = s->out;
+		cn.out_rounded = &out_rounded;
+	}
 	if (s->list) {
 		cn.list = s->list;
 		cn.list_max = WHCU_MAX_TACTICS;
@@ -1029,8 +1033,8 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 			st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
 			continue;
 		}
-		if (c->dtype == WHCU_FLOAT && in_on_grid) {
-			b->grid = s->out; /* already on it: no rounding kernel */
+		if (c->dtype == WHCU_FLOAT && (in_on_grid || out_rounded)) {
+			b->grid = s->out; /* already on it (or rounded by the op's kernel): no rounding kernel */
 		} else if (c->dtype == WHCU_FLOAT && (s->out == WH_PREC_FP16 || s->out == WH_PREC_BF16) && y->count) {
 			if (api->round(b->p, b->p, y->count, s->out) != 0)
 				st = wh_error(WH_ERR_INTERNAL, "node '%s' (%s): rounding the output: %s", n->name, n->op_type, api->last_error());

@@ -59,16 +59,17 @@ if [ "$rc" = 0 ] && [ $((up3 - up2)) -gt 0 ] && [ $((up3 - up2)) -lt 512 ]; then
 # fp16 GEMMs read their weights' 16-bit copies, made once per engine (ABI 4: whcu_tensor.half;
 # the fake MatMul reads B from it, so a wrong copy would have failed the comparisons above)
 run "$WHITTLE" run "$m" --device cuda --precision fp16 --val-range -1,1
-read -r _ to16_1 _ reads_1 < <(sed -n 2p "$tmp/fake.log")
+read -r _ to16_1 _ reads_1 _ fused_1 < <(sed -n 2p "$tmp/fake.log")
 run "$WHITTLE" run "$m" --device cuda --precision fp16 --val-range -1,1 --repeat 3
-read -r _ to16_3 _ reads_3 < <(sed -n 2p "$tmp/fake.log")
+read -r _ to16_3 _ reads_3 _ _ < <(sed -n 2p "$tmp/fake.log")
 if [ "$rc" = 0 ] && [ "${to16_1:-0}" -gt 0 ] && [ "$to16_3" = "$to16_1" ] && [ "$reads_3" -gt "$reads_1" ]; then
 	ok "fp16 weights converted once per engine ($to16_1 copies; MatMuls read them $reads_1 times in 1 run, $reads_3 in 3)"
 else
 	bad "16-bit weight copies: $to16_1 for 1 run, $to16_3 for 3 (reads $reads_1, $reads_3; rc $rc)"
 fi
 run "$WHITTLE" run "$m" --device cuda --precision fp32 --val-range -1,1
-read -r _ to16_0 _ _ < <(sed -n 2p "$tmp/fake.log")
+read -r _ to16_0 _ _ _ _ < <(sed -n 2p "$tmp/fake.log")
+[ "${fused_1:-0}" -gt 0 ] && ok "fp16: $fused_1 layers rounded their own output (whcu_node.out_rounded)" || bad "fp16: no layer rounded its own output" 
 [ "$rc" = 0 ] && [ "$to16_0" = 0 ] && ok "fp32: no 16-bit copies" || bad "fp32 made $to16_0 16-bit copies (rc $rc)"
 # --profile: the weights against the device's copy bandwidth (the fake's is 1 GB/s)
 run "$WHITTLE" run "$m" --device cuda --precision fp16 --val-range -1,1 --profile --iterations 2

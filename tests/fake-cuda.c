@@ -12,8 +12,9 @@
  * GPU;sm_00;cublasLt 0;cudnn 0"). ABI 4: to16 makes a weight's 16-bit copy, and MatMul
  * reads its B operand from that copy (whcu_tensor.half) when it has one, so that a wrong
  * copy shows as a wrong result. Every allocation is counted: WHITTLE_FAKE_CUDA_LOG=FILE gets
- * "allocs N frees N uploads N bytes_up N" and, on a second line, "to16 N half_reads N" at
- * unload. */
+ * "allocs N frees N uploads N bytes_up N" and, on a second line, "to16 N half_reads N
+ * fused_rounds N" at unload (the binary ops round an fp16/bf16 layer's output themselves,
+ * whcu_node.out_rounded). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,7 +23,7 @@
 
 #include "executor/cuda/whittle-cuda.h"
 
-static long n_alloc, n_free, n_upload, n_to16, n_half_reads;
+static long n_alloc, n_free, n_upload, n_to16, n_half_reads, n_fused;
 static unsigned long long bytes_up;
 static char err[256];
 
@@ -93,6 +94,8 @@ static int out(const struct whcu_node *n, uint32_t k, int32_t rank, const int64_
 	t->data = alloc_(count(t) * sizeof(float));
 	return t->data ? 0 : -1;
 }
+
+static int round_(float *dst, const float *src, size_t n, int32_t prec);
 
 static int run(const struct whcu_node *n)
 {
@@ -221,6 +224,12 @@ static int run(const struct whcu_node *n)
 		float v = z[same ? i : 0];
 		y[i] = !strcmp(n->op_type, "Add") ? x[i] + v : !strcmp(n->op_type, "Sub") ? x[i] - v : x[i] * v;
 	}
+	/* ABI 4: the binary ops round their output themselves, as the module's kernels do */
+	if (n->out_rounded && (n->out_prec == WHCU_PREC_FP16 || n->out_prec == WHCU_PREC_BF16)) {
+		round_(y, y, count(a), n->out_prec);
+		*n->out_rounded = 1;
+		n_fused++;
+	}
 	return 0;
 }
 
@@ -282,8 +291,8 @@ __attribute__((destructor)) static void report(void)
 	const char *path = getenv("WHITTLE_FAKE_CUDA_LOG");
 	FILE *f = path ? fopen(path, "w") : NULL;
 	if (f) {
-		fprintf(f, "allocs %ld frees %ld uploads %ld bytes_up %llu\nto16 %ld half_reads %ld\n", n_alloc, n_free, n_upload, bytes_up,
-			n_to16, n_half_reads);
+		fprintf(f, "allocs %ld frees %ld uploads %ld bytes_up %llu\nto16 %ld half_reads %ld fused_rounds %ld\n", n_alloc, n_free, n_upload, bytes_up,
+			n_to16, n_half_reads, n_fused);
 		fclose(f);
 	}
 }

@@ -316,6 +316,28 @@ __global__ void k_round(float *dst, const float *src, uint64_t n, int32_t prec)
 	}
 }
 
+/* x on the grid of prec (fp16, bf16; anything else: x), as k_round stores it */
+__device__ __forceinline__ float round_to(float x, int prec)
+{
+	if (prec == WHCU_PREC_FP16)
+		return __half2float(__float2half_rn(x));
+	if (prec == WHCU_PREC_BF16)
+		return __bfloat162float(__float2bfloat16_rn(x));
+	return x;
+}
+template <typename T> __device__ __forceinline__ T round_out(T x, int) { return x; }
+template <> __device__ __forceinline__ float round_out<float>(float x, int prec) { return round_to(x, prec); }
+
+/* The format a kernel rounds its float output to (whcu_node.out_prec: fp16 or bf16, when the
+ * caller takes it), and says so; 0 (none) otherwise */
+static int fused_round(const struct whcu_node *n)
+{
+	if (!n->out_rounded || (n->out_prec != WHCU_PREC_FP16 && n->out_prec != WHCU_PREC_BF16))
+		return 0;
+	*n->out_rounded = 1;
+	return n->out_prec;
+}
+
 __global__ void k_f32_to_f16(__half *dst, const float *src, uint64_t n)
 {
 	GRID_STRIDE(i, n) dst[i] = __float2half_rn(src[i]);
@@ -469,9 +491,9 @@ __device__ __forceinline__ float un_apply(int op, float x, float a, float b)
 	}
 }
 
-__global__ void k_unary(float *y, const float *x, uint64_t n, int op, float a, float b)
+__global__ void k_unary(float *y, const float *x, uint64_t n, int op, float a, float b, int prec)
 {
-	GRID_STRIDE(i, n) y[i] = un_apply(op, x[i], a, b);
+	GRID_STRIDE(i, n) y[i] = round_to(un_apply(op, x[i], a, b), prec);
 }
 
 __global__ void k_not(bool *y, const bool *x, uint64_t n)
@@ -531,7 +553,7 @@ static int op_unary(const struct whcu_node *n, int op)
 		return -1;
 	uint64_t cnt = whcu_count(x);
 	if (cnt)
-		k_unary<<<grid_for(cnt), 256, 0, g_stream>>>((float *)n->out[0].data, (const float *)x->data, cnt, op, a, b);
+		k_unary<<<grid_for(cnt), 256, 0, g_stream>>>((float *)n->out[0].data, (const float *)x->data, cnt, op, a, b, fused_round(n));
 	CKL();
 	return 0;
 }
@@ -622,13 +644,13 @@ __device__ __forceinline__ void boffsets(const struct bparams &p, uint64_t i, in
 }
 
 template <typename T>
-__global__ void k_binary(T *y, const T *a, const T *b, struct bparams p, uint64_t n, int op)
+__global__ void k_binary(T *y, const T *a, const T *b, struct bparams p, uint64_t n, int op, int prec)
 {
 	GRID_STRIDE(i, n)
 	{
 		int64_t ia, ib, ic;
 		boffsets(p, i, &ia, &ib, &ic);
-		y[i] = bin_apply<T>(op, a[ia], b[ib]);
+		y[i] = round_out<T>(bin_apply<T>(op, a[ia], b[ib]), prec);
 	}
 }
 
@@ -740,11 +762,11 @@ static int op_binary(const struct whcu_node *n, int op)
 	if (!cnt)
 		return 0;
 	if (a->dtype == WHCU_FLOAT)
-		k_binary<float><<<g, 256, 0, g_stream>>>((float *)n->out[0].data, (const float *)a->data, (const float *)b->data, p, cnt, op);
+		k_binary<float><<<g, 256, 0, g_stream>>>((float *)n->out[0].data, (const float *)a->data, (const float *)b->data, p, cnt, op, fused_round(n));
 	else if (a->dtype == WHCU_INT64)
-		k_binary<int64_t><<<g, 256, 0, g_stream>>>((int64_t *)n->out[0].data, (const int64_t *)a->data, (const int64_t *)b->data, p, cnt, op);
+		k_binary<int64_t><<<g, 256, 0, g_stream>>>((int64_t *)n->out[0].data, (const int64_t *)a->data, (const int64_t *)b->data, p, cnt, op, 0);
 	else
-		k_binary<int32_t><<<g, 256, 0, g_stream>>>((int32_t *)n->out[0].data, (const int32_t *)a->data, (const int32_t *)b->data, p, cnt, op);
+		k_binary<int32_t><<<g, 256, 0, g_stream>>>((int32_t *)n->out[0].data, (const int32_t *)a->data, (const int32_t *)b->data, p, cnt, op, 0);
 	CKL();
 	return 0;
 }

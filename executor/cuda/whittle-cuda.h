@@ -113,6 +113,12 @@ struct whcu_node {
 	 * copied to value (at most 8); 0 when absent, -1 when it is not one element of at most 8
 	 * bytes. */
 	int32_t (*attr_scalar)(const void *node, const char *name, void *value);
+	/* ABI 4: out_prec (WHCU_PREC_FP16 or BF16; 0: none) is the format the caller rounds the
+	 * float outputs to after run. A module whose kernel rounds them itself as it stores them
+	 * (the same values) sets *out_rounded to 1, and the caller's rounding kernel is skipped
+	 * (one launch less per layer). out_rounded may be NULL (then the module does not). */
+	int32_t out_prec;
+	int32_t *out_rounded;
 };
 
 struct whcu_api {
