@@ -487,6 +487,11 @@ struct wh_gpu_vals {
 	struct dbuf **b;
 	uint64_t h2d, d2h;
 	void *ev0, *ev1;
+	/* CUDA graphs: what makes this run's replay unsafe (a value uploaded that is not a graph
+	 * input, a download before the end, a graph input read on the host); capturing: a
+	 * capture is in progress (no 16-bit copies are made then) */
+	uint32_t not_capturable;
+	bool capturing;
 };
 
 enum wh_status wh_gpu_vals_create(struct wh_gpu *g, struct wh_gpu_weights *w, uint32_t n_values, struct wh_gpu_vals **out)
@@ -537,6 +542,7 @@ enum wh_status wh_gpu_vals_to_host(struct wh_gpu_vals *dv, uint32_t v, struct wh
 		return wh_error(WH_ERR_INTERNAL, "GPU: copying a tensor to the host: %s (check the GPU with nvidia-smi)", dv->g->api->last_error());
 	}
 	dv->d2h += bytes;
+	dv->not_capturable++;
 	t->blob = blob;
 	t->data = w;
 	return WH_OK;
@@ -560,7 +566,7 @@ void wh_gpu_vals_copies(struct wh_gpu_vals *dv, uint64_t *h2d, uint64_t *d2h)
 
 static void half_of(struct wh_gpu_vals *dv, struct dbuf *b, uint64_t count, int fmt)
 {
-	if (b->half || !count || b->grid != fmt)
+	if (b->half || !count || b->grid != fmt || dv->capturing)
 		return;
 	void *h = dv->g->api->alloc((size_t)count * 2);
 	if (!h)
@@ -572,6 +578,158 @@ static void half_of(struct wh_gpu_vals *dv, struct dbuf *b, uint64_t count, int 
 	b->half = h;
 	dv->w->s->bytes += (size_t)count * 2;
 	dv->w->bytes += (size_t)count * 2;
+}
+
+/* ---- CUDA graphs ---- */
+
+static bool dtype_ok(enum wh_dtype dt);
+
+void wh_gpu_vals_taint(struct wh_gpu_vals *dv)
+{
+	if (dv)
+		dv->not_capturable++;
+}
+
+bool wh_gpu_vals_capturable(const struct wh_gpu_vals *dv)
+{
+	return dv && !dv->not_capturable;
+}
+
+struct gslot {
+	uint32_t v;
+	struct dbuf *b; /* held */
+	enum wh_dtype dtype;
+	int32_t rank;
+	int64_t dims[WH_MAX_RANK];
+	uint64_t count;
+};
+
+struct wh_gpu_graph {
+	struct wh_gpu *g;
+	void *exec;
+	struct gslot *in, *keep; /* the graph inputs uploaded before the capture; what it left */
+	uint32_t n_in, n_keep;
+};
+
+static void gslot_of(struct gslot *gs, uint32_t v, struct dbuf *b, const struct wh_tensor *t)
+{
+	gs->v = v;
+	gs->b = dbuf_ref(b);
+	gs->dtype = t->dtype;
+	gs->rank = t->rank;
+	memcpy(gs->dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
+	gs->count = t->count;
+}
+
+void wh_gpu_graph_destroy(struct wh_gpu_graph *gr)
+{
+	if (!gr)
+		return;
+	run_lock_take();
+	gr->g->api->graph_free(gr->exec);
+	for (uint32_t i = 0; i < gr->n_in; i++)
+		dbuf_unref(gr->g, gr->in[i].b);
+	for (uint32_t i = 0; i < gr->n_keep; i++)
+		dbuf_unref(gr->g, gr->keep[i].b);
+	pthread_mutex_unlock(&run_lock);
+	free(gr->in);
+	free(gr->keep);
+	free(gr);
+}
+
+enum wh_status wh_gpu_capture_begin(struct wh_gpu_vals *dv, struct wh_tensor *vals, const uint32_t *in, uint32_t n_in,
+				    struct wh_gpu_graph **out)
+{
+	*out = NULL;
+	struct wh_gpu_graph *gr = calloc(1, sizeof *gr);
+	if (!gr || !(gr->in = calloc((size_t)n_in + 1, sizeof *gr->in))) {
+		free(gr);
+		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+	}
+	gr->g = dv->g;
+	/* the inputs go up now: inside the capture an upload would be recorded from host
+	 * memory that changes from run to run; a replay copies the new data into these */
+	for (uint32_t i = 0; i < n_in; i++) {
+		uint32_t v = in[i];
+		struct wh_tensor *t = &vals[v];
+		if (!wh_value_is_tensor(t) || !t->data || !t->count || !dtype_ok(t->dtype))
+			continue;
+		if (!dv->b[v]) {
+			if (!(dv->b[v] = dbuf_upload(dv->g, t, WH_PREC_FP32))) {
+				wh_gpu_graph_destroy(gr);
+				return wh_error(WH_ERR_NOMEM, "a graph input: uploading it: %s (free GPU memory)", dv->g->api->last_error());
+			}
+			dv->h2d += wh_tensor_nbytes(t);
+		}
+		gslot_of(&gr->in[gr->n_in++], v, dv->b[v], t);
+	}
+	if (dv->g->api->capture_begin() != 0) {
+		wh_gpu_graph_destroy(gr);
+		return WH_OK; /* no graph: the run goes on as it is */
+	}
+	dv->capturing = true;
+	*out = gr;
+	return WH_OK;
+}
+
+bool wh_gpu_capture_end(struct wh_gpu_vals *dv, const struct wh_tensor *vals, struct wh_gpu_graph *gr, bool run_ok)
+{
+	dv->capturing = false;
+	void *exec = dv->g->api->capture_end();
+	if (!exec || !run_ok || dv->not_capturable)
+		goto fail;
+	gr->exec = exec;
+	exec = NULL;
+	uint32_t n = 0;
+	for (uint32_t v = 0; v < dv->n; v++)
+		n += dv->b[v] != NULL;
+	if (!(gr->keep = calloc((size_t)n + 1, sizeof *gr->keep)))
+		goto fail;
+	for (uint32_t v = 0; v < dv->n; v++)
+		if (dv->b[v])
+			gslot_of(&gr->keep[gr->n_keep++], v, dv->b[v], &vals[v]);
+	/* this run's results: the graph's first launch */
+	if (dv->g->api->graph_launch(gr->exec) != 0)
+		goto fail;
+	return true;
+fail:
+	if (exec)
+		dv->g->api->graph_free(exec);
+	return false;
+}
+
+bool wh_gpu_graph_replay(struct wh_gpu_graph *gr, struct wh_gpu_vals *dv, struct wh_tensor *vals)
+{
+	for (uint32_t i = 0; i < gr->n_in; i++) {
+		const struct gslot *gs = &gr->in[i];
+		const struct wh_tensor *t = &vals[gs->v];
+		if (!wh_value_is_tensor(t) || t->dtype != gs->dtype || t->rank != gs->rank || !t->data ||
+		    memcmp(t->dims, gs->dims, sizeof(int64_t) * (size_t)t->rank))
+			return false;
+	}
+	for (uint32_t i = 0; i < gr->n_in; i++) {
+		const struct gslot *gs = &gr->in[i];
+		if (dv->g->api->upload(gs->b->p, vals[gs->v].data, wh_tensor_nbytes(&vals[gs->v])) != 0)
+			return false;
+		dv->h2d += wh_tensor_nbytes(&vals[gs->v]);
+	}
+	if (dv->g->api->graph_launch(gr->exec) != 0)
+		return false;
+	for (uint32_t i = 0; i < gr->n_keep; i++) {
+		const struct gslot *gs = &gr->keep[i];
+		struct wh_tensor *t = &vals[gs->v];
+		if (!t->blob && !t->seq) {
+			/* type and shape; the data is on the device */
+			t->dtype = gs->dtype;
+			t->kind = WH_VALUE_TENSOR;
+			t->rank = gs->rank;
+			memcpy(t->dims, gs->dims, sizeof(int64_t) * (size_t)gs->rank);
+			t->count = gs->count;
+		}
+		wh_gpu_vals_drop(dv, gs->v);
+		dv->b[gs->v] = dbuf_ref(gs->b);
+	}
+	return true;
 }
 
 double wh_gpu_vals_step_ms(struct wh_gpu_vals *dv)
@@ -945,6 +1103,8 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 			cin[k].host = t->data;
 			if (t->dtype == WH_DT_FLOAT)
 				in_on_grid = false;
+			if ((s->g->values[v].flags & WH_VALUE_INPUT) && !(s->g->values[v].flags & WH_VALUE_INITIALIZER))
+				dv->not_capturable++; /* its values would be baked into a graph */
 			continue;
 		}
 		/* the layer's format for a float input that carries data */
@@ -977,6 +1137,8 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 					goto out;
 				}
 				dv->h2d += wh_tensor_nbytes(t);
+				if (!(s->g->values[v].flags & WH_VALUE_INPUT) || (s->g->values[v].flags & WH_VALUE_INITIALIZER))
+					dv->not_capturable++;
 			}
 			b = dv->b[v];
 			/* rounding is idempotent: a value its producer stored on this grid (a layer

@@ -93,6 +93,27 @@ struct wh_gpu_step {
  * is the layer's error. vals: the frame's slots (inputs may get a host or device copy). */
 enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step *s, struct wh_tensor *vals,
 			       struct wh_tensor *outs, bool *ran);
+/* CUDA graphs (docs/gpu.md, "A large decoder"): a run of the main graph is captured once
+ * and replayed. wh_gpu_vals_taint marks a run that a replay could not repeat (a layer off
+ * the GPU read a graph input's data); wh_gpu_vals_capturable says whether the run so far
+ * can be (nothing uploaded but graph inputs, nothing downloaded, nothing tainted).
+ * wh_gpu_capture_begin uploads the graph inputs in[0..n_in) and starts capturing: *out
+ * NULL when capture is not possible (the run goes on as usual). wh_gpu_capture_end, after
+ * the run (run_ok: it succeeded): true when the graph holds the whole run, launched once,
+ * and dv has its results as device values; false when it failed (nothing ran: the caller
+ * destroys gr, drops the frame and runs again without capture). wh_gpu_graph_replay: with
+ * the same input shapes, the inputs uploaded and the graph launched, dv and vals get every
+ * value the captured run left (outputs included); false when the shapes differ or the
+ * launch failed (nothing given). */
+struct wh_gpu_graph;
+void wh_gpu_vals_taint(struct wh_gpu_vals *dv);
+bool wh_gpu_vals_capturable(const struct wh_gpu_vals *dv);
+enum wh_status wh_gpu_capture_begin(struct wh_gpu_vals *dv, struct wh_tensor *vals, const uint32_t *in, uint32_t n_in,
+				    struct wh_gpu_graph **out);
+bool wh_gpu_capture_end(struct wh_gpu_vals *dv, const struct wh_tensor *vals, struct wh_gpu_graph *gr, bool run_ok);
+bool wh_gpu_graph_replay(struct wh_gpu_graph *gr, struct wh_gpu_vals *dv, struct wh_tensor *vals);
+void wh_gpu_graph_destroy(struct wh_gpu_graph *gr); /* NULL-safe */
+
 /* The GPU time of the last timed step, waiting for it (ms; < 0 when none). */
 double wh_gpu_vals_step_ms(struct wh_gpu_vals *dv);
 

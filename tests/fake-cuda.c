@@ -13,7 +13,7 @@
  * reads its B operand from that copy (whcu_tensor.half) when it has one, so that a wrong
  * copy shows as a wrong result. Every allocation is counted: WHITTLE_FAKE_CUDA_LOG=FILE gets
  * "allocs N frees N uploads N bytes_up N" and, on a second line, "to16 N half_reads N
- * fused_rounds N" at unload (the binary ops round an fp16/bf16 layer's output themselves,
+ * fused_rounds N captures N" at unload (the binary ops round an fp16/bf16 layer's output themselves,
  * whcu_node.out_rounded). */
 #include <math.h>
 #include <stdbool.h>
@@ -272,6 +272,23 @@ static int to16(void *dst, const float *src, size_t n, int32_t prec)
 static double copy_gbps(size_t bytes) { return bytes ? 1.0 : -1; }
 static void start_times(char *buf, size_t len) { snprintf(buf, len, "fake: nothing to start"); }
 
+/* CUDA graphs: the fake runs every op at once, so it cannot record a run to replay: a capture
+ * starts and "fails" at its end, which tests the runtime's way back (the run again, without
+ * capture, giving the same results); captures counts them */
+static long n_captures;
+static int capture_begin(void)
+{
+	n_captures++;
+	return 0;
+}
+static void *capture_end(void)
+{
+	snprintf(err, sizeof err, "the fake GPU cannot replay a run");
+	return NULL;
+}
+static int graph_launch(void *g) { return g ? 0 : -1; }
+static void graph_free(void *g) { (void)g; }
+
 static void *event_record(void) { return malloc(1); }
 static double event_ms(void *a, void *b) { return a && b ? 0.001 : -1; }
 static void event_free(void *e) { free(e); }
@@ -283,7 +300,8 @@ static void ident(char *buf, size_t len)
 
 static const struct whcu_api api = {
 	WHCU_ABI, sizeof(struct whcu_api), init, shutdown_, info, last_error, alloc_, free_, upload, download, sync_, supports, run,
-	round_, event_record, event_ms, event_free, ident, to16, copy_gbps, start_times,
+	round_, event_record, event_ms, event_free, ident, to16, copy_gbps, start_times, capture_begin, capture_end, graph_launch,
+	graph_free,
 };
 
 __attribute__((destructor)) static void report(void)
@@ -291,8 +309,8 @@ __attribute__((destructor)) static void report(void)
 	const char *path = getenv("WHITTLE_FAKE_CUDA_LOG");
 	FILE *f = path ? fopen(path, "w") : NULL;
 	if (f) {
-		fprintf(f, "allocs %ld frees %ld uploads %ld bytes_up %llu\nto16 %ld half_reads %ld fused_rounds %ld\n", n_alloc, n_free, n_upload, bytes_up,
-			n_to16, n_half_reads, n_fused);
+		fprintf(f, "allocs %ld frees %ld uploads %ld bytes_up %llu\nto16 %ld half_reads %ld fused_rounds %ld captures %ld\n", n_alloc, n_free, n_upload,
+			bytes_up, n_to16, n_half_reads, n_fused, n_captures);
 		fclose(f);
 	}
 }

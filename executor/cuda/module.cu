@@ -86,21 +86,176 @@ static size_t dtype_size(int32_t dt)
 
 /* ---- memory ---- */
 
+/* Freed buffers are kept on the host side and handed out again by size. Every kernel runs
+ * on the one stream, so a buffer freed once the last kernel reading it is queued can go to a
+ * kernel queued later: stream order keeps them apart, as cudaFreeAsync does, without the two
+ * calls per layer (an output's allocation, a dead value's free: about a microsecond each,
+ * which a large model's run at a few tokens pays hundreds of times). Buffers of at most
+ * CACHE_MAX_ONE bytes, CACHE_MAX_ALL in all; the rest go back to the pool at once, and a
+ * failed allocation empties the cache and tries again. g_live maps each live buffer to its
+ * size (open addressing, backward-shift deletion). */
+#define CACHE_MAX_ONE ((size_t)64 << 20)
+#define CACHE_MAX_ALL ((size_t)1 << 30)
+struct live_buf {
+	void *p;
+	size_t bytes;
+};
+static struct live_buf *g_live;
+static size_t g_live_cap, g_live_n;
+static struct live_buf g_cache[512];
+static int g_cache_n;
+static size_t g_cache_bytes;
+
+static size_t live_hash(const void *p, size_t cap)
+{
+	return (size_t)(((uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1);
+}
+
+static void live_put(void *p, size_t bytes)
+{
+	if ((g_live_n + 1) * 2 > g_live_cap) {
+		size_t cap = g_live_cap ? g_live_cap * 2 : 1024;
+		struct live_buf *ne = (struct live_buf *)calloc(cap, sizeof *ne);
+		if (!ne)
+			return; /* untracked: its free goes straight to the pool */
+		for (size_t i = 0; i < g_live_cap; i++)
+			if (g_live[i].p) {
+				size_t j = live_hash(g_live[i].p, cap);
+				while (ne[j].p)
+					j = (j + 1) & (cap - 1);
+				ne[j] = g_live[i];
+			}
+		free(g_live);
+		g_live = ne;
+		g_live_cap = cap;
+	}
+	size_t j = live_hash(p, g_live_cap);
+	while (g_live[j].p)
+		j = (j + 1) & (g_live_cap - 1);
+	g_live[j].p = p;
+	g_live[j].bytes = bytes;
+	g_live_n++;
+}
+
+/* p's size, forgetting p; 0 when it is not tracked */
+static size_t live_take(void *p)
+{
+	if (!g_live_cap)
+		return 0;
+	size_t i = live_hash(p, g_live_cap);
+	while (g_live[i].p && g_live[i].p != p)
+		i = (i + 1) & (g_live_cap - 1);
+	if (!g_live[i].p)
+		return 0;
+	size_t bytes = g_live[i].bytes;
+	g_live[i].p = NULL;
+	g_live_n--;
+	/* backward shift: the entries after i that probed past it move back */
+	for (size_t j = (i + 1) & (g_live_cap - 1); g_live[j].p; j = (j + 1) & (g_live_cap - 1)) {
+		size_t h = live_hash(g_live[j].p, g_live_cap);
+		if (((j - h) & (g_live_cap - 1)) >= ((j - i) & (g_live_cap - 1))) {
+			g_live[i] = g_live[j];
+			g_live[j].p = NULL;
+			i = j;
+		}
+	}
+	return bytes;
+}
+
+/* CUDA graphs (api capture_*): while a run is captured, allocations and frees are graph
+ * nodes (cudaMallocAsync and cudaFreeAsync on the capturing stream), never the cache's
+ * buffers: a graph owns its memory from capture to destruction. g_cap lists what the
+ * capture allocated: after a failed capture those addresses were never memory, and their
+ * frees are dropped. A buffer from before the capture freed inside it breaks the capture
+ * (the graph would free it again at every launch). */
+static bool g_capturing, g_cap_broken, g_cap_void;
+static void *g_cap_exec; /* the last capture's graph, until its first launch */
+static void **g_cap;
+static size_t g_cap_n, g_cap_cap;
+
+static bool cap_owned(void *p)
+{
+	for (size_t i = 0; i < g_cap_n; i++)
+		if (g_cap[i] == p)
+			return true;
+	return false;
+}
+
+static void cache_flush(void)
+{
+	for (int i = 0; i < g_cache_n; i++)
+		cudaFreeAsync(g_cache[i].p, g_stream);
+	g_cache_n = 0;
+	g_cache_bytes = 0;
+}
+
 static void *dev_alloc(size_t bytes)
 {
-	void *p = NULL;
-	if (cudaMallocAsync(&p, bytes ? bytes : 16, g_stream) != cudaSuccess) {
-		cudaGetLastError();
-		fail("cudaMallocAsync of %zu bytes failed (free GPU memory, or run a smaller input)", bytes);
-		return NULL;
+	size_t b = bytes ? bytes : 16;
+	if (g_capturing) {
+		void *p = NULL;
+		if (g_cap_n == g_cap_cap) {
+			size_t cap = g_cap_cap ? g_cap_cap * 2 : 256;
+			void **n = (void **)realloc(g_cap, cap * sizeof *n);
+			if (!n) {
+				g_cap_broken = true;
+				fail("capture: out of host memory");
+				return NULL;
+			}
+			g_cap = n;
+			g_cap_cap = cap;
+		}
+		if (cudaMallocAsync(&p, b, g_stream) != cudaSuccess) {
+			cudaGetLastError();
+			g_cap_broken = true;
+			fail("cudaMallocAsync of %zu bytes failed while capturing a CUDA graph", bytes);
+			return NULL;
+		}
+		g_cap[g_cap_n++] = p;
+		return p;
 	}
+	for (int i = g_cache_n - 1; i >= 0; i--)
+		if (g_cache[i].bytes == b) {
+			void *p = g_cache[i].p;
+			g_cache[i] = g_cache[--g_cache_n];
+			g_cache_bytes -= b;
+			live_put(p, b);
+			return p;
+		}
+	void *p = NULL;
+	if (cudaMallocAsync(&p, b, g_stream) != cudaSuccess) {
+		cudaGetLastError();
+		cache_flush();
+		if (cudaMallocAsync(&p, b, g_stream) != cudaSuccess) {
+			cudaGetLastError();
+			fail("cudaMallocAsync of %zu bytes failed (free GPU memory, or run a smaller input)", bytes);
+			return NULL;
+		}
+	}
+	live_put(p, b);
 	return p;
 }
 
 static void dev_free(void *p)
 {
-	if (p)
-		cudaFreeAsync(p, g_stream);
+	if (!p)
+		return;
+	if (g_cap_void && cap_owned(p))
+		return; /* an allocation of a failed capture: nothing to free */
+	size_t b = live_take(p);
+	if (g_capturing && b) {
+		live_put(p, b);
+		g_cap_broken = true;
+		return;
+	}
+	if (b && b <= CACHE_MAX_ONE && g_cache_n < (int)(sizeof g_cache / sizeof g_cache[0]) && g_cache_bytes + b <= CACHE_MAX_ALL) {
+		g_cache[g_cache_n].p = p;
+		g_cache[g_cache_n++].bytes = b;
+		g_cache_bytes += b;
+		return;
+	}
+	if (cudaFreeAsync(p, g_stream) != cudaSuccess)
+		cudaGetLastError(); /* not one to report later as a kernel's */
 }
 
 /* a scratch buffer freed at scope end (stream-ordered: safe after queued work) */
@@ -2712,6 +2867,7 @@ static void api_shutdown(void)
 {
 	if (g_device < 0)
 		return;
+	cache_flush();
 	cudaStreamSynchronize(g_stream);
 	cudaFree(g_ws);
 	if (g_t_dnn >= 0)
@@ -2903,6 +3059,61 @@ static void api_start_times(char *buf, size_t len)
 		 g_t_ctx, g_t_stream, g_t_ws, lt, dnn, g_t_first_conv, g_t_first_gemm, g_t_first_other);
 }
 
+/* ---- CUDA graphs ---- */
+
+static int api_capture_begin(void)
+{
+	g_cap_n = 0;
+	g_cap_broken = false;
+	g_cap_void = false;
+	CK(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeRelaxed));
+	g_capturing = true;
+	return 0;
+}
+
+static void *api_capture_end(void)
+{
+	cudaGraph_t graph = NULL;
+	cudaGraphExec_t exec = NULL;
+	g_capturing = false;
+	cudaError_t e = cudaStreamEndCapture(g_stream, &graph);
+	if (e == cudaSuccess && !g_cap_broken)
+		e = cudaGraphInstantiateWithFlags(&exec, graph, cudaGraphInstantiateFlagAutoFreeOnLaunch);
+	if (graph)
+		cudaGraphDestroy(graph);
+	if (e != cudaSuccess || g_cap_broken || !exec) {
+		fail("capturing a CUDA graph: %s", g_cap_broken ? "the run freed or could not allocate memory" : cudaGetErrorString(e));
+		cudaGetLastError();
+		if (exec)
+			cudaGraphExecDestroy(exec);
+		g_cap_void = true; /* its allocations were never made */
+		return NULL;
+	}
+	g_cap_exec = (void *)exec;
+	return (void *)exec;
+}
+
+static int api_graph_launch(void *exec)
+{
+	CK(cudaGraphLaunch((cudaGraphExec_t)exec, g_stream));
+	if (exec == g_cap_exec)
+		g_cap_exec = NULL;
+	return 0;
+}
+
+static void api_graph_free(void *exec)
+{
+	if (!exec)
+		return;
+	cudaStreamSynchronize(g_stream);
+	cudaGraphExecDestroy((cudaGraphExec_t)exec);
+	if (exec == g_cap_exec) {
+		/* never launched: its allocations were never made */
+		g_cap_exec = NULL;
+		g_cap_void = true;
+	}
+}
+
 static const struct whcu_api api = {
 	WHCU_ABI,
 	sizeof(struct whcu_api),
@@ -2925,6 +3136,10 @@ static const struct whcu_api api = {
 	api_to16,
 	api_copy_gbps,
 	api_start_times,
+	api_capture_begin,
+	api_capture_end,
+	api_graph_launch,
+	api_graph_free,
 };
 
 EXPORT const struct whcu_api *whittle_cuda_api(uint32_t abi)

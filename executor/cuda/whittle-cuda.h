@@ -164,6 +164,18 @@ struct whcu_api {
 	/* ABI 4: one line: what starting the device cost (ms): the driver and context, the
 	 * stream, cuBLASLt's and cuDNN's handles (created at their first use), the workspace. */
 	void (*start_times)(char *buf, size_t len);
+	/* ABI 4: CUDA graphs. capture_begin starts capturing the stream (0 ok): the calls that
+	 * follow queue nothing, they are recorded, and their allocations belong to the graph.
+	 * capture_end returns the instantiated graph, or NULL when something in between could not
+	 * be captured (a synchronous copy, a free of a buffer from before the capture; last_error
+	 * says): then nothing recorded ran, and the device buffers it returned are void (freeing
+	 * them is a no-op). graph_launch queues one replay (its buffers: the same addresses every
+	 * time; what a launch left allocated is freed by the next launch). graph_free waits for
+	 * the stream and destroys the graph; the buffers it allocated stay until freed. */
+	int (*capture_begin)(void);
+	void *(*capture_end)(void);
+	int (*graph_launch)(void *graph);
+	void (*graph_free)(void *graph);
 };
 
 typedef const struct whcu_api *(*whcu_api_fn)(uint32_t abi);
