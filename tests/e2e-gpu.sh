@@ -8,7 +8,11 @@
 # WHITTLE_GPU_OCR=DIR) runs with --device cuda at fp32, fp16 and bf16 and is compared with
 # the CPU executor at the same precision (fp32: an element fails when it is off by more than
 # 1e-4 absolute and 1e-4 relative; fp16/bf16: the mean error within the format's, see
-# docs/gpu.md), runs twice with the same bits, and says where its layers ran.
+# docs/gpu.md), runs 3 times with the same bits (the first eager, the second captured as a
+# CUDA graph, the third replayed), and says where its layers ran; the profile has the copy
+# bandwidth lines; and reduce --precision fp16 of a generated decoder with a planted
+# overflow gives the same model on the CPU, on the GPU, and on the GPU with
+# --reference-device cuda.
 # WHITTLE_GPU_LOG=DIR keeps the comparisons and timings there; WHITTLE_GPU_MODELS=REGEX
 # takes only the models whose name matches (several instances can share a GPU). The GPU
 # tactics (issue 25) have their own test, tests/e2e-gpu-tactics.sh.
