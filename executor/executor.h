@@ -117,6 +117,20 @@ struct wh_layer_profile {
  * has not run yet. */
 const struct wh_layer_profile *wh_engine_profile(const struct wh_engine *e, uint32_t *n_out);
 
+/* The GPU side of an engine created with opt->cuda (`run --profile --device cuda`):
+ * weights_fmt_bytes, what the engine uploaded counted at its layers' formats (2 bytes per
+ * fp16/bf16 value: what its layers read of them in a run); weights_device_bytes, what the
+ * device holds for them (a float copy on the format's grid, plus the 16-bit copy GEMMs and
+ * convolutions read); copy_gbps, the device-to-device copy bandwidth measured by this call
+ * with a 256 MiB copy (bytes read plus written per second, GB/s; < 0 when not measured);
+ * start, what starting the GPU cost. false: not a GPU engine. */
+struct wh_engine_gpu_stats {
+	uint64_t weights_fmt_bytes, weights_device_bytes;
+	double copy_gbps;
+	char start[256];
+};
+bool wh_engine_gpu_stats(const struct wh_engine *e, struct wh_engine_gpu_stats *out);
+
 /* The GPU of --device cuda:N: loads the CUDA module and starts the device (once per
  * process), and writes one line about it (the GPU, the library versions) into info. Fails
  * with WH_ERR_UNSUPPORTED and "--device cuda: <what is missing> (<what to do>)". */

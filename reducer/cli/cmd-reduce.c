@@ -66,6 +66,7 @@ static const char reduce_help[] =
 	"  --validate               fail a candidate only where its run has NaN/Inf that FP32 has not\n"
 	"                           (an overflow), whatever its rounding error; no tolerances\n"
 	"  --device cuda[:N]        run the layers on a CUDA GPU where it has kernels (docs/gpu.md)\n"
+	"  --reference-device D     where the check's FP32 reference runs: cpu (default) or cuda[:N]\n"
 	"  --allow-reduced-precision-reduction\n"
 	"                           with --device cuda: fp16 MatMul/Gemm may take GPU tactics that\n"
 	"                           accumulate in fp16 (off: FP32 accumulation; docs/gpu.md)\n"

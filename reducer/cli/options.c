@@ -47,6 +47,8 @@ static const struct wh_cli_option options[] = {
 	{"fill-missing", no_argument, WH_RUN_OPT_FILL_MISSING, false, RUNS},
 	{"load-inputs", required_argument, WH_RUN_OPT_LOAD_INPUTS, false, RUNS, WH_PATH_READ | WH_PATH_FOLDER},
 	{"precision", required_argument, WH_RUN_OPT_PRECISION, false, RUNS | WH_CMD_CONVERT | WH_CMD_INSPECT},
+	/* where the built-in check's FP32 reference runs (builtin-check.h) */
+	{"reference-device", required_argument, WH_RUN_OPT_REFERENCE_DEVICE, false, RUNS & CHECKS},
 	{"rtol", required_argument, WH_RUN_OPT_RTOL, false, TOLERANCES},
 	{"seed", required_argument, WH_RUN_OPT_SEED, false, RUNS},
 	{"threads", required_argument, WH_RUN_OPT_THREADS, false, RUNS},
