@@ -84,6 +84,12 @@ typedef enum wh_status (*wh_engine_tensor_fn)(void *state, const char *name, con
  * holds at most what the run needs at once, where WH_KEEP_ALL holds every tensor. */
 enum wh_status wh_engine_run_each(struct wh_engine *e, const struct wh_tensor_set *inputs, wh_engine_tensor_fn fn, void *state);
 
+/* The branches If node `node` of graph g (the main graph or any subgraph of e's model) took
+ * in e's runs so far: bit 0 then_branch, bit 1 else_branch; 0 when it never ran. The
+ * reference run of reduce, precision and the --mark-all diagnosis reads it to inline an If
+ * whose branch was the same for every sample (graph/inline.h). */
+unsigned wh_engine_if_branches(const struct wh_engine *e, const struct wh_graph *g, uint32_t node);
+
 /* Constant folding with the executor's kernels: a wh_fold_fn (graph/shape.h) that shape
  * inference and sanitize --fold-constants call, passed in by the front end (graph/ cannot
  * call up into the executor). The kernel runs as it does at run time but without a thread
@@ -110,6 +116,20 @@ struct wh_layer_profile {
  * run or destroy); NULL and *n_out 0 when the engine was created without opt->profile or
  * has not run yet. */
 const struct wh_layer_profile *wh_engine_profile(const struct wh_engine *e, uint32_t *n_out);
+
+/* The GPU side of an engine created with opt->cuda (`run --profile --device cuda`):
+ * weights_fmt_bytes, what the engine uploaded counted at its layers' formats (2 bytes per
+ * fp16/bf16 value: what its layers read of them in a run); weights_device_bytes, what the
+ * device holds for them (a float copy on the format's grid, plus the 16-bit copy GEMMs and
+ * convolutions read); copy_gbps, the device-to-device copy bandwidth measured by this call
+ * with a 256 MiB copy (bytes read plus written per second, GB/s; < 0 when not measured);
+ * start, what starting the GPU cost. false: not a GPU engine. */
+struct wh_engine_gpu_stats {
+	uint64_t weights_fmt_bytes, weights_device_bytes;
+	double copy_gbps;
+	char start[256];
+};
+bool wh_engine_gpu_stats(const struct wh_engine *e, struct wh_engine_gpu_stats *out);
 
 /* The GPU of --device cuda:N: loads the CUDA module and starts the device (once per
  * process), and writes one line about it (the GPU, the library versions) into info. Fails

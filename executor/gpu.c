@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "executor/cuda/whittle-cuda.h"
@@ -14,6 +15,7 @@
 #include "executor/precision.h"
 #include "executor/tactic-plan.h"
 #include "graph/blob.h"
+#include "graph/os.h"
 
 #define MAX_DEVICES 64
 
@@ -23,6 +25,7 @@ struct wh_gpu {
 	const struct whcu_api *api;
 	void *dl;
 	int device;
+	double load_ms, init_ms; /* dlopen of the module (and the CUDA libraries it links), init */
 	char info[512];
 	char ident[256];
 };
@@ -70,7 +73,9 @@ static enum wh_status gpu_open(int device, struct wh_gpu **out)
 	struct stat sb;
 	if (stat(path, &sb) != 0)
 		return wh_error(WH_ERR_UNSUPPORTED, "--device cuda: %s not found (build whittle where the CUDA 13 toolkit is installed, or set WHITTLE_CUDA_LIB to the module)", path);
+	double t0 = wh_os_now_s();
 	void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	double t1 = wh_os_now_s();
 	if (!dl) {
 		const char *why = dlerror();
 		return wh_error(WH_ERR_UNSUPPORTED, "--device cuda: cannot load %s: %s (install the CUDA 13 runtime, cuBLASLt 13 and cuDNN 9, or add their folder to LD_LIBRARY_PATH)",
@@ -84,6 +89,7 @@ static enum wh_status gpu_open(int device, struct wh_gpu **out)
 		return wh_error(WH_ERR_UNSUPPORTED, "--device cuda: %s was built for another version of whittle (rebuild whittle and libwhittle-cuda.so together)", path);
 	}
 	char err[512] = "";
+	double t2 = wh_os_now_s();
 	if (api->init(device, err, sizeof err) != 0) {
 		/* the driver or the device is missing: the module stays loaded (CUDA does not
 		 * like being unloaded after a failed start) */
@@ -97,6 +103,8 @@ static enum wh_status gpu_open(int device, struct wh_gpu **out)
 	g->api = api;
 	g->dl = dl;
 	g->device = device;
+	g->load_ms = (t1 - t0) * 1e3;
+	g->init_ms = (wh_os_now_s() - t2) * 1e3;
 	api->info(g->info, sizeof g->info);
 	api->ident(g->ident, sizeof g->ident);
 	*out = g;
@@ -138,6 +146,21 @@ const char *wh_gpu_ident(const struct wh_gpu *g)
 	return g->ident;
 }
 
+double wh_gpu_copy_gbps(const struct wh_gpu *g, size_t bytes)
+{
+	run_lock_take();
+	double r = g->api->copy_gbps(bytes);
+	pthread_mutex_unlock(&run_lock);
+	return r;
+}
+
+void wh_gpu_start_times(const struct wh_gpu *g, char *buf, size_t len)
+{
+	char mod[256];
+	g->api->start_times(mod, sizeof mod);
+	snprintf(buf, len, "loading the module and the CUDA libraries %.1f ms, init %.1f ms (%s)", g->load_ms, g->init_ms, mod);
+}
+
 bool wh_gpu_tactic_name(const char *name)
 {
 	return name && (!strncmp(name, "lt-", 3) || !strncmp(name, "cudnn-", 6));
@@ -150,6 +173,9 @@ struct dbuf {
 	size_t bytes;
 	uint32_t refs;
 	int grid; /* the format whose grid its floats are known to lie on (FP32: any value) */
+	/* a weight's values in the 16-bit format of grid (fp16, bf16), made at the first GEMM
+	 * or Conv that reads it (whcu_tensor.half), or NULL */
+	void *half;
 };
 
 static struct dbuf *dbuf_wrap(void *p, size_t bytes)
@@ -160,6 +186,7 @@ static struct dbuf *dbuf_wrap(void *p, size_t bytes)
 		b->bytes = bytes;
 		b->refs = 1;
 		b->grid = WH_PREC_FP32;
+		b->half = NULL;
 	}
 	return b;
 }
@@ -176,7 +203,29 @@ static void dbuf_unref(const struct wh_gpu *g, struct dbuf *b)
 	if (!b || --b->refs)
 		return;
 	g->api->free(b->p);
+	g->api->free(b->half);
 	free(b);
+}
+
+/* Uploads bytes from src, UPLOAD_CHUNK at a time. A weight mapped from its external-data
+ * file (wh_blob_is_mapped) leaves the process's memory as it goes: the pages of each chunk
+ * are dropped once on the device (they come back from the file if the host reads them
+ * again), so that uploading a model larger than the host's memory keeps one chunk resident,
+ * not the model (docs/gpu.md, "A large decoder"). The CUDA runtime stages a pageable copy
+ * through its own pinned buffers. */
+#define UPLOAD_CHUNK ((size_t)64 << 20)
+static int upload_chunked(const struct wh_gpu *g, void *dst, const struct wh_tensor *t, size_t bytes)
+{
+	bool mapped = t->blob && wh_blob_is_mapped(t->blob);
+	uintptr_t from = (uintptr_t)t->data;
+	for (size_t off = 0; off < bytes; off += UPLOAD_CHUNK) {
+		size_t n = bytes - off < UPLOAD_CHUNK ? bytes - off : UPLOAD_CHUNK;
+		if (g->api->upload((char *)dst + off, (const char *)t->data + off, n) != 0)
+			return -1;
+		if (mapped)
+			wh_blob_drop_pages(&from, (uintptr_t)t->data + off + n);
+	}
+	return 0;
 }
 
 /* a new device buffer holding a host copy of src, rounded to prec when it is not FP32 */
@@ -186,7 +235,7 @@ static struct dbuf *dbuf_upload(const struct wh_gpu *g, const struct wh_tensor *
 	void *p = g->api->alloc(bytes);
 	if (!p)
 		return NULL;
-	if (g->api->upload(p, t->data, bytes) != 0 ||
+	if (upload_chunked(g, p, t, bytes) != 0 ||
 	    (prec != WH_PREC_FP32 && g->api->round(p, p, t->count, prec) != 0)) {
 		g->api->free(p);
 		return NULL;
@@ -245,7 +294,8 @@ static struct wstore stores[MAX_DEVICES];
 struct wh_gpu_weights {
 	struct wh_gpu *g;
 	struct wstore *s;
-	size_t bytes; /* uploaded for this engine */
+	size_t bytes;     /* on the device for this engine (uploads and 16-bit copies) */
+	size_t fmt_bytes; /* the same weights at their layers' formats (2 bytes per fp16/bf16 value) */
 };
 
 static size_t whash(const void *data, int prec, size_t cap)
@@ -275,7 +325,7 @@ static bool wrehash(struct wstore *s, size_t cap, const struct wh_gpu *g, bool d
 			j = (j + 1) & (cap - 1);
 		ne[j] = *e;
 		n++;
-		bytes += e->b->bytes;
+		bytes += e->b->bytes + (e->b->half ? e->b->bytes / 2 : 0);
 	}
 	free(s->e);
 	s->e = ne;
@@ -300,9 +350,39 @@ static void stores_free(void)
 	}
 }
 
+/* at exit, with -vv: what starting the GPU cost in this process (docs/gpu.md) */
+static void start_log(void)
+{
+	for (int d = 0; d < MAX_DEVICES; d++)
+		if (gpus[d] && wh_log_get_level() >= WH_LOG_DEBUG) {
+			char buf[512];
+			wh_gpu_start_times(gpus[d], buf, sizeof buf);
+			/* the process's age now (its start time in /proc/self/stat, in clock ticks
+			 * since boot): what the exit costs is the wall time less this */
+			double age = -1;
+			FILE *f = fopen("/proc/self/stat", "r");
+			char st[1024];
+			if (f && fgets(st, sizeof st, f)) {
+				const char *p = strrchr(st, ')');
+				unsigned long long start = 0;
+				int field = 2;
+				for (; p && *p && field < 22; p++)
+					if (*p == ' ')
+						field++;
+				struct timespec ts;
+				if (p && sscanf(p, "%llu", &start) == 1 && clock_gettime(CLOCK_BOOTTIME, &ts) == 0)
+					age = ((double)ts.tv_sec + (double)ts.tv_nsec / 1e9 - (double)start / (double)sysconf(_SC_CLK_TCK)) * 1e3;
+			}
+			if (f)
+				fclose(f);
+			wh_debug("cuda:%d start: %s; the process is %.0f ms old at exit", d, buf, age);
+		}
+}
+
 static void stores_atexit(void)
 {
 	atexit(stores_free);
+	atexit(start_log);
 }
 
 enum wh_status wh_gpu_weights_create(struct wh_gpu *g, struct wh_gpu_weights **out)
@@ -335,6 +415,11 @@ size_t wh_gpu_weights_bytes(const struct wh_gpu_weights *w)
 	return w ? w->bytes : 0;
 }
 
+size_t wh_gpu_weights_fmt_bytes(const struct wh_gpu_weights *w)
+{
+	return w ? w->fmt_bytes : 0;
+}
+
 static struct wentry *wfind(struct wstore *s, const void *data, int prec, size_t bytes)
 {
 	if (!s->cap)
@@ -361,6 +446,7 @@ static bool wput(struct wh_gpu_weights *w, const struct wh_tensor *t, int prec, 
 	s->n++;
 	s->bytes += b->bytes;
 	w->bytes += b->bytes;
+	w->fmt_bytes += t->dtype == WH_DT_FLOAT && (prec == WH_PREC_FP16 || prec == WH_PREC_BF16) ? (size_t)t->count * 2 : bytes;
 	return true;
 }
 
@@ -388,6 +474,10 @@ static struct dbuf *weight_get(struct wh_gpu_weights *w, const struct wh_tensor 
 	return dbuf_ref(b);
 }
 
+/* b's 16-bit copy in format fmt (kept with b; the store's bytes count it). When the device
+ * has no room for it, the module converts b on each run instead: slower, the same values. */
+static void half_of(struct wh_gpu_vals *dv, struct dbuf *b, uint64_t count, int fmt);
+
 /* ---- a frame's device copies ---- */
 
 struct wh_gpu_vals {
@@ -397,6 +487,11 @@ struct wh_gpu_vals {
 	struct dbuf **b;
 	uint64_t h2d, d2h;
 	void *ev0, *ev1;
+	/* CUDA graphs: what makes this run's replay unsafe (a value uploaded that is not a graph
+	 * input, a download before the end, a graph input read on the host); capturing: a
+	 * capture is in progress (no 16-bit copies are made then) */
+	uint32_t not_capturable;
+	bool capturing;
 };
 
 enum wh_status wh_gpu_vals_create(struct wh_gpu *g, struct wh_gpu_weights *w, uint32_t n_values, struct wh_gpu_vals **out)
@@ -447,6 +542,7 @@ enum wh_status wh_gpu_vals_to_host(struct wh_gpu_vals *dv, uint32_t v, struct wh
 		return wh_error(WH_ERR_INTERNAL, "GPU: copying a tensor to the host: %s (check the GPU with nvidia-smi)", dv->g->api->last_error());
 	}
 	dv->d2h += bytes;
+	dv->not_capturable++;
 	t->blob = blob;
 	t->data = w;
 	return WH_OK;
@@ -466,6 +562,174 @@ void wh_gpu_vals_copies(struct wh_gpu_vals *dv, uint64_t *h2d, uint64_t *d2h)
 	*d2h = dv ? dv->d2h : 0;
 	if (dv)
 		dv->h2d = dv->d2h = 0;
+}
+
+static void half_of(struct wh_gpu_vals *dv, struct dbuf *b, uint64_t count, int fmt)
+{
+	if (b->half || !count || b->grid != fmt || dv->capturing)
+		return;
+	void *h = dv->g->api->alloc((size_t)count * 2);
+	if (!h)
+		return;
+	if (dv->g->api->to16(h, (const float *)b->p, (size_t)count, fmt) != 0) {
+		dv->g->api->free(h);
+		return;
+	}
+	b->half = h;
+	dv->w->s->bytes += (size_t)count * 2;
+	dv->w->bytes += (size_t)count * 2;
+}
+
+/* ---- CUDA graphs ---- */
+
+static bool dtype_ok(enum wh_dtype dt);
+
+void wh_gpu_vals_taint(struct wh_gpu_vals *dv)
+{
+	if (dv)
+		dv->not_capturable++;
+}
+
+bool wh_gpu_vals_capturable(const struct wh_gpu_vals *dv)
+{
+	return dv && !dv->not_capturable;
+}
+
+struct gslot {
+	uint32_t v;
+	struct dbuf *b; /* held */
+	enum wh_dtype dtype;
+	int32_t rank;
+	int64_t dims[WH_MAX_RANK];
+	uint64_t count;
+};
+
+struct wh_gpu_graph {
+	struct wh_gpu *g;
+	void *exec;
+	struct gslot *in, *keep; /* the graph inputs uploaded before the capture; what it left */
+	uint32_t n_in, n_keep;
+};
+
+static void gslot_of(struct gslot *gs, uint32_t v, struct dbuf *b, const struct wh_tensor *t)
+{
+	gs->v = v;
+	gs->b = dbuf_ref(b);
+	gs->dtype = t->dtype;
+	gs->rank = t->rank;
+	memcpy(gs->dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
+	gs->count = t->count;
+}
+
+void wh_gpu_graph_destroy(struct wh_gpu_graph *gr)
+{
+	if (!gr)
+		return;
+	run_lock_take();
+	gr->g->api->graph_free(gr->exec);
+	for (uint32_t i = 0; i < gr->n_in; i++)
+		dbuf_unref(gr->g, gr->in[i].b);
+	for (uint32_t i = 0; i < gr->n_keep; i++)
+		dbuf_unref(gr->g, gr->keep[i].b);
+	pthread_mutex_unlock(&run_lock);
+	free(gr->in);
+	free(gr->keep);
+	free(gr);
+}
+
+enum wh_status wh_gpu_capture_begin(struct wh_gpu_vals *dv, struct wh_tensor *vals, const uint32_t *in, uint32_t n_in,
+				    struct wh_gpu_graph **out)
+{
+	*out = NULL;
+	struct wh_gpu_graph *gr = calloc(1, sizeof *gr);
+	if (!gr || !(gr->in = calloc((size_t)n_in + 1, sizeof *gr->in))) {
+		free(gr);
+		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+	}
+	gr->g = dv->g;
+	/* the inputs go up now: inside the capture an upload would be recorded from host
+	 * memory that changes from run to run; a replay copies the new data into these */
+	for (uint32_t i = 0; i < n_in; i++) {
+		uint32_t v = in[i];
+		struct wh_tensor *t = &vals[v];
+		if (!wh_value_is_tensor(t) || !t->data || !t->count || !dtype_ok(t->dtype))
+			continue;
+		if (!dv->b[v]) {
+			if (!(dv->b[v] = dbuf_upload(dv->g, t, WH_PREC_FP32))) {
+				wh_gpu_graph_destroy(gr);
+				return wh_error(WH_ERR_NOMEM, "a graph input: uploading it: %s (free GPU memory)", dv->g->api->last_error());
+			}
+			dv->h2d += wh_tensor_nbytes(t);
+		}
+		gslot_of(&gr->in[gr->n_in++], v, dv->b[v], t);
+	}
+	if (dv->g->api->capture_begin() != 0) {
+		wh_gpu_graph_destroy(gr);
+		return WH_OK; /* no graph: the run goes on as it is */
+	}
+	dv->capturing = true;
+	*out = gr;
+	return WH_OK;
+}
+
+bool wh_gpu_capture_end(struct wh_gpu_vals *dv, const struct wh_tensor *vals, struct wh_gpu_graph *gr, bool run_ok)
+{
+	dv->capturing = false;
+	void *exec = dv->g->api->capture_end();
+	if (!exec || !run_ok || dv->not_capturable)
+		goto fail;
+	gr->exec = exec;
+	exec = NULL;
+	uint32_t n = 0;
+	for (uint32_t v = 0; v < dv->n; v++)
+		n += dv->b[v] != NULL;
+	if (!(gr->keep = calloc((size_t)n + 1, sizeof *gr->keep)))
+		goto fail;
+	for (uint32_t v = 0; v < dv->n; v++)
+		if (dv->b[v])
+			gslot_of(&gr->keep[gr->n_keep++], v, dv->b[v], &vals[v]);
+	/* this run's results: the graph's first launch */
+	if (dv->g->api->graph_launch(gr->exec) != 0)
+		goto fail;
+	return true;
+fail:
+	if (exec)
+		dv->g->api->graph_free(exec);
+	return false;
+}
+
+bool wh_gpu_graph_replay(struct wh_gpu_graph *gr, struct wh_gpu_vals *dv, struct wh_tensor *vals)
+{
+	for (uint32_t i = 0; i < gr->n_in; i++) {
+		const struct gslot *gs = &gr->in[i];
+		const struct wh_tensor *t = &vals[gs->v];
+		if (!wh_value_is_tensor(t) || t->dtype != gs->dtype || t->rank != gs->rank || !t->data ||
+		    memcmp(t->dims, gs->dims, sizeof(int64_t) * (size_t)t->rank))
+			return false;
+	}
+	for (uint32_t i = 0; i < gr->n_in; i++) {
+		const struct gslot *gs = &gr->in[i];
+		if (dv->g->api->upload(gs->b->p, vals[gs->v].data, wh_tensor_nbytes(&vals[gs->v])) != 0)
+			return false;
+		dv->h2d += wh_tensor_nbytes(&vals[gs->v]);
+	}
+	if (dv->g->api->graph_launch(gr->exec) != 0)
+		return false;
+	for (uint32_t i = 0; i < gr->n_keep; i++) {
+		const struct gslot *gs = &gr->keep[i];
+		struct wh_tensor *t = &vals[gs->v];
+		if (!t->blob && !t->seq) {
+			/* type and shape; the data is on the device */
+			t->dtype = gs->dtype;
+			t->kind = WH_VALUE_TENSOR;
+			t->rank = gs->rank;
+			memcpy(t->dims, gs->dims, sizeof(int64_t) * (size_t)gs->rank);
+			t->count = gs->count;
+		}
+		wh_gpu_vals_drop(dv, gs->v);
+		dv->b[gs->v] = dbuf_ref(gs->b);
+	}
+	return true;
 }
 
 double wh_gpu_vals_step_ms(struct wh_gpu_vals *dv)
@@ -542,6 +806,19 @@ static bool is_view_op(const char *op)
 static bool gemm_like(const char *op)
 {
 	return !strcmp(op, "MatMul") || !strcmp(op, "Gemm") || !strcmp(op, "Conv") || !strcmp(op, "ConvTranspose");
+}
+
+/* Ops whose float outputs are values of their float inputs, or their negations or
+ * magnitudes: on a format's grid when every float input is (the grid is closed under
+ * selection, copy, negation, abs, max and min), so that the output needs no rounding. */
+static bool keeps_grid(const char *op)
+{
+	static const char *const ops[] = {"Transpose", "Slice", "Concat", "Split", "Expand", "Gather", "GatherElements", "Neg",
+					  "Relu", "Abs", "Max", "Min", "MaxPool", "GlobalMaxPool", "ReduceMax", "ReduceMin", "Where", NULL};
+	for (int i = 0; ops[i]; i++)
+		if (!strcmp(op, ops[i]))
+			return true;
+	return false;
 }
 
 static void node_of(const struct wh_node *n, int64_t opset, struct whcu_node *cn)
@@ -787,7 +1064,11 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 	cn.fp16_accumulate = s->fp16_accumulate;
 	cn.tactic = s->tactic;
 	cn.allow_reduced = s->allow_reduced;
-	int32_t list_n = 0;
+	int32_t list_n = 0, out_rounded = 0;
+	if (s->out == WH_PREC_FP16 || s->out == WH_PREC_BF16) {
+		cn.out_prec = s->out;
+		cn.out_rounded = &out_rounded;
+	}
 	if (s->list) {
 		cn.list = s->list;
 		cn.list_max = WHCU_MAX_TACTICS;
@@ -809,6 +1090,8 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 	if (api->supports(&cn, &host_mask) != 1)
 		return WH_OK;
 	int bias = !strcmp(n->op_type, "Gemm") || !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") ? 2 : -1;
+	/* the float inputs' grid, when they all share the output's format (keeps_grid) */
+	bool in_on_grid = (s->out == WH_PREC_FP16 || s->out == WH_PREC_BF16) && !n->domain[0] && keeps_grid(n->op_type);
 	for (uint32_t k = 0; k < n->n_inputs; k++) {
 		uint32_t v = n->inputs[k];
 		if (v == WH_NONE)
@@ -818,6 +1101,10 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 			if ((st = wh_gpu_vals_to_host(dv, v, t)) != WH_OK)
 				goto out;
 			cin[k].host = t->data;
+			if (t->dtype == WH_DT_FLOAT)
+				in_on_grid = false;
+			if ((s->g->values[v].flags & WH_VALUE_INPUT) && !(s->g->values[v].flags & WH_VALUE_INITIALIZER))
+				dv->not_capturable++; /* its values would be baked into a graph */
 			continue;
 		}
 		/* the layer's format for a float input that carries data */
@@ -836,6 +1123,12 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 				goto out;
 			}
 			tmp[k] = b;
+			/* a GEMM or Conv at this weight's 16-bit format reads its persistent 16-bit copy,
+			 * made once (the module converted the float copy on every run before: the
+			 * decoder's MatMuls read and wrote their weights three times per run) */
+			if ((fmt == WH_PREC_FP16 || fmt == WH_PREC_BF16) && cn.prec == fmt && gemm_like(n->op_type) && t->dtype == WH_DT_FLOAT)
+				half_of(dv, b, t->count, fmt);
+			cin[k].half = b->half;
 		} else {
 			if (!dv->b[v]) {
 				if (!(dv->b[v] = dbuf_upload(dv->g, t, WH_PREC_FP32))) {
@@ -844,6 +1137,8 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 					goto out;
 				}
 				dv->h2d += wh_tensor_nbytes(t);
+				if (!(s->g->values[v].flags & WH_VALUE_INPUT) || (s->g->values[v].flags & WH_VALUE_INITIALIZER))
+					dv->not_capturable++;
 			}
 			b = dv->b[v];
 			/* rounding is idempotent: a value its producer stored on this grid (a layer
@@ -858,6 +1153,8 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 			}
 		}
 		cin[k].data = b->p;
+		if (t->dtype == WH_DT_FLOAT && b->grid != s->out)
+			in_on_grid = false;
 	}
 	if (s->timed) {
 		api->event_free(dv->ev0);
@@ -898,7 +1195,9 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 			st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
 			continue;
 		}
-		if (c->dtype == WHCU_FLOAT && (s->out == WH_PREC_FP16 || s->out == WH_PREC_BF16) && y->count) {
+		if (c->dtype == WHCU_FLOAT && (in_on_grid || out_rounded)) {
+			b->grid = s->out; /* already on it (or rounded by the op's kernel): no rounding kernel */
+		} else if (c->dtype == WHCU_FLOAT && (s->out == WH_PREC_FP16 || s->out == WH_PREC_BF16) && y->count) {
 			if (api->round(b->p, b->p, y->count, s->out) != 0)
 				st = wh_error(WH_ERR_INTERNAL, "node '%s' (%s): rounding the output: %s", n->name, n->op_type, api->last_error());
 			else

@@ -30,6 +30,11 @@ const char *wh_gpu_info(const struct wh_gpu *g);
 /* What a GPU tactic belongs to: "<GPU name>;sm_XY;cublasLt V;cudnn V" (replays and timing
  * caches record it; docs/formats.md). */
 const char *wh_gpu_ident(const struct wh_gpu *g);
+/* The device-to-device copy bandwidth measured now with a copy of `bytes` (bytes read plus
+ * written per second, GB/s; < 0 on failure). */
+double wh_gpu_copy_gbps(const struct wh_gpu *g, size_t bytes);
+/* One line: what starting the GPU cost so far (context, stream, cuBLASLt, cuDNN; ms). */
+void wh_gpu_start_times(const struct wh_gpu *g, char *buf, size_t len);
 /* Whether a tactic name is a GPU tactic (cuBLASLt's "lt-..." or cuDNN's "cudnn-..."). */
 bool wh_gpu_tactic_name(const char *name);
 /* Whether the module has a kernel for the op (at this opset), or the host side handles it
@@ -45,6 +50,9 @@ struct wh_gpu_weights;
 enum wh_status wh_gpu_weights_create(struct wh_gpu *g, struct wh_gpu_weights **out);
 void wh_gpu_weights_destroy(struct wh_gpu_weights *w); /* NULL-safe */
 size_t wh_gpu_weights_bytes(const struct wh_gpu_weights *w);
+/* The same weights counted at their layers' formats: 2 bytes per value of an fp16 or bf16
+ * layer's float weight (what its GEMM reads), their own size otherwise. */
+size_t wh_gpu_weights_fmt_bytes(const struct wh_gpu_weights *w);
 
 /* The device copies of one frame's values (one per value id). */
 struct wh_gpu_vals;
@@ -85,6 +93,27 @@ struct wh_gpu_step {
  * is the layer's error. vals: the frame's slots (inputs may get a host or device copy). */
 enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step *s, struct wh_tensor *vals,
 			       struct wh_tensor *outs, bool *ran);
+/* CUDA graphs (docs/gpu.md, "A large decoder"): a run of the main graph is captured once
+ * and replayed. wh_gpu_vals_taint marks a run that a replay could not repeat (a layer off
+ * the GPU read a graph input's data); wh_gpu_vals_capturable says whether the run so far
+ * can be (nothing uploaded but graph inputs, nothing downloaded, nothing tainted).
+ * wh_gpu_capture_begin uploads the graph inputs in[0..n_in) and starts capturing: *out
+ * NULL when capture is not possible (the run goes on as usual). wh_gpu_capture_end, after
+ * the run (run_ok: it succeeded): true when the graph holds the whole run, launched once,
+ * and dv has its results as device values; false when it failed (nothing ran: the caller
+ * destroys gr, drops the frame and runs again without capture). wh_gpu_graph_replay: with
+ * the same input shapes, the inputs uploaded and the graph launched, dv and vals get every
+ * value the captured run left (outputs included); false when the shapes differ or the
+ * launch failed (nothing given). */
+struct wh_gpu_graph;
+void wh_gpu_vals_taint(struct wh_gpu_vals *dv);
+bool wh_gpu_vals_capturable(const struct wh_gpu_vals *dv);
+enum wh_status wh_gpu_capture_begin(struct wh_gpu_vals *dv, struct wh_tensor *vals, const uint32_t *in, uint32_t n_in,
+				    struct wh_gpu_graph **out);
+bool wh_gpu_capture_end(struct wh_gpu_vals *dv, const struct wh_tensor *vals, struct wh_gpu_graph *gr, bool run_ok);
+bool wh_gpu_graph_replay(struct wh_gpu_graph *gr, struct wh_gpu_vals *dv, struct wh_tensor *vals);
+void wh_gpu_graph_destroy(struct wh_gpu_graph *gr); /* NULL-safe */
+
 /* The GPU time of the last timed step, waiting for it (ms; < 0 when none). */
 double wh_gpu_vals_step_ms(struct wh_gpu_vals *dv);
 

@@ -187,6 +187,10 @@ enum wh_status wh_kernel_run_subgraph(struct wh_kernel_ctx *ctx, const struct wh
 				      uint32_t n_ins, const struct wh_tensor *const *ins,
 				      struct wh_tensor *outs);
 
+/* If: records that the current node took its then (or else) branch in this run, for
+ * wh_engine_if_branches (executor.h). */
+void wh_kernel_note_branch(struct wh_kernel_ctx *ctx, bool then);
+
 /* ---- helpers shared by kernels (kernel-util.c) ---- */
 
 /* Element accessors and broadcasting (wh_tensor_get_f64, wh_broadcast_shapes, ...) are in

@@ -82,6 +82,10 @@ struct plan {
 	 * main graph once per run): it holds only the initializers' references (see
 	 * frame_init); NULL while a frame of this plan has it. */
 	struct wh_tensor *spare_vals;
+	/* per node id: the branches each If took in this engine's runs (1: then, 2: else) */
+	uint8_t *branch_seen;
+	/* the values captured from enclosing graphs (WH_VALUE_OUTER), n_outer of them */
+	uint32_t *outer, n_outer;
 };
 
 /* At most this much freed activation memory is kept between runs (graph/blob.h holds only
@@ -111,6 +115,12 @@ struct wh_engine {
 	/* opt->cuda: the GPU (executor/gpu.h) and the device copies of the weights */
 	struct wh_gpu *gpu;
 	struct wh_gpu_weights *gpu_weights;
+	/* CUDA graphs (docs/gpu.md): after a run that a replay could repeat, the next run with
+	 * the same input shapes is captured; later ones replay it. gpu_graph_off: never (a
+	 * capture failed, or WHITTLE_CUDA_GRAPHS=0) */
+	struct wh_gpu_graph *gpu_graph;
+	bool gpu_graph_off, gpu_capturable;
+	uint64_t gpu_sig; /* the input shapes of the last run */
 };
 
 struct wh_frame {
@@ -235,6 +245,8 @@ static void plan_destroy(struct plan *p)
 	free(p->kernels);
 	free(p->opsets);
 	free(p->last_use);
+	free(p->branch_seen);
+	free(p->outer);
 	free(p);
 }
 
@@ -710,7 +722,8 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 	p->opsets = calloc(nn, sizeof *p->opsets);
 	p->last_use = calloc(nv, sizeof *p->last_use);
 	p->inits = calloc(nv, sizeof *p->inits);
-	if (!p->order || !p->kernels || !p->opsets || !p->last_use || !p->inits) {
+	p->branch_seen = calloc(nn, 1);
+	if (!p->order || !p->kernels || !p->opsets || !p->last_use || !p->inits || !p->branch_seen) {
 		st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
 		goto out;
 	}
@@ -790,6 +803,15 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 			}
 		}
 	}
+	for (uint32_t v = 0; v < g->n_values; v++)
+		p->n_outer += (g->values[v].flags & WH_VALUE_OUTER) != 0;
+	if (p->n_outer && !(p->outer = malloc(p->n_outer * sizeof *p->outer))) {
+		st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+		goto out;
+	}
+	for (uint32_t v = 0, k = 0; v < g->n_values && p->n_outer; v++)
+		if (g->values[v].flags & WH_VALUE_OUTER)
+			p->outer[k++] = v;
 	for (uint32_t v = 0; v < g->n_values; v++) {
 		p->last_use[v] = WH_NONE;
 		const struct wh_value *val = &g->values[v];
@@ -909,8 +931,11 @@ static enum wh_status engine_create(const struct wh_model *m, const struct wh_en
 	    e->tactics->device[0] && strcmp(e->tactics->device, wh_gpu_ident(e->gpu)))
 		wh_warn("the tactic replay was recorded on %s; this is %s: its GPU tactics run where they still exist, and one that does not stops the run (rebuild the replay here)",
 			e->tactics->device, wh_gpu_ident(e->gpu));
-	if (st == WH_OK && opt && opt->cuda && e->gpu)
+	if (st == WH_OK && opt && opt->cuda && e->gpu) {
 		st = wh_gpu_weights_create(e->gpu, &e->gpu_weights);
+		const char *gr = getenv("WHITTLE_CUDA_GRAPHS");
+		e->gpu_graph_off = gr && !strcmp(gr, "0");
+	}
 	if (st == WH_OK)
 		st = build_plan(e, m->graph);
 	if (st == WH_OK && opt && opt->profile) {
@@ -948,9 +973,23 @@ void wh_engine_destroy(struct wh_engine *e)
 	wh_threadpool_destroy(e->pool);
 	wh_gemm_packs_destroy(e->packs);
 	wh_blob_cache_destroy(e->blobs);
+	wh_gpu_graph_destroy(e->gpu_graph);
 	wh_gpu_weights_destroy(e->gpu_weights);
 	free(e->prof);
 	free(e);
+}
+
+bool wh_engine_gpu_stats(const struct wh_engine *e, struct wh_engine_gpu_stats *out)
+{
+	memset(out, 0, sizeof *out);
+	out->copy_gbps = -1;
+	if (!e || !e->gpu)
+		return false;
+	out->weights_fmt_bytes = wh_gpu_weights_fmt_bytes(e->gpu_weights);
+	out->weights_device_bytes = wh_gpu_weights_bytes(e->gpu_weights);
+	out->copy_gbps = wh_gpu_copy_gbps(e->gpu, (size_t)256 << 20);
+	wh_gpu_start_times(e->gpu, out->start, sizeof out->start);
+	return true;
 }
 
 size_t wh_engine_weight_cache_bytes(const struct wh_engine *e)
@@ -1093,15 +1132,16 @@ static enum wh_status frame_init(struct wh_frame *f, struct wh_engine *e, struct
 		if (st != WH_OK)
 			return st;
 	}
-	for (uint32_t v = 0; v < g->n_values; v++) {
-		if (g->values[v].flags & WH_VALUE_OUTER) {
-			const char *name = g->values[v].name;
-			for (const struct wh_frame *q = parent; q; q = q->parent) {
-				uint32_t id = wh_graph_find_value(q->plan->g, name);
-				if (id != WH_NONE && wh_value_present(&q->vals[id])) {
-					wh_tensor_ref(&f->vals[v], &q->vals[id]);
-					break;
-				}
+	/* the values captured from enclosing graphs (listed once per plan: a subgraph of a
+	 * large body runs per iteration), bound by name from the nearest frame that has one */
+	for (uint32_t i = 0; i < p->n_outer; i++) {
+		uint32_t v = p->outer[i];
+		const char *name = g->values[v].name;
+		for (const struct wh_frame *q = parent; q; q = q->parent) {
+			uint32_t id = wh_graph_find_value(q->plan->g, name);
+			if (id != WH_NONE && wh_value_present(&q->vals[id])) {
+				wh_tensor_ref(&f->vals[v], &q->vals[id]);
+				break;
 			}
 		}
 	}
@@ -1376,6 +1416,10 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 				uint32_t v = n->inputs[k];
 				if (v != WH_NONE && !(meta_only && k == 0) && (st = wh_gpu_vals_to_host(f->dv, v, &f->vals[v])) != WH_OK)
 					goto step_out;
+				/* a graph input's data read off the GPU: a CUDA graph could not repeat it */
+				if (v != WH_NONE && !(meta_only && k == 0) && (g->values[v].flags & WH_VALUE_INPUT) &&
+				    !(g->values[v].flags & WH_VALUE_INITIALIZER))
+					wh_gpu_vals_taint(f->dv);
 			}
 			if (!on_gpu && subgraph)
 				for (uint32_t v = 0; v < g->n_values; v++)
@@ -1581,6 +1625,20 @@ enum wh_status wh_kernel_run_subgraph(struct wh_kernel_ctx *ctx, const struct wh
 	return st;
 }
 
+void wh_kernel_note_branch(struct wh_kernel_ctx *ctx, bool then)
+{
+	struct plan *p = ctx->frame ? ctx->frame->plan : NULL;
+	if (!p || ctx->node < p->g->nodes || ctx->node >= p->g->nodes + p->g->n_nodes)
+		return;
+	p->branch_seen[ctx->node - p->g->nodes] |= then ? 1 : 2;
+}
+
+unsigned wh_engine_if_branches(const struct wh_engine *e, const struct wh_graph *g, uint32_t node)
+{
+	const struct plan *p = find_plan(e, g);
+	return p && node < g->n_nodes ? p->branch_seen[node] : 0;
+}
+
 static enum wh_status check_input(const struct wh_value *v, const struct wh_tensor *t)
 {
 	char want[256], got[128];
@@ -1636,20 +1694,11 @@ static enum wh_status check_input(const struct wh_value *v, const struct wh_tens
 			v->name, wh_shape_str(t->dims, t->rank, got, sizeof got), want);
 }
 
-static enum wh_status engine_run(struct wh_engine *e, const struct wh_tensor_set *inputs, enum wh_run_keep keep,
-				 wh_engine_tensor_fn each, void *each_state, struct wh_tensor_set *results)
+/* Binds a run's inputs to f's slots: by name, or by position among the inputs that are not
+ * initializers. */
+static enum wh_status bind_inputs(struct wh_frame *f, const struct wh_graph *g, const struct wh_tensor_set *inputs)
 {
-	struct plan *p = find_plan(e, e->m->graph);
-	const struct wh_graph *g = p->g;
-	struct wh_frame f = {0};
-	e->n_prof = 0;
-	struct wh_blob_cache *prev_blobs = wh_blob_cache_use(e->blobs);
-	enum wh_status st = frame_init(&f, e, p, NULL);
-	if (st != WH_OK)
-		goto out;
-	f.each = each;
-	f.each_state = each_state;
-	/* bind inputs: by name, or by position among the inputs that are not initializers */
+	enum wh_status st = WH_OK;
 	uint32_t pos = 0;
 	for (uint32_t i = 0; i < g->n_inputs; i++) {
 		uint32_t v = g->inputs[i];
@@ -1669,14 +1718,80 @@ static enum wh_status engine_run(struct wh_engine *e, const struct wh_tensor_set
 			if (val->flags & WH_VALUE_INITIALIZER)
 				continue;
 			st = wh_error(WH_ERR_NOT_FOUND, "input '%s': no data given (provide it in the input folder, or let whittle generate random inputs)", val->name);
-			goto out;
+			return st;
 		}
 		if ((st = check_input(val, t)) != WH_OK)
-			goto out;
-		wh_tensor_ref(&f.vals[v], t);
+			return st;
+		wh_tensor_ref(&f->vals[v], t);
 	}
-	if ((st = frame_execute(&f, keep == WH_KEEP_ALL)) != WH_OK)
+	return st;
+}
+
+/* The input shapes of a run (CUDA graphs replay only runs of the shapes they captured). */
+static uint64_t input_sig(const struct wh_graph *g, const struct wh_tensor *vals)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (uint32_t i = 0; i < g->n_inputs; i++) {
+		const struct wh_tensor *t = &vals[g->inputs[i]];
+		uint64_t x[2] = {(uint64_t)t->dtype << 32 | (uint32_t)t->rank, (uint64_t)(uintptr_t)t->seq};
+		for (int k = 0; k < 2; k++)
+			h = (h ^ x[k]) * 0x100000001b3ull;
+		for (int32_t d = 0; d < t->rank; d++)
+			h = (h ^ (uint64_t)t->dims[d]) * 0x100000001b3ull;
+	}
+	return h;
+}
+
+static enum wh_status engine_run(struct wh_engine *e, const struct wh_tensor_set *inputs, enum wh_run_keep keep,
+				 wh_engine_tensor_fn each, void *each_state, struct wh_tensor_set *results)
+{
+	struct plan *p = find_plan(e, e->m->graph);
+	const struct wh_graph *g = p->g;
+	struct wh_frame f = {0};
+	e->n_prof = 0;
+	struct wh_blob_cache *prev_blobs = wh_blob_cache_use(e->blobs);
+	enum wh_status st = frame_init(&f, e, p, NULL);
+	if (st != WH_OK)
 		goto out;
+	f.each = each;
+	f.each_state = each_state;
+	if ((st = bind_inputs(&f, g, inputs)) != WH_OK)
+		goto out;
+	/* on the GPU, a run that only gives its outputs: a CUDA graph replays the last capture,
+	 * or captures this run when the last one could be replayed (wh_gpu_vals_capturable) */
+	bool graphs = f.dv && keep == WH_KEEP_OUTPUTS && !each && !e->prof && !e->chooser.choose && !e->chooser.choose_gpu && !e->gpu_graph_off;
+	uint64_t sig = graphs ? input_sig(g, f.vals) : 0;
+	bool done = false;
+	if (graphs && e->gpu_graph) {
+		done = wh_gpu_graph_replay(e->gpu_graph, f.dv, f.vals);
+	} else if (graphs && e->gpu_capturable && sig == e->gpu_sig) {
+		struct wh_gpu_graph *gr = NULL;
+		if ((st = wh_gpu_capture_begin(f.dv, f.vals, g->inputs, g->n_inputs, &gr)) != WH_OK)
+			goto out;
+		if (gr) {
+			enum wh_status xs = frame_execute(&f, false);
+			if (wh_gpu_capture_end(f.dv, f.vals, gr, xs == WH_OK)) {
+				e->gpu_graph = gr;
+				done = true;
+			} else {
+				/* nothing of it ran: the run again, as usual */
+				wh_gpu_graph_destroy(gr);
+				e->gpu_graph_off = true;
+				wh_error_clear();
+				frame_release(&f);
+				if ((st = frame_init(&f, e, p, NULL)) != WH_OK || (st = bind_inputs(&f, g, inputs)) != WH_OK)
+					goto out;
+			}
+		}
+	}
+	if (!done) {
+		if ((st = frame_execute(&f, keep == WH_KEEP_ALL)) != WH_OK)
+			goto out;
+		if (graphs) {
+			e->gpu_capturable = wh_gpu_vals_capturable(f.dv);
+			e->gpu_sig = sig;
+		}
+	}
 	/* what the caller gets lives on the host */
 	for (uint32_t v = 0; f.dv && v < g->n_values && st == WH_OK; v++)
 		if (keep == WH_KEEP_ALL || (g->values[v].flags & WH_VALUE_OUTPUT))

@@ -47,13 +47,19 @@ static bool copy_bytes(struct wh_arena *a, struct wh_bytes *dst, const struct wh
 enum wh_status wh_graph_copy_value(struct wh_model *dst_model, struct wh_graph *dst,
 				   const struct wh_graph *src, uint32_t value, uint32_t *id_out)
 {
+	return wh_graph_copy_value_as(dst_model, dst, src, value, src->values[value].name, id_out);
+}
+
+enum wh_status wh_graph_copy_value_as(struct wh_model *dst_model, struct wh_graph *dst,
+				      const struct wh_graph *src, uint32_t value, const char *name, uint32_t *id_out)
+{
 	const struct wh_value *sv = &src->values[value];
-	uint32_t id = wh_graph_find_value(dst, sv->name);
+	uint32_t id = wh_graph_find_value(dst, name);
 	if (id != WH_NONE) {
 		*id_out = id;
 		return WH_OK;
 	}
-	enum wh_status st = wh_graph_add_value(dst, sv->name, &id);
+	enum wh_status st = wh_graph_add_value(dst, name, &id);
 	if (st != WH_OK)
 		return st;
 	struct wh_value *dv = &dst->values[id];
@@ -262,6 +268,23 @@ enum wh_status wh_graph_copy_node(struct wh_model *dst_model, struct wh_graph *d
 				  const struct wh_graph *src, uint32_t node, uint32_t *id_out)
 {
 	return copy_node_into(dst_model, dst, src, node, id_out);
+}
+
+enum wh_status wh_graph_copy_node_attrs(struct wh_model *dst_model, struct wh_graph *dst, uint32_t dst_node,
+					const struct wh_node *sn)
+{
+	struct wh_attr *attrs = wh_arena_calloc(dst_model->arena, sn->n_attrs + 1, sizeof *attrs);
+	if (!attrs)
+		return oom();
+	dst->nodes[dst_node].attrs = attrs;
+	for (uint32_t a = 0; a < sn->n_attrs; a++) {
+		enum wh_status st = copy_attr(dst_model, dst, &attrs[a], &sn->attrs[a]);
+		/* count it even on failure so destroy releases what was retained */
+		dst->nodes[dst_node].n_attrs = a + 1;
+		if (st != WH_OK)
+			return st;
+	}
+	return copy_bytes(dst_model->arena, &dst->nodes[dst_node].rest, &sn->rest) ? WH_OK : oom();
 }
 
 /* Makes value id of the new graph a graph input; it must be typed. */

@@ -29,5 +29,12 @@ enum wh_status wh_graph_copy_value(struct wh_model *dst_model, struct wh_graph *
 				   const struct wh_graph *src, uint32_t value, uint32_t *id_out);
 enum wh_status wh_graph_copy_node(struct wh_model *dst_model, struct wh_graph *dst,
 				  const struct wh_graph *src, uint32_t node, uint32_t *id_out);
+/* The same value under another name (graph/inline.h renames a branch's values). */
+enum wh_status wh_graph_copy_value_as(struct wh_model *dst_model, struct wh_graph *dst,
+				      const struct wh_graph *src, uint32_t value, const char *name, uint32_t *id_out);
+/* A node's attributes (subgraphs deep-copied, blobs shared) and its unmodelled fields onto
+ * dst_node, a node already added to dst with its inputs and outputs. */
+enum wh_status wh_graph_copy_node_attrs(struct wh_model *dst_model, struct wh_graph *dst, uint32_t dst_node,
+					const struct wh_node *sn);
 
 #endif

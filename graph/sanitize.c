@@ -2,11 +2,15 @@
 
 #include "graph/onnx-internal.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/extract.h"
 #include "graph/fold-eval.h"
+#include "graph/inline.h"
+#include "graph/tensor.h"
 #include "graph/topo.h"
 
 #define WH_FOLD_DEFAULT_ELEMENTS ((uint64_t)1 << 20)
@@ -234,8 +238,8 @@ static enum wh_status refine_output(struct wh_graph *dst, uint32_t id, const str
 	return wh_graph_set_shape(dst, id, s->dtype, s->rank, s->dims);
 }
 
-enum wh_status wh_model_sanitize(const struct wh_model *m, const struct wh_sanitize_options *opt,
-				 struct wh_model **out, struct wh_sanitize_stats *stats_out)
+static enum wh_status sanitize_once(const struct wh_model *m, const struct wh_sanitize_options *opt,
+				    struct wh_model **out, struct wh_sanitize_stats *stats_out)
 {
 	const struct wh_graph *g = m->graph;
 	bool fold = opt && opt->fold_constants;
@@ -369,6 +373,8 @@ enum wh_status wh_model_sanitize(const struct wh_model *m, const struct wh_sanit
 	}
 	wh_info("sanitize: %u constants lifted, %u nodes folded, %u dead nodes removed; %u of %u nodes left",
 		stats.constants_lifted, stats.nodes_folded, stats.dead_removed, dst->n_nodes, g->n_nodes);
+	if (stats_out)
+		stats.ifs_folded = stats_out->ifs_folded;
 	*out = dm;
 	dm = NULL;
 	if (stats_out)
@@ -383,4 +389,200 @@ out:
 	free(node_live);
 	free(fold_input);
 	return st;
+}
+
+/* ---- If on a constant condition ---- */
+
+/* per main-graph node: 1 then, 0 else, -1 keep */
+struct if_picks {
+	const struct wh_graph *main;
+	const int8_t *pick;
+};
+
+static int pick_branch(void *state, const struct wh_graph *g, uint32_t node)
+{
+	const struct if_picks *p = state;
+	return g == p->main ? p->pick[node] : -1;
+}
+
+/* One round: the Ifs of the main graph whose condition inference knows are replaced by
+ * their branch (*out NULL when there is none). */
+static enum wh_status fold_ifs_once(const struct wh_model *m, const struct wh_sanitize_options *opt, uint64_t max,
+				    struct wh_model **out, uint32_t *n_folded)
+{
+	const struct wh_graph *g = m->graph;
+	struct wh_vstate *states = NULL;
+	int8_t *pick = malloc((size_t)g->n_nodes + 1);
+	uint32_t n = 0;
+	enum wh_status st;
+	*out = NULL;
+	if (!pick)
+		return oom();
+	if ((st = wh_infer_run(m, max, false, opt->evaluate, &states)) != WH_OK)
+		goto out;
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct wh_node *nd = &g->nodes[i];
+		pick[i] = -1;
+		if (!wh_node_is_if(nd) || nd->n_inputs < 1 || nd->inputs[0] == WH_NONE)
+			continue;
+		const struct wh_vstate *c = &states[nd->inputs[0]];
+		if (!c->known || c->seq || c->value.count != 1 || c->value.dtype == WH_DT_STRING)
+			continue;
+		pick[i] = wh_tensor_get_f64(&c->value, 0) != 0.0;
+		n++;
+	}
+	if (n) {
+		struct if_picks p = {g, pick};
+		struct wh_inline_stats is = {0};
+		if ((st = wh_model_inline_ifs(m, pick_branch, &p, out, &is)) == WH_OK)
+			*n_folded = is.inlined;
+	}
+out:
+	if (states)
+		wh_infer_states_free(states, g->n_values);
+	free(pick);
+	return st;
+}
+
+enum wh_status wh_model_sanitize(const struct wh_model *m, const struct wh_sanitize_options *opt,
+				 struct wh_model **out, struct wh_sanitize_stats *stats_out)
+{
+	struct wh_sanitize_stats stats = {0};
+	struct wh_model *cur = NULL;
+	enum wh_status st = WH_OK;
+	uint64_t max = opt && opt->max_fold_elements ? opt->max_fold_elements : WH_FOLD_DEFAULT_ELEMENTS;
+	/* an If whose condition folds is replaced by its branch, whose own Ifs may then fold:
+	 * one round per level of nesting */
+	for (int round = 0; opt && opt->fold_constants && round < 100; round++) {
+		struct wh_model *next = NULL;
+		uint32_t n = 0;
+		if ((st = fold_ifs_once(cur ? cur : m, opt, max, &next, &n)) != WH_OK)
+			goto out;
+		if (!next)
+			break;
+		wh_model_destroy(cur);
+		cur = next;
+		stats.ifs_folded += n;
+	}
+	if ((st = sanitize_once(cur ? cur : m, opt, out, &stats)) == WH_OK && stats_out)
+		*stats_out = stats;
+out:
+	wh_model_destroy(cur);
+	return st;
+}
+
+/* ---- --bind-input ---- */
+
+void wh_input_bindings_free(struct wh_input_binding *b, uint32_t n)
+{
+	for (uint32_t i = 0; b && i < n; i++)
+		free(b[i].name);
+	free(b);
+}
+
+enum wh_status wh_input_bindings_parse(const char *spec, struct wh_input_binding **out, uint32_t *n_out)
+{
+	uint32_t cap = 1;
+	for (const char *p = spec; *p; p++)
+		cap += *p == ',';
+	struct wh_input_binding *b = calloc(cap, sizeof *b);
+	char *copy = strdup(spec);
+	uint32_t n = 0;
+	enum wh_status st = WH_OK;
+	if (!b || !copy) {
+		st = oom();
+		goto out;
+	}
+	for (char *save = NULL, *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		char *eq = strrchr(item, '=');
+		if (!eq || eq == item || !eq[1]) {
+			st = wh_error(WH_ERR_USAGE, "'%s' is not NAME=VALUE (e.g. sr=16000 or flag=true)", item);
+			goto out;
+		}
+		*eq = '\0';
+		const char *v = eq + 1;
+		double d;
+		if (!strcmp(v, "true") || !strcmp(v, "false")) {
+			d = !strcmp(v, "true");
+		} else {
+			char *end;
+			d = strtod(v, &end);
+			if (*end || !isfinite(d)) {
+				st = wh_error(WH_ERR_USAGE, "value '%s' of input '%s' is not a finite number, true or false", v, item);
+				goto out;
+			}
+		}
+		for (uint32_t k = 0; k < n; k++)
+			if (!strcmp(b[k].name, item)) {
+				st = wh_error(WH_ERR_USAGE, "input '%s' is bound twice (give it once)", item);
+				goto out;
+			}
+		if (!(b[n].name = strdup(item))) {
+			st = oom();
+			goto out;
+		}
+		b[n++].value = d;
+	}
+	if (!n)
+		st = wh_error(WH_ERR_USAGE, "no NAME=VALUE given (e.g. sr=16000)");
+out:
+	free(copy);
+	if (st != WH_OK) {
+		wh_input_bindings_free(b, n);
+		return st;
+	}
+	*out = b;
+	*n_out = n;
+	return WH_OK;
+}
+
+enum wh_status wh_model_bind_input_values(struct wh_model *m, const struct wh_input_binding *b, uint32_t n)
+{
+	struct wh_graph *g = m->graph;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t id = wh_graph_find_value(g, b[i].name), k = 0;
+		for (; id != WH_NONE && k < g->n_inputs && g->inputs[k] != id; k++)
+			;
+		if (id == WH_NONE || k == g->n_inputs)
+			return wh_error(WH_ERR_NOT_FOUND, "--bind-input: '%s' is not an input of the model (list them with `whittle inspect`)", b[i].name);
+		struct wh_value *v = &g->values[id];
+		if (!v->dtype || v->dtype == WH_DT_STRING || v->type_rest.len)
+			return wh_error(WH_ERR_UNSUPPORTED, "--bind-input: input '%s' is %s (bind a number or boolean input)", b[i].name,
+					v->type_rest.len ? "not a tensor" : "of an unknown or string type");
+		int64_t dims[WH_MAX_RANK];
+		int32_t rank = v->rank < 0 ? 0 : v->rank;
+		for (int32_t d = 0; d < rank; d++) {
+			if (v->dims[d].value > 1)
+				return wh_error(WH_ERR_SHAPE, "--bind-input: input '%s' holds more than one element (bind an input of one element: a scalar)",
+						b[i].name);
+			dims[d] = v->dims[d].value == 0 ? 0 : 1;
+		}
+		double d = b[i].value;
+		if (!wh_dtype_is_float(v->dtype) && d != floor(d))
+			return wh_error(WH_ERR_USAGE, "--bind-input: input '%s' holds %s and %g is not an integer (give a whole number)", b[i].name,
+					wh_dtype_name(v->dtype), d);
+		struct wh_tensor t;
+		wh_tensor_init(&t);
+		struct wh_blob *raw = NULL;
+		enum wh_status st = wh_tensor_alloc(&t, v->dtype, rank, dims);
+		if (st == WH_OK) {
+			for (uint64_t e = 0; e < t.count; e++)
+				wh_tensor_set_f64(&t, e, d);
+			st = wh_tensor_to_raw(&t, &raw);
+		}
+		if (st == WH_OK)
+			st = wh_graph_set_initializer(g, id, v->dtype, rank, dims, raw);
+		wh_blob_release(raw);
+		wh_tensor_release(&t);
+		if (st != WH_OK)
+			return st;
+		/* a constant now, not an input (before IR version 4 an initializer is listed as an
+		 * input too, which makes it a default a caller may override: keep it listed) */
+		if (m->ir_version >= 4) {
+			memmove(&g->inputs[k], &g->inputs[k + 1], (size_t)(g->n_inputs - k - 1) * sizeof *g->inputs);
+			g->n_inputs--;
+			g->values[id].flags &= ~(uint32_t)WH_VALUE_INPUT;
+		}
+	}
+	return WH_OK;
 }

@@ -217,11 +217,20 @@ enum wh_status wh_builtin_add_inputs(const struct wh_model *m, const struct wh_t
 	return WH_OK;
 }
 
+static bool ref_cuda;
+static int ref_device;
+
+void wh_builtin_reference_device(bool cuda, int device)
+{
+	ref_cuda = cuda;
+	ref_device = device;
+}
+
 enum wh_status wh_builtin_reference(const struct wh_model *m, int threads, const struct wh_tensor_set *inputs,
 				    uint32_t n_samples, bool keep_all, struct wh_tensor_set *out)
 {
 	struct wh_engine *e = NULL;
-	struct wh_engine_options eo = {.threads = threads};
+	struct wh_engine_options eo = {.threads = threads, .cuda = ref_cuda, .cuda_device = ref_device};
 	enum wh_status st = wh_engine_create(m, &eo, &e);
 	for (uint32_t k = 0; k < n_samples && st == WH_OK; k++)
 		st = wh_engine_run(e, &inputs[k], keep_all ? WH_KEEP_ALL : WH_KEEP_OUTPUTS, &out[k]);
@@ -245,7 +254,7 @@ enum wh_status wh_builtin_reference_each(const struct wh_model *m, int threads, 
 					 uint32_t n_samples, wh_builtin_tensor_fn fn, void *state)
 {
 	struct wh_engine *e = NULL;
-	struct wh_engine_options eo = {.threads = threads};
+	struct wh_engine_options eo = {.threads = threads, .cuda = ref_cuda, .cuda_device = ref_device};
 	enum wh_status st = wh_engine_create(m, &eo, &e);
 	for (uint32_t k = 0; k < n_samples && st == WH_OK; k++) {
 		struct each_sample es = {fn, state, k};

@@ -67,6 +67,13 @@ enum wh_status wh_builtin_check_run(const struct wh_model *m, const struct wh_en
 				    uint32_t n_samples, const struct wh_builtin_check_options *o,
 				    struct wh_builtin_check_result *out);
 
+/* Where the FP32 references below run: the CPU (the default: the CPU executor is the
+ * reference implementation, and a reference from the device under test could carry that
+ * device's own fault into every verdict) or CUDA GPU `device` (--reference-device cuda:N:
+ * faster for large models; FP32 with TF32 off, within 1e-4 of the CPU, docs/gpu.md).
+ * Process-wide: the front end sets it once, before any reference is computed. */
+void wh_builtin_reference_device(bool cuda, int device);
+
 /* The FP32 reference of m on n_samples data samples: an FP32 run with each op's default
  * implementation, every tensor kept with keep_all, else the outputs. out: n_samples sets,
  * initialised by the caller. */

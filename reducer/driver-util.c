@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "executor/control-flow.h"
 #include "graph/os.h"
 
 void wh_progress_init(struct wh_progress *p, FILE *log, bool json)
@@ -489,4 +490,41 @@ void wh_artifacts_default_dir(const char *cmd, char *out, size_t size)
 	if (localtime_r(&now, &tm))
 		strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
 	wh_text_printf(out, size, "whittle-%s-%s-%ld", cmd, stamp, (long)getpid());
+}
+
+/* ---- control flow ---- */
+
+struct cf_log {
+	const char *cmd;
+	FILE *log;
+};
+
+static void cf_note(void *state, const char *line)
+{
+	const struct cf_log *l = state;
+	char esc[2048];
+	if (!l->log)
+		return;
+	wh_name_escape_line(line, esc, sizeof esc);
+	fprintf(l->log, "%s: %s\n", l->cmd, esc);
+}
+
+enum wh_status wh_driver_inline_ifs(const char *cmd, struct wh_model **m, const struct wh_engine_options *eo,
+				    const struct wh_tensor_set *samples, uint32_t n_samples, FILE *log)
+{
+	if (!wh_model_has_control_flow(*m))
+		return WH_OK;
+	struct cf_log l = {cmd, log};
+	char names[256];
+	if (wh_model_unsupported_ops(*m, names, sizeof names)) {
+		cf_note(&l, "the If layers stay whole: whittle cannot run the model to see which branches it takes");
+		return WH_OK;
+	}
+	struct wh_model *inl = NULL;
+	enum wh_status st = wh_model_inline_taken(*m, eo, samples, n_samples, &inl, cf_note, &l);
+	if (st == WH_OK && inl) {
+		wh_model_destroy(*m);
+		*m = inl;
+	}
+	return st;
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "executor/executor.h"
 #include "graph/hash.h"
 #include "graph/ir.h"
 #include "graph/tensor-file.h"
@@ -142,5 +143,15 @@ FILE *wh_report_open(const char *dir, const char *name);
 
 /* Whether n is a Constant node of the default domain (kept aside by the searches). */
 bool wh_node_is_constant(const struct wh_node *n);
+
+/* ---- control flow ---- */
+
+/* Looks inside If layers for reduce, precision and run's --mark-all diagnosis
+ * (executor/control-flow.h): runs *m in FP32 on the samples and, when an If took the same
+ * branch on every one, replaces *m (the caller's; the old model is destroyed) with the
+ * model in which it is inlined. Writes each note as "<cmd>: <note>" on log (NULL: none);
+ * a model whittle cannot run is left as it is, with a note. */
+enum wh_status wh_driver_inline_ifs(const char *cmd, struct wh_model **m, const struct wh_engine_options *eo,
+				    const struct wh_tensor_set *samples, uint32_t n_samples, FILE *log);
 
 #endif

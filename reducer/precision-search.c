@@ -512,7 +512,11 @@ enum wh_status wh_precision_search(const struct wh_model *m, const struct wh_ten
 		free(sub);
 		/* the cache is keyed by masks over the old order: start it afresh */
 		wh_verdict_cache_release(&p->cache);
-		struct wh_search_options fo = {.mode = WH_SEARCH_DDMIN, .jobs = o->jobs > 1 ? o->jobs : 1, .reduce_inputs = false, .reduce_outputs = false};
+		/* rerun_slot: the cut points of -j N > 1 as before the driver stopped re-running
+		 * results (a numerical check is not monotone, and other cut points give another
+		 * answer: on rec at -j 2 a larger one) */
+		struct wh_search_options fo = {.mode = WH_SEARCH_DDMIN, .jobs = o->jobs > 1 ? o->jobs : 1, .reduce_inputs = false, .reduce_outputs = false,
+					       .rerun_slot = true};
 		uint8_t *fixed = calloc(p->n, 1);
 		if (!fixed) {
 			st = wh_error(WH_ERR_NOMEM, "precision: out of memory");

@@ -531,13 +531,13 @@ static enum wh_status eval_masks(void *ctx, const uint8_t *const *masks, uint32_
 			todo[m++] = &jobs[i];
 		}
 	}
-	/* Slots that would idle run second runs of this batch's candidates, smallest first:
-	 * a result that failed twice needs no separate verification at the end, and a flaky
-	 * check shows as a disagreement. */
+	/* With --confirm 2 and up, slots that would idle run second runs of this batch's
+	 * candidates, smallest first: a result that failed twice needs one run less at the end,
+	 * and a flaky check shows as a disagreement. */
 	struct job *reruns = NULL;
 	uint32_t n_re = 0;
 	uint32_t slots = d->o->jobs > 1 ? (uint32_t)d->o->jobs : 1;
-	if (st == WH_OK && m && m < slots && d->o->check) {
+	if (st == WH_OK && m && m < slots && d->o->check && d->o->confirm_runs >= 2) {
 		reruns = calloc(slots - m, sizeof *reruns);
 		uint32_t *idx = calloc(m, sizeof *idx);
 		for (uint32_t i = 0; reruns && idx && i < m; i++)
@@ -890,8 +890,8 @@ out:
 	return st;
 }
 
-/* ceil(log2 C(n, k)) + k + 2: the unbiased search's bound, the original's check and the
- * re-run counted (docs/benchmarks.md) */
+/* ceil(log2 C(n, k)) + k + 2: the unbiased search's bound at -j 1, the original's check
+ * counted (the proof of the answer is the search's own check of K alone; docs/benchmarks.md) */
 static uint32_t unbiased_bound(uint32_t n, uint32_t k)
 {
 	double lc = lgamma(n + 1.0) - lgamma(k + 1.0) - lgamma(n - k + 1.0);
@@ -1109,6 +1109,7 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 		.confirm_full = confirm_in_search,
 		.prior_sets = (const uint8_t *const *)prior_sets,
 		.n_prior_sets = n_prior_sets,
+		.rerun_slot = o->confirm_runs >= 2,
 	};
 	struct wh_search_ops ops = {.ctx = d, .eval = eval_masks, .progress = on_progress};
 	struct wh_search_report sr;
@@ -1131,26 +1132,32 @@ enum wh_status wh_reduce_run(const struct wh_model *m, const struct wh_reduce_da
 		wh_progress_log(&d->pr, "reduce: %u verdicts implied by monotonicity, not checked (%u of them the result's single removals: each is "
 			 "contained in a candidate that passed); the check was monotone over all %u verdicts seen",
 		      rep->implied, sr.minimal_implied, sr.probes);
-	/* the result must still fail when run again (not from the cache): a flaky check shows
-	 * here; a result that already failed twice (a second run in an idle slot) is done */
-	struct wh_verdict_entry *rce = NULL;
-	{
+	/* --confirm N >= 2: the result, like the original, must fail N times (its verdict in the
+	 * search counts once, and so does a second run in an idle slot); a flaky check shows
+	 * here. With N = 1 nothing is run twice: the search's own check of the result (K alone)
+	 * is its proof, and a second run would only cost a check (minutes where a check builds
+	 * an engine). */
+	if (!rep->inconsistent && o->confirm_runs >= 2) {
 		struct wh_model *c;
 		struct wh_hash h;
 		if ((st = build_candidate(d, result, &c, &h)) != WH_OK)
 			goto out;
 		wh_model_destroy(c);
-		rce = wh_verdict_cache_find(&d->cache, h);
-	}
-	if (!rep->inconsistent && !(rce && rce->fails >= 2)) {
-		enum wh_verdict v;
-		if ((st = run_uncached(d, result, &v, NULL)) != WH_OK)
-			goto out;
-		if (v != WH_VERDICT_FAIL) {
-			rep->inconsistent = true;
-			snprintf(rep->note, sizeof rep->note, "the reduced model (%u layers) failed before and %s when run again",
-				 mask_count(d, result), v == WH_VERDICT_PASS ? "passed" : "could not be told");
+		struct wh_verdict_entry *rce = wh_verdict_cache_find(&d->cache, h);
+		int done = rce && rce->runs > 1 ? rce->runs : 1;
+		for (int r = done; r < o->confirm_runs && !rep->inconsistent; r++) {
+			enum wh_verdict v;
+			if ((st = run_uncached(d, result, &v, NULL)) != WH_OK)
+				goto out;
+			if (v != WH_VERDICT_FAIL && !rep->inconsistent) {
+				rep->inconsistent = true;
+				snprintf(rep->note, sizeof rep->note, "the reduced model (%u layers) failed before and %s when run again",
+					 mask_count(d, result), v == WH_VERDICT_PASS ? "passed" : "could not be told");
+			}
 		}
+	} else if (!rep->inconsistent && !sr.monotone) {
+		wh_progress_log(&d->pr, "reduce: note: a flaky check looks the same as one that is not monotone: --confirm 2 runs the original and "
+				"the result twice, and `whittle repeat` counts how often a check fails");
 	}
 	rep->nodes_after = mask_count(d, result);
 	if (rep->inconsistent) {

@@ -51,7 +51,7 @@ struct wh_reduce_options {
 	const struct wh_save_opts *save;   /* how models are saved; NULL: the defaults */
 	bool json;                         /* JSON lines events on stdout */
 	FILE *log;                         /* human progress (stderr) */
-	int confirm_runs;                  /* times the original is checked (>= 1) */
+	int confirm_runs;                  /* times the original and the result must fail (>= 1) */
 	/* bytes of computed reference values held in memory (all samples together); each tensor
 	 * past it is written once as .npy in the work folder and mapped when a candidate needs
 	 * it. 0: the default (WH_REDUCE_REFERENCE_MEMORY_DEFAULT); < 0: none in memory */

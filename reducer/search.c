@@ -1,5 +1,6 @@
 #include "reducer/search.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,16 @@
 struct seen {
 	uint8_t *mask;
 	enum wh_verdict v;
+};
+
+/* The budgeted trees of the culprit search at -j 1 (below: "Trees from the dynamic
+ * program"): for the list of N nodes searched, T[i][m] is the most checks the search may
+ * have spent on reaching the state "i culprits found, m nodes left before the last one"
+ * with every placement of up to kmax culprits still within its budget B[k]. */
+struct dp {
+	uint32_t N, kmax;
+	int32_t B[WH_SEARCH_DP_KMAX + 1];
+	int32_t *T; /* (kmax + 1) * (N + 1) */
 };
 
 struct search {
@@ -20,6 +31,9 @@ struct search {
 	bool full_pending;   /* the full set's check rides in the next batch */
 	struct seen *seen;
 	uint32_t n_seen, cap_seen;
+	struct dp *dp;       /* budgeted trees (culprit search, -j 1), or NULL */
+	uint32_t t0;         /* rep->probes when the culprit search began */
+	int32_t *lim;        /* scratch: the leaves' depth limits of one boundary search */
 };
 
 static bool subset(const uint8_t *a, const uint8_t *b, uint32_t n)
@@ -451,54 +465,310 @@ static enum wh_status minimality_pass(struct search *s, uint8_t *R)
 
 /* ---- ddmin: culprits one at a time ---- */
 
+/* Trees from the dynamic program (-j 1). The culprit search is a sequence of boundary
+ * searches; the state before one is (i, m): i culprits found, m nodes left in U. Its leaves
+ * are p = 0 ("K alone fails": the search ends with i culprits, and that check is the proof)
+ * and p = 1..m (the next culprit is U[p-1]: state (i + 1, p - 1)). Each probe "K + U[0, q)"
+ * splits the leaves <= q from those above, so a boundary search is an ordered binary tree
+ * over its leaves. With the budget B(k) = ceil(log2 C(N,k)) + k + 1 search checks for k
+ * culprits among the N nodes searched (the driver's check of the original makes it the
+ * bound ceil(log2 C(N,k)) + k + 2 of docs/benchmarks.md), leaf p = 0 of state (i, m) must
+ * be reached within B(i) checks, and leaf p within T(i + 1, p - 1), the most checks state
+ * (i + 1, p - 1) may be entered with. Ordered leaves with depth limits fit one binary tree
+ * iff their dyadic intervals, packed left to right each at its deepest allowed level, end
+ * at or before 1; T(i, m) is the largest t for which the leaves of (i, m) fit below depth
+ * t. The budgets hold for every placement of up to kmax culprits iff T(0, N) >= 0
+ * (scripts/search-bound.py computes the same table; met with kmax = 4 for every N up to
+ * WH_SEARCH_DP_MAX). At each probe the cuts whose two sides still fit with one check more
+ * spent form an interval; the search picks K alone (first in a search after a culprit)
+ * when it lies there, else the neighbour of the last culprit as shallow as the limits allow
+ * (the largest feasible cut, while the neighbour is in the bracket), else the cut nearest
+ * the midpoint among those that leave every leaf the most checks to spare. */
+#define DP_INF (INT32_MAX / 4)
+#define DP_FLOOR (-64)
+#define DP_D 62   /* intervals in units of 2^-62 */
+#define DP_CAP 40 /* deeper limits count as 40 (no tree here needs as many) */
+
+static int32_t dp_budget(uint32_t N, uint32_t k)
+{
+	double lc = lgamma(N + 1.0) - lgamma(k + 1.0) - lgamma(N - k + 1.0);
+	return (int32_t)ceil(lc / log(2.0) - 1e-9) + (int32_t)k + 1;
+}
+
+/* How many of the cnt leaves lim[first], lim[first + step], ... fit, in that order, below
+ * depth t (limits are absolute check counts). */
+static uint32_t dp_fit_run(const int32_t *lim, int64_t first, int64_t step, uint32_t cnt, int32_t t)
+{
+	const uint64_t one = (uint64_t)1 << DP_D;
+	uint64_t x = 0;
+	for (uint32_t i = 0; i < cnt; i++) {
+		int64_t l = (int64_t)lim[first + step * (int64_t)i] - t;
+		if (l < 0)
+			return i;
+		if (l > DP_CAP)
+			l = DP_CAP;
+		uint64_t u = (uint64_t)1 << (DP_D - l);
+		x = (x + u - 1) / u * u + u;
+		if (x > one)
+			return i;
+	}
+	return cnt;
+}
+
+static int32_t dp_T(const struct dp *d, uint32_t i, uint32_t m)
+{
+	return d->T[(size_t)i * (d->N + 1) + m];
+}
+
+/* Fills the table for d->kmax (L: scratch of N + 2); returns T(0, N). Each row costs
+ * O(N) per decrement of t, and t falls by at most ~DP_CAP - DP_FLOOR over a row. */
+static int32_t dp_fill(struct dp *d, int32_t *L)
+{
+	const uint64_t one = (uint64_t)1 << DP_D;
+	for (int64_t i = d->kmax; i >= 0; i--) {
+		int32_t *Ti = d->T + (size_t)i * (d->N + 1);
+		uint32_t nl = 0;
+		int32_t minl = DP_INF, t = DP_INF;
+		uint64_t x = 0;
+		bool dead = false;
+		if (i > 0)
+			minl = L[nl++] = d->B[i];
+		for (uint32_t m = 0; m <= d->N; m++) {
+			if (m > 0) {
+				int32_t l = (uint32_t)i < d->kmax ? dp_T(d, (uint32_t)i + 1, m - 1) : DP_INF;
+				L[nl++] = l;
+				if (l < minl)
+					minl = l;
+				if (t != DP_INF && !dead) {
+					/* append the new leaf at the current t */
+					int64_t r = (int64_t)l - t;
+					if (r > DP_CAP)
+						r = DP_CAP;
+					uint64_t u = r >= 0 ? (uint64_t)1 << (DP_D - r) : 0;
+					uint64_t nx = r >= 0 ? (x + u - 1) / u * u + u : one + 1;
+					if (nx <= one) {
+						x = nx;
+						Ti[m] = t;
+						continue;
+					}
+					t--;
+				}
+			}
+			if (dead) {
+				Ti[m] = DP_FLOOR;
+				continue;
+			}
+			if (minl >= DP_INF) {
+				Ti[m] = DP_INF;
+				continue;
+			}
+			if (t == DP_INF)
+				t = minl < DP_CAP * 4 ? minl : DP_CAP * 4;
+			while (t > DP_FLOOR && dp_fit_run(L, 0, 1, nl, t) < nl)
+				t--;
+			if (dp_fit_run(L, 0, 1, nl, t) < nl) {
+				dead = true;
+				Ti[m] = DP_FLOOR;
+				continue;
+			}
+			/* the packed end at t, for the next appends */
+			x = 0;
+			for (uint32_t j = 0; j < nl; j++) {
+				int64_t r = (int64_t)L[j] - t;
+				if (r > DP_CAP)
+					r = DP_CAP;
+				uint64_t u = (uint64_t)1 << (DP_D - r);
+				x = (x + u - 1) / u * u + u;
+			}
+			Ti[m] = t;
+		}
+	}
+	return dp_T(d, 0, d->N);
+}
+
+static void dp_free(struct dp *d)
+{
+	if (d)
+		free(d->T);
+	free(d);
+}
+
+/* The table for N nodes: the largest kmax <= WH_SEARCH_DP_KMAX whose budgets are all met
+ * (NULL with *st WH_OK when none is, or N is outside the table's range). */
+static struct dp *dp_make(uint32_t N, enum wh_status *st)
+{
+	*st = WH_OK;
+	if (N < 2 || N > WH_SEARCH_DP_MAX)
+		return NULL;
+	struct dp *d = calloc(1, sizeof *d);
+	int32_t *L = malloc(((size_t)N + 2) * sizeof *L);
+	uint32_t kmax = N < WH_SEARCH_DP_KMAX ? N : WH_SEARCH_DP_KMAX;
+	if (!d || !L || !(d->T = malloc(((size_t)kmax + 1) * ((size_t)N + 1) * sizeof *d->T))) {
+		*st = wh_error(WH_ERR_NOMEM, "reduce: out of memory");
+		goto fail;
+	}
+	d->N = N;
+	for (uint32_t k = 1; k <= kmax; k++)
+		d->B[k] = dp_budget(N, k);
+	for (d->kmax = kmax; d->kmax >= 1; d->kmax--)
+		if (dp_fill(d, L) >= 0) {
+			free(L);
+			return d;
+		}
+fail:
+	free(L);
+	dp_free(d);
+	return NULL;
+}
+
+/* The probe of a boundary search at -j 1 with the table: bracket (lo, hi), leaves
+ * p = lo + 1 .. hi with limits s->lim[p]; pref0 / prefn: K alone / the neighbour are
+ * today's next probes (-1: not). Returns -1 when no cut keeps both sides within their
+ * limits (a check that was not monotone, or budgets not met): today's probe then. */
+static int64_t dp_probe(const struct search *s, int64_t lo, int64_t hi, int64_t pref0, int64_t prefn, int64_t mid)
+{
+	int32_t t = (int32_t)(s->rep->probes - s->t0) + 1;
+	uint32_t cnt = (uint32_t)(hi - lo);
+	/* with cut q the left leaves are lo + 1 .. q, the right ones q + 1 .. hi */
+	int64_t qb = lo + (int64_t)dp_fit_run(s->lim, lo + 1, 1, cnt, t);
+	int64_t qa = hi - (int64_t)dp_fit_run(s->lim, hi, -1, cnt, t);
+	if (qa < lo + 1)
+		qa = lo + 1;
+	if (qb > hi - 1)
+		qb = hi - 1;
+	if (qa > qb)
+		return -1;
+	if (pref0 >= qa && pref0 <= qb)
+		return pref0;
+	if (prefn >= 0)
+		return prefn <= qb ? prefn : qb; /* the neighbour as shallow as the limits allow */
+	/* the cuts that leave every leaf the most room (checks to spare for the probes of the
+	 * searches after it), the one nearest the midpoint */
+	for (int32_t spare = 1; spare < DP_CAP; spare++) {
+		int64_t b = lo + (int64_t)dp_fit_run(s->lim, lo + 1, 1, cnt, t + spare);
+		int64_t a = hi - (int64_t)dp_fit_run(s->lim, hi, -1, cnt, t + spare);
+		if (a < lo + 1)
+			a = lo + 1;
+		if (b > hi - 1)
+			b = hi - 1;
+		if (a > b)
+			break;
+		qa = a;
+		qb = b;
+	}
+	return mid < qa ? qa : (mid > qb ? qb : mid);
+}
+
+/* -j 1 with the table: one probe, today's where the budgeted tree has room for it. */
+static uint32_t tree_probe(const struct search *s, int64_t lo, int64_t hi, int64_t m, bool ask0, bool *adj, int64_t *probe)
+{
+	int64_t pref0 = lo < 0 && ask0 ? 0 : -1;
+	/* the neighbour: while it is still in the bracket */
+	int64_t prefn = *adj && hi == m && hi - 1 > lo && hi - 1 > 0 ? hi - 1 : -1;
+	int64_t mid = lo + (hi - lo + 1) / 2;
+	int64_t q = dp_probe(s, lo, hi, pref0, prefn, mid);
+	if (q < 0) {
+		q = pref0 >= 0 ? pref0 : (prefn >= 0 ? prefn : mid);
+		if (q != pref0)
+			*adj = false;
+	}
+	probe[0] = q;
+	return 1;
+}
+
+/* Today's round: K alone first when it is unknown, the neighbour of the last culprit when
+ * adj is set, then cut points spread evenly over (lo, hi), `jobs` in all. */
+static uint32_t round_probes(const struct search *s, int64_t lo, int64_t hi, bool ask0, bool *adj, int64_t *probe)
+{
+	uint32_t k = 0, slots = (uint32_t)s->jobs;
+	bool spare = false;
+	if (lo < 0 && ask0) {
+		probe[k++] = 0;
+		/* K alone may be the result: its round leaves a slot for the driver's second run
+		 * of it (--confirm 2 and up: it fills idle slots so, which saves the round of
+		 * re-running it); without one, the slot gets one more cut point below */
+		if (slots > 1) {
+			slots--;
+			spare = !s->o->rerun_slot;
+		}
+	}
+	if (*adj && hi - 1 > lo && hi - 1 > 0 && k < slots) {
+		probe[k++] = hi - 1;
+		*adj = false;
+	}
+	/* evenly spread over (lo, hi), skipping points already asked */
+	uint32_t room = slots - k;
+	if (!k || room) {
+		int64_t a = lo, width = hi - lo;
+		uint32_t want = room ? room : 1;
+		if ((int64_t)want > width - 1)
+			want = (uint32_t)(width - 1);
+		for (uint32_t i = 1; i <= want && k < 130; i++) {
+			int64_t p = a + (width * (int64_t)i + (int64_t)want) / ((int64_t)want + 1);
+			if (p <= lo)
+				p = lo + 1;
+			if (p >= hi)
+				p = hi - 1;
+			bool dup = false;
+			for (uint32_t q = 0; q < k; q++)
+				dup |= probe[q] == p;
+			if (!dup)
+				probe[k++] = p;
+		}
+	}
+	/* the spare slot: the midpoint of the widest gap the cut points leave, so the round
+	 * asks everything it asked before and one point more */
+	if (spare && k < 130) {
+		int64_t best_a = lo, best_w = 0;
+		int64_t pts[131];
+		uint32_t np = 0;
+		pts[np++] = lo;
+		for (uint32_t i = 0; i < k; i++)
+			if (probe[i] > lo && probe[i] < hi)
+				pts[np++] = probe[i];
+		pts[np++] = hi;
+		for (uint32_t i = 1; i < np; i++)
+			for (uint32_t j = i; j > 0 && pts[j - 1] > pts[j]; j--) {
+				int64_t t = pts[j];
+				pts[j] = pts[j - 1];
+				pts[j - 1] = t;
+			}
+		for (uint32_t i = 0; i + 1 < np; i++)
+			if (pts[i + 1] - pts[i] > best_w) {
+				best_w = pts[i + 1] - pts[i];
+				best_a = pts[i];
+			}
+		if (best_w > 1)
+			probe[k++] = best_a + (best_w + 1) / 2;
+	}
+	return k;
+}
+
 /* One boundary search: the smallest p in [0, m] for which K + U[0, p) fails, knowing that
  * p = m fails. lo is the largest p known to pass (-1: none, p = 0 not yet known). Each
  * round asks up to `jobs` cut points: K alone first when it is unknown (is there anything
  * left to find?), the node next to the last culprit when adj is set (culprits cluster),
  * then points spread evenly over the bracket. The bracket keeps the smallest failing p and
  * the largest passing p below it, so for a monotone check the answer does not depend on
- * which cut points were asked. A skip counts as a pass (it never lets a node go).
- * pass_ok: the verdict at p - 1 was a real pass (or the empty candidate). */
+ * which cut points were asked. At -j 1 with the table (found culprits so far) the one
+ * probe of each round comes from the budgeted tree instead. A skip counts as a pass (it
+ * never lets a node go). pass_ok: the verdict at p - 1 was a real pass (or the empty
+ * candidate). */
 static enum wh_status boundary(struct search *s, const uint8_t *K, const uint32_t *U, uint32_t m, int64_t lo,
-			       bool ask0, bool adj, uint8_t **masks, uint32_t *p_out, bool *pass_ok)
+			       bool ask0, bool adj, uint32_t found, uint8_t **masks, uint32_t *p_out, bool *pass_ok)
 {
 	int64_t hi = m;
 	bool lo_real = lo >= 0; /* lo's verdict was a real pass */
 	enum wh_verdict v[130];
 	int64_t probe[130];
+	const struct dp *d = s->jobs == 1 && s->dp && found <= s->dp->kmax ? s->dp : NULL;
+	if (d) {
+		s->lim[0] = found > 0 ? d->B[found] : DP_INF;
+		for (uint32_t p = 1; p <= m; p++)
+			s->lim[p] = found < d->kmax ? dp_T(d, found + 1, p - 1) : DP_INF;
+	}
 	while (hi - lo > 1) {
-		uint32_t k = 0, slots = (uint32_t)s->jobs;
-		if (lo < 0 && ask0) {
-			probe[k++] = 0;
-			/* K alone may be the result: leave a slot for the caller's second run of it
-			 * (the driver fills idle slots so), which saves the round of re-running it */
-			if (slots > 1)
-				slots--;
-		}
-		if (adj && hi - 1 > lo && hi - 1 > 0 && k < slots) {
-			probe[k++] = hi - 1;
-			adj = false;
-		}
-		/* evenly spread over (lo, hi), skipping points already asked */
-		uint32_t room = slots - k;
-		if (!k || room) {
-			int64_t a = lo, width = hi - lo;
-			uint32_t want = room ? room : 1;
-			if ((int64_t)want > width - 1)
-				want = (uint32_t)(width - 1);
-			for (uint32_t i = 1; i <= want && k < 130; i++) {
-				int64_t p = a + (width * (int64_t)i + (int64_t)want) / ((int64_t)want + 1);
-				if (p <= lo)
-					p = lo + 1;
-				if (p >= hi)
-					p = hi - 1;
-				bool dup = false;
-				for (uint32_t q = 0; q < k; q++)
-					dup |= probe[q] == p;
-				if (!dup)
-					probe[k++] = p;
-			}
-		}
+		uint32_t k = d ? tree_probe(s, lo, hi, m, ask0, &adj, probe) : round_probes(s, lo, hi, ask0, &adj, probe);
 		for (uint32_t i = 0; i < k; i++) {
 			memcpy(masks[i], K, s->n);
 			for (int64_t j = 0; j < probe[i]; j++)
@@ -551,6 +821,17 @@ static enum wh_status culprit_search(struct search *s, const uint8_t *within, ui
 		if (!result[x] && (!within || within[x]))
 			U[m++] = x;
 	}
+	/* -j 1: the budgeted trees for these m nodes (beyond WH_SEARCH_DP_MAX, plain bisection) */
+	if (s->jobs == 1) {
+		if (!(s->dp = dp_make(m, &st)) && st != WH_OK)
+			goto out;
+		if (s->dp && !(s->lim = malloc(((size_t)m + 1) * sizeof *s->lim))) {
+			st = wh_error(WH_ERR_NOMEM, "reduce: out of memory");
+			goto out;
+		}
+		s->t0 = s->rep->probes;
+		s->rep->bound_k = s->dp ? s->dp->kmax : 0;
+	}
 	uint32_t found = 0, last_gap = UINT32_MAX;
 	while (m > 0) {
 		uint32_t p;
@@ -559,7 +840,7 @@ static enum wh_status culprit_search(struct search *s, const uint8_t *within, ui
 		 * passes without a check) and is not asked first */
 		int64_t lo = !found && mask_empty(result, n) ? 0 : -1;
 		bool adj = found == 1 || last_gap == 0;
-		if ((st = boundary(s, result, U, m, lo, found > 0, found > 0 && adj, masks, &p, &ok)) != WH_OK)
+		if ((st = boundary(s, result, U, m, lo, found > 0, found > 0 && adj, found, masks, &p, &ok)) != WH_OK)
 			goto out;
 		if (p == 0)
 			break; /* K alone fails: nothing left in U */
@@ -595,6 +876,10 @@ out:
 	free(masks);
 	free(U);
 	free(witness);
+	dp_free(s->dp);
+	s->dp = NULL;
+	free(s->lim);
+	s->lim = NULL;
 	return st;
 }
 

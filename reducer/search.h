@@ -12,7 +12,13 @@
  *    next search tests K alone first (is anything left to find?) and, after the first
  *    culprit or after two adjacent ones, the node next to the last culprit, then bisects.
  *    With jobs = N each round probes N cut points of the bracket at once ((N+1)-ary
- *    search). For a monotone check (a failing candidate keeps failing when nodes are added)
+ *    search). At -j 1 each search is instead a bisection tree built at run time from a
+ *    dynamic program over the states "i culprits found, m nodes left" (search.c, "Trees
+ *    from the dynamic program"): for lists of up to WH_SEARCH_DP_MAX nodes, k culprits
+ *    among n cost at most ceil(log2 C(n,k)) + k + 1 checks for every k up to
+ *    rep->bound_k (at most WH_SEARCH_DP_KMAX), K alone being the proof of the answer;
+ *    today's probes (K alone first, the neighbour, the midpoint) are kept wherever the
+ *    tree has room for them. For a monotone check (a failing candidate keeps failing when nodes are added)
  *    the answer is the same for any N: every strategy finds the same smallest p. The result
  *    is 1-minimal by construction: "result minus c" is a subset of the candidate that
  *    passed next to c's boundary. That verdict is implied by monotonicity, and used only
@@ -45,6 +51,11 @@
 
 enum wh_search_mode { WH_SEARCH_BISECT = 0, WH_SEARCH_DDMIN, WH_SEARCH_LINEAR };
 
+/* The budgeted trees of -j 1 (ddmin): computed for lists of up to this many nodes (a few ms
+ * at most), for up to this many culprits. */
+#define WH_SEARCH_DP_MAX 4096
+#define WH_SEARCH_DP_KMAX 4
+
 struct wh_search_ops {
 	void *ctx;
 	/* Fills verdicts[i] for masks[i], i < n. An empty mask is never passed. */
@@ -74,6 +85,11 @@ struct wh_search_options {
 	const uint8_t *const *prior_sets;
 	uint32_t n_prior_sets;
 	bool prior_only;        /* stop when no prior set fails (result_mask untouched) */
+	/* -j > 1 (ddmin): the round that checks K alone leaves a slot for the caller's second
+	 * run of it (reduce --confirm 2 and up: the result's second run rides there; precision:
+	 * its cut points as they were). Off: that slot gets one more cut point (the widest
+	 * gap's midpoint), the round's other cut points unchanged. */
+	bool rerun_slot;
 };
 
 struct wh_search_report {
@@ -89,6 +105,7 @@ struct wh_search_report {
 	int32_t prior_hit;       /* the prior set searched (index), -1: none failed (or none given) */
 	uint32_t prior_checks;   /* checks spent on the prior sets */
 	uint32_t prior_size;     /* nodes of the prior set searched */
+	uint32_t bound_k;        /* -j 1, ddmin: the budgeted trees hold for up to this many culprits (0: plain bisection) */
 };
 
 /* Starts from a failing full set (the caller has confirmed the original fails) and writes

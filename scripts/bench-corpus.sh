@@ -13,7 +13,8 @@
 # (10..2000 runs). A time is the median over the rounds (5 by default: this VM has spells in
 # which both runtimes run up to 2x slower, and 3 rounds let one spell move a median), a time
 # ratio the median of the rounds' ratios, a peak the largest over the rounds. Models whittle cannot run are listed with its error and
-# left out of the geometric mean.
+# left out of the geometric mean. Rows are grouped by class (the MANIFEST's "# NAME [CLASS]:"
+# comments), with each class's geometric mean.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 wh=""
@@ -56,6 +57,11 @@ if [ ${#names[@]} -gt 0 ]; then
 fi
 /usr/bin/python3 "$root/scripts/export-corpus.py" inputs "$tmp/list" "$tmp/in"
 
+# NAME CLASS for every model (PaddleOCR's: ocr)
+{
+	sed -n 's/^# \([A-Za-z0-9_.-]*\) \[\([A-Za-z0-9_.-]*\)\]:.*/\1 \2/p' "$corpus/MANIFEST"
+	printf 'ocr_det ocr\nocr_rec ocr\nocr_cls ocr\n'
+} > "$tmp/classes"
 val() { grep "^$1 " "$2" | awk '{print $2}'; }
 median() { sort -g | awk '{v[NR] = $1} END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 ort_run() { node "$root/scripts/ort-bench.js" "$1" --inputs "$2" --threads "$threads" --iterations "$3"; }
@@ -107,15 +113,23 @@ echo "time is the median over $rounds alternating rounds of each runtime's media
 echo "warm-up; the time ratio is whittle / ONNX Runtime (the median of the rounds' ratios); peak"
 echo "memory is the peak resident set of each process (node's own runtime included for ONNX Runtime)."
 echo
-echo "| model | N runs | ONNX Runtime ms | whittle ms | time ratio | ORT peak MB | whittle peak MB | memory ratio |"
-echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-while read -r name o w ratio om wm n; do
+echo "| class | model | N runs | ONNX Runtime ms | whittle ms | time ratio | ORT peak MB | whittle peak MB | memory ratio |"
+echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+# rows grouped by class, classes in MANIFEST order
+awk 'NR == FNR { c[$1] = $2; if (!($2 in seen)) { seen[$2] = ++k } next } { cl = ($1 in c) ? c[$1] : "other"; print seen[cl] + 0, cl, $0 }' \
+	"$tmp/classes" "$rows" | sort -s -n -k1,1 | cut -d' ' -f2- > "$tmp/grouped"
+while read -r cl name o w ratio om wm n; do
 	if [ "$w" = - ]; then
-		echo "| $name | | $o | fails | | $om | | |"
+		echo "| $cl | $name | | $o | fails | | $om | | |"
 	else
-		printf '| %s | %s | %.3f | %.3f | %.2f | %s | %s | %.2f |\n' "$name" "$n" "$o" "$w" "$ratio" "$om" "$wm" "$(awk -v a="$wm" -v b="$om" 'BEGIN { print a / b }')"
+		printf '| %s | %s | %s | %.3f | %.3f | %.2f | %s | %s | %.2f |\n' "$cl" "$name" "$n" "$o" "$w" "$ratio" "$om" "$wm" "$(awk -v a="$wm" -v b="$om" 'BEGIN { print a / b }')"
 	fi
-done < "$rows"
+done < "$tmp/grouped"
+echo
+echo "Per class (geometric mean of the time ratios of the models whittle runs):"
+echo
+awk '$4 != "-" { s[$1] += log($5); k[$1]++; if (!($1 in o)) { o[$1] = ++n; name[n] = $1 } }
+	END { for (i = 1; i <= n; i++) printf "- %s: %.2f (%d models)\n", name[i], exp(s[name[i]] / k[name[i]]), k[name[i]] }' "$tmp/grouped"
 echo
 awk '$3 != "-" { s += log($4); k++; if ($4 > 1.5) over++ } END {
 	if (k) printf "Geometric mean of the time ratios over the %d models whittle runs: %.2f (%d above 1.5).\n", k, exp(s / k), over

@@ -1,20 +1,33 @@
 #!/usr/bin/env python3
-"""whittle's benchmark corpus (issue 17): models from real exporters, random weights.
+"""whittle's benchmark corpus (issues 17 and 26): models from real exporters, random weights.
 
   export-corpus.py export OUTDIR [NAME...]
-      Builds each model with PyTorch, torchvision and transformers (random weights, small
-      widths: no download), exports it with PyTorch's TorchScript exporter
+      Builds each model with PyTorch, torchvision, timm and transformers (random weights, small
+      widths, configs built in code: no download), exports it with PyTorch's TorchScript exporter
       (torch.onnx.export(..., dynamo=False)) or its dynamo exporter (dynamo=True, weights kept
       inside the file), checks it in ONNX Runtime when onnxruntime is importable, and writes
       OUTDIR/<name>.onnx and OUTDIR/MANIFEST. A model that fails to build or export is named
-      in OUTDIR/export.log and left out; the others are still written.
+      in OUTDIR/export.log and left out; the others are still written. Derived models come
+      after the float ones they are made from: onnxruntime.quantization's quantize_dynamic and
+      quantize_static (QDQ, QOperator) of a CNN and a transformer (EXPORTER quantize_dynamic
+      or quantize_static), and float16-stored weights with a Cast after each (narrow_fp16).
+      --issue N exports only the models added by issue N (17: the first 16; 26: the classes of
+      issue 26, quantized and fp16-weight models included); --jobs J exports J models at once,
+      each in its own process (a model whose export outlasts --timeout S seconds is left out).
+      A model with several size variants takes the first whose file fits its size cap (each
+      class's structure kept, widths and depths smaller).
+  export-corpus.py names [--issue N]
+      Prints the names of the models, in MANIFEST order.
+  export-corpus.py export-one OUTDIR NAME
+      What each of export's processes runs: one model, its result as OUTDIR/NAME.entry (JSON).
   export-corpus.py inputs MANIFEST DIR [NAME...]
       Writes the inputs of each model of MANIFEST as DIR/<name>/<input>.pb (ONNX TensorProto):
       numpy's PCG64 seeded from the model's name, uniform in the manifest's range (integers
       in [LO, HI), so token ids are valid ids). Needs numpy and onnx only.
 
 MANIFEST: '#' lines are comments (the first one names the library versions; one before each
-model says how it was built); every other line is
+model says how it was built, as "# NAME [CLASS]: what", CLASS the family that
+scripts/bench-corpus.sh groups by); every other line is
   NAME FILE EXPORTER OPSET BYTES INPUT...
 with each INPUT as NAME:DTYPE:DIMS:LO,HI (DIMS joined by x). scripts/bench-corpus.sh reads it.
 """
@@ -22,6 +35,9 @@ import os
 import sys
 import zlib
 
+# The MANIFEST line before the first model of issue 26: tests that run every corpus model stop
+# there unless WHITTLE_CORPUS_ALL=1 (CI's time).
+MARK_26 = '# ---- issue 26 (tests that run every model stop here unless WHITTLE_CORPUS_ALL=1) ----'
 FLOAT_IMAGE = ('float32', (1, 3, 224, 224), -1.0, 1.0)
 VOCAB = 512
 SEQ = 32
@@ -31,7 +47,8 @@ TOKENS = ('int64', (1, SEQ), 0, VOCAB)
 # ---- the models (torch is imported only by `export`) ----
 
 def models():
-    """[(name, exporter, what, build)], build() -> (module, [(input name, spec)], [output names])."""
+    """[dict(name, exporter, cls, issue, variants=[(what, build)], cap, ...)], build() -> (module,
+    [(input name, spec)], [output names]); quantized models name their source and arguments."""
     import torch
     from torch import nn
     import torchvision.models as tvm
@@ -195,35 +212,235 @@ def models():
     mfcc = ('float32', (1, 40, 98), -1.0, 1.0)
     wav = ('float32', (1, 16000), -1.0, 1.0)
     T, D = 'torchscript', 'dynamo'
-    return [
-        ('mobilenet_v3_small', T, 'torchvision mobilenet_v3_small(width_mult=0.5, num_classes=10)',
+    issue17 = [
+        ('mobilenet_v3_small', T, 'mobile-cnn', 'torchvision mobilenet_v3_small(width_mult=0.5, num_classes=10)',
          lambda: image(tvm.mobilenet_v3_small(weights=None, width_mult=0.5, num_classes=10))),
         # mnasnet0_5's body alone is 3.8 MB; the paper's smallest width keeps the corpus in budget
-        ('mnasnet0_35', T, 'torchvision MNASNet(alpha=0.35, num_classes=10) (the mnasnet0_5 architecture at width 0.35)',
+        ('mnasnet0_35', T, 'mobile-cnn', 'torchvision MNASNet(alpha=0.35, num_classes=10) (the mnasnet0_5 architecture at width 0.35)',
          lambda: image(tvm.MNASNet(0.35, num_classes=10))),
-        ('shufflenet_v2_x0_5', T, 'torchvision shufflenet_v2_x0_5(num_classes=10)',
+        ('shufflenet_v2_x0_5', T, 'mobile-cnn', 'torchvision shufflenet_v2_x0_5(num_classes=10)',
          lambda: image(tvm.shufflenet_v2_x0_5(weights=None, num_classes=10))),
-        ('squeezenet1_1', T, 'torchvision squeezenet1_1(num_classes=10)',
+        ('squeezenet1_1', T, 'mobile-cnn', 'torchvision squeezenet1_1(num_classes=10)',
          lambda: image(tvm.squeezenet1_1(weights=None, num_classes=10))),
-        ('efficientnet_b0_w05', T, 'torchvision EfficientNet, efficientnet_b0 config with width_mult=0.5 depth_mult=0.5, 10 classes',
+        ('efficientnet_b0_w05', T, 'mobile-cnn', 'torchvision EfficientNet, efficientnet_b0 config with width_mult=0.5 depth_mult=0.5, 10 classes',
          efficientnet),
-        ('convnext_pico', D, 'torchvision ConvNeXt, dims 16/32/64/128, depths 1/1/3/1 (ConvNeXt-T ratios), 10 classes', convnext),
-        ('bert', T, 'transformers BertModel, 2 layers, hidden 96, 2 heads, ffn 256, vocab 512', bert),
-        ('gpt2', T, 'transformers GPT2LMHeadModel, 2 layers, n_embd 96, 2 heads, ffn 256, vocab 512, attention mask of ones', gpt2),
-        ('vit', D, 'transformers ViTModel, 224x224 patch 16, 2 layers, hidden 96, 2 heads, ffn 256', vit),
-        ('whisper_encoder', D, 'transformers WhisperEncoder, 80 mels x 200 frames, 2 layers, d_model 96, 2 heads, ffn 256', whisper),
-        ('llama', D, 'transformers LlamaForCausalLM, 2 layers, hidden 96, 4 heads (2 kv), ffn 256, vocab 512', llama),
-        ('kws_gru', T, 'keyword spotting: conv1d + GRU(64) + linear, 40 MFCC x 98 frames, 12 classes',
+        ('convnext_pico', D, 'convnext', 'torchvision ConvNeXt, dims 16/32/64/128, depths 1/1/3/1 (ConvNeXt-T ratios), 10 classes', convnext),
+        ('bert', T, 'text-encoder', 'transformers BertModel, 2 layers, hidden 96, 2 heads, ffn 256, vocab 512', bert),
+        ('gpt2', T, 'decoder-llm', 'transformers GPT2LMHeadModel, 2 layers, n_embd 96, 2 heads, ffn 256, vocab 512, attention mask of ones', gpt2),
+        ('vit', D, 'vit', 'transformers ViTModel, 224x224 patch 16, 2 layers, hidden 96, 2 heads, ffn 256', vit),
+        ('whisper_encoder', D, 'audio-transformer', 'transformers WhisperEncoder, 80 mels x 200 frames, 2 layers, d_model 96, 2 heads, ffn 256', whisper),
+        ('llama', D, 'decoder-llm', 'transformers LlamaForCausalLM, 2 layers, hidden 96, 4 heads (2 kv), ffn 256, vocab 512', llama),
+        ('kws_gru', T, 'audio-small', 'keyword spotting: conv1d + GRU(64) + linear, 40 MFCC x 98 frames, 12 classes',
          lambda: (KwsGru(), [('mfcc', mfcc)], ['scores'])),
-        ('kws_dscnn', D, 'DS-CNN keyword spotting, 64 channels, 4 depthwise-separable blocks, 49x10 MFCC',
+        ('kws_dscnn', D, 'audio-small', 'DS-CNN keyword spotting, 64 channels, 4 depthwise-separable blocks, 49x10 MFCC',
          lambda: (KwsDsCnn(), [('mfcc', ('float32', (1, 1, 49, 10), -1.0, 1.0))], ['logits'])),
-        ('audio_embed', T, 'YAMNet-style MobileNetV1 (width 1/8, 27 convs) on a 96x64 log-mel patch, 521 classes',
+        ('audio_embed', T, 'audio-small', 'YAMNet-style MobileNetV1 (width 1/8, 27 convs) on a 96x64 log-mel patch, 521 classes',
          lambda: (AudioEmbed(), [('patch', ('float32', (1, 1, 96, 64), -1.0, 1.0))], ['embedding', 'scores'])),
-        ('mel_stft', T, 'log-mel front end: torch.stft 400/160 (ONNX STFT), 80 mels, 1 s of 16 kHz audio',
+        ('mel_stft', T, 'audio-frontend', 'log-mel front end: torch.stft 400/160 (ONNX STFT), 80 mels, 1 s of 16 kHz audio',
          lambda: (MelStft(), [('wav', wav)], ['logmel'])),
-        ('mel_conv', D, 'log-mel front end as conv1d with cos/sin kernels, 80 mels, 1 s of 16 kHz audio',
+        ('mel_conv', D, 'audio-frontend', 'log-mel front end as conv1d with cos/sin kernels, 80 mels, 1 s of 16 kHz audio',
          lambda: (MelConv(), [('wav', wav)], ['logmel'])),
     ]
+    out = [dict(name=n, exporter=e, cls=c, issue=17, variants=[(w, b)], cap=4 << 20) for n, e, c, w, b in issue17]
+
+    # ---- issue 26: the classes users bring (timm and transformers, both exporters) ----
+    # Each file at most CAP bytes so that ~35 models add under 21 MB: the first variant that fits is
+    # kept (same class structure, smaller widths or depths), the MANIFEST says which.
+    CAP = 850_000
+
+    def timm_image(name, size=224, reparam=False, **kw):
+        def build():
+            import timm
+            m = timm.create_model(name, pretrained=False, num_classes=10, **kw)
+            if reparam:
+                m.eval()
+                m = reparameterized(m)
+            return m, [('x', ('float32', (1, 3, size, size), -1.0, 1.0))], ['y']
+        return build
+
+    def reparameterized(m):
+        """timm.utils.model.reparameterize_model: fuse() / reparameterize() / switch_to_deploy()."""
+        try:
+            from timm.utils.model import reparameterize_model
+            return reparameterize_model(m)
+        except ImportError:
+            def fuse(p):
+                for n, c in p.named_children():
+                    if hasattr(c, 'fuse'):
+                        setattr(p, n, c.fuse())
+                    elif hasattr(c, 'reparameterize'):
+                        c.reparameterize()
+                    elif hasattr(c, 'switch_to_deploy'):
+                        c.switch_to_deploy()
+                    fuse(c)
+            fuse(m)
+            return m
+
+    def kws(d):
+        return ', '.join(f'{k}={v}' for k, v in d.items())
+
+    def tv(name, size=224, reparam=False, **kw):
+        """(what, build) of a timm model with overridden arguments."""
+        return (f'timm {name}(pretrained=False, {kws(kw)}, num_classes=10){", reparameterized" if reparam else ""}, {size}x{size}',
+                timm_image(name, size, reparam, **kw))
+
+    class HrnetSeg(nn.Module):
+        """timm HighResolutionNet (no classification head) with HRNet-seg's head: every branch
+        resized to the first's resolution, concatenated, 1x1 conv to 10 classes."""
+
+        def __init__(self, ch):
+            super().__init__()
+            import copy
+            from timm.models.hrnet import HighResolutionNet, cfg_cls
+            cfg = copy.deepcopy(cfg_cls['hrnet_w18_small'])
+            cfg['stage1']['num_channels'] = (ch[0] * 2,)
+            cfg['stage2']['num_channels'] = tuple(ch[:2])
+            cfg['stage3']['num_channels'] = tuple(ch[:3])
+            cfg['stage4']['num_channels'] = tuple(ch)
+            self.net = HighResolutionNet(cfg, head='')
+            self.cls = nn.Conv2d(sum(ch), 10, 1)
+
+        def forward(self, x):
+            ys = self.net(x)
+            h, w = ys[0].shape[2:]
+            ys = [ys[0]] + [nn.functional.interpolate(y, size=(h, w), mode='bilinear', align_corners=False) for y in ys[1:]]
+            return self.cls(torch.cat(ys, 1))
+
+    def hrnet(ch):
+        return (f'timm HighResolutionNet, hrnet_w18_small layout, branch widths {"/".join(map(str, ch))}, '
+                'HRNet-seg head (branches resized bilinearly, concatenated, 1x1 conv to 10 classes), 224x224',
+                lambda: image(HrnetSeg(ch)))
+
+    def regnet(kind, **kw):
+        def build():
+            from timm.models.regnet import RegNet, RegNetCfg
+            return image(RegNet(RegNetCfg(**kw), num_classes=10))
+        return f'timm RegNet(RegNetCfg({kws(kw)})) ({kind}), 10 classes, 224x224', build
+
+    def tv_densenet(growth, blocks, init):
+        return (f'torchvision DenseNet(growth_rate={growth}, block_config={blocks}, num_init_features={init}, num_classes=10)',
+                lambda: image(tvm.DenseNet(growth, blocks, init, num_classes=10)))
+
+    def hf_vision(kind, make, size=224, field='last_hidden_state', out='hidden', **cfg):
+        def build():
+            import transformers
+            c = getattr(transformers, kind + 'Config')(**cfg)
+            return (Field(make(transformers, c), ['pixel_values'], field), [('pixel_values', ('float32', (1, 3, size, size), -1.0, 1.0))],
+                    [out])
+        return f'transformers {kind} ({kws(cfg)}), {size}x{size}', build
+
+    def hf_audio(kind, **cfg):
+        def build():
+            import transformers
+            c = getattr(transformers, kind + 'Config')(**cfg)
+            return Field(getattr(transformers, kind + 'Model')(c), ['input_values'], 'last_hidden_state'), [('input_values', wav)], ['hidden']
+        return f'transformers {kind}Model ({kws(cfg)}), 1 s of 16 kHz audio', build
+
+    def causal_lm(kind, mask, **cfg):
+        def build():
+            import transformers
+            c = getattr(transformers, kind + 'Config')(vocab_size=VOCAB, attn_implementation='eager', **cfg)
+            m = getattr(transformers, kind + 'ForCausalLM')(c)
+            if mask:
+                return (Field(m, ['input_ids', 'attention_mask'], 'logits', use_cache=False),
+                        [('input_ids', TOKENS), ('attention_mask', ('int64', (1, SEQ), 1, 2))], ['logits'])
+            return Field(m, ['input_ids'], 'logits', use_cache=False), [('input_ids', TOKENS)], ['logits']
+        return (f'transformers {kind}ForCausalLM ({kws(cfg)}), vocab {VOCAB}, {SEQ} tokens'
+                + (', attention mask of ones' if mask else '')), build
+
+    E = lambda name, exporter, cls, *variants, cap=CAP, **kw: dict(name=name, exporter=exporter, cls=cls, issue=26,
+                                                                     variants=list(variants), cap=cap, **kw)
+    llm = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+               max_position_embeddings=64)
+    hf = dict(attn_implementation='eager')
+    out += [
+        # at 224 the shifted windows' attention masks alone take 0.8 MB: 112x112 (4x4, 2x2, 1 windows)
+        E('swin_timm', T, 'swin', tv('swin_tiny_patch4_window7_224', 112, img_size=112, embed_dim=16, depths=(2, 2, 2), num_heads=(1, 2, 4)),
+          tv('swin_tiny_patch4_window7_224', 112, img_size=112, embed_dim=12, depths=(2, 2, 2), num_heads=(1, 2, 4))),
+        E('swin_hf', D, 'swin', hf_vision('Swin', lambda t, c: t.SwinModel(c, add_pooling_layer=False), size=112, embed_dim=16,
+                                          depths=[2, 2, 2], num_heads=[1, 2, 4], window_size=7, patch_size=4, image_size=112, **hf),
+          hf_vision('Swin', lambda t, c: t.SwinModel(c, add_pooling_layer=False), size=112, embed_dim=12,
+                    depths=[2, 2, 2], num_heads=[1, 2, 4], window_size=7, patch_size=4, image_size=112, **hf)),
+        E('resnet18_s', T, 'resnet', tv('resnet18', channels=(16, 32, 48, 64)), tv('resnet18', channels=(16, 24, 32, 48)),
+          tv('resnet18', layers=(1, 1, 1, 1), channels=(16, 32, 48, 64))),
+        E('resnet34_s', D, 'resnet', tv('resnet34', channels=(8, 16, 32, 48)), tv('resnet34', channels=(8, 16, 24, 32))),
+        E('fastvit_s', T, 'reparam-hybrid', tv('fastvit_sa12', reparam=True, layers=(1, 1, 2, 1), embed_dims=(16, 32, 64, 128)),
+          tv('fastvit_sa12', reparam=True, layers=(1, 1, 2, 1), embed_dims=(16, 32, 64, 128), pos_embs=(None,) * 4),
+          tv('fastvit_sa12', reparam=True, layers=(1, 1, 2, 1), embed_dims=(16, 32, 64, 128), pos_embs=(None,) * 4,
+             token_mixers=('repmixer', 'repmixer', 'repmixer', 'attention'), mlp_ratios=(3, 3, 3, 3))),
+        E('repvit_s', D, 'reparam-hybrid', tv('repvit_m0_9', reparam=True, embed_dim=(16, 32, 64, 128), depth=(1, 1, 2, 1)),
+          tv('repvit_m0_9', reparam=True, embed_dim=(16, 32, 48, 96), depth=(1, 1, 2, 1))),
+        E('wav2vec2', T, 'wav2vec2', hf_audio('Wav2Vec2', hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128,
+                                               conv_dim=(32,) * 7, num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4,
+                                               feat_extract_norm='group', **hf)),
+        E('hubert', D, 'wav2vec2', hf_audio('Hubert', hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128,
+                                             conv_dim=(32,) * 7, num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4,
+                                             feat_extract_norm='group', **hf)),
+        E('densenet121_s', T, 'densenet', tv('densenet121', growth_rate=6, block_config=(6, 12, 24, 16)),
+          tv('densenet121', growth_rate=8, block_config=(3, 6, 12, 8))),
+        E('densenet_tv', D, 'densenet', tv_densenet(8, (3, 6, 12, 8), 16), tv_densenet(6, (3, 6, 12, 8), 12)),
+        E('vit_timm', T, 'vit', tv('vit_tiny_patch16_224', embed_dim=64, depth=3, num_heads=2),
+          tv('vit_tiny_patch16_224', embed_dim=64, depth=2, num_heads=2)),
+        E('clip_vision', D, 'vit', hf_vision('CLIPVision', lambda t, c: t.CLIPVisionModel(c), hidden_size=64, intermediate_size=192,
+                                             num_hidden_layers=2, num_attention_heads=2, image_size=224, patch_size=16, **hf)),
+        E('dinov2', T, 'vit', hf_vision('Dinov2', lambda t, c: t.Dinov2Model(c), hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                                        mlp_ratio=3, image_size=224, patch_size=14, **hf)),
+        E('hrnet_s', T, 'hrnet', hrnet((8, 16, 32, 64)), hrnet((6, 12, 24, 48)), hrnet((4, 8, 16, 32))),
+        E('convnextv2_s', D, 'convnext', tv('convnextv2_atto', depths=(1, 1, 2, 1), dims=(16, 32, 64, 128)),
+          tv('convnextv2_atto', depths=(1, 1, 2, 1), dims=(16, 32, 48, 96)), tv('convnextv2_atto', depths=(1, 1, 2, 1), dims=(16, 32, 48, 80))),
+        E('edgenext_s', T, 'edgenext', tv('edgenext_xx_small', depths=(1, 1, 3, 1), dims=(16, 32, 48, 96)),
+          tv('edgenext_xx_small', depths=(1, 1, 2, 1), dims=(16, 32, 48, 96)), tv('edgenext_xx_small', depths=(1, 1, 2, 1), dims=(16, 32, 48, 80))),
+        E('mobilevit_s', T, 'mobilevit', *[hf_vision('MobileViT', lambda t, c: t.MobileViTForImageClassification(c), size=256, field='logits',
+                                                     out='logits', hidden_sizes=h, neck_hidden_sizes=n, num_attention_heads=2,
+                                                     expand_ratio=2.0, num_labels=10, **hf)
+                                           for h, n in (([32, 40, 48], [8, 8, 12, 24, 32, 40, 160]), ([24, 32, 40], [8, 8, 12, 16, 24, 32, 128]),
+                                                        ([16, 24, 32], [8, 8, 12, 16, 16, 24, 96]))]),
+        # at 224 the attention biases (heads x 196 x 196 per block) dominate the file: 160x160 and 128x128
+        E('levit_s', D, 'levit', tv('levit_128s', 160, img_size=160, embed_dim=(48, 64, 96), num_heads=(2, 2, 3), depth=(1, 1, 2)),
+          tv('levit_128s', 160, img_size=160, embed_dim=(32, 48, 64), num_heads=(2, 2, 2), depth=(1, 1, 2)),
+          tv('levit_128s', 128, img_size=128, embed_dim=(32, 48, 64), num_heads=(2, 2, 2), depth=(1, 1, 2))),
+        # 4 stages (widths 16/32/64/128, depths 1/1/3/3), as RegNetX/Y-200MF's 24/56/152/368
+        E('regnetx_s', T, 'regnet', regnet('RegNetX', w0=16, wa=16.0, wm=2.0, group_size=8, depth=8),
+          regnet('RegNetX', w0=8, wa=8.0, wm=2.0, group_size=8, depth=10)),
+        E('regnety_s', D, 'regnet', regnet('RegNetY', w0=16, wa=16.0, wm=2.0, group_size=8, depth=8, se_ratio=0.25),
+          regnet('RegNetY', w0=8, wa=8.0, wm=2.0, group_size=8, depth=10, se_ratio=0.25)),
+        E('qwen2', D, 'decoder-llm', causal_lm('Qwen2', False, **llm)),
+        E('mistral', T, 'decoder-llm', causal_lm('Mistral', True, **llm)),
+        E('falcon', D, 'decoder-llm', causal_lm('Falcon', False, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                                 ffn_hidden_size=128, max_position_embeddings=64)),
+        E('phi3', T, 'decoder-llm', causal_lm('Phi3', True, original_max_position_embeddings=64, pad_token_id=0, bos_token_id=1,
+                                               eos_token_id=2, **llm)),
+        E('gemma', D, 'decoder-llm', causal_lm('Gemma', False, head_dim=16, **llm)),
+        E('bloom', T, 'decoder-llm', causal_lm('Bloom', True, hidden_size=64, n_layer=2, n_head=4)),
+        E('gpt_neox', D, 'decoder-llm', causal_lm('GPTNeoX', False, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                                   intermediate_size=128, max_position_embeddings=64)),
+        # fp16-stored weights: a float16 initializer widened by a Cast before use. (Exporting a module whose
+        # parameters are float16 parametrizations widened on use fails in torch 2.11: register_parametrization
+        # refuses a right_inverse that changes the dtype, unsafe or not.) So the float export is narrowed.
+        E('fp16w_resnet18', 'narrow_fp16', 'fp16-weights', ('resnet18_s with every float initializer of 2 or more dims (values within float16) stored as '
+                                                           'float16, a Cast to float after each', None), source='resnet18_s'),
+        E('fp16w_qwen2', 'narrow_fp16', 'fp16-weights', ('qwen2 with every float initializer of 2 or more dims (values within float16) stored as '
+                                                        'float16, a Cast to float after each', None), source='qwen2'),
+        # onnxruntime.quantization of two models above (the source is exported first)
+        E('q_dyn_resnet18', 'quantize_dynamic', 'quantized', ('resnet18_s, onnxruntime.quantization.quantize_dynamic, weights uint8 '
+                                                             '(ConvInteger takes uint8 weights in ONNX Runtime)', None),
+          source='resnet18_s', qargs=dict(weight_type='QUInt8')),
+        E('q_dyn_bert', 'quantize_dynamic', 'quantized', ('bert (issue 17), onnxruntime.quantization.quantize_dynamic, weights int8', None),
+          source='bert', qargs=dict(weight_type='QInt8')),
+        E('q_qdq_resnet18', 'quantize_static', 'quantized', ('resnet18_s, onnxruntime.quantization.quantize_static, QDQ format, '
+                                                            '8 random calibration inputs, defaults otherwise', None),
+          source='resnet18_s', qargs=dict(quant_format='QDQ')),
+        E('q_qop_resnet18', 'quantize_static', 'quantized', ('resnet18_s, onnxruntime.quantization.quantize_static, QOperator format '
+                                                            '(QLinearConv...), 8 random calibration inputs, defaults otherwise', None),
+          source='resnet18_s', qargs=dict(quant_format='QOperator')),
+        E('q_qdq_bert', 'quantize_static', 'quantized', ('bert (issue 17), onnxruntime.quantization.quantize_static, QDQ format, '
+                                                        '8 random calibration inputs, defaults otherwise', None),
+          source='bert', qargs=dict(quant_format='QDQ')),
+        E('q_qop_bert', 'quantize_static', 'quantized', ('bert (issue 17), onnxruntime.quantization.quantize_static, QOperator format, '
+                                                        '8 random calibration inputs, defaults otherwise', None),
+          source='bert', qargs=dict(quant_format='QOperator')),
+    ]
+    return out
 
 
 def example(spec, rng):
@@ -240,8 +457,241 @@ def spec_text(name, spec):
     return f"{name}:{dtype}:{'x'.join(map(str, dims))}:{r}"
 
 
-def export(outdir, only):
+def first_line(e):
+    return f'{type(e).__name__}: ' + (str(e).strip().split('\n')[0][:400] if str(e).strip() else '')
+
+
+def widen_initializers(m):
+    """Stores every float initializer of 2 or more dims as float16, widened by a Cast on use (the
+    layout of a model kept in half precision and run in float32). Returns how many."""
     import numpy as np
+    from onnx import helper, numpy_helper, TensorProto
+    casts = []
+    for i, t in enumerate(m.graph.initializer):
+        if t.data_type == TensorProto.FLOAT and len(t.dims) >= 2:
+            a = numpy_helper.to_array(t)
+            if a.size and float(np.max(np.abs(a))) > 65504:  # a mask constant, not a weight
+                continue
+            name = t.name
+            m.graph.initializer[i].CopyFrom(numpy_helper.from_array(a.astype(np.float16), name + '_fp16'))
+            casts.append(helper.make_node('Cast', [name + '_fp16'], [name], to=TensorProto.FLOAT, name=name + '_widen'))
+    nodes = casts + list(m.graph.node)
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+    return len(casts)
+
+
+def export_float(entry, outdir):
+    """Exports one model (the first variant that fits its cap); returns (what, inputs, note)."""
+    path = os.path.join(outdir, entry['name'] + '.onnx')
+    notes = []
+    for k, (what, build) in enumerate(entry['variants']):
+        try:
+            return export_variant(entry, outdir, what, build, notes)
+        except Exception as e:
+            if os.path.exists(path):
+                os.remove(path)
+            notes.append(f'variant {k + 1}: {first_line(e)}')
+    raise RuntimeError('no variant fits: ' + '; '.join(notes))
+
+
+def export_variant(entry, outdir, what, build, notes):
+    import numpy as np
+    import torch
+    import onnx
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        ort = None
+    name, exporter = entry['name'], entry['exporter']
+    path = os.path.join(outdir, name + '.onnx')
+    torch.manual_seed(zlib.crc32(name.encode()))
+    module, inputs, outputs = build()
+    module.eval()
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    args = tuple(example(s, rng) for _, s in inputs)
+    names = [n for n, _ in inputs]
+    with torch.no_grad():
+        ref = module(*args)
+        if exporter == 'torchscript':
+            torch.onnx.export(module, args, path, input_names=names, output_names=outputs, opset_version=17,
+                              dynamo=False)
+        else:
+            torch.onnx.export(module, args, path, input_names=names, output_names=outputs, dynamo=True,
+                              external_data=False)
+    m = onnx.load(path)
+    if any(os.path.exists(os.path.join(outdir, f)) for f in (name + '.onnx.data', name + '.onnx_data')):
+        raise RuntimeError('the exporter wrote external data')
+    onnx.checker.check_model(m)
+    size = os.path.getsize(path)
+    if size > entry['cap']:
+        raise RuntimeError(f'{size} bytes, over the cap {entry["cap"]}')
+    if ort:
+        s = ort.InferenceSession(path, providers=['CPUExecutionProvider'])
+        got = s.run(None, {n: a.numpy() for n, a in zip(names, args)})
+        refs = ref if isinstance(ref, (tuple, list)) else (ref,)
+        err = max(float(np.max(np.abs(g - r.numpy()))) for g, r in zip(got, refs))
+        notes.append(f'ort-vs-torch max_abs {err:.3g}')
+    return what, inputs, '; '.join(notes)
+
+
+def find_source(outdir, name):
+    """A quantized model's source: this export's file and MANIFEST entry, else fixtures/corpus's."""
+    p = os.path.join(outdir, name + '.entry')
+    if os.path.exists(p):
+        import json
+        e = json.load(open(p))
+        if e['ok']:
+            return os.path.join(outdir, name + '.onnx'), e['line'].split()[5:]
+    corpus = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'fixtures', 'corpus')
+    for n, f, _ in parse_manifest(os.path.join(corpus, 'MANIFEST')) if os.path.exists(os.path.join(corpus, 'MANIFEST')) else []:
+        if n == name:
+            line = next(l for l in open(os.path.join(corpus, 'MANIFEST')) if l.startswith(name + ' '))
+            return os.path.join(corpus, f), line.split()[5:]
+    raise RuntimeError(f'source model {name} was not exported')
+
+
+def parse_spec(item):
+    n, dtype, dims, rng = item.split(':')
+    lo, hi = rng.split(',')
+    return n, (dtype, tuple(int(d) for d in dims.split('x')), float(lo), float(hi))
+
+
+def export_narrowed(entry, outdir):
+    """A float model of this export with its weights stored as float16 (widen_initializers)."""
+    import onnx
+    src, items = find_source(outdir, entry['source'])
+    m = onnx.load(src)
+    n = widen_initializers(m)
+    if m.ir_version <= onnx.IR_VERSION:  # an older onnx than the exporter's cannot check it
+        onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(outdir, entry['name'] + '.onnx'))
+    return entry['variants'][0][0], items, f'{n} initializers narrowed'
+
+
+def export_quantized(entry, outdir):
+    import numpy as np
+    import onnxruntime as ort
+    from onnxruntime import quantization as q
+    name = entry['name']
+    what = entry['variants'][0][0]
+    src, items = find_source(outdir, entry['source'])
+    inputs = [parse_spec(i) for i in items]
+    path = os.path.join(outdir, name + '.onnx')
+    pre = os.path.join(outdir, name + '.pre.onnx')
+    notes = []
+    try:
+        from onnxruntime.quantization.shape_inference import quant_pre_process
+        quant_pre_process(src, pre)
+        what += ', after quant_pre_process'
+    except Exception as e:
+        notes.append(f'quant_pre_process failed ({first_line(e)}): quantized without it')
+        pre = src
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+
+    def sample():
+        return {n: (rng.integers(int(lo), int(hi), size=dims, dtype=np.int64) if dtype == 'int64'
+                    else rng.uniform(lo, hi, size=dims).astype(dtype)) for n, (dtype, dims, lo, hi) in inputs}
+
+    qa = entry['qargs']
+
+    def quantize(model):
+        if entry['exporter'] == 'quantize_dynamic':
+            q.quantize_dynamic(model, path, weight_type=q.QuantType[qa['weight_type']])
+        else:
+            class Reader(q.CalibrationDataReader):
+                def __init__(self):
+                    self.left = [sample() for _ in range(8)]
+
+                def get_next(self):
+                    return self.left.pop() if self.left else None
+
+            q.quantize_static(model, path, Reader(), quant_format=q.QuantFormat[qa['quant_format']])
+        import onnx
+        onnx.checker.check_model(onnx.load(path))
+        ort.InferenceSession(path, providers=['CPUExecutionProvider'])
+
+    try:
+        quantize(pre)
+    except Exception as e:
+        if pre == src:
+            raise
+        notes.append(f'the pre-processed model quantized to an invalid one ({first_line(e)}): quantized without quant_pre_process')
+        what = what.replace(', after quant_pre_process', '')
+        quantize(src)
+    if pre != src and os.path.exists(pre):
+        os.remove(pre)
+    feed = sample()
+    a = ort.InferenceSession(src, providers=['CPUExecutionProvider']).run(None, feed)
+    b = ort.InferenceSession(path, providers=['CPUExecutionProvider']).run(None, feed)
+    err = max(float(np.max(np.abs(x - y)) / max(float(np.max(np.abs(x))), 1e-30)) for x, y in zip(a, b))
+    notes.append(f'ort quantized-vs-float max_abs/max|float| {err:.3g}')
+    return what, inputs, '; '.join(notes)
+
+
+def export_one(outdir, name):
+    """Exports one model in this process; writes OUTDIR/NAME.entry (JSON)."""
+    import json
+    import onnx
+    entry = next(e for e in models() if e['name'] == name)
+    path = os.path.join(outdir, name + '.onnx')
+    try:
+        if entry['exporter'].startswith('quantize'):
+            what, inputs, note = export_quantized(entry, outdir)
+        elif entry['exporter'] == 'narrow_fp16':
+            what, inputs, note = export_narrowed(entry, outdir)
+        else:
+            import torch
+            torch.set_num_threads(2)
+            what, inputs, note = export_float(entry, outdir)
+        m = onnx.load(path)
+        opset = next(o.version for o in m.opset_import if o.domain in ('', 'ai.onnx'))
+        size = os.path.getsize(path)
+        ops = sorted({(n.domain + '.' if n.domain not in ('', 'ai.onnx') else '') + n.op_type for n in m.graph.node})
+        items = [i if isinstance(i, str) else spec_text(*i) for i in inputs]
+        res = dict(ok=True, comment=f'# {name} [{entry["cls"]}]: {what}',
+                   line=' '.join([name, name + '.onnx', entry['exporter'], str(opset), str(size)] + items),
+                   log=f'ok {name} {entry["exporter"]} opset {opset} {size} bytes {note} ops {" ".join(ops)}')
+    except Exception as e:  # one model's failure must not lose the others
+        res = dict(ok=False, log=f'FAIL {name} {entry["exporter"]}: {first_line(e)}')
+        if os.path.exists(path):
+            os.remove(path)
+    with open(os.path.join(outdir, name + '.entry'), 'w') as f:
+        json.dump(res, f)
+
+
+def selected(only, issue):
+    return [e for e in models() if (not only or e['name'] in only) and (issue is None or e['issue'] == issue)]
+
+
+def export(outdir, only, issue=None, jobs=1, timeout=600):
+    import json
+    import subprocess
+    import time
+    os.makedirs(outdir, exist_ok=True)
+    todo = selected(only, issue)
+    log = open(os.path.join(outdir, 'export.log'), 'w')
+    # quantized and narrowed models after the float ones they are made from
+    for phase in (False, True):
+        queue = [e['name'] for e in todo if ('source' in e) == phase]
+        running = {}
+        while queue or running:
+            while queue and len(running) < jobs:
+                n = queue.pop(0)
+                p = os.path.join(outdir, n + '.entry')
+                if os.path.exists(p):
+                    os.remove(p)
+                running[n] = (subprocess.Popen([sys.executable, os.path.abspath(__file__), 'export-one', outdir, n]), time.time())
+            time.sleep(0.5)
+            for n, (proc, t0) in list(running.items()):
+                if proc.poll() is None and time.time() - t0 > timeout:
+                    proc.kill()
+                    proc.wait()
+                    with open(os.path.join(outdir, n + '.entry'), 'w') as f:
+                        json.dump(dict(ok=False, log=f'FAIL {n}: export outlasted {timeout} s'), f)
+                if proc.poll() is not None:
+                    del running[n]
+                    print(f'done {n} {time.time() - t0:.0f} s', file=sys.stderr, flush=True)
     import torch
     import torchvision
     import transformers
@@ -250,57 +700,29 @@ def export(outdir, only):
         import onnxruntime as ort
     except ImportError:
         ort = None
-    os.makedirs(outdir, exist_ok=True)
-    versions = (f'torch {torch.__version__}, torchvision {torchvision.__version__}, transformers {transformers.__version__}, '
+    try:
+        import timm
+        tv = f', timm {timm.__version__}'
+    except ImportError:
+        tv = ''
+    versions = (f'torch {torch.__version__}, torchvision {torchvision.__version__}{tv}, transformers {transformers.__version__}, '
                 f'onnx {onnx.__version__}' + (f', checked in onnxruntime {ort.__version__}' if ort else ''))
-    lines = [f'# whittle benchmark corpus (issue 17), written by scripts/export-corpus.py export: {versions}',
+    lines = [f'# whittle benchmark corpus (issues 17, 26), written by scripts/export-corpus.py export: {versions}',
              '# NAME FILE EXPORTER OPSET BYTES INPUT... (INPUT = NAME:DTYPE:DIMS:LO,HI; integers in [LO, HI))']
-    log = open(os.path.join(outdir, 'export.log'), 'w')
     total = 0
-    for name, exporter, what, build in models():
-        if only and name not in only:
-            continue
-        path = os.path.join(outdir, name + '.onnx')
-        try:
-            torch.manual_seed(zlib.crc32(name.encode()))
-            module, inputs, outputs = build()
-            module.eval()
-            rng = np.random.default_rng(zlib.crc32(name.encode()))
-            args = tuple(example(s, rng) for _, s in inputs)
-            names = [n for n, _ in inputs]
-            with torch.no_grad():
-                ref = module(*args)
-                if exporter == 'torchscript':
-                    torch.onnx.export(module, args, path, input_names=names, output_names=outputs, opset_version=17,
-                                      dynamo=False)
-                else:
-                    torch.onnx.export(module, args, path, input_names=names, output_names=outputs, dynamo=True,
-                                      external_data=False)
-            m = onnx.load(path)
-            onnx.checker.check_model(m)
-            if any(os.path.exists(os.path.join(outdir, f)) for f in (name + '.onnx.data', name + '.onnx_data')):
-                raise RuntimeError('the exporter wrote external data')
-            size = os.path.getsize(path)
-            if size >= 4 << 20:
-                raise RuntimeError(f'{size} bytes, over 4 MiB')
-            opset = next(o.version for o in m.opset_import if o.domain in ('', 'ai.onnx'))
-            note = ''
-            if ort:
-                s = ort.InferenceSession(path, providers=['CPUExecutionProvider'])
-                got = s.run(None, {n: a.numpy() for n, a in zip(names, args)})
-                refs = ref if isinstance(ref, tuple) else (ref,)
-                err = max(float(np.max(np.abs(g - r.numpy()))) for g, r in zip(got, refs))
-                note = f' ort-vs-torch max_abs {err:.3g}'
-            total += size
-            ops = sorted({n.op_type for n in m.graph.node})
-            lines.append(f'# {name}: {what}')
-            lines.append(' '.join([name, name + '.onnx', exporter, str(opset), str(size)] + [spec_text(n, s) for n, s in inputs]))
-            print(f'ok {name} {exporter} opset {opset} {size} bytes{note} ops {" ".join(ops)}', file=log, flush=True)
-        except Exception as e:  # one model's failure must not lose the others
-            first = str(e).strip().split('\n')[0][:400]
-            print(f'FAIL {name} {exporter}: {type(e).__name__}: {first}', file=log, flush=True)
-            if os.path.exists(path):
-                os.remove(path)
+    marked = False
+    for e in todo:
+        if e['issue'] == 26 and not marked:
+            lines.append(MARK_26)
+            marked = True
+        p = os.path.join(outdir, e['name'] + '.entry')
+        r = json.load(open(p)) if os.path.exists(p) else dict(ok=False, log=f'FAIL {e["name"]}: the exporting process wrote nothing')
+        print(r['log'], file=log, flush=True)
+        if r['ok']:
+            lines += [r['comment'], r['line']]
+            total += int(r['line'].split()[4])
+        if os.path.exists(p):
+            os.remove(p)
     with open(os.path.join(outdir, 'MANIFEST'), 'w') as f:
         f.write('\n'.join(lines) + '\n')
     print(f'total {total} bytes', file=log)
@@ -341,12 +763,25 @@ def inputs(manifest, outdir, only):
 
 
 def main(argv):
-    if len(argv) >= 2 and argv[0] == 'export':
-        export(argv[1], set(argv[2:]))
-    elif len(argv) >= 3 and argv[0] == 'inputs':
-        inputs(argv[1], argv[2], set(argv[3:]))
+    opts = dict(issue=None, jobs=1, timeout=600)
+    rest = []
+    it = iter(argv[1:])
+    for a in it:
+        if a in ('--issue', '--jobs', '--timeout'):
+            opts[a[2:]] = int(next(it))
+        else:
+            rest.append(a)
+    if argv[:1] == ['export'] and rest:
+        export(rest[0], set(rest[1:]), **opts)
+    elif argv[:1] == ['export-one'] and len(rest) == 2:
+        export_one(rest[0], rest[1])
+    elif argv[:1] == ['names']:
+        print('\n'.join(e['name'] for e in selected(set(rest), opts['issue'])))
+    elif argv[:1] == ['inputs'] and len(rest) >= 2:
+        inputs(rest[0], rest[1], set(rest[2:]))
     else:
-        sys.stderr.write('usage: export-corpus.py export OUTDIR [NAME...] | inputs MANIFEST DIR [NAME...]\n')
+        sys.stderr.write('usage: export-corpus.py export OUTDIR [--issue N] [--jobs J] [--timeout S] [NAME...] | names [--issue N] '
+                         '| inputs MANIFEST DIR [NAME...]\n')
         return 2
     return 0
 

@@ -1,8 +1,11 @@
 #!/usr/bin/python3
 """Can an exact search of k culprits among n layers stay within ceil(log2 C(n,k)) + k + 2
 checks for every k at once (issue 27)? Two exact computations (docs/benchmarks.md, "k
-culprits: the bound of issue 27"); the +2 is the original's check and the result's re-run,
-so the search itself gets B(k) = ceil(log2 C(n,k)) + k + extra(k).
+culprits: the bound of issue 27"). The search itself gets B(k) = ceil(log2 C(n,k)) + k +
+extra(k); issue 27's bound is extra 1 (the +2 is the original's check and one more for the
+search, whose own check of K alone is the proof of the answer; whittle runs nothing twice
+unless --confirm 2 is given). reducer/search.c computes the table of `prefix` at run time and
+builds its -j 1 trees from it.
 
   search-bound.py prefix N KMAX [EXTRA1,EXTRA2,...]
       whittle's shape of search: the last culprit first (candidates "K + a prefix of the
@@ -14,9 +17,9 @@ so the search itself gets B(k) = ceil(log2 C(n,k)) + k + extra(k).
       tree iff their dyadic intervals, packed left to right at the deepest allowed level,
       end at or before 1; T(m, i) is the largest t for which they fit. The budgets are met
       for k <= KMAX iff T(N, 0) >= 0.
-  search-bound.py any N
+  search-bound.py any N [EXTRA]
       every adaptive search (any candidate, k = 1 or 2 culprits; exhaustive, N <= 6 in
-      seconds): prints whether one meets B(1) and B(2) with extra 0.
+      seconds): prints whether one meets B(1) and B(2) with that extra (default 0).
 """
 import itertools
 import math
@@ -60,12 +63,12 @@ def prefix(n, kmax, extra):
     return T[(n, 0)]
 
 
-def any_search(n):
+def any_search(n, extra=0):
     H = [frozenset(c) for k in (1, 2) for c in itertools.combinations(range(n), k)]
     hm = [sum(1 << x for x in h) for h in H]
     where = {m: i for i, m in enumerate(hm)}
     full = (1 << n) - 1
-    lim = [budget(n, len(h), [0]) for h in H]
+    lim = [budget(n, len(h), [extra]) for h in H]
 
     @lru_cache(maxsize=None)
     def ok(C, P, d):
@@ -96,8 +99,9 @@ if __name__ == "__main__":
         t = prefix(n, kmax, extra)
         print("n=%d k<=%d extra=%s budgets=%s T=%d %s" % (n, kmax, extra, [budget(n, k, extra) for k in range(1, kmax + 1)], t,
                                                      "met" if t >= 0 else "not met"))
-    elif len(sys.argv) == 3 and sys.argv[1] == "any":
+    elif len(sys.argv) in (3, 4) and sys.argv[1] == "any":
         n = int(sys.argv[2])
-        print("n=%d k in {1,2}: %s" % (n, "met" if any_search(n) else "not met by any search"))
+        extra = int(sys.argv[3]) if len(sys.argv) == 4 else 0
+        print("n=%d k in {1,2} extra=%d: %s" % (n, extra, "met" if any_search(n, extra) else "not met by any search"))
     else:
         sys.exit(__doc__)

@@ -342,16 +342,22 @@ static uint32_t ceil_log2(uint32_t n)
 	return r;
 }
 
-static uint32_t over_bound, planted_runs;
+/* Issue 27's bound for k culprits among n: ceil(log2 C(n,k)) + k + 2, the original's check
+ * counted (the proof of the answer is the search's own check of K alone). */
+static uint32_t issue27_bound(uint32_t n, uint32_t k)
+{
+	double lc = lgamma(n + 1.0) - lgamma(k + 1.0) - lgamma(n - k + 1.0);
+	return (uint32_t)ceil(lc / log(2.0) - 1e-9) + k + 2;
+}
 
-/* Runs ddmin on planted culprits: the result is exactly the culprits, 1-minimal, within
- * the issue-15 bounds. Counts include the driver's two checks (confirming the original,
- * re-running the result); rounds count the confirmation riding in the first batch and one
- * round for the re-run. Returns the result mask (caller frees). */
+/* Runs ddmin on planted culprits: the result is exactly the culprits, 1-minimal, and at -j 1
+ * within issue 27's bound (up to 4 culprits among at most WH_SEARCH_DP_MAX nodes; for one
+ * culprit that is ceil(log2 n) + 3). Counts include the driver's check of the original
+ * (before the search at -j 1, riding in its first batch at -j > 1). Returns the result mask
+ * (caller frees). */
 static uint8_t *run_planted(uint32_t n, const uint32_t *culprits, int k, int jobs, uint32_t *checks_out, uint32_t *rounds_out)
 {
 	struct oracle o = {.n = n, .k = k, .jobs = (uint32_t)jobs};
-	planted_runs += jobs == 1;
 	memcpy(o.culprits, culprits, sizeof(uint32_t) * (size_t)k);
 	struct wh_search_options so = {.mode = WH_SEARCH_DDMIN, .jobs = jobs, .reduce_inputs = true, .reduce_outputs = true,
 				       .confirm_full = jobs > 1};
@@ -369,16 +375,11 @@ static uint8_t *run_planted(uint32_t n, const uint32_t *culprits, int k, int job
 	ck_assert(rep.monotone);
 	ck_assert(!rep.inconsistent);
 	ck_assert_uint_eq(rep.probes, o.checks);
-	uint32_t total = o.checks + (jobs > 1 ? 1 : 2), rounds = o.rounds + 1;
-	if (jobs == 1) {
-		/* k * (ceil(log2(n/k)) + 3) + 2; one more is allowed for 3 or more culprits, where the
-		 * probe next to the first culprit (which makes adjacent pairs cheap) can cost a
-		 * check on rare placements; those are counted and must stay rare */
-		uint32_t bound = (uint32_t)k * (ceil_log2((n + (uint32_t)k - 1) / (uint32_t)k) + 3) + 2;
-		if (total > bound)
-			over_bound++;
-		ck_assert_msg(total <= bound + (k >= 3 ? 1 : 0), "n=%u k=%d first culprit %u: %u checks, bound %u", n, k, culprits[0],
-			      total, bound);
+	uint32_t total = o.checks + 1, rounds = o.rounds + (jobs > 1 ? 0 : 1);
+	if (jobs == 1 && k <= 4 && n <= WH_SEARCH_DP_MAX) {
+		uint32_t bound = issue27_bound(n, (uint32_t)k);
+		ck_assert_msg(total <= bound, "n=%u k=%d culprits %u..: %u checks, bound %u", n, k, culprits[0], total, bound);
+		ck_assert_uint_eq(rep.bound_k, n < 4 ? n : 4);
 	}
 	if (checks_out)
 		*checks_out = total;
@@ -450,7 +451,58 @@ START_TEST(test_search_k_culprits)
 				cul[i] = (uint32_t)(((uint64_t)n * (uint64_t)(2 * i + 1)) / (uint64_t)(2 * k));
 		planted_all_jobs(n, cul, k);
 	}
-	ck_assert_msg(over_bound * 50 <= planted_runs, "%u of %u runs one check over the bound", over_bound, planted_runs);
+}
+END_TEST
+
+/* Issue 27, acceptance 3: the benchmark's cases (scripts/bench-reduce.sh) and seeded random
+ * placements of 2, 3 and 4 culprits among 65, 221 and 330 layers stay within
+ * ceil(log2 C(n,k)) + k + 2 checks at -j 1 (run_planted asserts it), exact and 1-minimal. */
+START_TEST(test_search_issue27_bound)
+{
+	uint32_t sizes[] = {65, 221, 330};
+	for (int s = 0; s < 3; s++) {
+		uint32_t n = sizes[s];
+		uint32_t cases[][5] = {{1, n / 10}, {1, n / 2}, {1, n - 1}, {2, n / 2, n / 2 + 1}, {2, n / 5, 4 * n / 5},
+				       {3, n / 6, n / 2, 5 * n / 6}, {3, n / 4, 3 * n / 4, 3 * n / 4 + 1},
+				       {4, n / 8, 3 * n / 8, 5 * n / 8, 7 * n / 8}, {4, n / 3, n / 3 + 1, n / 3 + 2, n / 3 + 3}};
+		for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+			free(run_planted(n, cases[c] + 1, (int)cases[c][0], 1, NULL, NULL));
+		unsigned seed = 27 + n;
+		for (int k = 2; k <= 4; k++)
+			for (int trial = 0; trial < 150; trial++) {
+				uint32_t cul[4];
+				for (int i = 0; i < k; i++) {
+					bool dup;
+					do {
+						cul[i] = (uint32_t)rand_r(&seed) % n;
+						dup = false;
+						for (int j = 0; j < i; j++)
+							dup |= cul[j] == cul[i];
+					} while (dup);
+				}
+				free(run_planted(n, cul, k, 1, NULL, NULL));
+			}
+	}
+}
+END_TEST
+
+/* The budgeted trees exist for every list size up to WH_SEARCH_DP_MAX (the dynamic program
+ * meets the budgets of 1 to 4 culprits), and plain bisection runs beyond. */
+START_TEST(test_search_tree_sizes)
+{
+	uint32_t sizes[] = {2, 3, 4, 5, 6, 17, 100, 1000, WH_SEARCH_DP_MAX, WH_SEARCH_DP_MAX + 1};
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		uint32_t n = sizes[i], c = n / 2;
+		struct oracle o = {.n = n, .k = 1, .jobs = 1, .culprits = {c}};
+		struct wh_search_options so = {.mode = WH_SEARCH_DDMIN, .jobs = 1, .reduce_inputs = true, .reduce_outputs = true};
+		struct wh_search_ops ops = {.ctx = &o, .eval = oracle_eval};
+		uint8_t *res = malloc(n);
+		struct wh_search_report rep;
+		ck_assert_int_eq(wh_search_run(n, &so, &ops, res, &rep), WH_OK);
+		ck_assert(res[c] && rep.one_minimal);
+		ck_assert_uint_eq(rep.bound_k, n > WH_SEARCH_DP_MAX ? 0 : (n < 4 ? n : 4));
+		free(res);
+	}
 }
 END_TEST
 
@@ -467,7 +519,7 @@ END_TEST
 /* ---- prior-first (issue 27) ---- */
 
 /* ddmin with prior sets (each a range [lo[i], hi[i])); the result into res (n bytes);
- * returns the checks, the driver's two counted. */
+ * returns the checks, the driver's check of the original counted. */
 static uint32_t run_prior(uint32_t n, const uint32_t *culprits, int k, int jobs, const uint32_t *lo, const uint32_t *hi, uint32_t n_sets,
 			  uint8_t *res, struct wh_search_report *rep)
 {
@@ -491,10 +543,10 @@ static uint32_t run_prior(uint32_t n, const uint32_t *culprits, int k, int jobs,
 	for (int c = 0; c < k; c++)
 		ck_assert(res[culprits[c]]);
 	ck_assert(rep->one_minimal);
-	return o.checks + (jobs > 1 ? 1 : 2);
+	return o.checks + 1;
 }
 
-/* A right prior costs its own check (3 in all at 330 layers, against ceil(log2 n) + 3 = 12);
+/* A right prior costs its own check (2 in all at 330 layers, against ceil(log2 n) + 3 = 12);
  * a wider one that fails is searched inside; a wrong one costs its checks, no more; the
  * same answer and the same set searched at -j 1, 2 and 8. */
 START_TEST(test_search_prior)
@@ -504,7 +556,7 @@ START_TEST(test_search_prior)
 	uint32_t c = 200, c2[2] = {120, 200};
 	/* right: {200} */
 	uint32_t lo1[] = {200, 190}, hi1[] = {201, 230};
-	ck_assert_uint_le(run_prior(330, &c, 1, 1, lo1, hi1, 2, res, &rep), 3);
+	ck_assert_uint_le(run_prior(330, &c, 1, 1, lo1, hi1, 2, res, &rep), 2);
 	ck_assert_int_eq(rep.prior_hit, 0);
 	ck_assert_uint_eq(rep.prior_checks, 1);
 	/* the second set: [190, 230) fails; searched inside (40 layers: at most ceil(log2 40) + 3 + its 2) */
@@ -534,7 +586,7 @@ START_TEST(test_search_prior)
 	free(u);
 	/* a small set holding both culprits and two more is proven by its single removals */
 	uint32_t c3[2] = {120, 121}, lo5[] = {119}, hi5[] = {123};
-	ck_assert_uint_le(run_prior(330, c3, 2, 1, lo5, hi5, 1, res, &rep), 2 + 1 + 4 + 2);
+	ck_assert_uint_le(run_prior(330, c3, 2, 1, lo5, hi5, 1, res, &rep), 1 + 1 + 4 + 1);
 	ck_assert_int_eq(rep.prior_hit, 0);
 	free(res);
 	free(r1);
@@ -620,6 +672,8 @@ int main(void)
 	tcase_set_timeout(ts, 120);
 	tcase_add_test(ts, test_search_one_culprit_everywhere);
 	tcase_add_test(ts, test_search_k_culprits);
+	tcase_add_test(ts, test_search_issue27_bound);
+	tcase_add_test(ts, test_search_tree_sizes);
 	tcase_add_test(ts, test_search_bisect_mode_is_contiguous);
 	tcase_add_test(ts, test_search_adjacent_is_cheap);
 	tcase_add_test(ts, test_search_not_monotone);

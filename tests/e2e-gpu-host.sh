@@ -56,6 +56,54 @@ run "$WHITTLE" run "$m" --device cuda --repeat 3
 read -r _ _ _ _ _ _ _ up3 <"$tmp/fake.log"
 if [ "$rc" = 0 ] && [ $((up3 - up2)) -gt 0 ] && [ $((up3 - up2)) -lt 512 ]; then ok "a run uploads $((up3 - up2)) bytes (weights once: $up2 bytes for 2 runs)"; else bad "a run uploads $((up3 - up2)) bytes (rc $rc)"; fi
 
+# fp16 GEMMs read their weights' 16-bit copies, made once per engine (ABI 4: whcu_tensor.half;
+# the fake MatMul reads B from it, so a wrong copy would have failed the comparisons above)
+run "$WHITTLE" run "$m" --device cuda --precision fp16 --val-range -1,1
+read -r _ to16_1 _ reads_1 _ fused_1 _ _ < <(sed -n 2p "$tmp/fake.log")
+run "$WHITTLE" run "$m" --device cuda --precision fp16 --val-range -1,1 --repeat 3
+read -r _ to16_3 _ reads_3 _ _ _ caps_3 < <(sed -n 2p "$tmp/fake.log")
+if [ "$rc" = 0 ] && [ "${to16_1:-0}" -gt 0 ] && [ "$to16_3" = "$to16_1" ] && [ "$reads_3" -gt "$reads_1" ]; then
+	ok "fp16 weights converted once per engine ($to16_1 copies; MatMuls read them $reads_1 times in 1 run, $reads_3 in 3)"
+else
+	bad "16-bit weight copies: $to16_1 for 1 run, $to16_3 for 3 (reads $reads_1, $reads_3; rc $rc)"
+fi
+run "$WHITTLE" run "$m" --device cuda --precision fp32 --val-range -1,1
+read -r _ to16_0 _ _ _ _ _ _ < <(sed -n 2p "$tmp/fake.log")
+# CUDA graphs: the second of 3 runs is captured; the fake cannot replay, so the capture fails
+# and the run is done again without it (once: the engine then stays eager), same bits
+[ "$caps_3" = 0 ] && ok "a model with CPU segments is never captured as a CUDA graph" || bad "mixed: $caps_3 captures, expected none"
+/usr/bin/python3 - "$tmp/chain.onnx" <<'PY'
+import sys
+from onnx import TensorProto, helper, save
+nodes, prev = [], "x"
+for i in range(8):
+    if i % 2:
+        nodes.append(helper.make_node("Add", [prev, "c"], [f"v{i}"], name=f"n{i}"))
+    else:
+        nodes.append(helper.make_node("Relu", [prev], [f"v{i}"], name=f"n{i}"))
+    prev = f"v{i}"
+g = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                      [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [2, 8])],
+                      initializer=[helper.make_tensor("c", TensorProto.FLOAT, [2, 8], [0.1 * k - 0.7 for k in range(16)])])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
+PY
+run "$WHITTLE" run "$tmp/chain.onnx" --device cuda --precision fp16 --val-range -1,1 --repeat 3
+read -r _ _ _ _ _ _ _ caps < <(sed -n 2p "$tmp/fake.log")
+if [ "$rc" = 0 ] && [ "$caps" = 1 ]; then ok "all on the GPU, 3 runs: one capture (the fake fails it), the run again without it, the same bits"; else bad "chain --repeat 3: exit $rc, $caps captures"; fi
+run env WHITTLE_CUDA_GRAPHS=0 "$WHITTLE" run "$tmp/chain.onnx" --device cuda --precision fp16 --val-range -1,1 --repeat 3
+read -r _ _ _ _ _ _ _ caps < <(sed -n 2p "$tmp/fake.log")
+[ "$rc" = 0 ] && [ "$caps" = 0 ] && ok "WHITTLE_CUDA_GRAPHS=0: no capture" || bad "WHITTLE_CUDA_GRAPHS=0: exit $rc, $caps captures"
+
+[ "${fused_1:-0}" -gt 0 ] && ok "fp16: $fused_1 layers rounded their own output (whcu_node.out_rounded)" || bad "fp16: no layer rounded its own output" 
+[ "$rc" = 0 ] && [ "$to16_0" = 0 ] && ok "fp32: no 16-bit copies" || bad "fp32 made $to16_0 16-bit copies (rc $rc)"
+# --profile: the weights against the device's copy bandwidth (the fake's is 1 GB/s)
+run "$WHITTLE" run "$m" --device cuda --precision fp16 --val-range -1,1 --profile --iterations 2
+if grep -q '^gpu_copy_gbps 1.0 ' "$tmp/out" && grep -qE '^gpu_weights_mb [0-9.]+ \(at the layers' "$tmp/out" && grep -q '^gpu_start .*fake: nothing' "$tmp/out"; then
+	ok "profile: $(grep '^gpu_weights_mb' "$tmp/out")"
+else
+	bad "profile: no gpu lines: $(grep '^gpu' "$tmp/out" | tr '\n' '|')"
+fi
+
 # engines of one model share its weights on the device (reduce's candidates, precision's
 # configurations): run --compare fp32 makes a second engine, which uploads no weight again
 run "$WHITTLE" run "$m" --device cuda --val-range -1,1
@@ -67,8 +115,21 @@ if [ "$rc" = 0 ] && [ $((two - one)) -le $((one - 512)) ]; then ok "a second eng
 # the reference values of reduce (every tensor, as it is computed) come back from the GPU
 run "$WHITTLE" reduce "$m" --device cuda --precision fp16 --val-range -1,1 -o "$tmp/red.onnx"
 if [ "$rc" = 0 ] && [ -s "$tmp/red.onnx" ]; then ok "reduce --device cuda --precision fp16: $(grep -m1 -iE 'layers|nodes' "$tmp/out" || true)"; else bad "reduce --device cuda: exit $rc"; fi
+# --reference-device cuda: the FP32 reference on the GPU, the same answer
+run "$WHITTLE" reduce "$m" --precision fp16 --val-range -1,1 -o "$tmp/red-cpu.onnx"
+want=$(grep -m1 -oE '^reduce: [0-9]+ -> [0-9]+ layers' "$tmp/err")
+run "$WHITTLE" reduce "$m" --precision fp16 --val-range -1,1 --reference-device cuda -o "$tmp/red-ref.onnx"
+read -r _ allocs _ _ <"$tmp/fake.log"
+got=$(grep -m1 -oE '^reduce: [0-9]+ -> [0-9]+ layers' "$tmp/err")
+if [ "$rc" = 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] && [ "$allocs" -gt 0 ]; then
+	ok "reduce --reference-device cuda: $got, as with the CPU's reference ($allocs device buffers)"
+else
+	bad "reduce --reference-device cuda: exit $rc, '$got' against '$want', $allocs device buffers"
+fi
+run "$WHITTLE" reduce "$m" --precision fp16 --val-range -1,1 --reference-device cuda:1 -o "$tmp/red-ref1.onnx"
+if [ "$rc" = 3 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "no GPU 1" "$tmp/err"; then ok "--reference-device cuda:1: one line"; else bad "--reference-device cuda:1: exit $rc: $(head -2 "$tmp/err")"; fi
 # precision and triage run their configurations on the GPU too (the FP32 reference stays
-# on the CPU)
+# on the CPU without --reference-device)
 run "$WHITTLE" precision "$m" --device cuda --precision fp16 --val-range -1,1 --validate -o "$tmp/prec.json"
 read -r _ allocs _ _ <"$tmp/fake.log"
 if [ "$rc" = 0 ] && [ "$allocs" -gt 0 ]; then ok "precision --device cuda: $allocs device buffers"; else bad "precision --device cuda: exit $rc, $allocs device buffers"; fi

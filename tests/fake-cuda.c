@@ -9,8 +9,12 @@
  * (four float chunks) and, for fp16 layers with allow_reduced, an fp16-accumulating one
  * (the running sum rounded to fp16 at every step), so that the builder, replays and block
  * lists are tested here too; WHITTLE_FAKE_CUDA_IDENT names the "device" (default "fake
- * GPU;sm_00;cublasLt 0;cudnn 0"). Every allocation is counted:
- * WHITTLE_FAKE_CUDA_LOG=FILE gets "allocs N frees N uploads N bytes_up N" at unload. */
+ * GPU;sm_00;cublasLt 0;cudnn 0"). ABI 4: to16 makes a weight's 16-bit copy, and MatMul
+ * reads its B operand from that copy (whcu_tensor.half) when it has one, so that a wrong
+ * copy shows as a wrong result. Every allocation is counted: WHITTLE_FAKE_CUDA_LOG=FILE gets
+ * "allocs N frees N uploads N bytes_up N" and, on a second line, "to16 N half_reads N
+ * fused_rounds N captures N" at unload (the binary ops round an fp16/bf16 layer's output themselves,
+ * whcu_node.out_rounded). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -19,7 +23,7 @@
 
 #include "executor/cuda/whittle-cuda.h"
 
-static long n_alloc, n_free, n_upload;
+static long n_alloc, n_free, n_upload, n_to16, n_half_reads, n_fused;
 static unsigned long long bytes_up;
 static char err[256];
 
@@ -90,6 +94,8 @@ static int out(const struct whcu_node *n, uint32_t k, int32_t rank, const int64_
 	t->data = alloc_(count(t) * sizeof(float));
 	return t->data ? 0 : -1;
 }
+
+static int round_(float *dst, const float *src, size_t n, int32_t prec);
 
 static int run(const struct whcu_node *n)
 {
@@ -166,6 +172,21 @@ static int run(const struct whcu_node *n)
 			return -1;
 		const float *x = a->data, *w = b->data;
 		float *y = n->out[0].data;
+		float *wh = NULL; /* B from its 16-bit copy */
+		if (b->half && (n->prec == WHCU_PREC_FP16 || n->prec == WHCU_PREC_BF16)) {
+			if (!(wh = malloc(count(b) * sizeof(float))))
+				return -1;
+			for (uint64_t i = 0; i < count(b); i++) {
+				if (n->prec == WHCU_PREC_FP16) {
+					wh[i] = (float)((const _Float16 *)b->half)[i];
+				} else {
+					uint32_t u = (uint32_t)((const uint16_t *)b->half)[i] << 16;
+					memcpy(&wh[i], &u, 4);
+				}
+			}
+			w = wh;
+			n_half_reads++;
+		}
 		for (int64_t i = 0; i < d[0]; i++)
 			for (int64_t j = 0; j < d[1]; j++) {
 				double s = 0;
@@ -188,6 +209,7 @@ static int run(const struct whcu_node *n)
 				}
 				y[i * d[1] + j] = (float)s;
 			}
+		free(wh);
 		return 0;
 	}
 	/* binary: equal shapes, or b a scalar */
@@ -201,6 +223,12 @@ static int run(const struct whcu_node *n)
 	for (uint64_t i = 0; i < count(a); i++) {
 		float v = z[same ? i : 0];
 		y[i] = !strcmp(n->op_type, "Add") ? x[i] + v : !strcmp(n->op_type, "Sub") ? x[i] - v : x[i] * v;
+	}
+	/* ABI 4: the binary ops round their output themselves, as the module's kernels do */
+	if (n->out_rounded && (n->out_prec == WHCU_PREC_FP16 || n->out_prec == WHCU_PREC_BF16)) {
+		round_(y, y, count(a), n->out_prec);
+		*n->out_rounded = 1;
+		n_fused++;
 	}
 	return 0;
 }
@@ -223,6 +251,44 @@ static int round_(float *dst, const float *src, size_t n, int32_t prec)
 	return 0;
 }
 
+static int to16(void *dst, const float *src, size_t n, int32_t prec)
+{
+	if (prec != WHCU_PREC_FP16 && prec != WHCU_PREC_BF16)
+		return -1;
+	n_to16++;
+	for (size_t i = 0; i < n; i++) {
+		if (prec == WHCU_PREC_FP16) {
+			((_Float16 *)dst)[i] = (_Float16)src[i];
+		} else {
+			float r = bf16(src[i]);
+			uint32_t u;
+			memcpy(&u, &r, 4);
+			((uint16_t *)dst)[i] = (uint16_t)(u >> 16);
+		}
+	}
+	return 0;
+}
+
+static double copy_gbps(size_t bytes) { return bytes ? 1.0 : -1; }
+static void start_times(char *buf, size_t len) { snprintf(buf, len, "fake: nothing to start"); }
+
+/* CUDA graphs: the fake runs every op at once, so it cannot record a run to replay: a capture
+ * starts and "fails" at its end, which tests the runtime's way back (the run again, without
+ * capture, giving the same results); captures counts them */
+static long n_captures;
+static int capture_begin(void)
+{
+	n_captures++;
+	return 0;
+}
+static void *capture_end(void)
+{
+	snprintf(err, sizeof err, "the fake GPU cannot replay a run");
+	return NULL;
+}
+static int graph_launch(void *g) { return g ? 0 : -1; }
+static void graph_free(void *g) { (void)g; }
+
 static void *event_record(void) { return malloc(1); }
 static double event_ms(void *a, void *b) { return a && b ? 0.001 : -1; }
 static void event_free(void *e) { free(e); }
@@ -234,7 +300,8 @@ static void ident(char *buf, size_t len)
 
 static const struct whcu_api api = {
 	WHCU_ABI, sizeof(struct whcu_api), init, shutdown_, info, last_error, alloc_, free_, upload, download, sync_, supports, run,
-	round_, event_record, event_ms, event_free, ident,
+	round_, event_record, event_ms, event_free, ident, to16, copy_gbps, start_times, capture_begin, capture_end, graph_launch,
+	graph_free,
 };
 
 __attribute__((destructor)) static void report(void)
@@ -242,7 +309,8 @@ __attribute__((destructor)) static void report(void)
 	const char *path = getenv("WHITTLE_FAKE_CUDA_LOG");
 	FILE *f = path ? fopen(path, "w") : NULL;
 	if (f) {
-		fprintf(f, "allocs %ld frees %ld uploads %ld bytes_up %llu\n", n_alloc, n_free, n_upload, bytes_up);
+		fprintf(f, "allocs %ld frees %ld uploads %ld bytes_up %llu\nto16 %ld half_reads %ld fused_rounds %ld captures %ld\n", n_alloc, n_free, n_upload,
+			bytes_up, n_to16, n_half_reads, n_fused, n_captures);
 		fclose(f);
 	}
 }

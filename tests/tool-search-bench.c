@@ -7,15 +7,18 @@
  *
  * N layers in topological order; the candidate fails iff it keeps every culprit Ci (0-based
  * positions). Prints one line of key=value pairs:
- *   n k info_bound exact_floor issue_bound
- *                           (exact_floor: ceil(log2 C(n,k)) + 1 + the driver's two checks,
- *                            what any exact search needs on some placement)
+ *   n k info_bound exact_floor bound
+ *                           (exact_floor: ceil(log2 C(n,k)) + 1 + the original's check,
+ *                            what any exact search needs on some placement; bound: issue
+ *                            27's ceil(log2 C(n,k)) + k + 2)
  *   base_checks base_size   (baseline: the original, the shortest failing prefix by
  *                            bisection, the shortest failing suffix of it by bisection;
  *                            its result is the range between, not 1-minimal in general)
  *   j1_checks j4_rounds j8_rounds j1_size same_model
- * Counts of whittle include the driver's checks: the original's (riding in the first
- * round with -j > 1) and the result's re-run (one round).
+ * Counts of whittle include the driver's check of the original (riding in the first round
+ * with -j > 1); the proof of the answer is the search's own check of K alone. With
+ * --random: means and maxima, over = placements above the bound at -j 1 (every answer is
+ * exact and 1-minimal, else the tool exits 1).
  * With --prior, the positions R1, R2, ... are a ranking (best first), made into the
  * driver's nested candidates (reducer/prior.h: the best one, then the 4 best and every
  * position between them, the list being a chain; a set over half the list is dropped), and
@@ -52,14 +55,6 @@ static enum wh_status eval(void *ctx, const uint8_t *const *masks, uint32_t n, e
 	return WH_OK;
 }
 
-static uint32_t ceil_log2(double x)
-{
-	uint32_t r = 0;
-	while (ldexp(1.0, (int)r) < x - 1e-9)
-		r++;
-	return r;
-}
-
 /* Shortest failing prefix (or suffix) length of [0, n) by bisection, counting checks. */
 static uint32_t bisect(struct oracle *o, uint8_t *m, uint32_t start, uint32_t end, bool suffix)
 {
@@ -93,9 +88,9 @@ static enum wh_status run_whittle(struct oracle *o, int jobs, uint8_t *res, bool
 	struct wh_search_report rep;
 	enum wh_status st = wh_search_run(o->n, &so, &ops, res, &rep);
 	last_prior_hit = rep.prior_hit;
-	/* the driver: the original's check (-j 1: before the search) and the result's re-run */
-	o->checks += jobs > 1 ? 1 : 2;
-	o->rounds += jobs > 1 ? 1 : 2;
+	/* the driver: the original's check (-j 1: before the search; -j > 1: in its first round) */
+	o->checks += 1;
+	o->rounds += jobs > 1 ? 0 : 1;
 	if (st == WH_OK && !rep.one_minimal)
 		st = WH_ERR_INVALID;
 	return st;
@@ -223,16 +218,16 @@ int main(int argc, char **argv)
 	double lc = lgamma(o.n + 1.0) - lgamma(o.k + 1.0) - lgamma(o.n - o.k + 1.0);
 	uint32_t info = (uint32_t)ceil(lc / log(2.0) - 1e-9);
 	/* what an exact search needs on some placement: info + 1 (the result itself must be
-	 * checked: t checks tell apart and prove at most 2^(t-1) placements), plus the driver's
-	 * two (the original's check, the result's re-run) */
-	uint32_t exact_floor = info + 1 + 2;
-	/* the issue's bounds: ceil(log2 n) + 3 for one culprit, k (ceil(log2(n/k)) + 3) + 2 for k */
-	uint32_t issue = o.k == 1 ? ceil_log2(o.n) + 3 : o.k * (ceil_log2((double)o.n / o.k) + 3) + 2;
+	 * checked: t checks tell apart and prove at most 2^(t-1) placements), plus the
+	 * original's check */
+	uint32_t exact_floor = info + 1 + 1;
+	/* issue 27's bound: ceil(log2 C(n,k)) + k + 2 (for one culprit ceil(log2 n) + 3) */
+	uint32_t issue = info + o.k + 2;
 	struct one x;
 	if (!random_mode) {
 		if (measure(&o, m, r1, r, &x) != WH_OK || !x.exact)
 			return 1;
-		printf("n=%u k=%u info_bound=%u exact_floor=%u issue_bound=%u base_checks=%u base_size=%u j1_checks=%u j4_rounds=%u "
+		printf("n=%u k=%u info_bound=%u exact_floor=%u bound=%u base_checks=%u base_size=%u j1_checks=%u j4_rounds=%u "
 		       "j4_checks=%u j8_rounds=%u j8_checks=%u j1_size=%u same_model=%s",
 		       o.n, o.k, info, exact_floor, issue, x.base_checks, x.base_size, x.j1, x.j4r, x.j4c, x.j8r, x.j8c, x.size,
 		       x.same ? "yes" : "no");
@@ -244,7 +239,7 @@ int main(int argc, char **argv)
 		/* uniform placements of K distinct culprits, the same for every build (seeded) */
 		uint64_t seed = 0x9e3779b97f4a7c15ull ^ ((uint64_t)o.n << 32) ^ o.k;
 		double base = 0, j1 = 0, j8r = 0;
-		uint32_t j1_max = 0, base_max = 0;
+		uint32_t j1_max = 0, base_max = 0, j8r_max = 0, over = 0;
 		bool same = true;
 		for (uint32_t t = 0; t < trials; t++) {
 			for (uint32_t i = 0; i < o.k; i++) {
@@ -265,12 +260,16 @@ int main(int argc, char **argv)
 			same &= x.same;
 			if (x.j1 > j1_max)
 				j1_max = x.j1;
+			if (x.j8r > j8r_max)
+				j8r_max = x.j8r;
+			over += x.j1 > issue;
 			if (x.base_checks > base_max)
 				base_max = x.base_checks;
 		}
-		printf("n=%u k=%u trials=%u info_bound=%u exact_floor=%u base_avg=%.2f base_max=%u j1_avg=%.2f j1_max=%u j8_rounds_avg=%.2f "
-		       "same_model=%s\n",
-		       o.n, o.k, trials, info, exact_floor, base / trials, base_max, j1 / trials, j1_max, j8r / trials, same ? "yes" : "no");
+		printf("n=%u k=%u trials=%u info_bound=%u exact_floor=%u bound=%u base_avg=%.2f base_max=%u j1_avg=%.2f j1_max=%u over=%u "
+		       "j8_rounds_avg=%.2f j8_rounds_max=%u same_model=%s\n",
+		       o.n, o.k, trials, info, exact_floor, issue, base / trials, base_max, j1 / trials, j1_max, over, j8r / trials, j8r_max,
+		       same ? "yes" : "no");
 	}
 	for (uint32_t i = 0; i < n_prior_sets; i++)
 		free(prior_sets[i]);

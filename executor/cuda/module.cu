@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "executor/cuda/whittle-cuda.h"
 
@@ -30,6 +31,13 @@ static int g_device = -1;
 static cudaStream_t g_stream;
 static cublasLtHandle_t g_lt;
 static cudnnHandle_t g_dnn;
+/* what starting cost, ms (start_times): the driver and context, the stream and pool,
+ * cuBLASLt's handle, cuDNN's handle, the workspace; the handles at their first use, so that
+ * a model without convolutions never loads cuDNN's engines */
+static double g_t_ctx, g_t_stream, g_t_lt = -1, g_t_dnn = -1, g_t_ws;
+/* the host time of the first Conv, the first GEMM and the first other op (their first use
+ * loads kernels and, for cuDNN, its engine libraries) */
+static double g_t_first_conv = -1, g_t_first_gemm = -1, g_t_first_other = -1;
 static void *g_ws;
 static const size_t g_ws_bytes = (size_t)32 << 20;
 static char g_err[1024];
@@ -78,21 +86,176 @@ static size_t dtype_size(int32_t dt)
 
 /* ---- memory ---- */
 
+/* Freed buffers are kept on the host side and handed out again by size. Every kernel runs
+ * on the one stream, so a buffer freed once the last kernel reading it is queued can go to a
+ * kernel queued later: stream order keeps them apart, as cudaFreeAsync does, without the two
+ * calls per layer (an output's allocation, a dead value's free: about a microsecond each,
+ * which a large model's run at a few tokens pays hundreds of times). Buffers of at most
+ * CACHE_MAX_ONE bytes, CACHE_MAX_ALL in all; the rest go back to the pool at once, and a
+ * failed allocation empties the cache and tries again. g_live maps each live buffer to its
+ * size (open addressing, backward-shift deletion). */
+#define CACHE_MAX_ONE ((size_t)64 << 20)
+#define CACHE_MAX_ALL ((size_t)1 << 30)
+struct live_buf {
+	void *p;
+	size_t bytes;
+};
+static struct live_buf *g_live;
+static size_t g_live_cap, g_live_n;
+static struct live_buf g_cache[512];
+static int g_cache_n;
+static size_t g_cache_bytes;
+
+static size_t live_hash(const void *p, size_t cap)
+{
+	return (size_t)(((uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1);
+}
+
+static void live_put(void *p, size_t bytes)
+{
+	if ((g_live_n + 1) * 2 > g_live_cap) {
+		size_t cap = g_live_cap ? g_live_cap * 2 : 1024;
+		struct live_buf *ne = (struct live_buf *)calloc(cap, sizeof *ne);
+		if (!ne)
+			return; /* untracked: its free goes straight to the pool */
+		for (size_t i = 0; i < g_live_cap; i++)
+			if (g_live[i].p) {
+				size_t j = live_hash(g_live[i].p, cap);
+				while (ne[j].p)
+					j = (j + 1) & (cap - 1);
+				ne[j] = g_live[i];
+			}
+		free(g_live);
+		g_live = ne;
+		g_live_cap = cap;
+	}
+	size_t j = live_hash(p, g_live_cap);
+	while (g_live[j].p)
+		j = (j + 1) & (g_live_cap - 1);
+	g_live[j].p = p;
+	g_live[j].bytes = bytes;
+	g_live_n++;
+}
+
+/* p's size, forgetting p; 0 when it is not tracked */
+static size_t live_take(void *p)
+{
+	if (!g_live_cap)
+		return 0;
+	size_t i = live_hash(p, g_live_cap);
+	while (g_live[i].p && g_live[i].p != p)
+		i = (i + 1) & (g_live_cap - 1);
+	if (!g_live[i].p)
+		return 0;
+	size_t bytes = g_live[i].bytes;
+	g_live[i].p = NULL;
+	g_live_n--;
+	/* backward shift: the entries after i that probed past it move back */
+	for (size_t j = (i + 1) & (g_live_cap - 1); g_live[j].p; j = (j + 1) & (g_live_cap - 1)) {
+		size_t h = live_hash(g_live[j].p, g_live_cap);
+		if (((j - h) & (g_live_cap - 1)) >= ((j - i) & (g_live_cap - 1))) {
+			g_live[i] = g_live[j];
+			g_live[j].p = NULL;
+			i = j;
+		}
+	}
+	return bytes;
+}
+
+/* CUDA graphs (api capture_*): while a run is captured, allocations and frees are graph
+ * nodes (cudaMallocAsync and cudaFreeAsync on the capturing stream), never the cache's
+ * buffers: a graph owns its memory from capture to destruction. g_cap lists what the
+ * capture allocated: after a failed capture those addresses were never memory, and their
+ * frees are dropped. A buffer from before the capture freed inside it breaks the capture
+ * (the graph would free it again at every launch). */
+static bool g_capturing, g_cap_broken, g_cap_void;
+static void *g_cap_exec; /* the last capture's graph, until its first launch */
+static void **g_cap;
+static size_t g_cap_n, g_cap_cap;
+
+static bool cap_owned(void *p)
+{
+	for (size_t i = 0; i < g_cap_n; i++)
+		if (g_cap[i] == p)
+			return true;
+	return false;
+}
+
+static void cache_flush(void)
+{
+	for (int i = 0; i < g_cache_n; i++)
+		cudaFreeAsync(g_cache[i].p, g_stream);
+	g_cache_n = 0;
+	g_cache_bytes = 0;
+}
+
 static void *dev_alloc(size_t bytes)
 {
-	void *p = NULL;
-	if (cudaMallocAsync(&p, bytes ? bytes : 16, g_stream) != cudaSuccess) {
-		cudaGetLastError();
-		fail("cudaMallocAsync of %zu bytes failed (free GPU memory, or run a smaller input)", bytes);
-		return NULL;
+	size_t b = bytes ? bytes : 16;
+	if (g_capturing) {
+		void *p = NULL;
+		if (g_cap_n == g_cap_cap) {
+			size_t cap = g_cap_cap ? g_cap_cap * 2 : 256;
+			void **n = (void **)realloc(g_cap, cap * sizeof *n);
+			if (!n) {
+				g_cap_broken = true;
+				fail("capture: out of host memory");
+				return NULL;
+			}
+			g_cap = n;
+			g_cap_cap = cap;
+		}
+		if (cudaMallocAsync(&p, b, g_stream) != cudaSuccess) {
+			cudaGetLastError();
+			g_cap_broken = true;
+			fail("cudaMallocAsync of %zu bytes failed while capturing a CUDA graph", bytes);
+			return NULL;
+		}
+		g_cap[g_cap_n++] = p;
+		return p;
 	}
+	for (int i = g_cache_n - 1; i >= 0; i--)
+		if (g_cache[i].bytes == b) {
+			void *p = g_cache[i].p;
+			g_cache[i] = g_cache[--g_cache_n];
+			g_cache_bytes -= b;
+			live_put(p, b);
+			return p;
+		}
+	void *p = NULL;
+	if (cudaMallocAsync(&p, b, g_stream) != cudaSuccess) {
+		cudaGetLastError();
+		cache_flush();
+		if (cudaMallocAsync(&p, b, g_stream) != cudaSuccess) {
+			cudaGetLastError();
+			fail("cudaMallocAsync of %zu bytes failed (free GPU memory, or run a smaller input)", bytes);
+			return NULL;
+		}
+	}
+	live_put(p, b);
 	return p;
 }
 
 static void dev_free(void *p)
 {
-	if (p)
-		cudaFreeAsync(p, g_stream);
+	if (!p)
+		return;
+	if (g_cap_void && cap_owned(p))
+		return; /* an allocation of a failed capture: nothing to free */
+	size_t b = live_take(p);
+	if (g_capturing && b) {
+		live_put(p, b);
+		g_cap_broken = true;
+		return;
+	}
+	if (b && b <= CACHE_MAX_ONE && g_cache_n < (int)(sizeof g_cache / sizeof g_cache[0]) && g_cache_bytes + b <= CACHE_MAX_ALL) {
+		g_cache[g_cache_n].p = p;
+		g_cache[g_cache_n++].bytes = b;
+		g_cache_bytes += b;
+		return;
+	}
+	if (cudaFreeAsync(p, g_stream) != cudaSuccess)
+		cudaGetLastError(); /* not one to report later as a kernel's */
 }
 
 /* a scratch buffer freed at scope end (stream-ordered: safe after queued work) */
@@ -308,6 +471,28 @@ __global__ void k_round(float *dst, const float *src, uint64_t n, int32_t prec)
 	}
 }
 
+/* x on the grid of prec (fp16, bf16; anything else: x), as k_round stores it */
+__device__ __forceinline__ float round_to(float x, int prec)
+{
+	if (prec == WHCU_PREC_FP16)
+		return __half2float(__float2half_rn(x));
+	if (prec == WHCU_PREC_BF16)
+		return __bfloat162float(__float2bfloat16_rn(x));
+	return x;
+}
+template <typename T> __device__ __forceinline__ T round_out(T x, int) { return x; }
+template <> __device__ __forceinline__ float round_out<float>(float x, int prec) { return round_to(x, prec); }
+
+/* The format a kernel rounds its float output to (whcu_node.out_prec: fp16 or bf16, when the
+ * caller takes it), and says so; 0 (none) otherwise */
+static int fused_round(const struct whcu_node *n)
+{
+	if (!n->out_rounded || (n->out_prec != WHCU_PREC_FP16 && n->out_prec != WHCU_PREC_BF16))
+		return 0;
+	*n->out_rounded = 1;
+	return n->out_prec;
+}
+
 __global__ void k_f32_to_f16(__half *dst, const float *src, uint64_t n)
 {
 	GRID_STRIDE(i, n) dst[i] = __float2half_rn(src[i]);
@@ -325,9 +510,12 @@ __global__ void k_bf16_to_f32(float *dst, const __nv_bfloat16 *src, uint64_t n)
 	GRID_STRIDE(i, n) dst[i] = __bfloat162float(src[i]);
 }
 
-/* a float buffer as fp16/bf16 (prec) in a new scratch buffer */
-static void *to_half(scratch &s, const float *src, uint64_t n, int32_t prec)
+/* a float buffer as fp16/bf16 (prec) in a new scratch buffer; the caller's persistent
+ * 16-bit copy (whcu_tensor.half, a weight's) when it has one */
+static void *to_half(scratch &s, const float *src, uint64_t n, int32_t prec, const void *have = NULL)
 {
+	if (have)
+		return (void *)have;
 	void *p = s.get(n * 2);
 	if (!p || !n)
 		return p;
@@ -458,9 +646,9 @@ __device__ __forceinline__ float un_apply(int op, float x, float a, float b)
 	}
 }
 
-__global__ void k_unary(float *y, const float *x, uint64_t n, int op, float a, float b)
+__global__ void k_unary(float *y, const float *x, uint64_t n, int op, float a, float b, int prec)
 {
-	GRID_STRIDE(i, n) y[i] = un_apply(op, x[i], a, b);
+	GRID_STRIDE(i, n) y[i] = round_to(un_apply(op, x[i], a, b), prec);
 }
 
 __global__ void k_not(bool *y, const bool *x, uint64_t n)
@@ -520,7 +708,7 @@ static int op_unary(const struct whcu_node *n, int op)
 		return -1;
 	uint64_t cnt = whcu_count(x);
 	if (cnt)
-		k_unary<<<grid_for(cnt), 256, 0, g_stream>>>((float *)n->out[0].data, (const float *)x->data, cnt, op, a, b);
+		k_unary<<<grid_for(cnt), 256, 0, g_stream>>>((float *)n->out[0].data, (const float *)x->data, cnt, op, a, b, fused_round(n));
 	CKL();
 	return 0;
 }
@@ -611,13 +799,13 @@ __device__ __forceinline__ void boffsets(const struct bparams &p, uint64_t i, in
 }
 
 template <typename T>
-__global__ void k_binary(T *y, const T *a, const T *b, struct bparams p, uint64_t n, int op)
+__global__ void k_binary(T *y, const T *a, const T *b, struct bparams p, uint64_t n, int op, int prec)
 {
 	GRID_STRIDE(i, n)
 	{
 		int64_t ia, ib, ic;
 		boffsets(p, i, &ia, &ib, &ic);
-		y[i] = bin_apply<T>(op, a[ia], b[ib]);
+		y[i] = round_out<T>(bin_apply<T>(op, a[ia], b[ib]), prec);
 	}
 }
 
@@ -729,11 +917,11 @@ static int op_binary(const struct whcu_node *n, int op)
 	if (!cnt)
 		return 0;
 	if (a->dtype == WHCU_FLOAT)
-		k_binary<float><<<g, 256, 0, g_stream>>>((float *)n->out[0].data, (const float *)a->data, (const float *)b->data, p, cnt, op);
+		k_binary<float><<<g, 256, 0, g_stream>>>((float *)n->out[0].data, (const float *)a->data, (const float *)b->data, p, cnt, op, fused_round(n));
 	else if (a->dtype == WHCU_INT64)
-		k_binary<int64_t><<<g, 256, 0, g_stream>>>((int64_t *)n->out[0].data, (const int64_t *)a->data, (const int64_t *)b->data, p, cnt, op);
+		k_binary<int64_t><<<g, 256, 0, g_stream>>>((int64_t *)n->out[0].data, (const int64_t *)a->data, (const int64_t *)b->data, p, cnt, op, 0);
 	else
-		k_binary<int32_t><<<g, 256, 0, g_stream>>>((int32_t *)n->out[0].data, (const int32_t *)a->data, (const int32_t *)b->data, p, cnt, op);
+		k_binary<int32_t><<<g, 256, 0, g_stream>>>((int32_t *)n->out[0].data, (const int32_t *)a->data, (const int32_t *)b->data, p, cnt, op, 0);
 	CKL();
 	return 0;
 }
@@ -1786,15 +1974,55 @@ struct gemm_key {
 struct gemm_algo {
 	struct gemm_key key;
 	cublasLtMatmulAlgo_t algo;
+	/* its descriptors, made once and kept for the process (a GEMM's host cost is mostly
+	 * making and destroying them) */
+	cublasLtMatmulDesc_t op;
+	cublasLtMatrixLayout_t la, lb, lc;
 };
 static struct gemm_algo g_gemm_cache[512];
 static int g_gemm_n;
 
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* cuBLASLt's handle, made at the first GEMM */
+static int need_lt(void)
+{
+	if (g_t_lt >= 0)
+		return 0;
+	double t0 = now_ms();
+	CKLT(cublasLtCreate(&g_lt));
+	g_t_lt = now_ms() - t0;
+	return 0;
+}
+
+/* cuDNN's handle, made at the first convolution (it loads cuDNN's engine libraries) */
+static int need_dnn(void)
+{
+	if (g_t_dnn >= 0)
+		return 0;
+	double t0 = now_ms();
+	cudnnStatus_t ds = cudnnCreate(&g_dnn);
+	if (ds != CUDNN_STATUS_SUCCESS)
+		return fail("cuDNN did not start: %s (install cuDNN 9 for CUDA 13)", cudnnGetErrorString(ds));
+	cudnnSetStream(g_dnn, g_stream);
+	g_t_dnn = now_ms() - t0;
+	return 0;
+}
+
+/* ha, hb: the operands' persistent 16-bit copies (whcu_tensor.half) or NULL */
 static int gemm_lt(int32_t prec, int fp16acc, const float *a, const float *b, float *y, int64_t m, int64_t nn, int64_t k,
-		   int ta, int tb, int64_t batch, int64_t stride_a, int64_t stride_b, float alpha, float beta)
+		   int ta, int tb, int64_t batch, int64_t stride_a, int64_t stride_b, float alpha, float beta, const void *ha = NULL,
+		   const void *hb = NULL)
 {
 	if (!m || !nn || !batch)
 		return 0;
+	if (need_lt())
+		return -1;
 	scratch sa, sb, sy;
 	const void *pa = a, *pb = b;
 	cudaDataType_t in_t = CUDA_R_32F, out_t = CUDA_R_32F, scale_t = CUDA_R_32F;
@@ -1805,7 +2033,7 @@ static int gemm_lt(int32_t prec, int fp16acc, const float *a, const float *b, fl
 		comp = CUBLAS_COMPUTE_32F_FAST_TF32;
 	if (prec == WHCU_PREC_FP16 || prec == WHCU_PREC_BF16) {
 		in_t = prec == WHCU_PREC_FP16 ? CUDA_R_16F : CUDA_R_16BF;
-		if (!(pa = to_half(sa, a, (uint64_t)na, prec)) || !(pb = to_half(sb, b, (uint64_t)nb, prec)))
+		if (!(pa = to_half(sa, a, (uint64_t)na, prec, ha)) || !(pb = to_half(sb, b, (uint64_t)nb, prec, hb)))
 			return fail("gemm: converting the operands: %s", g_err);
 		if (prec == WHCU_PREC_FP16 && fp16acc) {
 			comp = CUBLAS_COMPUTE_16F;
@@ -1837,6 +2065,14 @@ static int gemm_lt(int32_t prec, int fp16acc, const float *a, const float *b, fl
 	const void *pbeta = scale_t == CUDA_R_16F ? (const void *)&beta_h : (const void *)&beta;
 	cublasLtMatmulHeuristicResult_t heur[1];
 	int found = 0;
+	struct gemm_key key;
+	memset(&key, 0, sizeof key);
+	key.m = m, key.n = nn, key.k = k, key.batch = batch, key.sa = stride_a, key.sb = stride_b;
+	key.ta = ta, key.tb = tb, key.in_t = (int32_t)in_t, key.out_t = (int32_t)out_t, key.comp = (int32_t)comp, key.beta = beta != 0.f;
+	struct gemm_algo *cached = NULL;
+	for (int i = 0; i < g_gemm_n && !cached; i++)
+		if (!memcmp(&g_gemm_cache[i].key, &key, sizeof key))
+			cached = &g_gemm_cache[i];
 #define LT(x)                                                                                    \
 	do {                                                                                     \
 		cublasStatus_t s_ = (x);                                                         \
@@ -1845,6 +2081,12 @@ static int gemm_lt(int32_t prec, int fp16acc, const float *a, const float *b, fl
 			goto out;                                                                \
 		}                                                                                \
 	} while (0)
+	if (cached && !g_tac.list && !g_tac.name) {
+		/* seen before: its descriptors and algorithm */
+		LT(cublasLtMatmul(g_lt, cached->op, palpha, pb, cached->la, pa, cached->lb, pbeta, py, cached->lc, py, cached->lc, &cached->algo, g_ws,
+				  g_ws_bytes, g_stream));
+		goto done;
+	}
 	LT(cublasLtMatmulDescCreate(&op, comp, scale_t));
 	LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
 	LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
@@ -1875,14 +2117,7 @@ static int gemm_lt(int32_t prec, int fp16acc, const float *a, const float *b, fl
 		}
 	}
 	{
-		struct gemm_key key;
-		memset(&key, 0, sizeof key);
-		key.m = m, key.n = nn, key.k = k, key.batch = batch, key.sa = stride_a, key.sb = stride_b;
-		key.ta = ta, key.tb = tb, key.in_t = (int32_t)in_t, key.out_t = (int32_t)out_t, key.comp = (int32_t)comp, key.beta = beta != 0.f;
-		const cublasLtMatmulAlgo_t *algo = NULL;
-		for (int i = 0; i < g_gemm_n && !algo; i++)
-			if (!memcmp(&g_gemm_cache[i].key, &key, sizeof key))
-				algo = &g_gemm_cache[i].algo;
+		const cublasLtMatmulAlgo_t *algo = cached ? &cached->algo : NULL;
 		if (!algo) {
 			LT(cublasLtMatmulPreferenceCreate(&pref));
 			LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &g_ws_bytes, sizeof g_ws_bytes));
@@ -1894,11 +2129,19 @@ static int gemm_lt(int32_t prec, int fp16acc, const float *a, const float *b, fl
 			}
 			algo = &heur[0].algo;
 			if (g_gemm_n < (int)(sizeof g_gemm_cache / sizeof g_gemm_cache[0])) {
-				g_gemm_cache[g_gemm_n].key = key;
-				g_gemm_cache[g_gemm_n++].algo = heur[0].algo;
+				cached = &g_gemm_cache[g_gemm_n++];
+				memset(cached, 0, sizeof *cached);
+				cached->key = key;
+				cached->algo = heur[0].algo;
 			}
 		}
 		LT(cublasLtMatmul(g_lt, op, palpha, pb, la, pa, lb, pbeta, py, lc, py, lc, algo, g_ws, g_ws_bytes, g_stream));
+		if (cached && !cached->op) {
+			/* kept for the next call */
+			cached->op = op, cached->la = la, cached->lb = lb, cached->lc = lc;
+			op = NULL;
+			la = lb = lc = NULL;
+		}
 	}
 done:
 	if (py != (void *)y)
@@ -1972,7 +2215,7 @@ static int op_matmul(const struct whcu_node *n)
 	if (out_alloc(n, 0, WHCU_FLOAT, orank, od))
 		return -1;
 	int r = gemm_lt(n->prec, n->fp16_accumulate || tac_acc16(n->tactic), (const float *)a->data, (const float *)b->data, (float *)n->out[0].data, m, nn, k, 0, 0,
-			batch, stride_a, stride_b, 1.f, 0.f);
+			batch, stride_a, stride_b, 1.f, 0.f, a->half, b->half);
 	return r;
 }
 
@@ -2013,7 +2256,7 @@ static int op_gemm(const struct whcu_node *n)
 		beta = 0.f;
 	}
 	return gemm_lt(n->prec, n->fp16_accumulate || tac_acc16(n->tactic), (const float *)a->data, (const float *)b->data, (float *)n->out[0].data, m, nn, k,
-		       ta, tb, 1, 0, 0, alpha, beta);
+		       ta, tb, 1, 0, 0, alpha, beta, a->half, b->half);
 }
 
 /* ---- Conv (cuDNN) ---- */
@@ -2131,6 +2374,8 @@ static int op_conv(const struct whcu_node *n)
 		return -1;
 	if (!N)
 		return 0;
+	if (need_dnn())
+		return -1;
 	int32_t prec = n->prec;
 	bool half = prec == WHCU_PREC_FP16 || prec == WHCU_PREC_BF16;
 	cudnnDataType_t dt = prec == WHCU_PREC_FP16 ? CUDNN_DATA_HALF : prec == WHCU_PREC_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
@@ -2139,7 +2384,7 @@ static int op_conv(const struct whcu_node *n)
 	void *py = n->out[0].data;
 	uint64_t ny = (uint64_t)(od[0] * od[1] * od[2] * od[3]);
 	if (half) {
-		if (!(px = to_half(sx, (const float *)x->data, whcu_count(x), prec)) || !(pw = to_half(sw, (const float *)w->data, whcu_count(w), prec)) ||
+		if (!(px = to_half(sx, (const float *)x->data, whcu_count(x), prec)) || !(pw = to_half(sw, (const float *)w->data, whcu_count(w), prec, w->half)) ||
 		    !(py = sy.get(ny * 2)))
 			return -1;
 	}
@@ -2331,6 +2576,8 @@ static int op_conv_transpose(const struct whcu_node *n)
 		return -1;
 	if (!N)
 		return 0;
+	if (need_dnn())
+		return -1;
 	int32_t prec = n->prec;
 	bool half = prec == WHCU_PREC_FP16 || prec == WHCU_PREC_BF16;
 	cudnnDataType_t dt = prec == WHCU_PREC_FP16 ? CUDNN_DATA_HALF : prec == WHCU_PREC_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
@@ -2339,7 +2586,7 @@ static int op_conv_transpose(const struct whcu_node *n)
 	void *py = n->out[0].data;
 	uint64_t ny = (uint64_t)(od[0] * od[1] * od[2] * od[3]);
 	if (half) {
-		if (!(px = to_half(sx, (const float *)x->data, whcu_count(x), prec)) || !(pw = to_half(sw, (const float *)w->data, whcu_count(w), prec)) ||
+		if (!(px = to_half(sx, (const float *)x->data, whcu_count(x), prec)) || !(pw = to_half(sw, (const float *)w->data, whcu_count(w), prec, w->half)) ||
 		    !(py = sy.get(ny * 2)))
 			return -1;
 	}
@@ -2574,6 +2821,7 @@ static const struct op_entry *find_op(const struct whcu_node *n)
 static int api_init(int device, char *err, size_t errlen)
 {
 	int count = 0;
+	double t0 = now_ms();
 	cudaError_t e = cudaGetDeviceCount(&count);
 	if (e != cudaSuccess || count == 0) {
 		snprintf(err, errlen, "no usable CUDA GPU or driver: %s (run on a machine with an NVIDIA GPU and its driver, or drop --device)",
@@ -2584,7 +2832,14 @@ static int api_init(int device, char *err, size_t errlen)
 		snprintf(err, errlen, "no GPU %d: this machine has %d (give --device cuda:0 to cuda:%d)", device, count, count - 1);
 		return -1;
 	}
-	if ((e = cudaSetDevice(device)) != cudaSuccess || (e = cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking)) != cudaSuccess) {
+	/* cudaFree(0) makes the context now, so that its cost is counted here */
+	if ((e = cudaSetDevice(device)) != cudaSuccess || (e = cudaFree(0)) != cudaSuccess) {
+		snprintf(err, errlen, "GPU %d: %s (check the driver with nvidia-smi)", device, cudaGetErrorString(e));
+		return -1;
+	}
+	g_t_ctx = now_ms() - t0;
+	t0 = now_ms();
+	if ((e = cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking)) != cudaSuccess) {
 		snprintf(err, errlen, "GPU %d: %s (check the driver with nvidia-smi)", device, cudaGetErrorString(e));
 		return -1;
 	}
@@ -2594,20 +2849,16 @@ static int api_init(int device, char *err, size_t errlen)
 		uint64_t keep = UINT64_MAX;
 		cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
 	}
-	if (cublasLtCreate(&g_lt) != CUBLAS_STATUS_SUCCESS) {
-		snprintf(err, errlen, "cuBLASLt did not start (check that libcublasLt.so.13 matches the driver)");
-		return -1;
-	}
-	cudnnStatus_t ds = cudnnCreate(&g_dnn);
-	if (ds != CUDNN_STATUS_SUCCESS) {
-		snprintf(err, errlen, "cuDNN did not start: %s (install cuDNN 9 for CUDA 13)", cudnnGetErrorString(ds));
-		return -1;
-	}
-	cudnnSetStream(g_dnn, g_stream);
+	g_t_stream = now_ms() - t0;
+	/* cuBLASLt's and cuDNN's handles are made at their first use (need_lt, need_dnn):
+	 * starting cuDNN loads its engine libraries, which a model without convolutions (or
+	 * a reduce whose candidates have none) need not pay */
+	t0 = now_ms();
 	if (cudaMalloc(&g_ws, g_ws_bytes) != cudaSuccess) {
 		snprintf(err, errlen, "GPU %d: no memory for the GEMM workspace (free GPU memory)", device);
 		return -1;
 	}
+	g_t_ws = now_ms() - t0;
 	g_device = device;
 	return 0;
 }
@@ -2616,10 +2867,14 @@ static void api_shutdown(void)
 {
 	if (g_device < 0)
 		return;
+	cache_flush();
 	cudaStreamSynchronize(g_stream);
 	cudaFree(g_ws);
-	cudnnDestroy(g_dnn);
-	cublasLtDestroy(g_lt);
+	if (g_t_dnn >= 0)
+		cudnnDestroy(g_dnn);
+	if (g_t_lt >= 0)
+		cublasLtDestroy(g_lt);
+	g_t_dnn = g_t_lt = -1;
 	cudaStreamDestroy(g_stream);
 	g_device = -1;
 }
@@ -2702,7 +2957,13 @@ static int api_run(const struct whcu_node *n)
 	g_tac.prec = n->prec;
 	if (n->list_n)
 		*n->list_n = 0;
+	double *first = !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") ? &g_t_first_conv
+			: !strcmp(n->op_type, "MatMul") || !strcmp(n->op_type, "Gemm")          ? &g_t_first_gemm
+												  : &g_t_first_other;
+	double t0 = *first < 0 ? now_ms() : 0;
 	int r = o->run(n, o->arg);
+	if (*first < 0)
+		*first = now_ms() - t0;
 	memset(&g_tac, 0, sizeof g_tac);
 	if (r != 0)
 		out_release(n);
@@ -2742,6 +3003,117 @@ static void api_event_free(void *ev)
 		cudaEventDestroy((cudaEvent_t)ev);
 }
 
+static int api_to16(void *dst, const float *src, size_t n, int32_t prec)
+{
+	if (prec != WHCU_PREC_FP16 && prec != WHCU_PREC_BF16)
+		return fail("to16: precision %d is not fp16 or bf16", (int)prec);
+	if (!n)
+		return 0;
+	if (prec == WHCU_PREC_BF16)
+		k_f32_to_bf16<<<grid_for(n), 256, 0, g_stream>>>((__nv_bfloat16 *)dst, src, n);
+	else
+		k_f32_to_f16<<<grid_for(n), 256, 0, g_stream>>>((__half *)dst, src, n);
+	CKL();
+	return 0;
+}
+
+static double api_copy_gbps(size_t bytes)
+{
+	void *a = NULL, *b = NULL;
+	cudaEvent_t e0 = NULL, e1 = NULL;
+	double best = -1;
+	if (!bytes || cudaMalloc(&a, bytes) != cudaSuccess || cudaMalloc(&b, bytes) != cudaSuccess ||
+	    cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
+		goto out;
+	cudaMemsetAsync(a, 1, bytes, g_stream);
+	for (int r = 0; r < 6; r++) {
+		float ms = 0;
+		cudaEventRecord(e0, g_stream);
+		cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, g_stream);
+		cudaEventRecord(e1, g_stream);
+		if (cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
+			goto out;
+		double gbps = 2.0 * (double)bytes / ((double)ms * 1e-3) / 1e9;
+		if (r > 0 && ms > 0 && gbps > best) /* the first one warms up */
+			best = gbps;
+	}
+out:
+	cudaGetLastError();
+	if (e0)
+		cudaEventDestroy(e0);
+	if (e1)
+		cudaEventDestroy(e1);
+	cudaFree(a);
+	cudaFree(b);
+	return best;
+}
+
+static void api_start_times(char *buf, size_t len)
+{
+	char lt[32] = "not started", dnn[32] = "not started";
+	if (g_t_lt >= 0)
+		snprintf(lt, sizeof lt, "%.1f ms", g_t_lt);
+	if (g_t_dnn >= 0)
+		snprintf(dnn, sizeof dnn, "%.1f ms", g_t_dnn);
+	snprintf(buf, len, "driver and context %.1f ms, stream %.1f ms, workspace %.1f ms, cuBLASLt %s, cuDNN %s; first Conv %.1f ms, first GEMM %.1f ms, first other op %.1f ms",
+		 g_t_ctx, g_t_stream, g_t_ws, lt, dnn, g_t_first_conv, g_t_first_gemm, g_t_first_other);
+}
+
+/* ---- CUDA graphs ---- */
+
+static int api_capture_begin(void)
+{
+	g_cap_n = 0;
+	g_cap_broken = false;
+	g_cap_void = false;
+	CK(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeRelaxed));
+	g_capturing = true;
+	return 0;
+}
+
+static void *api_capture_end(void)
+{
+	cudaGraph_t graph = NULL;
+	cudaGraphExec_t exec = NULL;
+	g_capturing = false;
+	cudaError_t e = cudaStreamEndCapture(g_stream, &graph);
+	if (e == cudaSuccess && !g_cap_broken)
+		e = cudaGraphInstantiateWithFlags(&exec, graph, cudaGraphInstantiateFlagAutoFreeOnLaunch);
+	if (graph)
+		cudaGraphDestroy(graph);
+	if (e != cudaSuccess || g_cap_broken || !exec) {
+		fail("capturing a CUDA graph: %s", g_cap_broken ? "the run freed or could not allocate memory" : cudaGetErrorString(e));
+		cudaGetLastError();
+		if (exec)
+			cudaGraphExecDestroy(exec);
+		g_cap_void = true; /* its allocations were never made */
+		return NULL;
+	}
+	g_cap_exec = (void *)exec;
+	return (void *)exec;
+}
+
+static int api_graph_launch(void *exec)
+{
+	CK(cudaGraphLaunch((cudaGraphExec_t)exec, g_stream));
+	if (exec == g_cap_exec)
+		g_cap_exec = NULL;
+	return 0;
+}
+
+static void api_graph_free(void *exec)
+{
+	if (!exec)
+		return;
+	cudaStreamSynchronize(g_stream);
+	cudaGraphExecDestroy((cudaGraphExec_t)exec);
+	if (exec == g_cap_exec) {
+		/* never launched: its allocations were never made */
+		g_cap_exec = NULL;
+		g_cap_void = true;
+	}
+}
+
 static const struct whcu_api api = {
 	WHCU_ABI,
 	sizeof(struct whcu_api),
@@ -2761,6 +3133,13 @@ static const struct whcu_api api = {
 	api_event_ms,
 	api_event_free,
 	api_ident,
+	api_to16,
+	api_copy_gbps,
+	api_start_times,
+	api_capture_begin,
+	api_capture_end,
+	api_graph_launch,
+	api_graph_free,
 };
 
 EXPORT const struct whcu_api *whittle_cuda_api(uint32_t abi)

@@ -24,7 +24,7 @@
 extern "C" {
 #endif
 
-#define WHCU_ABI 3
+#define WHCU_ABI 4
 #define WHCU_MAX_RANK 8
 
 /* Element types: ONNX TensorProto.DataType numbers (1 float, 6 int32, 7 int64, 9 bool,
@@ -67,6 +67,10 @@ struct whcu_tensor {
 	int64_t dims[WHCU_MAX_RANK];
 	void *data;       /* device memory, or NULL (count 0, or passed on the host) */
 	const void *host; /* host memory, for the inputs the module asked on the host */
+	/* ABI 4: when not NULL, the same values as data in the 16-bit format of the node's prec
+	 * (fp16 or bf16), in device memory the caller keeps (a weight's persistent copy, made
+	 * once by to16): MatMul, Gemm and Conv read it instead of converting data on every run */
+	const void *half;
 };
 
 static inline uint64_t whcu_count(const struct whcu_tensor *t)
@@ -109,6 +113,12 @@ struct whcu_node {
 	 * copied to value (at most 8); 0 when absent, -1 when it is not one element of at most 8
 	 * bytes. */
 	int32_t (*attr_scalar)(const void *node, const char *name, void *value);
+	/* ABI 4: out_prec (WHCU_PREC_FP16 or BF16; 0: none) is the format the caller rounds the
+	 * float outputs to after run. A module whose kernel rounds them itself as it stores them
+	 * (the same values) sets *out_rounded to 1, and the caller's rounding kernel is skipped
+	 * (one launch less per layer). out_rounded may be NULL (then the module does not). */
+	int32_t out_prec;
+	int32_t *out_rounded;
 };
 
 struct whcu_api {
@@ -144,6 +154,28 @@ struct whcu_api {
 	/* ABI 3: one line naming the device and libraries a tactic belongs to, stable across
 	 * runs: "<GPU name>;sm_<major><minor>;cublasLt <version>;cudnn <version>". */
 	void (*ident)(char *buf, size_t len);
+	/* ABI 4: dst (n 16-bit values, device) = src (n floats, device) in the format of prec
+	 * (WHCU_PREC_FP16 or WHCU_PREC_BF16), round to nearest even; queued. 0 ok. */
+	int (*to16)(void *dst, const float *src, size_t n, int32_t prec);
+	/* ABI 4: the device-to-device copy bandwidth, measured now with a copy of `bytes` bytes
+	 * (CUDA events around a few cudaMemcpyAsync, the best of them): bytes read plus bytes
+	 * written per second, in GB/s (1e9); < 0 on failure. */
+	double (*copy_gbps)(size_t bytes);
+	/* ABI 4: one line: what starting the device cost (ms): the driver and context, the
+	 * stream, cuBLASLt's and cuDNN's handles (created at their first use), the workspace. */
+	void (*start_times)(char *buf, size_t len);
+	/* ABI 4: CUDA graphs. capture_begin starts capturing the stream (0 ok): the calls that
+	 * follow queue nothing, they are recorded, and their allocations belong to the graph.
+	 * capture_end returns the instantiated graph, or NULL when something in between could not
+	 * be captured (a synchronous copy, a free of a buffer from before the capture; last_error
+	 * says): then nothing recorded ran, and the device buffers it returned are void (freeing
+	 * them is a no-op). graph_launch queues one replay (its buffers: the same addresses every
+	 * time; what a launch left allocated is freed by the next launch). graph_free waits for
+	 * the stream and destroys the graph; the buffers it allocated stay until freed. */
+	int (*capture_begin)(void);
+	void *(*capture_end)(void);
+	int (*graph_launch)(void *graph);
+	void (*graph_free)(void *graph);
 };
 
 typedef const struct whcu_api *(*whcu_api_fn)(uint32_t abi);

@@ -186,12 +186,18 @@ static enum wh_status if_run(struct wh_kernel_ctx *ctx)
 	if (st != WH_OK)
 		return st;
 	const char *which = c ? "then_branch" : "else_branch";
+	wh_kernel_note_branch(ctx, c);
 	const struct wh_graph *g = graph_attr(ctx, which);
 	if (!g)
 		return wh_kernel_fail(ctx, WH_ERR_INVALID, "attribute %s is missing (fix the model)", which);
 	if (g->n_outputs < ctx->n_outputs)
 		return wh_kernel_fail(ctx, WH_ERR_INVALID, "%s gives %u outputs, the node has %u (fix the model)", which,
 				      g->n_outputs, ctx->n_outputs);
+	/* the branch gives as many outputs as the node has (the usual case): straight into the
+	 * node's slots, which the runtime empties where unwanted (a per-run allocation and the
+	 * moves were most of an If's fixed cost) */
+	if (g->n_outputs == ctx->n_outputs)
+		return wh_kernel_run_subgraph(ctx, g, 0, NULL, ctx->outputs);
 	struct wh_tensor *outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
 	if (!outs)
 		return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory (free some memory)");

@@ -66,6 +66,7 @@ static const char build_help[] =
 	"  --atol X, --rtol X       tolerances of the built-in check (default 1e-5 each)\n"
 	"  --check-error-stat S     elemwise (default), max, mean, median, quantile[=Q]\n"
 	"  --device cuda[:N]        run the layers on a CUDA GPU where it has kernels (docs/gpu.md)\n"
+	"  --reference-device D     where the check's FP32 reference runs: cpu (default) or cuda[:N]\n"
 	"  --allow-reduced-precision-reduction\n"
 	"                           with --device cuda: fp16 MatMul/Gemm may take GPU tactics that\n"
 	"                           accumulate in fp16 (off: FP32 accumulation; docs/gpu.md)\n"

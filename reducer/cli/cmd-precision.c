@@ -75,6 +75,7 @@ static const char precision_help[] =
 	"  --seed N, --val-range LO,HI   generated inputs (default seed 1, range 0,1)\n"
 	"  --input-shapes S         bind dynamic input dimensions, e.g. x:1x3x48x320\n"
 	"  --device cuda[:N]        run the layers on a CUDA GPU where it has kernels (docs/gpu.md)\n"
+	"  --reference-device D     where the check's FP32 reference runs: cpu (default) or cuda[:N]\n"
 	"  --allow-reduced-precision-reduction\n"
 	"                           with --device cuda: fp16 MatMul/Gemm may take GPU tactics that\n"
 	"                           accumulate in fp16 (off: FP32 accumulation; docs/gpu.md)\n"
@@ -161,6 +162,7 @@ struct precision_cmd {
 	struct wh_cli_answer_opts ans;
 	struct wh_run_opts run;
 	struct wh_cli_check_opts check;
+	bool inlined; /* an If's branch was inlined: the answer names layers the file has inside it */
 };
 
 static enum wh_status precision_option(void *self, int c, const char *arg)
@@ -336,10 +338,18 @@ static void print_tensorrt_hint(const struct precision_cmd *x)
 	if ((so->target != WH_PREC_FP16 && so->target != WH_PREC_BF16) || so->higher != WH_PREC_FP32)
 		return;
 	const char *p = wh_precision_name(so->target), *f = x->output_path ? x->output_path : "FILE";
-	if (x->ans.model_path)
+	if (x->inlined && !x->ans.model_path) {
+		/* convert and trtexec read the file, whose If still holds those layers */
+		fprintf(stderr, "precision: TensorRT: the answer names layers of an If's branch, which %s keeps inside the If: write the model with the If inlined (precision --save-model OUT.onnx), then trtexec --onnx=OUT.onnx --stronglyTyped\n",
+			wh_name_term(so->model_path));
+		return;
+	}
+	if (x->ans.model_path) {
 		fprintf(stderr, "precision: TensorRT 11: trtexec --onnx=%s --stronglyTyped (the model --save-model wrote)\n",
 			wh_name_term(x->ans.model_path));
-	else
+		if (x->inlined)
+			return; /* TensorRT 10 would read the file, with the If */
+	} else
 		fprintf(stderr, "precision: TensorRT 11: whittle convert %s --precision %s --layer-precisions %s -o OUT.onnx (or precision --save-model OUT.onnx), then trtexec --onnx=OUT.onnx --stronglyTyped\n",
 			wh_name_term(so->model_path), p, wh_name_term(f));
 	if (x->ans.trt_string)
@@ -406,6 +416,15 @@ static enum wh_status precision(void *self, const struct wh_cli_args *a, struct 
 		goto out;
 	so->check = c->check;
 	so->check_display = c->check_display;
+	/* an If whose branch every sample takes is searched layer by layer (its branch inlined);
+	 * an external check applies the answer to the model file, which has the If */
+	if (!c->check) {
+		struct wh_engine_options fo = {.threads = x->run.threads};
+		const struct wh_model *before = c->model;
+		if ((st = wh_driver_inline_ifs("precision", &c->model, &fo, c->samples, c->n_samples, stderr)) != WH_OK)
+			goto out;
+		x->inlined = c->model != before;
+	}
 	if (c->check && (st = inputs_dirs(&x->run, c->check, c->model, c->samples, c->n_samples, c->n_generated, &dirs, &gold,
 					  inputs_tmp, sizeof inputs_tmp)) != WH_OK)
 		goto out;

@@ -10,6 +10,7 @@
 #include "graph/tensor-file.h"
 #include "reducer/cli/calib-opts.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/driver-util.h"
 #include "reducer/cli/options.h"
 #include "reducer/cli/save-opts.h"
 #include "reducer/cli/run-opts.h"
@@ -36,7 +37,8 @@ static const char reduce_help[] =
 	"  --artifacts-dir DIR      reduced model, inputs, golden outputs, replay, repro/ bundle\n"
 	"  --force                  write into an artifacts folder holding an earlier run's files\n"
 	"  --artifacts FILE         a file the check writes, sorted into DIR/good and DIR/bad\n"
-	"  --confirm N              check the original N times first (flaky checks show; default 1)\n"
+	"  --confirm N              the original and the result must each fail N times (a flaky\n"
+	"                           check shows; default 1: nothing is run twice)\n"
 	"  --json                   machine-readable events on stdout (one JSON object a line)\n"
 	"  --prior P                search prior-first (ddmin): emulation (whittle's own run at\n"
 	"                           --precision, fp16 without it), rules (AutoCast-style), none, or\n"
@@ -64,6 +66,7 @@ static const char reduce_help[] =
 	"  --validate               fail a candidate only where its run has NaN/Inf that FP32 has not\n"
 	"                           (an overflow), whatever its rounding error; no tolerances\n"
 	"  --device cuda[:N]        run the layers on a CUDA GPU where it has kernels (docs/gpu.md)\n"
+	"  --reference-device D     where the check's FP32 reference runs: cpu (default) or cuda[:N]\n"
 	"  --allow-reduced-precision-reduction\n"
 	"                           with --device cuda: fp16 MatMul/Gemm may take GPU tactics that\n"
 	"                           accumulate in fp16 (off: FP32 accumulation; docs/gpu.md)\n"
@@ -186,6 +189,10 @@ static enum wh_status reduce(void *self, const struct wh_cli_args *a, struct wh_
 	ro->check = c->check;
 	ro->check_display = c->check_display;
 	ro->engine = wh_run_opts_engine(&x->run, reduced);
+	/* an If whose branch every sample takes is searched layer by layer (its branch inlined);
+	 * with --reference whittle runs no model */
+	if (!x->reference && (st = wh_driver_inline_ifs("reduce", &c->model, &ro->engine, c->samples, c->n_samples, stderr)) != WH_OK)
+		return st;
 	if (x->reference)
 		st = load_reference(c->model, x->reference, c->n_samples, &refs, &n_refs);
 	struct wh_reduce_data data = {.inputs = c->samples, .n_samples = c->n_samples, .reference = refs};

@@ -9,6 +9,7 @@
 #include "graph/names.h"
 #include "graph/tensor-file.h"
 #include "reducer/cli/cli-internal.h"
+#include "reducer/driver-util.h"
 #include "reducer/cli/options.h"
 #include "reducer/cli/run-opts.h"
 #include "reducer/cli/run-profile.h"
@@ -225,6 +226,26 @@ static enum wh_status report(struct wh_run_cmd *x, const struct wh_model *m, str
 	return st;
 }
 
+/* Whether the --layer-precisions spec names a layer that is not a node of m's main graph
+ * (a bad spec is reported later, where it is parsed for the run). */
+static bool names_other_layer(const struct wh_model *m, const char *spec)
+{
+	if (!spec)
+		return false;
+	struct wh_precision_config pc;
+	wh_precision_config_init(&pc);
+	bool other = false;
+	if (wh_precision_config_parse(&pc, spec) == WH_OK)
+		for (uint32_t i = 0; i < pc.n_layers && !other; i++) {
+			bool found = false;
+			for (uint32_t n = 0; n < m->graph->n_nodes && !found; n++)
+				found = !strcmp(m->graph->nodes[n].name, pc.layers[i].layer);
+			other = !found;
+		}
+	wh_precision_config_release(&pc);
+	return other;
+}
+
 static enum wh_status run(void *self, const struct wh_cli_args *a, struct wh_cmd_ctx *c)
 {
 	struct wh_run_cmd *x = self;
@@ -236,8 +257,18 @@ static enum wh_status run(void *self, const struct wh_cli_args *a, struct wh_cmd
 	bool reduced = false;
 	enum wh_status st;
 	x->model_path = a->operands[0];
-	if ((st = wh_cmd_ctx_load(c, &x->run, x->model_path, WH_SAMPLES_ONE)) != WH_OK ||
-	    (st = wh_run_opts_precision(&x->run, c->model, &c->samples[0], &reduced)) != WH_OK)
+	if ((st = wh_cmd_ctx_load(c, &x->run, x->model_path, WH_SAMPLES_ONE)) != WH_OK)
+		goto out;
+	/* --compare fp32 --mark-all diagnoses layer by layer: an If's taken branch is inlined,
+	 * so that the diagnosis can name a layer inside it; so is it when --layer-precisions
+	 * names a layer the main graph lacks (precision's answers name a branch's layers) */
+	if (((x->mark_all && x->compare && !strcmp(x->compare, "fp32")) || names_other_layer(c->model, x->run.layer_precisions)) &&
+	    !x->load_tactics && !x->save_tactics) {
+		struct wh_engine_options fo = {.threads = x->run.threads};
+		if ((st = wh_driver_inline_ifs("run", &c->model, &fo, c->samples, 1, stderr)) != WH_OK)
+			goto out;
+	}
+	if ((st = wh_run_opts_precision(&x->run, c->model, &c->samples[0], &reduced)) != WH_OK)
 		goto out;
 	const struct wh_model *m = c->model;
 	const struct wh_tensor_set *inputs = &c->samples[0];

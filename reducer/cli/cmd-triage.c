@@ -63,6 +63,7 @@ static const char triage_help[] =
 	"  --seed N, --val-range LO,HI   generated inputs (default seed 1, range 0,1)\n"
 	"  --input-shapes S         bind dynamic input dimensions, e.g. x:1x3x48x320\n"
 	"  --device cuda[:N]        run the layers on a CUDA GPU where it has kernels (docs/gpu.md)\n"
+	"  --reference-device D     where the check's FP32 reference runs: cpu (default) or cuda[:N]\n"
 	"  --allow-reduced-precision-reduction\n"
 	"                           with --device cuda: fp16 MatMul/Gemm may take GPU tactics that\n"
 	"                           accumulate in fp16 (off: FP32 accumulation; docs/gpu.md)\n"

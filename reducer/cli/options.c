@@ -47,6 +47,8 @@ static const struct wh_cli_option options[] = {
 	{"fill-missing", no_argument, WH_RUN_OPT_FILL_MISSING, false, RUNS},
 	{"load-inputs", required_argument, WH_RUN_OPT_LOAD_INPUTS, false, RUNS, WH_PATH_READ | WH_PATH_FOLDER},
 	{"precision", required_argument, WH_RUN_OPT_PRECISION, false, RUNS | WH_CMD_CONVERT | WH_CMD_INSPECT},
+	/* where the built-in check's FP32 reference runs (builtin-check.h) */
+	{"reference-device", required_argument, WH_RUN_OPT_REFERENCE_DEVICE, false, RUNS & CHECKS},
 	{"rtol", required_argument, WH_RUN_OPT_RTOL, false, TOLERANCES},
 	{"seed", required_argument, WH_RUN_OPT_SEED, false, RUNS},
 	{"threads", required_argument, WH_RUN_OPT_THREADS, false, RUNS},
@@ -69,6 +71,7 @@ static const struct wh_cli_option options[] = {
 	{"artifacts", required_argument, WH_OPT_ARTIFACTS, false, WH_CMD_REDUCE | WH_CMD_BUILD | WH_CMD_REPEAT, WH_PATH_WRITE},
 	{"artifacts-dir", required_argument, WH_OPT_ARTIFACTS_DIR, false, WH_CMD_REDUCE | WH_CMD_BUILD | WH_CMD_REPEAT | WH_CMD_TRIAGE, WH_PATH_WRITE_DIR},
 	{"bad", required_argument, WH_OPT_BAD, false, WH_CMD_DIFF_TACTICS, WH_PATH_READ | WH_PATH_FOLDER},
+	{"bind-input", required_argument, WH_OPT_BIND_INPUT, false, WH_CMD_SANITIZE},
 	{"build-cmd", required_argument, WH_OPT_BUILD_CMD, false, WH_CMD_BUILD},
 	{"build-seed", required_argument, WH_OPT_BUILD_SEED, false, WH_CMD_RUN},
 	{"build-timeout", required_argument, WH_OPT_BUILD_TIMEOUT, false, WH_CMD_BUILD},

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "graph/shape.h"
+#include "reducer/builtin-check.h"
 #include "reducer/cli/cli-internal.h"
 
 /* An input larger than this many elements is a typo, not a model whittle can run. */
@@ -49,6 +50,7 @@ static const char *opt_name(int code)
 	case WH_RUN_OPT_FILL_MISSING: return "fill-missing";
 	case WH_RUN_OPT_DEVICE: return "device";
 	case WH_RUN_OPT_ALLOW_REDUCED: return "allow-reduced-precision-reduction";
+	case WH_RUN_OPT_REFERENCE_DEVICE: return "reference-device";
 	default: return "?";
 	}
 }
@@ -115,6 +117,24 @@ static enum wh_status parse_device(struct wh_run_opts *o, const char *arg)
 	enum wh_status st = wh_device_cuda_check(o->cuda_device, info, sizeof info);
 	if (st == WH_OK)
 		wh_info("--device %s: %s", arg, info);
+	return st;
+}
+
+/* --reference-device cpu | cuda | cuda:N: where the built-in check's FP32 reference runs
+ * (builtin-check.h; the CPU unless given). A GPU is started here, as for --device. */
+static enum wh_status parse_reference_device(struct wh_run_opts *o, const char *arg)
+{
+	long long v = 0;
+	if (!strcmp(arg, "cpu")) {
+		wh_builtin_reference_device(false, 0);
+		return WH_OK;
+	}
+	if (strcmp(arg, "cuda") && (strncmp(arg, "cuda:", 5) || !wh_cli_parse_int(arg + 5, 0, 63, &v)))
+		return bad_value(o, WH_RUN_OPT_REFERENCE_DEVICE, arg, "not a device (give cpu, cuda or cuda:N with N from 0 to 63)");
+	char info[512];
+	enum wh_status st = wh_device_cuda_check((int)v, info, sizeof info);
+	if (st == WH_OK)
+		wh_builtin_reference_device(true, (int)v);
 	return st;
 }
 
@@ -185,6 +205,8 @@ static enum wh_status parse_one(struct wh_run_opts *o, int c, const char *arg)
 	case WH_RUN_OPT_FILL_MISSING: o->fill_missing = true; return WH_OK;
 	case WH_RUN_OPT_DEVICE:
 		return parse_device(o, arg);
+	case WH_RUN_OPT_REFERENCE_DEVICE:
+		return parse_reference_device(o, arg);
 	case WH_RUN_OPT_ALLOW_REDUCED: o->allow_reduced = true; return WH_OK;
 	case WH_RUN_OPT_THREADS:
 		if (!wh_cli_parse_int(arg, 1, 1024, &v))

@@ -235,6 +235,16 @@ enum wh_status wh_run_profile(struct wh_engine *e, const char *model_path, const
 		struct rusage ru;
 		if (getrusage(RUSAGE_SELF, &ru) == 0)
 			printf("peak_rss_mb %.1f\n", (double)ru.ru_maxrss / 1024.0);
+		/* --device cuda: what the weights cost to read against what the GPU can move */
+		struct wh_engine_gpu_stats gs;
+		if (wh_engine_gpu_stats(e, &gs)) {
+			printf("gpu_start %s\n", gs.start);
+			printf("gpu_weights_mb %.3f (at the layers' formats; %.3f on the device)\n", (double)gs.weights_fmt_bytes / 1e6,
+			       (double)gs.weights_device_bytes / 1e6);
+			if (gs.copy_gbps > 0)
+				printf("gpu_copy_gbps %.1f (device to device, bytes read plus written)\ngpu_weights_read_ms %.3f (the weights read once at that rate)\n",
+				       gs.copy_gbps, (double)gs.weights_fmt_bytes / (gs.copy_gbps * 1e9) * 1e3);
+		}
 	}
 out:
 	free(totals);
