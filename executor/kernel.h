@@ -61,6 +61,16 @@ struct wh_kernel_ctx {
 	 * the same memory and bytes for the engine's life, as an initializer's are: the GEMM
 	 * packs (a widened fp16 weight's Cast feeding a MatMul) may key a copy by it. */
 	uint32_t const_inputs;
+	/* A QDQ convolution (executor/qdq.h): the 8-bit tensors its dequantized inputs 0 and 1
+	 * were made from, with their scales and zero points; NULL otherwise. Set by the runtime
+	 * for a linked layer that runs at FP32 on the CPU, with its DequantizeLinear producers
+	 * at FP32 (an emulated layer reads its rounded float inputs instead). */
+	const struct wh_qdq_inputs *qdq;
+};
+
+struct wh_qdq_inputs {
+	const struct wh_tensor *xq, *xs, *xz; /* xz NULL: zero */
+	const struct wh_tensor *wq, *ws, *wz; /* wz NULL: zero; ws 1 or M values */
 };
 
 /* Packed copies of constant GEMM operands (the B of MatMul and Gemm, the weights of Conv as
@@ -97,12 +107,24 @@ bool wh_epilogue_of(const struct wh_node *n, int64_t opset, const struct wh_tens
 		    struct wh_epilogue *e);
 void wh_epilogue_apply(const struct wh_epilogue *e, const struct wh_cpu_features *cpu, float *y, size_t n);
 
+/* A QuantizeLinear fused into the layer that produces its input (executor/qdq.h): per tensor,
+ * float32 to 8 bits, y = clamp(nearbyintf(x / scale) + zp) (wh_q_quant, QuantizeLinear's own
+ * loop, so its bits). */
+struct wh_requant {
+	float scale, zp;
+	bool s8; /* int8 out, else uint8 */
+};
+
 /* How a layer's float32 outputs are finished as they are written: the fused activation
- * (act, NULL: none), then rounding to the storage format (fn, NULL: none). */
+ * (act, NULL: none), then rounding to the storage format (fn, NULL: none). quant (NULL:
+ * none): output 0 is instead that QuantizeLinear's 8-bit output, the float values (after
+ * act) never stored; set by the runtime only for a kernel that takes it (a QDQ Conv), which
+ * then allocates output 0 as 8 bits. */
 struct wh_out_round {
 	void (*fn)(const float *src, float *dst, size_t n, const struct wh_cpu_features *cpu);
 	const struct wh_cpu_features *cpu;
 	const struct wh_epilogue *act;
+	const struct wh_requant *quant;
 };
 
 static inline void wh_out_round_apply(const struct wh_out_round *r, float *y, size_t n)

@@ -13,6 +13,7 @@
 #include "executor/gpu.h"
 #include "executor/kernel.h"
 #include "executor/precision.h"
+#include "executor/qdq.h"
 #include "executor/tactic-plan.h"
 #include "executor/threadpool.h"
 #include "graph/blob.h"
@@ -56,6 +57,11 @@ struct plan {
 	 * absent (WH_NONE: never skipped). NULL when the plan fuses nothing. */
 	struct wh_epilogue *epi;
 	uint32_t *fused_out, *fused_skip;
+	/* QDQ convolutions (executor/qdq.h): per node id, NULL when the graph has none; and
+	 * the QuantizeLinear each writes directly (plan_fuse_quant, NULL: none) */
+	struct wh_qdq_link *qdq;
+	struct wh_qdq_fuse *fq;
+	uint8_t *dq_skip; /* per node id: a DequantizeLinear only linked Convs read (not run when fusing) */
 
 	/* Constant layers (plan_constants): per node id, CONST_NO, or CONST_YES until the first
 	 * run computes the layer (CONST_LATER until the second for a large one), then CONST_CACHED
@@ -231,6 +237,9 @@ static void plan_destroy(struct plan *p)
 	free(p->epi);
 	free(p->fused_out);
 	free(p->fused_skip);
+	free(p->qdq);
+	free(p->fq);
+	free(p->dq_skip);
 	wh_emul_cache_release(&p->emul);
 	free(p->order);
 	free(p->kernels);
@@ -592,6 +601,102 @@ static enum wh_status plan_fusions(struct plan *p, const struct plan_readers *r)
 	return WH_OK;
 }
 
+/* Links the QDQ convolutions (executor/qdq.h); a linked Conv reads its 8-bit data input
+ * itself, which then lives until the Conv's step. */
+static enum wh_status plan_qdq(struct plan *p)
+{
+	const struct wh_graph *g = p->g;
+	if (!(p->qdq = malloc(((size_t)g->n_nodes + 1) * sizeof *p->qdq)))
+		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+	if (!wh_qdq_find(g, p->opsets, p->inits, p->qdq)) {
+		free(p->qdq);
+		p->qdq = NULL;
+		return WH_OK;
+	}
+	for (uint32_t s = 0; s < g->n_nodes; s++) {
+		uint32_t xq = p->qdq[p->order[s]].xq;
+		if (xq != WH_NONE && (p->last_use[xq] == WH_NONE || p->last_use[xq] < s))
+			p->last_use[xq] = s;
+	}
+	return WH_OK;
+}
+
+/* The 8-bit inputs of node nid when it runs as a QDQ convolution here: linked, on the CPU,
+ * at FP32 with its DequantizeLinear producers; false otherwise. */
+static bool qdq_inputs(const struct wh_frame *f, uint32_t nid, struct wh_qdq_inputs *q)
+{
+	const struct plan *p = f->plan;
+	const struct wh_qdq_link *l = p->qdq ? &p->qdq[nid] : NULL;
+	if (!l || l->dqx == WH_NONE || f->dv || !wh_value_present(&f->vals[l->xq]))
+		return false;
+	if (p->exec_prec)
+		for (int i = 0; i < 3; i++) {
+			uint32_t id = i == 0 ? nid : i == 1 ? l->dqx : l->dqw;
+			if (p->exec_prec[id] != WH_PREC_FP32 || p->out_prec[id] != WH_PREC_FP32)
+				return false;
+		}
+	*q = (struct wh_qdq_inputs){&f->vals[l->xq], &p->inits[l->xs], l->xz != WH_NONE ? &p->inits[l->xz] : NULL,
+				    &p->inits[l->wq], &p->inits[l->ws], l->wz != WH_NONE ? &p->inits[l->wz] : NULL};
+	return true;
+}
+
+/* A QuantizeLinear reading a linked Conv's output (or that of the activation fused into it)
+ * alone, under plan_fusions' rules: the Conv writes its 8-bit output (wh_out_round.quant) and
+ * it is skipped as a fused activation is. */
+static enum wh_status plan_fuse_quant(struct plan *p, const struct plan_readers *r)
+{
+	const struct wh_graph *g = p->g;
+	if (!p->qdq || !p->fused_out)
+		return WH_OK;
+	if (!(p->fq = calloc((size_t)g->n_nodes + 1, sizeof *p->fq)))
+		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+	for (uint32_t pid = 0; pid < g->n_nodes; pid++) {
+		const struct wh_node *pn = &g->nodes[pid];
+		if (p->qdq[pid].dqx == WH_NONE || !fusable_node(p, pid))
+			continue;
+		bool act = p->fused_out[pid] != WH_NONE;
+		uint32_t v = act ? p->fused_out[pid] : pn->outputs[0];
+		if (v == WH_NONE || is_kept(g, v) || (g->values[v].flags & WH_VALUE_INPUT) || r->uses[v] != 1)
+			continue;
+		uint32_t qid = r->first[v];
+		const struct wh_node *q = &g->nodes[qid];
+		struct wh_requant rq;
+		if (q->inputs[0] != v || !fusable_node(p, qid) || !fusable_value(p, v, r->step[qid]) ||
+		    !wh_qdq_requant_of(g, p->inits, q, p->opsets[qid], &rq))
+			continue;
+		p->fq[pid] = (struct wh_qdq_fuse){rq, true, act};
+		p->fused_out[pid] = q->outputs[0];
+		p->fused_skip[qid] = v;
+	}
+	/* the data inputs' DequantizeLinears that only linked Convs read (as input 0), with an
+	 * 8-bit input of known type (so that the Conv never falls back to the float path); not
+	 * in a graph with subgraphs (which may read a value by name) */
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		for (uint32_t a = 0; a < g->nodes[i].n_attrs; a++)
+			if (g->nodes[i].attrs[a].type == WH_ATTR_GRAPH || g->nodes[i].attrs[a].type == WH_ATTR_GRAPHS)
+				return WH_OK;
+	uint32_t *cnt = calloc((size_t)g->n_values + 1, sizeof *cnt);
+	if (!cnt || !(p->dq_skip = calloc((size_t)g->n_nodes + 1, 1))) {
+		free(cnt);
+		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+	}
+	for (uint32_t nid = 0; nid < g->n_nodes; nid++)
+		if (p->qdq[nid].dqx != WH_NONE && fusable_node(p, nid))
+			cnt[g->nodes[nid].inputs[0]]++;
+	for (uint32_t nid = 0; nid < g->n_nodes; nid++) {
+		const struct wh_qdq_link *l = &p->qdq[nid];
+		if (l->dqx == WH_NONE || p->dq_skip[l->dqx])
+			continue;
+		uint32_t v = g->nodes[nid].inputs[0];
+		enum wh_dtype xt = g->values[l->xq].dtype;
+		if (cnt[v] == r->uses[v] && !is_kept(g, v) && !(g->values[v].flags & WH_VALUE_INPUT) &&
+		    fusable_node(p, l->dqx) && (xt == WH_DT_UINT8 || xt == WH_DT_INT8))
+			p->dq_skip[l->dqx] = 1;
+	}
+	free(cnt);
+	return WH_OK;
+}
+
 static int cmp_blob(const void *a, const void *b)
 {
 	uintptr_t x = (uintptr_t)*(const struct wh_blob *const *)a, y = (uintptr_t)*(const struct wh_blob *const *)b;
@@ -754,10 +859,13 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 				p->init_blobs[p->n_init_blobs++] = p->inits[v].blob;
 		qsort(p->init_blobs, p->n_init_blobs, sizeof *p->init_blobs, cmp_blob);
 	}
+	if ((st = plan_qdq(p)) != WH_OK)
+		goto out;
 	struct plan_readers readers = {0};
 	if ((st = plan_readers_init(p, &readers)) != WH_OK)
 		goto out;
-	if ((st = plan_fusions(p, &readers)) == WH_OK && (st = plan_constants(p)) == WH_OK)
+	if ((st = plan_fusions(p, &readers)) == WH_OK && (st = plan_fuse_quant(p, &readers)) == WH_OK &&
+	    (st = plan_constants(p)) == WH_OK)
 		st = plan_concats(p, &readers);
 	plan_readers_release(&readers);
 	if (st != WH_OK)
@@ -903,7 +1011,7 @@ const struct wh_layer_profile *wh_engine_profile(const struct wh_engine *e, uint
 static double node_flops(const struct wh_kernel_ctx *ctx)
 {
 	const char *op = ctx->node->op_type;
-	const struct wh_tensor *a = wh_kin(ctx, 0), *b = wh_kin(ctx, 1);
+	const struct wh_tensor *a = wh_kin(ctx, 0) ? wh_kin(ctx, 0) : ctx->qdq ? ctx->qdq->xq : NULL, *b = wh_kin(ctx, 1);
 	const struct wh_tensor *y = ctx->n_outputs ? &ctx->outputs[0] : NULL;
 	if (!a || !b || !y || !wh_value_is_tensor(a) || !wh_value_is_tensor(b) || !wh_value_is_tensor(y) || !wh_value_present(y))
 		return 0;
@@ -1152,7 +1260,8 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 		bool have_slice = false; /* (kept uninitialised otherwise: a struct clear per step shows) */
 		/* done by its producer: what it read was never stored, what it writes is there;
 		 * whatever else it reads is constant */
-		if (fuse && p->fused_skip[nid] != WH_NONE && !wh_value_present(&f->vals[p->fused_skip[nid]])) {
+		if (fuse && ((p->fused_skip[nid] != WH_NONE && !wh_value_present(&f->vals[p->fused_skip[nid]])) ||
+			     (p->dq_skip && p->dq_skip[nid]))) {
 			if (lp) {
 				lp->name = n->name;
 				lp->op_type = n->op_type;
@@ -1181,7 +1290,9 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 		for (uint32_t k = 0; k < n->n_inputs; k++) {
 			uint32_t v = n->inputs[k];
 			ins[k] = (v != WH_NONE && wh_value_present(&f->vals[v])) ? &f->vals[v] : NULL;
-			if (v != WH_NONE && !ins[k]) {
+			/* a QDQ Conv reads its 8-bit input itself (its DequantizeLinear skipped) */
+			if (v != WH_NONE && !ins[k] &&
+			    !(fuse && k == 0 && p->dq_skip && p->qdq[nid].dqx != WH_NONE && p->dq_skip[p->qdq[nid].dqx])) {
 				st = wh_error(WH_ERR_INTERNAL, "node '%s' (%s): input '%s' has no value (was it computed?)", n->name, n->op_type, g->values[v].name);
 				goto step_out;
 			}
@@ -1319,6 +1430,17 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 		bool fused = false; /* the kernel applied p->epi[nid]: output 0 is the activation's */
 		bool constant = false; /* outputs taken from the plan's constants */
 		ctx.precision = p->exec_prec ? p->exec_prec[nid] : WH_PREC_FP32;
+		struct wh_qdq_inputs qdq;
+		if (qdq_inputs(f, nid, &qdq)) {
+			/* its tactic is the integer one (the float tactics are not eligible) */
+			ctx.qdq = &qdq;
+			for (uint32_t t = 0; t < p->kernels[nid]->n_tactics && !ctx.tactic; t++) {
+				const struct wh_tactic *tc = &p->kernels[nid]->tactics[t];
+				if (tc->eligible && tc->eligible(&ctx))
+					ctx.tactic = tc;
+			}
+			run = ctx.tactic ? ctx.tactic->run : run;
+		}
 		if (p->pinned && p->pinned[nid]) {
 			ctx.tactic = p->pinned[nid];
 			if (ctx.tactic->eligible && !ctx.tactic->eligible(&ctx)) {
@@ -1366,8 +1488,12 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 					wh_tensor_ref(&outs[k], &p->const_vals[p->const_slot[n->outputs[k]]]);
 			ctx.tactic = NULL;
 			constant = true;
+		} else if (fuse && p->fused_out[nid] != WH_NONE && p->fq && p->fq[nid].on && !ctx.qdq) {
+			st = run(&ctx); /* (not taken: the quantization is fused only into a QDQ Conv) */
 		} else if (fuse && p->fused_out[nid] != WH_NONE) {
-			struct wh_out_round fin = {NULL, ctx.cpu, &p->epi[nid]};
+			bool fq = p->fq && p->fq[nid].on;
+			struct wh_out_round fin = {NULL, ctx.cpu, !fq || p->fq[nid].act ? &p->epi[nid] : NULL,
+						   fq ? &p->fq[nid].q : NULL};
 			ctx.round_out = &fin;
 			ctx.outputs_rounded = false;
 			st = run(&ctx);

@@ -1,6 +1,6 @@
 #!/bin/bash
 # whittle against ONNX Runtime on the quantized CNN of scripts/gen-quant-models.py (224x224;
-# the float model, quantize_dynamic's layout, QDQ and QOperator), the method of
+# the float model, its fp16-stored copy, quantize_dynamic's layout, QDQ and QOperator), the method of
 # scripts/bench-corpus.sh: one seeded input written once and fed to both runtimes; each round
 # runs both, each a fresh process timing N runs after a warm-up and printing its median; the
 # order alternates from round to round; a time is the median over the rounds, the ratio the
@@ -29,7 +29,7 @@ median() { sort -g | awk '{v[NR] = $1} END { print (NR % 2) ? v[(NR + 1) / 2] : 
 val() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
 echo "| model | ONNX Runtime ms | whittle ms | whittle / ONNX Runtime |"
 echo "| --- | ---: | ---: | ---: |"
-for m in f32 dynamic qdq qlinear; do
+for m in f32 fp16 dynamic qdq qlinear; do
 	model=$tmp/m/quant-cnn-$m.onnx
 	mkdir -p "$tmp/$m/in" "$tmp/$m/out"
 	node "$root/scripts/ort-run.js" "$model" "$tmp/$m/in" "$tmp/$m/out" --seed 7 > /dev/null

@@ -11,6 +11,9 @@ tests/e2e-quant-ort.sh and the quantized rows of docs/benchmarks.md:
   quant-cnn-qdq.onnx      as quantize_static(quant_format=QDQ) writes it: QuantizeLinear /
                           DequantizeLinear pairs on activations (uint8), DequantizeLinear on
                           the int8 weights (per output channel) and the int32 biases
+  quant-cnn-fp16.onnx     the float model with its weights stored in float16, each widened
+                          by a Cast to float32 before its Conv / MatMul / Add, as exporters
+                          write half-precision weights (the U-Net of issue 26)
   quant-cnn-qlinear.onnx  as quantize_static(quant_format=QOperator) writes it: QLinearConv
                           (ReLU folded into the output range), QLinearMatMul, DequantizeLinear
                           around the float GlobalAveragePool (ORT's QLinearGlobalAveragePool
@@ -136,6 +139,29 @@ def float_model(params, fw, fb):
               helper.make_node('Add', ['fc', 'fb'], ['logits'], name='fc_bias')]
     inits += [numpy_helper.from_array(fw, 'fw'), numpy_helper.from_array(fb, 'fb')]
     return finish(nodes, inits, 'quant_cnn_f32', 'logits', [1, CLASSES])
+
+
+def fp16_model(params, fw, fb):
+    """float_model with every weight stored as float16 and a Cast to float32 in front of it."""
+    nodes, inits = [], []
+
+    def half(arr, name):
+        inits.append(numpy_helper.from_array(arr.astype(np.float16), f'{name}_fp16'))
+        nodes.append(helper.make_node('Cast', [f'{name}_fp16'], [name], name=f'{name}_cast', to=TensorProto.FLOAT))
+        return name
+
+    cur = 'x'
+    for i, (w, b, s, g) in enumerate(params):
+        k = w.shape[2]
+        nodes.append(helper.make_node('Conv', [cur, half(w, f'w{i}'), half(b, f'b{i}')], [f'conv{i}'], name=f'conv{i}',
+                                      kernel_shape=[k, k], strides=[s, s], pads=[k // 2] * 4, group=g))
+        nodes.append(helper.make_node('Relu', [f'conv{i}'], [f'relu{i}'], name=f'relu{i}'))
+        cur = f'relu{i}'
+    nodes += [helper.make_node('GlobalAveragePool', [cur], ['gap'], name='gap'),
+              helper.make_node('Flatten', ['gap'], ['flat'], name='flatten'),
+              helper.make_node('MatMul', ['flat', half(fw, 'fw')], ['fc'], name='fc'),
+              helper.make_node('Add', ['fc', half(fb, 'fb')], ['logits'], name='fc_bias')]
+    return finish(nodes, inits, 'quant_cnn_fp16', 'logits', [1, CLASSES])
 
 
 def dynamic_model(params, fw, fb):
@@ -315,7 +341,7 @@ def main():
     rng = np.random.default_rng(2026)
     params, fw, fb = make_weights(rng)
     qp = static_ranges(params, fw, fb, rng)
-    for name, model in [('f32', float_model(params, fw, fb)), ('dynamic', dynamic_model(params, fw, fb)),
+    for name, model in [('f32', float_model(params, fw, fb)), ('fp16', fp16_model(params, fw, fb)), ('dynamic', dynamic_model(params, fw, fb)),
                         ('qdq', qdq_model(params, fw, fb, qp)), ('qlinear', qlinear_model(params, fw, fb, qp))]:
         onnx.save(model, os.path.join(out, f'quant-cnn-{name}.onnx'))
 

@@ -225,6 +225,18 @@ static const struct conv_case conv_cases[] = {
 	{2, 1, 4, 8, 1, 5, 67, 3, 4, 1, 2, 1, 1, 0, 2, 0, 2},    /* stride 2, even left pad, odd width */
 };
 
+/* wh_qconv_fin's finish: the sums copied to their place (every output once) */
+struct fin_copy {
+	int32_t *y;
+	size_t P;
+};
+
+static void fin_copy_fn(void *arg, size_t plane, size_t col0, int32_t *sums, size_t cnt)
+{
+	const struct fin_copy *f = arg;
+	memcpy(f->y + plane * f->P + col0, sums, cnt * sizeof *sums);
+}
+
 START_TEST(conv_matches_definition_on_every_isa_and_thread_count)
 {
 	struct isa_case isa[4];
@@ -284,6 +296,17 @@ START_TEST(conv_matches_definition_on_every_isa_and_thread_count)
 					ck_assert_int_eq(wh_qconv(&isa[i].cpu, pools[t], &s, x, xs, zx, w, ws, zw, bp, got), WH_OK);
 					CHECK(!memcmp(want, got, ny * sizeof *got), "%s, %d threads: conv case %zu, x %s w %s",
 					      isa[i].name, t + 1, c, xs ? "s8" : "u8", ws ? "s8" : "u8");
+					if (bp)
+						continue;
+					/* the blocks handed to a finish, from the tasks' scratch (QDQ Conv's
+					 * fused QuantizeLinear, QLinearConv) */
+					memset(got, 0x55, ny * sizeof *got);
+					struct fin_copy fc = {got, P};
+					struct wh_qconv_finish fin = {fin_copy_fn, &fc};
+					ck_assert_int_eq(wh_qconv_fin(&isa[i].cpu, pools[t], &s, x, xs, zx, w, ws, zw, NULL, &fin),
+							 WH_OK);
+					CHECK(!memcmp(want, got, ny * sizeof *got), "%s, %d threads: finished conv case %zu",
+					      isa[i].name, t + 1, c);
 				}
 			free(x);
 			free(w);
@@ -344,11 +367,76 @@ START_TEST(quant_loops_match_scalar)
 					wh_q_dequant(b + off, s8, m, s8 ? -128 : 255, 0.37f, yf1, &isa[i].cpu);
 					CHECK(!memcmp(yf0, yf1, m * sizeof *yf0), "%s: dequantize", isa[i].name);
 				}
+				for (int hb = 0; hb < 2; hb++)
+					for (int s8 = 0; s8 < 2; s8++) {
+						/* QDQ Conv + Relu + QuantizeLinear in one pass: the scalar
+						 * composition's bits (ties from mult 0.5, NaN-free) */
+						float qs = (off % 2) ? 0.37f : 1.0f, qz = s8 ? -5.0f : 120.0f;
+						float mu = mult[7 * (len / 13 + 1)];
+						wh_q_scale_relu_quant_scalar(acc + off, m, mu, -3.5f, hb, qs, qz, s8, y0);
+						wh_q_scale_relu_quant(acc + off, m, mu, -3.5f, hb, qs, qz, s8, y1, &isa[i].cpu);
+						CHECK(!memcmp(y0, y1, m), "%s: scale, relu, quantize (bias %d, s8 %d)",
+						      isa[i].name, hb, s8);
+					}
+				for (int hb = 0; hb < 2; hb++) {
+					/* QDQ Conv's scaling: exact (0 ulp) against the scalar loop,
+					 * in place as the kernel runs it */
+					memcpy(yf1, acc + off, m * sizeof *yf1);
+					wh_q_scale_bias_scalar(acc + off, m, mult[5], -0.75f, hb, yf0);
+					wh_q_scale_bias((const int32_t *)(const void *)yf1, m, mult[5], -0.75f, hb, yf1,
+							&isa[i].cpu);
+					CHECK(!memcmp(yf0, yf1, m * sizeof *yf0), "%s: scale and bias %d", isa[i].name, hb);
+				}
 				float l0, h0, l1, h1;
 				wh_q_minmax_scalar(x + 20 + off, m - 20, &l0, &h0);
 				wh_q_minmax(x + 20 + off, m - 20, &l1, &h1, &isa[i].cpu);
 				CHECK(!memcmp(&l0, &l1, sizeof l0) && !memcmp(&h0, &h1, sizeof h0), "%s: range", isa[i].name);
 			}
+	/* QuantizeLinear's quotient near half-integers (the AVX-512 loop multiplies by 1 / scale
+	 * where that cannot move the integer, divides elsewhere): the scalar's bits */
+	{
+		uint64_t sd = 99;
+		static const float deltas[] = {0.0f, 1e-7f, -1e-7f, 3e-4f, -3e-4f, 2e-3f, -2e-3f, 0.01f, -0.01f, 0.3f};
+		for (int sc = 0; sc < 40; sc++) {
+			float scale = (float)((double)(rng_next(&sd) >> 11) / 9007199254740992.0 * 20.0 + 1e-3);
+			if (sc == 0)
+				scale = 1e-39f; /* denormal: 1 / scale is infinite */
+			for (size_t i = 0; i < n; i++) {
+				uint64_t rr = rng_next(&sd);
+				float k = (float)((int)(rr % 9000) - 4500) + 0.5f + deltas[(rr >> 20) % 10];
+				x[i] = k * scale;
+			}
+			for (int i = 1; i < ni; i++)
+				for (int s8 = 0; s8 < 2; s8++) {
+					float zp = s8 ? 3.0f : 128.0f;
+					wh_q_quant_scalar(x, n, scale, zp, s8, y0);
+					wh_q_quant(x, n, scale, zp, s8, y1, &isa[i].cpu);
+					CHECK(!memcmp(y0, y1, n), "%s: quantize near halves, scale %g", isa[i].name, (double)scale);
+				}
+		}
+	}
+	/* requantization near half-integers (the AVX-512 loop works in float32 where that cannot
+	 * move the integer, in double elsewhere): the scalar's bits */
+	{
+		uint64_t sd = 123;
+		int32_t *ac = malloc(n * sizeof *ac);
+		for (int sc = 0; sc < 40; sc++) {
+			/* acc beyond 2^24 (float(acc) rounds): mult 1e-7 .. 1e-6 */
+			float mu = (float)((double)(rng_next(&sd) >> 11) / 9007199254740992.0 * 9e-7 + 1e-7);
+			for (size_t i = 0; i < n; i++) {
+				uint64_t rr = rng_next(&sd);
+				double k = (double)((int)(rr % 250) - 125) + 0.5; /* within the clamp */
+				ac[i] = (int32_t)llround(k / (double)mu) + (int32_t)((rr >> 20) % 3) - 1;
+			}
+			for (int i = 1; i < ni; i++)
+				for (int s8 = 0; s8 < 2; s8++) {
+					wh_q_requant_scalar(ac, n, &mu, 0, s8 ? 0 : 128, s8, y0);
+					wh_q_requant(ac, n, &mu, 0, s8 ? 0 : 128, s8, y1, &isa[i].cpu);
+					CHECK(!memcmp(y0, y1, n), "%s: requantize near halves, mult %g", isa[i].name, (double)mu);
+				}
+		}
+		free(ac);
+	}
 	/* the scalar references themselves: ties to even, saturation, NaN */
 	int32_t a4[4] = {5, 7, -5, 1000};
 	float half = 0.5f;
@@ -450,6 +538,129 @@ START_TEST(operators_agree_across_isa_caps)
 }
 END_TEST
 
+/* ---- QDQ convolution (executor/qdq.h): the Conv kernel given the 8-bit tensors ---- */
+
+/* Conv of DequantizeLinear'd x [2, C, 11, 9] (uint8, zero point 131) and w [M, C/G, 3, 3]
+ * (int8, per-channel scales and zero points), float bias: under every ISA cap and 1 or 2
+ * threads the same bits; each output within 2 float32 roundings of the exact value
+ * float(acc) * (xs * ws[m]) + b[m] computed in double from the integer definition (|y -
+ * exact| <= 2^-22 (|acc * mult| + |b|)); the float Conv of the dequantized tensors (no
+ * link) within 1e-5 of the largest output. */
+START_TEST(qdq_conv_matches_definition)
+{
+	static const int64_t groups[] = {2, 6};
+	for (size_t gi = 0; gi < 2; gi++) {
+		int64_t G = groups[gi], C = 6, M = G == 6 ? 6 : 8, Cg = C / G, H = 11, W = 9;
+		int64_t xd[4] = {2, C, H, W}, wd[4] = {M, Cg, 3, 3}, md[1] = {M}, one[1] = {1};
+		size_t nx = (size_t)(2 * C * H * W), nw = (size_t)(M * Cg * 9);
+		uint8_t *xq = malloc(nx), *wq = malloc(nw);
+		float *xf = malloc(nx * sizeof *xf), *wf = malloc(nw * sizeof *wf), ws[8], b[8];
+		int8_t wz[8];
+		uint8_t xz = 131;
+		float xs = 0.021f;
+		uint64_t seed = 5 + gi;
+		fill_bytes(xq, nx, &seed, 0);
+		fill_bytes(wq, nw, &seed, 0);
+		for (int64_t m = 0; m < M; m++) {
+			ws[m] = 0.003f * (float)(m + 1);
+			wz[m] = (int8_t)(m % 7 - 3);
+			b[m] = (float)m * 0.37f - 1.0f;
+		}
+		for (size_t i = 0; i < nx; i++)
+			xf[i] = (float)((int32_t)xq[i] - xz) * xs;
+		for (size_t i = 0; i < nw; i++)
+			wf[i] = (float)((int32_t)(int8_t)wq[i] - wz[i / (size_t)(Cg * 9)]) * ws[i / (size_t)(Cg * 9)];
+		struct kh_harness t; /* holds the 8-bit tensors */
+		kh_init(&t, "", "QLinearConv", 10, 6, 1);
+		kh_in_raw(&t, 0, WH_DT_UINT8, 4, xd, xq);
+		kh_in_raw(&t, 1, WH_DT_FLOAT, 0, one, &xs);
+		kh_in_raw(&t, 2, WH_DT_UINT8, 0, one, &xz);
+		kh_in_raw(&t, 3, WH_DT_INT8, 4, wd, wq);
+		kh_in_raw(&t, 4, WH_DT_FLOAT, 1, md, ws);
+		kh_in_raw(&t, 5, WH_DT_INT8, 1, md, wz);
+		struct wh_qdq_inputs q = {&t.in[0], &t.in[1], &t.in[2], &t.in[3], &t.in[4], &t.in[5]};
+		int64_t strides[2] = {2, 1}, pads[4] = {1, 1, 1, 1};
+		float *ref = NULL;
+		size_t ny = 0;
+		for (int c = 0; c < 3; c++) {
+			static const enum wh_isa caps[] = {WH_ISA_SCALAR, WH_ISA_AVX2, WH_ISA_AVX512};
+			if (caps[c] > wh_cpu()->detected)
+				continue;
+			for (int threads = 1; threads <= 2; threads++) {
+				struct kh_harness h;
+				kh_init(&h, "", "Conv", 11, 3, 1);
+				kh_attr_int(&h, "group", G);
+				kh_attr_ints(&h, "strides", strides, 2);
+				kh_attr_ints(&h, "pads", pads, 4);
+				h.cpu = wh_cpu_capped(caps[c]);
+				kh_in_raw(&h, 0, WH_DT_FLOAT, 4, xd, xf);
+				kh_in_raw(&h, 1, WH_DT_FLOAT, 4, wd, wf);
+				kh_in_raw(&h, 2, WH_DT_FLOAT, 1, md, b);
+				h.ctx.qdq = &q;
+				kh_run_threads(&h, threads);
+				ck_assert_int_eq(h.out[0].dtype, WH_DT_FLOAT);
+				if (!ref) {
+					ny = (size_t)h.out[0].count;
+					ref = malloc(ny * sizeof *ref);
+					memcpy(ref, h.out[0].data, ny * sizeof *ref);
+				} else {
+					ck_assert_uint_eq(h.out[0].count, ny);
+					CHECK(!memcmp(ref, h.out[0].data, ny * sizeof *ref), "group %lld: cap %d, %d threads differ",
+					      (long long)G, c, threads);
+				}
+				kh_free(&h);
+			}
+		}
+		/* the definition, in double */
+		int64_t OH = (H + 2 - 3) / 2 + 1, OW = W, Mg = M / G;
+		float big = 0;
+		for (int64_t n = 0; n < 2; n++)
+			for (int64_t m = 0; m < M; m++)
+				for (int64_t oh = 0; oh < OH; oh++)
+					for (int64_t ow = 0; ow < OW; ow++) {
+						int64_t acc = 0, g = m / Mg;
+						for (int64_t ci = 0; ci < Cg; ci++)
+							for (int64_t kh = 0; kh < 3; kh++)
+								for (int64_t kw = 0; kw < 3; kw++) {
+									int64_t ih = oh * 2 - 1 + kh, iw = ow - 1 + kw;
+									if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+										continue;
+									int64_t xv = xq[((n * C + g * Cg + ci) * H + ih) * W + iw] - (int64_t)xz;
+									int64_t wv = (int8_t)wq[((m * Cg + ci) * 3 + kh) * 3 + kw] - wz[m];
+									acc += xv * wv;
+								}
+						double mult = (double)(xs * ws[m]), exact = (double)acc * mult + b[m];
+						double y = ref[((n * M + m) * OH + oh) * OW + ow];
+						double bound = ldexp(fabs((double)acc * mult) + fabs(b[m]), -22);
+						CHECK(fabs(y - exact) <= bound, "group %lld: y %g, exact %g", (long long)G, y, exact);
+						if (fabsf((float)y) > big)
+							big = fabsf((float)y);
+					}
+		/* the float Conv on the dequantized tensors (the unlinked path) agrees closely */
+		struct kh_harness h;
+		kh_init(&h, "", "Conv", 11, 3, 1);
+		kh_attr_int(&h, "group", G);
+		kh_attr_ints(&h, "strides", strides, 2);
+		kh_attr_ints(&h, "pads", pads, 4);
+		kh_in_raw(&h, 0, WH_DT_FLOAT, 4, xd, xf);
+		kh_in_raw(&h, 1, WH_DT_FLOAT, 4, wd, wf);
+		kh_in_raw(&h, 2, WH_DT_FLOAT, 1, md, b);
+		kh_run_ok(&h);
+		const float *yf = h.out[0].data;
+		for (size_t i = 0; i < ny; i++)
+			CHECK(fabsf(yf[i] - ref[i]) <= 1e-5f * big, "group %lld: float Conv %g, integer %g", (long long)G,
+			      (double)yf[i], (double)ref[i]);
+		kh_free(&h);
+		kh_free(&t);
+		free(ref);
+		free(xq);
+		free(wq);
+		free(xf);
+		free(wf);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	wh_cpu_init();
@@ -461,6 +672,7 @@ int main(void)
 	tcase_add_test(tc, conv_matches_definition_on_every_isa_and_thread_count);
 	tcase_add_test(tc, quant_loops_match_scalar);
 	tcase_add_test(tc, operators_agree_across_isa_caps);
+	tcase_add_test(tc, qdq_conv_matches_definition);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -788,7 +788,7 @@ out:
 static bool tx_conv_ok(const struct wh_kernel_ctx *ctx, enum wh_tx_conv_algo algo, enum wh_isa isa)
 {
 	const struct wh_tensor *x = wh_kin(ctx, 0), *w = wh_kin(ctx, 1);
-	if (!x || !w || !wh_tx_float_dtype(x->dtype) || w->dtype != x->dtype || ctx->cpu->isa < isa)
+	if (!x || !w || ctx->qdq || !wh_tx_float_dtype(x->dtype) || w->dtype != x->dtype || ctx->cpu->isa < isa)
 		return false;
 	if (algo == WH_TX_CONV_FP16ACC)
 		return wh_tx_fp16_layer(ctx);

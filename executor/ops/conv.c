@@ -1,5 +1,6 @@
 /* Conv, ConvTranspose, ConvInteger, QLinearConv: geometry, scalar references and the fast
  * float32 drivers (see conv-internal.h for how they avoid im2col and stay deterministic). */
+#include <emmintrin.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include "executor/kernel.h"
 #include "executor/numfmt.h"
 #include "executor/ops/conv-internal.h"
+#include "executor/ops/elementwise-internal.h"
 #include "executor/ops/gemm-internal.h"
 #include "executor/ops/qgemm-internal.h"
 #include "executor/ops/tactics-extra.h"
@@ -1909,8 +1911,12 @@ out:
 	return st;
 }
 
+static enum wh_status conv_qdq_run(struct wh_kernel_ctx *ctx);
+
 static enum wh_status conv_run(struct wh_kernel_ctx *ctx)
 {
+	if (ctx->qdq)
+		return conv_qdq_run(ctx);
 	return conv_common(ctx, false, ctx->cpu, WH_CONV_AUTO);
 }
 
@@ -1924,7 +1930,12 @@ static enum wh_status conv_transpose_run(struct wh_kernel_ctx *ctx)
 static bool tac_float(const struct wh_kernel_ctx *ctx)
 {
 	const struct wh_tensor *x = wh_kin(ctx, 0);
-	return x && (x->dtype == WH_DT_FLOAT || is_half(x->dtype));
+	return x && !ctx->qdq && (x->dtype == WH_DT_FLOAT || is_half(x->dtype));
+}
+
+static bool conv_qdq_ok(const struct wh_kernel_ctx *ctx)
+{
+	return ctx->qdq != NULL;
 }
 
 static bool tac_isa_ok(const struct wh_kernel_ctx *ctx, enum wh_isa isa)
@@ -1990,6 +2001,10 @@ static const struct wh_tactic conv_tactics[] = {
 	 conv_dw_ok_avx2, conv_dw_avx2},
 	{6, "conv-dw-direct-avx512", "direct depthwise, planes in MLAS's single-row order (same bits as conv-gemm-avx512)",
 	 conv_dw_ok_avx512, conv_dw_avx512},
+	/* the one tactic of a QDQ convolution (executor/qdq.h), the others' only where not */
+	{20, "conv-qdq-int8", "QDQ convolution on the 8-bit values: exact int32 sums (integer GEMM: VNNI, AVX2 or "
+	 "scalar, the same bits), then float32 (float)acc * (x_scale * w_scale[m]) + bias[m], two roundings",
+	 conv_qdq_ok, conv_qdq_run},
 	/* more orders and algorithms (executor/ops/conv-tactics*.c) */
 	WH_CONV_EXTRA_TACTICS,
 	WH_CONV_FP16ACC_TACTICS,
@@ -2017,7 +2032,7 @@ static bool is_8bit(const struct wh_tensor *t)
 static enum wh_status conv_integer(struct wh_kernel_ctx *ctx, const struct wh_conv_shape *s,
 				   const struct wh_tensor *x, const struct wh_tensor *xzp,
 				   const struct wh_tensor *w, const struct wh_tensor *wzp,
-				   const struct wh_tensor *bias, int32_t *acc)
+				   const struct wh_tensor *bias, int32_t *acc, const struct wh_qconv_finish *fin)
 {
 	if (xzp && xzp->count != 1)
 		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "x zero point must be a scalar");
@@ -2034,8 +2049,13 @@ static enum wh_status conv_integer(struct wh_kernel_ctx *ctx, const struct wh_co
 		return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the zero points");
 	for (int64_t m = 0; m < s->M; m++)
 		zw[m] = wzp ? (int32_t)wh_tensor_get_i64(wzp, wzp->count == 1 ? 0 : (uint64_t)m) : 0;
-	enum wh_status st = wh_qconv(ctx->cpu, ctx->pool, s, x->data, x->dtype == WH_DT_INT8, zx, w->data,
-				     w->dtype == WH_DT_INT8, zw, bias ? bias->data : NULL, acc);
+	enum wh_status st;
+	if (fin) /* 1-D and 2-D only (the caller checks); the bias is fin's to add */
+		st = wh_qconv_fin(ctx->cpu, ctx->pool, s, x->data, x->dtype == WH_DT_INT8, zx, w->data,
+				  w->dtype == WH_DT_INT8, zw, acc, fin);
+	else
+		st = wh_qconv(ctx->cpu, ctx->pool, s, x->data, x->dtype == WH_DT_INT8, zx, w->data,
+			      w->dtype == WH_DT_INT8, zw, bias ? bias->data : NULL, acc);
 	free(zw);
 	if (st == WH_ERR_NOMEM)
 		return wh_kernel_fail(ctx, st, "out of memory for the packed columns");
@@ -2078,7 +2098,7 @@ static enum wh_status conv_integer_run(struct wh_kernel_ctx *ctx)
 	out_dims(&s, yd);
 	if ((st = wh_tensor_alloc(&ctx->outputs[0], WH_DT_INT32, x->rank, yd)))
 		return st;
-	return conv_integer(ctx, &s, x, xzp, w, wzp, NULL, ctx->outputs[0].data);
+	return conv_integer(ctx, &s, x, xzp, w, wzp, NULL, ctx->outputs[0].data, NULL);
 }
 
 static float round_scale(enum wh_dtype dt, float v)
@@ -2108,6 +2128,33 @@ static void qrequant_rows(void *arg, size_t begin, size_t end)
 		wh_q_requant(j->acc + r * j->P, j->P, j->mult + r % j->M, 0, j->yz, j->y_s8, j->y + r * j->P, j->cpu);
 }
 
+/* QLinearConv's finish of a block of sums (wh_qconv_fin): + bias, then requantized. */
+struct qlc_fin {
+	const struct wh_cpu_features *cpu;
+	uint8_t *y;
+	const float *mult;
+	const int32_t *bias;
+	size_t P, M;
+	int32_t yz;
+	bool y_s8;
+};
+
+static void qlc_finish(void *arg, size_t plane, size_t col0, int32_t *sums, size_t cnt)
+{
+	const struct qlc_fin *j = arg;
+	size_t m = plane % j->M;
+	if (j->bias) {
+		/* wrapping adds, 4 at a time (SSE2, the baseline) */
+		size_t i = 0;
+		const __m128i bv = _mm_set1_epi32(j->bias[m]);
+		for (; i + 4 <= cnt; i += 4)
+			_mm_storeu_si128((__m128i *)(sums + i), _mm_add_epi32(_mm_loadu_si128((const __m128i *)(sums + i)), bv));
+		for (; i < cnt; i++)
+			sums[i] = (int32_t)((uint32_t)sums[i] + (uint32_t)j->bias[m]);
+	}
+	wh_q_requant(sums, cnt, j->mult + m, 0, j->yz, j->y_s8, j->y + plane * j->P + col0, j->cpu);
+}
+
 static enum wh_status qlinear_conv_run(struct wh_kernel_ctx *ctx)
 {
 	const struct wh_tensor *x = wh_kin(ctx, 0), *xs = wh_kin(ctx, 1), *xzp = wh_kin(ctx, 2);
@@ -2135,17 +2182,15 @@ static enum wh_status qlinear_conv_run(struct wh_kernel_ctx *ctx)
 	if ((st = wh_tensor_alloc(&ctx->outputs[0], ydt, x->rank, yd)))
 		return st;
 	struct wh_tensor *y = &ctx->outputs[0];
-	int32_t *acc = malloc((y->count ? y->count : 1) * sizeof(int32_t));
-	if (!acc)
-		return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the int32 accumulators");
-	if ((st = conv_integer(ctx, &s, x, xzp, w, wzp, bias, acc)))
-		goto out;
 	float xsv = (float)wh_tensor_get_f64(xs, 0), ysv = (float)wh_tensor_get_f64(ys, 0);
-	struct qrequant_job j = {ctx->cpu, acc, y->data, NULL, (size_t)prod_dims(s.out, s.nsp), (size_t)s.M,
+	struct qrequant_job j = {ctx->cpu, NULL, y->data, NULL, (size_t)prod_dims(s.out, s.nsp), (size_t)s.M,
 				 yzp ? (int32_t)wh_tensor_get_i64(yzp, 0) : 0, ydt == WH_DT_INT8};
+	/* 1-D and 2-D: each block of sums requantized as it is computed (no int32 tensor) */
+	bool direct = s.nsp <= 2;
+	int32_t *acc = direct ? NULL : malloc((y->count ? y->count : 1) * sizeof(int32_t));
 	float *mult = malloc((s.M ? (size_t)s.M : 1) * sizeof(float));
-	if (!mult) {
-		st = wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the multipliers");
+	if ((!direct && !acc) || !mult) {
+		st = wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the int32 accumulators");
 		goto out;
 	}
 	for (int64_t co = 0; co < s.M; co++) {
@@ -2153,11 +2198,127 @@ static enum wh_status qlinear_conv_run(struct wh_kernel_ctx *ctx)
 		mult[co] = round_scale(xs->dtype, m / ysv);
 	}
 	j.mult = mult;
+	if (direct && bias && (bias->dtype != WH_DT_INT32 || bias->count != (uint64_t)s.M)) {
+		st = wh_kernel_fail(ctx, WH_ERR_SHAPE, "B must be int32 with %lld values", (long long)s.M);
+		goto out;
+	}
+	struct qlc_fin qf = {ctx->cpu, y->data, mult, direct && bias ? bias->data : NULL, j.P, j.M, j.yz, j.y_s8};
+	struct wh_qconv_finish fin = {qlc_finish, &qf};
+	if ((st = conv_integer(ctx, &s, x, xzp, w, wzp, direct ? NULL : bias, acc, direct ? &fin : NULL)) || direct)
+		goto out;
+	j.acc = acc;
 	wh_parallel_for(ctx->pool, (size_t)(s.N * s.M), wh_grain_for(j.P), qrequant_rows, &j);
-	free(mult);
 out:
+	free(mult);
 	free(acc);
 	return st;
+}
+
+/* ---- QDQ convolutions (executor/qdq.h) ---- */
+
+/* The finish of a QDQ convolution's sums (wh_qconv_fin), block by block while in cache:
+ * y = float(acc) * mult[m] + bias[m] (in place over the sums), the fused activation; or
+ * with a fused QuantizeLinear the 8-bit values of that (the float values in a stack piece). */
+struct qdq_fin {
+	const struct wh_cpu_features *cpu;
+	float *y;     /* float output, or NULL */
+	uint8_t *q8;  /* 8-bit output (round->quant), or NULL */
+	const float *mult, *bias;
+	size_t P, M;
+	const struct wh_out_round *round;
+};
+
+static void qdq_finish(void *arg, size_t plane, size_t col0, int32_t *sums, size_t cnt)
+{
+	const struct qdq_fin *j = arg;
+	size_t m = plane % j->M;
+	float bias = j->bias ? j->bias[m] : 0.0f;
+	if (j->y) {
+		float *y = j->y + plane * j->P + col0; /* the same memory as sums */
+		wh_q_scale_bias(sums, cnt, j->mult[m], bias, j->bias != NULL, y, j->cpu);
+		wh_out_round_apply(j->round, y, cnt);
+		return;
+	}
+	const struct wh_requant *rq = j->round->quant;
+	const struct wh_epilogue *act = j->round->act;
+	if (act && act->op == WH_EW_RELU && !act->times_input) {
+		wh_q_scale_relu_quant(sums, cnt, j->mult[m], bias, j->bias != NULL, rq->scale, rq->zp, rq->s8,
+				      j->q8 + plane * j->P + col0, j->cpu);
+		return;
+	}
+	float tmp[512];
+	for (size_t i = 0; i < cnt; i += 512) {
+		size_t len = cnt - i < 512 ? cnt - i : 512;
+		wh_q_scale_bias(sums + i, len, j->mult[m], bias, j->bias != NULL, tmp, j->cpu);
+		if (j->round->act)
+			wh_epilogue_apply(j->round->act, j->cpu, tmp, len);
+		wh_q_quant(tmp, len, rq->scale, rq->zp, rq->s8, j->q8 + plane * j->P + col0 + i, j->cpu);
+	}
+}
+
+/* y = float(conv(xq - zx, wq - zw[m])) * (x_scale * w_scale[m]) + B[m], the sums exact in
+ * int32 (wh_qconv). Inputs that do not fit (types, shapes, ranks above 2) run the float
+ * Conv on the dequantized tensors, as any unlinked Conv. */
+static enum wh_status conv_qdq_run(struct wh_kernel_ctx *ctx)
+{
+	const struct wh_qdq_inputs *q = ctx->qdq;
+	const struct wh_tensor *x = q ? q->xq : NULL, *w = q ? q->wq : NULL, *b = wh_kin(ctx, 2);
+	const struct wh_tensor *fx = wh_kin(ctx, 0), *fw = wh_kin(ctx, 1);
+	struct wh_conv_shape s;
+	if (q && !fx && (!is_8bit(x) || !fw)) /* its DequantizeLinear was skipped (runtime.c, dq_skip) */
+		return wh_kernel_fail(ctx, WH_ERR_INTERNAL, "the 8-bit input of a QDQ Conv is %s", wh_dtype_name(x->dtype));
+	if (!q || !fw || fw->dtype != WH_DT_FLOAT || !is_8bit(x) || !is_8bit(w) ||
+	    (fx && (fx->dtype != WH_DT_FLOAT || x->rank != fx->rank ||
+		    memcmp(x->dims, fx->dims, (size_t)x->rank * sizeof x->dims[0]))) ||
+	    (q->xz && q->xz->dtype != x->dtype) || (q->wz && q->wz->dtype != w->dtype) ||
+	    (b && (b->dtype != WH_DT_FLOAT || b->rank != 1 || b->dims[0] != w->dims[0])) || x->rank < 3 || x->rank > 4)
+		goto floating;
+	enum wh_status st = conv_geometry(ctx, x, w, false, &s);
+	if (st)
+		return st;
+	if (q->ws->count != 1 && q->ws->count != (uint64_t)s.M)
+		goto floating;
+	int64_t yd[WH_MAX_RANK];
+	out_dims(&s, yd);
+	/* a fused QuantizeLinear (wh_out_round.quant): 8 bits out, the sums apart */
+	const struct wh_requant *rq = ctx->round_out ? ctx->round_out->quant : NULL;
+	if ((st = wh_kernel_out_alloc(ctx, 0, rq ? (rq->s8 ? WH_DT_INT8 : WH_DT_UINT8) : WH_DT_FLOAT, x->rank, yd)))
+		return st;
+	struct wh_tensor *y = &ctx->outputs[0];
+	size_t M = (size_t)s.M;
+	int32_t *zw = malloc((M ? M : 1) * (sizeof(int32_t) + sizeof(float)));
+	if (!zw)
+		return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the zero points");
+	float *mult = (float *)(void *)(zw + M);
+	float xs = *(const float *)q->xs->data;
+	int32_t zx = q->xz ? (int32_t)wh_tensor_get_i64(q->xz, 0) : 0;
+	for (size_t m = 0; m < M; m++) {
+		uint64_t i = q->ws->count == 1 ? 0 : m;
+		zw[m] = q->wz ? (int32_t)wh_tensor_get_i64(q->wz, i) : 0;
+		mult[m] = xs * ((const float *)q->ws->data)[i];
+	}
+	struct qdq_fin j = {ctx->cpu, rq ? NULL : y->data, rq ? y->data : NULL, mult, b ? b->data : NULL,
+			    (size_t)prod_dims(s.out, s.nsp), M, ctx->round_out};
+	struct wh_qconv_finish fin = {qdq_finish, &j};
+	st = wh_qconv_fin(ctx->cpu, ctx->pool, &s, x->data, x->dtype == WH_DT_INT8, zx, w->data, w->dtype == WH_DT_INT8,
+			  zw, rq ? NULL : (int32_t *)y->data, &fin);
+	if (st == WH_OK)
+		ctx->outputs_rounded = ctx->round_out != NULL;
+	free(zw);
+	if (st == WH_ERR_NOMEM)
+		return wh_kernel_fail(ctx, st, "out of memory for the packed columns");
+	return st;
+floating:
+	if (ctx->round_out && ctx->round_out->quant) {
+		/* not fused: the runtime runs the activation and the QuantizeLinear */
+		const struct wh_out_round *keep = ctx->round_out;
+		ctx->round_out = NULL;
+		enum wh_status fst = conv_common(ctx, false, ctx->cpu, WH_CONV_AUTO);
+		ctx->round_out = keep;
+		ctx->outputs_rounded = false;
+		return fst;
+	}
+	return conv_common(ctx, false, ctx->cpu, WH_CONV_AUTO);
 }
 
 const struct wh_op_def wh_ops_conv[] = {

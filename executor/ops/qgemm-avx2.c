@@ -215,3 +215,15 @@ void wh_q_minmax_avx2(const float *x, size_t n, float *lo_out, float *hi_out)
 	*lo_out = rl;
 	*hi_out = rh;
 }
+
+void wh_q_scale_bias_avx2(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float *y)
+{
+	const __m256 m = _mm256_set1_ps(mult), b = _mm256_set1_ps(bias);
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const void *)(acc + i))), m);
+		_mm256_storeu_ps(y + i, has_bias ? _mm256_add_ps(v, b) : v);
+	}
+	if (i < n)
+		wh_q_scale_bias_scalar(acc + i, n - i, mult, bias, has_bias, y + i);
+}

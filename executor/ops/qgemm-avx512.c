@@ -2,6 +2,7 @@
  * GEMM kernel also needs VNNI (vpdpbusd), enabled per function; the caller checks
  * cpu->avx512vnni. */
 #include <immintrin.h>
+#include <math.h>
 
 #include "executor/ops/qgemm-internal.h"
 
@@ -51,12 +52,119 @@ VNNI static inline __attribute__((always_inline)) void tile(const struct wh_qg_a
 	}
 }
 
+static inline int32_t ld4(const uint8_t *p)
+{
+	int32_t v;
+	__builtin_memcpy(&v, p, 4);
+	return v;
+}
+
+/* The full tile, 4 rows x 4 whole panels, with its 16 accumulators named (an array of them
+ * made GCC copy registers around every vpdpbusd): the same sums as tile(). */
+VNNI static void tile4x4(const struct wh_qg_args *a, size_t m, size_t j)
+{
+	size_t kp = a->kp;
+	__m512i c00 = _mm512_setzero_si512();
+	__m512i c01 = _mm512_setzero_si512();
+	__m512i c02 = _mm512_setzero_si512();
+	__m512i c03 = _mm512_setzero_si512();
+	__m512i c10 = _mm512_setzero_si512();
+	__m512i c11 = _mm512_setzero_si512();
+	__m512i c12 = _mm512_setzero_si512();
+	__m512i c13 = _mm512_setzero_si512();
+	__m512i c20 = _mm512_setzero_si512();
+	__m512i c21 = _mm512_setzero_si512();
+	__m512i c22 = _mm512_setzero_si512();
+	__m512i c23 = _mm512_setzero_si512();
+	__m512i c30 = _mm512_setzero_si512();
+	__m512i c31 = _mm512_setzero_si512();
+	__m512i c32 = _mm512_setzero_si512();
+	__m512i c33 = _mm512_setzero_si512();
+	const int8_t *p = a->p + j * kp * WH_QG_NR;
+	const uint8_t *rw = a->r + m * kp;
+	for (size_t k = 0; k < kp; k += 4) {
+		const int8_t *pk = p + k * WH_QG_NR;
+		__m512i p0 = _mm512_loadu_si512((const void *)pk);
+		__m512i p1 = _mm512_loadu_si512((const void *)(pk + kp * WH_QG_NR));
+		__m512i p2 = _mm512_loadu_si512((const void *)(pk + 2 * kp * WH_QG_NR));
+		__m512i p3 = _mm512_loadu_si512((const void *)(pk + 3 * kp * WH_QG_NR));
+		__m512i b;
+		b = _mm512_set1_epi32(ld4(rw + 0 * kp + k));
+		c00 = _mm512_dpbusd_epi32(c00, b, p0);
+		c01 = _mm512_dpbusd_epi32(c01, b, p1);
+		c02 = _mm512_dpbusd_epi32(c02, b, p2);
+		c03 = _mm512_dpbusd_epi32(c03, b, p3);
+		b = _mm512_set1_epi32(ld4(rw + 1 * kp + k));
+		c10 = _mm512_dpbusd_epi32(c10, b, p0);
+		c11 = _mm512_dpbusd_epi32(c11, b, p1);
+		c12 = _mm512_dpbusd_epi32(c12, b, p2);
+		c13 = _mm512_dpbusd_epi32(c13, b, p3);
+		b = _mm512_set1_epi32(ld4(rw + 2 * kp + k));
+		c20 = _mm512_dpbusd_epi32(c20, b, p0);
+		c21 = _mm512_dpbusd_epi32(c21, b, p1);
+		c22 = _mm512_dpbusd_epi32(c22, b, p2);
+		c23 = _mm512_dpbusd_epi32(c23, b, p3);
+		b = _mm512_set1_epi32(ld4(rw + 3 * kp + k));
+		c30 = _mm512_dpbusd_epi32(c30, b, p0);
+		c31 = _mm512_dpbusd_epi32(c31, b, p1);
+		c32 = _mm512_dpbusd_epi32(c32, b, p2);
+		c33 = _mm512_dpbusd_epi32(c33, b, p3);
+	}
+	{
+		size_t c0 = (j + 0) * WH_QG_NR;
+		__m512i zp = _mm512_loadu_si512((const void *)(a->zp + c0));
+		__m512i cs = _mm512_loadu_si512((const void *)(a->colsum + c0));
+		__m512i acc4[4] = {c00, c10, c20, c30};
+		for (int r = 0; r < 4; r++) {
+			__m512i v = _mm512_sub_epi32(acc4[r], _mm512_mullo_epi32(zp, _mm512_set1_epi32(a->rowfix[m + (size_t)r])));
+			v = _mm512_sub_epi32(v, _mm512_mullo_epi32(cs, _mm512_set1_epi32(a->zr[m + (size_t)r])));
+			_mm512_storeu_si512((void *)(a->c + (m + (size_t)r) * a->ldc + c0), v);
+		}
+	}
+	{
+		size_t c0 = (j + 1) * WH_QG_NR;
+		__m512i zp = _mm512_loadu_si512((const void *)(a->zp + c0));
+		__m512i cs = _mm512_loadu_si512((const void *)(a->colsum + c0));
+		__m512i acc4[4] = {c01, c11, c21, c31};
+		for (int r = 0; r < 4; r++) {
+			__m512i v = _mm512_sub_epi32(acc4[r], _mm512_mullo_epi32(zp, _mm512_set1_epi32(a->rowfix[m + (size_t)r])));
+			v = _mm512_sub_epi32(v, _mm512_mullo_epi32(cs, _mm512_set1_epi32(a->zr[m + (size_t)r])));
+			_mm512_storeu_si512((void *)(a->c + (m + (size_t)r) * a->ldc + c0), v);
+		}
+	}
+	{
+		size_t c0 = (j + 2) * WH_QG_NR;
+		__m512i zp = _mm512_loadu_si512((const void *)(a->zp + c0));
+		__m512i cs = _mm512_loadu_si512((const void *)(a->colsum + c0));
+		__m512i acc4[4] = {c02, c12, c22, c32};
+		for (int r = 0; r < 4; r++) {
+			__m512i v = _mm512_sub_epi32(acc4[r], _mm512_mullo_epi32(zp, _mm512_set1_epi32(a->rowfix[m + (size_t)r])));
+			v = _mm512_sub_epi32(v, _mm512_mullo_epi32(cs, _mm512_set1_epi32(a->zr[m + (size_t)r])));
+			_mm512_storeu_si512((void *)(a->c + (m + (size_t)r) * a->ldc + c0), v);
+		}
+	}
+	{
+		size_t c0 = (j + 3) * WH_QG_NR;
+		__m512i zp = _mm512_loadu_si512((const void *)(a->zp + c0));
+		__m512i cs = _mm512_loadu_si512((const void *)(a->colsum + c0));
+		__m512i acc4[4] = {c03, c13, c23, c33};
+		for (int r = 0; r < 4; r++) {
+			__m512i v = _mm512_sub_epi32(acc4[r], _mm512_mullo_epi32(zp, _mm512_set1_epi32(a->rowfix[m + (size_t)r])));
+			v = _mm512_sub_epi32(v, _mm512_mullo_epi32(cs, _mm512_set1_epi32(a->zr[m + (size_t)r])));
+			_mm512_storeu_si512((void *)(a->c + (m + (size_t)r) * a->ldc + c0), v);
+		}
+	}
+}
+
 /* Panels [j, j + NP) against every row: the panels stay in L1 while the rows stream by. */
 #define TILE_COLS(NP)                                                     \
 	do {                                                              \
 		size_t m = m0;                                            \
 		for (; m + 4 <= m1; m += 4)                               \
-			tile(a, m, j, 4, NP);                             \
+			if (NP == 4 && (j + 4) * WH_QG_NR <= a->n)        \
+				tile4x4(a, m, j);                         \
+			else                                              \
+				tile(a, m, j, 4, NP);                     \
 		switch (m1 - m) {                                         \
 		case 3: tile(a, m, j, 3, NP); break;                      \
 		case 2: tile(a, m, j, 2, NP); break;                      \
@@ -127,14 +235,42 @@ static inline __m512d requant8(__m256i acc, __m512d m, __m512d yz, __m512d lo, _
 	return _mm512_min_pd(v, hi);
 }
 
+/* The lanes where rint(t) is surely rint of the value t approximates, when t is within
+ * |t| * 2^-22 of the float32 (or double) result it stands for: t = fl(x * fl(1 / scale))
+ * against fl(x / scale), or fl(fl(acc) * mult) against the double product, are (two float32
+ * roundings, |t - exact| <= |t| * 1.5 * 2^-23, and the other result within half an ulp).
+ * Taken: |t| < 4096 and t farther than |t| * 2^-21 (twice the bound) from a half-integer
+ * (v = rint(t)); then both lie on the same side of every rounding boundary. */
+static inline __mmask16 sure_rint(__m512 t, __m512 v)
+{
+	__m512 a = _mm512_abs_ps(t);
+	__m512 lim = _mm512_sub_ps(_mm512_set1_ps(0.5f), _mm512_mul_ps(a, _mm512_set1_ps(0x1p-21f)));
+	return _mm512_cmp_ps_mask(a, _mm512_set1_ps(4096.0f), _CMP_LT_OQ) &
+	       _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(t, v)), lim, _CMP_LT_OQ);
+}
+
 void wh_q_requant_avx512(const int32_t *acc, size_t n, const float *mult, size_t mstride, int32_t yz, bool y_s8,
 			 void *y)
 {
 	const __m512d lo = _mm512_set1_pd(y_s8 ? -128 : 0), hi = _mm512_set1_pd(y_s8 ? 127 : 255);
 	const __m512d z = _mm512_set1_pd((double)yz);
 	__m512d ms = _mm512_set1_pd((double)mult[0]);
+	/* in float32 where that cannot change the integer (sure_rint); otherwise the 16 lanes
+	 * take the double path */
+	const __m512 lof = _mm512_set1_ps(y_s8 ? -128.0f : 0.0f), hif = _mm512_set1_ps(y_s8 ? 127.0f : 255.0f);
+	const __m512 zf = _mm512_set1_ps((float)yz), msf = _mm512_set1_ps(mult[0]);
+	const bool small_z = yz > -(1 << 20) && yz < (1 << 20); /* rint(t) + yz exact in float32 */
 	size_t i = 0;
 	for (; i + 16 <= n; i += 16) {
+		__m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512((const void *)(acc + i))),
+					 mstride ? _mm512_loadu_ps(mult + i) : msf);
+		__m512 rt = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		__mmask16 ok = sure_rint(t, rt);
+		if (ok == 0xFFFF && small_z) {
+			__m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(rt, zf), lof), hif);
+			_mm_storeu_si128((__m128i *)((uint8_t *)y + i), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)));
+			continue;
+		}
 		__m512d m0 = ms, m1 = ms;
 		if (mstride) {
 			m0 = _mm512_cvtps_pd(_mm256_loadu_ps(mult + i));
@@ -159,10 +295,18 @@ void wh_q_quant_avx512(const float *x, size_t n, float scale, float zp, bool y_s
 {
 	const __m512 lo = _mm512_set1_ps(y_s8 ? -128.0f : 0.0f), hi = _mm512_set1_ps(y_s8 ? 127.0f : 255.0f);
 	const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp);
+	/* x * (1 / scale) instead of the division where that cannot change the integer
+	 * (sure_rint); other lanes (near a half, large, NaN, an infinite 1 / scale) divide */
+	const __m512 r = _mm512_set1_ps(1.0f / scale);
 	size_t i = 0;
 	for (; i + 16 <= n; i += 16) {
-		__m512 v = _mm512_div_ps(_mm512_loadu_ps(x + i), s);
-		v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		__m512 xv = _mm512_loadu_ps(x + i);
+		__m512 t = _mm512_mul_ps(xv, r);
+		__m512 v = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		__mmask16 ok = sure_rint(t, v);
+		if (ok != 0xFFFF)
+			v = _mm512_mask_roundscale_ps(v, (__mmask16)~ok, _mm512_div_ps(xv, s),
+						      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 		v = _mm512_add_ps(v, z);
 		__mmask16 ord = _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q);
 		v = _mm512_maskz_mov_ps(ord, v);
@@ -171,6 +315,80 @@ void wh_q_quant_avx512(const float *x, size_t n, float scale, float zp, bool y_s
 	}
 	if (i < n)
 		wh_q_quant_scalar(x + i, n - i, scale, zp, y_s8, (uint8_t *)y + i);
+}
+
+void wh_q_scale_relu_quant_avx512(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float scale,
+				  float zp, bool y_s8, void *y)
+{
+	const __m512 lo = _mm512_set1_ps(y_s8 ? -128.0f : 0.0f), hi = _mm512_set1_ps(y_s8 ? 127.0f : 255.0f);
+	const __m512 m = _mm512_set1_ps(mult), b = _mm512_set1_ps(bias), zero = _mm512_setzero_ps();
+	const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp);
+	/* as wh_q_quant_avx512 */
+	const __m512 r = _mm512_set1_ps(1.0f / scale);
+	/* a positive scale with a normal reciprocal and zp >= the lower bound (every quantizer's):
+	 * t >= 0 after the Relu, so sure_rint needs no |t| < 4096 (its bound is relative, and a
+	 * large or infinite t fails the half test) and no abs, and v + zp no lower clamp */
+	const bool pos = scale > 0.0f && 1.0f / scale >= 0x1p-126f && 1.0f / scale < INFINITY &&
+			 zp >= (y_s8 ? -128.0f : 0.0f);
+	const __m512 half = _mm512_set1_ps(0.5f), c21 = _mm512_set1_ps(0x1p-21f);
+	size_t i = 0;
+	/* 64 at a time: the same lane arithmetic, the NaN rule only where a lane divided (a fast
+	 * lane is finite), and the 64 bytes packed with two packs and one dword permute */
+	const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+	for (; i + 64 <= n; i += 64) {
+		__m512 xv[4], v[4];
+		__mmask16 ok[4];
+		for (int u = 0; u < 4; u++) {
+			xv[u] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512((const void *)(acc + i + 16 * u))), m);
+			if (has_bias)
+				xv[u] = _mm512_add_ps(xv[u], b);
+			xv[u] = _mm512_max_ps(zero, xv[u]);
+			__m512 t = _mm512_mul_ps(xv[u], r);
+			v[u] = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+			ok[u] = pos ? _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(t, v[u])), _mm512_fnmadd_ps(t, c21, half),
+							 _CMP_LT_OQ)
+				    : sure_rint(t, v[u]);
+		}
+		__m512i q[4];
+		if ((ok[0] & ok[1] & ok[2] & ok[3]) == 0xFFFF) {
+			/* pos: t < 2^20 here (beyond, the half test fails), so v + zp converts
+			 * exactly and the saturating packs below are the clamp */
+			for (int u = 0; u < 4; u++) {
+				__m512 w = _mm512_add_ps(v[u], z);
+				q[u] = _mm512_cvtps_epi32(pos ? w : _mm512_min_ps(_mm512_max_ps(w, lo), hi));
+			}
+		} else {
+			for (int u = 0; u < 4; u++) {
+				__m512 w = _mm512_mask_roundscale_ps(v[u], (__mmask16)~ok[u], _mm512_div_ps(xv[u], s),
+								     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+				w = _mm512_add_ps(w, z);
+				w = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(w, w, _CMP_ORD_Q), w);
+				q[u] = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(w, lo), hi));
+			}
+		}
+		__m512i w0 = _mm512_packs_epi32(q[0], q[1]), w1 = _mm512_packs_epi32(q[2], q[3]);
+		__m512i by = y_s8 ? _mm512_packs_epi16(w0, w1) : _mm512_packus_epi16(w0, w1);
+		_mm512_storeu_si512((void *)((uint8_t *)y + i), _mm512_permutexvar_epi32(order, by));
+	}
+	for (; i + 16 <= n; i += 16) {
+		__m512 xv = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512((const void *)(acc + i))), m);
+		if (has_bias)
+			xv = _mm512_add_ps(xv, b);
+		xv = _mm512_max_ps(zero, xv); /* 0 > x ? 0 : x (NaN stays) */
+		__m512 t = _mm512_mul_ps(xv, r);
+		__m512 v = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		__mmask16 ok = sure_rint(t, v);
+		if (ok != 0xFFFF)
+			v = _mm512_mask_roundscale_ps(v, (__mmask16)~ok, _mm512_div_ps(xv, s),
+						      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		v = _mm512_add_ps(v, z);
+		__mmask16 ord = _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q);
+		v = _mm512_maskz_mov_ps(ord, v);
+		v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+		_mm_storeu_si128((__m128i *)((uint8_t *)y + i), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)));
+	}
+	if (i < n)
+		wh_q_scale_relu_quant_scalar(acc + i, n - i, mult, bias, has_bias, scale, zp, y_s8, (uint8_t *)y + i);
 }
 
 void wh_q_dequant_avx512(const void *x, bool x_s8, size_t n, int32_t zp, float scale, float *y)
@@ -207,4 +425,16 @@ void wh_q_minmax_avx512(const float *x, size_t n, float *lo_out, float *hi_out)
 	}
 	*lo_out = rl;
 	*hi_out = rh;
+}
+
+void wh_q_scale_bias_avx512(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float *y)
+{
+	const __m512 m = _mm512_set1_ps(mult), b = _mm512_set1_ps(bias);
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512((const void *)(acc + i))), m);
+		_mm512_storeu_ps(y + i, has_bias ? _mm512_add_ps(v, b) : v);
+	}
+	if (i < n)
+		wh_q_scale_bias_scalar(acc + i, n - i, mult, bias, has_bias, y + i);
 }

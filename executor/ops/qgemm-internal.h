@@ -101,6 +101,19 @@ enum wh_status wh_qconv(const struct wh_cpu_features *cpu, struct wh_threadpool 
 			const void *x, bool x_s8, int32_t zx, const void *w, bool w_s8, const int32_t *zw,
 			const int32_t *bias, int32_t *acc);
 
+/* wh_qconv handing each block of sums to fin->fn as soon as it is computed (while it is in
+ * cache): fn(arg, plane, col0, sums, cnt) for outputs [col0, col0 + cnt) of output plane
+ * `plane` (n * M + m); every output exactly once, from any thread. With acc the sums are
+ * also there (fn may overwrite them in place); with acc NULL they live in the task's scratch
+ * only. No bias (add it in fn). */
+struct wh_qconv_finish {
+	void (*fn)(void *arg, size_t plane, size_t col0, int32_t *sums, size_t cnt);
+	void *arg;
+};
+enum wh_status wh_qconv_fin(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
+			    const struct wh_conv_shape *s, const void *x, bool x_s8, int32_t zx, const void *w,
+			    bool w_s8, const int32_t *zw, int32_t *acc, const struct wh_qconv_finish *fin);
+
 /* Integer matrix product of one matrix pair: c[M][N] = (a - za[m]) x (b - zb[n]), a [M][K]
  * and b [K][N] row-major 8-bit (signed when a_s8 / b_s8), za M values, zb N values. bp and
  * bsum: b already packed (with the flip b_s8 ? 0 : 0x80) and its column sums, from
@@ -145,6 +158,24 @@ void wh_q_dequant(const void *x, bool x_s8, size_t n, int32_t zp, float scale, f
 void wh_q_dequant_scalar(const void *x, bool x_s8, size_t n, int32_t zp, float scale, float *y);
 void wh_q_dequant_avx2(const void *x, bool x_s8, size_t n, int32_t zp, float scale, float *y);
 void wh_q_dequant_avx512(const void *x, bool x_s8, size_t n, int32_t zp, float scale, float *y);
+
+/* The float result of a QDQ convolution (executor/qdq.h): y[i] = (float)acc[i] * mult,
+ * then + bias when has_bias; two roundings in that order (no FMA) on every ISA, so every ISA
+ * gives the scalar bits. y may be acc's own memory (same index, read before written). */
+void wh_q_scale_bias(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float *y,
+		     const struct wh_cpu_features *cpu);
+void wh_q_scale_bias_scalar(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float *y);
+void wh_q_scale_bias_avx2(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float *y);
+void wh_q_scale_bias_avx512(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float *y);
+
+/* A QDQ Conv's sums to a fused Relu then QuantizeLinear in one pass: the bits of
+ * wh_q_scale_bias, then Relu (0 > v ? 0 : v), then wh_q_quant, run apart. */
+void wh_q_scale_relu_quant(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float scale, float zp,
+			   bool y_s8, void *y, const struct wh_cpu_features *cpu);
+void wh_q_scale_relu_quant_scalar(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float scale,
+				  float zp, bool y_s8, void *y);
+void wh_q_scale_relu_quant_avx512(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float scale,
+				  float zp, bool y_s8, void *y);
 
 /* DynamicQuantizeLinear's range: *lo = min(0, x...), *hi = max(0, x...), NaN ignored (the
  * order of a min and a max does not matter, so any split gives the same answer). */

@@ -218,6 +218,54 @@ void wh_q_dequant_scalar(const void *x, bool x_s8, size_t n, int32_t zp, float s
 	}
 }
 
+void wh_q_scale_bias(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float *y,
+		     const struct wh_cpu_features *cpu)
+{
+	if (cpu && cpu->isa >= WH_ISA_AVX512)
+		wh_q_scale_bias_avx512(acc, n, mult, bias, has_bias, y);
+	else if (use_avx2(cpu))
+		wh_q_scale_bias_avx2(acc, n, mult, bias, has_bias, y);
+	else
+		wh_q_scale_bias_scalar(acc, n, mult, bias, has_bias, y);
+}
+
+void wh_q_scale_bias_scalar(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float *y)
+{
+	for (size_t i = 0; i < n; i++) {
+		float v = (float)acc[i] * mult;
+		y[i] = has_bias ? v + bias : v;
+	}
+}
+
+void wh_q_scale_relu_quant(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float scale, float zp,
+			   bool y_s8, void *y, const struct wh_cpu_features *cpu)
+{
+	if (cpu && cpu->isa >= WH_ISA_AVX512) {
+		wh_q_scale_relu_quant_avx512(acc, n, mult, bias, has_bias, scale, zp, y_s8, y);
+		return;
+	}
+	/* the passes apart, on a stack piece at a time */
+	float tmp[256];
+	for (size_t i = 0; i < n; i += 256) {
+		size_t len = n - i < 256 ? n - i : 256;
+		wh_q_scale_bias(acc + i, len, mult, bias, has_bias, tmp, cpu);
+		for (size_t k = 0; k < len; k++)
+			tmp[k] = 0 > tmp[k] ? 0 : tmp[k];
+		wh_q_quant(tmp, len, scale, zp, y_s8, (uint8_t *)y + i, cpu);
+	}
+}
+
+void wh_q_scale_relu_quant_scalar(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float scale,
+				  float zp, bool y_s8, void *y)
+{
+	for (size_t i = 0; i < n; i++) {
+		float v = (float)acc[i] * mult;
+		v = has_bias ? v + bias : v;
+		v = 0 > v ? 0 : v;
+		wh_q_quant_scalar(&v, 1, scale, zp, y_s8, (uint8_t *)y + i);
+	}
+}
+
 void wh_q_minmax(const float *x, size_t n, float *lo, float *hi, const struct wh_cpu_features *cpu)
 {
 	if (cpu && cpu->isa >= WH_ISA_AVX512)
@@ -273,7 +321,8 @@ struct qconv_job {
 	const uint8_t *r; /* all M weight rows */
 	size_t K, kp, nb, nblocks;
 	const int32_t *rowfix, *zr;
-	int32_t *acc;
+	int32_t *acc;   /* NULL: the finish's scratch only */
+	const struct wh_qconv_finish *fin;
 	bool pointwise;  /* 1x1, stride 1, no padding: x is its own column matrix */
 	/* otherwise the input, padded and split into stride phases along the width (below) */
 	uint8_t *xs;
@@ -350,36 +399,102 @@ static void split_planes(void *arg, size_t begin, size_t end)
 	}
 }
 
-/* Columns [n0, n0 + nb) of the column matrix of image n, group g, as a K x nb block: one
- * copy per tap and output row. */
-static void im2col(const struct qconv_job *j, size_t plane0, size_t n0, size_t nb, uint8_t *col)
+/* The panels of columns [n0, n0 + cnt) of the column matrix of image n, group g (planes from
+ * plane0), straight from the split planes: what im2col then wh_qg_pack give, without the
+ * column buffer. Per group of 4 k, 16 columns at a time: 4 loads and the byte interleave of
+ * wh_qg_pack where the 16 columns lie in one output row, two loads blended where they span
+ * two (the split planes have 64 bytes of slack at the end), byte by byte otherwise. */
+static void im2col_pack(const struct qconv_job *j, size_t plane0, size_t n0, size_t cnt, int8_t *pan)
 {
+	static const uint8_t masks[32] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+					  0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
 	struct geo2 g;
 	geo2_of(j->s, &g);
-	size_t Cg = (size_t)(j->s->C / j->s->G), sw = j->sw, wr = j->wr, OW = (size_t)g.OW;
-	size_t k = 0;
-	for (size_t ci = 0; ci < Cg; ci++) {
-		const uint8_t *pc = j->xs + (plane0 + ci) * j->hp * sw * wr;
-		for (int64_t kh = 0; kh < g.KH; kh++)
-			for (int64_t kw = 0; kw < g.KW; kw++, k++) {
-				uint8_t *d = col + k * nb;
-				size_t q = (size_t)(kw * g.dw) % sw, off = (size_t)(kw * g.dw) / sw;
-				size_t n = n0, end = n0 + nb;
-				while (n < end) {
-					size_t oh = n / OW, ow0 = n % OW;
-					size_t cnt = OW - ow0 < end - n ? OW - ow0 : end - n;
-					size_t rowp = oh * (size_t)g.sh + (size_t)(kh * g.dh);
-					memcpy(d, pc + rowp * sw * wr + q * wr + ow0 + off, cnt);
-					d += cnt;
-					n += cnt;
+	size_t OW = (size_t)g.OW, K = j->K, kp = j->kp, sw = j->sw, wr = j->wr;
+	size_t taps = (size_t)(g.KH * g.KW), rs = (size_t)g.sh * sw * wr, plane = j->hp * sw * wr;
+	const uint8_t flip = j->flip_x;
+	const __m128i fl = _mm_set1_epi8((char)flip);
+	/* per chunk of 16 columns, the same for every k: where it starts (offa), and where its
+	 * columns on the next output row start less the split (offb, split > 0: blended;
+	 * split 0: in one row; split 16: byte by byte) */
+	size_t offa[64], offb[64];
+	uint8_t split[64];
+	size_t nch = (cnt + WH_QG_NR - 1) / WH_QG_NR;
+	for (size_t ch = 0; ch < nch; ch++) {
+		size_t n = n0 + ch * WH_QG_NR, oh = n / OW, ow = n % OW;
+		size_t nn = cnt - ch * WH_QG_NR < WH_QG_NR ? cnt - ch * WH_QG_NR : WH_QG_NR;
+		offa[ch] = oh * rs + ow;
+		offb[ch] = 0;
+		split[ch] = 0;
+		if (nn < WH_QG_NR || (ow + WH_QG_NR > OW && OW < WH_QG_NR)) {
+			split[ch] = WH_QG_NR;
+		} else if (ow + WH_QG_NR > OW) {
+			split[ch] = (uint8_t)(OW - ow);
+			offb[ch] = (oh + 1) * rs - (OW - ow);
+		}
+	}
+	for (size_t k0 = 0; k0 < kp; k0 += 4) {
+		const uint8_t *b[4] = {NULL, NULL, NULL, NULL};
+		bool full = true;
+		for (size_t q = 0; q < 4; q++) {
+			size_t k = k0 + q;
+			if (k >= K) {
+				full = false;
+				continue;
+			}
+			size_t ci = k / taps, t = k % taps, kh = t / (size_t)g.KW, kw = t % (size_t)g.KW;
+			size_t col = kw * (size_t)g.dw;
+			b[q] = j->xs + (plane0 + ci) * plane + kh * (size_t)g.dh * sw * wr + (col % sw) * wr + col / sw;
+		}
+		for (size_t ch = 0; ch < nch; ch++) {
+			int8_t *d = pan + ch * kp * WH_QG_NR + k0 * WH_QG_NR;
+			if (full && split[ch] < WH_QG_NR) {
+				const uint8_t *s0 = b[0] + offa[ch], *s1 = b[1] + offa[ch], *s2 = b[2] + offa[ch],
+					      *s3 = b[3] + offa[ch];
+				__m128i r0 = _mm_loadu_si128((const __m128i *)s0), r1 = _mm_loadu_si128((const __m128i *)s1);
+				__m128i r2 = _mm_loadu_si128((const __m128i *)s2), r3 = _mm_loadu_si128((const __m128i *)s3);
+				if (split[ch]) {
+					/* the first split columns from row oh, the rest from oh + 1 */
+					const __m128i mk = _mm_loadu_si128((const __m128i *)(masks + WH_QG_NR - split[ch]));
+					size_t ob = offb[ch];
+#define WH_QBLEND(R, Q) R = _mm_or_si128(_mm_and_si128(mk, R), _mm_andnot_si128(mk, _mm_loadu_si128((const __m128i *)(b[Q] + ob))))
+					WH_QBLEND(r0, 0);
+					WH_QBLEND(r1, 1);
+					WH_QBLEND(r2, 2);
+					WH_QBLEND(r3, 3);
+#undef WH_QBLEND
+				}
+				r0 = _mm_xor_si128(r0, fl);
+				r1 = _mm_xor_si128(r1, fl);
+				r2 = _mm_xor_si128(r2, fl);
+				r3 = _mm_xor_si128(r3, fl);
+				__m128i a = _mm_unpacklo_epi8(r0, r1), bb = _mm_unpackhi_epi8(r0, r1);
+				__m128i cc = _mm_unpacklo_epi8(r2, r3), e = _mm_unpackhi_epi8(r2, r3);
+				_mm_storeu_si128((__m128i *)d, _mm_unpacklo_epi16(a, cc));
+				_mm_storeu_si128((__m128i *)(d + 16), _mm_unpackhi_epi16(a, cc));
+				_mm_storeu_si128((__m128i *)(d + 32), _mm_unpacklo_epi16(bb, e));
+				_mm_storeu_si128((__m128i *)(d + 48), _mm_unpackhi_epi16(bb, e));
+				continue;
+			}
+			size_t n = n0 + ch * WH_QG_NR, oh = n / OW, ow = n % OW;
+			size_t nn = cnt - ch * WH_QG_NR < WH_QG_NR ? cnt - ch * WH_QG_NR : WH_QG_NR;
+			memset(d, 0, 4 * WH_QG_NR);
+			for (size_t i = 0; i < nn; i++) {
+				for (size_t q = 0; q < 4; q++)
+					if (b[q])
+						d[i * 4 + q] = (int8_t)(b[q][oh * rs + ow] ^ flip);
+				if (++ow == OW) {
+					ow = 0;
+					oh++;
 				}
 			}
+		}
 	}
 }
 
 /* Depthwise: plane c (image c / C, channel c % C) row by row over the split planes. */
 struct qdw_job {
-	const struct qconv_job *j;
+	struct qconv_job *j;
 	const uint8_t *w;
 	bool x_s8, w_s8;
 	const int32_t *zw;
@@ -389,15 +504,21 @@ struct qdw_job {
 static void qdw_chunk(void *arg, size_t begin, size_t end)
 {
 	const struct qdw_job *d = arg;
-	const struct qconv_job *j = d->j;
+	struct qconv_job *j = d->j;
 	const struct wh_conv_shape *s = j->s;
 	struct geo2 g;
 	geo2_of(s, &g);
 	size_t taps = (size_t)(g.KH * g.KW), OW = (size_t)g.OW, OH = (size_t)g.OH, sw = j->sw, wr = j->wr;
 	const uint8_t *src[64];
 	int32_t wv[64];
+	int32_t *scratch = j->acc ? NULL : malloc(OH * OW * sizeof(int32_t) + 1);
+	if (!j->acc && !scratch) {
+		atomic_store(&j->nomem, true);
+		return;
+	}
 	for (size_t c = begin; c < end; c++) {
 		size_t co = c % (size_t)s->M;
+		int32_t *out = j->acc ? j->acc + c * OH * OW : scratch;
 		const uint8_t *pc = j->xs + c * j->hp * sw * wr;
 		for (size_t t = 0; t < taps; t++) {
 			uint8_t b = d->w[co * taps + t];
@@ -411,9 +532,12 @@ static void qdw_chunk(void *arg, size_t begin, size_t end)
 					size_t q = (size_t)(kw * g.dw) % sw, off = (size_t)(kw * g.dw) / sw;
 					src[t] = pc + rowp * sw * wr + q * wr + off;
 				}
-			wh_qdw_row(src, wv, taps, d->zx, d->x_s8, OW, j->acc + (c * OH + oh) * OW, j->cpu);
+			wh_qdw_row(src, wv, taps, d->zx, d->x_s8, OW, out + oh * OW, j->cpu);
 		}
+		if (j->fin)
+			j->fin->fn(j->fin->arg, c, 0, out, OH * OW);
 	}
+	free(scratch);
 }
 
 static void qconv_chunk(void *arg, size_t begin, size_t end)
@@ -427,10 +551,10 @@ static void qconv_chunk(void *arg, size_t begin, size_t end)
 	}
 	size_t Cg = (size_t)(s->C / s->G), Mg = (size_t)(s->M / s->G);
 	size_t kp = j->kp, nb = j->nb;
-	uint8_t *col = j->pointwise ? NULL : malloc(j->K * nb);
 	int8_t *pan = malloc(kp * nb + 64);
 	int32_t *cs = malloc(2 * nb * sizeof(int32_t));
-	if ((!col && !j->pointwise) || !pan || !cs) {
+	int32_t *scratch = j->acc ? NULL : malloc(Mg * nb * sizeof(int32_t) + 1);
+	if (!pan || !cs || (!j->acc && !scratch)) {
 		atomic_store(&j->nomem, true);
 		goto out;
 	}
@@ -444,26 +568,45 @@ static void qconv_chunk(void *arg, size_t begin, size_t end)
 		if (j->pointwise) {
 			wh_qg_pack(j->x + (n * (size_t)s->C + g * Cg) * Pin + n0, Pin, j->K, cnt, j->flip_x, pan);
 		} else {
-			im2col(j, n * (size_t)s->C + g * Cg, n0, cnt, col);
-			wh_qg_pack(col, cnt, j->K, cnt, j->flip_x, pan);
+			im2col_pack(j, n * (size_t)s->C + g * Cg, n0, cnt, pan);
 		}
 		wh_qg_colsums(pan, kp, cnt, cs, j->cpu);
 		struct wh_qg_args a = {
 			.r = j->r + g * Mg * kp, .kp = kp, .p = pan, .n = cnt,
 			.rowfix = j->rowfix + g * Mg, .zr = j->zr + g * Mg, .colsum = cs, .zp = zpv,
-			.c = j->acc + (n * (size_t)s->M + g * Mg) * P + n0, .ldc = P,
+			.c = j->acc ? j->acc + (n * (size_t)s->M + g * Mg) * P + n0 : scratch, .ldc = j->acc ? P : cnt,
 		};
 		wh_qg_kernel(&a, 0, Mg, j->cpu);
+		for (size_t mi = 0; j->fin && mi < Mg; mi++)
+			j->fin->fn(j->fin->arg, n * (size_t)s->M + g * Mg + mi, n0, a.c + mi * a.ldc, cnt);
 	}
 out:
-	free(col);
+	free(scratch);
 	free(pan);
 	free(cs);
 }
 
+static enum wh_status qconv(const struct wh_cpu_features *cpu, struct wh_threadpool *pool, const struct wh_conv_shape *s,
+			    const void *x, bool x_s8, int32_t zx, const void *w, bool w_s8, const int32_t *zw,
+			    const int32_t *bias, int32_t *acc, const struct wh_qconv_finish *fin);
+
 enum wh_status wh_qconv(const struct wh_cpu_features *cpu, struct wh_threadpool *pool, const struct wh_conv_shape *s,
 			const void *x, bool x_s8, int32_t zx, const void *w, bool w_s8, const int32_t *zw,
 			const int32_t *bias, int32_t *acc)
+{
+	return qconv(cpu, pool, s, x, x_s8, zx, w, w_s8, zw, bias, acc, NULL);
+}
+
+enum wh_status wh_qconv_fin(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
+			    const struct wh_conv_shape *s, const void *x, bool x_s8, int32_t zx, const void *w,
+			    bool w_s8, const int32_t *zw, int32_t *acc, const struct wh_qconv_finish *fin)
+{
+	return qconv(cpu, pool, s, x, x_s8, zx, w, w_s8, zw, NULL, acc, fin);
+}
+
+static enum wh_status qconv(const struct wh_cpu_features *cpu, struct wh_threadpool *pool, const struct wh_conv_shape *s,
+			    const void *x, bool x_s8, int32_t zx, const void *w, bool w_s8, const int32_t *zw,
+			    const int32_t *bias, int32_t *acc, const struct wh_qconv_finish *fin)
 {
 	if (s->nsp > 2)
 		return WH_ERR_UNSUPPORTED;
@@ -473,7 +616,7 @@ enum wh_status wh_qconv(const struct wh_cpu_features *cpu, struct wh_threadpool 
 		P *= (size_t)s->out[d];
 	}
 	size_t K = Cg * KS, kp = wh_qg_kp(K);
-	struct qconv_job j = {.cpu = cpu, .s = s, .x = x, .K = K, .kp = kp, .acc = acc};
+	struct qconv_job j = {.cpu = cpu, .s = s, .x = x, .K = K, .kp = kp, .acc = acc, .fin = fin};
 	if (M == 0 || P == 0 || s->N == 0)
 		return WH_OK;
 	uint8_t *r = malloc(M * kp);
@@ -511,7 +654,7 @@ enum wh_status wh_qconv(const struct wh_cpu_features *cpu, struct wh_threadpool 
 		j.wr = (Wp + j.sw - 1) / j.sw;
 		j.hp = (size_t)(g.ph + g.H + g.ph1);
 		size_t planes = (size_t)(s->N * s->C);
-		j.xs = malloc(planes * j.hp * j.sw * j.wr + 1);
+		j.xs = malloc(planes * j.hp * j.sw * j.wr + 64);
 		if (!j.xs) {
 			st = WH_ERR_NOMEM;
 			goto out;
