@@ -24,8 +24,9 @@
       Exports every size variant of each named model, whatever its size (with each exporter listed, the
       model's own by default), J at once, none past S seconds from the start (--deadline), as
       OUTDIR/NAME/vK-EXPORTER/NAME.onnx; OUTDIR/variants.txt has one JSON line per variant: its MANIFEST
-      lines and where its bytes are (initializers, node metadata). For choosing variants and caps: a
-      variant's file is the same whether `export` or `variants` writes it (the seed is the model's name).
+      lines and where its bytes are (initializers, node metadata). For choosing variants and caps:
+      `export` builds the same model from a variant (the seed is the model's name), so its file has
+      the size `variants` gave (the fixtures' Swin, FastViT and LeViT files are variants' files).
   export-corpus.py variant-one OUTDIR NAME K EXPORTER
       What each of variants' processes runs (K counts from 0).
   export-corpus.py inputs MANIFEST DIR [NAME...]
