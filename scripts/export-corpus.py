@@ -368,7 +368,7 @@ def models():
         # at 224 the shifted windows' attention masks alone take 0.8 MB: 112x112, window 7 (stage 1: 28x28
         # tokens in 4x4 windows, stage 2: 14x14 in 2x2, stage 3: 7x7 in one window, unshifted). The masks and
         # relative-position biases (timm: constants; transformers: the masks built on every run) are about
-        # 0.45 MB (timm) whatever the widths, and the dynamo exporter's node metadata (about 1.7 kB a node)
+        # 0.45 MB (timm) whatever the widths, and the dynamo exporter's node metadata (1.6-2.1 kB a node)
         # 0.35-0.64 MB more, hence embed 8 and the TorchScript exporter for both (`variants` gave timm
         # 767 kB TorchScript / 1.05 MB dynamo, transformers 502 kB / 1.19 MB).
         E('swin_timm', T, 'swin', *[tv('swin_tiny_patch4_window7_224', 112, img_size=112, embed_dim=c, depths=d, num_heads=h)
