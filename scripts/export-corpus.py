@@ -20,6 +20,15 @@
       Prints the names of the models, in MANIFEST order.
   export-corpus.py export-one OUTDIR NAME
       What each of export's processes runs: one model, its result as OUTDIR/NAME.entry (JSON).
+  export-corpus.py variants OUTDIR [--exporters torchscript,dynamo] [--jobs J] [--timeout S] [--deadline S] NAME...
+      Exports every size variant of each named model, whatever its size (with each exporter listed, the
+      model's own by default), J at once, none past S seconds from the start (--deadline), as
+      OUTDIR/NAME/vK-EXPORTER/NAME.onnx; OUTDIR/variants.txt has one JSON line per variant: its MANIFEST
+      lines and where its bytes are (initializers, node metadata). For choosing variants and caps:
+      `export` builds the same model from a variant (the seed is the model's name), so its file has
+      the size `variants` gave (the fixtures' Swin, FastViT and LeViT files are variants' files).
+  export-corpus.py variant-one OUTDIR NAME K EXPORTER
+      What each of variants' processes runs (K counts from 0).
   export-corpus.py inputs MANIFEST DIR [NAME...]
       Writes the inputs of each model of MANIFEST as DIR/<name>/<input>.pb (ONNX TensorProto):
       numpy's PCG64 seeded from the model's name, uniform in the manifest's range (integers
@@ -353,21 +362,30 @@ def models():
     llm = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                max_position_embeddings=64)
     hf = dict(attn_implementation='eager')
+    # (embed_dim, depths, num_heads) of the Swin variants, largest first
+    swin_sizes = [(8, (2, 2, 2), (1, 2, 4)), (12, (2, 2), (1, 2)), (8, (2, 2), (1, 2))]
     out += [
-        # at 224 the shifted windows' attention masks alone take 0.8 MB: 112x112 (4x4, 2x2, 1 windows)
-        E('swin_timm', T, 'swin', tv('swin_tiny_patch4_window7_224', 112, img_size=112, embed_dim=16, depths=(2, 2, 2), num_heads=(1, 2, 4)),
-          tv('swin_tiny_patch4_window7_224', 112, img_size=112, embed_dim=12, depths=(2, 2, 2), num_heads=(1, 2, 4))),
-        E('swin_hf', D, 'swin', hf_vision('Swin', lambda t, c: t.SwinModel(c, add_pooling_layer=False), size=112, embed_dim=16,
-                                          depths=[2, 2, 2], num_heads=[1, 2, 4], window_size=7, patch_size=4, image_size=112, **hf),
-          hf_vision('Swin', lambda t, c: t.SwinModel(c, add_pooling_layer=False), size=112, embed_dim=12,
-                    depths=[2, 2, 2], num_heads=[1, 2, 4], window_size=7, patch_size=4, image_size=112, **hf)),
+        # at 224 the shifted windows' attention masks alone take 0.8 MB: 112x112, window 7 (stage 1: 28x28
+        # tokens in 4x4 windows, stage 2: 14x14 in 2x2, stage 3: 7x7 in one window, unshifted). The masks and
+        # relative-position biases (timm: constants; transformers: the masks built on every run) are about
+        # 0.45 MB (timm) whatever the widths, and the dynamo exporter's node metadata (1.6-2.1 kB a node)
+        # 0.35-0.64 MB more, hence embed 8 and the TorchScript exporter for both (`variants` gave timm
+        # 767 kB TorchScript / 1.05 MB dynamo, transformers 502 kB / 1.19 MB).
+        E('swin_timm', T, 'swin', *[tv('swin_tiny_patch4_window7_224', 112, img_size=112, embed_dim=c, depths=d, num_heads=h)
+                                    for c, d, h in swin_sizes]),
+        E('swin_hf', T, 'swin', *[hf_vision('Swin', lambda t, c: t.SwinModel(c, add_pooling_layer=False), size=112, embed_dim=c,
+                                            depths=list(d), num_heads=list(h), window_size=7, patch_size=4, image_size=112, **hf)
+                                  for c, d, h in swin_sizes]),
         E('resnet18_s', T, 'resnet', tv('resnet18', channels=(16, 32, 48, 64)), tv('resnet18', channels=(16, 24, 32, 48)),
           tv('resnet18', layers=(1, 1, 1, 1), channels=(16, 32, 48, 64))),
         E('resnet34_s', D, 'resnet', tv('resnet34', channels=(8, 16, 32, 48)), tv('resnet34', channels=(8, 16, 24, 32))),
-        E('fastvit_s', T, 'reparam-hybrid', tv('fastvit_sa12', reparam=True, layers=(1, 1, 2, 1), embed_dims=(16, 32, 64, 128)),
-          tv('fastvit_sa12', reparam=True, layers=(1, 1, 2, 1), embed_dims=(16, 32, 64, 128), pos_embs=(None,) * 4),
-          tv('fastvit_sa12', reparam=True, layers=(1, 1, 2, 1), embed_dims=(16, 32, 64, 128), pos_embs=(None,) * 4,
-             token_mixers=('repmixer', 'repmixer', 'repmixer', 'attention'), mlp_ratios=(3, 3, 3, 3))),
+        # fastvit_sa12's layout (3 RepMixer stages, an attention stage with its conditional positional encoding,
+        # reparameterized): each width must divide the next (7x7 downsampling convs grouped by input channel)
+        # and the last be a multiple of 32 (its attention heads are 32 wide); the weights dominate the file
+        # (the dynamo exporter's metadata adds 145 kB), hence a cap of 900 kB (`variants`: 987 / 871 / 517 kB)
+        E('fastvit_s', D, 'reparam-hybrid', tv('fastvit_sa12', reparam=True, layers=(1, 1, 2, 1), embed_dims=(12, 24, 48, 96)),
+          tv('fastvit_sa12', reparam=True, layers=(1, 1, 2, 1), embed_dims=(12, 24, 48, 96), mlp_ratios=(3, 3, 3, 3)),
+          tv('fastvit_sa12', reparam=True, layers=(1, 1, 2, 1), embed_dims=(8, 16, 32, 64), mlp_ratios=(3, 3, 3, 3)), cap=900_000),
         E('repvit_s', D, 'reparam-hybrid', tv('repvit_m0_9', reparam=True, embed_dim=(16, 32, 64, 128), depth=(1, 1, 2, 1)),
           tv('repvit_m0_9', reparam=True, embed_dim=(16, 32, 48, 96), depth=(1, 1, 2, 1))),
         E('wav2vec2', T, 'wav2vec2', hf_audio('Wav2Vec2', hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128,
@@ -395,10 +413,14 @@ def models():
                                                      expand_ratio=2.0, num_labels=10, **hf)
                                            for h, n in (([32, 40, 48], [8, 8, 12, 24, 32, 40, 160]), ([24, 32, 40], [8, 8, 12, 16, 24, 32, 128]),
                                                         ([16, 24, 32], [8, 8, 12, 16, 16, 24, 96]))]),
-        # at 224 the attention biases (heads x 196 x 196 per block) dominate the file: 160x160 and 128x128
-        E('levit_s', D, 'levit', tv('levit_128s', 160, img_size=160, embed_dim=(48, 64, 96), num_heads=(2, 2, 3), depth=(1, 1, 2)),
-          tv('levit_128s', 160, img_size=160, embed_dim=(32, 48, 64), num_heads=(2, 2, 2), depth=(1, 1, 2)),
-          tv('levit_128s', 128, img_size=128, embed_dim=(32, 48, 64), num_heads=(2, 2, 2), depth=(1, 1, 2))),
+        # at 224 the attention biases (heads x 196 x 196 per block) dominate the file: 160x160 and 128x128. The
+        # dynamo exporter's node metadata is 0.33-0.39 MB more on LeViT's many small nodes, hence TorchScript
+        # (`variants`: 829 / 765 / 639 / 459 kB; dynamo 1.21 / 1.15 / 0.97 / 0.82 MB); a cap of 800 kB keeps
+        # the four of Swin, FastViT and LeViT under 2.95 MB (the corpus under 40 MB)
+        E('levit_s', T, 'levit', tv('levit_128s', 160, img_size=160, embed_dim=(32, 48, 64), num_heads=(2, 2, 2), depth=(1, 1, 2)),
+          tv('levit_128s', 128, img_size=128, embed_dim=(32, 48, 64), num_heads=(2, 2, 2), depth=(1, 1, 2)),
+          tv('levit_128s', 128, img_size=128, embed_dim=(32, 48, 64), num_heads=(2, 2, 2), depth=(1, 1, 1)),
+          tv('levit_128s', 128, img_size=128, embed_dim=(16, 32, 48), num_heads=(1, 2, 2), depth=(1, 1, 2)), cap=800_000),
         # 4 stages (widths 16/32/64/128, depths 1/1/3/3), as RegNetX/Y-200MF's 24/56/152/368
         E('regnetx_s', T, 'regnet', regnet('RegNetX', w0=16, wa=16.0, wm=2.0, group_size=8, depth=8),
           regnet('RegNetX', w0=8, wa=8.0, wm=2.0, group_size=8, depth=10)),
@@ -629,6 +651,94 @@ def export_quantized(entry, outdir):
     return what, inputs, '; '.join(notes)
 
 
+def entry_result(entry, path, what, inputs, note):
+    """export_one's answer for a written model: its MANIFEST comment and line and its export.log line."""
+    import onnx
+    name = entry['name']
+    m = onnx.load(path)
+    opset = next(o.version for o in m.opset_import if o.domain in ('', 'ai.onnx'))
+    size = os.path.getsize(path)
+    ops = sorted({(n.domain + '.' if n.domain not in ('', 'ai.onnx') else '') + n.op_type for n in m.graph.node})
+    items = [i if isinstance(i, str) else spec_text(*i) for i in inputs]
+    return dict(ok=True, comment=f'# {name} [{entry["cls"]}]: {what}',
+                line=' '.join([name, name + '.onnx', entry['exporter'], str(opset), str(size)] + items),
+                log=f'ok {name} {entry["exporter"]} opset {opset} {size} bytes {note} ops {" ".join(ops)}')
+
+
+def file_sizes(path):
+    """Where a model file's bytes are: initializers (the largest 6 named), nodes (the dynamo exporter's
+    metadata_props among them), Constant nodes."""
+    import onnx
+    m = onnx.load(path)
+    g = m.graph
+    inits = sorted(((t.ByteSize(), t.name, list(t.dims), t.data_type) for t in g.initializer), reverse=True)
+    meta = sum(sum(len(p.key) + len(p.value) for p in getattr(n, 'metadata_props', [])) for n in g.node)
+    return dict(bytes=os.path.getsize(path), nodes=len(g.node), node_bytes=sum(n.ByteSize() for n in g.node), metadata_bytes=meta,
+                constant_bytes=sum(n.ByteSize() for n in g.node if n.op_type == 'Constant'),
+                initializer_bytes=sum(b for b, *_ in inits), largest=inits[:6])
+
+
+def variant_one(outdir, name, k, exporter):
+    """One variant of one float model with the given exporter, whatever its size, into
+    OUTDIR/NAME/vK-EXPORTER/NAME.onnx; its result (export_one's, with file_sizes) as result.json there."""
+    import json
+    import time
+    import torch
+    torch.set_num_threads(2)
+    entry = dict(next(e for e in models() if e['name'] == name), exporter=exporter, cap=1 << 40)
+    d = os.path.join(outdir, name, f'v{k + 1}-{exporter}')
+    os.makedirs(d, exist_ok=True)
+    what, build = entry['variants'][k]
+    t0 = time.time()
+    try:
+        what, inputs, note = export_variant(entry, d, what, build, [])
+        res = entry_result(entry, os.path.join(d, name + '.onnx'), what, inputs, note)
+        res.update(file_sizes(os.path.join(d, name + '.onnx')))
+    except Exception as e:
+        res = dict(ok=False, log=f'FAIL {name} variant {k + 1} {exporter}: {first_line(e)}')
+    res.update(name=name, variant=k + 1, exporter=exporter, seconds=round(time.time() - t0, 1))
+    with open(os.path.join(d, 'result.json'), 'w') as f:
+        json.dump(res, f)
+
+
+def variants(outdir, only, exporters, jobs=1, timeout=600, deadline=None):
+    """Every variant of the named float models with each exporter (the model's own when none is given),
+    JOBS at once, none left running past DEADLINE seconds; a summary in OUTDIR/variants.txt, largest
+    first per model. For choosing the variants and caps of models(): sizes do not depend on the order."""
+    import json
+    import subprocess
+    import time
+    start = time.time()
+    os.makedirs(outdir, exist_ok=True)
+    todo = [(e['name'], k, x) for k in range(max(len(e['variants']) for e in models()))
+            for e in selected(only, None) if 'source' not in e and k < len(e['variants'])
+            for x in (exporters or [e['exporter']])]
+    running = {}
+    while todo or running:
+        late = deadline is not None and time.time() - start > deadline
+        while todo and len(running) < jobs and not late:
+            n, k, x = todo.pop(0)
+            running[(n, k, x)] = (subprocess.Popen([sys.executable, os.path.abspath(__file__), 'variant-one', outdir, n, str(k), x]),
+                                  time.time())
+        if late:
+            todo = []
+        time.sleep(0.5)
+        for key, (proc, t0) in list(running.items()):
+            if proc.poll() is None and (time.time() - t0 > timeout or (deadline is not None and time.time() - start > deadline)):
+                proc.kill()
+            if proc.poll() is not None:
+                del running[key]
+                print(f'done {key} {time.time() - t0:.0f} s', file=sys.stderr, flush=True)
+    rows = []
+    for e in selected(only, None):
+        for root, _, files in sorted(os.walk(os.path.join(outdir, e['name']))):
+            if 'result.json' in files:
+                rows.append(json.load(open(os.path.join(root, 'result.json'))))
+    with open(os.path.join(outdir, 'variants.txt'), 'w') as f:
+        for r in rows:
+            print(json.dumps(r), file=f)
+
+
 def export_one(outdir, name):
     """Exports one model in this process; writes OUTDIR/NAME.entry (JSON)."""
     import json
@@ -644,14 +754,7 @@ def export_one(outdir, name):
             import torch
             torch.set_num_threads(2)
             what, inputs, note = export_float(entry, outdir)
-        m = onnx.load(path)
-        opset = next(o.version for o in m.opset_import if o.domain in ('', 'ai.onnx'))
-        size = os.path.getsize(path)
-        ops = sorted({(n.domain + '.' if n.domain not in ('', 'ai.onnx') else '') + n.op_type for n in m.graph.node})
-        items = [i if isinstance(i, str) else spec_text(*i) for i in inputs]
-        res = dict(ok=True, comment=f'# {name} [{entry["cls"]}]: {what}',
-                   line=' '.join([name, name + '.onnx', entry['exporter'], str(opset), str(size)] + items),
-                   log=f'ok {name} {entry["exporter"]} opset {opset} {size} bytes {note} ops {" ".join(ops)}')
+        res = entry_result(entry, path, what, inputs, note)
     except Exception as e:  # one model's failure must not lose the others
         res = dict(ok=False, log=f'FAIL {name} {entry["exporter"]}: {first_line(e)}')
         if os.path.exists(path):
@@ -763,16 +866,23 @@ def inputs(manifest, outdir, only):
 
 
 def main(argv):
-    opts = dict(issue=None, jobs=1, timeout=600)
+    opts = dict(issue=None, jobs=1, timeout=600, deadline=None, exporters=None)
     rest = []
     it = iter(argv[1:])
     for a in it:
-        if a in ('--issue', '--jobs', '--timeout'):
+        if a in ('--issue', '--jobs', '--timeout', '--deadline'):
             opts[a[2:]] = int(next(it))
+        elif a == '--exporters':
+            opts['exporters'] = next(it)
         else:
             rest.append(a)
     if argv[:1] == ['export'] and rest:
         export(rest[0], set(rest[1:]), **opts)
+    elif argv[:1] == ['variants'] and rest:
+        variants(rest[0], set(rest[1:]), opts['exporters'].split(',') if opts['exporters'] else None, opts['jobs'], opts['timeout'],
+                 opts['deadline'])
+    elif argv[:1] == ['variant-one'] and len(rest) == 4:
+        variant_one(rest[0], rest[1], int(rest[2]), rest[3])
     elif argv[:1] == ['export-one'] and len(rest) == 2:
         export_one(rest[0], rest[1])
     elif argv[:1] == ['names']:
@@ -781,6 +891,7 @@ def main(argv):
         inputs(rest[0], rest[1], set(rest[2:]))
     else:
         sys.stderr.write('usage: export-corpus.py export OUTDIR [--issue N] [--jobs J] [--timeout S] [NAME...] | names [--issue N] '
+                         '| variants OUTDIR [--exporters torchscript,dynamo] [--jobs J] [--timeout S] [--deadline S] NAME... '
                          '| inputs MANIFEST DIR [NAME...]\n')
         return 2
     return 0
