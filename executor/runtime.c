@@ -35,6 +35,14 @@ struct concat_plan {
 	uint64_t *offset;                /* n: element offset of each input in the output */
 };
 
+/* a main-graph input's type and shape, as a run gave it */
+struct shape_rec {
+	int dtype;
+	int32_t rank;
+	bool seq;
+	int64_t dims[WH_MAX_RANK];
+};
+
 struct plan {
 	const struct wh_graph *g;
 	uint32_t *order;                    /* node ids in execution order */
@@ -70,6 +78,14 @@ struct plan {
 	uint8_t *const_node;
 	uint32_t *const_slot; /* per value id, WH_NONE where no constant layer writes it */
 	struct wh_tensor *const_vals;
+	/* Constant layers that hold only given the main graph's input shapes (a Shape or Size of
+	 * a tensor whose shape follows from the input shapes alone, and what is computed from
+	 * it: masks, position tables, shape arithmetic): per node id 1 (NULL: none). They are
+	 * computed again in a run whose input shapes differ from shape_in's (input_shapes_check). */
+	uint8_t *shape_const;
+	uint32_t n_shape_const;
+	struct shape_rec *shape_in; /* per main-graph input: its shape at the constants' run */
+	bool main;                  /* the main graph's plan */
 	size_t const_bytes;
 	size_t const_budget, const_tensor_max; /* what keep_constant may hold, in all and a layer */
 	/* In-place Concat (plan_concats): per node id, the concat (index into concats) whose
@@ -226,6 +242,8 @@ static void plan_destroy(struct plan *p)
 	free(p->const_node);
 	free(p->const_slot);
 	free(p->const_vals);
+	free(p->shape_const);
+	free(p->shape_in);
 	for (uint32_t i = 0; i < p->n_concats; i++) {
 		free(p->concats[i].in_dims);
 		free(p->concats[i].offset);
@@ -461,10 +479,44 @@ static void learn_concat(struct concat_plan *cp, const struct wh_tensor *const *
 #define WH_CONST_TENSOR_BYTES ((size_t)4 << 20)
 #define WH_CONST_CACHE_BYTES ((size_t)32 << 20)
 
+/* Ops (default domain) whose outputs' shapes follow from their inputs' shapes and their
+ * attributes alone, whatever the inputs hold. */
+static const char *const shape_only_ops[] = {
+	"Abs", "Acos", "Acosh", "Add", "And", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan", "Atanh", "AveragePool",
+	"BatchNormalization", "BitShift", "Cast", "CastLike", "Ceil", "Celu", "Clip", "Concat", "Conv", "Cos", "Cosh",
+	"CumSum", "DepthToSpace", "Div", "Elu", "Equal", "Erf", "Exp", "Flatten", "Floor", "Gather", "GatherElements",
+	"Gelu", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual", "GroupNormalization",
+	"HardSigmoid", "HardSwish", "Identity", "InstanceNormalization", "IsInf", "IsNaN", "LayerNormalization",
+	"LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul", "Max", "MaxPool", "Mean", "Min", "Mish", "Mod",
+	"Mul", "Neg", "Not", "Or", "PRelu", "Pow", "Reciprocal", "Relu", "Round", "ScatterElements", "ScatterND", "Selu",
+	"Shape", "Sigmoid", "Sign", "Sin", "Sinh", "Size", "Softmax", "Softplus", "Softsign", "SpaceToDepth", "Sqrt",
+	"Sub", "Sum", "Tan", "Tanh", "ThresholdedRelu", "Transpose", "Trilu", "Where", "Xor", NULL};
+/* Ops whose outputs' shapes follow from input 0's shape and the values of the others (a
+ * target shape, axes, pads, repeats...): known when those others are constant. */
+static const char *const value_shaped_ops[] = {
+	"Reshape", "Expand", "Slice", "Tile", "Pad", "Squeeze", "Unsqueeze", "Split", "Resize", "TopK", "OneHot",
+	"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
+	"ReduceLogSumExp", "ReduceSumSquare", NULL};
+
+static bool op_listed(const struct wh_node *n, const char *const *list)
+{
+	if (n->domain[0] && strcmp(n->domain, "ai.onnx"))
+		return false;
+	for (int i = 0; list[i]; i++)
+		if (!strcmp(n->op_type, list[i]))
+			return true;
+	return false;
+}
+
 /* Finds the constant layers: every input omitted, an initializer or a constant layer's
  * output; no subgraph; not random (nor Dropout, random in training mode); no tactics (a
  * build times each of them, a replay pins them); FP32 (emulation rounds per run). The
- * first run computes them as any layer; later runs take their kept outputs (run_constant). */
+ * first run computes them as any layer; later runs take their kept outputs (run_constant).
+ * In the main graph a Shape or Size is constant too when its input's shape follows from
+ * the graph inputs' shapes alone (through shape_only_ops, and value_shaped_ops with
+ * constant shape operands), and so is what is computed from it: those layers are marked
+ * in shape_const and computed again when a run's input shapes differ (input_shapes_check).
+ * A tensor after a NonZero, a Loop or any op outside the two lists has no such shape. */
 static enum wh_status plan_constants(struct plan *p)
 {
 	static const char *const random_ops[] = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
@@ -478,26 +530,80 @@ static enum wh_status plan_constants(struct plan *p)
 		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
 	for (uint32_t v = 0; v < nv; v++)
 		p->const_slot[v] = WH_NONE;
+	/* main graph: per value, its shape follows from the input shapes (stat) and it is a
+	 * constant that holds only for them (dep) */
+	uint8_t *stat = NULL, *dep = NULL;
+	if (p->main) {
+		stat = calloc(nv, 1);
+		dep = calloc(nv, 1);
+		p->shape_const = calloc(nn, 1);
+		if (!stat || !dep || !p->shape_const) {
+			free(stat);
+			free(dep);
+			return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+		}
+		for (uint32_t i = 0; i < g->n_inputs; i++)
+			stat[g->inputs[i]] = 1;
+		for (uint32_t v = 0; v < g->n_values; v++)
+			if (g->values[v].flags & WH_VALUE_INITIALIZER)
+				stat[v] = 1;
+	}
 	for (uint32_t s = 0; s < g->n_nodes; s++) {
 		uint32_t nid = p->order[s];
 		const struct wh_node *n = &g->nodes[nid];
+		bool shape_op = stat && !n->domain[0] && (!strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size"));
 		bool ok = fusable_node(p, nid) && p->kernels[nid]->n_tactics == 0 && !p->kernels[nid]->any_value;
+		bool root = false, from_root = false;
 		for (int i = 0; ok && random_ops[i]; i++)
 			ok = strcmp(n->op_type, random_ops[i]) != 0;
 		for (uint32_t a = 0; ok && a < n->n_attrs; a++)
 			ok = n->attrs[a].type != WH_ATTR_GRAPH && n->attrs[a].type != WH_ATTR_GRAPHS;
 		for (uint32_t k = 0; ok && k < n->n_inputs; k++) {
 			uint32_t v = n->inputs[k];
+			if (v != WH_NONE && shape_op && k == 0 && stat[v] && p->const_slot[v] == WH_NONE) {
+				root = true;
+				continue;
+			}
 			ok = v == WH_NONE || p->const_slot[v] != WH_NONE ||
 			     ((g->values[v].flags & WH_VALUE_INITIALIZER) && wh_value_present(&p->inits[v]));
+			from_root |= ok && v != WH_NONE && dep && dep[v];
 		}
-		if (!ok)
+		if (ok) {
+			p->const_node[nid] = CONST_YES;
+			for (uint32_t k = 0; k < n->n_outputs; k++)
+				if (n->outputs[k] != WH_NONE && p->const_slot[n->outputs[k]] == WH_NONE)
+					p->const_slot[n->outputs[k]] = n_slots++;
+			if (dep && (root || from_root)) {
+				p->shape_const[nid] = 1;
+				p->n_shape_const++;
+				for (uint32_t k = 0; k < n->n_outputs; k++)
+					if (n->outputs[k] != WH_NONE)
+						dep[n->outputs[k]] = 1;
+			}
+		}
+		if (!stat)
 			continue;
-		p->const_node[nid] = CONST_YES;
-		for (uint32_t k = 0; k < n->n_outputs; k++)
-			if (n->outputs[k] != WH_NONE && p->const_slot[n->outputs[k]] == WH_NONE)
-				p->const_slot[n->outputs[k]] = n_slots++;
+		/* the outputs' shapes: static when the node is constant, or by its op */
+		bool st_out = ok;
+		if (!st_out && op_listed(n, shape_only_ops)) {
+			st_out = true;
+			for (uint32_t k = 0; st_out && k < n->n_inputs; k++)
+				st_out = n->inputs[k] == WH_NONE || stat[n->inputs[k]];
+		} else if (!st_out && op_listed(n, value_shaped_ops) && n->n_inputs && n->inputs[0] != WH_NONE) {
+			st_out = stat[n->inputs[0]];
+			for (uint32_t k = 1; st_out && k < n->n_inputs; k++) {
+				uint32_t v = n->inputs[k];
+				st_out = v == WH_NONE || p->const_slot[v] != WH_NONE ||
+					 ((g->values[v].flags & WH_VALUE_INITIALIZER) && wh_value_present(&p->inits[v]));
+			}
+		}
+		if (st_out)
+			for (uint32_t k = 0; k < n->n_outputs; k++)
+				if (n->outputs[k] != WH_NONE)
+					stat[n->outputs[k]] = 1;
 	}
+	free(stat);
+	free(dep);
 	if (n_slots && !(p->const_vals = calloc(n_slots, sizeof *p->const_vals)))
 		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
 	return WH_OK;
@@ -716,6 +822,7 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 	if (!p)
 		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
 	p->g = g;
+	p->main = g == e->m->graph;
 	size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1;
 	p->order = calloc(nn, sizeof *p->order);
 	p->kernels = calloc(nn, sizeof *p->kernels);
@@ -1742,6 +1849,52 @@ static uint64_t input_sig(const struct wh_graph *g, const struct wh_tensor *vals
 	return h;
 }
 
+/* Before a run of the main graph (its inputs bound in vals): the constant layers that hold
+ * only for the input shapes they were computed with (plan.shape_const) are computed again
+ * when this run's input shapes differ. */
+static enum wh_status input_shapes_check(struct plan *p, const struct wh_tensor *vals)
+{
+	const struct wh_graph *g = p->g;
+	if (!p->n_shape_const)
+		return WH_OK;
+	bool first = !p->shape_in;
+	if (first && !(p->shape_in = calloc((size_t)g->n_inputs + 1, sizeof *p->shape_in)))
+		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
+	bool same = !first;
+	for (uint32_t i = 0; i < g->n_inputs; i++) {
+		const struct wh_tensor *t = &vals[g->inputs[i]];
+		struct shape_rec *r = &p->shape_in[i];
+		bool seq = t->seq != NULL;
+		int32_t rank = t->rank < 0 ? 0 : t->rank > WH_MAX_RANK ? WH_MAX_RANK : t->rank;
+		if (same && (r->dtype != (int)t->dtype || r->rank != t->rank || r->seq != seq ||
+			     memcmp(r->dims, t->dims, (size_t)rank * sizeof *t->dims)))
+			same = false;
+		r->dtype = (int)t->dtype;
+		r->rank = t->rank;
+		r->seq = seq;
+		memset(r->dims, 0, sizeof r->dims);
+		memcpy(r->dims, t->dims, (size_t)rank * sizeof *t->dims);
+	}
+	if (same || first)
+		return WH_OK;
+	for (uint32_t nid = 0; nid < g->n_nodes; nid++) {
+		if (!p->shape_const[nid] || p->const_node[nid] == CONST_NO)
+			continue;
+		const struct wh_node *n = &g->nodes[nid];
+		if (p->const_node[nid] == CONST_CACHED)
+			for (uint32_t k = 0; k < n->n_outputs; k++) {
+				uint32_t v = n->outputs[k];
+				if (v == WH_NONE || p->const_slot[v] == WH_NONE)
+					continue;
+				struct wh_tensor *t = &p->const_vals[p->const_slot[v]];
+				p->const_bytes -= wh_tensor_nbytes(t);
+				wh_tensor_release(t);
+			}
+		p->const_node[nid] = CONST_YES;
+	}
+	return WH_OK;
+}
+
 static enum wh_status engine_run(struct wh_engine *e, const struct wh_tensor_set *inputs, enum wh_run_keep keep,
 				 wh_engine_tensor_fn each, void *each_state, struct wh_tensor_set *results)
 {
@@ -1755,7 +1908,7 @@ static enum wh_status engine_run(struct wh_engine *e, const struct wh_tensor_set
 		goto out;
 	f.each = each;
 	f.each_state = each_state;
-	if ((st = bind_inputs(&f, g, inputs)) != WH_OK)
+	if ((st = bind_inputs(&f, g, inputs)) != WH_OK || (st = input_shapes_check(p, f.vals)) != WH_OK)
 		goto out;
 	/* on the GPU, a run that only gives its outputs: a CUDA graph replays the last capture,
 	 * or captures this run when the last one could be replayed (wh_gpu_vals_capturable) */
