@@ -1174,10 +1174,71 @@ START_TEST(maxpool_two_pass_vs_scalar)
 		const struct wh_tensor *a = &ref.out[0], *b = &simd.out[0];
 		ck_assert_uint_eq(a->count, b->count);
 		ck_assert_uint_gt(a->count, 0);
-		ck_assert_msg(!memcmp(a->data, b->data, a->count * sizeof(float)), "two-pass MaxPool geometry %zu", gi);
+		/* equal as floats: the AVX-512 plane kernel takes the window column-major, which may
+		 * pick the other zero of a zero maximum (wh_nn_maxpool_plane_f32 in nn-internal.h);
+		 * no output is NaN */
+		const float *fa = a->data, *fb = b->data;
+		for (size_t i = 0; i < a->count; i++)
+			ck_assert_msg(fa[i] == fb[i], "two-pass MaxPool geometry %zu at %zu: %g vs %g", gi, i,
+				      (double)fa[i], (double)fb[i]);
 		kh_free(&ref);
 		kh_free(&simd);
 		free(v);
+	}
+}
+END_TEST
+
+/* The AVX-512 MaxPool plane kernel (vertical maxima first, then the taps from -inf-padded
+ * even/odd columns) against its scalar reference, bit for bit (bound: 0 ulp, zeros' signs
+ * included): strides 1 and 2 by columns, 1..3 by rows, dilations, pads, ceil-mode extents,
+ * kernels up to 7, rows narrower and wider than a vector, with NaN, both zeros and -inf. */
+START_TEST(maxpool_plane_avx512_vs_scalar)
+{
+	if (wh_cpu()->detected < WH_ISA_AVX512)
+		return;
+	static const int64_t geo[][10] = {
+		/* H, W, kh, kw, sh, sw, dh, dw, pad, ceil */
+		{112, 112, 3, 3, 2, 2, 1, 1, 1, 0}, {111, 111, 3, 3, 2, 2, 1, 1, 0, 1}, {55, 55, 3, 3, 2, 2, 1, 1, 0, 1},
+		{27, 27, 3, 3, 2, 2, 1, 1, 0, 1}, {56, 56, 3, 3, 1, 1, 1, 1, 1, 0}, {64, 64, 2, 2, 2, 2, 1, 1, 0, 0},
+		{20, 70, 3, 3, 1, 1, 1, 1, 1, 0}, {19, 67, 5, 3, 1, 2, 1, 1, 2, 0}, {13, 80, 3, 5, 2, 1, 2, 1, 1, 1},
+		{9, 41, 3, 3, 3, 2, 1, 2, 1, 1}, {8, 40, 1, 4, 1, 2, 1, 1, 0, 0}, {30, 34, 4, 1, 3, 1, 1, 1, 0, 1},
+		{5, 200, 3, 7, 2, 2, 1, 1, 3, 0}, {12, 33, 3, 3, 2, 2, 2, 2, 2, 1}, {7, 7, 7, 7, 1, 1, 1, 1, 3, 0},
+		{3, 1, 3, 3, 1, 1, 1, 1, 1, 0}, {4, 17, 2, 3, 2, 2, 1, 3, 1, 1}, {6, 300, 3, 3, 2, 2, 1, 1, 1, 1},
+		{33, 31, 5, 5, 2, 2, 1, 1, 2, 1}, {2, 15, 2, 2, 1, 1, 1, 1, 1, 0},
+	};
+	for (size_t gi = 0; gi < sizeof geo / sizeof geo[0]; gi++) {
+		const int64_t *G = geo[gi];
+		struct wh_nn_pool2d g = {.H = G[0], .W = G[1], .kh = G[2], .kw = G[3], .sh = G[4], .sw = G[5],
+					 .dh = G[6], .dw = G[7], .ph = G[8], .pw = G[8]};
+		int64_t ext[2] = {G[0] + 2 * G[8] - ((G[2] - 1) * G[6] + 1), G[1] + 2 * G[8] - ((G[3] - 1) * G[7] + 1)};
+		g.OH = (G[9] ? ext[0] + G[4] - 1 : ext[0]) / G[4] + 1;
+		g.OW = (G[9] ? ext[1] + G[5] - 1 : ext[1]) / G[5] + 1;
+		ck_assert(wh_nn_maxpool_plane_avx512_fits(&g));
+		size_t n = (size_t)(g.H * g.W), no = (size_t)(g.OH * g.OW), ns = wh_nn_maxpool_plane_scratch(&g);
+		float *x = malloc(n * sizeof *x), *y0 = malloc(no * sizeof *y0), *y1 = malloc((no + 16) * sizeof *y1);
+		float *scratch = malloc(ns * sizeof *scratch);
+		ck_assert(x && y0 && y1 && scratch);
+		uint64_t seed = 707 + gi;
+		for (int rep = 0; rep < 3; rep++) {
+			for (size_t i = 0; i < n; i++) {
+				float r = rng_float(&seed, 0, 1);
+				x[i] = rep == 2 ? (r < 0.5f ? 0.0f : -0.0f)
+				       : r < 0.04f ? NAN : r < 0.3f ? 0.0f : r < 0.55f ? -0.0f : r < 0.6f ? -INFINITY
+				       : rng_float(&seed, -4, 4);
+			}
+			/* past the output: the kernel's masked last store leaves it */
+			for (size_t i = 0; i < no + 16; i++)
+				y1[i] = 1234.5f;
+			wh_nn_maxpool_plane_f32_scalar(&g, x, y0);
+			wh_nn_maxpool_plane_f32_avx512(&g, x, y1, scratch);
+			ck_assert_msg(!memcmp(y0, y1, no * sizeof(float)), "MaxPool plane geometry %zu rep %d", gi, rep);
+			for (size_t i = no; i < no + 16; i++)
+				ck_assert(y1[i] == 1234.5f);
+		}
+		free(x);
+		free(y0);
+		free(y1);
+		free(scratch);
 	}
 }
 END_TEST
@@ -1257,6 +1318,7 @@ static Suite *nn_suite(void)
 	tcase_add_test(tc, maxpool_ceil_mode);
 	tcase_add_test(tc, maxpool_indices_storage_order);
 	tcase_add_test(tc, maxpool_two_pass_vs_scalar);
+	tcase_add_test(tc, maxpool_plane_avx512_vs_scalar);
 	tcase_add_test(tc, reduce_minmax_simd_vs_scalar);
 	tcase_add_test(tc, pool_auto_pad_and_global);
 	tcase_add_test(tc, reduce_empty_set);
