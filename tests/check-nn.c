@@ -1243,6 +1243,69 @@ START_TEST(maxpool_plane_avx512_vs_scalar)
 }
 END_TEST
 
+/* 2-D float32 AveragePool, MLAS's column-first order (avgpool2d_f32_ort_rows): the op's
+ * output against that order written out here, bit for bit, with magnitudes that make the
+ * order matter: pads, ceil mode, count_include_pad, strides 1 and 2, rectangular windows. */
+START_TEST(avgpool_rows_vs_reference)
+{
+	static const int64_t geo[][8] = {
+		/* H, W, kh, kw, s, pad, ceil, count_include_pad */
+		{56, 56, 2, 2, 2, 0, 0, 0}, {28, 28, 2, 2, 2, 0, 0, 0}, {13, 17, 3, 3, 1, 1, 0, 0},
+		{13, 17, 3, 3, 1, 1, 0, 1}, {15, 15, 3, 3, 2, 1, 1, 0}, {15, 15, 3, 3, 2, 1, 1, 1},
+		{9, 30, 2, 5, 2, 2, 0, 1}, {7, 7, 7, 7, 1, 3, 0, 0}, {5, 11, 3, 2, 2, 0, 1, 0}, {1, 40, 1, 3, 2, 1, 0, 1},
+	};
+	for (size_t gi = 0; gi < sizeof geo / sizeof geo[0]; gi++) {
+		const int64_t *G = geo[gi];
+		int64_t H = G[0], W = G[1], kh = G[2], kw = G[3], st = G[4], p = G[5];
+		int64_t dims[4] = {1, 3, H, W};
+		struct wh_tensor x, y;
+		tensor_random(&x, 4, dims, 900 + gi);
+		float *xv = x.data;
+		for (int64_t i = 0; i < 3 * H * W; i += 7)
+			xv[i] *= 1e7f;
+		const struct wh_tensor *ins[1] = {&x};
+		int64_t k2[2] = {kh, kw}, s2[2] = {st, st}, p4[4] = {p, p, p, p};
+		struct attr_spec a[] = {A_INTS("kernel_shape", k2), A_INTS("strides", s2), A_INTS("pads", p4),
+					A_INT("ceil_mode", G[6]), A_INT("count_include_pad", G[7])};
+		ck_assert_int_eq(run_op("AveragePool", 19, 1, ins, 1, a, 5, &y), WH_OK);
+		int64_t OH = y.dims[2], OW = y.dims[3];
+		const float *yv = y.data;
+		for (int64_t c = 0; c < 3; c++)
+			for (int64_t oh = 0; oh < OH; oh++)
+				for (int64_t ow = 0; ow < OW; ow++) {
+					const float *xc = xv + c * H * W;
+					int64_t h0 = oh * st - p, w0 = ow * st - p, nr = 0, nc = 0, ph = 0, pw = 0;
+					float acc = 0.0f;
+					for (int64_t t = 0; t < kw; t++) {
+						int64_t w = w0 + t;
+						float col = 0.0f;
+						bool first = true;
+						for (int64_t r = 0; r < kh && w >= 0 && w < W; r++) {
+							int64_t h = h0 + r;
+							if (h < 0 || h >= H)
+								continue;
+							col = first ? xc[h * W + w] : col + xc[h * W + w];
+							first = false;
+						}
+						acc = t == 0 ? col : acc + col;
+						nc += w >= 0 && w < W;
+						pw += w < W + p;
+					}
+					for (int64_t r = 0; r < kh; r++) {
+						nr += h0 + r >= 0 && h0 + r < H;
+						ph += h0 + r < H + p;
+					}
+					float want = acc / (float)(G[7] ? ph * pw : nr * nc);
+					float got = yv[(c * OH + oh) * OW + ow];
+					ck_assert_msg(!memcmp(&want, &got, sizeof want), "AveragePool geometry %zu (%lld, %lld, %lld): %a vs %a",
+						      gi, (long long)c, (long long)oh, (long long)ow, (double)want, (double)got);
+				}
+		wh_tensor_release(&y);
+		wh_tensor_release(&x);
+	}
+}
+END_TEST
+
 /* Float32 ReduceMax/ReduceMin: the vector kernels and the parallel chunks (runs of 2^16
  * elements and more) give the scalar scan's bits: the first NaN (payload kept), the first
  * zero of a zero result, -inf/+inf where nothing is greater. */
@@ -1319,6 +1382,7 @@ static Suite *nn_suite(void)
 	tcase_add_test(tc, maxpool_indices_storage_order);
 	tcase_add_test(tc, maxpool_two_pass_vs_scalar);
 	tcase_add_test(tc, maxpool_plane_avx512_vs_scalar);
+	tcase_add_test(tc, avgpool_rows_vs_reference);
 	tcase_add_test(tc, reduce_minmax_simd_vs_scalar);
 	tcase_add_test(tc, pool_auto_pad_and_global);
 	tcase_add_test(tc, reduce_empty_set);

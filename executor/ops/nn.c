@@ -1785,6 +1785,58 @@ static bool avg_ort_vector(const struct pool_geo *g)
 	return g->pb[last] + g->pe[last] + g->in[last] <= 2048 - 3;
 }
 
+/* The 2-D case of avg_ort_vector's order, row by row: each output row's column sums over
+ * its valid rows for the whole input row at once (a loop the compiler vectorizes; each
+ * column summed alone, rows in order), zero-padded, then each output's window of column
+ * sums left to right: the steps of the per-output loop below, so the same bits, without
+ * its index arithmetic per input (densenet121_s's 2x2 transitions: 0.77 -> 0.1 ms). */
+#define WH_AVG_ROW_MAX 4096
+static void avgpool2d_f32_ort_rows(const struct pool_job *j, const float *x, float *y)
+{
+	const struct pool_geo *g = j->g;
+	int64_t W = g->in[1], OW = g->out[1], k1 = g->k[1], s1 = g->s[1], pb1 = g->pb[1];
+	float cp[WH_AVG_ROW_MAX];
+	/* columns -pb1 .. (OW - 1) s1 + k1 - 1 - pb1, at cp[col + pb1]; zeros outside the row */
+	int64_t span = (OW - 1) * s1 + k1;
+	for (int64_t c = 0; c < span; c++)
+		cp[c] = 0.0f;
+	float *row = cp + pb1;
+	for (int64_t oh = 0; oh < g->out[0]; oh++) {
+		const int64_t *t0 = j->taps[0] + 3 * oh;
+		int64_t a = oh * g->s[0] - g->pb[0] + t0[0], rows = t0[1] - t0[0];
+		if (rows > 0) {
+			const float *xa = x + a * W;
+			for (int64_t w = 0; w < W; w++)
+				row[w] = xa[w];
+			for (int64_t r = 1; r < rows; r++) {
+				const float *xr = xa + r * W;
+				for (int64_t w = 0; w < W; w++)
+					row[w] = row[w] + xr[w];
+			}
+		} else {
+			for (int64_t w = 0; w < W; w++)
+				row[w] = 0.0f;
+		}
+		float *yr = y + oh * OW;
+		for (int64_t ow = 0; ow < OW; ow++) {
+			const float *c = cp + ow * s1;
+			float acc = c[0];
+			for (int64_t t = 1; t < k1; t++)
+				acc = acc + c[t];
+			const int64_t *t1 = j->taps[1] + 3 * ow;
+			double nv = (double)rows * (double)(t1[1] - t1[0]), np = (double)t0[2] * (double)t1[2];
+			yr[ow] = acc / (float)(j->count_include_pad ? np : nv);
+		}
+	}
+}
+
+/* whether avgpool2d_f32_ort_rows's row of column sums fits its buffer */
+static bool pb_fits_row(const struct pool_geo *g)
+{
+	int64_t span = (g->out[1] - 1) * g->s[1] + g->k[1];
+	return span <= WH_AVG_ROW_MAX && g->pb[1] + g->in[1] <= WH_AVG_ROW_MAX;
+}
+
 static void avgpool_f32_ort_plane(const struct pool_job *j, uint64_t pl)
 {
 	const struct pool_geo *g = j->g;
@@ -1799,6 +1851,10 @@ static void avgpool_f32_ort_plane(const struct pool_job *j, uint64_t pl)
 		return;
 	}
 	bool vec = avg_ort_vector(g);
+	if (vec && ns == 2 && pb_fits_row(g)) {
+		avgpool2d_f32_ort_rows(j, x, y);
+		return;
+	}
 	int64_t st[WH_MAX_RANK];
 	st[last] = 1;
 	for (int32_t i = last - 1; i >= 0; i--)
