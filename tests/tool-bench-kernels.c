@@ -92,6 +92,9 @@ static const struct bench benches[] = {
 	/* the plain ResNet stem (resnet18_s, resnet34_s: K = 147) and a regular 3x3 */
 	{"rn stem7x7 s2 3->64 @224", 0, 3, 64, 1, 224, 224, 7, 2, 3},
 	{"rn 3x3 64->64 @56", 0, 64, 64, 1, 56, 56, 3, 1, 1},
+	/* HRNet's two stride-2 stems (hrnet_s) */
+	{"hr stem3x3 s2 3->64 @224", 0, 3, 64, 1, 224, 224, 3, 2, 1},
+	{"hr 3x3 s2 64->64 @112", 0, 64, 64, 1, 112, 112, 3, 2, 1},
 	/* efficientnet's and regnet's 3x3 stride-2 stems with 32 or 16 output channels */
 	{"stem 3x3 s2 3->32 @224", 0, 3, 32, 1, 224, 224, 3, 2, 1},
 };
