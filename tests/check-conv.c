@@ -1036,6 +1036,18 @@ static void check_chain_bits(const struct geo *geos, size_t n_geos, uint64_t see
 					ck_assert_msg(!memcmp(got, rwant, ny * sizeof(float)),
 						      "geometry %zu at %s, %d threads: fused Relu + bf16 differs", gi,
 						      wh_isa_name(list[ii]), t + 1);
+					/* a Relu alone (the stem rows apply it in registers) */
+					struct wh_out_round ro = {NULL, &cpu, &relu};
+					memcpy(rwant, want, ny * sizeof(float));
+					wh_out_round_apply(&ro, rwant, ny);
+					for (size_t i = 0; i < ny; i++)
+						got[i] = NAN;
+					ck_assert_int_eq(wh_conv_f32_round(&cpu, pools[t], &s, x, w, b, got, algos[a], &ro), WH_OK);
+					ck_assert_msg(!memcmp(got, rwant, ny * sizeof(float)),
+						      "geometry %zu at %s, %d threads: fused Relu differs", gi, wh_isa_name(list[ii]),
+						      t + 1);
+					memcpy(rwant, want, ny * sizeof(float));
+					wh_out_round_apply(&r, rwant, ny);
 				}
 		}
 		free(x);
@@ -1114,7 +1126,8 @@ END_TEST
  * every SIMD ISA and 1-3 threads, forced GEMM and automatic, with and without bias, rows
  * of 1 to 9 vectors (several segments), channel counts off every tile (5, 13, 64), groups,
  * and rows without columns between them (4x4 stride 4: one call a band); with a fused
- * Relu and a bf16 rounding the result is that of the same passes after the product. */
+ * Relu and a bf16 rounding, or a Relu alone (applied in registers), the result is that of
+ * the same passes after the product. */
 START_TEST(stem_rows_same_bits_as_chain)
 {
 	static const struct geo geos[] = {

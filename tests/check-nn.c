@@ -1174,10 +1174,134 @@ START_TEST(maxpool_two_pass_vs_scalar)
 		const struct wh_tensor *a = &ref.out[0], *b = &simd.out[0];
 		ck_assert_uint_eq(a->count, b->count);
 		ck_assert_uint_gt(a->count, 0);
-		ck_assert_msg(!memcmp(a->data, b->data, a->count * sizeof(float)), "two-pass MaxPool geometry %zu", gi);
+		/* equal as floats: the AVX-512 plane kernel takes the window column-major, which may
+		 * pick the other zero of a zero maximum (wh_nn_maxpool_plane_f32 in nn-internal.h);
+		 * no output is NaN */
+		const float *fa = a->data, *fb = b->data;
+		for (size_t i = 0; i < a->count; i++)
+			ck_assert_msg(fa[i] == fb[i], "two-pass MaxPool geometry %zu at %zu: %g vs %g", gi, i,
+				      (double)fa[i], (double)fb[i]);
 		kh_free(&ref);
 		kh_free(&simd);
 		free(v);
+	}
+}
+END_TEST
+
+/* The AVX-512 MaxPool plane kernel (vertical maxima first, then the taps from -inf-padded
+ * even/odd columns) against its scalar reference, bit for bit (bound: 0 ulp, zeros' signs
+ * included): strides 1 and 2 by columns, 1..3 by rows, dilations, pads, ceil-mode extents,
+ * kernels up to 7, rows narrower and wider than a vector, with NaN, both zeros and -inf. */
+START_TEST(maxpool_plane_avx512_vs_scalar)
+{
+	if (wh_cpu()->detected < WH_ISA_AVX512)
+		return;
+	static const int64_t geo[][10] = {
+		/* H, W, kh, kw, sh, sw, dh, dw, pad, ceil */
+		{112, 112, 3, 3, 2, 2, 1, 1, 1, 0}, {111, 111, 3, 3, 2, 2, 1, 1, 0, 1}, {55, 55, 3, 3, 2, 2, 1, 1, 0, 1},
+		{27, 27, 3, 3, 2, 2, 1, 1, 0, 1}, {56, 56, 3, 3, 1, 1, 1, 1, 1, 0}, {64, 64, 2, 2, 2, 2, 1, 1, 0, 0},
+		{20, 70, 3, 3, 1, 1, 1, 1, 1, 0}, {19, 67, 5, 3, 1, 2, 1, 1, 2, 0}, {13, 80, 3, 5, 2, 1, 2, 1, 1, 1},
+		{9, 41, 3, 3, 3, 2, 1, 2, 1, 1}, {8, 40, 1, 4, 1, 2, 1, 1, 0, 0}, {30, 34, 4, 1, 3, 1, 1, 1, 0, 1},
+		{5, 200, 3, 7, 2, 2, 1, 1, 3, 0}, {12, 33, 3, 3, 2, 2, 2, 2, 2, 1}, {7, 7, 7, 7, 1, 1, 1, 1, 3, 0},
+		{3, 1, 3, 3, 1, 1, 1, 1, 1, 0}, {4, 17, 2, 3, 2, 2, 1, 3, 1, 1}, {6, 300, 3, 3, 2, 2, 1, 1, 1, 1},
+		{33, 31, 5, 5, 2, 2, 1, 1, 2, 1}, {2, 15, 2, 2, 1, 1, 1, 1, 1, 0},
+	};
+	for (size_t gi = 0; gi < sizeof geo / sizeof geo[0]; gi++) {
+		const int64_t *G = geo[gi];
+		struct wh_nn_pool2d g = {.H = G[0], .W = G[1], .kh = G[2], .kw = G[3], .sh = G[4], .sw = G[5],
+					 .dh = G[6], .dw = G[7], .ph = G[8], .pw = G[8]};
+		int64_t ext[2] = {G[0] + 2 * G[8] - ((G[2] - 1) * G[6] + 1), G[1] + 2 * G[8] - ((G[3] - 1) * G[7] + 1)};
+		g.OH = (G[9] ? ext[0] + G[4] - 1 : ext[0]) / G[4] + 1;
+		g.OW = (G[9] ? ext[1] + G[5] - 1 : ext[1]) / G[5] + 1;
+		ck_assert(wh_nn_maxpool_plane_avx512_fits(&g));
+		size_t n = (size_t)(g.H * g.W), no = (size_t)(g.OH * g.OW), ns = wh_nn_maxpool_plane_scratch(&g);
+		float *x = malloc(n * sizeof *x), *y0 = malloc(no * sizeof *y0), *y1 = malloc((no + 16) * sizeof *y1);
+		float *scratch = malloc(ns * sizeof *scratch);
+		ck_assert(x && y0 && y1 && scratch);
+		uint64_t seed = 707 + gi;
+		for (int rep = 0; rep < 3; rep++) {
+			for (size_t i = 0; i < n; i++) {
+				float r = rng_float(&seed, 0, 1);
+				x[i] = rep == 2 ? (r < 0.5f ? 0.0f : -0.0f)
+				       : r < 0.04f ? NAN : r < 0.3f ? 0.0f : r < 0.55f ? -0.0f : r < 0.6f ? -INFINITY
+				       : rng_float(&seed, -4, 4);
+			}
+			/* past the output: the kernel's masked last store leaves it */
+			for (size_t i = 0; i < no + 16; i++)
+				y1[i] = 1234.5f;
+			wh_nn_maxpool_plane_f32_scalar(&g, x, y0);
+			wh_nn_maxpool_plane_f32_avx512(&g, x, y1, scratch);
+			ck_assert_msg(!memcmp(y0, y1, no * sizeof(float)), "MaxPool plane geometry %zu rep %d", gi, rep);
+			for (size_t i = no; i < no + 16; i++)
+				ck_assert(y1[i] == 1234.5f);
+		}
+		free(x);
+		free(y0);
+		free(y1);
+		free(scratch);
+	}
+}
+END_TEST
+
+/* 2-D float32 AveragePool, MLAS's column-first order (avgpool2d_f32_ort_rows): the op's
+ * output against that order written out here, bit for bit, with magnitudes that make the
+ * order matter: pads, ceil mode, count_include_pad, strides 1 and 2, rectangular windows. */
+START_TEST(avgpool_rows_vs_reference)
+{
+	static const int64_t geo[][8] = {
+		/* H, W, kh, kw, s, pad, ceil, count_include_pad */
+		{56, 56, 2, 2, 2, 0, 0, 0}, {28, 28, 2, 2, 2, 0, 0, 0}, {13, 17, 3, 3, 1, 1, 0, 0},
+		{13, 17, 3, 3, 1, 1, 0, 1}, {15, 15, 3, 3, 2, 1, 1, 0}, {15, 15, 3, 3, 2, 1, 1, 1},
+		{9, 30, 2, 5, 2, 2, 0, 1}, {7, 7, 7, 7, 1, 3, 0, 0}, {5, 11, 3, 2, 2, 0, 1, 0}, {1, 40, 1, 3, 2, 1, 0, 1},
+	};
+	for (size_t gi = 0; gi < sizeof geo / sizeof geo[0]; gi++) {
+		const int64_t *G = geo[gi];
+		int64_t H = G[0], W = G[1], kh = G[2], kw = G[3], st = G[4], p = G[5];
+		int64_t dims[4] = {1, 3, H, W};
+		struct wh_tensor x, y;
+		tensor_random(&x, 4, dims, 900 + gi);
+		float *xv = x.data;
+		for (int64_t i = 0; i < 3 * H * W; i += 7)
+			xv[i] *= 1e7f;
+		const struct wh_tensor *ins[1] = {&x};
+		int64_t k2[2] = {kh, kw}, s2[2] = {st, st}, p4[4] = {p, p, p, p};
+		struct attr_spec a[] = {A_INTS("kernel_shape", k2), A_INTS("strides", s2), A_INTS("pads", p4),
+					A_INT("ceil_mode", G[6]), A_INT("count_include_pad", G[7])};
+		ck_assert_int_eq(run_op("AveragePool", 19, 1, ins, 1, a, 5, &y), WH_OK);
+		int64_t OH = y.dims[2], OW = y.dims[3];
+		const float *yv = y.data;
+		for (int64_t c = 0; c < 3; c++)
+			for (int64_t oh = 0; oh < OH; oh++)
+				for (int64_t ow = 0; ow < OW; ow++) {
+					const float *xc = xv + c * H * W;
+					int64_t h0 = oh * st - p, w0 = ow * st - p, nr = 0, nc = 0, ph = 0, pw = 0;
+					float acc = 0.0f;
+					for (int64_t t = 0; t < kw; t++) {
+						int64_t w = w0 + t;
+						float col = 0.0f;
+						bool first = true;
+						for (int64_t r = 0; r < kh && w >= 0 && w < W; r++) {
+							int64_t h = h0 + r;
+							if (h < 0 || h >= H)
+								continue;
+							col = first ? xc[h * W + w] : col + xc[h * W + w];
+							first = false;
+						}
+						acc = t == 0 ? col : acc + col;
+						nc += w >= 0 && w < W;
+						pw += w < W + p;
+					}
+					for (int64_t r = 0; r < kh; r++) {
+						nr += h0 + r >= 0 && h0 + r < H;
+						ph += h0 + r < H + p;
+					}
+					float want = acc / (float)(G[7] ? ph * pw : nr * nc);
+					float got = yv[(c * OH + oh) * OW + ow];
+					ck_assert_msg(!memcmp(&want, &got, sizeof want), "AveragePool geometry %zu (%lld, %lld, %lld): %a vs %a",
+						      gi, (long long)c, (long long)oh, (long long)ow, (double)want, (double)got);
+				}
+		wh_tensor_release(&y);
+		wh_tensor_release(&x);
 	}
 }
 END_TEST
@@ -1257,6 +1381,8 @@ static Suite *nn_suite(void)
 	tcase_add_test(tc, maxpool_ceil_mode);
 	tcase_add_test(tc, maxpool_indices_storage_order);
 	tcase_add_test(tc, maxpool_two_pass_vs_scalar);
+	tcase_add_test(tc, maxpool_plane_avx512_vs_scalar);
+	tcase_add_test(tc, avgpool_rows_vs_reference);
 	tcase_add_test(tc, reduce_minmax_simd_vs_scalar);
 	tcase_add_test(tc, pool_auto_pad_and_global);
 	tcase_add_test(tc, reduce_empty_set);

@@ -283,6 +283,50 @@ START_TEST(resize_fast_path_matches_general)
 }
 END_TEST
 
+/* The linear 2-D kernel keeps two horizontally interpolated source rows for the output
+ * rows that share them: bit for bit the row-at-a-time formula written out, with source
+ * row maps that go up, back and repeat (hits and misses of both rows), over 3 planes, on
+ * one and 3 threads. */
+START_TEST(resize2d_linear_rows_cached)
+{
+	enum { IH = 6, IW = 9, OH = 11, OW = 20, NP = 3 };
+	static const int64_t y0[OH] = {0, 0, 1, 1, 2, 5, 5, 3, 0, 4, 4}, y1[OH] = {1, 1, 2, 1, 3, 5, 4, 3, 5, 5, 4};
+	int64_t x0[OW], x1[OW];
+	float wy0[OH], wy1[OH], wx0[OW], wx1[OW];
+	for (int o = 0; o < OH; o++) {
+		wy0[o] = 0.25f + 0.05f * (float)o;
+		wy1[o] = 1.0f - wy0[o];
+	}
+	for (int o = 0; o < OW; o++) {
+		x0[o] = (o * 7) % IW;
+		x1[o] = (o * 7 + 1) % IW;
+		wx0[o] = 0.1f + 0.04f * (float)o;
+		wx1[o] = 1.0f - wx0[o];
+	}
+	float src[NP * IH * IW], want[NP * OH * OW], got[NP * OH * OW];
+	for (int i = 0; i < NP * IH * IW; i++)
+		src[i] = sinf((float)i * 0.91f) * (i % 5 ? 1.0f : 1e6f);
+	for (int p = 0; p < NP; p++)
+		for (int oy = 0; oy < OH; oy++)
+			for (int ox = 0; ox < OW; ox++) {
+				const float *s0 = src + (p * IH + y0[oy]) * IW, *s1 = src + (p * IH + y1[oy]) * IW;
+				float top = wx0[ox] * s0[x0[ox]] + wx1[ox] * s0[x1[ox]];
+				float bot = wx0[ox] * s1[x0[ox]] + wx1[ox] * s1[x1[ox]];
+				want[(p * OH + oy) * OW + ox] = wy0[oy] * top + wy1[oy] * bot;
+			}
+	struct wh_resize2d_plan plan = {.n_planes = NP, .ih = IH, .iw = IW, .oh = OH, .ow = OW, .linear = true,
+					.y0 = y0, .y1 = y1, .x0 = x0, .x1 = x1, .wy0 = wy0, .wy1 = wy1, .wx0 = wx0, .wx1 = wx1};
+	struct wh_threadpool *pool = NULL;
+	ck_assert_int_eq(wh_threadpool_create(3, &pool), WH_OK);
+	for (int t = 0; t < 2; t++) {
+		memset(got, 0, sizeof got);
+		wh_resize2d_f32(t ? pool : NULL, &plan, src, got);
+		ck_assert_msg(!memcmp(want, got, sizeof got), "resize2d linear, %d threads", t ? 3 : 1);
+	}
+	wh_threadpool_destroy(pool);
+}
+END_TEST
+
 /* ---- layout ops ---- */
 
 START_TEST(depth_to_space_modes_differ)
@@ -615,6 +659,7 @@ static Suite *shapeops_suite(void)
 	tcase_add_test(tc, resize_asymmetric_nearest_2x);
 	tcase_add_test(tc, resize_linear_modes);
 	tcase_add_test(tc, resize_fast_path_matches_general);
+	tcase_add_test(tc, resize2d_linear_rows_cached);
 	tcase_add_test(tc, depth_to_space_modes_differ);
 	tcase_add_test(tc, pad_modes);
 	tcase_add_test(tc, transpose_and_split);

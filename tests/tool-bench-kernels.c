@@ -89,6 +89,14 @@ static const struct bench benches[] = {
 	{"mn 1x1 32->192 @14", 0, 32, 192, 1, 14, 14, 1, 1, 0},
 	{"mn 1x1 64->384 @7", 0, 64, 384, 1, 7, 7, 1, 1, 0},
 	{"mn 1x1 112->1280 @7", 0, 112, 1280, 1, 7, 7, 1, 1, 0},
+	/* the plain ResNet stem (resnet18_s, resnet34_s: K = 147) and a regular 3x3 */
+	{"rn stem7x7 s2 3->64 @224", 0, 3, 64, 1, 224, 224, 7, 2, 3},
+	{"rn 3x3 64->64 @56", 0, 64, 64, 1, 56, 56, 3, 1, 1},
+	/* HRNet's two stride-2 stems (hrnet_s) */
+	{"hr stem3x3 s2 3->64 @224", 0, 3, 64, 1, 224, 224, 3, 2, 1},
+	{"hr 3x3 s2 64->64 @112", 0, 64, 64, 1, 112, 112, 3, 2, 1},
+	/* efficientnet's and regnet's 3x3 stride-2 stems with 32 or 16 output channels */
+	{"stem 3x3 s2 3->32 @224", 0, 3, 32, 1, 224, 224, 3, 2, 1},
 };
 
 /* CPU time of the whole process: on a loaded machine wall time says little. */

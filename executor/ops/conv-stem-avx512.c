@@ -7,6 +7,7 @@
  * multiply-add chain from zero over k = 0..K-1 in order, then + bias, as in the GEMM
  * kernels (gemm-avx512.c), so the bits are the same. */
 #include <immintrin.h>
+#include <stdbool.h>
 
 #include "executor/ops/gemm-internal.h"
 
@@ -17,7 +18,7 @@
  * mr - 1 and are not stored, so the unrolled tile keeps its registers) by NV vectors whose
  * last one has the lanes of mask tail. */
 WH_AI void tile(const int MT, const int NV, size_t mr, size_t K, const float *w, size_t ldw, const float *b,
-		const ptrdiff_t *boff, float *c, size_t ldc, const float *bias, __mmask16 tail)
+		const ptrdiff_t *boff, float *c, size_t ldc, const float *bias, __mmask16 tail, bool relu)
 {
 	const float *wr[WH_STEM_MT_MAX];
 	_Pragma("GCC unroll 16")
@@ -53,6 +54,12 @@ WH_AI void tile(const int MT, const int NV, size_t mr, size_t K, const float *w,
 			for (int v = 0; v < NV; v++)
 				acc[r][v] = _mm512_add_ps(acc[r][v], bb);
 		}
+		/* the fused Relu's vector step (elementwise-avx512.c): 0 > x ? 0 : x */
+		if (relu) {
+			_Pragma("GCC unroll 7")
+			for (int v = 0; v < NV; v++)
+				acc[r][v] = _mm512_max_ps(_mm512_setzero_ps(), acc[r][v]);
+		}
 		_Pragma("GCC unroll 7")
 		for (int v = 0; v < NV; v++) {
 			if (v == NV - 1)
@@ -67,12 +74,13 @@ WH_AI void tile(const int MT, const int NV, size_t mr, size_t K, const float *w,
  * accumulators: 4 for 6 or 7 vectors, 16 for one). */
 #define WH_STEM_SEG(NV, MT)                                                                              \
 	static void seg##NV(size_t m, size_t K, const float *w, size_t ldw, const float *b,                   \
-			    const ptrdiff_t *boff, float *c, size_t ldc, const float *bias, __mmask16 tail)        \
+			    const ptrdiff_t *boff, float *c, size_t ldc, const float *bias, __mmask16 tail,        \
+			    bool relu)                                                                           \
 	{                                                                                                    \
 		for (size_t i = 0; i < m; i += MT) {                                                          \
 			size_t mr = m - i < MT ? m - i : MT;                                                  \
 			tile(MT, NV, mr, K, w + i * ldw, ldw, b, boff, c + i * ldc, ldc, bias ? bias + i : NULL, \
-			     tail);                                                                           \
+			     tail, relu);                                                                     \
 		}                                                                                             \
 	}
 WH_STEM_SEG(1, 16)
@@ -84,10 +92,10 @@ WH_STEM_SEG(6, 4)
 WH_STEM_SEG(7, 4)
 
 void wh_conv_stem_row_avx512(size_t m, size_t n, size_t K, const float *w, size_t ldw, const float *b,
-			     const ptrdiff_t *boff, float *c, size_t ldc, const float *bias)
+			     const ptrdiff_t *boff, float *c, size_t ldc, const float *bias, bool relu)
 {
 	typedef void (*seg_fn)(size_t, size_t, const float *, size_t, const float *, const ptrdiff_t *, float *,
-			       size_t, const float *, __mmask16);
+			       size_t, const float *, __mmask16, bool);
 	static const seg_fn segs[8] = {NULL, seg1, seg2, seg3, seg4, seg5, seg6, seg7};
 	if (!m || !n)
 		return;
@@ -97,7 +105,7 @@ void wh_conv_stem_row_avx512(size_t m, size_t n, size_t K, const float *w, size_
 		size_t cols = n - j < 16 * per ? n - j : 16 * per, nv = (cols + 15) / 16;
 		size_t rem = cols - 16 * (nv - 1);
 		__mmask16 tail = (__mmask16)(rem == 16 ? 0xffffu : (1u << rem) - 1u);
-		segs[nv](m, K, w, ldw, b + j, boff, c + j, ldc, bias, tail);
+		segs[nv](m, K, w, ldw, b + j, boff, c + j, ldc, bias, tail, relu);
 	}
 }
 

@@ -138,11 +138,12 @@ void wh_sgemm_t_store_avx512(size_t np, size_t nm, const float *ct, size_t ldct,
  * to WH_CONV_STEM_MAX_K in one chain, kb = 0): c[i * ldc + j] = the chain over k of
  * w[i * ldw + k] * b[boff[k] + j] (one fused multiply-add a term, in k order, from zero),
  * then + bias[i] (bias may be NULL), for channels i < m and positions j < n: the bits of
- * wh_sgemm_block_kb with kb = 0. Weights are read unpacked; B's rows are read only at
- * columns below n (masked tails). */
+ * wh_sgemm_block_kb with kb = 0; with relu, then 0 > x ? 0 : x (the fused Relu's step,
+ * elementwise-avx512.c) before the store. Weights are read unpacked; B's rows are read only
+ * at columns below n (masked tails). */
 #define WH_CONV_STEM_MAX_K 64
 void wh_conv_stem_row_avx512(size_t m, size_t n, size_t K, const float *w, size_t ldw, const float *b,
-			     const ptrdiff_t *boff, float *c, size_t ldc, const float *bias);
+			     const ptrdiff_t *boff, float *c, size_t ldc, const float *bias, bool relu);
 /* pk[i] = src[4i + k] for i < n, k < 4 (the stride-4 phase split of a stem's padded row:
  * 4x4 stride-4 patches). */
 void wh_deinterleave4_avx512(const float *src, size_t n, float *p0, float *p1, float *p2, float *p3);

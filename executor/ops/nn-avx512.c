@@ -319,3 +319,77 @@ bool wh_nn_minmax_f32_avx512(const float *x, size_t n, bool is_min, float *out)
 	}
 	return *out != 0;
 }
+
+/* One 2-D MaxPool plane (nn-internal.h), a call a plane: per output row, the vertical
+ * maxima over its valid input rows (whole vectors, no permutes), stored -inf-padded, for
+ * a column stride of 2 split into even and odd columns; then the horizontal maxima over
+ * the taps, each a plain load from those rows. Taps outside the plane read -inf (or are
+ * not read), which never replaces the running value: each output takes the steps of the
+ * scalar reference (taps in the order (b, a)) less no-ops, so the bits are the same. */
+void wh_nn_maxpool_plane_f32_avx512(const struct wh_nn_pool2d *g, const float *x, float *y, float *scratch)
+{
+	const int64_t W = g->W, OW = g->OW, sw = g->sw;
+	const size_t nvec = (size_t)(OW + 15) / 16;
+	const size_t PL = wh_nn_maxpool_plane_pl(g), len = wh_nn_maxpool_plane_len(g);
+	const __m512 ninf = _mm512_set1_ps(-INFINITY);
+	for (size_t i = 0; i < (size_t)sw * len; i++)
+		scratch[i] = -INFINITY;
+	float *ev = scratch + PL, *od = scratch + len + PL;
+	/* tap b reads column 2 ow + t (t = b dw - pw): ev or od at ow + floor(t / sw) */
+	const float *src[WH_NN_POOL2D_MAXK];
+	for (int64_t b = 0; b < g->kw; b++) {
+		int64_t t = b * g->dw - g->pw, q = t >= 0 ? t / sw : -((-t + sw - 1) / sw);
+		int64_t r = t - q * sw;
+		src[b] = (r ? od : ev) + q;
+	}
+	const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+	const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+	const int64_t chunk = 16 * sw, nch = (W + chunk - 1) / chunk;
+	const __mmask16 last = (__mmask16)(OW % 16 ? (1u << (OW % 16)) - 1u : 0xffffu);
+	for (int64_t oh = 0; oh < g->OH; oh++) {
+		const float *rows[WH_NN_POOL2D_MAXK];
+		size_t nr = 0;
+		for (int64_t a = 0; a < g->kh; a++) {
+			int64_t h = oh * g->sh - g->ph + a * g->dh;
+			if (h >= 0 && h < g->H)
+				rows[nr++] = x + h * W;
+		}
+		for (int64_t c = 0; c < nch; c++) {
+			int64_t c0 = c * chunk;
+			__m512 lo = ninf, hi = ninf;
+			if (c0 + chunk <= W) {
+				for (size_t r = 0; r < nr; r++) {
+					lo = _mm512_max_ps(_mm512_loadu_ps(rows[r] + c0), lo);
+					if (sw == 2)
+						hi = _mm512_max_ps(_mm512_loadu_ps(rows[r] + c0 + 16), hi);
+				}
+			} else {
+				int64_t n = W - c0;
+				__mmask16 ml = (__mmask16)(n >= 16 ? 0xffffu : (1u << n) - 1u);
+				__mmask16 mh = (__mmask16)(n > 16 ? (1u << (n - 16)) - 1u : 0);
+				for (size_t r = 0; r < nr; r++) {
+					lo = _mm512_max_ps(_mm512_mask_loadu_ps(ninf, ml, rows[r] + c0), lo);
+					if (sw == 2)
+						hi = _mm512_max_ps(_mm512_mask_loadu_ps(ninf, mh, rows[r] + c0 + 16), hi);
+				}
+			}
+			if (sw == 1) {
+				_mm512_storeu_ps(ev + c0, lo);
+			} else {
+				_mm512_storeu_ps(ev + 16 * c, _mm512_permutex2var_ps(lo, even, hi));
+				_mm512_storeu_ps(od + 16 * c, _mm512_permutex2var_ps(lo, odd, hi));
+			}
+		}
+		float *yr = y + oh * OW;
+		for (size_t v = 0; v < nvec; v++) {
+			/* VMAXPS(v, best) is v > best ? v : best, the scalar step */
+			__m512 best = ninf;
+			for (int64_t b = 0; b < g->kw; b++)
+				best = _mm512_max_ps(_mm512_loadu_ps(src[b] + 16 * v), best);
+			if (v + 1 < nvec)
+				_mm512_storeu_ps(yr + 16 * v, best);
+			else
+				_mm512_mask_storeu_ps(yr + 16 * v, last, best);
+		}
+	}
+}

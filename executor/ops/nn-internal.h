@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "executor/cpu.h"
 
@@ -64,6 +65,28 @@ void wh_nn_maxpool_row_f32_avx2(const float *const *rows, size_t nrows, float *y
 				size_t d);
 void wh_nn_maxpool_row_f32_avx512(const float *const *rows, size_t nrows, float *y, size_t n, size_t k, size_t s,
 				  size_t d);
+
+/* One 2-D MaxPool plane (x: H x W, y: OH x OW; pads ph, pw before; any pads after and
+ * ceil mode are in OH, OW): y[oh][ow] = the maximum over the taps inside the plane of
+ * x[oh sh - ph + a dh][ow sw - pw + b dw], taken column-major over the window (b outer, a
+ * inner) with wh_nn_maxpool_row_f32's step (NaN skipped, the first of equal values wins,
+ * -inf where no tap is inside). The order differs from the row-major one of the other
+ * MaxPool paths only in the sign of a zero maximum whose window holds both zeros. The
+ * AVX-512 variant (column stride 1 or 2, kh and kw at most WH_NN_POOL2D_MAXK) takes the
+ * plane in one call: vertical maxima first (plain loads), then the taps; it needs
+ * wh_nn_maxpool_plane_scratch(g) floats of scratch. The scalar one is its reference: the
+ * same bits. */
+#define WH_NN_POOL2D_MAXK 16
+struct wh_nn_pool2d {
+	int64_t H, W, OH, OW, kh, kw, sh, sw, dh, dw, ph, pw;
+};
+bool wh_nn_maxpool_plane_avx512_fits(const struct wh_nn_pool2d *g);
+/* the AVX-512 variant's -inf-padded rows: PL floats before, len in all (each of sw) */
+size_t wh_nn_maxpool_plane_pl(const struct wh_nn_pool2d *g);
+size_t wh_nn_maxpool_plane_len(const struct wh_nn_pool2d *g);
+size_t wh_nn_maxpool_plane_scratch(const struct wh_nn_pool2d *g);
+void wh_nn_maxpool_plane_f32_scalar(const struct wh_nn_pool2d *g, const float *x, float *y);
+void wh_nn_maxpool_plane_f32_avx512(const struct wh_nn_pool2d *g, const float *x, float *y, float *scratch);
 
 /* ReduceMax (is_min false) or ReduceMin of x[0..n) in any order of the elements: *out is the
  * maximum (minimum) and the answer is true, unless x holds NaN or the result is a zero,

@@ -331,6 +331,10 @@ static void rs2d_rows(void *arg, size_t begin, size_t end)
 {
 	const struct rs2d_job *J = arg;
 	const struct wh_resize2d_plan *p = J->p;
+	/* linear: two horizontally interpolated source rows (hkey: plane * ih + source row, or
+	 * -1), or NULL when out of memory (then a row at a time) */
+	float *hrow = p->linear ? malloc(2 * (size_t)(p->ow ? p->ow : 1) * sizeof *hrow) : NULL;
+	int64_t hkey[2] = {-1, -1};
 	for (size_t row = begin; row < end; row++) {
 		int64_t plane = (int64_t)row / p->oh, oy = (int64_t)row % p->oh;
 		const float *in = J->src + plane * p->ih * p->iw;
@@ -347,16 +351,42 @@ static void rs2d_rows(void *arg, size_t begin, size_t end)
 				out[ox] = s[p->x0[ox]];
 			continue;
 		}
+		/* the horizontal pass of source rows y0 and y1, each computed once for the output
+		 * rows that share it (upsampling by 2 reads each source row in 4 output rows):
+		 * the same products and sums as a row at a time, so the same bits */
+		if (hrow) {
+			int64_t want[2] = {plane * p->ih + p->y0[oy], plane * p->ih + p->y1[oy]};
+			const float *got[2];
+			for (int k = 0; k < 2; k++) {
+				int slot = hkey[0] == want[k] ? 0 : hkey[1] == want[k] ? 1 : -1;
+				if (slot < 0) {
+					/* the slot that does not hold the other row wanted */
+					slot = hkey[0] == want[1 - k] ? 1 : 0;
+					const float *sr = in + (want[k] - plane * p->ih) * p->iw;
+					float *h = hrow + (size_t)slot * (size_t)p->ow;
+					for (int64_t ox = 0; ox < p->ow; ox++)
+						h[ox] = p->wx0[ox] * sr[p->x0[ox]] + p->wx1[ox] * sr[p->x1[ox]];
+					hkey[slot] = want[k];
+				}
+				got[k] = hrow + (size_t)slot * (size_t)p->ow;
+			}
+			const float *top = got[0], *bot = got[1];
+			float a = p->wy0[oy], b = p->wy1[oy];
+			for (int64_t ox = 0; ox < p->ow; ox++)
+				out[ox] = a * top[ox] + b * bot[ox];
+			continue;
+		}
 		const float *s0 = in + p->y0[oy] * p->iw, *s1 = in + p->y1[oy] * p->iw;
 		float a = p->wy0[oy], b = p->wy1[oy];
 		for (int64_t ox = 0; ox < p->ow; ox++) {
 			int64_t x0 = p->x0[ox], x1 = p->x1[ox];
 			float c = p->wx0[ox], d = p->wx1[ox];
-			float top = c * s0[x0] + d * s0[x1];
-			float bot = c * s1[x0] + d * s1[x1];
-			out[ox] = a * top + b * bot;
+			float tp = c * s0[x0] + d * s0[x1];
+			float bt = c * s1[x0] + d * s1[x1];
+			out[ox] = a * tp + b * bt;
 		}
 	}
+	free(hrow);
 }
 
 void wh_resize2d_f32(struct wh_threadpool *pool, const struct wh_resize2d_plan *plan,
