@@ -1,6 +1,6 @@
 /* AVX2 direct depthwise planes (conv-internal.h, wh_conv_dw_planes_avx2): as the AVX-512 one
  * (conv-dw-avx512.c) with 8 lanes: masked loads of the unpadded input, the padding as
- * zero products, MLAS's single-row order, so the bits are those of the reference. */
+ * zero inputs, wh_conv_dw_fma_ref's order, so the bits are those of that reference. */
 #include <immintrin.h>
 
 #include "executor/ops/conv-internal.h"
@@ -29,13 +29,13 @@ static inline __m256i range8(ptrdiff_t lo, ptrdiff_t hi)
 			__m256 t = _mm256_mul_ps(_mm256_set1_ps((WP)[k]), xv);                \
 			k = k_ + 1;                                                        \
 			TAP;                                                               \
-			t = _mm256_add_ps(t, _mm256_mul_ps(_mm256_set1_ps((WP)[k]), xv));     \
+			t = _mm256_fmadd_ps(_mm256_set1_ps((WP)[k]), xv, t);     \
 			k = k_ + 2;                                                        \
 			TAP;                                                               \
-			t = _mm256_add_ps(t, _mm256_mul_ps(_mm256_set1_ps((WP)[k]), xv));     \
+			t = _mm256_fmadd_ps(_mm256_set1_ps((WP)[k]), xv, t);     \
 			k = k_ + 3;                                                        \
 			TAP;                                                               \
-			t = _mm256_add_ps(t, _mm256_mul_ps(_mm256_set1_ps((WP)[k]), xv));     \
+			t = _mm256_fmadd_ps(_mm256_set1_ps((WP)[k]), xv, t);     \
 			acc = _mm256_add_ps(t, acc);                                       \
 		}                                                                          \
 		if ((KS) - k_ >= 2) {                                                      \
@@ -44,14 +44,14 @@ static inline __m256i range8(ptrdiff_t lo, ptrdiff_t hi)
 			__m256 t = _mm256_mul_ps(_mm256_set1_ps((WP)[k]), xv);                \
 			k = k_ + 1;                                                        \
 			TAP;                                                               \
-			t = _mm256_add_ps(t, _mm256_mul_ps(_mm256_set1_ps((WP)[k]), xv));     \
+			t = _mm256_fmadd_ps(_mm256_set1_ps((WP)[k]), xv, t);     \
 			acc = _mm256_add_ps(t, acc);                                       \
 			k_ += 2;                                                           \
 		}                                                                          \
 		if ((KS) - k_ == 1) {                                                      \
 			size_t k = k_;                                                     \
 			TAP;                                                               \
-			acc = _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps((WP)[k]), xv), acc); \
+			acc = _mm256_fmadd_ps(_mm256_set1_ps((WP)[k]), xv, acc); \
 		}                                                                          \
 	} while (0)
 

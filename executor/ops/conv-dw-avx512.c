@@ -1,8 +1,8 @@
 /* AVX-512 direct depthwise planes (conv-internal.h, wh_conv_dw_planes_avx512): the taps read
  * the unpadded input with masked loads, the padding is the masked-off lanes (zero), so no
- * padded copy is made. The products and sums are MLAS's single-row order (wh_sgemm_m1_ref:
- * groups of 4 products, no fused multiply-add), the padding taking part as zero products,
- * so the bits are those of the reference. */
+ * padded copy is made. The sums are wh_conv_dw_fma_ref's order (MLAS's single-row groups of
+ * 4 taps, each group a chain of fused multiply-adds), the padding taking part as zero
+ * inputs, so the bits are those of that reference. */
 #include <immintrin.h>
 #include <stdbool.h>
 #include <string.h>
@@ -33,7 +33,7 @@ static inline uint32_t range32(ptrdiff_t lo, ptrdiff_t hi)
 	return (uint32_t)m;
 }
 
-/* The sum of the products w[k] * X(k), k < KS, in MLAS's single-row order, X(k) given by
+/* The sum of the products w[k] * X(k), k < KS, in wh_conv_dw_fma_ref's order, X(k) given by
  * the statement TAP (which sets xv from k), w[k] = (WP)[k]. */
 #define WH_DW_SUM(KS, WP, TAP)                                                                 \
 	do {                                                                               \
@@ -45,13 +45,13 @@ static inline uint32_t range32(ptrdiff_t lo, ptrdiff_t hi)
 			__m512 t = _mm512_mul_ps(_mm512_set1_ps((WP)[k]), xv);                \
 			k = k_ + 1;                                                        \
 			TAP;                                                               \
-			t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_set1_ps((WP)[k]), xv));     \
+			t = _mm512_fmadd_ps(_mm512_set1_ps((WP)[k]), xv, t);     \
 			k = k_ + 2;                                                        \
 			TAP;                                                               \
-			t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_set1_ps((WP)[k]), xv));     \
+			t = _mm512_fmadd_ps(_mm512_set1_ps((WP)[k]), xv, t);     \
 			k = k_ + 3;                                                        \
 			TAP;                                                               \
-			t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_set1_ps((WP)[k]), xv));     \
+			t = _mm512_fmadd_ps(_mm512_set1_ps((WP)[k]), xv, t);     \
 			acc = _mm512_add_ps(t, acc);                                       \
 		}                                                                          \
 		if ((KS) - k_ >= 2) {                                                      \
@@ -60,14 +60,14 @@ static inline uint32_t range32(ptrdiff_t lo, ptrdiff_t hi)
 			__m512 t = _mm512_mul_ps(_mm512_set1_ps((WP)[k]), xv);                \
 			k = k_ + 1;                                                        \
 			TAP;                                                               \
-			t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_set1_ps((WP)[k]), xv));     \
+			t = _mm512_fmadd_ps(_mm512_set1_ps((WP)[k]), xv, t);     \
 			acc = _mm512_add_ps(t, acc);                                       \
 			k_ += 2;                                                           \
 		}                                                                          \
 		if ((KS) - k_ == 1) {                                                      \
 			size_t k = k_;                                                     \
 			TAP;                                                               \
-			acc = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps((WP)[k]), xv), acc); \
+			acc = _mm512_fmadd_ps(_mm512_set1_ps((WP)[k]), xv, acc); \
 		}                                                                          \
 	} while (0)
 
@@ -86,8 +86,8 @@ static inline uint32_t range32(ptrdiff_t lo, ptrdiff_t hi)
 				k = k_ + j_;                                               \
 				TAP;                                                       \
 				wk = _mm512_set1_ps((WP)[k]);                              \
-				t0 = _mm512_add_ps(t0, _mm512_mul_ps(wk, xv0));            \
-				t1 = _mm512_add_ps(t1, _mm512_mul_ps(wk, xv1));            \
+				t0 = _mm512_fmadd_ps(wk, xv0, t0);            \
+				t1 = _mm512_fmadd_ps(wk, xv1, t1);            \
 			}                                                                  \
 			acc0 = _mm512_add_ps(t0, acc0);                                    \
 			acc1 = _mm512_add_ps(t1, acc1);                                    \
@@ -100,8 +100,8 @@ static inline uint32_t range32(ptrdiff_t lo, ptrdiff_t hi)
 			k = k_ + 1;                                                        \
 			TAP;                                                               \
 			wk = _mm512_set1_ps((WP)[k]);                                      \
-			t0 = _mm512_add_ps(t0, _mm512_mul_ps(wk, xv0));                    \
-			t1 = _mm512_add_ps(t1, _mm512_mul_ps(wk, xv1));                    \
+			t0 = _mm512_fmadd_ps(wk, xv0, t0);                    \
+			t1 = _mm512_fmadd_ps(wk, xv1, t1);                    \
 			acc0 = _mm512_add_ps(t0, acc0);                                    \
 			acc1 = _mm512_add_ps(t1, acc1);                                    \
 			k_ += 2;                                                           \
@@ -110,8 +110,8 @@ static inline uint32_t range32(ptrdiff_t lo, ptrdiff_t hi)
 			size_t k = k_;                                                     \
 			TAP;                                                               \
 			__m512 wk = _mm512_set1_ps((WP)[k]);                               \
-			acc0 = _mm512_add_ps(_mm512_mul_ps(wk, xv0), acc0);                \
-			acc1 = _mm512_add_ps(_mm512_mul_ps(wk, xv1), acc1);                \
+			acc0 = _mm512_fmadd_ps(wk, xv0, acc0);                \
+			acc1 = _mm512_fmadd_ps(wk, xv1, acc1);                \
 		}                                                                          \
 	} while (0)
 
@@ -424,7 +424,7 @@ static bool planes_phased(const struct wh_dw_geom *g, size_t np, const float *x,
  * copied, 16x16 blocks transposed, into one padded buffer [Hp][Wp][16] (the padding zeros
  * written once a call), so that for each output position one plain load per tap gives the
  * tap's input for 16 channels, multiplied by the 16 channels' weights of that tap. Each
- * lane sums its channel's taps in MLAS's single-row order (WH_DW_SUM's operations, the
+ * lane sums its channel's taps in wh_conv_dw_fma_ref's order (WH_DW_SUM's operations, the
  * padding as zero products), then the bias, so the bits are those of the reference. Eight
  * positions at a time share each weight load; the outputs [P][16] are transposed back to
  * the planes. A 7-wide plane used 7 of 16 lanes in the row kernels. */
@@ -480,7 +480,7 @@ static inline __attribute__((always_inline)) void lanes_sum(const float *const *
 		for (size_t i = 1; i < 4; i++) {
 			wk = _mm512_load_ps(wt + 16 * (k + i));
 			WH_UNROLL for (int j = 0; j < B; j++)
-				t[j] = _mm512_add_ps(t[j], _mm512_mul_ps(wk, _mm512_load_ps(xp[j] + toff[k + i])));
+				t[j] = _mm512_fmadd_ps(wk, _mm512_load_ps(xp[j] + toff[k + i]), t[j]);
 		}
 		WH_UNROLL for (int j = 0; j < B; j++)
 			acc[j] = _mm512_add_ps(t[j], acc[j]);
@@ -491,7 +491,7 @@ static inline __attribute__((always_inline)) void lanes_sum(const float *const *
 			t[j] = _mm512_mul_ps(wk, _mm512_load_ps(xp[j] + toff[k]));
 		wk = _mm512_load_ps(wt + 16 * (k + 1));
 		WH_UNROLL for (int j = 0; j < B; j++)
-			t[j] = _mm512_add_ps(t[j], _mm512_mul_ps(wk, _mm512_load_ps(xp[j] + toff[k + 1])));
+			t[j] = _mm512_fmadd_ps(wk, _mm512_load_ps(xp[j] + toff[k + 1]), t[j]);
 		WH_UNROLL for (int j = 0; j < B; j++)
 			acc[j] = _mm512_add_ps(t[j], acc[j]);
 		k += 2;
@@ -499,7 +499,7 @@ static inline __attribute__((always_inline)) void lanes_sum(const float *const *
 	if (KS - k == 1) {
 		__m512 wk = _mm512_load_ps(wt + 16 * k);
 		WH_UNROLL for (int j = 0; j < B; j++)
-			acc[j] = _mm512_add_ps(_mm512_mul_ps(wk, _mm512_load_ps(xp[j] + toff[k])), acc[j]);
+			acc[j] = _mm512_fmadd_ps(wk, _mm512_load_ps(xp[j] + toff[k]), acc[j]);
 	}
 }
 

@@ -24,7 +24,12 @@
  *
  * ORT picks MLAS's blocks from the column count of each thread's share; whittle uses the
  * whole count (ORT's choice with one thread), which gives the same blocks unless K > 128
- * and a thread's share of the output positions is below 64. */
+ * and a thread's share of the output positions is below 64.
+ *
+ * Exception (issue 26): the direct depthwise kernels (AVX2 and AVX-512, wh_conv_dw_direct)
+ * fuse the multiply-adds within MLAS's groups of 4 (wh_conv_dw_fma_ref), as ORT's default
+ * NCHWc kernels fuse theirs: not ORT's bits, within 1e-5 relative of them (a tap's product
+ * is rounded once instead of twice). Their bits still never depend on the thread count. */
 #ifndef WH_CONV_INTERNAL_H
 #define WH_CONV_INTERNAL_H
 
@@ -55,8 +60,8 @@ enum wh_status wh_conv_f32(const struct wh_cpu_features *cpu, struct wh_threadpo
 			   const float *b, float *y);
 /* The same with the algorithm forced (tactics): GEMM over planes for every geometry, or the
  * direct depthwise path where it applies (one input and one output channel per group,
- * 1-D/2-D, not 1x1 pointwise; elsewhere it falls back to GEMM). Both sum each output's taps
- * in the same order with the same operations, so they give identical bits. */
+ * 1-D/2-D, not 1x1 pointwise; elsewhere it falls back to GEMM). The GEMM sums a depthwise
+ * output in MLAS's single-row order, the direct kernels in wh_conv_dw_fma_ref's (below). */
 enum wh_conv_algo { WH_CONV_AUTO = 0, WH_CONV_GEMM = 1, WH_CONV_DIRECT_DW = 2 };
 enum wh_status wh_conv_f32_algo(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
 				const struct wh_conv_shape *s, const float *x, const float *w,
@@ -80,10 +85,20 @@ void wh_convt_f32_ref(const struct wh_conv_shape *s, const float *x, const float
 
 /* Planes of a depthwise convolution (one input and one output channel per group) read
  * straight from the unpadded input: taps in the padding read zeros (masked lanes), and each
- * output sums its taps in MLAS's single-row order (wh_sgemm_m1_ref: groups of 4 products, no
- * fused multiply-add) and then adds *bias (bias may be NULL), so the bits are those of
- * wh_conv_f32_ref. 1-D is H = OH = KH = 1. Taken when KH, KW <= WH_DW_MAXK, sw is 1 or 2 and
- * every size is below WH_DW_MAXDIM (conv.c checks). */
+ * output sums its taps in wh_conv_dw_fma_ref's order (MLAS's single-row groups of 4 taps,
+ * each group a chain of fused multiply-adds) and then adds *bias (bias may be NULL), so the
+ * bits are those of wh_conv_dw_fma_ref. 1-D is H = OH = KH = 1. Taken when KH, KW <=
+ * WH_DW_MAXK, sw is 1 or 2 and every size is below WH_DW_MAXDIM (conv.c checks). */
+/* Per output, taps k = 0 .. KS-1 in (kh, kw) order, the padding as zero inputs: for each
+ * group of 4, t = w[k]*x[k] (rounded), t = fma(w[k+i], x[k+i], t) for i = 1..3, acc = t + acc
+ * (acc from 0); a last group of 2 the same; a last single tap acc = fma(w, x, acc); then
+ * acc + bias. Against wh_conv_f32_ref (MLAS's order, every product rounded) the difference
+ * is at most KS units of rounding of sum |w*x| (in practice far less). */
+void wh_conv_dw_fma_ref(const struct wh_conv_shape *s, const float *x, const float *w, const float *b, float *y);
+/* Whether wh_conv_f32_algo (and wh_conv_f32 with WH_CONV_AUTO) takes the direct depthwise
+ * kernels for s on cpu, i.e. gives wh_conv_dw_fma_ref's bits (else wh_conv_f32_ref's for
+ * the depthwise geometries). */
+bool wh_conv_dw_direct(const struct wh_cpu_features *cpu, const struct wh_conv_shape *s, enum wh_conv_algo algo);
 #define WH_DW_MAXK 16
 #define WH_DW_MAXDIM ((size_t)1 << 28)
 struct wh_dw_geom {
