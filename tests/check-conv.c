@@ -224,6 +224,12 @@ static const struct geo conv_geos[] = {
 	{2, 1, 3, 3, 3, {{19, 5, 1, 1, 0, 3}, {21, 3, 2, 1, 1, 0}}},
 	{2, 1, 2, 2, 2, {{9, 3, 2, 1, 1, 1}, {1, 3, 2, 1, 1, 1}}},
 	{2, 1, 2, 2, 2, {{70, 3, 1, 1, 0, 0}, {70, 5, 1, 1, 1, 1}}},
+	/* depthwise row blocks (conv-dw-avx512.c planes_rowblk: square 3, 5, 7 at strides 1
+	 * and 2): 7x7 at stride 2, asymmetric pads with 1-3 rows left over, no left padding */
+	{2, 1, 3, 3, 3, {{14, 7, 2, 1, 3, 3}, {41, 7, 2, 1, 3, 3}}},
+	{2, 2, 4, 4, 4, {{10, 5, 1, 1, 2, 1}, {33, 5, 1, 1, 0, 2}}},
+	{2, 1, 3, 3, 3, {{6, 3, 2, 1, 0, 1}, {40, 3, 2, 1, 1, 0}}},
+	{2, 1, 2, 2, 2, {{11, 3, 1, 1, 0, 0}, {18, 3, 1, 1, 0, 0}}},
 	/* depthwise 3x1 and 1x3 with stride (2, 1) as PP-OCR rec uses */
 	{2, 1, 5, 5, 5, {{12, 3, 2, 1, 1, 1}, {33, 3, 1, 1, 1, 1}}},
 	/* 1-D (plain, grouped, depthwise) and 3-D */
@@ -924,7 +930,8 @@ END_TEST
  * planes_lanes: 5x5 and 7x7, at most 256 outputs): bit for bit against wh_conv_dw_fma_ref at
  * every ISA, 1-3 threads, forced direct and automatic, with full and partial groups of 16
  * planes (the tail of fewer than 8 planes takes the row kernels), batches, strides 1-3,
- * dilation, asymmetric padding, and NaN, Inf and signed zeros in inputs and weights. */
+ * dilation, asymmetric padding, and NaN, Inf and signed zeros in inputs and weights; the
+ * same for the row blocks (planes_rowblk). */
 static bool same_float(float a, float b)
 {
 	return (isnan(a) && isnan(b)) || !memcmp(&a, &b, sizeof a);
@@ -942,6 +949,10 @@ START_TEST(depthwise_lanes_bits)
 		{2, 1, 16, 16, 16, {{12, 5, 1, 2, 4, 4}, {10, 5, 1, 2, 3, 5}}},
 		{2, 3, 9, 9, 9, {{6, 5, 1, 1, 0, 4}, {9, 4, 2, 1, 1, 0}}},
 		{2, 1, 48, 48, 48, {{3, 7, 1, 1, 3, 3}, {5, 7, 1, 1, 3, 3}}},
+		/* the row blocks (planes_rowblk) with the same special values */
+		{2, 1, 5, 5, 5, {{11, 3, 1, 1, 1, 1}, {20, 3, 1, 1, 1, 1}}},
+		{2, 1, 4, 4, 4, {{23, 5, 2, 1, 2, 2}, {35, 5, 2, 1, 2, 2}}},
+		{2, 1, 3, 3, 3, {{17, 7, 1, 1, 3, 3}, {19, 7, 1, 1, 3, 3}}},
 	};
 	struct wh_threadpool *p2, *p3;
 	ck_assert_int_eq(wh_threadpool_create(2, &p2), WH_OK);
