@@ -705,8 +705,7 @@ WH_DW_RB_PLANE(7, 2)
 static bool planes_rowblk(const struct wh_dw_geom *g, size_t np, const float *x, const float *w, const float *bias,
 			  float *y)
 {
-	if (g->sh != g->sw || g->sh > 2 || g->dh != 1 || g->dw != 1 || g->KH != g->KW ||
-	    (g->KH != 3 && g->KH != 5 && g->KH != 7) || g->OW <= 8)
+	if (!wh_dw_rowblk(g))
 		return false;
 	void (*f)(const struct wh_dw_geom *, const float *, const float *, const float *, float *);
 	if (g->sh == 1)

@@ -125,6 +125,22 @@ static inline bool wh_dw_lanes(const struct wh_dw_geom *g)
 	return g->KH * g->KW > 9 && g->KH <= WH_DW_LANE_K && g->KW <= WH_DW_LANE_K && g->OH * g->OW <= WH_DW_LANE_P &&
 	       Hp * Wp <= (g->sh * g->sw > 1 ? WH_DW_LANE_IN_STRIDED : WH_DW_LANE_IN) / 16;
 }
+/* The row-block kernels (conv-dw-avx512.c and conv-dw-avx2.c planes_rowblk): square 3x3, 5x5
+ * and 7x7 kernels, equal row and column strides of 1 or 2, no dilation, outputs wider than 8
+ * columns (7-column planes lost to the other kernels). AVX2 takes them for 3x3 on outputs
+ * of at least WH_DW_RB_AVX2_OW columns only (wh_dw_rowblk_avx2: on a busy machine, 3x3 on
+ * 112x112 and 56x56 1.2-1.5x, PP-OCR det's 320x320 1.8x at stride 1 and 3.9x at stride 2;
+ * 5x5 lost to the padded planes, 14x14 planes were not faster). */
+#define WH_DW_RB_AVX2_OW 28
+static inline bool wh_dw_rowblk(const struct wh_dw_geom *g)
+{
+	return g->sh == g->sw && g->sh <= 2 && g->dh == 1 && g->dw == 1 && g->KH == g->KW &&
+	       (g->KH == 3 || g->KH == 5 || g->KH == 7) && g->OW > 8;
+}
+static inline bool wh_dw_rowblk_avx2(const struct wh_dw_geom *g)
+{
+	return wh_dw_rowblk(g) && g->KH == 3 && g->OW >= WH_DW_RB_AVX2_OW;
+}
 /* n planes: plane i reads x + i*H*W with the taps w + i*KH*KW and bias[i] (bias may be
  * NULL), and writes y + i*OH*OW. */
 void wh_conv_dw_planes_avx2(const struct wh_dw_geom *g, size_t n, const float *x, const float *w,
