@@ -93,7 +93,8 @@ void wh_convt_f32_ref(const struct wh_conv_shape *s, const float *x, const float
  * group of 4, t = w[k]*x[k] (rounded), t = fma(w[k+i], x[k+i], t) for i = 1..3, acc = t + acc
  * (acc from 0); a last group of 2 the same; a last single tap acc = fma(w, x, acc); then
  * acc + bias. Against wh_conv_f32_ref (MLAS's order, every product rounded) the difference
- * is at most KS units of rounding of sum |w*x| (in practice far less). */
+ * is at most KS units of rounding of sum |w*x| (in practice far less). For depthwise shapes
+ * only (C == M == G). */
 void wh_conv_dw_fma_ref(const struct wh_conv_shape *s, const float *x, const float *w, const float *b, float *y);
 /* Whether wh_conv_f32_algo (and wh_conv_f32 with WH_CONV_AUTO) takes the direct depthwise
  * kernels for s on cpu, i.e. gives wh_conv_dw_fma_ref's bits (else wh_conv_f32_ref's for
