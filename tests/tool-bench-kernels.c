@@ -3,7 +3,8 @@
  *
  *   tool-bench-kernels [--threads N] [--iters N] [--filter SUBSTR] [--algo auto|gemm|dw]
  *
- * Also the corpus's depthwise shapes (mnasnet0_35, efficientnet_b0_w05); --algo forces the
+ * Also the corpus's depthwise shapes (mnasnet0_35, efficientnet_b0_w05, repvit_s, convnext,
+ * mobilevit_s, mobilenet_v3_small: filter "dw"); --algo forces the
  * Conv algorithm (wh_conv_f32_algo: the GEMM over planes or the direct depthwise kernels).
  * Prints per shape the median time of N runs and GFLOP/s (2 flops per multiply-add);
  * WHITTLE_ISA caps the ISA as everywhere. */
@@ -47,6 +48,25 @@ static const struct bench benches[] = {
 	{"dw3 s1 384 @7", 0, 384, 384, 384, 7, 7, 3, 1, 1},
 	{"dw5 s1 576 @7", 0, 576, 576, 576, 7, 7, 5, 1, 2},
 	{"dw3 s1 576 @7", 0, 576, 576, 576, 7, 7, 3, 1, 1},
+	/* the other corpus CNNs' depthwise convolutions (issue 26): repvit_s, convnext_pico and
+	 * convnextv2_s (7x7), edgenext_s, mobilevit_s, mobilenet_v3_small */
+	{"rv dw3 s1 16 @56", 0, 16, 16, 16, 56, 56, 3, 1, 1},
+	{"rv dw3 s1 32 @28", 0, 32, 32, 32, 28, 28, 3, 1, 1},
+	{"rv dw3 s2 32 @28", 0, 32, 32, 32, 28, 28, 3, 2, 1},
+	{"rv dw3 s1 48 @14", 0, 48, 48, 48, 14, 14, 3, 1, 1},
+	{"rv dw3 s1 96 @7", 0, 96, 96, 96, 7, 7, 3, 1, 1},
+	{"cn dw7 s1 16 @56", 0, 16, 16, 16, 56, 56, 7, 1, 3},
+	{"cn dw7 s1 32 @28", 0, 32, 32, 32, 28, 28, 7, 1, 3},
+	{"cn dw7 s1 64 @14", 0, 64, 64, 64, 14, 14, 7, 1, 3},
+	{"cn dw7 s1 128 @7", 0, 128, 128, 128, 7, 7, 7, 1, 3},
+	{"mv dw3 s1 16 @128", 0, 16, 16, 16, 128, 128, 3, 1, 1},
+	{"mv dw3 s2 16 @128", 0, 16, 16, 16, 128, 128, 3, 2, 1},
+	{"mv dw3 s1 24 @64", 0, 24, 24, 24, 64, 64, 3, 1, 1},
+	{"m3 dw3 s2 8 @112", 0, 8, 8, 8, 112, 112, 3, 2, 1},
+	{"m3 dw3 s2 40 @56", 0, 40, 40, 40, 56, 56, 3, 2, 1},
+	{"m3 dw5 s2 48 @28", 0, 48, 48, 48, 28, 28, 5, 2, 2},
+	{"m3 dw5 s1 120 @14", 0, 120, 120, 120, 14, 14, 5, 1, 2},
+	{"m3 dw5 s1 288 @7", 0, 288, 288, 288, 7, 7, 5, 1, 2},
 	{"det conv3x3 s2 3->16 @640", 0, 3, 16, 1, 640, 640, 3, 2, 1},
 	{"det dw3x3 16 @320", 0, 16, 16, 16, 320, 320, 3, 1, 1},
 	{"det 1x1 16->32 @320", 0, 16, 32, 1, 320, 320, 1, 1, 0},

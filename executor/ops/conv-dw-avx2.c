@@ -1,6 +1,6 @@
 /* AVX2 direct depthwise planes (conv-internal.h, wh_conv_dw_planes_avx2): as the AVX-512 one
  * (conv-dw-avx512.c) with 8 lanes: masked loads of the unpadded input, the padding as
- * zero products, MLAS's single-row order, so the bits are those of the reference. */
+ * zero inputs, wh_conv_dw_fma_ref's order, so the bits are those of that reference. */
 #include <immintrin.h>
 
 #include "executor/ops/conv-internal.h"
@@ -29,13 +29,13 @@ static inline __m256i range8(ptrdiff_t lo, ptrdiff_t hi)
 			__m256 t = _mm256_mul_ps(_mm256_set1_ps((WP)[k]), xv);                \
 			k = k_ + 1;                                                        \
 			TAP;                                                               \
-			t = _mm256_add_ps(t, _mm256_mul_ps(_mm256_set1_ps((WP)[k]), xv));     \
+			t = _mm256_fmadd_ps(_mm256_set1_ps((WP)[k]), xv, t);     \
 			k = k_ + 2;                                                        \
 			TAP;                                                               \
-			t = _mm256_add_ps(t, _mm256_mul_ps(_mm256_set1_ps((WP)[k]), xv));     \
+			t = _mm256_fmadd_ps(_mm256_set1_ps((WP)[k]), xv, t);     \
 			k = k_ + 3;                                                        \
 			TAP;                                                               \
-			t = _mm256_add_ps(t, _mm256_mul_ps(_mm256_set1_ps((WP)[k]), xv));     \
+			t = _mm256_fmadd_ps(_mm256_set1_ps((WP)[k]), xv, t);     \
 			acc = _mm256_add_ps(t, acc);                                       \
 		}                                                                          \
 		if ((KS) - k_ >= 2) {                                                      \
@@ -44,14 +44,14 @@ static inline __m256i range8(ptrdiff_t lo, ptrdiff_t hi)
 			__m256 t = _mm256_mul_ps(_mm256_set1_ps((WP)[k]), xv);                \
 			k = k_ + 1;                                                        \
 			TAP;                                                               \
-			t = _mm256_add_ps(t, _mm256_mul_ps(_mm256_set1_ps((WP)[k]), xv));     \
+			t = _mm256_fmadd_ps(_mm256_set1_ps((WP)[k]), xv, t);     \
 			acc = _mm256_add_ps(t, acc);                                       \
 			k_ += 2;                                                           \
 		}                                                                          \
 		if ((KS) - k_ == 1) {                                                      \
 			size_t k = k_;                                                     \
 			TAP;                                                               \
-			acc = _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps((WP)[k]), xv), acc); \
+			acc = _mm256_fmadd_ps(_mm256_set1_ps((WP)[k]), xv, acc); \
 		}                                                                          \
 	} while (0)
 
@@ -184,10 +184,135 @@ static void plane_rows(const struct wh_dw_geom *g, const float *x, const float *
 	}
 }
 
+/* Row blocks (as conv-dw-avx512.c planes_rowblk, 8 columns a vector): 4 output rows a step,
+ * the weights broadcast once a plane, each input row loaded once per kernel column for every
+ * output row it reaches; the taps in wh_conv_dw_fma_ref's groups, resolved at compile time. */
+#define WH_DW_RB 4
+
+static inline __attribute__((always_inline)) void rb_tap(int k, int KS, __m256 w, __m256 xv, __m256 *t, __m256 *acc)
+{
+	int full = KS / 4 * 4;
+	if (k < full) {
+		int g = k % 4;
+		*t = g == 0 ? _mm256_mul_ps(w, xv) : _mm256_fmadd_ps(w, xv, *t);
+		if (g == 3)
+			*acc = _mm256_add_ps(*t, *acc);
+	} else if (KS - full >= 2 && k < full + 2) {
+		*t = k == full ? _mm256_mul_ps(w, xv) : _mm256_fmadd_ps(w, xv, *t);
+		if (k == full + 1)
+			*acc = _mm256_add_ps(*t, *acc);
+	} else {
+		*acc = _mm256_fmadd_ps(w, xv, *acc);
+	}
+}
+
+static inline __attribute__((always_inline)) void rb_block(const int K, const int S, const int R,
+							    const struct wh_dw_geom *g, const float *x, size_t oh0,
+							    ptrdiff_t c0, const __m256 *wv, const __m256i *cm,
+							    const __m256i *cm1, __m256 vbias, bool bias, __m256i sm, float *y)
+{
+	__m256 t[WH_DW_RB], acc[WH_DW_RB];
+	_Pragma("GCC unroll 8") for (int i = 0; i < R; i++)
+		acc[i] = _mm256_setzero_ps();
+	ptrdiff_t W = (ptrdiff_t)g->W;
+	_Pragma("GCC unroll 16") for (int j = 0; j < S * (R - 1) + K; j++) {
+		ptrdiff_t ih = (ptrdiff_t)(oh0 * S) + j - (ptrdiff_t)g->ph;
+		bool in = ih >= 0 && ih < (ptrdiff_t)g->H;
+		const float *r = (in ? x + ih * W : x) + c0;
+		__m256i live = in ? _mm256_set1_epi32(-1) : _mm256_setzero_si256();
+		_Pragma("GCC unroll 8") for (int kw = 0; kw < K; kw++) {
+			__m256 xv;
+			if (S == 1) {
+				xv = _mm256_maskload_ps(r + kw, _mm256_and_si256(cm[kw], live));
+			} else {
+				__m256 lo = _mm256_maskload_ps(r + kw, _mm256_and_si256(cm[kw], live));
+				__m256 up = _mm256_maskload_ps(r + kw + 8, _mm256_and_si256(cm1[kw], live));
+				__m256 e = _mm256_shuffle_ps(lo, up, _MM_SHUFFLE(2, 0, 2, 0));
+				xv = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
+			}
+			_Pragma("GCC unroll 8") for (int i = 0; i < R; i++) {
+				int kh = j - S * i;
+				if (kh >= 0 && kh < K)
+					rb_tap(kh * K + kw, K * K, wv[kh * K + kw], xv, &t[i], &acc[i]);
+			}
+		}
+	}
+	_Pragma("GCC unroll 8") for (int i = 0; i < R; i++)
+		_mm256_maskstore_ps(y + (oh0 + i) * g->OW, sm, bias ? _mm256_add_ps(acc[i], vbias) : acc[i]);
+}
+
+static inline __attribute__((always_inline)) void rb_plane(const int K, const int S, const struct wh_dw_geom *g,
+							    const float *x, const float *w, const float *bias, float *y)
+{
+	__m256 wv[49];
+	_Pragma("GCC unroll 49") for (int k = 0; k < K * K; k++)
+		wv[k] = _mm256_set1_ps(w[k]);
+	const __m256 vbias = _mm256_set1_ps(bias ? *bias : 0.0f);
+	ptrdiff_t W = (ptrdiff_t)g->W, pw = (ptrdiff_t)g->pw;
+	for (size_t oh = 0; oh < g->OH; oh += WH_DW_RB) {
+		size_t rows = g->OH - oh < WH_DW_RB ? g->OH - oh : WH_DW_RB;
+		for (size_t ow0 = 0; ow0 < g->OW; ow0 += 8) {
+			ptrdiff_t n = (ptrdiff_t)(g->OW - ow0 < 8 ? g->OW - ow0 : 8);
+			ptrdiff_t c0 = S * (ptrdiff_t)ow0 - pw;
+			/* per kernel column, the lanes inside the row (at stride 2 of the two loads) */
+			__m256i cm[7], cm1[7];
+			for (int kw = 0; kw < K; kw++) {
+				ptrdiff_t c = c0 + kw; /* lane l reads column c + l */
+				if (S == 1) {
+					cm[kw] = range8(-c, n < W - c ? n : W - c);
+				} else {
+					ptrdiff_t hi = 2 * n - 1 < W - c ? 2 * n - 1 : W - c;
+					cm[kw] = range8(-c, hi);
+					cm1[kw] = range8(-c - 8, hi - 8);
+				}
+			}
+			__m256i sm = range8(0, n);
+			float *yb = y + ow0;
+			switch (rows) {
+			case WH_DW_RB:
+				rb_block(K, S, WH_DW_RB, g, x, oh, c0, wv, cm, cm1, vbias, bias != NULL, sm, yb);
+				break;
+			case 3:
+				rb_block(K, S, 3, g, x, oh, c0, wv, cm, cm1, vbias, bias != NULL, sm, yb);
+				break;
+			case 2:
+				rb_block(K, S, 2, g, x, oh, c0, wv, cm, cm1, vbias, bias != NULL, sm, yb);
+				break;
+			default:
+				rb_block(K, S, 1, g, x, oh, c0, wv, cm, cm1, vbias, bias != NULL, sm, yb);
+				break;
+			}
+		}
+	}
+}
+
+#define WH_DW_RB_PLANE(K, S)                                                                                  \
+	static void rb_plane##K##_##S(const struct wh_dw_geom *g, const float *x, const float *w, const float *bias, \
+				      float *y)                                                                   \
+	{                                                                                                     \
+		rb_plane(K, S, g, x, w, bias, y);                                                             \
+	}
+WH_DW_RB_PLANE(3, 1)
+WH_DW_RB_PLANE(5, 1)
+WH_DW_RB_PLANE(7, 1)
+WH_DW_RB_PLANE(3, 2)
+WH_DW_RB_PLANE(5, 2)
+WH_DW_RB_PLANE(7, 2)
+
 void wh_conv_dw_planes_avx2(const struct wh_dw_geom *g, size_t n, const float *x, const float *w,
 			    const float *bias, float *y)
 {
 	size_t KS = g->KH * g->KW, P = g->OH * g->OW, Pin = g->H * g->W;
+	if (wh_dw_rowblk_avx2(g)) {
+		void (*f)(const struct wh_dw_geom *, const float *, const float *, const float *, float *);
+		if (g->sh == 1)
+			f = g->KH == 3 ? rb_plane3_1 : g->KH == 5 ? rb_plane5_1 : rb_plane7_1;
+		else
+			f = g->KH == 3 ? rb_plane3_2 : g->KH == 5 ? rb_plane5_2 : rb_plane7_2;
+		for (size_t i = 0; i < n; i++)
+			f(g, x + i * Pin, w + i * KS, bias ? bias + i : NULL, y + i * P);
+		return;
+	}
 	if (g->sh == 1 && g->sw == 1 && g->OW == g->W) {
 		planes_flat(g, n, x, w, bias, y);
 		return;

@@ -24,7 +24,12 @@
  *
  * ORT picks MLAS's blocks from the column count of each thread's share; whittle uses the
  * whole count (ORT's choice with one thread), which gives the same blocks unless K > 128
- * and a thread's share of the output positions is below 64. */
+ * and a thread's share of the output positions is below 64.
+ *
+ * Exception (issue 26): the direct depthwise kernels (AVX2 and AVX-512, wh_conv_dw_direct)
+ * fuse the multiply-adds within MLAS's groups of 4 (wh_conv_dw_fma_ref), as ORT's default
+ * NCHWc kernels fuse theirs: not ORT's bits, within 1e-5 relative of them (a tap's product
+ * is rounded once instead of twice). Their bits still never depend on the thread count. */
 #ifndef WH_CONV_INTERNAL_H
 #define WH_CONV_INTERNAL_H
 
@@ -55,8 +60,8 @@ enum wh_status wh_conv_f32(const struct wh_cpu_features *cpu, struct wh_threadpo
 			   const float *b, float *y);
 /* The same with the algorithm forced (tactics): GEMM over planes for every geometry, or the
  * direct depthwise path where it applies (one input and one output channel per group,
- * 1-D/2-D, not 1x1 pointwise; elsewhere it falls back to GEMM). Both sum each output's taps
- * in the same order with the same operations, so they give identical bits. */
+ * 1-D/2-D, not 1x1 pointwise; elsewhere it falls back to GEMM). The GEMM sums a depthwise
+ * output in MLAS's single-row order, the direct kernels in wh_conv_dw_fma_ref's (below). */
 enum wh_conv_algo { WH_CONV_AUTO = 0, WH_CONV_GEMM = 1, WH_CONV_DIRECT_DW = 2 };
 enum wh_status wh_conv_f32_algo(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
 				const struct wh_conv_shape *s, const float *x, const float *w,
@@ -80,10 +85,21 @@ void wh_convt_f32_ref(const struct wh_conv_shape *s, const float *x, const float
 
 /* Planes of a depthwise convolution (one input and one output channel per group) read
  * straight from the unpadded input: taps in the padding read zeros (masked lanes), and each
- * output sums its taps in MLAS's single-row order (wh_sgemm_m1_ref: groups of 4 products, no
- * fused multiply-add) and then adds *bias (bias may be NULL), so the bits are those of
- * wh_conv_f32_ref. 1-D is H = OH = KH = 1. Taken when KH, KW <= WH_DW_MAXK, sw is 1 or 2 and
- * every size is below WH_DW_MAXDIM (conv.c checks). */
+ * output sums its taps in wh_conv_dw_fma_ref's order (MLAS's single-row groups of 4 taps,
+ * each group a chain of fused multiply-adds) and then adds *bias (bias may be NULL), so the
+ * bits are those of wh_conv_dw_fma_ref. 1-D is H = OH = KH = 1. Taken when KH, KW <=
+ * WH_DW_MAXK, sw is 1 or 2 and every size is below WH_DW_MAXDIM (conv.c checks). */
+/* Per output, taps k = 0 .. KS-1 in (kh, kw) order, the padding as zero inputs: for each
+ * group of 4, t = w[k]*x[k] (rounded), t = fma(w[k+i], x[k+i], t) for i = 1..3, acc = t + acc
+ * (acc from 0); a last group of 2 the same; a last single tap acc = fma(w, x, acc); then
+ * acc + bias. Against wh_conv_f32_ref (MLAS's order, every product rounded) the difference
+ * is at most KS units of rounding of sum |w*x| (in practice far less). For depthwise shapes
+ * only (C == M == G). */
+void wh_conv_dw_fma_ref(const struct wh_conv_shape *s, const float *x, const float *w, const float *b, float *y);
+/* Whether wh_conv_f32_algo (and wh_conv_f32 with WH_CONV_AUTO) takes the direct depthwise
+ * kernels for s on cpu, i.e. gives wh_conv_dw_fma_ref's bits (else wh_conv_f32_ref's for
+ * the depthwise geometries). */
+bool wh_conv_dw_direct(const struct wh_cpu_features *cpu, const struct wh_conv_shape *s, enum wh_conv_algo algo);
 #define WH_DW_MAXK 16
 #define WH_DW_MAXDIM ((size_t)1 << 28)
 struct wh_dw_geom {
@@ -109,6 +125,22 @@ static inline bool wh_dw_lanes(const struct wh_dw_geom *g)
 	 * lost to the phase planes (0.94x in mnasnet0_35), from 14x14 to 7x7 won 1.27x */
 	return g->KH * g->KW > 9 && g->KH <= WH_DW_LANE_K && g->KW <= WH_DW_LANE_K && g->OH * g->OW <= WH_DW_LANE_P &&
 	       Hp * Wp <= (g->sh * g->sw > 1 ? WH_DW_LANE_IN_STRIDED : WH_DW_LANE_IN) / 16;
+}
+/* The row-block kernels (conv-dw-avx512.c and conv-dw-avx2.c planes_rowblk): square 3x3, 5x5
+ * and 7x7 kernels, equal row and column strides of 1 or 2, no dilation, outputs wider than 8
+ * columns (7-column planes lost to the other kernels). AVX2 takes them for 3x3 on outputs
+ * of at least WH_DW_RB_AVX2_OW columns only (wh_dw_rowblk_avx2: on a busy machine, 3x3 on
+ * 112x112 and 56x56 1.2-1.5x, PP-OCR det's 320x320 1.8x at stride 1 and 3.9x at stride 2;
+ * 5x5 lost to the padded planes, 14x14 planes were not faster). */
+#define WH_DW_RB_AVX2_OW 28
+static inline bool wh_dw_rowblk(const struct wh_dw_geom *g)
+{
+	return g->sh == g->sw && g->sh <= 2 && g->dh == 1 && g->dw == 1 && g->KH == g->KW &&
+	       (g->KH == 3 || g->KH == 5 || g->KH == 7) && g->OW > 8;
+}
+static inline bool wh_dw_rowblk_avx2(const struct wh_dw_geom *g)
+{
+	return wh_dw_rowblk(g) && g->KH == 3 && g->OW >= WH_DW_RB_AVX2_OW;
 }
 /* n planes: plane i reads x + i*H*W with the taps w + i*KH*KW and bias[i] (bias may be
  * NULL), and writes y + i*OH*OW. */

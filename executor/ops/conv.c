@@ -231,6 +231,50 @@ void wh_conv_f32_ref(const struct wh_conv_shape *s, const float *x, const float 
 	free(v);
 }
 
+/* The direct depthwise kernels' order (conv-internal.h wh_conv_dw_fma_ref): the taps in
+ * groups of 4, each group a chain of fused multiply-adds from its first (rounded) product,
+ * added to the sum; a last group of 2 the same; a last single tap fused into the sum; the
+ * padding as zero inputs; then the bias. */
+void wh_conv_dw_fma_ref(const struct wh_conv_shape *s, const float *x, const float *w, const float *b, float *y)
+{
+	int nsp = s->nsp;
+	int64_t P = prod_dims(s->out, nsp);
+	size_t K = (size_t)prod_dims(s->k, nsp);
+	float *v = malloc((K ? K : 1) * sizeof(float));
+	if (!v) {
+		for (int64_t i = 0; i < s->N * s->M * P; i++)
+			y[i] = NAN;
+		return;
+	}
+	for (int64_t n = 0; n < s->N; n++)
+		for (int64_t co = 0; co < s->M; co++) {
+			const float *wr = w + co * (int64_t)K;
+			int64_t o[WH_MAX_RANK] = {0};
+			for (int64_t p = 0; p < P; p++, next_index(o, s->out, nsp)) {
+				conv_column(s, x, n, co, o, v);
+				float acc = 0.0f;
+				size_t k = 0;
+				for (; k + 4 <= K; k += 4) {
+					float t = wr[k] * v[k];
+					t = fmaf(wr[k + 1], v[k + 1], t);
+					t = fmaf(wr[k + 2], v[k + 2], t);
+					t = fmaf(wr[k + 3], v[k + 3], t);
+					acc = t + acc;
+				}
+				if (K - k >= 2) {
+					acc = fmaf(wr[k + 1], v[k + 1], wr[k] * v[k]) + acc;
+					k += 2;
+				}
+				if (K - k == 1)
+					acc = fmaf(wr[k], v[k], acc);
+				if (b)
+					acc = acc + b[co];
+				y[(n * s->M + co) * P + p] = acc;
+			}
+		}
+	free(v);
+}
+
 /* Each output channel: zero, then scatter every (input channel, input position, tap)
  * product in that order, then the bias. */
 #define WH_CONVT_REF(NAME, T)                                                                   \
@@ -878,6 +922,21 @@ static bool dw_direct_geom(const struct conv_plan *pl, enum wh_conv_algo algo, s
 	return g->OH * g->OW < WH_DW_MAXDIM;
 }
 
+/* Whether conv_f32 takes the direct depthwise kernels (their fused order) for this plan. */
+static bool dw_direct_plan(const struct conv_plan *pl, enum wh_conv_algo algo, struct wh_dw_geom *g)
+{
+	const struct wh_conv_shape *s = pl->s;
+	return !ort_n1(s) && !ort_m1t(s) && pl->Cg == 1 && pl->Mg == 1 && s->nsp <= 2 && !pl->flat &&
+	       algo != WH_CONV_GEMM && dw_direct_geom(pl, algo, g);
+}
+
+bool wh_conv_dw_direct(const struct wh_cpu_features *cpu, const struct wh_conv_shape *s, enum wh_conv_algo algo)
+{
+	struct conv_plan pl;
+	struct wh_dw_geom g;
+	return plan_init(s, cpu->isa, &pl) == WH_OK && dw_direct_plan(&pl, algo, &g);
+}
+
 #define WH_DW_GRAIN ((size_t)8)
 
 struct dwd_job {
@@ -1260,7 +1319,7 @@ static enum wh_status conv_f32(const struct wh_cpu_features *cpu, struct wh_thre
 	}
 	if (pl.Cg == 1 && pl.Mg == 1 && s->nsp <= 2 && !pl.flat && algo != WH_CONV_GEMM) {
 		struct wh_dw_geom dg;
-		if (dw_direct_geom(&pl, algo, &dg)) {
+		if (dw_direct_plan(&pl, algo, &dg)) {
 			/* planes are computed alone: any chunking gives the same bits */
 			struct dwd_job dj = {.pl = &pl, .g = &dg, .x = x, .w = w, .b = b, .y = y};
 			/* several planes a chunk where there are enough: a call makes its padding
@@ -1999,11 +2058,11 @@ static const struct wh_tactic conv_tactics[] = {
 	 conv_gemm_avx2},
 	{3, "conv-gemm-avx512", "as conv-gemm-scalar with " WH_NUM_FMA " in the K blocks, 12x32 tiles", conv_gemm_ok_avx512,
 	 conv_gemm_avx512},
-	{4, "conv-dw-direct-scalar", "direct depthwise, planes in MLAS's single-row order (same bits as conv-gemm-scalar)",
+	{4, "conv-dw-direct-scalar", "direct depthwise (none at this ISA: as conv-gemm-scalar)",
 	 conv_dw_ok_scalar, conv_dw_scalar},
-	{5, "conv-dw-direct-avx2", "direct depthwise, planes in MLAS's single-row order (same bits as conv-gemm-avx2)",
+	{5, "conv-dw-direct-avx2", "direct depthwise, planes in MLAS's single-row groups of 4 taps, each group fused multiply-adds",
 	 conv_dw_ok_avx2, conv_dw_avx2},
-	{6, "conv-dw-direct-avx512", "direct depthwise, planes in MLAS's single-row order (same bits as conv-gemm-avx512)",
+	{6, "conv-dw-direct-avx512", "direct depthwise, planes in MLAS's single-row groups of 4 taps, each group fused multiply-adds",
 	 conv_dw_ok_avx512, conv_dw_avx512},
 	/* the one tactic of a QDQ convolution (executor/qdq.h), the others' only where not */
 	{20, "conv-qdq-int8", "QDQ convolution on the 8-bit values: exact int32 sums (integer GEMM: VNNI, AVX2 or "
