@@ -87,6 +87,13 @@ struct wh_epilogue {
 	int op;           /* the row kernel: enum wh_ew_un (ops/elementwise-internal.h) */
 	bool times_input; /* y * act(y) */
 	float p1, p2;     /* its parameters */
+	/* Only for a MatMul producer (runtime.c, plan_fusions): the bias of the Add that alone
+	 * reads its output, an FP32 initializer (NULL: none), added as y + bias along the last
+	 * axis before the activation; bias_only: no activation follows. The MatMul kernel
+	 * applies both per tile (ops/gemm.c) or neither; wh_epilogue_apply ignores the bias and
+	 * does nothing for bias_only. */
+	const struct wh_tensor *bias;
+	bool bias_only;
 };
 
 /* Whether node n (an activation of one float tensor) can be applied as an epilogue, and

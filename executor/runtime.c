@@ -523,6 +523,66 @@ static void keep_constant(struct plan *p, uint32_t nid, const struct wh_tensor *
 	p->const_node[nid] = CONST_CACHED;
 }
 
+/* The activation node aid reading value w alone, as an epilogue: fills *e. */
+static bool activation_of(const struct plan *p, const struct plan_readers *r, uint32_t aid, uint32_t w,
+			  struct wh_epilogue *e)
+{
+	const struct wh_graph *g = p->g;
+	const struct wh_node *a = &g->nodes[aid];
+	const struct wh_tensor *consts[2] = {NULL, NULL};
+	bool ok = a->n_inputs >= 1 && a->n_inputs <= 3 && a->inputs[0] == w && a->n_outputs == 1 &&
+		  a->outputs[0] != WH_NONE && fusable_node(p, aid) && fusable_value(p, w, r->step[aid]);
+	for (uint32_t k = 1; ok && k < a->n_inputs; k++) {
+		uint32_t c = a->inputs[k];
+		if (c == WH_NONE)
+			continue;
+		ok = c != w && (g->values[c].flags & WH_VALUE_INITIALIZER) && wh_value_present(&p->inits[c]);
+		if (ok)
+			consts[k - 1] = &p->inits[c];
+	}
+	return ok && wh_epilogue_of(a, p->opsets[aid], consts, e);
+}
+
+/* A MatMul (node pid) whose output only an Add of a float initializer B reads: the Add,
+ * and the activation that alone reads the Add's output if there is one, run in the
+ * MatMul's tiles (wh_epilogue.bias; the kernel checks at run time that B runs along the
+ * last axis alone and the output is large enough, and otherwise leaves both to their
+ * layers). The Add is skipped while the MatMul's output is absent, the activation while the
+ * Add's is. With no activation taken, the MatMul writes the Add's output, and whatever
+ * plan_fusions fuses into the Add runs there or as its own layers. */
+static bool plan_bias_fusion(struct plan *p, const struct plan_readers *r, uint32_t pid)
+{
+	const struct wh_graph *g = p->g;
+	const struct wh_node *pn = &g->nodes[pid];
+	if (strcmp(pn->op_type, "MatMul") || pn->domain[0])
+		return false;
+	uint32_t v = pn->outputs[0], bid = r->first[v];
+	const struct wh_node *bn = &g->nodes[bid];
+	if (strcmp(bn->op_type, "Add") || bn->domain[0] || bn->n_inputs != 2 || bn->n_outputs != 1 ||
+	    bn->outputs[0] == WH_NONE || !fusable_node(p, bid) || !fusable_value(p, v, r->step[bid]))
+		return false;
+	uint32_t c = bn->inputs[0] == v ? bn->inputs[1] : bn->inputs[0];
+	if (c == v || c == WH_NONE || !(g->values[c].flags & WH_VALUE_INITIALIZER) || !wh_value_present(&p->inits[c]) ||
+	    p->inits[c].dtype != WH_DT_FLOAT)
+		return false;
+	uint32_t w = bn->outputs[0];
+	struct wh_epilogue e = {0};
+	bool act = !is_kept(g, w) && !(g->values[w].flags & WH_VALUE_INPUT) && r->uses[w] == 1 &&
+		   activation_of(p, r, r->first[w], w, &e);
+	e.bias = &p->inits[c];
+	e.bias_only = !act;
+	p->epi[pid] = e;
+	p->fused_skip[bid] = v;
+	if (act) {
+		uint32_t aid = r->first[w];
+		p->fused_out[pid] = g->nodes[aid].outputs[0];
+		p->fused_skip[aid] = w;
+	} else {
+		p->fused_out[pid] = w;
+	}
+	return true;
+}
+
 /* Finds the activations that can run as their producer's epilogue (struct wh_epilogue):
  * node P's output 0 read by one activation A alone (Relu, Clip with constant bounds, ...),
  * or by a Sigmoid S and a Mul M of it and S's output alone (SiLU). The fused output goes to
@@ -544,10 +604,15 @@ static enum wh_status plan_fusions(struct plan *p, const struct plan_readers *r)
 	for (uint32_t s = 0; s < g->n_nodes; s++) {
 		uint32_t pid = p->order[s];
 		const struct wh_node *pn = &g->nodes[pid];
+		/* a MatMul's bias Add still fuses its own activation here: where the MatMul leaves
+		 * the Add to its layer (ops/gemm.c), the Add applies it; the activation's skip
+		 * (the Add's output absent) is the same either way */
 		if (pn->n_outputs < 1 || !fusable_node(p, pid))
 			continue;
 		uint32_t v = pn->outputs[0];
 		if (v == WH_NONE || is_kept(g, v) || (g->values[v].flags & WH_VALUE_INPUT))
+			continue;
+		if (uses[v] == 1 && plan_bias_fusion(p, r, pid))
 			continue;
 		if (uses[v] == 1) {
 			uint32_t aid = rd0[v];

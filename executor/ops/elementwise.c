@@ -1101,6 +1101,8 @@ bool wh_epilogue_of(const struct wh_node *n, int64_t opset, const struct wh_tens
 void wh_epilogue_apply(const struct wh_epilogue *e, const struct wh_cpu_features *cpu, float *y, size_t n)
 {
 	enum wh_isa isa = cpu ? cpu->isa : WH_ISA_SCALAR;
+	if (e->bias_only)
+		return;
 	if (!e->times_input) {
 		un_f32(isa, (enum wh_ew_un)e->op, y, y, n, e->p1, e->p2);
 		return;

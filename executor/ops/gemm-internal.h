@@ -155,6 +155,7 @@ void wh_sgemm_tiles(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size
 /* A batch of products C_b = A_b B_b (+ bias), each M x N x K: A_b at a + a_off[b] with
  * strides rsa/csa, B_b row-major at b + b_off[b] (row stride ldb), C_b row-major at
  * c + c_off[b] (row stride ldc). Offset arrays may be NULL (all zero). */
+struct wh_out_round;
 struct wh_sgemm_desc {
 	size_t M, N, K, batch;
 	const float *a;
@@ -172,6 +173,12 @@ struct wh_sgemm_desc {
 	 * when set (batch 1 only), b, ldb and b_off are not read. Same bits as the unpacked B. */
 	const float *bpack;
 	size_t bpack_nr;
+	/* Finished per tile once its products are complete, while in cache (MatMul's fused bias
+	 * Add and activation, runtime.c plan_fusions): c[i][j] = c[i][j] + col_bias[j] (NULL:
+	 * none), then wh_out_round_apply(fin) (NULL: none), as the Add and the activation
+	 * compute them, so the bits are those of the layers run apart. */
+	const float *col_bias;
+	const struct wh_out_round *fin;
 };
 
 /* B packed once for a kernel of panel width nr (wh_sgemm_kernel.nr): the K x N matrix
