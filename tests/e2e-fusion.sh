@@ -5,6 +5,9 @@
 # that keeps every tensor (--mark-all, where nothing fuses) at 1 and 2 threads. The cases
 # that must not fuse: a producer whose output is also a graph output or has another reader,
 # a Clip bound computed by a node, a Sigmoid read by more than its Mul, integer tensors.
+# A MatMul takes its bias Add (an initializer along the last axis) and the activation after
+# it into its tiles when its output has 64K elements or more; otherwise the Add runs, with
+# its activation fused into it.
 set -euo pipefail
 : "${WHITTLE:?}" "${WHITTLE_SRC:?}"
 source "$WHITTLE_SRC/tests/lib-e2e.sh"
@@ -74,11 +77,51 @@ one("silu_shared", [h.make_node("Sigmoid", ["v"], ["s"], name="act"), h.make_nod
 # not fused (the kernel does not apply it): integer Add then Relu
 save("int_relu", [h.make_node("Add", ["x", "x"], ["a"], name="add"), h.make_node("Relu", ["a"], ["y"], name="act")], [], ["y"],
      in_type=TP.INT32, in_shape=(2, 5), out_shape=(2, 5))
+
+# a MatMul's bias Add (and the activation after it) in the MatMul's tiles: outputs of 64K+
+def mm(case, post, bias, in_shape=(1, 512, 64), w_shape=(64, 160), out_shape=(1, 512, 160), opset=17, extra=(),
+       bias_node=None):
+    w = nh.from_array((rng.standard_normal(w_shape) * 0.3).astype(np.float32), "w")
+    inits = [w] + list(extra)
+    nodes = [h.make_node("MatMul", ["x", "w"], ["v"], name="mm")]
+    if bias_node is not None:
+        nodes.append(bias_node)
+    elif bias is not None:
+        inits.append(nh.from_array(bias.astype(np.float32), "b"))
+    save(case, nodes + post, inits, ["y"], opset, in_shape=in_shape, out_shape=out_shape)
+
+B160 = rng.standard_normal(160)
+add = lambda a, b, y="a": h.make_node("Add", [a, b], [y], name="add")
+mm("mm_bias_gelu", [add("v", "b"), h.make_node("Gelu", ["a"], ["y"], name="act")], B160, opset=20)
+mm("mm_bias_relu_swapped", [add("b", "v"), h.make_node("Relu", ["a"], ["y"], name="act")], B160)
+mm("mm_bias", [add("v", "b", "y")], B160)
+mm("mm_bias_2d", [add("v", "b", "y")], B160.reshape(1, 160), in_shape=(512, 64), out_shape=(512, 160))
+# batched B (a product per batch): the tiles of every matrix
+mm("mm_bias_batched", [add("v", "b"), h.make_node("Relu", ["a"], ["y"], name="act")], B160,
+   in_shape=(2, 256, 64), w_shape=(2, 64, 160), out_shape=(2, 256, 160))
+# the bias in the MatMul, the SiLU after it as its own layers (the Add's fusion is the
+# one the MatMul declines)
+mm("mm_bias_silu", [add("v", "b"), h.make_node("Sigmoid", ["a"], ["s"], name="sig"),
+                    h.make_node("Mul", ["a", "s"], ["y"], name="mul")], B160)
+# not in the MatMul: a small output (the Add runs, its activation fused into it)
+mm("mm_small", [add("v", "b"), h.make_node("Relu", ["a"], ["y"], name="act")], rng.standard_normal(16),
+   in_shape=(1, 8, 64), w_shape=(64, 16), out_shape=(1, 8, 16))
+# not in the MatMul: a bias of N elements along another axis, one of a higher rank
+mm("mm_bias_rows", [add("v", "b"), h.make_node("Relu", ["a"], ["y"], name="act")], rng.standard_normal((512, 1)),
+   in_shape=(1, 512, 64), w_shape=(64, 512), out_shape=(1, 512, 512))
+mm("mm_bias_rank", [add("v", "b"), h.make_node("Relu", ["a"], ["y"], name="act")], B160.reshape(1, 1, 160),
+   in_shape=(512, 64), out_shape=(1, 512, 160))
+# not in the MatMul: a computed bias, a MatMul output with another reader
+mm("mm_bias_computed", [add("v", "b"), h.make_node("Relu", ["a"], ["y"], name="act")], None,
+   bias_node=h.make_node("Constant", [], ["b"], name="k", value=nh.from_array(B160.astype(np.float32))))
+mm("mm_two_readers", [add("v", "b"), h.make_node("Mul", ["a", "v"], ["y"], name="mul")], B160)
 PY
 
 # case: the layers the profile must call fused (space separated, "-" for none)
 cases="relu:act leaky:act hsig:act hswish:act tanh:act sigmoid:act gelu:act gelu_tanh:act clip6:act clip13:act clip13_max_only:act
-silu:act,mul silu_swapped:act,mul add_relu:act dw_relu6:act keep_out:- two_readers:- clip_computed:- silu_shared:- int_relu:-"
+silu:act,mul silu_swapped:act,mul add_relu:act dw_relu6:act keep_out:- two_readers:- clip_computed:- silu_shared:- int_relu:-
+mm_bias_gelu:add,act mm_bias_relu_swapped:add,act mm_bias:add mm_bias_2d:add mm_bias_batched:add,act mm_bias_silu:add
+mm_small:act mm_bias_rows:act mm_bias_rank:act mm_bias_computed:act mm_two_readers:-"
 for c in $cases; do
 	name=${c%%:*}
 	want=$(echo "${c#*:}" | tr ',' '\n' | sed '/^-$/d' | sort | tr '\n' ' ')
