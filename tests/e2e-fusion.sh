@@ -141,5 +141,15 @@ for c in $cases; do
 		fi
 	done
 done
+# the MatMul's tiles add the bias and apply the activation with each ISA's own row kernels
+for name in mm_bias_gelu mm_bias_batched; do
+	for isa in scalar avx2; do
+		a=$(WHITTLE_ISA=$isa "$WHITTLE" run "$tmp/$name.onnx" --threads 2 --val-range -2,2 --hash-outputs 2>/dev/null | grep '^xxh3 ')
+		b=$(WHITTLE_ISA=$isa "$WHITTLE" run "$tmp/$name.onnx" --threads 1 --val-range -2,2 --hash-outputs --mark-all 2>/dev/null |
+			grep '^xxh3 ' | grep -F " y ")
+		[ -n "$a" ] && [ "$a" = "$b" ] && ok "$name: WHITTLE_ISA=$isa: fused bits are the unfused run's" ||
+			bad "$name: WHITTLE_ISA=$isa: fused [$a] unfused [$b]"
+	done
+done
 echo "e2e-fusion: $pass passed, $fail failed"
 [ "$fail" = 0 ]
