@@ -94,6 +94,13 @@ struct wh_epilogue {
 	 * does nothing for bias_only. */
 	const struct wh_tensor *bias;
 	bool bias_only;
+	/* The Erf form of GELU exported as separate layers (plan_fusions), instead of op:
+	 * chain 1: t = x / c1, chain 2: t = x * c1; then t = erf(t), t = t + c2, and
+	 * y = (x * t) * c3, or y = (x * c3) * t when half_first; each step with the row kernel
+	 * of its own layer, so the bits are those of the layers run apart. 0: no chain. */
+	int chain;
+	bool half_first;
+	float c1, c2, c3;
 };
 
 /* Whether node n (an activation of one float tensor) can be applied as an epilogue, and

@@ -6,8 +6,9 @@
 # that must not fuse: a producer whose output is also a graph output or has another reader,
 # a Clip bound computed by a node, a Sigmoid read by more than its Mul, integer tensors.
 # A MatMul takes its bias Add (an initializer along the last axis) and the activation after
-# it into its tiles when its output has 64K elements or more; otherwise the Add runs, with
-# its activation fused into it.
+# it into its tiles when its output has 16K elements or more; otherwise the Add runs, with
+# its activation fused into it. GELU exported in its Erf form (Div or Mul, Erf, Add, two
+# Muls) fuses as one activation.
 set -euo pipefail
 : "${WHITTLE:?}" "${WHITTLE_SRC:?}"
 source "$WHITTLE_SRC/tests/lib-e2e.sh"
@@ -78,7 +79,7 @@ one("silu_shared", [h.make_node("Sigmoid", ["v"], ["s"], name="act"), h.make_nod
 save("int_relu", [h.make_node("Add", ["x", "x"], ["a"], name="add"), h.make_node("Relu", ["a"], ["y"], name="act")], [], ["y"],
      in_type=TP.INT32, in_shape=(2, 5), out_shape=(2, 5))
 
-# a MatMul's bias Add (and the activation after it) in the MatMul's tiles: outputs of 64K+
+# a MatMul's bias Add (and the activation after it) in the MatMul's tiles: outputs of 16K+
 def mm(case, post, bias, in_shape=(1, 512, 64), w_shape=(64, 160), out_shape=(1, 512, 160), opset=17, extra=(),
        bias_node=None):
     w = nh.from_array((rng.standard_normal(w_shape) * 0.3).astype(np.float32), "w")
@@ -115,13 +116,49 @@ mm("mm_bias_rank", [add("v", "b"), h.make_node("Relu", ["a"], ["y"], name="act")
 mm("mm_bias_computed", [add("v", "b"), h.make_node("Relu", ["a"], ["y"], name="act")], None,
    bias_node=h.make_node("Constant", [], ["b"], name="k", value=nh.from_array(B160.astype(np.float32))))
 mm("mm_two_readers", [add("v", "b"), h.make_node("Mul", ["a", "v"], ["y"], name="mul")], B160)
+
+# GELU in its Erf form: x * (1 + erf(x / c1)) * c3 (timm's export) and (x * c3) * (1 + erf(x * c1))
+# (transformers'), with initializers or Constant layers as the scalars
+def sc(name, v):
+    return nh.from_array(np.array(v, np.float32), name)
+def kn(name, v):
+    return h.make_node("Constant", [], [name], name="k_" + name, value=sc(name, v))
+def erf_gelu(x, y, half_first=False, mul=False):
+    n = [h.make_node("Mul" if mul else "Div", [x, "c1"], ["d"], name="div"), h.make_node("Erf", ["d"], ["e"], name="erf"),
+         h.make_node("Add", ["e", "c2"], ["t"], name="one")]
+    if half_first:
+        return n + [h.make_node("Mul", [x, "c3"], ["hx"], name="half"), h.make_node("Mul", ["hx", "t"], [y], name="mul")]
+    return n + [h.make_node("Mul", ["t", x], ["m"], name="mul"), h.make_node("Mul", ["m", "c3"], [y], name="half")]
+# c3 0.3, not 0.5: a product by 0.5 is exact, so a chain that multiplied in the other order
+# would give the same bits
+SC = [sc("c1", 1.4142135), sc("c2", 1.0), sc("c3", 0.3)]
+mm("mm_bias_erf_gelu", [add("v", "b")] + erf_gelu("a", "y"), B160, extra=SC)
+mm("mm_bias_erf_gelu_hf", [add("v", "b")] + erf_gelu("a", "y", half_first=True, mul=True), B160,
+   extra=[sc("c1", 0.70710677), sc("c2", 1.0), sc("c3", 0.3)])
+mm("mm_bias_erf_gelu_const", [add("v", "b"), kn("c1", 1.4142135), kn("c2", 1.0), kn("c3", 0.5)] + erf_gelu("a", "y"), B160)
+mm("mm_small_erf_gelu", [add("v", "b")] + erf_gelu("a", "y"), rng.standard_normal(16), extra=SC,
+   in_shape=(1, 8, 64), w_shape=(64, 16), out_shape=(1, 8, 16))
+c, ci = conv("c", "x", "v")
+save("conv_erf_gelu", [c] + erf_gelu("v", "y"), ci + SC, ["y"])
+# not fused: an intermediate read by another layer, a divisor that is not a scalar, x / c1 the other way round
+c, ci = conv("c", "x", "v")
+save("erf_gelu_shared", [c] + erf_gelu("v", "g") + [h.make_node("Add", ["g", "e"], ["y"], name="tap")], ci + SC, ["y"])
+c, ci = conv("c", "x", "v")
+save("erf_gelu_vector", [c] + erf_gelu("v", "y"), ci + [nh.from_array(np.full((8, 1, 1), 1.4142135, np.float32), "c1")] + SC[1:], ["y"])
+c, ci = conv("c", "x", "v")
+n = erf_gelu("v", "y")
+n[0] = h.make_node("Div", ["c1", "v"], ["d"], name="div")
+save("erf_gelu_swapped_div", [c] + n, ci + SC, ["y"])
 PY
 
 # case: the layers the profile must call fused (space separated, "-" for none)
 cases="relu:act leaky:act hsig:act hswish:act tanh:act sigmoid:act gelu:act gelu_tanh:act clip6:act clip13:act clip13_max_only:act
 silu:act,mul silu_swapped:act,mul add_relu:act dw_relu6:act keep_out:- two_readers:- clip_computed:- silu_shared:- int_relu:-
 mm_bias_gelu:add,act mm_bias_relu_swapped:add,act mm_bias:add mm_bias_2d:add mm_bias_batched:add,act mm_bias_silu:add
-mm_small:act mm_bias_rows:act mm_bias_rank:act mm_bias_computed:act mm_two_readers:-"
+mm_small:act mm_bias_rows:act mm_bias_rank:act mm_bias_computed:act mm_two_readers:-
+mm_bias_erf_gelu:add,div,erf,one,mul,half mm_bias_erf_gelu_hf:add,div,erf,one,mul,half
+mm_bias_erf_gelu_const:add,div,erf,one,mul,half mm_small_erf_gelu:div,erf,one,mul,half conv_erf_gelu:div,erf,one,mul,half
+erf_gelu_shared:- erf_gelu_vector:- erf_gelu_swapped_div:-"
 for c in $cases; do
 	name=${c%%:*}
 	want=$(echo "${c#*:}" | tr ',' '\n' | sed '/^-$/d' | sort | tr '\n' ' ')
@@ -142,7 +179,7 @@ for c in $cases; do
 	done
 done
 # the MatMul's tiles add the bias and apply the activation with each ISA's own row kernels
-for name in mm_bias_gelu mm_bias_batched; do
+for name in mm_bias_gelu mm_bias_batched mm_bias_erf_gelu mm_bias_erf_gelu_hf conv_erf_gelu; do
 	for isa in scalar avx2; do
 		a=$(WHITTLE_ISA=$isa "$WHITTLE" run "$tmp/$name.onnx" --threads 2 --val-range -2,2 --hash-outputs 2>/dev/null | grep '^xxh3 ')
 		b=$(WHITTLE_ISA=$isa "$WHITTLE" run "$tmp/$name.onnx" --threads 1 --val-range -2,2 --hash-outputs --mark-all 2>/dev/null |
