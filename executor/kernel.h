@@ -96,8 +96,9 @@ struct wh_epilogue {
 	bool bias_only;
 	/* The Erf form of GELU exported as separate layers (plan_fusions), instead of op:
 	 * chain 1: t = x / c1, chain 2: t = x * c1; then t = erf(t), t = t + c2, and
-	 * y = (x * t) * c3, or y = (x * c3) * t when half_first; each step with the row kernel
-	 * of its own layer, so the bits are those of the layers run apart. 0: no chain. */
+	 * y = (x * t) * c3, or y = (x * c3) * t when half_first; chain 3 (QuickGELU):
+	 * y = x * sigmoid(x * c1). Each step with the row kernel of its own layer, so the bits
+	 * are those of the layers run apart. 0: no chain. */
 	int chain;
 	bool half_first;
 	float c1, c2, c3;

@@ -595,11 +595,43 @@ static uint32_t only_reader_out(const struct plan *p, const struct plan_readers 
 
 /* GELU in its Erf form as exporters write it, reading v (read by two layers, nothing else):
  * D = Div(v, c1) or Mul(v, c1), E = Erf(D), A = Add(E, c2), then Mul(Mul(v, A), c3) or
- * Mul(Mul(v, c3), A). Fills *e, the chain's nodes and what each reads from the chain (its
- * skip value: absent when the producer applied it), and returns the last node's output. */
+ * Mul(Mul(v, c3), A); or QuickGELU, Mul(v, Sigmoid(Mul(v, c1))). Fills *e, the chain's
+ * nodes and what each reads from the chain (its skip value: absent when the producer
+ * applied it), and returns the last node's output. */
 struct gelu_chain {
 	uint32_t nodes[5], reads[5];
+	int n;
 };
+
+/* QuickGELU (CLIP): Mul(Sigmoid(Mul(v, c1)), v), d the inner Mul and o the outer. */
+static uint32_t quick_gelu_of(const struct plan *p, const struct plan_readers *r, uint32_t v, uint32_t d, uint32_t o,
+			      struct wh_epilogue *e, struct gelu_chain *ch)
+{
+	const struct wh_graph *g = p->g;
+	struct wh_epilogue x = {.chain = 3};
+	uint32_t sn, mn;
+	if (!scalar_op(p, d, "Mul", v, &x.c1))
+		return WH_NONE;
+	uint32_t dv = g->nodes[d].outputs[0];
+	if (only_reader_out(p, r, dv, &sn) == WH_NONE)
+		return WH_NONE;
+	const struct wh_node *S = &g->nodes[sn];
+	if (strcmp(S->op_type, "Sigmoid") || S->domain[0] || S->n_inputs != 1 || S->n_outputs != 1 ||
+	    S->outputs[0] == WH_NONE || !fusable_node(p, sn))
+		return WH_NONE;
+	uint32_t sv = S->outputs[0];
+	if (only_reader_out(p, r, sv, &mn) == WH_NONE || mn != o)
+		return WH_NONE;
+	const struct wh_node *M = &g->nodes[mn];
+	if (strcmp(M->op_type, "Mul") || M->domain[0] || M->n_inputs != 2 || M->n_outputs != 1 ||
+	    M->outputs[0] == WH_NONE || !fusable_node(p, mn) ||
+	    !((M->inputs[0] == v && M->inputs[1] == sv) || (M->inputs[0] == sv && M->inputs[1] == v)))
+		return WH_NONE;
+	/* M reads v and the chain: skip it on the Sigmoid's output (absent only when fused) */
+	*ch = (struct gelu_chain){{d, sn, mn}, {v, dv, sv}, 3};
+	*e = x;
+	return M->outputs[0];
+}
 
 static uint32_t gelu_chain_of(const struct plan *p, const struct plan_readers *r, uint32_t v, struct wh_epilogue *e,
 			      struct gelu_chain *ch)
@@ -613,6 +645,9 @@ static uint32_t gelu_chain_of(const struct plan *p, const struct plan_readers *r
 		struct wh_epilogue x = {0};
 		if (d == o || p->last_use[v] != last)
 			continue;
+		uint32_t q = quick_gelu_of(p, r, v, d, o, e, ch);
+		if (q != WH_NONE)
+			return q;
 		if (scalar_op(p, d, "Div", v, &x.c1))
 			x.chain = 1;
 		else if (scalar_op(p, d, "Mul", v, &x.c1))
@@ -644,7 +679,7 @@ static uint32_t gelu_chain_of(const struct plan *p, const struct plan_readers *r
 			uint32_t mv = M->outputs[0];
 			if (only_reader_out(p, r, mv, &m2) == WH_NONE || !scalar_op(p, m2, "Mul", mv, &x.c3))
 				continue;
-			*ch = (struct gelu_chain){{d, en, an, mn, m2}, {v, dv, ev, av, mv}};
+			*ch = (struct gelu_chain){{d, en, an, mn, m2}, {v, dv, ev, av, mv}, 5};
 			*e = x;
 			return g->nodes[m2].outputs[0];
 		}
@@ -654,8 +689,8 @@ static uint32_t gelu_chain_of(const struct plan *p, const struct plan_readers *r
 		    hn != mn || other != g->nodes[o].outputs[0])
 			continue;
 		x.half_first = true;
-		*ch = (struct gelu_chain){{o, d, en, an, mn}, {v, v, dv, ev, av}};
 		/* M reads both chain values: skip it on the Add's (absent only when fused) */
+		*ch = (struct gelu_chain){{o, d, en, an, mn}, {v, v, dv, ev, av}, 5};
 		*e = x;
 		return M->outputs[0];
 	}
@@ -665,7 +700,7 @@ static uint32_t gelu_chain_of(const struct plan *p, const struct plan_readers *r
 static void take_chain(struct plan *p, uint32_t pid, const struct gelu_chain *ch, uint32_t out)
 {
 	p->fused_out[pid] = out;
-	for (int k = 0; k < 5; k++)
+	for (int k = 0; k < ch->n; k++)
 		p->fused_skip[ch->nodes[k]] = ch->reads[k];
 }
 

@@ -8,7 +8,7 @@
 # A MatMul takes its bias Add (an initializer along the last axis) and the activation after
 # it into its tiles when its output has 16K elements or more; otherwise the Add runs, with
 # its activation fused into it. GELU exported in its Erf form (Div or Mul, Erf, Add, two
-# Muls) fuses as one activation.
+# Muls) and QuickGELU (Mul, Sigmoid, Mul) fuse as one activation.
 set -euo pipefail
 : "${WHITTLE:?}" "${WHITTLE_SRC:?}"
 source "$WHITTLE_SRC/tests/lib-e2e.sh"
@@ -140,6 +140,17 @@ mm("mm_small_erf_gelu", [add("v", "b")] + erf_gelu("a", "y"), rng.standard_norma
    in_shape=(1, 8, 64), w_shape=(64, 16), out_shape=(1, 8, 16))
 c, ci = conv("c", "x", "v")
 save("conv_erf_gelu", [c] + erf_gelu("v", "y"), ci + SC, ["y"])
+# QuickGELU (CLIP): x * sigmoid(x * 1.702), both orders of the outer Mul
+def quick(x, y, swap=False):
+    return [h.make_node("Mul", [x, "q"], ["qx"], name="qmul"), h.make_node("Sigmoid", ["qx"], ["qs"], name="qsig"),
+            h.make_node("Mul", ["qs", x] if swap else [x, "qs"], [y], name="qout")]
+mm("mm_bias_quick_gelu", [add("v", "b")] + quick("a", "y"), B160, extra=[sc("q", 1.702)])
+c, ci = conv("c", "x", "v")
+save("conv_quick_gelu", [c] + quick("v", "y", swap=True), ci + [sc("q", 1.702)], ["y"])
+# not fused: the Sigmoid's input read by another layer
+c, ci = conv("c", "x", "v")
+save("quick_gelu_shared", [c] + quick("v", "g") + [h.make_node("Add", ["g", "qx"], ["y"], name="tap")],
+     ci + [sc("q", 1.702)], ["y"])
 # not fused: an intermediate read by another layer, a divisor that is not a scalar, x / c1 the other way round
 c, ci = conv("c", "x", "v")
 save("erf_gelu_shared", [c] + erf_gelu("v", "g") + [h.make_node("Add", ["g", "e"], ["y"], name="tap")], ci + SC, ["y"])
@@ -158,7 +169,8 @@ mm_bias_gelu:add,act mm_bias_relu_swapped:add,act mm_bias:add mm_bias_2d:add mm_
 mm_small:act mm_bias_rows:act mm_bias_rank:act mm_bias_computed:act mm_two_readers:-
 mm_bias_erf_gelu:add,div,erf,one,mul,half mm_bias_erf_gelu_hf:add,div,erf,one,mul,half
 mm_bias_erf_gelu_const:add,div,erf,one,mul,half mm_small_erf_gelu:div,erf,one,mul,half conv_erf_gelu:div,erf,one,mul,half
-erf_gelu_shared:- erf_gelu_vector:- erf_gelu_swapped_div:-"
+erf_gelu_shared:- erf_gelu_vector:- erf_gelu_swapped_div:-
+mm_bias_quick_gelu:add,qmul,qsig,qout conv_quick_gelu:qmul,qsig,qout quick_gelu_shared:-"
 for c in $cases; do
 	name=${c%%:*}
 	want=$(echo "${c#*:}" | tr ',' '\n' | sed '/^-$/d' | sort | tr '\n' ' ')
@@ -179,7 +191,7 @@ for c in $cases; do
 	done
 done
 # the MatMul's tiles add the bias and apply the activation with each ISA's own row kernels
-for name in mm_bias_gelu mm_bias_batched mm_bias_erf_gelu mm_bias_erf_gelu_hf conv_erf_gelu; do
+for name in mm_bias_gelu mm_bias_batched mm_bias_erf_gelu mm_bias_erf_gelu_hf conv_erf_gelu mm_bias_quick_gelu; do
 	for isa in scalar avx2; do
 		a=$(WHITTLE_ISA=$isa "$WHITTLE" run "$tmp/$name.onnx" --threads 2 --val-range -2,2 --hash-outputs 2>/dev/null | grep '^xxh3 ')
 		b=$(WHITTLE_ISA=$isa "$WHITTLE" run "$tmp/$name.onnx" --threads 1 --val-range -2,2 --hash-outputs --mark-all 2>/dev/null |

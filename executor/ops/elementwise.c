@@ -1109,6 +1109,11 @@ void wh_epilogue_apply(const struct wh_epilogue *e, const struct wh_cpu_features
 			size_t m = n - i < 512 ? n - i : 512;
 			float *x = y + i;
 			bin_f32(isa, e->chain == 1 ? WH_EW_DIV : WH_EW_MUL, x, 1, &e->c1, 0, t, m);
+			if (e->chain == 3) { /* QuickGELU: x * sigmoid(x * c1) */
+				un_f32(isa, WH_EW_SIGMOID, t, t, m, 0, 0);
+				bin_f32(isa, WH_EW_MUL, x, 1, t, 1, x, m);
+				continue;
+			}
 			un_f32(isa, WH_EW_ERF, t, t, m, 0, 0);
 			bin_f32(isa, WH_EW_ADD, t, 1, &e->c2, 0, t, m);
 			if (e->half_first) {
