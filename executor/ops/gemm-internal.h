@@ -102,6 +102,11 @@ void wh_sgemm_kernel_for(enum wh_isa isa, size_t M, size_t N, struct wh_sgemm_ke
 void wh_sgemm_pack_a(const struct wh_sgemm_kernel *kern, size_t M, size_t K, const float *a,
 		     size_t rsa, size_t csa, float *dst);
 
+/* The packing of one panel of mr rows (rows at s + r*rsa, unit column stride) with 4x4
+ * SSE transposes: the same floats at the same places as wh_sgemm_pack_a's loops (a copy:
+ * no arithmetic). For a kernel of cpu->isa AVX2 or above. */
+void wh_sgemm_pack_panel_avx2(size_t mr, size_t K, const float *s, size_t rsa, float *d);
+
 /* Packs G matrices (g-th at a + g*a_stride) into dst + g*M*K, in parallel on pool. */
 void wh_sgemm_pack_groups(const struct wh_sgemm_kernel *kern, struct wh_threadpool *pool, size_t G,
 			  size_t M, size_t K, const float *a, size_t a_stride, size_t rsa, size_t csa,

@@ -134,7 +134,9 @@ void wh_sgemm_pack_a(const struct wh_sgemm_kernel *kern, size_t M, size_t K, con
 		size_t mr = M - i0 < kern->mr ? M - i0 : kern->mr;
 		float *d = dst + i0 * K;
 		const float *s = a + i0 * rsa;
-		if (csa == 1 && mr > 1) {
+		if (csa == 1 && mr >= 4 && kern->isa >= WH_ISA_AVX2) {
+			wh_sgemm_pack_panel_avx2(mr, K, s, rsa, d);
+		} else if (csa == 1 && mr > 1) {
 			/* blocks of 16 columns: contiguous reads per row, writes within 16 panel rows */
 			size_t k0 = 0;
 			for (; k0 + 16 <= K; k0 += 16)
