@@ -593,11 +593,8 @@ static uint32_t only_reader_out(const struct plan *p, const struct plan_readers 
 	return fusable_value(p, w, r->step[*nid]) ? w : WH_NONE;
 }
 
-/* GELU in its Erf form as exporters write it, reading v (read by two layers, nothing else):
- * D = Div(v, c1) or Mul(v, c1), E = Erf(D), A = Add(E, c2), then Mul(Mul(v, A), c3) or
- * Mul(Mul(v, c3), A); or QuickGELU, Mul(v, Sigmoid(Mul(v, c1))). Fills *e, the chain's
- * nodes and what each reads from the chain (its skip value: absent when the producer
- * applied it), and returns the last node's output. */
+/* A GELU exported as layers: its n layers and, per layer, the value it reads from the chain
+ * (its skip value: absent when the producer applied the chain). */
 struct gelu_chain {
 	uint32_t nodes[5], reads[5];
 	int n;
@@ -633,6 +630,10 @@ static uint32_t quick_gelu_of(const struct plan *p, const struct plan_readers *r
 	return M->outputs[0];
 }
 
+/* GELU in its Erf form as exporters write it, reading v (read by two layers, nothing else):
+ * D = Div(v, c1) or Mul(v, c1), E = Erf(D), A = Add(E, c2), then Mul(Mul(v, A), c3) or
+ * Mul(Mul(v, c3), A); or QuickGELU, Mul(v, Sigmoid(Mul(v, c1))). Fills *e and *ch and
+ * returns the last layer's output (WH_NONE: no such chain). */
 static uint32_t gelu_chain_of(const struct plan *p, const struct plan_readers *r, uint32_t v, struct wh_epilogue *e,
 			      struct gelu_chain *ch)
 {
