@@ -97,6 +97,21 @@ struct wh_epilogue {
 	int op;           /* the row kernel: enum wh_ew_un (ops/elementwise-internal.h) */
 	bool times_input; /* y * act(y) */
 	float p1, p2;     /* its parameters */
+	/* Only for a MatMul producer (runtime.c, plan_fusions): the bias of the Add that alone
+	 * reads its output, an FP32 initializer (NULL: none), added as y + bias along the last
+	 * axis before the activation; bias_only: no activation follows. The MatMul kernel
+	 * applies both per tile (ops/gemm.c) or neither; wh_epilogue_apply ignores the bias and
+	 * does nothing for bias_only. */
+	const struct wh_tensor *bias;
+	bool bias_only;
+	/* The Erf form of GELU exported as separate layers (plan_fusions), instead of op:
+	 * chain 1: t = x / c1, chain 2: t = x * c1; then t = erf(t), t = t + c2, and
+	 * y = (x * t) * c3, or y = (x * c3) * t when half_first; chain 3 (QuickGELU):
+	 * y = x * sigmoid(x * c1). Each step with the row kernel of its own layer, so the bits
+	 * are those of the layers run apart. 0: no chain. */
+	int chain;
+	bool half_first;
+	float c1, c2, c3;
 };
 
 /* Whether node n (an activation of one float tensor) can be applied as an epilogue, and

@@ -638,6 +638,232 @@ static void keep_constant(struct plan *p, uint32_t nid, const struct wh_tensor *
 	p->const_node[nid] = CONST_CACHED;
 }
 
+/* The activation node aid reading value w alone, as an epilogue: fills *e. */
+static bool activation_of(const struct plan *p, const struct plan_readers *r, uint32_t aid, uint32_t w,
+			  struct wh_epilogue *e)
+{
+	const struct wh_graph *g = p->g;
+	const struct wh_node *a = &g->nodes[aid];
+	const struct wh_tensor *consts[2] = {NULL, NULL};
+	bool ok = a->n_inputs >= 1 && a->n_inputs <= 3 && a->inputs[0] == w && a->n_outputs == 1 &&
+		  a->outputs[0] != WH_NONE && fusable_node(p, aid) && fusable_value(p, w, r->step[aid]);
+	for (uint32_t k = 1; ok && k < a->n_inputs; k++) {
+		uint32_t c = a->inputs[k];
+		if (c == WH_NONE)
+			continue;
+		ok = c != w && (g->values[c].flags & WH_VALUE_INITIALIZER) && wh_value_present(&p->inits[c]);
+		if (ok)
+			consts[k - 1] = &p->inits[c];
+	}
+	return ok && wh_epilogue_of(a, p->opsets[aid], consts, e);
+}
+
+/* A float scalar that never changes: an initializer, or a Constant layer's value. */
+static bool scalar_of(const struct plan *p, uint32_t c, float *out)
+{
+	const struct wh_graph *g = p->g;
+	if (c == WH_NONE)
+		return false;
+	if (g->values[c].flags & WH_VALUE_INITIALIZER) {
+		const struct wh_tensor *t = &p->inits[c];
+		if (!wh_value_present(t) || t->dtype != WH_DT_FLOAT || t->count != 1 || !t->data)
+			return false;
+		*out = *(const float *)t->data;
+		return true;
+	}
+	uint32_t k = g->values[c].producer;
+	if (k == WH_NONE || strcmp(g->nodes[k].op_type, "Constant") || g->nodes[k].domain[0])
+		return false;
+	const struct wh_attr *a = wh_node_attr(&g->nodes[k], "value");
+	if (!a || a->type != WH_ATTR_TENSOR || !a->t || a->t->dtype != WH_DT_FLOAT || !a->t->data ||
+	    a->t->data->size != sizeof(float))
+		return false;
+	for (int32_t d = 0; d < a->t->rank; d++)
+		if (a->t->dims[d] != 1)
+			return false;
+	memcpy(out, a->t->data->data, sizeof(float));
+	return true;
+}
+
+/* Node nid is op (a float binary layer at FP32) of value in and a constant scalar (*c),
+ * with in first where the op does not commute. */
+static bool scalar_op(const struct plan *p, uint32_t nid, const char *op, uint32_t in, float *c)
+{
+	const struct wh_node *n = &p->g->nodes[nid];
+	if (strcmp(n->op_type, op) || n->domain[0] || n->n_inputs != 2 || n->n_outputs != 1 ||
+	    n->outputs[0] == WH_NONE || !fusable_node(p, nid))
+		return false;
+	if (n->inputs[0] == in)
+		return n->inputs[1] != in && scalar_of(p, n->inputs[1], c);
+	return strcmp(op, "Div") && n->inputs[1] == in && scalar_of(p, n->inputs[0], c);
+}
+
+/* Value w, read by node nid alone, which nothing else keeps: its one reader's output. */
+static uint32_t only_reader_out(const struct plan *p, const struct plan_readers *r, uint32_t w, uint32_t *nid)
+{
+	const struct wh_graph *g = p->g;
+	if (w == WH_NONE || is_kept(g, w) || (g->values[w].flags & WH_VALUE_INPUT) || r->uses[w] != 1)
+		return WH_NONE;
+	*nid = r->first[w];
+	return fusable_value(p, w, r->step[*nid]) ? w : WH_NONE;
+}
+
+/* A GELU exported as layers: its n layers and, per layer, the value it reads from the chain
+ * (its skip value: absent when the producer applied the chain). */
+struct gelu_chain {
+	uint32_t nodes[5], reads[5];
+	int n;
+};
+
+/* QuickGELU (CLIP): Mul(Sigmoid(Mul(v, c1)), v), d the inner Mul and o the outer. */
+static uint32_t quick_gelu_of(const struct plan *p, const struct plan_readers *r, uint32_t v, uint32_t d, uint32_t o,
+			      struct wh_epilogue *e, struct gelu_chain *ch)
+{
+	const struct wh_graph *g = p->g;
+	struct wh_epilogue x = {.chain = 3};
+	uint32_t sn, mn;
+	if (!scalar_op(p, d, "Mul", v, &x.c1))
+		return WH_NONE;
+	uint32_t dv = g->nodes[d].outputs[0];
+	if (only_reader_out(p, r, dv, &sn) == WH_NONE)
+		return WH_NONE;
+	const struct wh_node *S = &g->nodes[sn];
+	if (strcmp(S->op_type, "Sigmoid") || S->domain[0] || S->n_inputs != 1 || S->n_outputs != 1 ||
+	    S->outputs[0] == WH_NONE || !fusable_node(p, sn))
+		return WH_NONE;
+	uint32_t sv = S->outputs[0];
+	if (only_reader_out(p, r, sv, &mn) == WH_NONE || mn != o)
+		return WH_NONE;
+	const struct wh_node *M = &g->nodes[mn];
+	if (strcmp(M->op_type, "Mul") || M->domain[0] || M->n_inputs != 2 || M->n_outputs != 1 ||
+	    M->outputs[0] == WH_NONE || !fusable_node(p, mn) ||
+	    !((M->inputs[0] == v && M->inputs[1] == sv) || (M->inputs[0] == sv && M->inputs[1] == v)))
+		return WH_NONE;
+	/* M reads v and the chain: skip it on the Sigmoid's output (absent only when fused) */
+	*ch = (struct gelu_chain){{d, sn, mn}, {v, dv, sv}, 3};
+	*e = x;
+	return M->outputs[0];
+}
+
+/* GELU in its Erf form as exporters write it, reading v (read by two layers, nothing else):
+ * D = Div(v, c1) or Mul(v, c1), E = Erf(D), A = Add(E, c2), then Mul(Mul(v, A), c3) or
+ * Mul(Mul(v, c3), A); or QuickGELU, Mul(v, Sigmoid(Mul(v, c1))). Fills *e and *ch and
+ * returns the last layer's output (WH_NONE: no such chain). */
+static uint32_t gelu_chain_of(const struct plan *p, const struct plan_readers *r, uint32_t v, struct wh_epilogue *e,
+			      struct gelu_chain *ch)
+{
+	const struct wh_graph *g = p->g;
+	if (v == WH_NONE || r->uses[v] != 2 || is_kept(g, v) || (g->values[v].flags & WH_VALUE_INPUT))
+		return WH_NONE;
+	for (int pass = 0; pass < 2; pass++) {
+		uint32_t d = pass ? r->second[v] : r->first[v], o = pass ? r->first[v] : r->second[v];
+		uint32_t last = r->step[d] > r->step[o] ? r->step[d] : r->step[o];
+		struct wh_epilogue x = {0};
+		if (d == o || p->last_use[v] != last)
+			continue;
+		uint32_t q = quick_gelu_of(p, r, v, d, o, e, ch);
+		if (q != WH_NONE)
+			return q;
+		if (scalar_op(p, d, "Div", v, &x.c1))
+			x.chain = 1;
+		else if (scalar_op(p, d, "Mul", v, &x.c1))
+			x.chain = 2;
+		else
+			continue;
+		uint32_t dv = g->nodes[d].outputs[0], en, an, mn, m2;
+		if (only_reader_out(p, r, dv, &en) == WH_NONE)
+			continue;
+		const struct wh_node *E = &g->nodes[en];
+		if (strcmp(E->op_type, "Erf") || E->domain[0] || E->n_inputs != 1 || E->n_outputs != 1 ||
+		    E->outputs[0] == WH_NONE || !fusable_node(p, en))
+			continue;
+		uint32_t ev = E->outputs[0];
+		if (only_reader_out(p, r, ev, &an) == WH_NONE || !scalar_op(p, an, "Add", ev, &x.c2))
+			continue;
+		uint32_t av = g->nodes[an].outputs[0];
+		if (only_reader_out(p, r, av, &mn) == WH_NONE)
+			continue;
+		const struct wh_node *M = &g->nodes[mn];
+		if (strcmp(M->op_type, "Mul") || M->domain[0] || M->n_inputs != 2 || M->n_outputs != 1 ||
+		    M->outputs[0] == WH_NONE || !fusable_node(p, mn))
+			continue;
+		uint32_t other = M->inputs[0] == av ? M->inputs[1] : M->inputs[0];
+		if (other == av)
+			continue;
+		if (other == v && mn == o) {
+			/* (v * A) * c3 */
+			uint32_t mv = M->outputs[0];
+			if (only_reader_out(p, r, mv, &m2) == WH_NONE || !scalar_op(p, m2, "Mul", mv, &x.c3))
+				continue;
+			*ch = (struct gelu_chain){{d, en, an, mn, m2}, {v, dv, ev, av, mv}, 5};
+			*e = x;
+			return g->nodes[m2].outputs[0];
+		}
+		/* (v * c3) * A: o is Mul(v, c3) whose output only M reads */
+		uint32_t hn;
+		if (!scalar_op(p, o, "Mul", v, &x.c3) || only_reader_out(p, r, g->nodes[o].outputs[0], &hn) == WH_NONE ||
+		    hn != mn || other != g->nodes[o].outputs[0])
+			continue;
+		x.half_first = true;
+		/* M reads both chain values: skip it on the Add's (absent only when fused) */
+		*ch = (struct gelu_chain){{o, d, en, an, mn}, {v, v, dv, ev, av}, 5};
+		*e = x;
+		return M->outputs[0];
+	}
+	return WH_NONE;
+}
+
+static void take_chain(struct plan *p, uint32_t pid, const struct gelu_chain *ch, uint32_t out)
+{
+	p->fused_out[pid] = out;
+	for (int k = 0; k < ch->n; k++)
+		p->fused_skip[ch->nodes[k]] = ch->reads[k];
+}
+
+/* A MatMul (node pid) whose output only an Add of a float initializer B reads: the Add,
+ * and the activation that alone reads the Add's output if there is one, run in the
+ * MatMul's tiles (wh_epilogue.bias; the kernel checks at run time that B runs along the
+ * last axis alone and the output is large enough, and otherwise leaves both to their
+ * layers). The Add is skipped while the MatMul's output is absent, the activation while the
+ * Add's is. With no activation taken, the MatMul writes the Add's output, and whatever
+ * plan_fusions fuses into the Add runs there or as its own layers. */
+static bool plan_bias_fusion(struct plan *p, const struct plan_readers *r, uint32_t pid)
+{
+	const struct wh_graph *g = p->g;
+	const struct wh_node *pn = &g->nodes[pid];
+	if (strcmp(pn->op_type, "MatMul") || pn->domain[0])
+		return false;
+	uint32_t v = pn->outputs[0], bid = r->first[v];
+	const struct wh_node *bn = &g->nodes[bid];
+	if (strcmp(bn->op_type, "Add") || bn->domain[0] || bn->n_inputs != 2 || bn->n_outputs != 1 ||
+	    bn->outputs[0] == WH_NONE || !fusable_node(p, bid) || !fusable_value(p, v, r->step[bid]))
+		return false;
+	uint32_t c = bn->inputs[0] == v ? bn->inputs[1] : bn->inputs[0];
+	if (c == v || c == WH_NONE || !(g->values[c].flags & WH_VALUE_INITIALIZER) || !wh_value_present(&p->inits[c]) ||
+	    p->inits[c].dtype != WH_DT_FLOAT)
+		return false;
+	uint32_t w = bn->outputs[0];
+	struct wh_epilogue e = {0};
+	struct gelu_chain ch;
+	uint32_t chain_out = gelu_chain_of(p, r, w, &e, &ch);
+	bool act = chain_out == WH_NONE && !is_kept(g, w) && !(g->values[w].flags & WH_VALUE_INPUT) &&
+		   r->uses[w] == 1 && activation_of(p, r, r->first[w], w, &e);
+	e.bias = &p->inits[c];
+	e.bias_only = !act && chain_out == WH_NONE;
+	p->epi[pid] = e;
+	p->fused_skip[bid] = v;
+	if (chain_out != WH_NONE) {
+		take_chain(p, pid, &ch, chain_out);
+	} else if (act) {
+		uint32_t aid = r->first[w];
+		p->fused_out[pid] = g->nodes[aid].outputs[0];
+		p->fused_skip[aid] = w;
+	} else {
+		p->fused_out[pid] = w;
+	}
+	return true;
+}
+
 /* Finds the activations that can run as their producer's epilogue (struct wh_epilogue):
  * node P's output 0 read by one activation A alone (Relu, Clip with constant bounds, ...),
  * or by a Sigmoid S and a Mul M of it and S's output alone (SiLU). The fused output goes to
@@ -659,10 +885,15 @@ static enum wh_status plan_fusions(struct plan *p, const struct plan_readers *r)
 	for (uint32_t s = 0; s < g->n_nodes; s++) {
 		uint32_t pid = p->order[s];
 		const struct wh_node *pn = &g->nodes[pid];
+		/* a MatMul's bias Add still fuses its own activation here: where the MatMul leaves
+		 * the Add to its layer (ops/gemm.c), the Add applies it; the activation's skip
+		 * (the Add's output absent) is the same either way */
 		if (pn->n_outputs < 1 || !fusable_node(p, pid))
 			continue;
 		uint32_t v = pn->outputs[0];
 		if (v == WH_NONE || is_kept(g, v) || (g->values[v].flags & WH_VALUE_INPUT))
+			continue;
+		if (uses[v] == 1 && plan_bias_fusion(p, r, pid))
 			continue;
 		if (uses[v] == 1) {
 			uint32_t aid = rd0[v];
@@ -683,6 +914,12 @@ static enum wh_status plan_fusions(struct plan *p, const struct plan_readers *r)
 				p->fused_skip[aid] = v;
 			}
 		} else if (uses[v] == 2) {
+			struct gelu_chain ch;
+			uint32_t out = gelu_chain_of(p, r, v, &p->epi[pid], &ch);
+			if (out != WH_NONE) {
+				take_chain(p, pid, &ch, out);
+				continue;
+			}
 			/* SiLU: S = Sigmoid(v), M = Mul(v, S) or Mul(S, v) */
 			uint32_t sid = rd0[v], mid = rd1[v];
 			if (strcmp(g->nodes[sid].op_type, "Sigmoid"))

@@ -178,6 +178,9 @@ static const struct geo conv_geos[] = {
 	{2, 2, 5, 7, 1, {{6, 3, 1, 1, 0, 2}, {8, 3, 1, 1, 2, 0}}},
 	/* dilation, stride 3, asymmetric pads, non-square kernels */
 	{2, 1, 4, 5, 1, {{11, 3, 1, 2, 2, 1}, {12, 2, 3, 3, 0, 3}}},
+	/* patch embeddings (stride = kernel, 16 and 14 phases a row), one with padding */
+	{2, 1, 3, 8, 1, {{64, 16, 16, 1, 0, 0}, {96, 16, 16, 1, 0, 0}}},
+	{2, 1, 3, 6, 1, {{56, 14, 14, 1, 0, 0}, {70, 14, 14, 1, 3, 4}}},
 	{2, 1, 6, 9, 1, {{1, 1, 1, 1, 0, 0}, {40, 3, 1, 1, 1, 1}}},
 	/* groups (not depthwise) */
 	{2, 1, 6, 4, 2, {{7, 3, 1, 1, 1, 1}, {7, 3, 1, 1, 1, 1}}},

@@ -194,6 +194,47 @@ START_TEST(test_row_un_simd)
 }
 END_TEST
 
+/* Erf and Gelu compute only the branch every lane of a vector takes (the polynomial for
+ * small arguments, the erfc tail for large ones) and blend both otherwise: each SIMD path
+ * must equal the scalar reference bit for bit on blocks of 64 (a vector of either width)
+ * that are all small, all large, or mixed, with the branch bounds, zeros and NaN. */
+START_TEST(test_erf_gelu_uniform_blocks)
+{
+	enum { BLK = 64, NBLK = 8 };
+	static const float edges[] = {-0.70710677f, -0.7071068f, 1.4142135f, 1.4142137f, 1.0f, -1.0f,
+				      0.99999994f, -0.99999994f, 0.0f, -0.0f, 4.0f, -4.0f};
+	float x[BLK * NBLK], ref[BLK * NBLK], got[BLK * NBLK];
+	uint64_t s = 91;
+	for (size_t b = 0; b < NBLK; b++)
+		for (size_t i = 0; i < BLK; i++) {
+			float *v = &x[b * BLK + i];
+			switch (b) {
+			case 0: *v = rng_float(&s, -0.7f, 0.7f); break;   /* every lane small (erf, gelu) */
+			case 1: *v = rng_float(&s, 1.5f, 9.0f); break;    /* every lane large */
+			case 2: *v = rng_float(&s, -9.0f, -1.5f); break;  /* every lane large, negative */
+			case 3: *v = rng_float(&s, -3.0f, 3.0f); break;   /* mixed */
+			case 4: *v = edges[i % (sizeof edges / sizeof *edges)]; break;
+			case 5: *v = i == 7 ? NAN : rng_float(&s, -0.6f, 0.6f); break; /* small but a NaN */
+			case 6: *v = i == 9 ? 0.1f : rng_float(&s, 2.0f, 5.0f); break; /* large but one */
+			default: *v = rng_float(&s, -1e-3f, 1e-3f); break;
+			}
+		}
+	static const enum wh_ew_un ops[] = {WH_EW_ERF, WH_EW_GELU};
+	for (size_t vi = 0; vi < 2; vi++) {
+		enum wh_isa isa = simd_isas[vi];
+		if (!isa_usable(isa))
+			continue;
+		for (size_t o = 0; o < 2; o++) {
+			wh_ew_un_f32_scalar(ops[o], x, ref, BLK * NBLK, 0, 0);
+			un_variant(isa)(ops[o], x, got, BLK * NBLK, 0, 0);
+			for (size_t i = 0; i < BLK * NBLK; i++)
+				CHECK_SAME(ref[i], got[i], "%s op %d [%zu]: f(%a) scalar %a simd %a", wh_isa_name(isa),
+					   (int)ops[o], i, x[i], ref[i], got[i]);
+		}
+	}
+}
+END_TEST
+
 /* ulp distance of two finite floats of the same sign region */
 static int64_t ulps(float a, double exact)
 {
@@ -1031,6 +1072,7 @@ int main(void)
 	tcase_add_test(tc, test_row_un_simd);
 	tcase_add_test(tc, test_reference_math_accuracy);
 	tcase_add_test(tc, test_erf_gelu_accuracy);
+	tcase_add_test(tc, test_erf_gelu_uniform_blocks);
 	tcase_add_test(tc, test_broadcast_kernels);
 	tcase_add_test(tc, test_unary_kernels_isa);
 	tcase_add_test(tc, test_mod_signs);

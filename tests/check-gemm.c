@@ -966,6 +966,40 @@ START_TEST(tile_shapes_bit_identical)
 }
 END_TEST
 
+/* A packed with the SIMD panels (AVX2 and up: 4x4 transposes, rows and columns past the
+ * last group of 4 one by one) holds exactly what the plain loops put there: every tile
+ * height, edge panels, K not a multiple of 4, rows at a stride longer than K. */
+START_TEST(pack_a_simd_matches_loops)
+{
+	static const size_t Ms[] = {1, 3, 4, 5, 6, 7, 8, 11, 12, 13, 25, 37};
+	static const size_t Ks[] = {1, 3, 4, 5, 16, 17, 33, 64};
+	for (int i = WH_ISA_AVX2; i <= (int)wh_cpu()->detected; i++)
+		for (int w = 0; w < 2; w++) {
+			struct wh_sgemm_kernel kern;
+			wh_sgemm_kernel_for((enum wh_isa)i, w ? 16 : 36, w ? 3000 : 64, &kern);
+			for (size_t mi = 0; mi < sizeof Ms / sizeof *Ms; mi++)
+				for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++) {
+					size_t M = Ms[mi], K = Ks[ki], rsa = K + 3;
+					float *a = random_floats(M * rsa, 1000 + mi * 10 + ki);
+					float *got = malloc(M * K * sizeof(float)), *want = malloc(M * K * sizeof(float));
+					ck_assert(got && want);
+					wh_sgemm_pack_a(&kern, M, K, a, rsa, 1, got);
+					for (size_t i0 = 0; i0 < M; i0 += kern.mr) {
+						size_t mr = M - i0 < kern.mr ? M - i0 : kern.mr;
+						for (size_t k = 0; k < K; k++)
+							for (size_t r = 0; r < mr; r++)
+								want[i0 * K + k * mr + r] = a[(i0 + r) * rsa + k];
+					}
+					ck_assert_msg(!memcmp(got, want, M * K * sizeof(float)), "isa %d mr %zu: %zux%zu packs differ",
+						      i, kern.mr, M, K);
+					free(a);
+					free(got);
+					free(want);
+				}
+		}
+}
+END_TEST
+
 static Suite *gemm_suite(void)
 {
 	Suite *s = suite_create("gemm");
@@ -979,6 +1013,7 @@ static Suite *gemm_suite(void)
 	tcase_add_test(tc, m1_variants_bit_identical);
 	tcase_add_test(tc, packed_b_bit_identical);
 	tcase_add_test(tc, tile_shapes_bit_identical);
+	tcase_add_test(tc, pack_a_simd_matches_loops);
 	suite_add_tcase(s, tc);
 	TCase *ops = tcase_create("ops");
 	tcase_set_timeout(ops, 600);

@@ -570,6 +570,40 @@ START_TEST(batchnorm_inference)
 }
 END_TEST
 
+/* Float rows are normalized in batches of 32 (nn.c, ln_rows_f32): 70 rows (two whole
+ * batches and a partial one) give each row, its mean and its inverse deviation bit for bit
+ * as the same row normalized alone. */
+START_TEST(layernorm_batches_bit_identical)
+{
+	enum { ROWS = 70, C = 16 };
+	int64_t dims[2] = {ROWS, C}, d1[2] = {1, C}, sd[1] = {C};
+	struct wh_tensor x, sc, b, y[3];
+	tensor_random(&x, 2, dims, 41);
+	tensor_random(&sc, 1, sd, 42);
+	tensor_random(&b, 1, sd, 43);
+	const struct wh_tensor *ins[3] = {&x, &sc, &b};
+	struct attr_spec a[] = {A_INT("axis", -1)};
+	ck_assert_int_eq(run_op("LayerNormalization", 17, 3, ins, 3, a, 1, y), WH_OK);
+	for (int r = 0; r < ROWS; r++) {
+		struct wh_tensor xr, yr[3];
+		tensor_f32(&xr, 2, d1, (const float *)x.data + r * C);
+		const struct wh_tensor *rin[3] = {&xr, &sc, &b};
+		ck_assert_int_eq(run_op("LayerNormalization", 17, 3, rin, 3, a, 1, yr), WH_OK);
+		ck_assert_msg(!memcmp((const float *)y[0].data + r * C, yr[0].data, C * sizeof(float)), "row %d differs", r);
+		ck_assert_msg(!memcmp((const float *)y[1].data + r, yr[1].data, sizeof(float)), "row %d: mean differs", r);
+		ck_assert_msg(!memcmp((const float *)y[2].data + r, yr[2].data, sizeof(float)), "row %d: inverse differs", r);
+		for (int i = 0; i < 3; i++)
+			wh_tensor_release(&yr[i]);
+		wh_tensor_release(&xr);
+	}
+	for (int i = 0; i < 3; i++)
+		wh_tensor_release(&y[i]);
+	wh_tensor_release(&x);
+	wh_tensor_release(&sc);
+	wh_tensor_release(&b);
+}
+END_TEST
+
 START_TEST(layernorm_stats)
 {
 	int64_t dims[3] = {2, 3, 5}, sd[2] = {3, 5};
@@ -1390,6 +1424,7 @@ static Suite *nn_suite(void)
 	tcase_add_test(tc, reduce_integers);
 	tcase_add_test(tc, batchnorm_inference);
 	tcase_add_test(tc, layernorm_stats);
+	tcase_add_test(tc, layernorm_batches_bit_identical);
 	tcase_add_test(tc, groupnorm_param_forms);
 	tcase_add_test(tc, dropout_modes);
 	tcase_add_test(tc, einsum_forms);

@@ -119,9 +119,14 @@ AI __m256 erf8(__m256 x)
 	__m256 one = _mm256_set1_ps(1.0f);
 	__m256 a = _mm256_andnot_ps(sign_mask(), x);
 	__m256 b = _mm256_min_ps(_mm256_set1_ps(WH_EW_ERF_ONE), a);
+	__m256 lt = _mm256_cmp_ps(a, one, _CMP_LT_OQ);
+	int m = _mm256_movemask_ps(lt);
+	/* a branch taken by every lane alone is computed: the blend would pick it anyway */
+	if (m == 0xFF)
+		return erf_small8(x);
 	__m256 large = _mm256_sub_ps(one, erfc_tail8(b, _mm256_mul_ps(b, b)));
 	large = _mm256_or_ps(large, _mm256_and_ps(x, sign_mask()));
-	return _mm256_blendv_ps(large, erf_small8(x), _mm256_cmp_ps(a, one, _CMP_LT_OQ));
+	return m ? _mm256_blendv_ps(large, erf_small8(x), lt) : large;
 }
 
 AI __m256 gelu8(__m256 x)
@@ -130,10 +135,16 @@ AI __m256 gelu8(__m256 x)
 	__m256 z = _mm256_mul_ps(x, _mm256_set1_ps(WH_EW_SQRT1_2));
 	__m256 h = _mm256_mul_ps(_mm256_set1_ps(0.5f), x);
 	__m256 a = _mm256_andnot_ps(sign_mask(), z);
-	__m256 small = _mm256_add_ps(one, erf_small8(z));
+	__m256 in = _mm256_and_ps(_mm256_cmp_ps(z, _mm256_set1_ps(-0.5f), _CMP_GT_OQ), _mm256_cmp_ps(z, one, _CMP_LT_OQ));
+	int m = _mm256_movemask_ps(in);
+	/* a branch taken by every lane alone is computed: the blend would pick it anyway */
+	if (m == 0xFF)
+		return _mm256_mul_ps(h, _mm256_add_ps(one, erf_small8(z)));
 	__m256 c = erfc_tail8(a, _mm256_mul_ps(h, x));
 	__m256 large = _mm256_blendv_ps(c, _mm256_sub_ps(_mm256_set1_ps(2.0f), c), _mm256_cmp_ps(z, _mm256_setzero_ps(), _CMP_GT_OQ));
-	__m256 in = _mm256_and_ps(_mm256_cmp_ps(z, _mm256_set1_ps(-0.5f), _CMP_GT_OQ), _mm256_cmp_ps(z, one, _CMP_LT_OQ));
+	if (!m)
+		return _mm256_mul_ps(h, large);
+	__m256 small = _mm256_add_ps(one, erf_small8(z));
 	return _mm256_mul_ps(h, _mm256_blendv_ps(large, small, in));
 }
 

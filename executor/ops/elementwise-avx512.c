@@ -131,9 +131,13 @@ AI __m512 erf16(__m512 x)
 	__m512 one = _mm512_set1_ps(1.0f);
 	__m512 a = _mm512_castsi512_ps(_mm512_andnot_si512(sign_bits(), _mm512_castps_si512(x)));
 	__m512 b = _mm512_min_ps(_mm512_set1_ps(WH_EW_ERF_ONE), a);
+	__mmask16 lt = _mm512_cmp_ps_mask(a, one, _CMP_LT_OQ);
+	/* a branch taken by every lane alone is computed: the blend would pick it anyway */
+	if (lt == 0xFFFF)
+		return erf_small16(x);
 	__m512 large = _mm512_sub_ps(one, erfc_tail16(b, _mm512_mul_ps(b, b)));
 	large = or_bits(large, _mm512_castps_si512(and_bits(x, sign_bits())));
-	return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, one, _CMP_LT_OQ), large, erf_small16(x));
+	return lt ? _mm512_mask_blend_ps(lt, large, erf_small16(x)) : large;
 }
 
 AI __m512 gelu16(__m512 x)
@@ -142,10 +146,15 @@ AI __m512 gelu16(__m512 x)
 	__m512 z = _mm512_mul_ps(x, _mm512_set1_ps(WH_EW_SQRT1_2));
 	__m512 h = _mm512_mul_ps(_mm512_set1_ps(0.5f), x);
 	__m512 a = _mm512_castsi512_ps(_mm512_andnot_si512(sign_bits(), _mm512_castps_si512(z)));
-	__m512 small = _mm512_add_ps(one, erf_small16(z));
+	__mmask16 in = _mm512_cmp_ps_mask(z, _mm512_set1_ps(-0.5f), _CMP_GT_OQ) & _mm512_cmp_ps_mask(z, one, _CMP_LT_OQ);
+	/* a branch taken by every lane alone is computed: the blend would pick it anyway */
+	if (in == 0xFFFF)
+		return _mm512_mul_ps(h, _mm512_add_ps(one, erf_small16(z)));
 	__m512 c = erfc_tail16(a, _mm512_mul_ps(h, x));
 	__m512 large = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_GT_OQ), c, _mm512_sub_ps(_mm512_set1_ps(2.0f), c));
-	__mmask16 in = _mm512_cmp_ps_mask(z, _mm512_set1_ps(-0.5f), _CMP_GT_OQ) & _mm512_cmp_ps_mask(z, one, _CMP_LT_OQ);
+	if (!in)
+		return _mm512_mul_ps(h, large);
+	__m512 small = _mm512_add_ps(one, erf_small16(z));
 	return _mm512_mul_ps(h, _mm512_mask_blend_ps(in, large, small));
 }
 

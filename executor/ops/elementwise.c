@@ -1101,6 +1101,31 @@ bool wh_epilogue_of(const struct wh_node *n, int64_t opset, const struct wh_tens
 void wh_epilogue_apply(const struct wh_epilogue *e, const struct wh_cpu_features *cpu, float *y, size_t n)
 {
 	enum wh_isa isa = cpu ? cpu->isa : WH_ISA_SCALAR;
+	if (e->bias_only)
+		return;
+	if (e->chain) {
+		float t[512];
+		for (size_t i = 0; i < n; i += 512) {
+			size_t m = n - i < 512 ? n - i : 512;
+			float *x = y + i;
+			bin_f32(isa, e->chain == 1 ? WH_EW_DIV : WH_EW_MUL, x, 1, &e->c1, 0, t, m);
+			if (e->chain == 3) { /* QuickGELU: x * sigmoid(x * c1) */
+				un_f32(isa, WH_EW_SIGMOID, t, t, m, 0, 0);
+				bin_f32(isa, WH_EW_MUL, x, 1, t, 1, x, m);
+				continue;
+			}
+			un_f32(isa, WH_EW_ERF, t, t, m, 0, 0);
+			bin_f32(isa, WH_EW_ADD, t, 1, &e->c2, 0, t, m);
+			if (e->half_first) {
+				bin_f32(isa, WH_EW_MUL, x, 1, &e->c3, 0, x, m);
+				bin_f32(isa, WH_EW_MUL, x, 1, t, 1, x, m);
+			} else {
+				bin_f32(isa, WH_EW_MUL, x, 1, t, 1, x, m);
+				bin_f32(isa, WH_EW_MUL, x, 1, &e->c3, 0, x, m);
+			}
+		}
+		return;
+	}
 	if (!e->times_input) {
 		un_f32(isa, (enum wh_ew_un)e->op, y, y, n, e->p1, e->p2);
 		return;

@@ -188,3 +188,35 @@ void wh_sgemm_m1_avx2(size_t n, size_t K, const float *a, const float *b, const 
 			m1_cols(1, 0, r, j, K, a, b, boff, c, bias, m0, m1);
 	}
 }
+
+/* d[k*mr + r] = s[r*rsa + k]: rows in groups of 4, columns in groups of 4, each 4x4 block
+ * transposed in registers and stored as 4 runs of 4; what is left (rows past the last
+ * group of 4, columns past the last 4) element by element. */
+void wh_sgemm_pack_panel_avx2(size_t mr, size_t K, const float *s, size_t rsa, float *d)
+{
+	size_t r0 = 0;
+	for (; r0 + 4 <= mr; r0 += 4) {
+		const float *s0 = s + r0 * rsa, *s1 = s0 + rsa, *s2 = s1 + rsa, *s3 = s2 + rsa;
+		size_t k = 0;
+		for (; k + 4 <= K; k += 4) {
+			__m128 a0 = _mm_loadu_ps(s0 + k), a1 = _mm_loadu_ps(s1 + k);
+			__m128 a2 = _mm_loadu_ps(s2 + k), a3 = _mm_loadu_ps(s3 + k);
+			_MM_TRANSPOSE4_PS(a0, a1, a2, a3);
+			float *o = d + k * mr + r0;
+			_mm_storeu_ps(o, a0);
+			_mm_storeu_ps(o + mr, a1);
+			_mm_storeu_ps(o + 2 * mr, a2);
+			_mm_storeu_ps(o + 3 * mr, a3);
+		}
+		for (; k < K; k++) {
+			float *o = d + k * mr + r0;
+			o[0] = s0[k];
+			o[1] = s1[k];
+			o[2] = s2[k];
+			o[3] = s3[k];
+		}
+	}
+	for (; r0 < mr; r0++)
+		for (size_t k = 0; k < K; k++)
+			d[k * mr + r0] = s[r0 * rsa + k];
+}

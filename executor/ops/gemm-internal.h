@@ -102,6 +102,11 @@ void wh_sgemm_kernel_for(enum wh_isa isa, size_t M, size_t N, struct wh_sgemm_ke
 void wh_sgemm_pack_a(const struct wh_sgemm_kernel *kern, size_t M, size_t K, const float *a,
 		     size_t rsa, size_t csa, float *dst);
 
+/* The packing of one panel of mr rows (rows at s + r*rsa, unit column stride) with 4x4
+ * SSE transposes: the same floats at the same places as wh_sgemm_pack_a's loops (a copy:
+ * no arithmetic). For a kernel of cpu->isa AVX2 or above. */
+void wh_sgemm_pack_panel_avx2(size_t mr, size_t K, const float *s, size_t rsa, float *d);
+
 /* Packs G matrices (g-th at a + g*a_stride) into dst + g*M*K, in parallel on pool. */
 void wh_sgemm_pack_groups(const struct wh_sgemm_kernel *kern, struct wh_threadpool *pool, size_t G,
 			  size_t M, size_t K, const float *a, size_t a_stride, size_t rsa, size_t csa,
@@ -156,6 +161,7 @@ void wh_sgemm_tiles(const struct wh_sgemm_kernel *kern, size_t M, size_t N, size
 /* A batch of products C_b = A_b B_b (+ bias), each M x N x K: A_b at a + a_off[b] with
  * strides rsa/csa, B_b row-major at b + b_off[b] (row stride ldb), C_b row-major at
  * c + c_off[b] (row stride ldc). Offset arrays may be NULL (all zero). */
+struct wh_out_round;
 struct wh_sgemm_desc {
 	size_t M, N, K, batch;
 	const float *a;
@@ -173,6 +179,12 @@ struct wh_sgemm_desc {
 	 * when set (batch 1 only), b, ldb and b_off are not read. Same bits as the unpacked B. */
 	const float *bpack;
 	size_t bpack_nr;
+	/* Finished per tile once its products are complete, while in cache (MatMul's fused bias
+	 * Add and activation, runtime.c plan_fusions): c[i][j] = c[i][j] + col_bias[j] (NULL:
+	 * none), then wh_out_round_apply(fin) (NULL: none), as the Add and the activation
+	 * compute them, so the bits are those of the layers run apart. */
+	const float *col_bias;
+	const struct wh_out_round *fin;
 };
 
 /* B packed once for a kernel of panel width nr (wh_sgemm_kernel.nr): the K x N matrix

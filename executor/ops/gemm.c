@@ -8,6 +8,7 @@
 #include "executor/ops/tactics-extra.h"
 #include "executor/kernel.h"
 #include "executor/numfmt.h"
+#include "executor/ops/elementwise-internal.h"
 #include "executor/ops/gemm-internal.h"
 #include "executor/ops/qgemm-internal.h"
 
@@ -133,7 +134,9 @@ void wh_sgemm_pack_a(const struct wh_sgemm_kernel *kern, size_t M, size_t K, con
 		size_t mr = M - i0 < kern->mr ? M - i0 : kern->mr;
 		float *d = dst + i0 * K;
 		const float *s = a + i0 * rsa;
-		if (csa == 1 && mr > 1) {
+		if (csa == 1 && mr >= 4 && kern->isa >= WH_ISA_AVX2) {
+			wh_sgemm_pack_panel_avx2(mr, K, s, rsa, d);
+		} else if (csa == 1 && mr > 1) {
 			/* blocks of 16 columns: contiguous reads per row, writes within 16 panel rows */
 			size_t k0 = 0;
 			for (; k0 + 16 <= K; k0 += 16)
@@ -259,6 +262,7 @@ struct sgemm_job {
 	const float *bpack; /* B packed for kern, or NULL */
 	size_t bps;         /* floats per panel of bpack (NR * K), 0 without */
 	size_t mc, nc, mt, nt;
+	enum wh_isa isa;
 };
 
 /* Packing panel by panel in parallel: a panel packed alone has the layout it has in the
@@ -300,6 +304,30 @@ void wh_sgemm_pack_groups(const struct wh_sgemm_kernel *kern, struct wh_threadpo
 	pack_parallel(&j, pool, G);
 }
 
+/* The fused bias Add and activation of an m x n tile at column n0 (wh_sgemm_desc.col_bias,
+ * fin), right after its products: a tile as wide as the matrix is one block. */
+static void finish_tile(const struct wh_sgemm_desc *d, enum wh_isa isa, float *c, size_t m, size_t n, size_t n0)
+{
+	bool whole = n == d->ldc;
+	for (size_t i = 0; i < m; i++) {
+		float *ci = c + i * d->ldc;
+		if (d->col_bias) {
+			/* the Add's own row kernel: a + b exactly rounded, whichever ISA */
+			const float *b = d->col_bias + n0;
+			if (isa >= WH_ISA_AVX512)
+				wh_ew_bin_f32_avx512(WH_EW_ADD, ci, 1, b, 1, ci, n);
+			else if (isa >= WH_ISA_AVX2)
+				wh_ew_bin_f32_avx2(WH_EW_ADD, ci, 1, b, 1, ci, n);
+			else
+				wh_ew_bin_f32_scalar(WH_EW_ADD, ci, 1, b, 1, ci, n);
+		}
+		if (!whole)
+			wh_out_round_apply(d->fin, ci, n);
+	}
+	if (whole)
+		wh_out_round_apply(d->fin, c, m * n);
+}
+
 static void sgemm_task(void *arg, size_t begin, size_t end)
 {
 	struct sgemm_job *j = arg;
@@ -315,6 +343,8 @@ static void sgemm_task(void *arg, size_t begin, size_t end)
 		float *c = d->c + (d->c_off ? d->c_off[bi] : 0) + m0 * d->ldc + n0;
 		block_kb(j->kern, m, n, d->K, d->kb, j->apack + bi * d->M * d->K + m0 * d->K, b, j->bps, j->boff, c,
 			 d->ldc, d->bias ? d->bias + m0 : NULL);
+		if (d->col_bias || d->fin)
+			finish_tile(d, j->isa, c, m, n, n0);
 	}
 }
 
@@ -349,7 +379,7 @@ enum wh_status wh_sgemm_run(const struct wh_cpu_features *cpu, struct wh_threadp
 	if (work < ((uint64_t)1 << 16))
 		pool = NULL;
 	struct sgemm_job job = {.kern = &kern, .d = d, .apack = apack, .boff = boff,
-				.bpack = packed ? d->bpack : NULL, .bps = packed ? kern.nr * d->K : 0};
+				.bpack = packed ? d->bpack : NULL, .bps = packed ? kern.nr * d->K : 0, .isa = cpu->isa};
 	struct pack_job pj = {.kern = &kern, .M = d->M, .K = d->K, .rsa = d->rsa, .csa = d->csa, .a = d->a,
 			      .a_off = d->a_off, .dst = apack};
 	pack_parallel(&pj, pool, d->batch);
@@ -562,13 +592,15 @@ static void mm_double(const struct mm_shape *s, const double *A, const double *B
 
 /* float32 product of a batch described by s (fast path). */
 static enum wh_status mm_f32(struct wh_kernel_ctx *ctx, const struct wh_cpu_features *cpu,
-			     const struct mm_shape *s, const float *A, const float *B, float *Y, bool pack)
+			     const struct mm_shape *s, const float *A, const float *B, float *Y, bool pack,
+			     const float *col_bias, const struct wh_out_round *fin)
 {
 	struct wh_sgemm_desc d = {
 		.M = (size_t)s->M, .N = (size_t)s->N, .K = (size_t)s->K, .batch = s->batch,
 		.a = A, .rsa = (size_t)s->K, .csa = 1, .a_off = s->a_off,
 		.b = B, .ldb = (size_t)s->N, .b_off = s->b_off,
 		.c = Y, .ldc = (size_t)s->N, .c_off = s->c_off,
+		.col_bias = col_bias, .fin = fin,
 	};
 	/* a constant 2-d B (a weight) is read from the engine's packed copy when it has one */
 	if (pack && !s->b_batched && wh_kin(ctx, 1)->rank == 2) {
@@ -584,6 +616,34 @@ static enum wh_status mm_f32(struct wh_kernel_ctx *ctx, const struct wh_cpu_feat
 		d.a_off = d.b_off = d.c_off = NULL;
 	}
 	return wh_sgemm_run(cpu, ctx->pool, &d);
+}
+
+/* Below this many outputs a MatMul leaves its fused bias Add and activation to their own
+ * layers: their tensors stay in cache anyway, and per-tile epilogue calls on short rows may
+ * cost more than the pass they save (an earlier row-by-row version made bert 7 % slower;
+ * this one, at 4K, measured the same as at 64K on bert and vit_timm). */
+#define MM_FUSE_MIN_OUTPUTS ((uint64_t)1 << 14)
+
+/* Whether this float MatMul finishes its output with the fused bias Add and activation the
+ * runtime offers (ctx->round_out, runtime.c plan_fusions): only when the bias runs along the
+ * output's last axis alone (so the Add's output has the MatMul's shape), and no rounding to
+ * a storage format is asked for. Fills *col_bias and *fin (NULL: that part absent). */
+static bool mm_fusion(const struct wh_kernel_ctx *ctx, const struct wh_tensor *Y, int64_t N,
+		      const float **col_bias, const struct wh_out_round **fin)
+{
+	const struct wh_out_round *r = ctx->round_out;
+	if (!r || !r->act || r->fn || Y->count < MM_FUSE_MIN_OUTPUTS)
+		return false;
+	const struct wh_epilogue *e = r->act;
+	const struct wh_tensor *b = e->bias;
+	if (b) {
+		if (b->dtype != WH_DT_FLOAT || b->rank < 1 || b->rank > Y->rank || b->count != (uint64_t)N ||
+		    b->dims[b->rank - 1] != N || !b->data)
+			return false;
+		*col_bias = b->data;
+	}
+	*fin = e->bias_only ? NULL : r;
+	return true;
 }
 
 static enum wh_status matmul_common(struct wh_kernel_ctx *ctx, const struct wh_cpu_features *cpu)
@@ -608,7 +668,12 @@ static enum wh_status matmul_common(struct wh_kernel_ctx *ctx, const struct wh_c
 		goto out;
 	struct wh_tensor *Y = &ctx->outputs[0];
 	if (dt == WH_DT_FLOAT) {
-		st = mm_f32(ctx, cpu, &s, A->data, B->data, Y->data, true);
+		const float *col_bias = NULL;
+		const struct wh_out_round *fin = NULL;
+		bool fuse = mm_fusion(ctx, Y, s.N, &col_bias, &fin);
+		st = mm_f32(ctx, cpu, &s, A->data, B->data, Y->data, true, col_bias, fin);
+		if (st == WH_OK && fuse)
+			ctx->outputs_rounded = true;
 	} else if (is_half(dt)) {
 		if ((st = half_to_f32(A, &fa)) || (st = half_to_f32(B, &fb)))
 			goto out;
@@ -617,7 +682,7 @@ static enum wh_status matmul_common(struct wh_kernel_ctx *ctx, const struct wh_c
 			st = wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the float32 result");
 			goto out;
 		}
-		if ((st = mm_f32(ctx, cpu, &s, fa, fb, fy, false)))
+		if ((st = mm_f32(ctx, cpu, &s, fa, fb, fy, false, NULL, NULL)))
 			goto out;
 		f32_to_half(fy, Y);
 	} else if (dt == WH_DT_DOUBLE) {
