@@ -9,30 +9,12 @@
 #include <string.h>
 
 #include "executor/executor.h"
+#include "tests/kernel-harness.h"
 #include "graph/inline.h"
 #include "graph/ir.h"
 #include "graph/sanitize.h"
 #include "graph/tensor-file.h"
 #include "graph/tensor.h"
-
-static struct wh_model *new_model(void)
-{
-	struct wh_model *m;
-	ck_assert_int_eq(wh_model_create(&m), WH_OK);
-	m->ir_version = 8;
-	m->n_opsets = 1;
-	m->opsets = wh_arena_calloc(m->arena, 1, sizeof *m->opsets);
-	m->opsets[0].domain = "";
-	m->opsets[0].version = 17;
-	return m;
-}
-
-static uint32_t val(struct wh_graph *g, const char *name)
-{
-	uint32_t id;
-	ck_assert_int_eq(wh_graph_intern_value(g, name, &id), WH_OK);
-	return id;
-}
 
 static void typed(struct wh_graph *g, uint32_t id, enum wh_dtype dt)
 {
@@ -43,14 +25,14 @@ static void typed(struct wh_graph *g, uint32_t id, enum wh_dtype dt)
 
 static void input(struct wh_graph *g, const char *name, enum wh_dtype dt)
 {
-	uint32_t id = val(g, name);
+	uint32_t id = kh_value(g, name);
 	typed(g, id, dt);
 	ck_assert_int_eq(wh_graph_add_input(g, id), WH_OK);
 }
 
 static void output(struct wh_graph *g, const char *name)
 {
-	uint32_t id = val(g, name);
+	uint32_t id = kh_value(g, name);
 	typed(g, id, WH_DT_FLOAT);
 	ck_assert_int_eq(wh_graph_add_output(g, id), WH_OK);
 }
@@ -58,7 +40,7 @@ static void output(struct wh_graph *g, const char *name)
 /* op(in) -> out; an input not defined here is captured from the enclosing graph */
 static uint32_t node1(struct wh_graph *g, const char *op, const char *name, const char *in, const char *out)
 {
-	uint32_t i = val(g, in), o = val(g, out), id;
+	uint32_t i = kh_value(g, in), o = kh_value(g, out), id;
 	const struct wh_value *v = &g->values[i];
 	if (g->parent && v->producer == WH_NONE && !(v->flags & (WH_VALUE_INPUT | WH_VALUE_INITIALIZER)))
 		g->values[i].flags |= WH_VALUE_OUTER;
@@ -78,7 +60,7 @@ static struct wh_graph *branch(struct wh_model *m, struct wh_graph *parent)
 static uint32_t if_node(struct wh_model *m, struct wh_graph *g, const char *name, const char *cond, const char *out,
 			struct wh_graph *then_g, struct wh_graph *else_g)
 {
-	uint32_t c = val(g, cond), o = val(g, out), id;
+	uint32_t c = kh_value(g, cond), o = kh_value(g, out), id;
 	if (g->parent && g->values[c].producer == WH_NONE && !(g->values[c].flags & (WH_VALUE_INPUT | WH_VALUE_INITIALIZER)))
 		g->values[c].flags |= WH_VALUE_OUTER;
 	ck_assert_int_eq(wh_graph_add_node(g, "If", "", name, 1, &c, 1, &o, &id), WH_OK);
@@ -161,7 +143,7 @@ static void same_outputs(const struct wh_model *a, const struct wh_model *b, boo
 /* y = If(flag, then: Relu(x), else: Neg(x)) */
 static struct wh_model *simple(void)
 {
-	struct wh_model *m = new_model();
+	struct wh_model *m = kh_model_new();
 	struct wh_graph *g = m->graph;
 	input(g, "x", WH_DT_FLOAT);
 	input(g, "flag", WH_DT_BOOL);
@@ -221,7 +203,7 @@ END_TEST
  * is renamed, the main graph's stays, and every reader reads the right one. */
 START_TEST(test_collision)
 {
-	struct wh_model *m = new_model(), *out = NULL;
+	struct wh_model *m = kh_model_new(), *out = NULL;
 	struct wh_graph *g = m->graph;
 	input(g, "x", WH_DT_FLOAT);
 	input(g, "flag", WH_DT_BOOL);
@@ -266,12 +248,12 @@ END_TEST
 /* A branch whose output is an outer value: an Identity named after the If gives it. */
 START_TEST(test_passthrough)
 {
-	struct wh_model *m = new_model(), *out = NULL;
+	struct wh_model *m = kh_model_new(), *out = NULL;
 	struct wh_graph *g = m->graph;
 	input(g, "x", WH_DT_FLOAT);
 	input(g, "flag", WH_DT_BOOL);
 	struct wh_graph *t = branch(m, g), *e = branch(m, g);
-	uint32_t xo = val(t, "x");
+	uint32_t xo = kh_value(t, "x");
 	t->values[xo].flags |= WH_VALUE_OUTER;
 	output(t, "x");
 	node1(e, "Neg", "else_neg", "x", "e_out");
@@ -302,7 +284,7 @@ static int outer_only(void *state, const struct wh_graph *g, uint32_t node)
 
 START_TEST(test_nested)
 {
-	struct wh_model *m = new_model(), *out = NULL;
+	struct wh_model *m = kh_model_new(), *out = NULL;
 	struct wh_graph *g = m->graph;
 	input(g, "x", WH_DT_FLOAT);
 	input(g, "flag", WH_DT_BOOL);
@@ -341,7 +323,7 @@ END_TEST
  * refused (inlining would make it read another value). */
 START_TEST(test_refuses_renamed_capture)
 {
-	struct wh_model *m = new_model(), *out = NULL;
+	struct wh_model *m = kh_model_new(), *out = NULL;
 	struct wh_graph *g = m->graph;
 	input(g, "x", WH_DT_FLOAT);
 	input(g, "flag", WH_DT_BOOL);

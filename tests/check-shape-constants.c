@@ -11,34 +11,16 @@
 #include <string.h>
 
 #include "executor/executor.h"
+#include "tests/kernel-harness.h"
 #include "graph/ir.h"
 #include "graph/tensor.h"
-
-static struct wh_model *new_model(void)
-{
-	struct wh_model *m;
-	ck_assert_int_eq(wh_model_create(&m), WH_OK);
-	m->ir_version = 8;
-	m->n_opsets = 1;
-	m->opsets = wh_arena_calloc(m->arena, 1, sizeof *m->opsets);
-	m->opsets[0].domain = "";
-	m->opsets[0].version = 17;
-	return m;
-}
-
-static uint32_t val(struct wh_graph *g, const char *name)
-{
-	uint32_t id;
-	ck_assert_int_eq(wh_graph_intern_value(g, name, &id), WH_OK);
-	return id;
-}
 
 static uint32_t node(struct wh_graph *g, const char *op, const char *name, uint32_t n_in, const char *const *in,
 		     const char *out)
 {
-	uint32_t ins[4], o = val(g, out), id;
+	uint32_t ins[4], o = kh_value(g, out), id;
 	for (uint32_t k = 0; k < n_in; k++)
-		ins[k] = val(g, in[k]);
+		ins[k] = kh_value(g, in[k]);
 	ck_assert_int_eq(wh_graph_add_node(g, op, "", name, n_in, ins, 1, &o, &id), WH_OK);
 	return id;
 }
@@ -56,9 +38,9 @@ static void int_attr(struct wh_model *m, struct wh_graph *g, uint32_t id, const 
 /* nonzero: s is the Shape of NonZero(x) instead (its shape depends on x's values) */
 static struct wh_model *model(bool nonzero)
 {
-	struct wh_model *m = new_model();
+	struct wh_model *m = kh_model_new();
 	struct wh_graph *g = m->graph;
-	uint32_t x = val(g, "x");
+	uint32_t x = kh_value(g, "x");
 	int64_t dims[2] = {1, -1};
 	ck_assert_int_eq(wh_graph_set_shape(g, x, WH_DT_FLOAT, 2, dims), WH_OK);
 	g->values[x].flags |= WH_VALUE_HAS_INFO;
@@ -74,7 +56,7 @@ static struct wh_model *model(bool nonzero)
 	int_attr(m, g, node(g, "ReduceSum", "sum", 1, (const char *[]){"sf"}, "t"), "keepdims", 0);
 	node(g, "Add", "add_t", 2, (const char *[]){"x", "t"}, "xt");
 	node(g, "Add", nonzero ? "add_t2" : "add_c", 2, (const char *[]){"xt", nonzero ? "t" : "c"}, "y");
-	uint32_t y = val(g, "y");
+	uint32_t y = kh_value(g, "y");
 	ck_assert_int_eq(wh_graph_add_output(g, y), WH_OK);
 	return m;
 }

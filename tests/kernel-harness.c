@@ -461,6 +461,14 @@ void kh_input_to_constant(struct wh_graph *g, uint32_t id, const struct wh_tenso
 	g->values[id].flags &= ~(uint32_t)WH_VALUE_INPUT;
 }
 
+struct wh_model *kh_model_new(void)
+{
+	struct kh_model b;
+	kh_model_init(&b, 17);
+	wh_tensor_set_release(&b.in);
+	return b.m;
+}
+
 struct wh_model *kh_rec_model(void)
 {
 	const char *src = getenv("WHITTLE_SRC");

@@ -157,6 +157,10 @@ const struct wh_tensor *kh_result(const struct wh_tensor_set *res, const char *n
  * are made constants, for folding and for shape rules that need values). */
 void kh_input_to_constant(struct wh_graph *g, uint32_t id, const struct wh_tensor *t);
 
+/* kh_model_init's model at opset 17, without the input set: for tests that assemble and feed
+ * graphs themselves; the caller frees it (wh_model_destroy). */
+struct wh_model *kh_model_new(void);
+
 /* PaddleOCR rec (scripts/node_modules, from scripts/setup.sh), loaded and shape-inferred as
  * the CLI does (layer precisions follow the inferred types); the caller frees it. */
 struct wh_model *kh_rec_model(void);
