@@ -305,7 +305,7 @@ static enum wh_status add_named(struct wh_model *dm, const struct wh_graph *g, c
 	struct wh_graph *dg = dm->graph;
 	enum wh_status st = WH_OK;
 	for (uint32_t i = 0; i < count && st == WH_OK; i++) {
-		uint32_t id;
+		uint32_t id = WH_NONE;
 		if ((st = wh_graph_copy_value(dm, dg, g, wh_graph_find_value(g, names[i]), &id)) != WH_OK)
 			break;
 		struct wh_value *dv = &dg->values[id];
