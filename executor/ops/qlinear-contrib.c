@@ -148,6 +148,8 @@ static enum wh_status qlinear_gap_run(struct wh_kernel_ctx *ctx)
 		if (spatial)
 			img *= (uint64_t)X->dims[d];
 	}
+	if (img == 0 && n != 0 && c != 0)
+		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "the spatial dimensions are empty: there is no average");
 	if ((st = wh_tensor_alloc(&ctx->outputs[0], X->dtype, X->rank, dims)))
 		return wh_kernel_fail(ctx, st, "out of memory for the output");
 	struct wh_tensor *Y = &ctx->outputs[0];
