@@ -45,6 +45,8 @@ extern const struct wh_op_def wh_ops_ml[];
 extern const size_t wh_ops_ml_count;
 extern const struct wh_op_def wh_ops_training[];
 extern const size_t wh_ops_training_count;
+extern const struct wh_op_def wh_ops_qlinear_contrib[];
+extern const size_t wh_ops_qlinear_contrib_count;
 
 static const struct wh_op_def *const tables[] = {
 	wh_ops_elementwise,
@@ -66,6 +68,7 @@ static const struct wh_op_def *const tables[] = {
 	wh_ops_strings,
 	wh_ops_ml,
 	wh_ops_training,
+	wh_ops_qlinear_contrib,
 };
 static const size_t *const counts[] = {
 	&wh_ops_elementwise_count,
@@ -87,6 +90,7 @@ static const size_t *const counts[] = {
 	&wh_ops_strings_count,
 	&wh_ops_ml_count,
 	&wh_ops_training_count,
+	&wh_ops_qlinear_contrib_count,
 };
 _Static_assert(sizeof tables / sizeof tables[0] == sizeof counts / sizeof counts[0], "op tables");
 enum { N_TABLES = sizeof tables / sizeof tables[0] };

@@ -949,6 +949,51 @@ static enum wh_status r_gemm(struct ictx *c)
 	return WH_OK;
 }
 
+/* ---- ONNX Runtime's quantized contrib ops (com.microsoft) ---- */
+
+static enum wh_status r_qlinear_binary(struct ictx *c) /* QLinearAdd, QLinearMul: A, B at 0 and 3 */
+{
+	const struct wh_vstate *ins[2] = {IN(c, 0), IN(c, 3)};
+	if (!ins[0] || !ins[1])
+		return WH_OK;
+	return broadcast(c, ins, 2, ins[0]->dtype);
+}
+
+static enum wh_status r_qlinear_gap(struct ictx *c)
+{
+	const struct wh_vstate *x = IN(c, 0);
+	struct wh_vstate *o = out_set(c, 0, x ? x->dtype : WH_DT_UNDEFINED, x ? x->rank : -1);
+	if (!o || !ranked(x))
+		return WH_OK;
+	if (x->rank < 3)
+		return node_err(c, WH_ERR_SHAPE, "input has rank %d, QLinearGlobalAveragePool needs at least 3", x->rank);
+	int32_t cax = wh_node_attr_int(c->n, "channels_last", 0) ? x->rank - 1 : 1;
+	for (int32_t i = 0; i < x->rank; i++) {
+		if (i == 0 || i == cax)
+			dim_copy(o, i, x, i);
+		else
+			dim_set(o, i, 1);
+	}
+	return WH_OK;
+}
+
+static enum wh_status r_qgemm(struct ictx *c)
+{
+	const struct wh_vstate *a = IN(c, 0), *b = IN(c, 3), *ys = IN(c, 7), *yz = IN(c, 8);
+	enum wh_dtype dt = !ys ? WH_DT_FLOAT : yz ? yz->dtype : a ? a->dtype : WH_DT_UNDEFINED;
+	struct wh_vstate *o = out_set(c, 0, dt, 2);
+	if (!o)
+		return WH_OK;
+	bool ta = wh_node_attr_int(c->n, "transA", 0) != 0, tb = wh_node_attr_int(c->n, "transB", 0) != 0;
+	if ((ranked(a) && a->rank != 2) || (ranked(b) && b->rank != 2))
+		return node_err(c, WH_ERR_SHAPE, "A and B must be matrices");
+	if (ranked(a))
+		dim_copy(o, 0, a, ta ? 1 : 0);
+	if (ranked(b))
+		dim_copy(o, 1, b, tb ? 0 : 1);
+	return WH_OK;
+}
+
 /* ---- shape manipulation ---- */
 
 static enum wh_status make_int64_value(struct wh_vstate *o, const int64_t *vals, int64_t n)
@@ -2990,6 +3035,9 @@ static const struct {
 	{"ai.onnx.ml", "LabelEncoder", r_label_encoder}, {"ai.onnx.ml", "TreeEnsemble", r_tree_ensemble},
 	{"ai.onnx.preview", "FlexAttention", r_attention}, {"ai.onnx.preview.training", "Adagrad", r_optimizer},
 	{"ai.onnx.preview.training", "Adam", r_optimizer}, {"ai.onnx.preview.training", "Momentum", r_optimizer},
+	{"com.microsoft", "QLinearAdd", r_qlinear_binary}, {"com.microsoft", "QLinearMul", r_qlinear_binary},
+	{"com.microsoft", "QLinearGlobalAveragePool", r_qlinear_gap}, {"com.microsoft", "QLinearSoftmax", r_unary},
+	{"com.microsoft", "QGemm", r_qgemm},
 };
 
 static bool is_default_domain(const char *d)

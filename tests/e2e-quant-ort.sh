@@ -19,7 +19,10 @@
 #   steps of the classifier's output quantization (0.0063): the format's error (the
 #   quantized models are 0.009-0.018 from the float model);
 # - outputs bit-identical between --threads 1 and 2, run to run (the packed-weight cache),
-#   and under every ISA cap.
+#   and under every ISA cap;
+# - ONNX Runtime's quantized contrib ops (com.microsoft QLinearAdd, QLinearMul,
+#   QLinearGlobalAveragePool, QLinearSoftmax, QGemm): the two QOperator corpus models and one
+#   model per op (below).
 set -euo pipefail
 : "${WHITTLE:?}" "${WHITTLE_SRC:?}"
 . "$WHITTLE_SRC/tests/lib-e2e.sh"
@@ -145,6 +148,136 @@ if [ "$rc" != 0 ] && grep -q '^FAIL logits' "$tmp/out"; then
 	ok "a weight zero point off by one fails the comparison"
 else
 	bad "a weight zero point off by one passed the comparison"
+fi
+
+# ONNX Runtime's quantized contrib ops (com.microsoft; executor/ops/qlinear-contrib.c), as its
+# static quantizer writes them in QOperator format:
+# - the two corpus models that use them (QLinearAdd, QLinearGlobalAveragePool and QGemm in
+#   the ResNet; QLinearAdd, QLinearMul and QLinearSoftmax in the BERT): every tensor of ONNX
+#   Runtime's unoptimized run within 1e-5 absolute and relative, so each 8-bit tensor is
+#   identical (a unit off is more than 1e-5 + 1e-5 * 255), the float ones (LayerNorm, Erf)
+#   within float rounding;
+# - one model per op, int8 and uint8, with broadcasting, both layouts of
+#   QLinearGlobalAveragePool (channels_last), QLinearSoftmax's opset 11 (flattened at axis)
+#   and 13 (one axis), QGemm with per-column B scales and zero points, an int32 bias, alpha,
+#   transA, transB and both a quantized and a float output: within one unit of ONNX
+#   Runtime's (its vectorized QLinearAdd rounds a tie now and then the other way), and the
+#   count of exact models reported;
+# - a QLinearSoftmax whose opset attribute says 11 instead of 13 must fail the comparison.
+for m in q_qop_resnet18 q_qop_bert; do
+	d=$tmp/$m
+	mkdir -p "$d/in" "$d/all"
+	ortrun "$WHITTLE_SRC/fixtures/corpus/$m.onnx" "$d/in" "$d/all" --all --no-opt
+	run "$WHITTLE" run "$WHITTLE_SRC/fixtures/corpus/$m.onnx" --load-inputs "$d/in" --mark-all --compare "$d/all" --atol 1e-5 --rtol 1e-5
+	n=$(grep -c '^PASS ' "$tmp/out" || true)
+	if [ "$rc" = 0 ] && [ "$n" -ge 30 ]; then
+		ok "$m: $n tensors of ONNX Runtime's unoptimized run within 1e-5 (the 8-bit ones identical)"
+	else
+		bad "$m: every tensor within 1e-5 of ONNX Runtime's (rc $rc, $n passed)"
+		grep '^FAIL' "$tmp/out" | head -3 || true
+	fi
+done
+mkdir -p "$tmp/contrib"
+/usr/bin/python3 - "$tmp/contrib" <<'PY'
+import sys
+import numpy as np
+import onnx
+from onnx import helper, TensorProto, numpy_helper
+out = sys.argv[1]
+# ONNX Runtime's quantized contrib ops, one per model, int8 and uint8, with inputs over the
+# 8-bit range written to <model>/in (test-data convention)
+rng = np.random.default_rng(3)
+def init(name, v):
+    return numpy_helper.from_array(np.asarray(v), name)
+def save(name, nodes, inputs, outputs, inits):
+    import os
+    os.makedirs(f'{out}/{name}/in', exist_ok=True)
+    for k, v in enumerate(inputs):
+        t = v.type.tensor_type
+        shape = [d.dim_value for d in t.shape.dim]
+        lo, hi = (0, 256) if t.elem_type == TensorProto.UINT8 else (-128, 128)
+        a = rng.integers(lo, hi, shape).astype(np.uint8 if lo == 0 else np.int8)
+        if name.startswith('QLinearSoftmax'):
+            a = (a // 4 + (40 if lo == 0 else 0)).astype(a.dtype)  # logits within a few units of each other
+        with open(f'{out}/{name}/in/input_{k}.pb', 'wb') as f:
+            f.write(numpy_helper.from_array(a, v.name).SerializeToString())
+    g = helper.make_graph(nodes, name, inputs, outputs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 17), helper.make_opsetid('com.microsoft', 1)])
+    m.ir_version = 8
+    onnx.save(m, f'{out}/{name}.onnx')
+def vi(name, t, shape):
+    return helper.make_tensor_value_info(name, t, shape)
+for dt, npdt, tp in (('u8', np.uint8, TensorProto.UINT8), ('s8', np.int8, TensorProto.INT8)):
+    z = lambda v: np.array(v, npdt)
+    zp = (3, 130, 121) if dt == 'u8' else (-5, 2, 9)
+    # QLinearAdd / QLinearMul with broadcasting (1x3x4x5 and 3x1x5)
+    for op in ('QLinearAdd', 'QLinearMul'):
+        q = [init('as', np.float32(0.031)), init('az', z(zp[0])), init('bs', np.float32(0.047)),
+             init('bz', z(zp[1])), init('cs', np.float32(0.09 if op == 'QLinearAdd' else 0.5)), init('cz', z(zp[2]))]
+        save(f'{op}_{dt}', [helper.make_node(op, ['a', 'as', 'az', 'b', 'bs', 'bz', 'cs', 'cz'], ['y'], domain='com.microsoft')],
+             [vi('a', tp, [1, 3, 4, 5]), vi('b', tp, [3, 1, 5])], [vi('y', tp, None)], q)
+    # QLinearGlobalAveragePool, both layouts
+    for last in (0, 1):
+        q = [init('xs', np.float32(0.02)), init('xz', z(zp[0])), init('ys', np.float32(0.013)), init('yz', z(zp[0]))]
+        save(f'QLinearGlobalAveragePool{last}_{dt}',
+             [helper.make_node('QLinearGlobalAveragePool', ['x', 'xs', 'xz', 'ys', 'yz'], ['y'], domain='com.microsoft', channels_last=last)],
+             [vi('x', tp, [2, 7, 5, 6])], [vi('y', tp, None)], q)
+    # QLinearSoftmax: opset 13 (one axis) and 11 (flattened at axis 1)
+    for ops, axis in ((13, -1), (11, 1), (13, 1)):
+        yzp = 0 if dt == 'u8' else -128
+        q = [init('xs', np.float32(0.05)), init('xz', z(zp[0])), init('ys', np.float32(1 / 256)), init('yz', z(yzp))]
+        save(f'QLinearSoftmax{ops}a{axis & 7}_{dt}',
+             [helper.make_node('QLinearSoftmax', ['x', 'xs', 'xz', 'ys', 'yz'], ['y'], domain='com.microsoft', opset=ops, axis=axis)],
+             [vi('x', tp, [2, 3, 8])], [vi('y', tp, None)], q)
+    # QGemm: per-column B scale and zero point, bias, alpha, transA; quantized and float output
+    K, M, N = 12, 4, 6
+    B = rng.integers(-100, 100, (N, K)).astype(np.int8) if dt == 's8' else rng.integers(0, 255, (N, K)).astype(np.uint8)
+    for quant in (1, 0):
+        q = [init('as', np.float32(0.02)), init('az', z(zp[0])), init('B', B),
+             init('bs', (rng.random(N) * 0.01 + 0.002).astype(np.float32)),
+             init('bz', np.zeros(N, npdt) if dt == 's8' else rng.integers(100, 150, N).astype(np.uint8)),
+             init('C', rng.integers(-3000, 3000, N).astype(np.int32))]
+        ins = ['A', 'as', 'az', 'B', 'bs', 'bz', 'C']
+        if quant:
+            q += [init('ys', np.float32(0.07)), init('yz', z(zp[2]))]
+            ins += ['ys', 'yz']
+        save(f'QGemm{quant}_{dt}', [helper.make_node('QGemm', ins, ['y'], domain='com.microsoft', alpha=0.75, transA=1, transB=1)],
+             [vi('A', tp, [K, M])], [vi('y', tp if quant else TensorProto.FLOAT, None)], q)
+PY
+total=0 exact=0
+for f in "$tmp"/contrib/*.onnx; do
+	b=$(basename "$f" .onnx)
+	d=$tmp/contrib/$b
+	mkdir -p "$d/out"
+	node "$WHITTLE_SRC/scripts/ort-run.js" "$f" "$d/in" "$d/out" --threads 1 > /dev/null
+	total=$((total + 1))
+	run "$WHITTLE" run "$f" --load-inputs "$d/in" --compare "$d/out" --atol 1 --rtol 0
+	if [ "$rc" = 0 ] && grep -q '^PASS y' "$tmp/out"; then
+		grep -q '^PASS y: max_abs 0 ' "$tmp/out" && exact=$((exact + 1))
+	else
+		bad "$b: within one unit of ONNX Runtime's"
+		grep '^FAIL' "$tmp/out" | head -3 || true
+	fi
+done
+if [ "$total" = 18 ] && [ "$exact" -ge 16 ]; then
+	ok "contrib ops: $total models within one unit of ONNX Runtime's, $exact identical"
+else
+	bad "contrib ops: $exact of $total models identical to ONNX Runtime's (want 18 models, 16 or more identical)"
+fi
+/usr/bin/python3 - "$tmp/contrib/QLinearSoftmax13a1_u8.onnx" "$tmp/softmax11.onnx" <<'PY'
+import sys
+import onnx
+m = onnx.load(sys.argv[1])
+for a in m.graph.node[0].attribute:
+    if a.name == 'opset':
+        a.i = 11
+onnx.save(m, sys.argv[2])
+PY
+run "$WHITTLE" run "$tmp/softmax11.onnx" --load-inputs "$tmp/contrib/QLinearSoftmax13a1_u8/in" --compare "$tmp/contrib/QLinearSoftmax13a1_u8/out" --atol 1 --rtol 0
+if [ "$rc" != 0 ] && grep -q '^FAIL y' "$tmp/out"; then
+	ok "a QLinearSoftmax read at the wrong opset (flattened at axis 1) fails the comparison"
+else
+	bad "a QLinearSoftmax read at the wrong opset passed the comparison"
 fi
 
 echo "passed $pass, failed $fail"

@@ -1,0 +1,311 @@
+/* ONNX Runtime's quantized contrib ops (domain com.microsoft), as its static quantizer writes
+ * them in QOperator format: QLinearAdd, QLinearMul, QLinearGlobalAveragePool,
+ * QLinearSoftmax and QGemm. Scalar references of ONNX Runtime's ContribOperators
+ * definitions, int8 and uint8, per-tensor scales and zero points (QGemm: B's per column):
+ * - QLinearAdd: y = round(a_scale/c_scale * (a - a_zp) + b_scale/c_scale * (b - b_zp)) + c_zp;
+ *   QLinearMul: y = round((a - a_zp) * (b - b_zp) * (a_scale * b_scale / c_scale)) + c_zp;
+ *   numpy broadcasting of a and b;
+ * - QLinearGlobalAveragePool: per channel, y = round((sum(x) - n * x_zp) * x_scale /
+ *   (y_scale * n)) + y_zp over the n spatial elements; channels_last: the input is
+ *   N x spatial... x C and the output N x 1... x C, else N x C x spatial... and N x C x 1...;
+ * - QLinearSoftmax: softmax of the dequantized input along axis (attribute opset >= 13: the
+ *   one axis, default -1; older: the input flattened to 2-D at axis, default 1), quantized
+ *   with y_scale / y_zero_point;
+ * - QGemm: acc = sum_k (A - a_zp)(B - b_zp[n]) + C (int32, broadcast to M x N; ONNX Runtime
+ *   quantizes the bias at alpha * a_scale * b_scale), then Y = alpha * a_scale * b_scale[n]
+ *   * acc as float32 when y_scale is absent, else round(acc * (alpha * a_scale *
+ *   b_scale[n] / y_scale)) + y_zp; transA, transB.
+ * Numerics: the scale ratios and requantization in float32 as ONNX Runtime's MLAS kernels
+ * do (round half to even, nearbyintf), the sums in int32; Softmax's exponentials and sum in
+ * float32. A value at a rounding boundary can differ from ONNX Runtime's lookup-table
+ * kernels (QLinearSoftmax, the vectorized QLinearAdd) by one unit. Deterministic: one
+ * thread, one order. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "executor/kernel.h"
+
+static bool q8(const struct wh_tensor *t)
+{
+	return t && (t->dtype == WH_DT_UINT8 || t->dtype == WH_DT_INT8);
+}
+
+static int32_t zp_of(const struct wh_tensor *t)
+{
+	return t && t->count ? (int32_t)wh_tensor_get_i64(t, 0) : 0;
+}
+
+static float scale_of(const struct wh_tensor *t)
+{
+	return (float)wh_tensor_get_f64(t, 0);
+}
+
+static int32_t q_at(const struct wh_tensor *t, uint64_t i)
+{
+	return t->dtype == WH_DT_INT8 ? ((const int8_t *)t->data)[i] : ((const uint8_t *)t->data)[i];
+}
+
+/* round half to even, + zp, clamped to the 8-bit type, stored at i */
+static void q_store(struct wh_tensor *y, uint64_t i, float v, int32_t zp)
+{
+	float r = nearbyintf(v) + (float)zp;
+	if (y->dtype == WH_DT_INT8) {
+		r = r < -128.f ? -128.f : r > 127.f ? 127.f : r;
+		((int8_t *)y->data)[i] = (int8_t)r;
+	} else {
+		r = r < 0.f ? 0.f : r > 255.f ? 255.f : r;
+		((uint8_t *)y->data)[i] = (uint8_t)r;
+	}
+}
+
+/* scale (float) and zero point (8-bit, matching type, optional) are per tensor */
+static enum wh_status check_qparams(struct wh_kernel_ctx *ctx, const char *what, const struct wh_tensor *s,
+				    const struct wh_tensor *zp, const struct wh_tensor *x)
+{
+	if (!s || !wh_dtype_is_float(s->dtype) || s->count != 1)
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "%s's scale must be a float scalar", what);
+	if (zp && (zp->count != 1 || (x && zp->dtype != x->dtype) || !q8(zp)))
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "%s's zero point must be an 8-bit scalar of its tensor's type", what);
+	return WH_OK;
+}
+
+/* ---- QLinearAdd, QLinearMul ---- */
+
+static enum wh_status qlinear_binary(struct wh_kernel_ctx *ctx, bool mul)
+{
+	const struct wh_tensor *A = wh_kin(ctx, 0), *as = wh_kin(ctx, 1), *az = wh_kin(ctx, 2);
+	const struct wh_tensor *B = wh_kin(ctx, 3), *bs = wh_kin(ctx, 4), *bz = wh_kin(ctx, 5);
+	const struct wh_tensor *cs = wh_kin(ctx, 6), *cz = wh_kin(ctx, 7);
+	if (!q8(A) || !q8(B) || A->dtype != B->dtype)
+		return wh_kernel_fail(ctx, WH_ERR_UNSUPPORTED, "inputs A and B must both be int8 or both uint8");
+	enum wh_status st;
+	if ((st = check_qparams(ctx, "A", as, az, A)) || (st = check_qparams(ctx, "B", bs, bz, B)) ||
+	    (st = check_qparams(ctx, "C", cs, cz, A)))
+		return st;
+	const struct wh_tensor *ts[2] = {A, B};
+	int32_t rank;
+	int64_t dims[WH_MAX_RANK], sa[WH_MAX_RANK], sb[WH_MAX_RANK], idx[WH_MAX_RANK];
+	if (!wh_broadcast_shapes(2, ts, &rank, dims))
+		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "shapes of A and B do not broadcast");
+	if ((st = wh_tensor_alloc(&ctx->outputs[0], A->dtype, rank, dims)))
+		return wh_kernel_fail(ctx, st, "out of memory for the output");
+	struct wh_tensor *Y = &ctx->outputs[0];
+	wh_broadcast_strides(A, rank, dims, sa);
+	wh_broadcast_strides(B, rank, dims, sb);
+	int32_t za = zp_of(az), zb = zp_of(bz), zc = zp_of(cz);
+	float ra = scale_of(as) / scale_of(cs), rb = scale_of(bs) / scale_of(cs);
+	float rab = scale_of(as) * scale_of(bs) / scale_of(cs);
+	memset(idx, 0, sizeof idx);
+	uint64_t ia = 0, ib = 0;
+	for (uint64_t i = 0; i < Y->count; i++) {
+		int32_t a = q_at(A, ia) - za, b = q_at(B, ib) - zb;
+		float v = mul ? (float)(a * b) * rab : ra * (float)a + rb * (float)b;
+		q_store(Y, i, v, zc);
+		for (int32_t d = rank - 1; d >= 0; d--) {
+			ia += (uint64_t)sa[d];
+			ib += (uint64_t)sb[d];
+			if (++idx[d] < dims[d])
+				break;
+			ia -= (uint64_t)(sa[d] * dims[d]);
+			ib -= (uint64_t)(sb[d] * dims[d]);
+			idx[d] = 0;
+		}
+	}
+	return WH_OK;
+}
+
+static enum wh_status qlinear_add_run(struct wh_kernel_ctx *ctx)
+{
+	return qlinear_binary(ctx, false);
+}
+
+static enum wh_status qlinear_mul_run(struct wh_kernel_ctx *ctx)
+{
+	return qlinear_binary(ctx, true);
+}
+
+/* ---- QLinearGlobalAveragePool ---- */
+
+static enum wh_status qlinear_gap_run(struct wh_kernel_ctx *ctx)
+{
+	const struct wh_tensor *X = wh_kin(ctx, 0), *xs = wh_kin(ctx, 1), *xz = wh_kin(ctx, 2);
+	const struct wh_tensor *ys = wh_kin(ctx, 3), *yz = wh_kin(ctx, 4);
+	if (!q8(X))
+		return wh_kernel_fail(ctx, WH_ERR_UNSUPPORTED, "input X must be int8 or uint8");
+	enum wh_status st;
+	if ((st = check_qparams(ctx, "X", xs, xz, X)) || (st = check_qparams(ctx, "Y", ys, yz, X)))
+		return st;
+	if (X->rank < 3)
+		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "input X must have rank 3 or more (N, C, spatial...)");
+	bool last = wh_node_attr_int(ctx->node, "channels_last", 0) != 0;
+	int32_t cax = last ? X->rank - 1 : 1;
+	int64_t dims[WH_MAX_RANK];
+	uint64_t n = (uint64_t)X->dims[0], c = (uint64_t)X->dims[cax], img = 1;
+	for (int32_t d = 0; d < X->rank; d++) {
+		bool spatial = d != 0 && d != cax;
+		dims[d] = spatial ? 1 : X->dims[d];
+		if (spatial)
+			img *= (uint64_t)X->dims[d];
+	}
+	if (img == 0 && n != 0 && c != 0)
+		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "the spatial dimensions are empty: there is no average");
+	if ((st = wh_tensor_alloc(&ctx->outputs[0], X->dtype, X->rank, dims)))
+		return wh_kernel_fail(ctx, st, "out of memory for the output");
+	struct wh_tensor *Y = &ctx->outputs[0];
+	int32_t zx = zp_of(xz), zy = zp_of(yz);
+	float scale = scale_of(xs) / (scale_of(ys) * (float)img);
+	for (uint64_t b = 0; b < n; b++)
+		for (uint64_t ch = 0; ch < c; ch++) {
+			int64_t sum = 0;
+			for (uint64_t p = 0; p < img; p++)
+				sum += q_at(X, last ? (b * img + p) * c + ch : (b * c + ch) * img + p);
+			sum -= (int64_t)zx * (int64_t)img;
+			q_store(Y, b * c + ch, (float)sum * scale, zy);
+		}
+	return WH_OK;
+}
+
+/* ---- QLinearSoftmax ---- */
+
+static enum wh_status qlinear_softmax_run(struct wh_kernel_ctx *ctx)
+{
+	const struct wh_tensor *X = wh_kin(ctx, 0), *xs = wh_kin(ctx, 1), *xz = wh_kin(ctx, 2);
+	const struct wh_tensor *ys = wh_kin(ctx, 3), *yz = wh_kin(ctx, 4);
+	if (!q8(X))
+		return wh_kernel_fail(ctx, WH_ERR_UNSUPPORTED, "input X must be int8 or uint8");
+	enum wh_status st;
+	if ((st = check_qparams(ctx, "X", xs, xz, X)) || (st = check_qparams(ctx, "Y", ys, NULL, NULL)))
+		return st;
+	if (yz && (yz->count != 1 || !q8(yz)))
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "y_zero_point must be an 8-bit scalar");
+	int64_t opset = wh_node_attr_int(ctx->node, "opset", 0);
+	if (opset <= 0)
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "attribute opset (the Softmax opset it replaces) is required");
+	bool flat = opset < 13;
+	int32_t axis;
+	if (X->rank < 1 || !wh_norm_axis(wh_node_attr_int(ctx->node, "axis", flat ? 1 : -1), X->rank, &axis))
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "axis out of range for rank %d", (int)X->rank);
+	uint64_t outer = 1, len = 1, inner = 1;
+	for (int32_t d = 0; d < X->rank; d++) {
+		uint64_t v = (uint64_t)X->dims[d];
+		if (d < axis)
+			outer *= v;
+		else if (d == axis || flat)
+			len *= v;
+		else
+			inner *= v;
+	}
+	enum wh_dtype ydt = yz ? yz->dtype : X->dtype;
+	if ((st = wh_tensor_alloc(&ctx->outputs[0], ydt, X->rank, X->dims)))
+		return wh_kernel_fail(ctx, st, "out of memory for the output");
+	struct wh_tensor *Y = &ctx->outputs[0];
+	float xsv = scale_of(xs), inv_y = 1.0f / scale_of(ys);
+	int32_t zy = zp_of(yz);
+	float *e = malloc((len ? len : 1) * sizeof *e);
+	if (!e)
+		return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the exponentials");
+	for (uint64_t o = 0; o < outer; o++)
+		for (uint64_t in = 0; in < inner; in++) {
+			uint64_t base = o * len * inner + in;
+			int32_t mx = INT32_MIN;
+			for (uint64_t k = 0; k < len; k++) {
+				int32_t v = q_at(X, base + k * inner);
+				mx = v > mx ? v : mx;
+			}
+			float sum = 0.f;
+			for (uint64_t k = 0; k < len; k++) {
+				/* the zero point cancels: exp(x_scale * (x - max)) */
+				e[k] = expf(xsv * (float)(q_at(X, base + k * inner) - mx));
+				sum += e[k];
+			}
+			float r = inv_y / sum;
+			for (uint64_t k = 0; k < len; k++)
+				q_store(Y, base + k * inner, e[k] * r, zy);
+		}
+	free(e);
+	return WH_OK;
+}
+
+/* ---- QGemm ---- */
+
+static enum wh_status qgemm_run(struct wh_kernel_ctx *ctx)
+{
+	const struct wh_tensor *A = wh_kin(ctx, 0), *as = wh_kin(ctx, 1), *az = wh_kin(ctx, 2);
+	const struct wh_tensor *B = wh_kin(ctx, 3), *bs = wh_kin(ctx, 4), *bz = wh_kin(ctx, 5);
+	const struct wh_tensor *C = wh_kin(ctx, 6), *ys = wh_kin(ctx, 7), *yz = wh_kin(ctx, 8);
+	if (!q8(A) || !q8(B))
+		return wh_kernel_fail(ctx, WH_ERR_UNSUPPORTED, "inputs A and B must be int8 or uint8");
+	if (A->rank != 2 || B->rank != 2)
+		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "A and B must be matrices");
+	enum wh_status st;
+	if ((st = check_qparams(ctx, "A", as, az, A)))
+		return st;
+	bool ta = wh_node_attr_int(ctx->node, "transA", 0) != 0, tb = wh_node_attr_int(ctx->node, "transB", 0) != 0;
+	float alpha = wh_node_attr_float(ctx->node, "alpha", 1.0f);
+	int64_t M = A->dims[ta], K = A->dims[!ta], N = B->dims[!tb];
+	if (B->dims[tb] != K)
+		return wh_kernel_fail(ctx, WH_ERR_SHAPE, "inner dimensions differ (%lld and %lld)", (long long)K,
+				      (long long)B->dims[tb]);
+	if (!bs || !wh_dtype_is_float(bs->dtype) || (bs->count != 1 && bs->count != (uint64_t)N))
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "b_scale must be a float scalar or one per column of B");
+	if (bz && (bz->dtype != B->dtype || (bz->count != 1 && bz->count != (uint64_t)N)))
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "b_zero_point must be of B's type, a scalar or one per column");
+	if (C && C->dtype != WH_DT_INT32)
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "C must be int32");
+	if (ys && (st = check_qparams(ctx, "Y", ys, NULL, NULL)))
+		return st;
+	if (yz && (yz->count != 1 || !q8(yz)))
+		return wh_kernel_fail(ctx, WH_ERR_INVALID, "y_zero_point must be an 8-bit scalar");
+	int64_t odims[2] = {M, N}, cs[2] = {0, 0};
+	if (C) {
+		struct wh_tensor mn = {0};
+		mn.rank = 2;
+		mn.dims[0] = M;
+		mn.dims[1] = N;
+		const struct wh_tensor *ts[2] = {C, &mn};
+		int32_t r;
+		int64_t bd[WH_MAX_RANK];
+		if (C->rank > 2 || !wh_broadcast_shapes(2, ts, &r, bd) || r != 2 || bd[0] != M || bd[1] != N)
+			return wh_kernel_fail(ctx, WH_ERR_SHAPE, "C does not broadcast to M x N");
+		wh_broadcast_strides(C, 2, odims, cs);
+	}
+	enum wh_dtype ydt = !ys ? WH_DT_FLOAT : yz ? yz->dtype : A->dtype;
+	if ((st = wh_tensor_alloc(&ctx->outputs[0], ydt, 2, odims)))
+		return wh_kernel_fail(ctx, st, "out of memory for the output");
+	struct wh_tensor *Y = &ctx->outputs[0];
+	int32_t za = zp_of(az), zy = zp_of(yz);
+	float asv = scale_of(as), inv = ys ? scale_of(ys) : 1.0f;
+	for (int64_t n = 0; n < N; n++) {
+		uint64_t bi = bs->count == 1 ? 0 : (uint64_t)n;
+		int32_t zb = bz ? (int32_t)wh_tensor_get_i64(bz, bz->count == 1 ? 0 : (uint64_t)n) : 0;
+		float mult = alpha * asv * (float)wh_tensor_get_f64(bs, bi);
+		if (ys)
+			mult /= inv;
+		for (int64_t m = 0; m < M; m++) {
+			int32_t acc = 0;
+			for (int64_t k = 0; k < K; k++) {
+				int32_t a = q_at(A, (uint64_t)(ta ? k * M + m : m * K + k)) - za;
+				int32_t b = q_at(B, (uint64_t)(tb ? n * K + k : k * N + n)) - zb;
+				acc = (int32_t)((uint32_t)acc + (uint32_t)(a * b));
+			}
+			if (C)
+				acc = (int32_t)((uint32_t)acc + (uint32_t)((const int32_t *)C->data)[m * cs[0] + n * cs[1]]);
+			uint64_t o = (uint64_t)(m * N + n);
+			if (ys)
+				q_store(Y, o, (float)acc * mult, zy);
+			else
+				((float *)Y->data)[o] = (float)acc * mult;
+		}
+	}
+	return WH_OK;
+}
+
+const struct wh_op_def wh_ops_qlinear_contrib[] = {
+	{"com.microsoft", "QLinearAdd", 1, qlinear_add_run, NULL, 0},
+	{"com.microsoft", "QLinearMul", 1, qlinear_mul_run, NULL, 0},
+	{"com.microsoft", "QLinearGlobalAveragePool", 1, qlinear_gap_run, NULL, 0},
+	{"com.microsoft", "QLinearSoftmax", 1, qlinear_softmax_run, NULL, 0},
+	{"com.microsoft", "QGemm", 1, qgemm_run, NULL, 0},
+};
+const size_t wh_ops_qlinear_contrib_count = sizeof wh_ops_qlinear_contrib / sizeof wh_ops_qlinear_contrib[0];
