@@ -86,5 +86,8 @@ int wh_cmd_sanitize(int argc, char **argv)
 	struct sanitize_cmd x = {.opt.evaluate = wh_executor_fold_eval};
 	struct wh_cli_spec spec = {.cmd = "sanitize", .help = sanitize_help, .operands = "one MODEL", .n_operands = 1, .run_opts = &x.run, .save_opts = &x.save,
 				   .own = sanitize_option, .validate = sanitize_validate, .go = sanitize, .self = &x};
-	return wh_cli_command(&spec, argc, argv);
+	int rc = wh_cli_command(&spec, argc, argv);
+	/* parsed before a usage error that stops the command before sanitize() runs */
+	wh_input_bindings_free(x.bind, x.n_bind);
+	return rc;
 }
