@@ -59,6 +59,21 @@ static inline int32_t ld4(const uint8_t *p)
 	return v;
 }
 
+/* Rows m..m+3 of column block c0: the sums less the zero-point terms (zp x rowfix, colsum x
+ * zr), stored. */
+VNNI static inline __attribute__((always_inline)) void store_fixed4(const struct wh_qg_args *a, size_t m, size_t c0, __m512i r0,
+								  __m512i r1, __m512i r2, __m512i r3)
+{
+	__m512i zp = _mm512_loadu_si512((const void *)(a->zp + c0));
+	__m512i cs = _mm512_loadu_si512((const void *)(a->colsum + c0));
+	__m512i acc4[4] = {r0, r1, r2, r3};
+	for (int r = 0; r < 4; r++) {
+		__m512i v = _mm512_sub_epi32(acc4[r], _mm512_mullo_epi32(zp, _mm512_set1_epi32(a->rowfix[m + (size_t)r])));
+		v = _mm512_sub_epi32(v, _mm512_mullo_epi32(cs, _mm512_set1_epi32(a->zr[m + (size_t)r])));
+		_mm512_storeu_si512((void *)(a->c + (m + (size_t)r) * a->ldc + c0), v);
+	}
+}
+
 /* The full tile, 4 rows x 4 whole panels, with its 16 accumulators named (an array of them
  * made GCC copy registers around every vpdpbusd): the same sums as tile(). */
 VNNI static void tile4x4(const struct wh_qg_args *a, size_t m, size_t j)
@@ -110,50 +125,10 @@ VNNI static void tile4x4(const struct wh_qg_args *a, size_t m, size_t j)
 		c32 = _mm512_dpbusd_epi32(c32, b, p2);
 		c33 = _mm512_dpbusd_epi32(c33, b, p3);
 	}
-	{
-		size_t c0 = (j + 0) * WH_QG_NR;
-		__m512i zp = _mm512_loadu_si512((const void *)(a->zp + c0));
-		__m512i cs = _mm512_loadu_si512((const void *)(a->colsum + c0));
-		__m512i acc4[4] = {c00, c10, c20, c30};
-		for (int r = 0; r < 4; r++) {
-			__m512i v = _mm512_sub_epi32(acc4[r], _mm512_mullo_epi32(zp, _mm512_set1_epi32(a->rowfix[m + (size_t)r])));
-			v = _mm512_sub_epi32(v, _mm512_mullo_epi32(cs, _mm512_set1_epi32(a->zr[m + (size_t)r])));
-			_mm512_storeu_si512((void *)(a->c + (m + (size_t)r) * a->ldc + c0), v);
-		}
-	}
-	{
-		size_t c0 = (j + 1) * WH_QG_NR;
-		__m512i zp = _mm512_loadu_si512((const void *)(a->zp + c0));
-		__m512i cs = _mm512_loadu_si512((const void *)(a->colsum + c0));
-		__m512i acc4[4] = {c01, c11, c21, c31};
-		for (int r = 0; r < 4; r++) {
-			__m512i v = _mm512_sub_epi32(acc4[r], _mm512_mullo_epi32(zp, _mm512_set1_epi32(a->rowfix[m + (size_t)r])));
-			v = _mm512_sub_epi32(v, _mm512_mullo_epi32(cs, _mm512_set1_epi32(a->zr[m + (size_t)r])));
-			_mm512_storeu_si512((void *)(a->c + (m + (size_t)r) * a->ldc + c0), v);
-		}
-	}
-	{
-		size_t c0 = (j + 2) * WH_QG_NR;
-		__m512i zp = _mm512_loadu_si512((const void *)(a->zp + c0));
-		__m512i cs = _mm512_loadu_si512((const void *)(a->colsum + c0));
-		__m512i acc4[4] = {c02, c12, c22, c32};
-		for (int r = 0; r < 4; r++) {
-			__m512i v = _mm512_sub_epi32(acc4[r], _mm512_mullo_epi32(zp, _mm512_set1_epi32(a->rowfix[m + (size_t)r])));
-			v = _mm512_sub_epi32(v, _mm512_mullo_epi32(cs, _mm512_set1_epi32(a->zr[m + (size_t)r])));
-			_mm512_storeu_si512((void *)(a->c + (m + (size_t)r) * a->ldc + c0), v);
-		}
-	}
-	{
-		size_t c0 = (j + 3) * WH_QG_NR;
-		__m512i zp = _mm512_loadu_si512((const void *)(a->zp + c0));
-		__m512i cs = _mm512_loadu_si512((const void *)(a->colsum + c0));
-		__m512i acc4[4] = {c03, c13, c23, c33};
-		for (int r = 0; r < 4; r++) {
-			__m512i v = _mm512_sub_epi32(acc4[r], _mm512_mullo_epi32(zp, _mm512_set1_epi32(a->rowfix[m + (size_t)r])));
-			v = _mm512_sub_epi32(v, _mm512_mullo_epi32(cs, _mm512_set1_epi32(a->zr[m + (size_t)r])));
-			_mm512_storeu_si512((void *)(a->c + (m + (size_t)r) * a->ldc + c0), v);
-		}
-	}
+	store_fixed4(a, m, (j + 0) * WH_QG_NR, c00, c10, c20, c30);
+	store_fixed4(a, m, (j + 1) * WH_QG_NR, c01, c11, c21, c31);
+	store_fixed4(a, m, (j + 2) * WH_QG_NR, c02, c12, c22, c32);
+	store_fixed4(a, m, (j + 3) * WH_QG_NR, c03, c13, c23, c33);
 }
 
 /* Panels [j, j + NP) against every row: the panels stay in L1 while the rows stream by. */
