@@ -195,7 +195,11 @@ static bool is_float_value(const struct wh_value *v)
 
 enum wh_status wh_model_layer_kinds(const struct wh_model *m, uint8_t *kinds_out)
 {
-	const struct wh_graph *g = m->graph;
+	return wh_graph_layer_kinds(m->graph, kinds_out);
+}
+
+enum wh_status wh_graph_layer_kinds(const struct wh_graph *g, uint8_t *kinds_out)
+{
 	uint8_t *shape_derived = calloc((size_t)g->n_values + 1, 1);
 	if (!shape_derived)
 		return wh_error(WH_ERR_NOMEM, "precision: out of memory");
@@ -258,17 +262,56 @@ enum wh_status wh_model_layer_kinds(const struct wh_model *m, uint8_t *kinds_out
 	return WH_OK;
 }
 
-enum wh_status wh_precision_resolve(const struct wh_model *m, const struct wh_precision_config *c,
-				    uint8_t *exec_out, uint8_t *out_out)
+static bool holds_graphs(const struct wh_node *n)
+{
+	for (uint32_t a = 0; a < n->n_attrs; a++)
+		if (n->attrs[a].type == WH_ATTR_GRAPH || n->attrs[a].type == WH_ATTR_GRAPHS)
+			return true;
+	return false;
+}
+
+/* Whether g or a graph nested in one of its nodes' attributes has a node named name. */
+static bool graph_has_layer(const struct wh_graph *g, const char *name)
+{
+	for (uint32_t i = 0; i < g->n_nodes; i++) {
+		const struct wh_node *n = &g->nodes[i];
+		if (n->name && !strcmp(n->name, name))
+			return true;
+		for (uint32_t a = 0; a < n->n_attrs; a++) {
+			const struct wh_attr *at = &n->attrs[a];
+			size_t cnt = at->type == WH_ATTR_GRAPH ? 1 : at->type == WH_ATTR_GRAPHS ? at->n : 0;
+			for (size_t k = 0; k < cnt; k++) {
+				const struct wh_graph *sg = at->type == WH_ATTR_GRAPH ? at->g : at->graphs[k];
+				if (sg && graph_has_layer(sg, name))
+					return true;
+			}
+		}
+	}
+	return false;
+}
+
+bool wh_model_subgraph_has_layer(const struct wh_model *m, const char *name)
 {
 	const struct wh_graph *g = m->graph;
+	for (uint32_t i = 0; i < g->n_nodes; i++)
+		if (g->nodes[i].name && !strcmp(g->nodes[i].name, name))
+			return false;
+	return graph_has_layer(g, name);
+}
+
+enum wh_status wh_precision_resolve_graph(const struct wh_model *m, const struct wh_graph *g,
+					  const struct wh_precision_config *c, enum wh_precision dflt,
+					  uint8_t *exec_out, uint8_t *out_out)
+{
+	bool main = g == m->graph;
 	uint8_t *kinds = calloc((size_t)g->n_nodes + 1, 1);
 	if (!kinds)
 		return wh_error(WH_ERR_NOMEM, "precision: out of memory");
-	enum wh_status st = wh_model_layer_kinds(m, kinds);
+	enum wh_status st = wh_graph_layer_kinds(g, kinds);
 	for (uint32_t i = 0; i < g->n_nodes && st == WH_OK; i++) {
-		bool fl = kinds[i] == WH_LAYER_FLOAT;
-		exec_out[i] = fl ? (uint8_t)c->dflt : WH_PREC_FP32;
+		/* a container's precision is its bodies' default, whatever types it returns */
+		bool fl = kinds[i] == WH_LAYER_FLOAT || holds_graphs(&g->nodes[i]);
+		exec_out[i] = fl ? (uint8_t)dflt : WH_PREC_FP32;
 		out_out[i] = exec_out[i];
 	}
 	for (uint32_t l = 0; c && l < c->n_layers && st == WH_OK; l++) {
@@ -280,10 +323,14 @@ enum wh_status wh_precision_resolve(const struct wh_model *m, const struct wh_pr
 				break;
 			}
 		if (found == WH_NONE) {
-			st = wh_error(WH_ERR_NOT_FOUND, "layer '%s' (in --layer-precisions): not in the model (list the layers with `whittle inspect --show layers`)", lp->layer);
-			break;
+			/* a layer of a subgraph is resolved with that subgraph's plan */
+			if (main && !graph_has_layer(g, lp->layer)) {
+				st = wh_error(WH_ERR_NOT_FOUND, "layer '%s' (in --layer-precisions): not in the model (list the layers with `whittle inspect --show layers`)", lp->layer);
+				break;
+			}
+			continue;
 		}
-		if (kinds[found] != WH_LAYER_FLOAT && (lp->exec != WH_PREC_FP32 || (lp->output >= 0 && lp->output != WH_PREC_FP32))) {
+		if (kinds[found] != WH_LAYER_FLOAT && !holds_graphs(&g->nodes[found]) && (lp->exec != WH_PREC_FP32 || (lp->output >= 0 && lp->output != WH_PREC_FP32))) {
 			st = wh_error(WH_ERR_USAGE, "layer '%s' (%s): is %s and cannot run in %s (only float layers take a precision)",
 				      lp->layer, g->nodes[found].op_type, wh_layer_kind_name((enum wh_layer_kind)kinds[found]), wh_precision_name(lp->exec));
 			break;
@@ -297,6 +344,12 @@ enum wh_status wh_precision_resolve(const struct wh_model *m, const struct wh_pr
 			out_out[i] = WH_PREC_FP32;
 	free(kinds);
 	return st;
+}
+
+enum wh_status wh_precision_resolve(const struct wh_model *m, const struct wh_precision_config *c,
+				    uint8_t *exec_out, uint8_t *out_out)
+{
+	return wh_precision_resolve_graph(m, m->graph, c, c->dflt, exec_out, out_out);
 }
 
 void wh_calib_init(struct wh_calib *c)

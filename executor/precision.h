@@ -90,10 +90,27 @@ enum wh_layer_kind {
 const char *wh_layer_kind_name(enum wh_layer_kind k);
 /* kinds_out[n_nodes] for the main graph. */
 enum wh_status wh_model_layer_kinds(const struct wh_model *m, uint8_t *kinds_out);
-/* Checks the config against the model: every named layer exists and can take its
- * precision; fills exec_out/out_out[n_nodes] (FP32 for layers that keep their types). */
+/* kinds_out[g->n_nodes] for any graph (a subgraph's values captured from an outer scope
+ * count as computed values). */
+enum wh_status wh_graph_layer_kinds(const struct wh_graph *g, uint8_t *kinds_out);
+/* Checks the config against the model: every named layer exists (in the main graph or in a
+ * subgraph: an If's branch, a Loop's or Scan's body) and can take its precision; fills
+ * exec_out/out_out[n_nodes] of the main graph (FP32 for layers that keep their types). */
 enum wh_status wh_precision_resolve(const struct wh_model *m, const struct wh_precision_config *c,
 				    uint8_t *exec_out, uint8_t *out_out);
+/* The same for g, the main graph or any subgraph of m: dflt for g's float layers (c->dflt
+ * for the main graph; for a body, the precision its If, Loop or Scan resolved to), the named
+ * layers g has (a subgraph ignores the names it lacks; the main graph fails on a name no
+ * graph of m has). exec_out/out_out[g->n_nodes].
+ * A node holding subgraphs is a container: the precision it resolves to is its bodies'
+ * default (keeping a Loop in fp32 keeps its body in fp32, as TensorRT runs a conditional's or
+ * loop's layers in the build's precision); the executor runs the container itself unrounded,
+ * so that a model and the same model with an If inlined (graph/inline.h) compute alike. */
+enum wh_status wh_precision_resolve_graph(const struct wh_model *m, const struct wh_graph *g,
+					  const struct wh_precision_config *c, enum wh_precision dflt,
+					  uint8_t *exec_out, uint8_t *out_out);
+/* Whether name is a layer of a subgraph of m but not of its main graph. */
+bool wh_model_subgraph_has_layer(const struct wh_model *m, const char *name);
 
 void wh_calib_init(struct wh_calib *c);
 void wh_calib_release(struct wh_calib *c);

@@ -50,7 +50,7 @@ struct plan {
 	int64_t *opsets;                    /* per node id */
 	uint32_t *last_use;                 /* per value id: last step reading it, or WH_NONE */
 	struct wh_tensor *inits;            /* per value id: initializer tensors (shared blobs) */
-	uint8_t *exec_prec, *out_prec;      /* per node id (main graph), NULL: all FP32 */
+	uint8_t *exec_prec, *out_prec;      /* per node id of g, NULL: all FP32 */
 	uint8_t *kinds;                     /* per node id (main graph on a GPU): enum wh_layer_kind */
 	/* main graph on a GPU: the initializers' blobs, sorted (a tensor sharing one, a view of a
 	 * weight, is an engine constant the GPU keeps) */
@@ -268,7 +268,7 @@ static void plan_destroy(struct plan *p)
 	free(p);
 }
 
-static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g);
+static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g, enum wh_precision dflt);
 
 /* Values of g read by name from inside sg or any graph nested in it live until step s. */
 static void extend_captures(const struct wh_graph *g, const struct wh_graph *sg, uint32_t *last_use, uint32_t s)
@@ -1052,7 +1052,9 @@ static bool init_blob(const struct plan *p, const struct wh_blob *b)
 	return p->n_init_blobs && bsearch(&b, p->init_blobs, p->n_init_blobs, sizeof *p->init_blobs, cmp_blob);
 }
 
-static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
+/* dflt: the precision of g's float layers the config does not name (the build's default for
+ * the main graph, the container's for a body: executor/precision.h) */
+static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g, enum wh_precision dflt)
 {
 	enum wh_status st = WH_OK;
 	struct plan *p = calloc(1, sizeof *p);
@@ -1080,14 +1082,16 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 		if ((uint64_t)wc > p->const_budget)
 			p->const_budget = p->const_tensor_max = (size_t)wc;
 	}
-	if (g == e->m->graph && e->precision) {
+	if (e->precision) {
+		/* every graph's float layers take the build's precision: an If's branch and a
+		 * Loop's or Scan's body too, as in a TensorRT build (their plans are built here) */
 		p->exec_prec = calloc(nn, 1);
 		p->out_prec = calloc(nn, 1);
 		if (!p->exec_prec || !p->out_prec) {
 			st = wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
 			goto out;
 		}
-		if ((st = wh_precision_resolve(e->m, e->precision, p->exec_prec, p->out_prec)) != WH_OK)
+		if ((st = wh_precision_resolve_graph(e->m, g, e->precision, dflt, p->exec_prec, p->out_prec)) != WH_OK)
 			goto out;
 		int64_t wc = e->weight_cache_bytes;
 		if ((st = wh_emul_cache_init(&p->emul, g->n_values, wc < 0 ? 0 : wc ? (size_t)wc : WH_EMUL_CACHE_DEFAULT_BYTES)) != WH_OK)
@@ -1178,7 +1182,9 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 	/* values read by subgraphs by name must live until the node owning the subgraph ran:
 	 * a subgraph's outer reference counts as a use by that node */
 	for (uint32_t s = 0; s < g->n_nodes; s++) {
-		const struct wh_node *n = &g->nodes[p->order[s]];
+		uint32_t nid = p->order[s];
+		const struct wh_node *n = &g->nodes[nid];
+		bool container = false;
 		for (uint32_t a = 0; a < n->n_attrs; a++) {
 			const struct wh_attr *at = &n->attrs[a];
 			size_t cnt = at->type == WH_ATTR_GRAPH ? 1 : at->type == WH_ATTR_GRAPHS ? at->n : 0;
@@ -1188,10 +1194,14 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g)
 					continue;
 				/* any name the subgraph (or its nested subgraphs) captures */
 				extend_captures(g, sg, p->last_use, s);
-				if ((st = build_plan(e, sg)) != WH_OK)
+				container = true;
+				if ((st = build_plan(e, sg, p->exec_prec ? (enum wh_precision)p->exec_prec[nid] : WH_PREC_FP32)) != WH_OK)
 					goto out;
 			}
 		}
+		/* a container's precision went to its bodies; it rounds nothing itself */
+		if (container && p->exec_prec)
+			p->exec_prec[nid] = p->out_prec[nid] = WH_PREC_FP32;
 	}
 	if (p->kinds) {
 		if (!(p->init_blobs = calloc(nv, sizeof *p->init_blobs))) {
@@ -1281,7 +1291,7 @@ static enum wh_status engine_create(const struct wh_model *m, const struct wh_en
 		e->gpu_graph_off = gr && !strcmp(gr, "0");
 	}
 	if (st == WH_OK)
-		st = build_plan(e, m->graph);
+		st = build_plan(e, m->graph, e->precision ? e->precision->dflt : WH_PREC_FP32);
 	if (st == WH_OK && opt && opt->profile) {
 		e->prof = calloc((size_t)m->graph->n_nodes + 1, sizeof *e->prof);
 		if (!e->prof)

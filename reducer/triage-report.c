@@ -157,6 +157,11 @@ static void tensorrt_words(const struct tri *T, char *N, size_t NS)
 {
 	enum wh_precision p = T->o->precision;
 	const char *model = T->o->model_path ? T->o->model_path : "MODEL";
+	char inlined[PATH_MAX + 32];
+	if (T->o->inlined) {
+		wh_text_printf(inlined, sizeof inlined, "%s/model-inlined.onnx", T->dir);
+		model = inlined;
+	}
 	if (p == WH_PREC_FP16 || p == WH_PREC_BF16) {
 		char conv[3 * PATH_MAX + 128], t10[PATH_MAX + 128];
 		wh_text_printf(conv, sizeof conv, "whittle convert %s --precision %s --layer-precisions %s/layer-precisions.json -o OUT.onnx", model,

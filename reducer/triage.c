@@ -892,7 +892,7 @@ static enum wh_status check_bundle(struct tri *T)
 static void remove_stale(struct tri *T)
 {
 	static const char *const files[] = {"fixed.json", "layer-precisions.json", "layer-errors.svg", "subgraph.svg", "subgraph.dot",
-					    "report.md", "repro/tactics.json", "repro/command.sh"};
+					    "report.md", "repro/tactics.json", "repro/command.sh", "model-inlined.onnx"};
 	char p[PATH_MAX + 64];
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
 		wh_text_printf(p, sizeof p, "%s/%s", T->dir, files[i]);
@@ -1012,6 +1012,15 @@ enum wh_status wh_triage_run(const struct wh_model *m, const struct wh_tensor_se
 	}
 	if ((st = wh_tensor_set_write_dir(T->inputs_dir, NULL, inputs)) != WH_OK)
 		goto out;
+	if (o->inlined) {
+		/* the layers every step names are the branch's: convert and trtexec need them as
+		 * layers of the main graph */
+		char p[PATH_MAX + 32];
+		wh_text_printf(p, sizeof p, "%s/model-inlined.onnx", T->dir);
+		if ((st = wh_model_save_with(m, p, o->save)) != WH_OK)
+			goto out;
+		wh_triage_say(T, "the model with its If inlined, which every step works on: %s", p);
+	}
 	if ((st = reference_run(T)) != WH_OK)
 		goto out;
 	if ((st = write_ref_tensors(T, m, true, T->golden_dir)) != WH_OK)

@@ -62,6 +62,9 @@ struct wh_triage_options {
 	int jobs;                              /* checks in flight (step 1: builds; steps 4, 5) */
 	const char *faulty_tactic;             /* WHITTLE_FAULTY_TACTIC (fault injection), or NULL */
 	const char *model_path;
+	bool inlined;                          /* the model is model_path's with an If inlined
+						* (the front end did it): written to
+						* DIR/model-inlined.onnx, which convert and trtexec read */
 	const char *artifacts_dir;             /* required */
 	bool force;                            /* write into a folder holding an earlier run's files */
 	const struct wh_save_opts *save;       /* how models are saved; NULL: the defaults */

@@ -117,6 +117,46 @@ else
 	bad "two samples on then_branch: exit $rc, or no 'every sample' note"
 fi
 
+# --- without inlining, the build's precision reaches inside the If (as in a TensorRT build) --
+# run --precision fp16 without --mark-all runs the If as one layer: its branch's layers run at
+# fp16 too, so the planted overflow fails (before: the branch ran FP32 and run said PASS), and
+# the hint sends the user inside the If rather than to "--layer-precisions If_0:fp32"
+run "$whittle" run "$fx/if_cnn.onnx" --load-inputs "$fx/if_cnn_16k" --precision fp16 --compare fp32 "${tol[@]}"
+if [ "$rc" -eq 1 ] && grep -qF "layer 'If_0' (If) holds subgraphs" "$tmp/out" && ! grep -qF -- "--layer-precisions If_0" "$tmp/out"; then
+	ok "run --precision fp16 (If not inlined): the branch runs at fp16 and fails; the hint looks inside the If"
+else
+	bad "run --precision fp16 (If not inlined): exit $rc, 1 (FAIL) with the subgraph hint expected"
+fi
+# --layer-precisions naming branch layers on the path that does not inline (--save-tactics):
+# the branch's plan takes them
+run "$whittle" run "$fx/if_cnn.onnx" --load-inputs "$fx/if_cnn_16k" --precision fp16 --layer-precisions net/amp_norm:fp32,net/amp_scale:fp32 \
+	--compare fp32 "${tol[@]}" --save-tactics "$tmp/cf_tac.json"
+both=$rc
+run "$whittle" run "$fx/if_cnn.onnx" --load-inputs "$fx/if_cnn_16k" --precision fp16 --layer-precisions net/amp_norm:fp32 \
+	--compare fp32 "${tol[@]}" --save-tactics "$tmp/cf_tac2.json"
+if [ "$both" -eq 0 ] && [ "$rc" -eq 1 ]; then
+	ok "branch layers in --layer-precisions without inlining: both at fp32 pass, net/amp_norm alone fails"
+else
+	bad "branch layers in --layer-precisions without inlining: exit $both and $rc, 0 and 1 expected"
+fi
+# convert writes no subgraph: a branch layer in --layer-precisions is one clear line, exit 2
+run "$whittle" convert "$fx/if_cnn.onnx" --precision fp16 --layer-precisions net/amp_norm:fp32 -o "$tmp/cf_conv.onnx"
+if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -qF "is inside a subgraph" "$tmp/err" && [ ! -e "$tmp/cf_conv.onnx" ]; then
+	ok "convert with a branch layer: one line (inside a subgraph; inline it first), exit 2, no file"
+else
+	bad "convert with a branch layer: exit $rc, 2 with one line expected"
+fi
+# triage looks inside the If: it names the branch's layer, writes the inlined model, and the
+# convert command its answer gives works on that file
+run "$whittle" triage "$fx/if_cnn.onnx" --load-inputs "$fx/if_cnn_16k" --precision fp16 "${tol[@]}" --artifacts-dir "$tmp/tri" --builds 1
+if [ "$rc" -eq 0 ] && grep -qF "step 3: layer 'net/amp_norm' (Pow) alone" "$tmp/err" && [ -s "$tmp/tri/model-inlined.onnx" ] &&
+	grep -qF "whittle convert $tmp/tri/model-inlined.onnx" "$tmp/out" &&
+	"$whittle" convert "$tmp/tri/model-inlined.onnx" --precision fp16 --layer-precisions "$tmp/tri/layer-precisions.json" -o "$tmp/tri_conv.onnx" >/dev/null 2>&1; then
+	ok "triage: names net/amp_norm inside the If, writes model-inlined.onnx, and its convert command works"
+else
+	bad "triage on if_cnn: exit $rc; expected the branch's net/amp_norm, model-inlined.onnx and a working convert"
+fi
+
 # --- reduce: a subgraph of the branch, which onnx.checker and ONNX Runtime accept -----------
 ortcheck() {
 	local model=$1

@@ -149,7 +149,11 @@ enum wh_status wh_cli_answer_write(const char *cmd, const struct wh_model *m, en
 	for (uint32_t l = 0; answer && l < answer->n_layers && st == WH_OK; l++) {
 		const struct wh_layer_precision *lp = &answer->layers[l];
 		int outp = lp->output < 0 ? (int)lp->exec : lp->output;
-		if (o->model_path && ((lp->exec != WH_PREC_FP32 && lp->exec != target) || outp != (int)lp->exec))
+		if (wh_model_subgraph_has_layer(m, lp->layer))
+			/* the executor runs such a layer in its precision; convert writes no subgraph */
+			st = wh_cli_usage_error(cmd, "layer %s: is inside a subgraph (an If's branch, a Loop's or Scan's body), which convert leaves in the model's types (convert the model with the If inlined: `whittle precision ... --save-model OUT.onnx` writes it)",
+						wh_name_term(lp->layer));
+		else if (o->model_path && ((lp->exec != WH_PREC_FP32 && lp->exec != target) || outp != (int)lp->exec))
 			st = wh_cli_usage_error(cmd, "layer %s: %s%s%s: a strongly typed %s model keeps layers in fp32 only, output included (give NAME:fp32)",
 						wh_name_term(lp->layer), wh_precision_name(lp->exec), lp->output >= 0 ? "/" : "",
 						lp->output >= 0 ? wh_precision_name((enum wh_precision)lp->output) : "", tname);

@@ -226,8 +226,10 @@ static enum wh_status report(struct wh_run_cmd *x, const struct wh_model *m, str
 	return st;
 }
 
-/* Whether the --layer-precisions spec names a layer that is not a node of m's main graph
- * (a bad spec is reported later, where it is parsed for the run). */
+/* Whether the --layer-precisions spec names a layer that no graph of m has: a layer of an
+ * If's branch as inlining renames it (precision's answers name the inlined model's layers;
+ * a branch's layer under its own name is run in its subgraph, executor/precision.h). A bad
+ * spec is reported later, where it is parsed for the run. */
 static bool names_other_layer(const struct wh_model *m, const char *spec)
 {
 	if (!spec)
@@ -240,7 +242,7 @@ static bool names_other_layer(const struct wh_model *m, const char *spec)
 			bool found = false;
 			for (uint32_t n = 0; n < m->graph->n_nodes && !found; n++)
 				found = !strcmp(m->graph->nodes[n].name, pc.layers[i].layer);
-			other = !found;
+			other = !found && !wh_model_subgraph_has_layer(m, pc.layers[i].layer);
 		}
 	wh_precision_config_release(&pc);
 	return other;
@@ -261,7 +263,7 @@ static enum wh_status run(void *self, const struct wh_cli_args *a, struct wh_cmd
 		goto out;
 	/* --compare fp32 --mark-all diagnoses layer by layer: an If's taken branch is inlined,
 	 * so that the diagnosis can name a layer inside it; so is it when --layer-precisions
-	 * names a layer the main graph lacks (precision's answers name a branch's layers) */
+	 * names a layer only the inlined model has */
 	if (((x->mark_all && x->compare && !strcmp(x->compare, "fp32")) || names_other_layer(c->model, x->run.layer_precisions)) &&
 	    !x->load_tactics && !x->save_tactics) {
 		struct wh_engine_options fo = {.threads = x->run.threads};

@@ -1,4 +1,5 @@
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -128,9 +129,16 @@ static enum wh_status triage(void *self, const struct wh_cli_args *a, struct wh_
 	}
 	enum wh_status st;
 	struct wh_triage_report rep;
-	if ((st = wh_cmd_ctx_load(c, &x->run, to->model_path, WH_SAMPLES_ONE)) != WH_OK ||
+	if ((st = wh_cmd_ctx_load(c, &x->run, to->model_path, WH_SAMPLES_ONE)) != WH_OK)
+		return st;
+	/* every step looks inside an If whose branch the sample takes (its layers are named,
+	 * extracted and kept one by one), as reduce and precision do */
+	struct wh_engine_options fo = {.threads = x->run.threads};
+	uintptr_t before = (uintptr_t)c->model; /* the model is replaced when an If is inlined */
+	if ((st = wh_driver_inline_ifs("triage", &c->model, &fo, c->samples, 1, stderr)) != WH_OK ||
 	    (st = wh_run_opts_precision(&x->run, c->model, &c->samples[0], NULL)) != WH_OK)
 		return st;
+	to->inlined = (uintptr_t)c->model != before;
 	to->calib = x->run.config.calib;
 	char dflt[64];
 	if (!to->artifacts_dir) {

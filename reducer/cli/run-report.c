@@ -391,7 +391,14 @@ static void summary_json(const struct wh_run_cmd *x, struct compare_state *cs, c
  * can take. */
 static void suggest(const struct wh_graph *g, const struct wh_node *ff)
 {
-	if (!ff->name || !*ff->name)
+	bool holds_graphs = false;
+	for (uint32_t a = 0; a < ff->n_attrs; a++)
+		holds_graphs |= ff->attrs[a].type == WH_ATTR_GRAPH || ff->attrs[a].type == WH_ATTR_GRAPHS;
+	if (holds_graphs)
+		/* its own precision says nothing of its subgraphs' layers, which run at theirs */
+		printf("compare: layer '%s' (%s) holds subgraphs whose float layers run in the build's precision too: add --mark-all to look inside an If's taken branch, or let `whittle precision` find the layers to keep\n",
+		       wh_name_term(ff->name), wh_name_term(ff->op_type));
+	else if (!ff->name || !*ff->name)
 		printf("compare: the layer has no name (layer #%u, %s), so --layer-precisions cannot select it; name it in the model, or run with --precision fp32\n",
 		       (unsigned)(ff - g->nodes), wh_name_term(ff->op_type));
 	else if (strchr(ff->name, ','))
