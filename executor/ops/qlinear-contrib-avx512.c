@@ -1,0 +1,90 @@
+/* AVX-512 variants of the quantized contrib ops' row kernels (qlinear-internal.h): the
+ * scalar reference's float32 operations in its order, without FMA, 16 elements a vector;
+ * the rounding by VCVTPS2DQ (round half to even, as nearbyintf) after a clamp to +-2^30,
+ * the zero point added and the 8-bit range taken by saturating narrowing. The tail goes
+ * through the same vector code with masked loads and stores. Called only when
+ * ctx->cpu->isa == WH_ISA_AVX512. */
+/* Fusing a multiply and an add would round differently from the scalar reference. */
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#include <immintrin.h>
+
+#include "executor/ops/qlinear-internal.h"
+
+#define AI static inline __attribute__((always_inline))
+
+AI __m512i widen16(__m128i v, bool s8)
+{
+	return s8 ? _mm512_cvtepi8_epi32(v) : _mm512_cvtepu8_epi32(v);
+}
+
+/* 16 results from the operands less their zero points (int32 lanes) */
+AI __m128i bin16(const struct wh_qlin_bin *p, __m512i va, __m512i vb)
+{
+	__m512 v;
+	if (p->mul)
+		v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_mullo_epi32(va, vb)), _mm512_set1_ps(p->rab));
+	else
+		v = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(p->ra), _mm512_cvtepi32_ps(va)),
+				  _mm512_mul_ps(_mm512_set1_ps(p->rb), _mm512_cvtepi32_ps(vb)));
+	/* VMAXPS gives its second operand for a NaN: the lowest value, as the reference */
+	v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-1073741824.0f)), _mm512_set1_ps(1073741824.0f));
+	__m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(v), _mm512_set1_epi32(p->zc));
+	return p->s8 ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(_mm512_max_epi32(q, _mm512_setzero_si512()));
+}
+
+AI void bin_row(const struct wh_qlin_bin *p, const uint8_t *a, size_t sa, const uint8_t *b, size_t sb, uint8_t *y,
+		size_t n, bool s8)
+{
+	const __m512i za = _mm512_set1_epi32(p->za), zb = _mm512_set1_epi32(p->zb);
+	__m512i ca = _mm512_sub_epi32(_mm512_set1_epi32(s8 ? (int8_t)a[0] : a[0]), za);
+	__m512i cb = _mm512_sub_epi32(_mm512_set1_epi32(s8 ? (int8_t)b[0] : b[0]), zb);
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m512i va = sa ? _mm512_sub_epi32(widen16(_mm_loadu_si128((const __m128i *)(a + i)), s8), za) : ca;
+		__m512i vb = sb ? _mm512_sub_epi32(widen16(_mm_loadu_si128((const __m128i *)(b + i)), s8), zb) : cb;
+		_mm_storeu_si128((__m128i *)(y + i), bin16(p, va, vb));
+	}
+	if (i < n) {
+		__mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
+		__m512i va = sa ? _mm512_sub_epi32(widen16(_mm_maskz_loadu_epi8(m, a + i), s8), za) : ca;
+		__m512i vb = sb ? _mm512_sub_epi32(widen16(_mm_maskz_loadu_epi8(m, b + i), s8), zb) : cb;
+		_mm_mask_storeu_epi8(y + i, m, bin16(p, va, vb));
+	}
+}
+
+void wh_qlin_bin_row_avx512(const struct wh_qlin_bin *p, const uint8_t *a, size_t sa, const uint8_t *b, size_t sb,
+			    uint8_t *y, size_t n)
+{
+	if (n == 0)
+		return;
+	if (p->s8)
+		bin_row(p, a, sa, b, sb, y, n, true);
+	else
+		bin_row(p, a, sa, b, sb, y, n, false);
+}
+
+int64_t wh_qlin_sum_q8_avx512(const uint8_t *x, size_t n, bool s8)
+{
+	/* int8 as uint8 with the sign bit flipped (x + 128), less 128 n at the end */
+	const __m512i flip = _mm512_set1_epi8(s8 ? (char)0x80 : 0), zero = _mm512_setzero_si512();
+	__m512i acc0 = zero, acc1 = zero;
+	size_t i = 0;
+	for (; i + 128 <= n; i += 128) {
+		acc0 = _mm512_add_epi64(acc0, _mm512_sad_epu8(_mm512_xor_si512(_mm512_loadu_si512(x + i), flip), zero));
+		acc1 = _mm512_add_epi64(acc1,
+					_mm512_sad_epu8(_mm512_xor_si512(_mm512_loadu_si512(x + i + 64), flip), zero));
+	}
+	for (; i < n; i += 64) {
+		__mmask64 m = n - i >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (n - i)) - 1;
+		/* lanes past n load the flip, which the xor makes zero */
+		__m512i v = _mm512_xor_si512(_mm512_mask_loadu_epi8(flip, m, x + i), flip);
+		acc0 = _mm512_add_epi64(acc0, _mm512_sad_epu8(v, zero));
+	}
+	int64_t s = _mm512_reduce_add_epi64(_mm512_add_epi64(acc0, acc1));
+	return s8 ? s - 128 * (int64_t)n : s;
+}
