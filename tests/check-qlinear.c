@@ -253,6 +253,60 @@ START_TEST(gap_vs_definition)
 }
 END_TEST
 
+/* QLinearSoftmax (opset 13, last axis) against the definition (expf of the scaled
+ * differences from the row's maximum, summed in order), below and above the 256 elements
+ * from which the kernel takes its exponentials from a table */
+START_TEST(softmax_vs_definition)
+{
+	static const int64_t shapes[][3] = {{2, 3, 8}, {2, 32, 32}, {1, 4, 300}};
+	uint64_t seed = 123;
+	for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+		for (int s8 = 0; s8 < 2; s8++) {
+			const int64_t *d = shapes[si];
+			size_t rows = (size_t)(d[0] * d[1]), len = (size_t)d[2];
+			uint8_t *x = malloc(rows * len);
+			float *e = malloc(len * sizeof *e);
+			ck_assert(x && e);
+			fill_bytes(x, rows * len, &seed);
+			/* one row of equal values, one with the extremes */
+			memset(x, 7, len);
+			x[len] = s8 ? 0x80 : 0;
+			x[len + 1] = s8 ? 0x7f : 0xff;
+			float xs = 0.05f, ys = 1.0f / 256;
+			int32_t zy = s8 ? -128 : 0;
+			struct kh_harness h;
+			kh_init(&h, "com.microsoft", "QLinearSoftmax", 1, 5, 1);
+			kh_attr_int(&h, "opset", 13);
+			kh_attr_int(&h, "axis", -1);
+			kh_in_raw(&h, 0, s8 ? WH_DT_INT8 : WH_DT_UINT8, 3, d, x);
+			kh_in_scalar_f32(&h, 1, xs);
+			in_zp(&h, 2, s8, 3);
+			kh_in_scalar_f32(&h, 3, ys);
+			in_zp(&h, 4, s8, zy);
+			kh_run_ok(&h);
+			const uint8_t *got = h.out[0].data;
+			for (size_t r = 0; r < rows; r++) {
+				int32_t mx = INT32_MIN;
+				for (size_t k = 0; k < len; k++)
+					mx = val(x[r * len + k], s8) > mx ? val(x[r * len + k], s8) : mx;
+				float sum = 0.f;
+				for (size_t k = 0; k < len; k++) {
+					e[k] = expf(xs * (float)(val(x[r * len + k], s8) - mx));
+					sum += e[k];
+				}
+				for (size_t k = 0; k < len; k++) {
+					uint8_t want = def_q(e[k] * ((1.0f / ys) / sum), zy, s8);
+					ck_assert_msg(got[r * len + k] == want, "shape %zu s8 %d row %zu at %zu: %u, want %u", si,
+						      s8, r, k, got[r * len + k], want);
+				}
+			}
+			kh_free(&h);
+			free(x);
+			free(e);
+		}
+}
+END_TEST
+
 int main(void)
 {
 	wh_cpu_init();
@@ -263,6 +317,7 @@ int main(void)
 	tcase_add_test(tc, sums_simd_vs_scalar);
 	tcase_add_test(tc, binary_ops_vs_definition);
 	tcase_add_test(tc, gap_vs_definition);
+	tcase_add_test(tc, softmax_vs_definition);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -346,6 +346,12 @@ static enum wh_status qlinear_softmax_run(struct wh_kernel_ctx *ctx)
 	float *e = malloc((len ? len : 1) * sizeof *e);
 	if (!e)
 		return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the exponentials");
+	/* x - max takes at most 256 values: past 256 elements their exponentials come from a
+	 * table of the same expf calls (the same bits) */
+	float tab[256];
+	bool use_tab = X->count >= 256;
+	for (int k = 0; use_tab && k < 256; k++)
+		tab[k] = expf(xsv * (float)(-k));
 	for (uint64_t o = 0; o < outer; o++)
 		for (uint64_t in = 0; in < inner; in++) {
 			uint64_t base = o * len * inner + in;
@@ -357,7 +363,8 @@ static enum wh_status qlinear_softmax_run(struct wh_kernel_ctx *ctx)
 			float sum = 0.f;
 			for (uint64_t k = 0; k < len; k++) {
 				/* the zero point cancels: exp(x_scale * (x - max)) */
-				e[k] = expf(xsv * (float)(q_at(X, base + k * inner) - mx));
+				int32_t d = q_at(X, base + k * inner) - mx;
+				e[k] = use_tab ? tab[-d] : expf(xsv * (float)d);
 				sum += e[k];
 			}
 			float r = inv_y / sum;
