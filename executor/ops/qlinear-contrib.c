@@ -21,6 +21,7 @@
  * kernels (QLinearSoftmax, the vectorized QLinearAdd) by one unit. Deterministic: one
  * thread, one order. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -309,6 +310,48 @@ static enum wh_status qlinear_gap_run(struct wh_kernel_ctx *ctx)
 
 /* ---- QLinearSoftmax ---- */
 
+struct smax_job {
+	const uint8_t *x;
+	uint8_t *y;
+	uint64_t len, inner;
+	float xs, inv_y;
+	int32_t zy;
+	bool xs8, ys8, use_tab;
+	float tab[256];
+	atomic_bool nomem;
+};
+
+static void smax_range(void *arg, size_t lo, size_t hi)
+{
+	struct smax_job *j = arg;
+	float *e = malloc((j->len ? j->len : 1) * sizeof *e);
+	if (!e) {
+		atomic_store(&j->nomem, true);
+		return;
+	}
+	const uint64_t len = j->len, inner = j->inner;
+	for (size_t row = lo; row < hi; row++) {
+		uint64_t base = row / inner * len * inner + row % inner;
+		const uint8_t *x = j->x + base;
+		int32_t mx = INT32_MIN;
+		for (uint64_t k = 0; k < len; k++) {
+			int32_t v = j->xs8 ? (int8_t)x[k * inner] : x[k * inner];
+			mx = v > mx ? v : mx;
+		}
+		float sum = 0.f;
+		for (uint64_t k = 0; k < len; k++) {
+			/* the zero point cancels: exp(x_scale * (x - max)) */
+			int32_t d = (j->xs8 ? (int8_t)x[k * inner] : x[k * inner]) - mx;
+			e[k] = j->use_tab ? j->tab[-d] : expf(j->xs * (float)d);
+			sum += e[k];
+		}
+		float r = j->inv_y / sum;
+		for (uint64_t k = 0; k < len; k++)
+			j->y[base + k * inner] = q_round(e[k] * r, j->zy, j->ys8);
+	}
+	free(e);
+}
+
 static enum wh_status qlinear_softmax_run(struct wh_kernel_ctx *ctx)
 {
 	const struct wh_tensor *X = wh_kin(ctx, 0), *xs = wh_kin(ctx, 1), *xz = wh_kin(ctx, 2);
@@ -343,36 +386,15 @@ static enum wh_status qlinear_softmax_run(struct wh_kernel_ctx *ctx)
 	struct wh_tensor *Y = &ctx->outputs[0];
 	float xsv = scale_of(xs), inv_y = 1.0f / scale_of(ys);
 	int32_t zy = zp_of(yz);
-	float *e = malloc((len ? len : 1) * sizeof *e);
-	if (!e)
-		return wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the exponentials");
 	/* x - max takes at most 256 values: past 256 elements their exponentials come from a
 	 * table of the same expf calls (the same bits) */
-	float tab[256];
-	bool use_tab = X->count >= 256;
-	for (int k = 0; use_tab && k < 256; k++)
-		tab[k] = expf(xsv * (float)(-k));
-	for (uint64_t o = 0; o < outer; o++)
-		for (uint64_t in = 0; in < inner; in++) {
-			uint64_t base = o * len * inner + in;
-			int32_t mx = INT32_MIN;
-			for (uint64_t k = 0; k < len; k++) {
-				int32_t v = q_at(X, base + k * inner);
-				mx = v > mx ? v : mx;
-			}
-			float sum = 0.f;
-			for (uint64_t k = 0; k < len; k++) {
-				/* the zero point cancels: exp(x_scale * (x - max)) */
-				int32_t d = q_at(X, base + k * inner) - mx;
-				e[k] = use_tab ? tab[-d] : expf(xsv * (float)d);
-				sum += e[k];
-			}
-			float r = inv_y / sum;
-			for (uint64_t k = 0; k < len; k++)
-				q_store(Y, base + k * inner, e[k] * r, zy);
-		}
-	free(e);
-	return WH_OK;
+	struct smax_job j = {X->data, Y->data, len, inner, xsv, inv_y, zy, X->dtype == WH_DT_INT8,
+			     ydt == WH_DT_INT8, X->count >= 256, {0}};
+	for (int k = 0; j.use_tab && k < 256; k++)
+		j.tab[k] = expf(xsv * (float)(-k));
+	/* a row a work item: the bits of a row do not depend on the thread */
+	wh_parallel_for(ctx->pool, (size_t)(outer * inner), wh_grain_for(3 * len), smax_range, &j);
+	return j.nomem ? wh_kernel_fail(ctx, WH_ERR_NOMEM, "out of memory for the exponentials") : WH_OK;
 }
 
 /* ---- QGemm ---- */
