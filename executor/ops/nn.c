@@ -4,7 +4,8 @@
  * nn-internal.h), except where ONNX Runtime sums float32 in float32 (float32 AveragePool
  * without dilation, GlobalAveragePool, Softmax and LogSoftmax): there whittle follows its
  * order and arithmetic, so that the results agree with ORT bit for bit. Per-element
- * arithmetic of the non-float32 types goes through double.
+ * arithmetic of the non-float32 types goes through double, except 2-D uint8/int8 MaxPool
+ * (exact byte maxima, nn-internal.h).
  * Work is split over independent rows or planes with wh_parallel_for, whose chunks depend
  * only on the shapes, and no sum is ever split across chunks, so results are bit-identical
  * for every thread count. */

@@ -18,8 +18,13 @@
  * Numerics: the scale ratios and requantization in float32 as ONNX Runtime's MLAS kernels
  * do (round half to even, nearbyintf), the sums in int32; Softmax's exponentials and sum in
  * float32. A value at a rounding boundary can differ from ONNX Runtime's lookup-table
- * kernels (QLinearSoftmax, the vectorized QLinearAdd) by one unit. Deterministic: one
- * thread, one order. */
+ * kernels (QLinearSoftmax, the vectorized QLinearAdd) by one unit. A value NaN (a zero
+ * or non-finite scale) stores the type's lowest value.
+ * QLinearAdd, QLinearMul and QLinearGlobalAveragePool's sums run on the row kernels of
+ * qlinear-internal.h (AVX-512, AVX2 or scalar: the same bytes); QLinearAdd/Mul,
+ * QLinearGlobalAveragePool (channels first) and QLinearSoftmax split their rows or chunks
+ * over the pool, each element computed alone, so the bytes are the same for every thread
+ * count. QGemm is one thread, one order. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
