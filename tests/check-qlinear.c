@@ -125,6 +125,46 @@ START_TEST(sums_simd_vs_scalar)
 }
 END_TEST
 
+/* QLinearSoftmax's last pass, q(x * m): every ISA against the definition, with ties
+ * (x.5 values), values past the 8-bit range and past 2^31, negatives and NaN */
+START_TEST(quant_rows_simd_vs_scalar)
+{
+	enum wh_isa top = wh_cpu()->detected;
+	float x[300];
+	uint8_t y[364];
+	uint64_t seed = 31;
+	for (size_t i = 0; i < 300; i++) {
+		uint64_t r = rng_next(&seed);
+		x[i] = i % 7 == 0 ? (float)(int)(r % 600) * 0.5f - 150.f
+		       : i % 11 == 0 ? (r & 1 ? 3e9f : -3e9f)
+		       : i % 13 == 0 ? NAN
+		       : (float)(r % 100000) / 997.f - 20.f;
+	}
+	static const size_t lens[] = {0, 1, 7, 8, 15, 16, 17, 33, 300};
+	for (int s8 = 0; s8 < 2; s8++)
+		for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+			for (int isa = WH_ISA_SCALAR; isa <= (int)top; isa++) {
+				size_t n = lens[li];
+				int32_t zp = s8 ? -3 : 17;
+				float m = 1.37f;
+				memset(y, 0xa5, sizeof y);
+				if (isa == WH_ISA_AVX512)
+					wh_qlin_quant_row_avx512(x, m, zp, s8, y, n);
+				else if (isa == WH_ISA_AVX2)
+					wh_qlin_quant_row_avx2(x, m, zp, s8, y, n);
+				else
+					wh_qlin_quant_row_scalar(x, m, zp, s8, y, n);
+				for (size_t i = 0; i < n; i++) {
+					uint8_t want = isnan(x[i]) ? (uint8_t)(s8 ? 0x80 : 0) : def_q(x[i] * m, zp, s8);
+					ck_assert_msg(y[i] == want, "quant isa %d s8 %d n %zu at %zu (%g): %u, want %u", isa, s8, n,
+						      i, (double)x[i], y[i], want);
+				}
+				for (size_t i = n; i < n + 64; i++)
+					ck_assert(y[i] == 0xa5);
+			}
+}
+END_TEST
+
 static void in_zp(struct kh_harness *h, int i, bool s8, int32_t v)
 {
 	uint8_t b = (uint8_t)v;
@@ -315,6 +355,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, bin_rows_simd_vs_scalar);
 	tcase_add_test(tc, sums_simd_vs_scalar);
+	tcase_add_test(tc, quant_rows_simd_vs_scalar);
 	tcase_add_test(tc, binary_ops_vs_definition);
 	tcase_add_test(tc, gap_vs_definition);
 	tcase_add_test(tc, softmax_vs_definition);

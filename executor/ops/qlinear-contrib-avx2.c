@@ -22,12 +22,31 @@ AI __m256i widen8(const uint8_t *p, bool s8)
 	return s8 ? _mm256_cvtepi8_epi32(v) : _mm256_cvtepu8_epi32(v);
 }
 
+/* q(v) of 8 floats stored at y: clamp, round half to even, + zp, saturating packs */
+AI void quant8(__m256 v, int32_t zp, bool s8, uint8_t *y)
+{
+	/* VMAXPS gives its second operand for a NaN: the lowest value, as the reference */
+	v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(-1073741824.0f)), _mm256_set1_ps(1073741824.0f));
+	__m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(v), _mm256_set1_epi32(zp));
+	__m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+	_mm_storel_epi64((__m128i *)y, s8 ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w));
+}
+
+void wh_qlin_quant_row_avx2(const float *x, float m, int32_t zp, bool s8, uint8_t *y, size_t n)
+{
+	const __m256 vm = _mm256_set1_ps(m);
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		quant8(_mm256_mul_ps(_mm256_loadu_ps(x + i), vm), zp, s8, y + i);
+	if (i < n)
+		wh_qlin_quant_row_scalar(x + i, m, zp, s8, y + i, n - i);
+}
+
 AI void bin_row(const struct wh_qlin_bin *p, const uint8_t *a, size_t sa, const uint8_t *b, size_t sb, uint8_t *y,
 		size_t n, bool s8)
 {
-	const __m256i za = _mm256_set1_epi32(p->za), zb = _mm256_set1_epi32(p->zb), zc = _mm256_set1_epi32(p->zc);
+	const __m256i za = _mm256_set1_epi32(p->za), zb = _mm256_set1_epi32(p->zb);
 	const __m256 ra = _mm256_set1_ps(p->ra), rb = _mm256_set1_ps(p->rb), rab = _mm256_set1_ps(p->rab);
-	const __m256 lo = _mm256_set1_ps(-1073741824.0f), hi = _mm256_set1_ps(1073741824.0f);
 	__m256i ca = _mm256_sub_epi32(_mm256_set1_epi32(s8 ? (int8_t)a[0] : a[0]), za);
 	__m256i cb = _mm256_sub_epi32(_mm256_set1_epi32(s8 ? (int8_t)b[0] : b[0]), zb);
 	size_t i = 0;
@@ -40,11 +59,7 @@ AI void bin_row(const struct wh_qlin_bin *p, const uint8_t *a, size_t sa, const 
 		else
 			v = _mm256_add_ps(_mm256_mul_ps(ra, _mm256_cvtepi32_ps(va)),
 					  _mm256_mul_ps(rb, _mm256_cvtepi32_ps(vb)));
-		/* VMAXPS gives its second operand for a NaN: the lowest value, as the reference */
-		v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
-		__m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(v), zc);
-		__m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-		_mm_storel_epi64((__m128i *)(y + i), s8 ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w));
+		quant8(v, p->zc, s8, y + i);
 	}
 	if (i < n)
 		wh_qlin_bin_row_scalar(p, a + i * sa, sa, b + i * sb, sb, y + i, n - i);

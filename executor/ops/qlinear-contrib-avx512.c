@@ -22,6 +22,15 @@ AI __m512i widen16(__m128i v, bool s8)
 	return s8 ? _mm512_cvtepi8_epi32(v) : _mm512_cvtepu8_epi32(v);
 }
 
+/* q(v) of 16 floats: clamp, round half to even, + zp, narrow with saturation */
+AI __m128i quant16(__m512 v, int32_t zp, bool s8)
+{
+	/* VMAXPS gives its second operand for a NaN: the lowest value, as the reference */
+	v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-1073741824.0f)), _mm512_set1_ps(1073741824.0f));
+	__m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(v), _mm512_set1_epi32(zp));
+	return s8 ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(_mm512_max_epi32(q, _mm512_setzero_si512()));
+}
+
 /* 16 results from the operands less their zero points (int32 lanes) */
 AI __m128i bin16(const struct wh_qlin_bin *p, __m512i va, __m512i vb)
 {
@@ -31,10 +40,19 @@ AI __m128i bin16(const struct wh_qlin_bin *p, __m512i va, __m512i vb)
 	else
 		v = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(p->ra), _mm512_cvtepi32_ps(va)),
 				  _mm512_mul_ps(_mm512_set1_ps(p->rb), _mm512_cvtepi32_ps(vb)));
-	/* VMAXPS gives its second operand for a NaN: the lowest value, as the reference */
-	v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-1073741824.0f)), _mm512_set1_ps(1073741824.0f));
-	__m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(v), _mm512_set1_epi32(p->zc));
-	return p->s8 ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(_mm512_max_epi32(q, _mm512_setzero_si512()));
+	return quant16(v, p->zc, p->s8);
+}
+
+void wh_qlin_quant_row_avx512(const float *x, float m, int32_t zp, bool s8, uint8_t *y, size_t n)
+{
+	const __m512 vm = _mm512_set1_ps(m);
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16)
+		_mm_storeu_si128((__m128i *)(y + i), quant16(_mm512_mul_ps(_mm512_loadu_ps(x + i), vm), zp, s8));
+	if (i < n) {
+		__mmask16 k = (__mmask16)((1u << (n - i)) - 1u);
+		_mm_mask_storeu_epi8(y + i, k, quant16(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), vm), zp, s8));
+	}
 }
 
 AI void bin_row(const struct wh_qlin_bin *p, const uint8_t *a, size_t sa, const uint8_t *b, size_t sb, uint8_t *y,

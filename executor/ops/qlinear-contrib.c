@@ -95,6 +95,22 @@ void wh_qlin_bin_row(enum wh_isa isa, const struct wh_qlin_bin *p, const uint8_t
 		wh_qlin_bin_row_scalar(p, a, sa, b, sb, y, n);
 }
 
+void wh_qlin_quant_row_scalar(const float *x, float m, int32_t zp, bool s8, uint8_t *y, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		y[i] = q_round(x[i] * m, zp, s8);
+}
+
+void wh_qlin_quant_row(enum wh_isa isa, const float *x, float m, int32_t zp, bool s8, uint8_t *y, size_t n)
+{
+	if (isa >= WH_ISA_AVX512)
+		wh_qlin_quant_row_avx512(x, m, zp, s8, y, n);
+	else if (isa >= WH_ISA_AVX2)
+		wh_qlin_quant_row_avx2(x, m, zp, s8, y, n);
+	else
+		wh_qlin_quant_row_scalar(x, m, zp, s8, y, n);
+}
+
 int64_t wh_qlin_sum_q8_scalar(const uint8_t *x, size_t n, bool s8)
 {
 	int64_t s = 0;
@@ -322,6 +338,7 @@ struct smax_job {
 	float xs, inv_y;
 	int32_t zy;
 	bool xs8, ys8, use_tab;
+	enum wh_isa isa;
 	float tab[256];
 	atomic_bool nomem;
 };
@@ -351,6 +368,10 @@ static void smax_range(void *arg, size_t lo, size_t hi)
 			sum += e[k];
 		}
 		float r = j->inv_y / sum;
+		if (inner == 1) {
+			wh_qlin_quant_row(j->isa, e, r, j->zy, j->ys8, j->y + base, (size_t)len);
+			continue;
+		}
 		for (uint64_t k = 0; k < len; k++)
 			j->y[base + k * inner] = q_round(e[k] * r, j->zy, j->ys8);
 	}
@@ -394,7 +415,7 @@ static enum wh_status qlinear_softmax_run(struct wh_kernel_ctx *ctx)
 	/* x - max takes at most 256 values: past 256 elements their exponentials come from a
 	 * table of the same expf calls (the same bits) */
 	struct smax_job j = {X->data, Y->data, len, inner, xsv, inv_y, zy, X->dtype == WH_DT_INT8,
-			     ydt == WH_DT_INT8, X->count >= 256, {0}};
+			     ydt == WH_DT_INT8, X->count >= 256, ctx->cpu ? ctx->cpu->isa : WH_ISA_SCALAR, {0}};
 	for (int k = 0; j.use_tab && k < 256; k++)
 		j.tab[k] = expf(xsv * (float)(-k));
 	/* a row a work item: the bits of a row do not depend on the thread */

@@ -40,6 +40,12 @@ void wh_qlin_bin_row_avx2(const struct wh_qlin_bin *p, const uint8_t *a, size_t 
 void wh_qlin_bin_row_avx512(const struct wh_qlin_bin *p, const uint8_t *a, size_t sa, const uint8_t *b, size_t sb,
 			    uint8_t *y, size_t n);
 
+/* y[i] = q(x[i] * m) for i < n, q as above with zero point zp (QLinearSoftmax's last pass). */
+void wh_qlin_quant_row(enum wh_isa isa, const float *x, float m, int32_t zp, bool s8, uint8_t *y, size_t n);
+void wh_qlin_quant_row_scalar(const float *x, float m, int32_t zp, bool s8, uint8_t *y, size_t n);
+void wh_qlin_quant_row_avx2(const float *x, float m, int32_t zp, bool s8, uint8_t *y, size_t n);
+void wh_qlin_quant_row_avx512(const float *x, float m, int32_t zp, bool s8, uint8_t *y, size_t n);
+
 /* The sum of x[0..n) as uint8, or int8 where s8 (exact). */
 int64_t wh_qlin_sum_q8(enum wh_isa isa, const uint8_t *x, size_t n, bool s8);
 int64_t wh_qlin_sum_q8_scalar(const uint8_t *x, size_t n, bool s8);
