@@ -347,6 +347,103 @@ START_TEST(softmax_vs_definition)
 }
 END_TEST
 
+/* QGemm's dot products: every ISA against the reference, operand types mixed, zero points
+ * at the extremes, lengths around the vector widths (bound 0: integer sums) */
+START_TEST(dots_simd_vs_scalar)
+{
+	static const size_t lens[] = {0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 200, 512, 1000};
+	enum wh_isa top = wh_cpu()->detected;
+	uint8_t a[1000], b[1000];
+	uint64_t seed = 41;
+	for (int t = 0; t < 4; t++) {
+		bool as8 = t & 1, bs8 = t >> 1;
+		for (int z = 0; z < 3; z++) {
+			int32_t za = z == 0 ? 0 : z == 1 ? (as8 ? -128 : 255) : (as8 ? 127 : 0);
+			int32_t zb = z == 0 ? (bs8 ? 3 : 128) : z == 1 ? (bs8 ? 127 : 0) : (bs8 ? -128 : 255);
+			for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+				size_t k = lens[li];
+				fill_bytes(a, k, &seed);
+				fill_bytes(b, k, &seed);
+				int64_t want = 0;
+				for (size_t i = 0; i < k; i++)
+					want += (int64_t)(val(a[i], as8) - za) * (val(b[i], bs8) - zb);
+				for (int isa = WH_ISA_SCALAR; isa <= (int)top; isa++) {
+					int32_t got = isa == WH_ISA_AVX512 ? wh_qlin_dot_avx512(a, za, as8, b, zb, bs8, k)
+						      : isa == WH_ISA_AVX2 ? wh_qlin_dot_avx2(a, za, as8, b, zb, bs8, k)
+									   : wh_qlin_dot_scalar(a, za, as8, b, zb, bs8, k);
+					ck_assert_msg(got == (int32_t)want, "dot isa %d types %d zps %d k %zu: %d, want %lld", isa,
+						      t, z, k, got, (long long)want);
+				}
+			}
+		}
+	}
+}
+END_TEST
+
+/* QGemm as ONNX Runtime's quantizer writes it (transB, per-column B scales and zero points,
+ * an int32 bias, alpha; a quantized and a float output) against the definition, every ISA
+ * cap, 1 and 3 threads */
+START_TEST(qgemm_vs_definition)
+{
+	enum wh_isa top = wh_cpu()->detected;
+	const int64_t M = 3, N = 37, K = 70;
+	uint8_t A[3 * 70], B[37 * 70], bz[37];
+	int32_t C[37];
+	float bs[37];
+	uint64_t seed = 55;
+	fill_bytes(A, sizeof A, &seed);
+	fill_bytes(B, sizeof B, &seed);
+	for (int64_t n = 0; n < N; n++) {
+		bz[n] = (uint8_t)(100 + rng_next(&seed) % 50);
+		C[n] = (int32_t)(rng_next(&seed) % 6000) - 3000;
+		bs[n] = 0.002f + (float)(rng_next(&seed) % 1000) * 1e-5f;
+	}
+	const float as = 0.02f, ys = 0.07f, alpha = 0.75f;
+	const int32_t za = 3, zy = 121;
+	for (int quant = 0; quant < 2; quant++)
+		for (int isa = WH_ISA_SCALAR; isa <= (int)top; isa++)
+			for (int threads = 1; threads <= 3; threads += 2) {
+				struct kh_harness h;
+				int64_t da[2] = {M, K}, db[2] = {N, K}, dn[1] = {N};
+				kh_init(&h, "com.microsoft", "QGemm", 1, quant ? 9 : 7, 1);
+				kh_attr_int(&h, "transB", 1);
+				kh_attr_float(&h, "alpha", alpha);
+				kh_in_raw(&h, 0, WH_DT_UINT8, 2, da, A);
+				kh_in_scalar_f32(&h, 1, as);
+				in_zp(&h, 2, false, za);
+				kh_in_raw(&h, 3, WH_DT_UINT8, 2, db, B);
+				kh_in_raw(&h, 4, WH_DT_FLOAT, 1, dn, bs);
+				kh_in_raw(&h, 5, WH_DT_UINT8, 1, dn, bz);
+				kh_in_raw(&h, 6, WH_DT_INT32, 1, dn, C);
+				if (quant) {
+					kh_in_scalar_f32(&h, 7, ys);
+					in_zp(&h, 8, false, zy);
+				}
+				h.cpu = wh_cpu_capped((enum wh_isa)isa);
+				kh_run_threads(&h, threads);
+				for (int64_t m = 0; m < M; m++)
+					for (int64_t n = 0; n < N; n++) {
+						int32_t acc = C[n];
+						for (int64_t k = 0; k < K; k++)
+							acc += ((int32_t)A[m * K + k] - za) * ((int32_t)B[n * K + k] - bz[n]);
+						float mult = alpha * as * bs[n];
+						size_t o = (size_t)(m * N + n);
+						if (quant) {
+							uint8_t want = def_q((float)acc * (mult / ys), zy, false);
+							uint8_t got = ((const uint8_t *)h.out[0].data)[o];
+							ck_assert_msg(got == want, "QGemm isa %d threads %d at %zu: %u, want %u", isa,
+								      threads, o, got, want);
+						} else {
+							float want = (float)acc * mult, got = ((const float *)h.out[0].data)[o];
+							ck_assert_msg(got == want, "QGemm float isa %d threads %d at %zu: %g, want %g",
+								      isa, threads, o, (double)got, (double)want);
+						}
+					}
+				kh_free(&h);
+			}
+}
+END_TEST
+
 int main(void)
 {
 	wh_cpu_init();
@@ -359,6 +456,8 @@ int main(void)
 	tcase_add_test(tc, binary_ops_vs_definition);
 	tcase_add_test(tc, gap_vs_definition);
 	tcase_add_test(tc, softmax_vs_definition);
+	tcase_add_test(tc, dots_simd_vs_scalar);
+	tcase_add_test(tc, qgemm_vs_definition);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

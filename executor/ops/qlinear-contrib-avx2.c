@@ -91,3 +91,26 @@ int64_t wh_qlin_sum_q8_avx2(const uint8_t *x, size_t n, bool s8)
 	s = s8 ? s - 128 * (int64_t)i : s;
 	return s + wh_qlin_sum_q8_scalar(x + i, n - i, s8);
 }
+
+AI __m256i widen16(const uint8_t *p, bool s8)
+{
+	__m128i v = _mm_loadu_si128((const __m128i *)p);
+	return s8 ? _mm256_cvtepi8_epi16(v) : _mm256_cvtepu8_epi16(v);
+}
+
+/* 16-bit differences (within +-255) multiplied in pairs by VPMADDWD (exact in int32), summed
+ * with wrapping adds: the reference's sum modulo 2^32; the last k % 16 by the reference */
+int32_t wh_qlin_dot_avx2(const uint8_t *a, int32_t za, bool as8, const uint8_t *b, int32_t zb, bool bs8, size_t k)
+{
+	const __m256i vza = _mm256_set1_epi16((short)za), vzb = _mm256_set1_epi16((short)zb);
+	__m256i acc = _mm256_setzero_si256();
+	size_t i = 0;
+	for (; i + 16 <= k; i += 16)
+		acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_sub_epi16(widen16(a + i, as8), vza),
+							      _mm256_sub_epi16(widen16(b + i, bs8), vzb)));
+	uint32_t l[8], s = 0;
+	_mm256_storeu_si256((__m256i *)l, acc);
+	for (int j = 0; j < 8; j++)
+		s += l[j];
+	return (int32_t)(s + (uint32_t)wh_qlin_dot_scalar(a + i, za, as8, b + i, zb, bs8, k - i));
+}

@@ -106,3 +106,37 @@ int64_t wh_qlin_sum_q8_avx512(const uint8_t *x, size_t n, bool s8)
 	int64_t s = _mm512_reduce_add_epi64(_mm512_add_epi64(acc0, acc1));
 	return s8 ? s - 128 * (int64_t)n : s;
 }
+
+AI __m512i widen32(__m256i v, bool s8)
+{
+	return s8 ? _mm512_cvtepi8_epi16(v) : _mm512_cvtepu8_epi16(v);
+}
+
+/* 16-bit differences (within +-255) multiplied in pairs by VPMADDWD (exact in int32), summed
+ * with wrapping adds: the reference's sum modulo 2^32 */
+int32_t wh_qlin_dot_avx512(const uint8_t *a, int32_t za, bool as8, const uint8_t *b, int32_t zb, bool bs8, size_t k)
+{
+	const __m512i vza = _mm512_set1_epi16((short)za), vzb = _mm512_set1_epi16((short)zb);
+	__m512i acc0 = _mm512_setzero_si512(), acc1 = acc0;
+	size_t i = 0;
+	for (; i + 64 <= k; i += 64) {
+		__m512i a0 = _mm512_sub_epi16(widen32(_mm256_loadu_si256((const __m256i *)(a + i)), as8), vza);
+		__m512i b0 = _mm512_sub_epi16(widen32(_mm256_loadu_si256((const __m256i *)(b + i)), bs8), vzb);
+		__m512i a1 = _mm512_sub_epi16(widen32(_mm256_loadu_si256((const __m256i *)(a + i + 32)), as8), vza);
+		__m512i b1 = _mm512_sub_epi16(widen32(_mm256_loadu_si256((const __m256i *)(b + i + 32)), bs8), vzb);
+		acc0 = _mm512_add_epi32(acc0, _mm512_madd_epi16(a0, b0));
+		acc1 = _mm512_add_epi32(acc1, _mm512_madd_epi16(a1, b1));
+	}
+	for (; i < k; i += 32) {
+		__mmask32 m = k - i >= 32 ? ~(__mmask32)0 : ((__mmask32)1 << (k - i)) - 1;
+		/* lanes past k are zero after the subtraction, adding nothing */
+		__m512i va = _mm512_maskz_sub_epi16(m, widen32(_mm256_maskz_loadu_epi8(m, a + i), as8), vza);
+		__m512i vb = _mm512_maskz_sub_epi16(m, widen32(_mm256_maskz_loadu_epi8(m, b + i), bs8), vzb);
+		acc0 = _mm512_add_epi32(acc0, _mm512_madd_epi16(va, vb));
+	}
+	uint32_t l[16], s = 0;
+	_mm512_storeu_si512(l, _mm512_add_epi32(acc0, acc1));
+	for (int j = 0; j < 16; j++)
+		s += l[j];
+	return (int32_t)s;
+}

@@ -111,6 +111,26 @@ void wh_qlin_quant_row(enum wh_isa isa, const float *x, float m, int32_t zp, boo
 		wh_qlin_quant_row_scalar(x, m, zp, s8, y, n);
 }
 
+int32_t wh_qlin_dot_scalar(const uint8_t *a, int32_t za, bool as8, const uint8_t *b, int32_t zb, bool bs8, size_t k)
+{
+	uint32_t acc = 0;
+	for (size_t i = 0; i < k; i++) {
+		int32_t va = (as8 ? (int8_t)a[i] : a[i]) - za, vb = (bs8 ? (int8_t)b[i] : b[i]) - zb;
+		acc += (uint32_t)(va * vb);
+	}
+	return (int32_t)acc;
+}
+
+int32_t wh_qlin_dot(enum wh_isa isa, const uint8_t *a, int32_t za, bool as8, const uint8_t *b, int32_t zb, bool bs8,
+		    size_t k)
+{
+	if (isa >= WH_ISA_AVX512)
+		return wh_qlin_dot_avx512(a, za, as8, b, zb, bs8, k);
+	if (isa >= WH_ISA_AVX2)
+		return wh_qlin_dot_avx2(a, za, as8, b, zb, bs8, k);
+	return wh_qlin_dot_scalar(a, za, as8, b, zb, bs8, k);
+}
+
 int64_t wh_qlin_sum_q8_scalar(const uint8_t *x, size_t n, bool s8)
 {
 	int64_t s = 0;
@@ -425,6 +445,40 @@ static enum wh_status qlinear_softmax_run(struct wh_kernel_ctx *ctx)
 
 /* ---- QGemm ---- */
 
+struct qgemm_job {
+	const uint8_t *a, *b;
+	const int32_t *c; /* NULL: no bias */
+	void *y;
+	enum wh_dtype ydt;
+	const struct wh_tensor *bs, *bz;
+	size_t M, N, K;
+	int64_t cs[2];
+	int32_t za, zy;
+	float alpha_as, inv; /* inv: y_scale (1 without) */
+	bool quant, as8, bs8;
+	enum wh_isa isa;
+};
+
+/* the reference's steps per output (m, n), its accumulator from wh_qlin_dot */
+static void qgemm_range(void *arg, size_t lo, size_t hi)
+{
+	const struct qgemm_job *j = arg;
+	for (size_t o = lo; o < hi; o++) {
+		size_t m = o / j->N, n = o % j->N;
+		int32_t zb = j->bz ? (int32_t)wh_tensor_get_i64(j->bz, j->bz->count == 1 ? 0 : (uint64_t)n) : 0;
+		float mult = j->alpha_as * (float)wh_tensor_get_f64(j->bs, j->bs->count == 1 ? 0 : (uint64_t)n);
+		if (j->quant)
+			mult /= j->inv;
+		int32_t acc = wh_qlin_dot(j->isa, j->a + m * j->K, j->za, j->as8, j->b + n * j->K, zb, j->bs8, j->K);
+		if (j->c)
+			acc = (int32_t)((uint32_t)acc + (uint32_t)j->c[(int64_t)m * j->cs[0] + (int64_t)n * j->cs[1]]);
+		if (j->quant)
+			((uint8_t *)j->y)[o] = q_round((float)acc * mult, j->zy, j->ydt == WH_DT_INT8);
+		else
+			((float *)j->y)[o] = (float)acc * mult;
+	}
+}
+
 static enum wh_status qgemm_run(struct wh_kernel_ctx *ctx)
 {
 	const struct wh_tensor *A = wh_kin(ctx, 0), *as = wh_kin(ctx, 1), *az = wh_kin(ctx, 2);
@@ -472,6 +526,16 @@ static enum wh_status qgemm_run(struct wh_kernel_ctx *ctx)
 	struct wh_tensor *Y = &ctx->outputs[0];
 	int32_t za = zp_of(az), zy = zp_of(yz);
 	float asv = scale_of(as), inv = ys ? scale_of(ys) : 1.0f;
+	if (!ta && tb && M > 0 && N > 0) {
+		/* rows of A and of B contiguous along K: an output a dot product (qlinear-internal.h),
+		 * each computed alone, so the bits do not depend on the split */
+		struct qgemm_job j = {A->data, B->data, C ? C->data : NULL, Y->data, Y->dtype, bs, bz,
+				      (size_t)M, (size_t)N, (size_t)K, {cs[0], cs[1]}, za, zy, alpha * asv, inv,
+				      ys != NULL, A->dtype == WH_DT_INT8, B->dtype == WH_DT_INT8,
+				      ctx->cpu ? ctx->cpu->isa : WH_ISA_SCALAR};
+		wh_parallel_for(ctx->pool, (size_t)(M * N), wh_grain_for((uint64_t)K), qgemm_range, &j);
+		return WH_OK;
+	}
 	for (int64_t n = 0; n < N; n++) {
 		uint64_t bi = bs->count == 1 ? 0 : (uint64_t)n;
 		int32_t zb = bz ? (int32_t)wh_tensor_get_i64(bz, bz->count == 1 ? 0 : (uint64_t)n) : 0;

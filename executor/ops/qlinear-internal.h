@@ -46,6 +46,16 @@ void wh_qlin_quant_row_scalar(const float *x, float m, int32_t zp, bool s8, uint
 void wh_qlin_quant_row_avx2(const float *x, float m, int32_t zp, bool s8, uint8_t *y, size_t n);
 void wh_qlin_quant_row_avx512(const float *x, float m, int32_t zp, bool s8, uint8_t *y, size_t n);
 
+/* QGemm's accumulator: sum over i < k of (a[i] - za) * (b[i] - zb), each operand uint8 or
+ * int8 (as8, bs8), summed modulo 2^32 as int32 wrapping (what a sum past int32 gives in
+ * the reference: exact otherwise). */
+int32_t wh_qlin_dot(enum wh_isa isa, const uint8_t *a, int32_t za, bool as8, const uint8_t *b, int32_t zb, bool bs8,
+		    size_t k);
+int32_t wh_qlin_dot_scalar(const uint8_t *a, int32_t za, bool as8, const uint8_t *b, int32_t zb, bool bs8, size_t k);
+int32_t wh_qlin_dot_avx2(const uint8_t *a, int32_t za, bool as8, const uint8_t *b, int32_t zb, bool bs8, size_t k);
+int32_t wh_qlin_dot_avx512(const uint8_t *a, int32_t za, bool as8, const uint8_t *b, int32_t zb, bool bs8,
+			   size_t k);
+
 /* The sum of x[0..n) as uint8, or int8 where s8 (exact). */
 int64_t wh_qlin_sum_q8(enum wh_isa isa, const uint8_t *x, size_t n, bool s8);
 int64_t wh_qlin_sum_q8_scalar(const uint8_t *x, size_t n, bool s8);
