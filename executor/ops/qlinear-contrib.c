@@ -24,7 +24,8 @@
  * qlinear-internal.h (AVX-512, AVX2 or scalar: the same bytes); QLinearAdd/Mul,
  * QLinearGlobalAveragePool (channels first) and QLinearSoftmax split their rows or chunks
  * over the pool, each element computed alone, so the bytes are the same for every thread
- * count. QGemm is one thread, one order. */
+ * count; so does QGemm for transB without transA (a dot product an output), other layouts
+ * one thread, one order. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
