@@ -1277,6 +1277,108 @@ START_TEST(maxpool_plane_avx512_vs_scalar)
 }
 END_TEST
 
+/* 8-bit MaxPool (uint8 and int8): the op under every ISA cap against the definition written
+ * out here (the maximum over the taps inside the plane, the type's lowest where none is),
+ * and the AVX-512 and AVX2 plane kernels against the scalar one, byte for byte (bound: 0,
+ * the maxima are exact), with a canary past the output; strides 1 to 3, dilations, pads,
+ * ceil-mode extents, kernels up to 7, rows narrower and wider than a vector (64 and 32
+ * bytes), whole rows at the type's extremes. */
+START_TEST(maxpool_q8_vs_definition)
+{
+	static const int64_t geo[][10] = {
+		/* H, W, kh, kw, sh, sw, dh, dw, pad, ceil */
+		{112, 112, 3, 3, 2, 2, 1, 1, 1, 0}, {111, 111, 3, 3, 2, 2, 1, 1, 0, 1}, {56, 56, 3, 3, 1, 1, 1, 1, 1, 0},
+		{64, 64, 2, 2, 2, 2, 1, 1, 0, 0}, {20, 70, 3, 3, 1, 1, 1, 1, 1, 0}, {19, 67, 5, 3, 1, 2, 1, 1, 2, 0},
+		{13, 80, 3, 5, 2, 1, 2, 1, 1, 1}, {9, 41, 3, 3, 3, 2, 1, 2, 1, 1}, {8, 40, 1, 4, 1, 2, 1, 1, 0, 0},
+		{30, 34, 4, 1, 3, 1, 1, 1, 0, 1}, {5, 200, 3, 7, 2, 2, 1, 1, 3, 0}, {12, 33, 3, 3, 2, 2, 2, 2, 2, 1},
+		{7, 7, 7, 7, 1, 1, 1, 1, 3, 0}, {3, 1, 3, 3, 1, 1, 1, 1, 1, 0}, {4, 17, 2, 3, 2, 2, 1, 3, 1, 1},
+		{6, 300, 3, 3, 2, 2, 1, 1, 1, 1}, {33, 31, 5, 5, 2, 2, 1, 1, 2, 1}, {2, 15, 2, 2, 1, 1, 1, 1, 1, 0},
+		{9, 129, 3, 3, 2, 2, 1, 1, 1, 0}, {10, 95, 3, 3, 3, 3, 1, 1, 1, 0}, {5, 65, 2, 2, 1, 1, 1, 1, 0, 0},
+	};
+	const struct wh_cpu_features *cpu = wh_cpu();
+	for (size_t gi = 0; gi < sizeof geo / sizeof geo[0]; gi++) {
+		const int64_t *G = geo[gi];
+		struct wh_nn_pool2d g = {.H = G[0], .W = G[1], .kh = G[2], .kw = G[3], .sh = G[4], .sw = G[5],
+					 .dh = G[6], .dw = G[7], .ph = G[8], .pw = G[8]};
+		int64_t ext[2] = {G[0] + 2 * G[8] - ((G[2] - 1) * G[6] + 1), G[1] + 2 * G[8] - ((G[3] - 1) * G[7] + 1)};
+		g.OH = (G[9] ? ext[0] + G[4] - 1 : ext[0]) / G[4] + 1;
+		g.OW = (G[9] ? ext[1] + G[5] - 1 : ext[1]) / G[5] + 1;
+		if (G[9] && (g.OH - 1) * G[4] >= G[0] + G[8])
+			g.OH--;
+		if (G[9] && (g.OW - 1) * G[5] >= G[1] + G[8])
+			g.OW--;
+		const size_t C = 3, n = (size_t)(g.H * g.W), no = (size_t)(g.OH * g.OW);
+		uint8_t *x = malloc(C * n), *want = malloc(C * no), *y = malloc(no + 64);
+		size_t ns = wh_nn_maxpool_plane_q8_scratch(&g);
+		uint8_t *scratch = malloc(ns);
+		ck_assert(x && want && y && scratch);
+		for (int s8 = 0; s8 < 2; s8++) {
+			uint64_t seed = 909 + gi + 100 * (uint64_t)s8;
+			for (size_t i = 0; i < C * n; i++)
+				x[i] = (uint8_t)rng_next(&seed);
+			/* a row of the lowest value and one of the highest */
+			memset(x, s8 ? 0x80 : 0, (size_t)g.W);
+			if (g.H > 2)
+				memset(x + 2 * g.W, s8 ? 0x7f : 0xff, (size_t)g.W);
+			for (size_t c = 0; c < C; c++)
+				for (int64_t oh = 0; oh < g.OH; oh++)
+					for (int64_t ow = 0; ow < g.OW; ow++) {
+						int best = s8 ? -128 : 0;
+						for (int64_t a = 0; a < g.kh; a++)
+							for (int64_t b = 0; b < g.kw; b++) {
+								int64_t h = oh * g.sh - g.ph + a * g.dh, w = ow * g.sw - g.pw + b * g.dw;
+								if (h < 0 || h >= g.H || w < 0 || w >= g.W)
+									continue;
+								uint8_t u = x[c * n + (size_t)(h * g.W + w)];
+								int v = s8 ? (int)(int8_t)u : (int)u;
+								best = v > best ? v : best;
+							}
+						want[c * no + (size_t)(oh * g.OW + ow)] = (uint8_t)best;
+					}
+			/* the op, every ISA cap (the SIMD planes where the geometry fits) */
+			for (int isa = WH_ISA_SCALAR; isa <= (int)cpu->detected; isa++) {
+				struct kh_harness h;
+				int64_t dims[4] = {1, (int64_t)C, g.H, g.W}, k[2] = {G[2], G[3]}, st[2] = {G[4], G[5]};
+				int64_t dl[2] = {G[6], G[7]}, pads[4] = {G[8], G[8], G[8], G[8]};
+				kh_init(&h, "", "MaxPool", 12, 1, 1);
+				kh_attr_ints(&h, "kernel_shape", k, 2);
+				kh_attr_ints(&h, "strides", st, 2);
+				kh_attr_ints(&h, "dilations", dl, 2);
+				kh_attr_ints(&h, "pads", pads, 4);
+				kh_attr_int(&h, "ceil_mode", G[9]);
+				kh_in_raw(&h, 0, s8 ? WH_DT_INT8 : WH_DT_UINT8, 4, dims, x);
+				h.cpu = wh_cpu_capped((enum wh_isa)isa);
+				kh_run_ok(&h);
+				ck_assert_uint_eq(h.out[0].count, C * no);
+				ck_assert_msg(!memcmp(h.out[0].data, want, C * no), "8-bit MaxPool geometry %zu s8 %d isa %d",
+					      gi, s8, isa);
+				kh_free(&h);
+			}
+			/* the plane kernels directly, with a canary */
+			if (!wh_nn_maxpool_plane_q8_fits(&g))
+				continue;
+			for (int isa = WH_ISA_SCALAR; isa <= (int)cpu->detected; isa++) {
+				memset(y, 0x5a, no + 64);
+				if (isa == WH_ISA_AVX512)
+					wh_nn_maxpool_plane_q8_avx512(&g, x + n, y, s8, scratch);
+				else if (isa == WH_ISA_AVX2)
+					wh_nn_maxpool_plane_q8_avx2(&g, x + n, y, s8, scratch);
+				else
+					wh_nn_maxpool_plane_q8_scalar(&g, x + n, y, s8);
+				ck_assert_msg(!memcmp(y, want + no, no), "8-bit MaxPool plane geometry %zu s8 %d isa %d", gi,
+					      s8, isa);
+				for (size_t i = no; i < no + 64; i++)
+					ck_assert(y[i] == 0x5a);
+			}
+		}
+		free(x);
+		free(want);
+		free(y);
+		free(scratch);
+	}
+}
+END_TEST
+
 /* 2-D float32 AveragePool, MLAS's column-first order (avgpool2d_f32_ort_rows): the op's
  * output against that order written out here, bit for bit, with magnitudes that make the
  * order matter: pads, ceil mode, count_include_pad, strides 1 and 2, rectangular windows. */
@@ -1416,6 +1518,7 @@ static Suite *nn_suite(void)
 	tcase_add_test(tc, maxpool_indices_storage_order);
 	tcase_add_test(tc, maxpool_two_pass_vs_scalar);
 	tcase_add_test(tc, maxpool_plane_avx512_vs_scalar);
+	tcase_add_test(tc, maxpool_q8_vs_definition);
 	tcase_add_test(tc, avgpool_rows_vs_reference);
 	tcase_add_test(tc, reduce_minmax_simd_vs_scalar);
 	tcase_add_test(tc, pool_auto_pad_and_global);

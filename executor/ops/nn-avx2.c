@@ -4,6 +4,7 @@
 #include <immintrin.h>
 #include <float.h>
 #include <math.h>
+#include <string.h>
 
 #include "executor/ops/nn-internal.h"
 
@@ -282,4 +283,86 @@ bool wh_nn_minmax_f32_avx2(const float *x, size_t n, bool is_min, float *out)
 	}
 	*out = r;
 	return r != 0;
+}
+
+/* 8-bit MaxPool plane (nn-internal.h): as the AVX-512 variant, 32 bytes a vector; the last
+ * partial chunk of a row and the last partial vector of outputs go through a buffer. */
+static inline __attribute__((always_inline)) __m256i q8_max256(__m256i a, __m256i b, bool s8)
+{
+	return s8 ? _mm256_max_epi8(a, b) : _mm256_max_epu8(a, b);
+}
+
+static inline __attribute__((always_inline)) void maxpool_plane_q8_256(const struct wh_nn_pool2d *g,
+									 const uint8_t *x, uint8_t *y, bool s8,
+									 uint8_t *scratch)
+{
+	const int64_t W = g->W, OW = g->OW, sw = g->sw;
+	const size_t nvec = (size_t)(OW + 31) / 32;
+	const size_t PL = wh_nn_maxpool_plane_q8_pl(g), len = wh_nn_maxpool_plane_q8_len(g);
+	const uint8_t lowest = s8 ? 0x80 : 0;
+	const __m256i pad = _mm256_set1_epi8((char)lowest);
+	memset(scratch, lowest, (size_t)sw * len);
+	uint8_t *ev = scratch + PL, *od = scratch + len + PL;
+	const uint8_t *src[WH_NN_POOL2D_MAXK];
+	for (int64_t b = 0; b < g->kw; b++) {
+		int64_t t = b * g->dw - g->pw, q = t >= 0 ? t / sw : -((-t + sw - 1) / sw);
+		src[b] = (t - q * sw ? od : ev) + q;
+	}
+	const __m256i low = _mm256_set1_epi16(0x00ff);
+	const int64_t chunk = 32 * sw, nch = (W + chunk - 1) / chunk;
+	uint8_t buf[64];
+	for (int64_t oh = 0; oh < g->OH; oh++) {
+		const uint8_t *rows[WH_NN_POOL2D_MAXK];
+		size_t nr = 0;
+		for (int64_t a = 0; a < g->kh; a++) {
+			int64_t h = oh * g->sh - g->ph + a * g->dh;
+			if (h >= 0 && h < g->H)
+				rows[nr++] = x + h * W;
+		}
+		for (int64_t c = 0; c < nch; c++) {
+			int64_t c0 = c * chunk;
+			bool whole = c0 + chunk <= W;
+			__m256i lo = pad, hi = pad;
+			for (size_t r = 0; r < nr; r++) {
+				const uint8_t *p = rows[r] + c0;
+				if (!whole) {
+					memset(buf, lowest, sizeof buf);
+					memcpy(buf, p, (size_t)(W - c0));
+					p = buf;
+				}
+				lo = q8_max256(_mm256_loadu_si256((const __m256i *)p), lo, s8);
+				if (sw == 2)
+					hi = q8_max256(_mm256_loadu_si256((const __m256i *)(p + 32)), hi, s8);
+			}
+			if (sw == 1) {
+				_mm256_storeu_si256((__m256i *)(ev + c0), lo);
+			} else {
+				__m256i e = _mm256_packus_epi16(_mm256_and_si256(lo, low), _mm256_and_si256(hi, low));
+				__m256i o = _mm256_packus_epi16(_mm256_srli_epi16(lo, 8), _mm256_srli_epi16(hi, 8));
+				_mm256_storeu_si256((__m256i *)(ev + 32 * c), _mm256_permute4x64_epi64(e, 0xd8));
+				_mm256_storeu_si256((__m256i *)(od + 32 * c), _mm256_permute4x64_epi64(o, 0xd8));
+			}
+		}
+		uint8_t *yr = y + oh * OW;
+		for (size_t v = 0; v < nvec; v++) {
+			__m256i best = pad;
+			for (int64_t b = 0; b < g->kw; b++)
+				best = q8_max256(_mm256_loadu_si256((const __m256i *)(src[b] + 32 * v)), best, s8);
+			if (v + 1 < nvec || OW % 32 == 0) {
+				_mm256_storeu_si256((__m256i *)(yr + 32 * v), best);
+			} else {
+				_mm256_storeu_si256((__m256i *)buf, best);
+				memcpy(yr + 32 * v, buf, (size_t)(OW % 32));
+			}
+		}
+	}
+}
+
+void wh_nn_maxpool_plane_q8_avx2(const struct wh_nn_pool2d *g, const uint8_t *x, uint8_t *y, bool s8,
+				 uint8_t *scratch)
+{
+	if (s8)
+		maxpool_plane_q8_256(g, x, y, true, scratch);
+	else
+		maxpool_plane_q8_256(g, x, y, false, scratch);
 }

@@ -4,6 +4,7 @@
 #include <immintrin.h>
 #include <float.h>
 #include <math.h>
+#include <string.h>
 
 #include "executor/ops/nn-internal.h"
 
@@ -392,4 +393,91 @@ void wh_nn_maxpool_plane_f32_avx512(const struct wh_nn_pool2d *g, const float *x
 				_mm512_mask_storeu_ps(yr + 16 * v, last, best);
 		}
 	}
+}
+
+/* 8-bit MaxPool plane (nn-internal.h): the float32 kernel's two passes on bytes, 64 a
+ * vector; a column stride of 2 splits each row of vertical maxima into even and odd bytes
+ * (the low and high bytes of the 16-bit lanes, packed and put back in order). Maxima are
+ * exact, so the bytes are the scalar reference's. */
+static inline __attribute__((always_inline)) __m512i q8_max512(__m512i a, __m512i b, bool s8)
+{
+	return s8 ? _mm512_max_epi8(a, b) : _mm512_max_epu8(a, b);
+}
+
+static inline __attribute__((always_inline)) void maxpool_plane_q8_512(const struct wh_nn_pool2d *g,
+									 const uint8_t *x, uint8_t *y, bool s8,
+									 uint8_t *scratch)
+{
+	const int64_t W = g->W, OW = g->OW, sw = g->sw;
+	const size_t nvec = (size_t)(OW + 63) / 64;
+	const size_t PL = wh_nn_maxpool_plane_q8_pl(g), len = wh_nn_maxpool_plane_q8_len(g);
+	const uint8_t lowest = s8 ? 0x80 : 0;
+	const __m512i pad = _mm512_set1_epi8((char)lowest);
+	memset(scratch, lowest, (size_t)sw * len);
+	uint8_t *ev = scratch + PL, *od = scratch + len + PL;
+	const uint8_t *src[WH_NN_POOL2D_MAXK];
+	for (int64_t b = 0; b < g->kw; b++) {
+		int64_t t = b * g->dw - g->pw, q = t >= 0 ? t / sw : -((-t + sw - 1) / sw);
+		src[b] = (t - q * sw ? od : ev) + q;
+	}
+	const __m512i low = _mm512_set1_epi16(0x00ff);
+	const __m512i order = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
+	const int64_t chunk = 64 * sw, nch = (W + chunk - 1) / chunk;
+	const __mmask64 last = OW % 64 ? ((__mmask64)1 << (OW % 64)) - 1 : ~(__mmask64)0;
+	for (int64_t oh = 0; oh < g->OH; oh++) {
+		const uint8_t *rows[WH_NN_POOL2D_MAXK];
+		size_t nr = 0;
+		for (int64_t a = 0; a < g->kh; a++) {
+			int64_t h = oh * g->sh - g->ph + a * g->dh;
+			if (h >= 0 && h < g->H)
+				rows[nr++] = x + h * W;
+		}
+		for (int64_t c = 0; c < nch; c++) {
+			int64_t c0 = c * chunk;
+			__m512i lo = pad, hi = pad;
+			if (c0 + chunk <= W) {
+				for (size_t r = 0; r < nr; r++) {
+					lo = q8_max512(_mm512_loadu_si512(rows[r] + c0), lo, s8);
+					if (sw == 2)
+						hi = q8_max512(_mm512_loadu_si512(rows[r] + c0 + 64), hi, s8);
+				}
+			} else {
+				int64_t n = W - c0;
+				__mmask64 ml = n >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << n) - 1;
+				__mmask64 mh = n > 64 ? ((__mmask64)1 << (n - 64)) - 1 : 0;
+				for (size_t r = 0; r < nr; r++) {
+					lo = q8_max512(_mm512_mask_loadu_epi8(pad, ml, rows[r] + c0), lo, s8);
+					if (sw == 2)
+						hi = q8_max512(_mm512_mask_loadu_epi8(pad, mh, rows[r] + c0 + 64), hi, s8);
+				}
+			}
+			if (sw == 1) {
+				_mm512_storeu_si512(ev + c0, lo);
+			} else {
+				__m512i e = _mm512_packus_epi16(_mm512_and_si512(lo, low), _mm512_and_si512(hi, low));
+				__m512i o = _mm512_packus_epi16(_mm512_srli_epi16(lo, 8), _mm512_srli_epi16(hi, 8));
+				_mm512_storeu_si512(ev + 64 * c, _mm512_permutexvar_epi64(order, e));
+				_mm512_storeu_si512(od + 64 * c, _mm512_permutexvar_epi64(order, o));
+			}
+		}
+		uint8_t *yr = y + oh * OW;
+		for (size_t v = 0; v < nvec; v++) {
+			__m512i best = pad;
+			for (int64_t b = 0; b < g->kw; b++)
+				best = q8_max512(_mm512_loadu_si512(src[b] + 64 * v), best, s8);
+			if (v + 1 < nvec)
+				_mm512_storeu_si512(yr + 64 * v, best);
+			else
+				_mm512_mask_storeu_epi8(yr + 64 * v, last, best);
+		}
+	}
+}
+
+void wh_nn_maxpool_plane_q8_avx512(const struct wh_nn_pool2d *g, const uint8_t *x, uint8_t *y, bool s8,
+				   uint8_t *scratch)
+{
+	if (s8)
+		maxpool_plane_q8_512(g, x, y, true, scratch);
+	else
+		maxpool_plane_q8_512(g, x, y, false, scratch);
 }

@@ -88,6 +88,25 @@ size_t wh_nn_maxpool_plane_scratch(const struct wh_nn_pool2d *g);
 void wh_nn_maxpool_plane_f32_scalar(const struct wh_nn_pool2d *g, const float *x, float *y);
 void wh_nn_maxpool_plane_f32_avx512(const struct wh_nn_pool2d *g, const float *x, float *y, float *scratch);
 
+/* 8-bit MaxPool planes (uint8, or int8 where s8): the same geometry, y = the maximum over
+ * the taps inside the plane, the type's lowest value (0, -128) where no tap is inside, as
+ * ONNX Runtime starts from. Integer maxima are exact and order-free, so every variant gives
+ * the scalar reference's bytes. The AVX-512 and AVX2 variants (where
+ * wh_nn_maxpool_plane_q8_fits: column stride 1 or 2, kh and kw at most
+ * WH_NN_POOL2D_MAXK) take a plane in one call as the float32 AVX-512 one does: per output
+ * row the vertical maxima over its input rows (whole vectors of 64 or 32 bytes; for a
+ * column stride of 2 split into even and odd columns), padded with the lowest value, then
+ * the taps as plain loads from them; they need wh_nn_maxpool_plane_q8_scratch(g) bytes. */
+bool wh_nn_maxpool_plane_q8_fits(const struct wh_nn_pool2d *g);
+size_t wh_nn_maxpool_plane_q8_pl(const struct wh_nn_pool2d *g);
+size_t wh_nn_maxpool_plane_q8_len(const struct wh_nn_pool2d *g);
+size_t wh_nn_maxpool_plane_q8_scratch(const struct wh_nn_pool2d *g);
+void wh_nn_maxpool_plane_q8_scalar(const struct wh_nn_pool2d *g, const uint8_t *x, uint8_t *y, bool s8);
+void wh_nn_maxpool_plane_q8_avx2(const struct wh_nn_pool2d *g, const uint8_t *x, uint8_t *y, bool s8,
+				 uint8_t *scratch);
+void wh_nn_maxpool_plane_q8_avx512(const struct wh_nn_pool2d *g, const uint8_t *x, uint8_t *y, bool s8,
+				   uint8_t *scratch);
+
 /* ReduceMax (is_min false) or ReduceMin of x[0..n) in any order of the elements: *out is the
  * maximum (minimum) and the answer is true, unless x holds NaN or the result is a zero,
  * where the answer is false and *out is unset. Those are the only cases where the order

@@ -4,7 +4,8 @@
  * nn-internal.h), except where ONNX Runtime sums float32 in float32 (float32 AveragePool
  * without dilation, GlobalAveragePool, Softmax and LogSoftmax): there whittle follows its
  * order and arithmetic, so that the results agree with ORT bit for bit. Per-element
- * arithmetic of the non-float32 types goes through double.
+ * arithmetic of the non-float32 types goes through double, except 2-D uint8/int8 MaxPool
+ * (exact byte maxima, nn-internal.h).
  * Work is split over independent rows or planes with wh_parallel_for, whose chunks depend
  * only on the shapes, and no sum is ever split across chunks, so results are bit-identical
  * for every thread count. */
@@ -219,6 +220,56 @@ void wh_nn_maxpool_plane_f32_scalar(const struct wh_nn_pool2d *g, const float *x
 			}
 			y[oh * g->OW + ow] = best;
 		}
+}
+
+bool wh_nn_maxpool_plane_q8_fits(const struct wh_nn_pool2d *g)
+{
+	return wh_nn_maxpool_plane_avx512_fits(g);
+}
+
+size_t wh_nn_maxpool_plane_q8_pl(const struct wh_nn_pool2d *g)
+{
+	return (size_t)(g->pw / g->sw + 64);
+}
+
+size_t wh_nn_maxpool_plane_q8_len(const struct wh_nn_pool2d *g)
+{
+	/* as the float32 one, in vectors of 64 bytes (the AVX2 variant's 32 fit in them) */
+	size_t reads = (size_t)(g->OW + 63) / 64 * 64 + (size_t)((g->kw - 1) * g->dw / g->sw) + 1;
+	size_t writes = (size_t)(g->W + 64 * g->sw - 1) / (size_t)(64 * g->sw) * 64;
+	return wh_nn_maxpool_plane_q8_pl(g) + (reads > writes ? reads : writes) + 64;
+}
+
+size_t wh_nn_maxpool_plane_q8_scratch(const struct wh_nn_pool2d *g)
+{
+	return (size_t)g->sw * wh_nn_maxpool_plane_q8_len(g);
+}
+
+void wh_nn_maxpool_plane_q8_scalar(const struct wh_nn_pool2d *g, const uint8_t *x, uint8_t *y, bool s8)
+{
+	/* int8 compares as uint8 with the sign bit flipped */
+	const uint8_t flip = s8 ? 0x80 : 0;
+	for (int64_t oh = 0; oh < g->OH; oh++) {
+		int64_t a0 = 0, a1 = g->kh;
+		while (a0 < a1 && oh * g->sh - g->ph + a0 * g->dh < 0)
+			a0++;
+		while (a1 > a0 && oh * g->sh - g->ph + (a1 - 1) * g->dh >= g->H)
+			a1--;
+		for (int64_t ow = 0; ow < g->OW; ow++) {
+			uint8_t best = 0;
+			for (int64_t b = 0; b < g->kw; b++) {
+				int64_t w = ow * g->sw - g->pw + b * g->dw;
+				if (w < 0 || w >= g->W)
+					continue;
+				for (int64_t a = a0; a < a1; a++) {
+					int64_t h = oh * g->sh - g->ph + a * g->dh;
+					uint8_t v = (uint8_t)(x[h * g->W + w] ^ flip);
+					best = v > best ? v : best;
+				}
+			}
+			y[oh * g->OW + ow] = (uint8_t)(best ^ flip);
+		}
+	}
 }
 
 bool wh_nn_minmax_f32(enum wh_isa isa, const float *x, size_t n, bool is_min, float *out)
@@ -1960,9 +2011,46 @@ static void avgpool_f32_ort_plane(const struct pool_job *j, uint64_t pl)
 	}
 }
 
+/* 2-D 8-bit MaxPool without indices: a plane a call (nn-internal.h), the AVX-512 or AVX2
+ * variant where the geometry fits, else the scalar one (the same bytes). */
+static bool maxpool_q8_geo(const struct pool_job *j, struct wh_nn_pool2d *p)
+{
+	const struct pool_geo *g = j->g;
+	if (j->kind != PK_MAX || j->idx || g->ns != 2 || (j->x->dtype != WH_DT_UINT8 && j->x->dtype != WH_DT_INT8))
+		return false;
+	*p = (struct wh_nn_pool2d){.H = g->in[0], .W = g->in[1], .OH = g->out[0], .OW = g->out[1],
+				   .kh = g->k[0], .kw = g->k[1], .sh = g->s[0], .sw = g->s[1],
+				   .dh = g->d[0], .dw = g->d[1], .ph = g->pb[0], .pw = g->pb[1]};
+	return true;
+}
+
+static void maxpool_q8_range(const struct pool_job *j, const struct wh_nn_pool2d *p2, size_t lo, size_t hi)
+{
+	const struct pool_geo *g = j->g;
+	bool s8 = j->x->dtype == WH_DT_INT8;
+	bool simd = j->isa >= WH_ISA_AVX2 && wh_nn_maxpool_plane_q8_fits(p2);
+	uint8_t *scratch = simd ? malloc(wh_nn_maxpool_plane_q8_scratch(p2)) : NULL;
+	for (size_t pl = lo; pl < hi; pl++) {
+		const uint8_t *x = (const uint8_t *)j->x->data + pl * g->in_sp;
+		uint8_t *y = (uint8_t *)j->y->data + pl * g->out_sp;
+		if (scratch && j->isa >= WH_ISA_AVX512)
+			wh_nn_maxpool_plane_q8_avx512(p2, x, y, s8, scratch);
+		else if (scratch)
+			wh_nn_maxpool_plane_q8_avx2(p2, x, y, s8, scratch);
+		else
+			wh_nn_maxpool_plane_q8_scalar(p2, x, y, s8);
+	}
+	free(scratch);
+}
+
 static void pool_range(void *p, size_t lo, size_t hi)
 {
 	const struct pool_job *j = p;
+	struct wh_nn_pool2d q8;
+	if (maxpool_q8_geo(j, &q8)) {
+		maxpool_q8_range(j, &q8, lo, hi);
+		return;
+	}
 	bool ort_avg = j->kind == PK_AVG && j->x->dtype == WH_DT_FLOAT && j->g->ns <= 3;
 	for (int32_t i = 0; ort_avg && i < j->g->ns; i++)
 		ort_avg = j->g->d[i] == 1;
