@@ -14,7 +14,8 @@
  * copy shows as a wrong result. Every allocation is counted: WHITTLE_FAKE_CUDA_LOG=FILE gets
  * "allocs N frees N uploads N bytes_up N" and, on a second line, "to16 N half_reads N
  * fused_rounds N captures N" at unload (the binary ops round an fp16/bf16 layer's output themselves,
- * whcu_node.out_rounded). */
+ * whcu_node.out_rounded), and on a third "warms N" (ABI 5: whittle's background start warms the
+ * module up once). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -298,10 +299,18 @@ static void ident(char *buf, size_t len)
 	snprintf(buf, len, "%s", e && *e ? e : "fake GPU;sm_00;cublasLt 0;cudnn 0");
 }
 
-static const struct whcu_api api = {
+/* ABI 5: warm-ups counted (whittle's background start calls it once) */
+static long n_warm;
+static int warm(void)
+{
+	n_warm++;
+	return 0;
+}
+
+static struct whcu_api api = {
 	WHCU_ABI, sizeof(struct whcu_api), init, shutdown_, info, last_error, alloc_, free_, upload, download, sync_, supports, run,
 	round_, event_record, event_ms, event_free, ident, to16, copy_gbps, start_times, capture_begin, capture_end, graph_launch,
-	graph_free,
+	graph_free, warm, 0,
 };
 
 __attribute__((destructor)) static void report(void)
@@ -309,13 +318,17 @@ __attribute__((destructor)) static void report(void)
 	const char *path = getenv("WHITTLE_FAKE_CUDA_LOG");
 	FILE *f = path ? fopen(path, "w") : NULL;
 	if (f) {
-		fprintf(f, "allocs %ld frees %ld uploads %ld bytes_up %llu\nto16 %ld half_reads %ld fused_rounds %ld captures %ld\n", n_alloc, n_free, n_upload,
-			bytes_up, n_to16, n_half_reads, n_fused, n_captures);
+		fprintf(f, "allocs %ld frees %ld uploads %ld bytes_up %llu\nto16 %ld half_reads %ld fused_rounds %ld captures %ld\nwarms %ld\n", n_alloc, n_free,
+			n_upload, bytes_up, n_to16, n_half_reads, n_fused, n_captures, n_warm);
 		fclose(f);
 	}
 }
 
 __attribute__((visibility("default"))) const struct whcu_api *whittle_cuda_api(uint32_t abi)
 {
+	/* WHITTLE_FAKE_CUDA_QUICK_EXIT=1: the module lets whittle end with _exit (the log is then
+	 * not written: its destructor does not run) */
+	const char *q = getenv("WHITTLE_FAKE_CUDA_QUICK_EXIT");
+	api.quick_exit = q && !strcmp(q, "1");
 	return abi == WHCU_ABI ? &api : NULL;
 }
