@@ -148,8 +148,15 @@ static enum wh_status module_path(char *path, size_t size)
 	return WH_OK;
 }
 
-static enum wh_status gpu_open(int device, struct wh_gpu **out)
+/* the loaded module (under gpu_lock): one per process, loaded at the first start */
+static void *mod_dl;
+static const struct whcu_api *mod_api;
+static double mod_load_ms;
+
+static enum wh_status gpu_load(void)
 {
+	if (mod_api)
+		return WH_OK;
 	char path[4096];
 	enum wh_status pst = module_path(path, sizeof path);
 	if (pst != WH_OK)
@@ -174,6 +181,28 @@ static enum wh_status gpu_open(int device, struct wh_gpu **out)
 		dlclose(dl);
 		return wh_error(WH_ERR_UNSUPPORTED, "--device cuda: %s was built for another version of whittle (rebuild whittle and libwhittle-cuda.so together)", path);
 	}
+	mod_dl = dl;
+	mod_api = api;
+	mod_load_ms = (t1 - t0) * 1e3;
+	return WH_OK;
+}
+
+/* whether the driver and GPU `device` are there (the module loaded) */
+static enum wh_status gpu_probe(int device)
+{
+	char err[512] = "";
+	double t0 = wh_os_now_s();
+	int r = mod_api->probe(device, err, sizeof err);
+	trace("probe %.1f ms", ms_since(t0));
+	return r ? wh_error(WH_ERR_UNSUPPORTED, "--device cuda: %s", err) : WH_OK;
+}
+
+static enum wh_status gpu_open(int device, struct wh_gpu **out)
+{
+	enum wh_status lst = gpu_load();
+	if (lst != WH_OK)
+		return lst;
+	const struct whcu_api *api = mod_api;
 	char err[512] = "";
 	double t2 = wh_os_now_s();
 	if (api->init(device, err, sizeof err) != 0) {
@@ -187,14 +216,14 @@ static enum wh_status gpu_open(int device, struct wh_gpu **out)
 		return wh_error(WH_ERR_NOMEM, "--device cuda: out of memory (free some memory)");
 	}
 	g->api = api;
-	g->dl = dl;
+	g->dl = mod_dl;
 	g->device = device;
-	g->load_ms = (t1 - t0) * 1e3;
+	g->load_ms = mod_load_ms;
 	g->init_ms = (wh_os_now_s() - t2) * 1e3;
 	api->info(g->info, sizeof g->info);
 	api->ident(g->ident, sizeof g->ident);
 	if (tracing()) {
-		char mod[512];
+		char mod[640];
 		api->start_times(mod, sizeof mod);
 		trace("init %.1f ms (%s)", g->init_ms, mod);
 	}
@@ -266,9 +295,19 @@ enum wh_status wh_gpu_start(int device)
 {
 	if (device < 0 || device >= MAX_DEVICES)
 		return wh_error(WH_ERR_UNSUPPORTED, "--device cuda:%d: no such GPU (give cuda:0 to cuda:%d)", device, MAX_DEVICES - 1);
-	/* a missing module is told at once (the thread would find it so too) */
-	char path[4096];
-	enum wh_status pst = module_path(path, sizeof path);
+	/* the module loaded and the driver and device probed here, so that a machine without
+	 * them is told at once, in one line; the device's context (the most of the start) and
+	 * the warm-up in the thread */
+	pthread_mutex_lock(&gpu_lock);
+	enum wh_status pst = WH_OK;
+	if (dev_error[device][0]) {
+		pst = wh_error(WH_ERR_UNSUPPORTED, "%s", dev_error[device]);
+	} else if (!gpus[device] && (pst = gpu_load()) == WH_OK) {
+		pst = gpu_probe(device);
+		if (pst != WH_OK)
+			snprintf(dev_error[device], sizeof dev_error[device], "%s", wh_error_message());
+	}
+	pthread_mutex_unlock(&gpu_lock);
 	if (pst != WH_OK)
 		return pst;
 	const char *bg = getenv("WHITTLE_CUDA_START");

@@ -310,7 +310,7 @@ static int warm(void)
 static struct whcu_api api = {
 	WHCU_ABI, sizeof(struct whcu_api), init, shutdown_, info, last_error, alloc_, free_, upload, download, sync_, supports, run,
 	round_, event_record, event_ms, event_free, ident, to16, copy_gbps, start_times, capture_begin, capture_end, graph_launch,
-	graph_free, warm, 0,
+	graph_free, init, warm, 0,
 };
 
 __attribute__((destructor)) static void report(void)

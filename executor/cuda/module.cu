@@ -2855,10 +2855,9 @@ static const struct op_entry *find_op(const struct whcu_node *n)
 
 /* ---- the table ---- */
 
-static int api_init(int device, char *err, size_t errlen)
+static int api_probe(int device, char *err, size_t errlen)
 {
 	int count = 0;
-	double t0 = now_ms();
 	cudaError_t e = cudaGetDeviceCount(&count);
 	if (e != cudaSuccess || count == 0) {
 		snprintf(err, errlen, "no usable CUDA GPU or driver: %s (run on a machine with an NVIDIA GPU and its driver, or drop --device)",
@@ -2869,6 +2868,15 @@ static int api_init(int device, char *err, size_t errlen)
 		snprintf(err, errlen, "no GPU %d: this machine has %d (give --device cuda:0 to cuda:%d)", device, count, count - 1);
 		return -1;
 	}
+	return 0;
+}
+
+static int api_init(int device, char *err, size_t errlen)
+{
+	double t0 = now_ms();
+	cudaError_t e;
+	if (api_probe(device, err, errlen) != 0)
+		return -1;
 	/* cudaFree(0) makes the context now, so that its cost is counted here */
 	if ((e = cudaSetDevice(device)) != cudaSuccess || (e = cudaFree(0)) != cudaSuccess) {
 		snprintf(err, errlen, "GPU %d: %s (check the driver with nvidia-smi)", device, cudaGetErrorString(e));
@@ -3251,6 +3259,7 @@ static const struct whcu_api api = {
 	api_capture_end,
 	api_graph_launch,
 	api_graph_free,
+	api_probe,
 	api_warm,
 	1, /* quick_exit: the driver reclaims the device at exit */
 };

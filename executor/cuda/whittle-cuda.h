@@ -176,6 +176,10 @@ struct whcu_api {
 	void *(*capture_end)(void);
 	int (*graph_launch)(void *graph);
 	void (*graph_free)(void *graph);
+	/* ABI 5: whether the driver and GPU `device` are there (the device count; no context is
+	 * made): 0 yes; otherwise err holds "<what is missing> (<what to do>)", as init's. whittle
+	 * probes before it starts the device in the background (docs/gpu.md). */
+	int (*probe)(int device, char *err, size_t errlen);
 	/* ABI 5: pays the libraries' first-use costs now (cuBLASLt's and cuDNN's handles, their
 	 * first heuristics and kernels, on small problems): whittle calls it from its background
 	 * start, so that the first layers of the first run do not (docs/gpu.md). 0 ok; a failure
