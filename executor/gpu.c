@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,6 +237,9 @@ static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t start_tid;
 static bool start_running;
 static _Thread_local bool in_start;
+/* a thread other than the start's asked for the GPU: the warm-up, not begun yet, is skipped
+ * (the first layers pay those costs instead of waiting for it; docs/gpu.md) */
+static atomic_bool gpu_wanted;
 /* the "--device cuda:N: <GPU>" line is written once, by the first engine's thread */
 static bool announced[MAX_DEVICES];
 
@@ -243,6 +247,8 @@ static enum wh_status gpu_get(int device, struct wh_gpu **out, bool announce_it)
 {
 	if (device < 0 || device >= MAX_DEVICES)
 		return wh_error(WH_ERR_UNSUPPORTED, "--device cuda:%d: no such GPU (give cuda:0 to cuda:%d)", device, MAX_DEVICES - 1);
+	if (!in_start)
+		atomic_store(&gpu_wanted, true);
 	pthread_mutex_lock(&gpu_lock);
 	enum wh_status st = WH_OK;
 	if (!gpus[device]) {
@@ -283,6 +289,12 @@ static void *start_main(void *arg)
 	int device = (int)(intptr_t)arg;
 	if (wh_gpu_get(device, &g) != WH_OK || !g->api->warm)
 		return NULL;
+	if (atomic_load(&gpu_wanted)) {
+		/* the command got to its first GPU layer before the device was up (a small model):
+		 * the warm-up would only make it wait longer */
+		trace("warm-up skipped (the command is waiting for the GPU already)");
+		return NULL;
+	}
 	run_lock_take();
 	double t0 = wh_os_now_s();
 	int r = g->api->warm();

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "executor/cuda/whittle-cuda.h"
 
@@ -29,6 +30,20 @@ static unsigned long long bytes_up;
 static char err[256];
 
 static int init(int device, char *e, size_t len)
+{
+	/* WHITTLE_FAKE_CUDA_INIT_MS=N: a start that takes N ms, as a real context does */
+	const char *ms = getenv("WHITTLE_FAKE_CUDA_INIT_MS");
+	if (ms && atoi(ms) > 0)
+		usleep((useconds_t)atoi(ms) * 1000);
+	if (device != 0) {
+		snprintf(e, len, "no GPU %d: this machine has 1 (give --device cuda:0)", device);
+		return -1;
+	}
+	return 0;
+}
+
+/* ABI 5: the device count, at once */
+static int probe(int device, char *e, size_t len)
 {
 	if (device != 0) {
 		snprintf(e, len, "no GPU %d: this machine has 1 (give --device cuda:0)", device);
@@ -310,7 +325,7 @@ static int warm(void)
 static struct whcu_api api = {
 	WHCU_ABI, sizeof(struct whcu_api), init, shutdown_, info, last_error, alloc_, free_, upload, download, sync_, supports, run,
 	round_, event_record, event_ms, event_free, ident, to16, copy_gbps, start_times, capture_begin, capture_end, graph_launch,
-	graph_free, init, warm, 0,
+	graph_free, probe, warm, 0,
 };
 
 __attribute__((destructor)) static void report(void)
