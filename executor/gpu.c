@@ -236,6 +236,7 @@ static enum wh_status gpu_open(int device, struct wh_gpu **out)
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t start_tid;
 static bool start_running;
+static int start_device;
 static _Thread_local bool in_start;
 /* a thread other than the start's asked for the GPU: the warm-up, not begun yet, is skipped
  * (the first layers pay those costs instead of waiting for it; docs/gpu.md) */
@@ -307,6 +308,12 @@ enum wh_status wh_gpu_start(int device)
 {
 	if (device < 0 || device >= MAX_DEVICES)
 		return wh_error(WH_ERR_UNSUPPORTED, "--device cuda:%d: no such GPU (give cuda:0 to cuda:%d)", device, MAX_DEVICES - 1);
+	/* started already (--device cuda and --reference-device cuda): not waiting for it here */
+	pthread_mutex_lock(&start_lock);
+	bool same = start_running && start_device == device;
+	pthread_mutex_unlock(&start_lock);
+	if (same)
+		return WH_OK;
 	/* the module loaded and the driver and device probed here, so that a machine without
 	 * them is told at once, in one line; the device's context (the most of the start) and
 	 * the warm-up in the thread */
@@ -326,8 +333,10 @@ enum wh_status wh_gpu_start(int device)
 	bool sync = bg && !strcmp(bg, "sync");
 	pthread_mutex_lock(&start_lock);
 	bool started = start_running;
-	if (!started && !sync && pthread_create(&start_tid, NULL, start_main, (void *)(intptr_t)device) == 0)
+	if (!started && !sync && pthread_create(&start_tid, NULL, start_main, (void *)(intptr_t)device) == 0) {
 		start_running = started = true;
+		start_device = device;
+	}
 	pthread_mutex_unlock(&start_lock);
 	if (started)
 		return WH_OK;
@@ -635,8 +644,8 @@ enum wh_status wh_gpu_weights_create(struct wh_gpu *g, struct wh_gpu_weights **o
 		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
 	w->g = g;
 	w->s = &stores[g->device];
-	static uint32_t n_engines;
-	w->id = ++n_engines;
+	static atomic_uint n_engines;
+	w->id = atomic_fetch_add(&n_engines, 1) + 1;
 	trace("engine %u created (the store holds %zu weights, %.1f MB)", w->id, w->s->n, (double)w->s->bytes / 1e6);
 	*out = w;
 	return WH_OK;
