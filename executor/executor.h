@@ -127,7 +127,7 @@ const struct wh_layer_profile *wh_engine_profile(const struct wh_engine *e, uint
 struct wh_engine_gpu_stats {
 	uint64_t weights_fmt_bytes, weights_device_bytes;
 	double copy_gbps;
-	char start[256];
+	char start[768];
 };
 bool wh_engine_gpu_stats(const struct wh_engine *e, struct wh_engine_gpu_stats *out);
 
@@ -135,6 +135,17 @@ bool wh_engine_gpu_stats(const struct wh_engine *e, struct wh_engine_gpu_stats *
  * process), and writes one line about it (the GPU, the library versions) into info. Fails
  * with WH_ERR_UNSUPPORTED and "--device cuda: <what is missing> (<what to do>)". */
 enum wh_status wh_device_cuda_check(int device, char *info, size_t size);
+/* Starts GPU `device` in the background (docs/gpu.md): the module is loaded, the device
+ * started and the libraries warmed up by a thread while the command goes on; the first
+ * engine on the GPU waits for it, and fails with the start's message ("--device cuda:
+ * <what is missing> (<what to do>)", WH_ERR_UNSUPPORTED) when it failed. With
+ * WHITTLE_CUDA_START=sync the start happens here and fails here. */
+enum wh_status wh_device_cuda_start(int device);
+/* The end of a process that may have used a GPU (the front end's main, with its exit
+ * code): waits for a background start, and ends the process at once (_exit, stdio flushed)
+ * when the CUDA module says the driver reclaims the device, skipping the libraries' own
+ * teardown (WHITTLE_CUDA_FULL_EXIT=1: a normal exit). Returns when it does not end it. */
+void wh_device_finish(int code);
 /* Whether the CUDA backend of GPU `device` has a kernel for node n of the main graph
  * (call wh_device_cuda_check first): what `inspect --device cuda` prints. Shape arithmetic
  * on small integer tensors is done on the host whatever this says (docs/gpu.md). */

@@ -3,6 +3,8 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,30 +54,122 @@ static void run_lock_take(void)
 	pthread_mutex_lock(&run_lock);
 }
 static struct wh_gpu *gpus[MAX_DEVICES];
+
+/* ---- WHITTLE_CUDA_TRACE=1: where a GPU process's time goes (docs/gpu.md) ----
+ * One line on stderr per event, stamped with the process's age (ms since exec, from
+ * /proc/self/stat; 10 ms resolution at the start, exact differences after): loading the
+ * module, init, each engine's creation and destruction, each run's time and what it spent
+ * (module calls, uploads, downloads, 16-bit copies), the exit handlers. */
+static int trace_on = -1;
+static double trace_t0 = -1; /* CLOCK_BOOTTIME of the process's start (s) */
+
+static double boot_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* the process's start in CLOCK_BOOTTIME seconds (its start time in /proc/self/stat, in
+ * clock ticks since boot); < 0 when unknown */
+static double proc_start_s(void)
+{
+	double r = -1;
+	FILE *f = fopen("/proc/self/stat", "r");
+	char st[1024];
+	if (f && fgets(st, sizeof st, f)) {
+		const char *p = strrchr(st, ')');
+		unsigned long long start = 0;
+		int field = 2;
+		for (; p && *p && field < 22; p++)
+			if (*p == ' ')
+				field++;
+		if (p && sscanf(p, "%llu", &start) == 1)
+			r = (double)start / (double)sysconf(_SC_CLK_TCK);
+	}
+	if (f)
+		fclose(f);
+	return r;
+}
+
+static bool tracing(void)
+{
+	if (trace_on < 0) {
+		const char *e = getenv("WHITTLE_CUDA_TRACE");
+		trace_on = e && *e && strcmp(e, "0");
+		if (trace_on)
+			trace_t0 = proc_start_s();
+	}
+	return trace_on;
+}
+
+static void trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void trace(const char *fmt, ...)
+{
+	if (!tracing())
+		return;
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "whittle: cuda-trace %9.1f ms: %s\n", (boot_now() - trace_t0) * 1e3, buf);
+}
+
+static double ms_since(double t0)
+{
+	return (wh_os_now_s() - t0) * 1e3;
+}
+
+static void trace_exit_done(void)
+{
+	trace("exit handlers done (what follows is the CUDA libraries' own teardown and the kernel's)");
+}
 /* a failed start is reported the same way every time (per device: cuda:1 may be missing
  * where cuda:0 is not) */
 static char dev_error[MAX_DEVICES][512];
 
-static enum wh_status gpu_open(int device, struct wh_gpu **out)
+/* where libwhittle-cuda.so is (WHITTLE_CUDA_LIB, or next to the binary), and that it is */
+static enum wh_status module_path(char *path, size_t size)
 {
-	char path[4096];
 	const char *env = getenv("WHITTLE_CUDA_LIB");
 	if (env && *env) {
-		snprintf(path, sizeof path, "%s", env);
+		snprintf(path, size, "%s", env);
 	} else {
-		ssize_t len = readlink("/proc/self/exe", path, sizeof path - 64);
+		ssize_t len = readlink("/proc/self/exe", path, size - 64);
 		if (len <= 0)
 			return wh_error(WH_ERR_UNSUPPORTED, "--device cuda: cannot find the folder of the whittle binary (set WHITTLE_CUDA_LIB to libwhittle-cuda.so)");
 		path[len] = '\0';
 		char *slash = strrchr(path, '/');
-		snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0), "libwhittle-cuda.so");
+		snprintf(slash ? slash + 1 : path, size - (size_t)(slash ? slash + 1 - path : 0), "libwhittle-cuda.so");
 	}
 	struct stat sb;
 	if (stat(path, &sb) != 0)
 		return wh_error(WH_ERR_UNSUPPORTED, "--device cuda: %s not found (build whittle where the CUDA 13 toolkit is installed, or set WHITTLE_CUDA_LIB to the module)", path);
+	return WH_OK;
+}
+
+/* the loaded module (under gpu_lock): one per process, loaded at the first start */
+static void *mod_dl;
+static const struct whcu_api *mod_api;
+static double mod_load_ms;
+
+static enum wh_status gpu_load(void)
+{
+	if (mod_api)
+		return WH_OK;
+	char path[4096];
+	enum wh_status pst = module_path(path, sizeof path);
+	if (pst != WH_OK)
+		return pst;
+	if (tracing()) {
+		atexit(trace_exit_done);
+		trace("loading %s", path);
+	}
 	double t0 = wh_os_now_s();
 	void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	double t1 = wh_os_now_s();
+	trace("dlopen %.1f ms", (t1 - t0) * 1e3);
 	if (!dl) {
 		const char *why = dlerror();
 		return wh_error(WH_ERR_UNSUPPORTED, "--device cuda: cannot load %s: %s (install the CUDA 13 runtime, cuBLASLt 13 and cuDNN 9, or add their folder to LD_LIBRARY_PATH)",
@@ -88,6 +182,28 @@ static enum wh_status gpu_open(int device, struct wh_gpu **out)
 		dlclose(dl);
 		return wh_error(WH_ERR_UNSUPPORTED, "--device cuda: %s was built for another version of whittle (rebuild whittle and libwhittle-cuda.so together)", path);
 	}
+	mod_dl = dl;
+	mod_api = api;
+	mod_load_ms = (t1 - t0) * 1e3;
+	return WH_OK;
+}
+
+/* whether the driver and GPU `device` are there (the module loaded) */
+static enum wh_status gpu_probe(int device)
+{
+	char err[512] = "";
+	double t0 = wh_os_now_s();
+	int r = mod_api->probe(device, err, sizeof err);
+	trace("probe %.1f ms", ms_since(t0));
+	return r ? wh_error(WH_ERR_UNSUPPORTED, "--device cuda: %s", err) : WH_OK;
+}
+
+static enum wh_status gpu_open(int device, struct wh_gpu **out)
+{
+	enum wh_status lst = gpu_load();
+	if (lst != WH_OK)
+		return lst;
+	const struct whcu_api *api = mod_api;
 	char err[512] = "";
 	double t2 = wh_os_now_s();
 	if (api->init(device, err, sizeof err) != 0) {
@@ -101,20 +217,39 @@ static enum wh_status gpu_open(int device, struct wh_gpu **out)
 		return wh_error(WH_ERR_NOMEM, "--device cuda: out of memory (free some memory)");
 	}
 	g->api = api;
-	g->dl = dl;
+	g->dl = mod_dl;
 	g->device = device;
-	g->load_ms = (t1 - t0) * 1e3;
+	g->load_ms = mod_load_ms;
 	g->init_ms = (wh_os_now_s() - t2) * 1e3;
 	api->info(g->info, sizeof g->info);
 	api->ident(g->ident, sizeof g->ident);
+	if (tracing()) {
+		char mod[640];
+		api->start_times(mod, sizeof mod);
+		trace("init %.1f ms (%s)", g->init_ms, mod);
+	}
 	*out = g;
 	return WH_OK;
 }
 
-enum wh_status wh_gpu_get(int device, struct wh_gpu **out)
+/* the background start's thread (wh_gpu_start); in_start: this thread is it */
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t start_tid;
+static bool start_running;
+static int start_device;
+static _Thread_local bool in_start;
+/* a thread other than the start's asked for the GPU: the warm-up, not begun yet, is skipped
+ * (the first layers pay those costs instead of waiting for it; docs/gpu.md) */
+static atomic_bool gpu_wanted;
+/* the "--device cuda:N: <GPU>" line is written once, by the first engine's thread */
+static bool announced[MAX_DEVICES];
+
+static enum wh_status gpu_get(int device, struct wh_gpu **out, bool announce_it)
 {
 	if (device < 0 || device >= MAX_DEVICES)
 		return wh_error(WH_ERR_UNSUPPORTED, "--device cuda:%d: no such GPU (give cuda:0 to cuda:%d)", device, MAX_DEVICES - 1);
+	if (!in_start)
+		atomic_store(&gpu_wanted, true);
 	pthread_mutex_lock(&gpu_lock);
 	enum wh_status st = WH_OK;
 	if (!gpus[device]) {
@@ -132,8 +267,115 @@ enum wh_status wh_gpu_get(int device, struct wh_gpu **out)
 		}
 	}
 	*out = gpus[device];
+	bool announce = st == WH_OK && !in_start && !announced[device];
+	if (announce)
+		announced[device] = true;
 	pthread_mutex_unlock(&gpu_lock);
+	if (announce && announce_it)
+		wh_info("--device cuda:%d: %s", device, gpus[device]->info);
 	return st;
+}
+
+enum wh_status wh_gpu_get(int device, struct wh_gpu **out)
+{
+	return gpu_get(device, out, true);
+}
+
+/* the background start: the module loaded and the device started (wh_gpu_get, which
+ * records a failure for the caller that needs the GPU), then the libraries warmed up */
+static void *start_main(void *arg)
+{
+	in_start = true;
+	struct wh_gpu *g = NULL;
+	int device = (int)(intptr_t)arg;
+	if (wh_gpu_get(device, &g) != WH_OK || !g->api->warm)
+		return NULL;
+	if (atomic_load(&gpu_wanted)) {
+		/* the command got to its first GPU layer before the device was up (a small model):
+		 * the warm-up would only make it wait longer */
+		trace("warm-up skipped (the command is waiting for the GPU already)");
+		return NULL;
+	}
+	run_lock_take();
+	double t0 = wh_os_now_s();
+	int r = g->api->warm();
+	trace("warm-up %.1f ms%s%s", ms_since(t0), r ? ": " : "", r ? g->api->last_error() : "");
+	pthread_mutex_unlock(&run_lock);
+	return NULL;
+}
+
+enum wh_status wh_gpu_start(int device)
+{
+	if (device < 0 || device >= MAX_DEVICES)
+		return wh_error(WH_ERR_UNSUPPORTED, "--device cuda:%d: no such GPU (give cuda:0 to cuda:%d)", device, MAX_DEVICES - 1);
+	/* started already (--device cuda and --reference-device cuda): not waiting for it here */
+	pthread_mutex_lock(&start_lock);
+	bool same = start_running && start_device == device;
+	pthread_mutex_unlock(&start_lock);
+	if (same)
+		return WH_OK;
+	/* the module loaded and the driver and device probed here, so that a machine without
+	 * them is told at once, in one line; the device's context (the most of the start) and
+	 * the warm-up in the thread */
+	pthread_mutex_lock(&gpu_lock);
+	enum wh_status pst = WH_OK;
+	if (dev_error[device][0]) {
+		pst = wh_error(WH_ERR_UNSUPPORTED, "%s", dev_error[device]);
+	} else if (!gpus[device] && (pst = gpu_load()) == WH_OK) {
+		pst = gpu_probe(device);
+		if (pst != WH_OK)
+			snprintf(dev_error[device], sizeof dev_error[device], "%s", wh_error_message());
+	}
+	pthread_mutex_unlock(&gpu_lock);
+	if (pst != WH_OK)
+		return pst;
+	const char *bg = getenv("WHITTLE_CUDA_START");
+	bool sync = bg && !strcmp(bg, "sync");
+	pthread_mutex_lock(&start_lock);
+	bool started = start_running;
+	if (!started && !sync && pthread_create(&start_tid, NULL, start_main, (void *)(intptr_t)device) == 0) {
+		start_running = started = true;
+		start_device = device;
+	}
+	pthread_mutex_unlock(&start_lock);
+	if (started)
+		return WH_OK;
+	/* no thread (WHITTLE_CUDA_START=sync, or none could be made): started here */
+	struct wh_gpu *g;
+	return wh_gpu_get(device, &g);
+}
+
+void wh_gpu_start_join(void)
+{
+	pthread_mutex_lock(&start_lock);
+	if (start_running) {
+		pthread_join(start_tid, NULL);
+		start_running = false;
+	}
+	pthread_mutex_unlock(&start_lock);
+}
+
+static void start_log(void);
+
+void wh_gpu_finish(int code)
+{
+	wh_gpu_start_join();
+	const char *full = getenv("WHITTLE_CUDA_FULL_EXIT");
+	if (full && !strcmp(full, "1"))
+		return;
+	pthread_mutex_lock(&gpu_lock);
+	bool quick = false;
+	for (int d = 0; d < MAX_DEVICES; d++)
+		if (gpus[d])
+			quick = gpus[d]->api->quick_exit != 0;
+	pthread_mutex_unlock(&gpu_lock);
+	if (!quick)
+		return;
+	/* what the exit handlers would have said; the device's memory goes with the process */
+	start_log();
+	trace("exit: quick (_exit after flushing; the driver reclaims the device)");
+	fflush(NULL);
+	_exit(code);
 }
 
 const char *wh_gpu_info(const struct wh_gpu *g)
@@ -156,7 +398,7 @@ double wh_gpu_copy_gbps(const struct wh_gpu *g, size_t bytes)
 
 void wh_gpu_start_times(const struct wh_gpu *g, char *buf, size_t len)
 {
-	char mod[256];
+	char mod[640];
 	g->api->start_times(mod, sizeof mod);
 	snprintf(buf, len, "loading the module and the CUDA libraries %.1f ms, init %.1f ms (%s)", g->load_ms, g->init_ms, mod);
 }
@@ -296,6 +538,7 @@ struct wh_gpu_weights {
 	struct wstore *s;
 	size_t bytes;     /* on the device for this engine (uploads and 16-bit copies) */
 	size_t fmt_bytes; /* the same weights at their layers' formats (2 bytes per fp16/bf16 value) */
+	uint32_t id, runs; /* WHITTLE_CUDA_TRACE */
 };
 
 static size_t whash(const void *data, int prec, size_t cap)
@@ -338,6 +581,7 @@ static bool wrehash(struct wstore *s, size_t cap, const struct wh_gpu *g, bool d
 /* at exit: every device copy freed (tests/fake-cuda.c counts them) */
 static void stores_free(void)
 {
+	trace("exit: freeing the weights store");
 	for (int d = 0; d < MAX_DEVICES; d++) {
 		struct wstore *s = &stores[d];
 		for (size_t i = 0; gpus[d] && i < s->cap; i++)
@@ -354,8 +598,14 @@ static void stores_free(void)
 static void start_log(void)
 {
 	for (int d = 0; d < MAX_DEVICES; d++)
+		if (gpus[d] && tracing()) {
+			char buf[1024];
+			gpus[d]->api->start_times(buf, sizeof buf);
+			trace("exit: cuda:%d: %s", d, buf);
+		}
+	for (int d = 0; d < MAX_DEVICES; d++)
 		if (gpus[d] && wh_log_get_level() >= WH_LOG_DEBUG) {
-			char buf[512];
+			char buf[1024];
 			wh_gpu_start_times(gpus[d], buf, sizeof buf);
 			/* the process's age now (its start time in /proc/self/stat, in clock ticks
 			 * since boot): what the exit costs is the wall time less this */
@@ -394,6 +644,9 @@ enum wh_status wh_gpu_weights_create(struct wh_gpu *g, struct wh_gpu_weights **o
 		return wh_error(WH_ERR_NOMEM, "engine: out of memory (free some memory)");
 	w->g = g;
 	w->s = &stores[g->device];
+	static atomic_uint n_engines;
+	w->id = atomic_fetch_add(&n_engines, 1) + 1;
+	trace("engine %u created (the store holds %zu weights, %.1f MB)", w->id, w->s->n, (double)w->s->bytes / 1e6);
 	*out = w;
 	return WH_OK;
 }
@@ -403,9 +656,13 @@ void wh_gpu_weights_destroy(struct wh_gpu_weights *w)
 	if (!w)
 		return;
 	run_lock_take();
+	double t0 = wh_os_now_s();
+	size_t n0 = w->s->n;
 	/* the weights of models no one holds any more leave the device */
 	if (w->s->n)
 		wrehash(w->s, w->s->cap, w->g, true);
+	trace("engine %u destroyed: %u runs, uploaded %.1f MB; store %zu -> %zu weights in %.2f ms", w->id, w->runs,
+	      (double)w->bytes / 1e6, n0, w->s->n, ms_since(t0));
 	pthread_mutex_unlock(&run_lock);
 	free(w);
 }
@@ -485,13 +742,18 @@ struct wh_gpu_vals {
 	struct wh_gpu_weights *w;
 	uint32_t n;
 	struct dbuf **b;
-	uint64_t h2d, d2h;
+	uint64_t h2d, d2h, d2h_total;
 	void *ev0, *ev1;
 	/* CUDA graphs: what makes this run's replay unsafe (a value uploaded that is not a graph
 	 * input, a download before the end, a graph input read on the host); capturing: a
 	 * capture is in progress (no 16-bit copies are made then) */
 	uint32_t not_capturable;
 	bool capturing;
+	/* WHITTLE_CUDA_TRACE: the run's start, time in the module's run, in weight uploads
+	 * (and their rounding), in 16-bit copies, in downloads; the slowest step */
+	double t0, run_ms, wup_ms, half_ms, down_ms, slow_ms;
+	uint32_t steps, wups, halves;
+	char slow[96];
 };
 
 enum wh_status wh_gpu_vals_create(struct wh_gpu *g, struct wh_gpu_weights *w, uint32_t n_values, struct wh_gpu_vals **out)
@@ -505,6 +767,10 @@ enum wh_status wh_gpu_vals_create(struct wh_gpu *g, struct wh_gpu_weights *w, ui
 	dv->w = w;
 	dv->n = n_values;
 	run_lock_take();
+	if (w && tracing()) {
+		w->runs++;
+		dv->t0 = wh_os_now_s();
+	}
 	*out = dv;
 	return WH_OK;
 }
@@ -513,10 +779,15 @@ void wh_gpu_vals_destroy(struct wh_gpu_vals *dv)
 {
 	if (!dv)
 		return;
+	double t1 = tracing() ? wh_os_now_s() : 0;
 	for (uint32_t v = 0; v < dv->n; v++)
 		dbuf_unref(dv->g, dv->b[v]);
 	dv->g->api->event_free(dv->ev0);
 	dv->g->api->event_free(dv->ev1);
+	if (dv->w && tracing())
+		trace("engine %u run %u: %.2f ms (freeing %.2f): %u steps on the GPU, %.2f ms in the module's run; %u weights up in %.2f ms; %u 16-bit copies in %.2f ms; downloads %.2f ms (%.1f KB); slowest step %.2f ms %s",
+		      dv->w->id, dv->w->runs, ms_since(dv->t0), ms_since(t1), dv->steps, dv->run_ms, dv->wups, dv->wup_ms, dv->halves,
+		      dv->half_ms, dv->down_ms, (double)dv->d2h_total / 1e3, dv->slow_ms, dv->slow);
 	pthread_mutex_unlock(&run_lock);
 	free(dv->b);
 	free(dv);
@@ -537,7 +808,11 @@ enum wh_status wh_gpu_vals_to_host(struct wh_gpu_vals *dv, uint32_t v, struct wh
 	enum wh_status st = wh_blob_create(bytes, &blob, &w);
 	if (st != WH_OK)
 		return st;
-	if (dv->g->api->download(w, dv->b[v]->p, bytes) != 0) {
+	double t0 = wh_os_now_s();
+	int rc = dv->g->api->download(w, dv->b[v]->p, bytes);
+	dv->down_ms += ms_since(t0);
+	dv->d2h_total += bytes;
+	if (rc != 0) {
 		wh_blob_release(blob);
 		return wh_error(WH_ERR_INTERNAL, "GPU: copying a tensor to the host: %s (check the GPU with nvidia-smi)", dv->g->api->last_error());
 	}
@@ -568,6 +843,7 @@ static void half_of(struct wh_gpu_vals *dv, struct dbuf *b, uint64_t count, int 
 {
 	if (b->half || !count || b->grid != fmt || dv->capturing)
 		return;
+	double t0 = wh_os_now_s();
 	void *h = dv->g->api->alloc((size_t)count * 2);
 	if (!h)
 		return;
@@ -575,6 +851,8 @@ static void half_of(struct wh_gpu_vals *dv, struct dbuf *b, uint64_t count, int 
 		dv->g->api->free(h);
 		return;
 	}
+	dv->halves++;
+	dv->half_ms += ms_since(t0);
 	b->half = h;
 	dv->w->s->bytes += (size_t)count * 2;
 	dv->w->bytes += (size_t)count * 2;
@@ -1118,7 +1396,12 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 		struct dbuf *b = NULL;
 		if (!dv->b[v] && s->persistent[k] && t->count) {
 			/* an engine constant: uploaded (and rounded) once per engine */
-			if (!(b = weight_get(dv->w, t, fmt, &dv->h2d))) {
+			double tw = wh_os_now_s();
+			uint64_t h0 = dv->h2d;
+			b = weight_get(dv->w, t, fmt, &dv->h2d);
+			dv->wups += dv->h2d != h0;
+			dv->wup_ms += ms_since(tw);
+			if (!b) {
 				st = wh_error(WH_ERR_NOMEM, "node '%s' (%s): uploading a weight: %s (free GPU memory)", n->name, n->op_type, api->last_error());
 				goto out;
 			}
@@ -1162,7 +1445,17 @@ enum wh_status wh_gpu_run_step(struct wh_gpu_vals *dv, const struct wh_gpu_step 
 		dv->ev1 = NULL;
 		dv->ev0 = api->event_record();
 	}
+	double tr0 = wh_os_now_s();
 	int r = api->run(&cn);
+	if (trace_on > 0) {
+		double ms = ms_since(tr0);
+		dv->steps++;
+		dv->run_ms += ms;
+		if (ms > dv->slow_ms) {
+			dv->slow_ms = ms;
+			snprintf(dv->slow, sizeof dv->slow, "%.40s (%.40s)", n->op_type, n->name);
+		}
+	}
 	if (s->timed)
 		dv->ev1 = api->event_record();
 	if (r < 0) {
@@ -1220,10 +1513,20 @@ out:
 enum wh_status wh_device_cuda_check(int device, char *info, size_t size)
 {
 	struct wh_gpu *g = NULL;
-	enum wh_status st = wh_gpu_get(device, &g);
+	enum wh_status st = gpu_get(device, &g, false); /* the caller writes the line */
 	if (st == WH_OK && size)
 		snprintf(info, size, "%s", g->info);
 	return st;
+}
+
+enum wh_status wh_device_cuda_start(int device)
+{
+	return wh_gpu_start(device);
+}
+
+void wh_device_finish(int code)
+{
+	wh_gpu_finish(code);
 }
 
 bool wh_device_cuda_claims(int device, const struct wh_model *m, const struct wh_node *n)

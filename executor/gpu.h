@@ -25,6 +25,18 @@ struct wh_gpu; /* the loaded module bound to one device: one per process and dev
  * process). On failure the message is "--device cuda: <what is missing> (<what to do>)"
  * and the status WH_ERR_UNSUPPORTED. */
 enum wh_status wh_gpu_get(int device, struct wh_gpu **out);
+/* The background start (docs/gpu.md, "Where a GPU process's time goes"): a thread loads
+ * the module, starts GPU `device` and warms the libraries up (whcu_api.warm) while the
+ * caller goes on (loading the model, the CPU's reference); the first wh_gpu_get waits for
+ * the start and returns its failure, if any. WHITTLE_CUDA_START=sync (or no thread): started
+ * here, failing here. A second call does nothing. wh_gpu_start_join waits for the thread.
+ * wh_gpu_finish(code), at the end of the process: joins the thread and, when the module
+ * allows it (whcu_api.quick_exit) and WHITTLE_CUDA_FULL_EXIT is not 1, flushes stdio and
+ * ends the process with _exit(code), skipping the CUDA libraries' teardown; otherwise
+ * returns (the exit handlers free every device copy, tests/fake-cuda.c counts them). */
+enum wh_status wh_gpu_start(int device);
+void wh_gpu_start_join(void);
+void wh_gpu_finish(int code);
 /* One line: the GPU and the library versions. */
 const char *wh_gpu_info(const struct wh_gpu *g);
 /* What a GPU tactic belongs to: "<GPU name>;sm_XY;cublasLt V;cudnn V" (replays and timing

@@ -151,6 +151,52 @@ else
 fi
 run "$WHITTLE" run "$m" --device cuda:1
 if [ "$rc" = 3 ] && grep -q "no GPU 1" "$tmp/err"; then ok "cuda:1: one line ($(cat "$tmp/err"))"; else bad "cuda:1: exit $rc"; fi
+run env WHITTLE_CUDA_START=sync "$WHITTLE" run "$m" --device cuda:1
+if [ "$rc" = 3 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "no GPU 1" "$tmp/err"; then ok "cuda:1, WHITTLE_CUDA_START=sync: one line"; else bad "cuda:1, sync start: exit $rc: $(head -2 "$tmp/err")"; fi
+run env WHITTLE_CUDA_LIB="$tmp/no-such-module.so" "$WHITTLE" run "$m" --device cuda
+if [ "$rc" = 3 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "no-such-module.so not found" "$tmp/err"; then ok "no module: one line, at once"; else bad "no module: exit $rc: $(head -2 "$tmp/err")"; fi
+
+# the background start (docs/gpu.md, "Where a GPU process's time goes"): a thread loads the
+# module, starts the device and warms it up once while the command goes on;
+# WHITTLE_CUDA_START=sync starts it on the spot, without the warm-up; the same bits either way
+rm -rf "$tmp/bg" "$tmp/sy"
+run "$WHITTLE" run "$m" --device cuda --precision fp16 --val-range -1,1 --save-outputs "$tmp/bg" --mark-all
+read -r _ warms_bg < <(sed -n 3p "$tmp/fake.log")
+rc_bg=$rc
+run env WHITTLE_CUDA_START=sync "$WHITTLE" run "$m" --device cuda --precision fp16 --val-range -1,1 --save-outputs "$tmp/sy" --mark-all
+read -r _ warms_sy < <(sed -n 3p "$tmp/fake.log")
+# (the fake starts at once, so the thread warms up before the run asks, unless the machine
+# is slow enough for the run to ask first: then it skips the warm-up, below)
+if [ "$rc_bg" = 0 ] && [ "$rc" = 0 ] && [ "$warms_bg" -le 1 ] && [ "$warms_sy" = 0 ] && cmp -s <(cd "$tmp/bg" && cat $(ls)) <(cd "$tmp/sy" && cat $(ls)); then
+	ok "background start: warmed up $warms_bg time(s) (sync start: $warms_sy), the same outputs"
+else
+	bad "background start: exit $rc_bg/$rc, warm-ups $warms_bg/$warms_sy, or the outputs differ"
+fi
+# a start slower than the command's way to its first GPU layer (a context takes 0.1 to 0.3 s):
+# the command waits for the device, and the warm-up, not begun, is skipped
+rm -rf "$tmp/sl"
+run env WHITTLE_FAKE_CUDA_INIT_MS=400 WHITTLE_CUDA_TRACE=1 "$WHITTLE" run "$m" --device cuda --precision fp16 --val-range -1,1 --save-outputs "$tmp/sl" --mark-all
+read -r _ warms_sl < <(sed -n 3p "$tmp/fake.log")
+if [ "$rc" = 0 ] && [ "$warms_sl" = 0 ] && grep -q "warm-up skipped" "$tmp/err" && cmp -s <(cd "$tmp/bg" && cat $(ls)) <(cd "$tmp/sl" && cat $(ls)); then
+	ok "a slow start: the warm-up skipped, the same outputs"
+else
+	bad "a slow start: exit $rc, $warms_sl warm-ups: $(grep -m1 warm-up "$tmp/err")"
+fi
+# a command that stops before any engine still ends cleanly (the start's thread joined, the
+# module's buffers all freed): an --input-shapes naming no input, after --device cuda
+run "$WHITTLE" run "$m" --device cuda --input-shapes nosuchinput:1x2
+read -r _ allocs _ frees _ _ _ _ <"$tmp/fake.log"
+if [ "$rc" = 3 ] && grep -q "no input 'nosuchinput'" "$tmp/err" && [ "$allocs" = "$frees" ] && [ "$(sed -n 3p "$tmp/fake.log")" = "warms 1" ]; then ok "an early error with the start under way: exit 3, joined"; else bad "early error: exit $rc, log $(tr '\n' ' ' <"$tmp/fake.log")"; fi
+# the quick exit: a module that allows it (the fake when told) ends the process with _exit
+# after the output is flushed: the exit code and stdout are whole, the module's destructor
+# (its log) does not run; without it (the default fake) the log is written
+rm -f "$tmp/fake.log"
+run env WHITTLE_FAKE_CUDA_QUICK_EXIT=1 "$WHITTLE" run "$m" --device cuda --val-range -1,1 --iterations 2
+if [ "$rc" = 0 ] && grep -q "median_ms" "$tmp/out" && [ ! -e "$tmp/fake.log" ]; then ok "quick exit: exit 0, the output whole, no teardown"; else bad "quick exit: exit $rc, $(grep -c median_ms "$tmp/out") median lines, log $( [ -e "$tmp/fake.log" ] && echo written || echo absent)"; fi
+run env WHITTLE_FAKE_CUDA_QUICK_EXIT=1 "$WHITTLE" run "$m" --device cuda --val-range -1,1 --input-shapes nosuchinput:1x2
+if [ "$rc" = 3 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "no input 'nosuchinput'" "$tmp/err"; then ok "quick exit keeps the exit code and the line of a failure ($rc)"; else bad "quick exit after a failure: exit $rc"; fi
+run env WHITTLE_FAKE_CUDA_QUICK_EXIT=1 WHITTLE_CUDA_FULL_EXIT=1 "$WHITTLE" run "$m" --device cuda --val-range -1,1
+if [ "$rc" = 0 ] && [ -e "$tmp/fake.log" ]; then ok "WHITTLE_CUDA_FULL_EXIT=1: the full exit"; else bad "WHITTLE_CUDA_FULL_EXIT=1: exit $rc, no log"; fi
 
 # GPU tactics (issue 25): the fake module's MatMul offers a default, a split-K and, for fp16
 # layers with --allow-reduced-precision-reduction, an fp16-accumulating tactic, which breaks

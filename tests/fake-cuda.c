@@ -14,12 +14,14 @@
  * copy shows as a wrong result. Every allocation is counted: WHITTLE_FAKE_CUDA_LOG=FILE gets
  * "allocs N frees N uploads N bytes_up N" and, on a second line, "to16 N half_reads N
  * fused_rounds N captures N" at unload (the binary ops round an fp16/bf16 layer's output themselves,
- * whcu_node.out_rounded). */
+ * whcu_node.out_rounded), and on a third "warms N" (ABI 5: whittle's background start warms the
+ * module up once). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "executor/cuda/whittle-cuda.h"
 
@@ -28,6 +30,20 @@ static unsigned long long bytes_up;
 static char err[256];
 
 static int init(int device, char *e, size_t len)
+{
+	/* WHITTLE_FAKE_CUDA_INIT_MS=N: a start that takes N ms, as a real context does */
+	const char *ms = getenv("WHITTLE_FAKE_CUDA_INIT_MS");
+	if (ms && atoi(ms) > 0)
+		usleep((useconds_t)atoi(ms) * 1000);
+	if (device != 0) {
+		snprintf(e, len, "no GPU %d: this machine has 1 (give --device cuda:0)", device);
+		return -1;
+	}
+	return 0;
+}
+
+/* ABI 5: the device count, at once */
+static int probe(int device, char *e, size_t len)
 {
 	if (device != 0) {
 		snprintf(e, len, "no GPU %d: this machine has 1 (give --device cuda:0)", device);
@@ -298,10 +314,18 @@ static void ident(char *buf, size_t len)
 	snprintf(buf, len, "%s", e && *e ? e : "fake GPU;sm_00;cublasLt 0;cudnn 0");
 }
 
-static const struct whcu_api api = {
+/* ABI 5: warm-ups counted (whittle's background start calls it once) */
+static long n_warm;
+static int warm(void)
+{
+	n_warm++;
+	return 0;
+}
+
+static struct whcu_api api = {
 	WHCU_ABI, sizeof(struct whcu_api), init, shutdown_, info, last_error, alloc_, free_, upload, download, sync_, supports, run,
 	round_, event_record, event_ms, event_free, ident, to16, copy_gbps, start_times, capture_begin, capture_end, graph_launch,
-	graph_free,
+	graph_free, probe, warm, 0,
 };
 
 __attribute__((destructor)) static void report(void)
@@ -309,13 +333,17 @@ __attribute__((destructor)) static void report(void)
 	const char *path = getenv("WHITTLE_FAKE_CUDA_LOG");
 	FILE *f = path ? fopen(path, "w") : NULL;
 	if (f) {
-		fprintf(f, "allocs %ld frees %ld uploads %ld bytes_up %llu\nto16 %ld half_reads %ld fused_rounds %ld captures %ld\n", n_alloc, n_free, n_upload,
-			bytes_up, n_to16, n_half_reads, n_fused, n_captures);
+		fprintf(f, "allocs %ld frees %ld uploads %ld bytes_up %llu\nto16 %ld half_reads %ld fused_rounds %ld captures %ld\nwarms %ld\n", n_alloc, n_free,
+			n_upload, bytes_up, n_to16, n_half_reads, n_fused, n_captures, n_warm);
 		fclose(f);
 	}
 }
 
 __attribute__((visibility("default"))) const struct whcu_api *whittle_cuda_api(uint32_t abi)
 {
+	/* WHITTLE_FAKE_CUDA_QUICK_EXIT=1: the module lets whittle end with _exit (the log is then
+	 * not written: its destructor does not run) */
+	const char *q = getenv("WHITTLE_FAKE_CUDA_QUICK_EXIT");
+	api.quick_exit = q && !strcmp(q, "1");
 	return abi == WHCU_ABI ? &api : NULL;
 }

@@ -38,6 +38,15 @@ static double g_t_ctx, g_t_stream, g_t_lt = -1, g_t_dnn = -1, g_t_ws;
 /* the host time of the first Conv, the first GEMM and the first other op (their first use
  * loads kernels and, for cuDNN, its engine libraries) */
 static double g_t_first_conv = -1, g_t_first_gemm = -1, g_t_first_other = -1;
+/* what the process spent in cuDNN's algorithm queries, cuBLASLt's heuristics, cudaMallocAsync
+ * and synchronous copies (start_times; WHITTLE_CUDA_TRACE) */
+static double g_ms_convq, g_ms_heur, g_ms_malloc, g_ms_sync;
+static long g_n_convq, g_n_heur, g_n_malloc, g_n_sync;
+static double g_ms_direct;
+static long g_n_direct;
+static bool g_conv_query; /* WHITTLE_CUDA_CONV_QUERY=1: cuDNN's ranking for every shape */
+static double g_t_warm = -1;
+static double now_ms(void);
 static void *g_ws;
 static const size_t g_ws_bytes = (size_t)32 << 20;
 static char g_err[1024];
@@ -223,7 +232,11 @@ static void *dev_alloc(size_t bytes)
 			return p;
 		}
 	void *p = NULL;
-	if (cudaMallocAsync(&p, b, g_stream) != cudaSuccess) {
+	double tm = now_ms();
+	cudaError_t me = cudaMallocAsync(&p, b, g_stream);
+	g_ms_malloc += now_ms() - tm;
+	g_n_malloc++;
+	if (me != cudaSuccess) {
 		cudaGetLastError();
 		cache_flush();
 		if (cudaMallocAsync(&p, b, g_stream) != cudaSuccess) {
@@ -2121,7 +2134,10 @@ static int gemm_lt(int32_t prec, int fp16acc, const float *a, const float *b, fl
 		if (!algo) {
 			LT(cublasLtMatmulPreferenceCreate(&pref));
 			LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &g_ws_bytes, sizeof g_ws_bytes));
+			double th = now_ms();
 			LT(cublasLtMatmulAlgoGetHeuristic(g_lt, op, la, lb, lc, lc, pref, 1, heur, &found));
+			g_ms_heur += now_ms() - th;
+			g_n_heur++;
 			if (!found) {
 				rc = fail("cuBLASLt: no algorithm for %lldx%lldx%lld (type %d, compute %d)", (long long)m, (long long)nn, (long long)k,
 					  (int)in_t, (int)comp);
@@ -2459,8 +2475,29 @@ static int op_conv(const struct whcu_node *n)
 			tac_c.key = key, tac_c.algo = ta, tac_c.math = tm, tac_c.ws = ws;
 			c = &tac_c; /* not cached: its descriptors go at the end */
 		}
+		if (!c && !g_conv_query) {
+			/* the implicit-GEMM family at the layer's math, tried in order, without cuDNN's
+			 * ranking of every algorithm (cudnnGetConvolutionForwardAlgorithm_v7 costs about
+			 * 10 ms per shape, more than a small model's whole run): the first one cuDNN can
+			 * size a workspace for is the choice (docs/gpu.md, "Where a GPU process's time
+			 * goes"); WHITTLE_CUDA_CONV_QUERY=1 asks cuDNN's ranking as before */
+			static const cudnnConvolutionFwdAlgo_t fam[] = {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+									CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM};
+			double tq = now_ms();
+			for (size_t i = 0; i < sizeof fam / sizeof fam[0] && !c; i++) {
+				size_t need = 0;
+				if (cudnnGetConvolutionForwardWorkspaceSize(g_dnn, tx, fw, cv, ty, fam[i], &need) == CUDNN_STATUS_SUCCESS &&
+				    need <= ((size_t)1 << 30))
+					c = conv_remember(&key, (int)fam[i], math, need, 0);
+			}
+			g_ms_direct += now_ms() - tq;
+			g_n_direct++;
+		}
 		if (!c) {
+			double tq = now_ms();
 			DNN(cudnnGetConvolutionForwardAlgorithm_v7(g_dnn, tx, fw, cv, ty, 16, &got, perf));
+			g_ms_convq += now_ms() - tq;
+			g_n_convq++;
 			/* the implicit-GEMM family first: it sums products as the CPU's kernels do (FFT and
 			 * Winograd transform the operands, which costs accuracy in fp16 and bf16) */
 			int pick = -1;
@@ -2818,10 +2855,9 @@ static const struct op_entry *find_op(const struct whcu_node *n)
 
 /* ---- the table ---- */
 
-static int api_init(int device, char *err, size_t errlen)
+static int api_probe(int device, char *err, size_t errlen)
 {
 	int count = 0;
-	double t0 = now_ms();
 	cudaError_t e = cudaGetDeviceCount(&count);
 	if (e != cudaSuccess || count == 0) {
 		snprintf(err, errlen, "no usable CUDA GPU or driver: %s (run on a machine with an NVIDIA GPU and its driver, or drop --device)",
@@ -2832,6 +2868,15 @@ static int api_init(int device, char *err, size_t errlen)
 		snprintf(err, errlen, "no GPU %d: this machine has %d (give --device cuda:0 to cuda:%d)", device, count, count - 1);
 		return -1;
 	}
+	return 0;
+}
+
+static int api_init(int device, char *err, size_t errlen)
+{
+	double t0 = now_ms();
+	cudaError_t e;
+	if (api_probe(device, err, errlen) != 0)
+		return -1;
 	/* cudaFree(0) makes the context now, so that its cost is counted here */
 	if ((e = cudaSetDevice(device)) != cudaSuccess || (e = cudaFree(0)) != cudaSuccess) {
 		snprintf(err, errlen, "GPU %d: %s (check the driver with nvidia-smi)", device, cudaGetErrorString(e));
@@ -2859,6 +2904,8 @@ static int api_init(int device, char *err, size_t errlen)
 		return -1;
 	}
 	g_t_ws = now_ms() - t0;
+	const char *q = getenv("WHITTLE_CUDA_CONV_QUERY");
+	g_conv_query = q && !strcmp(q, "1");
 	g_device = device;
 	return 0;
 }
@@ -2913,8 +2960,11 @@ static int api_upload(void *dst, const void *src, size_t bytes)
 {
 	if (!bytes)
 		return 0;
+	double t0 = now_ms();
 	CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, g_stream));
 	CK(cudaStreamSynchronize(g_stream));
+	g_ms_sync += now_ms() - t0;
+	g_n_sync++;
 	return 0;
 }
 
@@ -2922,8 +2972,11 @@ static int api_download(void *dst, const void *src, size_t bytes)
 {
 	if (!bytes)
 		return 0;
+	double t0 = now_ms();
 	CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, g_stream));
 	CK(cudaStreamSynchronize(g_stream));
+	g_ms_sync += now_ms() - t0;
+	g_n_sync++;
 	return 0;
 }
 
@@ -3055,8 +3108,9 @@ static void api_start_times(char *buf, size_t len)
 		snprintf(lt, sizeof lt, "%.1f ms", g_t_lt);
 	if (g_t_dnn >= 0)
 		snprintf(dnn, sizeof dnn, "%.1f ms", g_t_dnn);
-	snprintf(buf, len, "driver and context %.1f ms, stream %.1f ms, workspace %.1f ms, cuBLASLt %s, cuDNN %s; first Conv %.1f ms, first GEMM %.1f ms, first other op %.1f ms",
-		 g_t_ctx, g_t_stream, g_t_ws, lt, dnn, g_t_first_conv, g_t_first_gemm, g_t_first_other);
+	snprintf(buf, len, "driver and context %.1f ms, stream %.1f ms, workspace %.1f ms, cuBLASLt %s, cuDNN %s; first Conv %.1f ms, first GEMM %.1f ms, first other op %.1f ms; warm-up %.1f ms; cuDNN algorithms: %ld picked directly (%.1f ms), %ld ranked (%.1f ms); cuBLASLt heuristics %ld (%.1f ms), cudaMallocAsync %ld (%.1f ms), synchronous copies %ld (%.1f ms)",
+		 g_t_ctx, g_t_stream, g_t_ws, lt, dnn, g_t_first_conv, g_t_first_gemm, g_t_first_other, g_t_warm, g_n_direct, g_ms_direct,
+		 g_n_convq, g_ms_convq, g_n_heur, g_ms_heur, g_n_malloc, g_ms_malloc, g_n_sync, g_ms_sync);
 }
 
 /* ---- CUDA graphs ---- */
@@ -3114,6 +3168,71 @@ static void api_graph_free(void *exec)
 	}
 }
 
+/* ABI 5: the libraries' first-use costs, paid where whittle has time to spare (its
+ * background start, docs/gpu.md): cuBLASLt's handle and heuristics (the first query costs
+ * about 50 ms), one fp16 GEMM; cuDNN's handle and one fp16 convolution (its engines load at
+ * the first). The algorithms chosen for these shapes stay in the caches like any other. */
+static int api_warm(void)
+{
+	double t0 = now_ms();
+	const int64_t n = 64;
+	float *a = (float *)dev_alloc(n * n * sizeof(float)), *y = (float *)dev_alloc(n * n * sizeof(float));
+	int rc = -1;
+	if (!a || !y)
+		goto out;
+	if (cudaMemsetAsync(a, 0, n * n * sizeof(float), g_stream) != cudaSuccess) {
+		fail("warming up: cudaMemsetAsync failed");
+		goto out;
+	}
+	if (need_lt() || gemm_lt(WHCU_PREC_FP16, 0, a, a, y, n, n, n, 0, 0, 1, 0, 0, 1.f, 0.f) != 0)
+		goto out;
+	if (need_dnn())
+		goto out;
+	{
+		/* 1x16x8x8 by 16x16x3x3, pad 1: the implicit-GEMM family in fp16 with tensor cores */
+		cudnnTensorDescriptor_t tx = NULL;
+		cudnnFilterDescriptor_t fw = NULL;
+		cudnnConvolutionDescriptor_t cv = NULL;
+		size_t ws = 0;
+		void *wsp = NULL;
+		float one = 1.f, zero = 0.f;
+		bool ok = cudnnCreateTensorDescriptor(&tx) == CUDNN_STATUS_SUCCESS && cudnnCreateFilterDescriptor(&fw) == CUDNN_STATUS_SUCCESS &&
+			  cudnnCreateConvolutionDescriptor(&cv) == CUDNN_STATUS_SUCCESS &&
+			  cudnnSetTensor4dDescriptor(tx, CUDNN_TENSOR_NCHW, CUDNN_DATA_HALF, 1, 16, 8, 8) == CUDNN_STATUS_SUCCESS &&
+			  cudnnSetFilter4dDescriptor(fw, CUDNN_DATA_HALF, CUDNN_TENSOR_NCHW, 16, 16, 3, 3) == CUDNN_STATUS_SUCCESS &&
+			  cudnnSetConvolution2dDescriptor(cv, 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT) == CUDNN_STATUS_SUCCESS &&
+			  cudnnSetConvolutionMathType(cv, CUDNN_TENSOR_OP_MATH) == CUDNN_STATUS_SUCCESS &&
+			  cudnnGetConvolutionForwardWorkspaceSize(g_dnn, tx, fw, cv, tx, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, &ws) ==
+				  CUDNN_STATUS_SUCCESS &&
+			  ws <= ((size_t)64 << 20) && (!ws || (wsp = dev_alloc(ws)) != NULL);
+		/* x, w and y: the 16 KB of a (zeros; 1x16x8x8 and 16x16x3x3 halves fit) and y */
+		if (ok)
+			ok = cudnnConvolutionForward(g_dnn, &one, tx, a, fw, a, cv, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, wsp, ws,
+						     &zero, tx, y) == CUDNN_STATUS_SUCCESS;
+		dev_free(wsp);
+		if (cv)
+			cudnnDestroyConvolutionDescriptor(cv);
+		if (fw)
+			cudnnDestroyFilterDescriptor(fw);
+		if (tx)
+			cudnnDestroyTensorDescriptor(tx);
+		if (!ok) {
+			fail("warming cuDNN up: a small convolution failed");
+			goto out;
+		}
+	}
+	if (cudaStreamSynchronize(g_stream) != cudaSuccess) {
+		fail("warming up: the stream failed");
+		goto out;
+	}
+	rc = 0;
+out:
+	dev_free(a);
+	dev_free(y);
+	g_t_warm = now_ms() - t0;
+	return rc;
+}
+
 static const struct whcu_api api = {
 	WHCU_ABI,
 	sizeof(struct whcu_api),
@@ -3140,6 +3259,9 @@ static const struct whcu_api api = {
 	api_capture_end,
 	api_graph_launch,
 	api_graph_free,
+	api_probe,
+	api_warm,
+	1, /* quick_exit: the driver reclaims the device at exit */
 };
 
 EXPORT const struct whcu_api *whittle_cuda_api(uint32_t abi)

@@ -24,7 +24,7 @@
 extern "C" {
 #endif
 
-#define WHCU_ABI 4
+#define WHCU_ABI 5
 #define WHCU_MAX_RANK 8
 
 /* Element types: ONNX TensorProto.DataType numbers (1 float, 6 int32, 7 int64, 9 bool,
@@ -176,6 +176,20 @@ struct whcu_api {
 	void *(*capture_end)(void);
 	int (*graph_launch)(void *graph);
 	void (*graph_free)(void *graph);
+	/* ABI 5: whether the driver and GPU `device` are there (the device count; no context is
+	 * made): 0 yes; otherwise err holds "<what is missing> (<what to do>)", as init's. whittle
+	 * probes before it starts the device in the background (docs/gpu.md). */
+	int (*probe)(int device, char *err, size_t errlen);
+	/* ABI 5: pays the libraries' first-use costs now (cuBLASLt's and cuDNN's handles, their
+	 * first heuristics and kernels, on small problems): whittle calls it from its background
+	 * start, so that the first layers of the first run do not (docs/gpu.md). 0 ok; a failure
+	 * is not an error of any layer (the first one that needs the library reports its own). */
+	int (*warm)(void);
+	/* ABI 5: 1 when the process may end without shutdown or freeing device memory (the
+	 * driver reclaims the device at exit): whittle then ends with _exit once its own output
+	 * is flushed, skipping the CUDA libraries' teardown (about 0.1 s). 0: a full exit (a
+	 * module that counts its frees at unload, tests/fake-cuda.c). */
+	uint32_t quick_exit;
 };
 
 typedef const struct whcu_api *(*whcu_api_fn)(uint32_t abi);

@@ -1,6 +1,10 @@
+#include "executor/executor.h"
 #include "reducer/cli/cli.h"
 
 int main(int argc, char **argv)
 {
-	return wh_cli_main(argc, argv);
+	int rc = wh_cli_main(argc, argv);
+	/* a GPU process ends here without the CUDA libraries' teardown (executor.h) */
+	wh_device_finish(rc);
+	return rc;
 }

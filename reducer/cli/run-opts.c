@@ -99,9 +99,11 @@ static enum wh_status parse_error_stat(struct wh_run_opts *o, const char *arg)
 	return WH_OK;
 }
 
-/* --device cpu | cuda | cuda:N. A GPU asked for is started here, so that a machine without
- * one (or without the CUDA module and libraries) is told in one line before any work:
- * "--device cuda: <what is missing> (<what to do>)", exit 3. */
+/* --device cpu | cuda | cuda:N. A GPU asked for starts here, in the background (executor.h,
+ * wh_device_cuda_start): the model's load and the CPU's reference overlap the CUDA
+ * libraries' start. A machine without one (or without the CUDA module and libraries) is told
+ * in one line when the first layer would go to the GPU: "--device cuda: <what is missing>
+ * (<what to do>)", exit 3 (at once when the module is missing). */
 static enum wh_status parse_device(struct wh_run_opts *o, const char *arg)
 {
 	long long v = 0;
@@ -113,15 +115,11 @@ static enum wh_status parse_device(struct wh_run_opts *o, const char *arg)
 		return bad_value(o, WH_RUN_OPT_DEVICE, arg, "not a device (give cpu, cuda or cuda:N with N from 0 to 63)");
 	o->cuda = true;
 	o->cuda_device = (int)v;
-	char info[512];
-	enum wh_status st = wh_device_cuda_check(o->cuda_device, info, sizeof info);
-	if (st == WH_OK)
-		wh_info("--device %s: %s", arg, info);
-	return st;
+	return wh_device_cuda_start(o->cuda_device);
 }
 
 /* --reference-device cpu | cuda | cuda:N: where the built-in check's FP32 reference runs
- * (builtin-check.h; the CPU unless given). A GPU is started here, as for --device. */
+ * (builtin-check.h; the CPU unless given). A GPU starts here, as for --device. */
 static enum wh_status parse_reference_device(struct wh_run_opts *o, const char *arg)
 {
 	long long v = 0;
@@ -131,8 +129,7 @@ static enum wh_status parse_reference_device(struct wh_run_opts *o, const char *
 	}
 	if (strcmp(arg, "cuda") && (strncmp(arg, "cuda:", 5) || !wh_cli_parse_int(arg + 5, 0, 63, &v)))
 		return bad_value(o, WH_RUN_OPT_REFERENCE_DEVICE, arg, "not a device (give cpu, cuda or cuda:N with N from 0 to 63)");
-	char info[512];
-	enum wh_status st = wh_device_cuda_check((int)v, info, sizeof info);
+	enum wh_status st = wh_device_cuda_start((int)v);
 	if (st == WH_OK)
 		wh_builtin_reference_device(true, (int)v);
 	return st;
