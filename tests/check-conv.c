@@ -261,7 +261,7 @@ static const struct geo conv_geos[] = {
 	{2, 1, 9, 1, 1, {{7, 3, 1, 1, 1, 1}, {9, 3, 1, 1, 1, 1}}},
 	{2, 1, 13, 1, 1, {{4, 1, 1, 1, 0, 0}, {9, 1, 1, 1, 0, 0}}},
 	{2, 1, 40, 2, 2, {{5, 3, 1, 1, 1, 1}, {6, 3, 1, 1, 1, 1}}},
-	/* K > 128: the reference in blocks of 128 (wide output) and 256 (40 outputs), SIMD in one chain */
+	/* K > 128: blocks of 128 (wide output) and 256 (40 outputs) */
 	{2, 1, 200, 5, 1, {{12, 1, 1, 1, 0, 0}, {16, 1, 1, 1, 0, 0}}},
 	{2, 1, 300, 6, 1, {{5, 1, 1, 1, 0, 0}, {8, 1, 1, 1, 0, 0}}},
 };
@@ -1014,15 +1014,16 @@ START_TEST(depthwise_lanes_bits)
 }
 END_TEST
 
-/* The SIMD GEMM paths' sums restated (2-D, several output channels per group, several
- * output positions): every output is one chain of fused multiply-adds over K = (input
- * channel, tap) in order from zero (padding taps included, as zeros), then the bias (conv.c
- * conv_block: not MLAS's blocks of 128 any more, issue 26). */
+/* The GEMM paths' sums restated (2-D, several output channels per group, several output
+ * positions): every output is MLAS's chain, K = (input channel, tap) in blocks of
+ * wh_sgemm_ort_kblock, each block a chain of fused multiply-adds from zero (padding taps
+ * included, as zeros) added to the previous blocks' sum, then the bias. */
 static void gemm_chain_ref(const struct wh_conv_shape *s, const float *x, const float *w, const float *b, float *y)
 {
 	int64_t Cg = s->C / s->G, Mg = s->M / s->G, KH = s->k[0], KW = s->k[1], K = Cg * KH * KW;
 	int64_t H = s->in[0], W = s->in[1], OH = s->out[0], OW = s->out[1];
-	int64_t blk = K ? K : 1;
+	size_t kb = wh_sgemm_ort_kblock((size_t)K, (size_t)(OH * OW));
+	int64_t blk = kb ? (int64_t)kb : K;
 	for (int64_t n = 0; n < s->N; n++)
 		for (int64_t m = 0; m < s->M; m++)
 			for (int64_t oh = 0; oh < OH; oh++)
@@ -1047,7 +1048,7 @@ static void gemm_chain_ref(const struct wh_conv_shape *s, const float *x, const 
 }
 
 /* Every geometry of geos through the conv drivers, at every SIMD ISA, 1-3 threads and each
- * of algos, gives each output the bits of its chain (gemm_chain_ref); random data from
+ * of algos, gives each output the bits of its MLAS chain (gemm_chain_ref); random data from
  * seed, a bias on the odd geometries (bias_on_odd) or on the even ones. With finish, also a
  * fused Relu and a bf16 rounding (wh_conv_f32_round) give those passes over the chain. */
 static void check_chain_bits(const struct geo *geos, size_t n_geos, uint64_t seed, bool bias_on_odd,
@@ -1126,18 +1127,19 @@ static void check_chain_bits(const struct geo *geos, size_t n_geos, uint64_t see
 START_TEST(gemm_paths_same_bits_as_chain)
 {
 	static const struct geo geos[] = {
-		/* expand3x3 at 55x55 (K = 144) and 27x27, odd output channels */
+		/* expand3x3 at 55x55 (K = 144: blocks of 128) and 27x27, odd output channels */
 		{2, 1, 16, 64, 1, {{55, 3, 1, 1, 1, 1}, {55, 3, 1, 1, 1, 1}}},
 		{2, 1, 16, 20, 1, {{41, 3, 1, 1, 1, 1}, {47, 3, 1, 1, 1, 1}}},
 		{2, 1, 32, 24, 1, {{27, 3, 1, 1, 1, 1}, {27, 3, 1, 1, 1, 1}}},
 		{2, 1, 32, 128, 1, {{27, 3, 1, 1, 1, 1}, {27, 3, 1, 1, 1, 1}}},
 		{2, 2, 12, 16, 2, {{35, 3, 1, 1, 1, 1}, {50, 3, 1, 1, 0, 2}}},
-		/* 13x13 (im2col), K = 432 in one chain */
+		/* 13x13 (im2col), K = 432 in blocks of 128 */
 		{2, 1, 48, 40, 1, {{13, 3, 1, 1, 1, 1}, {13, 3, 1, 1, 1, 1}}},
-		/* K = 1800 above WH_CONV_CHAIN_MAX: two slices, the chain continued from C (bands
-		 * and im2col) */
+		/* K = 1800: blocks of 128 (bands), 256 and 1024 (im2col over 42 and 6 outputs),
+		 * all of a tile's blocks before the next tile */
 		{2, 1, 200, 20, 1, {{9, 3, 1, 1, 1, 1}, {40, 3, 1, 1, 1, 1}}},
 		{2, 1, 200, 14, 1, {{6, 3, 1, 1, 1, 1}, {7, 3, 1, 1, 1, 1}}},
+		{2, 1, 200, 14, 1, {{2, 3, 1, 1, 1, 1}, {3, 3, 1, 1, 1, 1}}},
 		/* 1x1 on the flat plane: 8, 16, 24 output channels (8-row tiles) */
 		{2, 1, 16, 8, 1, {{40, 1, 1, 1, 0, 0}, {45, 1, 1, 1, 0, 0}}},
 		{2, 1, 8, 24, 1, {{30, 1, 1, 1, 0, 0}, {33, 1, 1, 1, 0, 0}}},
@@ -1157,7 +1159,7 @@ END_TEST
 /* 1x1 convolutions over small planes take the transposed product (conv.c conv_pwt: the
  * output channels in the lanes, C^T = X^T W^T, stored transposed): every output keeps the
  * bits of its chain (gemm_chain_ref) at every SIMD ISA and thread count, forced GEMM and
- * automatic, with and without bias, batches, K above 128, channel counts
+ * automatic, with and without bias, batches, K in MLAS's blocks (K > 128), channel counts
  * off the 16-lane vectors and the 32/48 panels, plane sizes off every tile (1 to 12 rows);
  * and with the weights from the engine's cache (packed W^T) the same bits at every run. */
 START_TEST(pointwise_transposed_same_bits_as_chain)
@@ -1167,7 +1169,7 @@ START_TEST(pointwise_transposed_same_bits_as_chain)
 		{2, 1, 112, 1280, 1, {{7, 1, 1, 1, 0, 0}, {7, 1, 1, 1, 0, 0}}},
 		{2, 1, 64, 384, 1, {{7, 1, 1, 1, 0, 0}, {7, 1, 1, 1, 0, 0}}},
 		{2, 1, 32, 192, 1, {{14, 1, 1, 1, 0, 0}, {14, 1, 1, 1, 0, 0}}},
-		/* squeezenet 48->192 at 13x13 (the plane GEMM); K = 320 and 576 */
+		/* squeezenet 48->192 at 13x13 (the plane GEMM); K = 320 and 576 in blocks */
 		{2, 1, 48, 192, 1, {{13, 1, 1, 1, 0, 0}, {13, 1, 1, 1, 0, 0}}},
 		{2, 1, 320, 130, 1, {{5, 1, 1, 1, 0, 0}, {9, 1, 1, 1, 0, 0}}},
 		{2, 2, 576, 137, 1, {{3, 1, 1, 1, 0, 0}, {5, 1, 1, 1, 0, 0}}},
@@ -1212,6 +1214,33 @@ START_TEST(stem_rows_same_bits_as_chain)
 }
 END_TEST
 
+/* The stride-2 phase split of the conv planes (conv-avx512.c, conv-avx2.c): even and odd
+ * floats of every length 0..70 (vectors of 16 pairs and every tail, masked in AVX-512):
+ * the scalar loop's values exactly, and nothing written past n. */
+START_TEST(deinterleave2_matches_scalar)
+{
+	enum { NMAX = 70, GUARD = 20 };
+	float src[2 * NMAX], ev[NMAX + GUARD], od[NMAX + GUARD];
+	for (int i = 0; i < 2 * NMAX; i++)
+		src[i] = (float)i * 0.5f - 3.0f;
+	for (int isa = WH_ISA_AVX2; isa <= (int)wh_cpu()->detected; isa++)
+		for (size_t n = 0; n <= NMAX; n++) {
+			for (int i = 0; i < NMAX + GUARD; i++)
+				ev[i] = od[i] = -99.0f;
+			if (isa >= WH_ISA_AVX512)
+				wh_deinterleave2_avx512(src, n, ev, od);
+			else
+				wh_deinterleave2_avx2(src, n, ev, od);
+			for (size_t i = 0; i < n; i++)
+				ck_assert_msg(ev[i] == src[2 * i] && od[i] == src[2 * i + 1], "%s n=%zu: pair %zu is %g %g",
+					      wh_isa_name((enum wh_isa)isa), n, i, ev[i], od[i]);
+			for (size_t i = n; i < NMAX + GUARD; i++)
+				ck_assert_msg(ev[i] == -99.0f && od[i] == -99.0f, "%s n=%zu: wrote past the end at %zu",
+					      wh_isa_name((enum wh_isa)isa), n, i);
+		}
+}
+END_TEST
+
 static Suite *conv_suite(void)
 {
 	Suite *s = suite_create("conv");
@@ -1227,6 +1256,7 @@ static Suite *conv_suite(void)
 	tcase_add_test(tc, gemm_paths_same_bits_as_chain);
 	tcase_add_test(tc, pointwise_transposed_same_bits_as_chain);
 	tcase_add_test(tc, stem_rows_same_bits_as_chain);
+	tcase_add_test(tc, deinterleave2_matches_scalar);
 	suite_add_tcase(s, tc);
 	TCase *ops = tcase_create("ops");
 	tcase_set_timeout(ops, 600);

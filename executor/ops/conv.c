@@ -336,7 +336,7 @@ struct conv_plan {
 	const struct wh_conv_shape *s;
 	struct wh_sgemm_kernel kern;
 	int64_t Cg, Mg, KS, K, P, Pin;
-	size_t kb; /* MLAS's K block (wh_sgemm_ort_kblock) for the scalar kernel; 0 (one chain) for SIMD */
+	size_t kb; /* MLAS's K block (wh_sgemm_ort_kblock) */
 	bool flat; /* 1x1, stride 1, no padding: the input channels are B's rows as they are */
 	bool prep; /* the planes are a padded copy (else the input itself) */
 	bool im2col; /* 2-D with short output rows: each channel's "plane" is its im2col rows,
@@ -399,11 +399,10 @@ static enum wh_status plan_init(const struct wh_conv_shape *s, enum wh_isa isa, 
 	pl->K = pl->Cg * pl->KS;
 	pl->P = prod_dims(s->out, nsp);
 	pl->Pin = prod_dims(s->in, nsp);
-	/* The SIMD kernels sum K in one chain (conv_block): 2-7 % faster than MLAS's blocks
-	 * of 128 on the corpus's 3x3 convs (one thread), within rounding of ORT's order (issue
-	 * 26 dropped bit equality with ONNX Runtime). The scalar kernel keeps MLAS's blocks,
-	 * wh_conv_f32_ref's order. */
-	pl->kb = pl->kern.isa >= WH_ISA_AVX2 ? 0 : wh_sgemm_ort_kblock((size_t)pl->K, (size_t)pl->P);
+	/* MLAS's blocks: one chain (2-7 % faster on the 3x3 convs with one thread) moved
+	 * PP-OCR rec's activations to 1.5e-5 of their magnitude from ONNX Runtime's, past
+	 * e2e-ort-agree's 1e-5 (8e-6 in ORT's order) */
+	pl->kb = wh_sgemm_ort_kblock((size_t)pl->K, (size_t)pl->P);
 	bool flat = true, pads = false;
 	for (int d = 0; d < nsp; d++) {
 		if (s->k[d] != 1 || s->stride[d] != 1 || s->pad0[d] || s->pad1[d])
@@ -638,17 +637,14 @@ static size_t row_base(const struct conv_plan *pl, size_t r)
 	return off;
 }
 
-/* The longest chain a micro-kernel call runs (conv_block with kb 0): a tile's partial sums
- * stay in registers over all of K up to here instead of going through C every 256 steps
- * (wh_sgemm_block's slices) or 128 (MLAS's blocks). Measured up to K = 1152; longer K in
- * equal slices, each continuing the chain from C (the same bits). */
-#define WH_CONV_CHAIN_MAX ((size_t)1536)
-
 /* One block of output rows: m output channels (from row m0 of the group's packed weights
  * a) x n columns, reading B's rows at base + koff[k], into c (row stride ldc); one output
- * channel per group goes through the single-row kernel, as in MLAS. With kb 0 each output
- * is one fused multiply-add chain over k in order from zero, then + bias (the bits of
- * wh_sgemm_block_kb with kb 0, whose slices continue the chain). */
+ * channel per group goes through the single-row kernel, as in MLAS. Tile by tile, each
+ * running all of K (MLAS's blocks of kb, each from zero and added to the sum so far, or
+ * with kb 0 one chain) before the next: the bits of wh_sgemm_block_kb, whose loops run each
+ * block over all tiles before the next block, but a tile's partial sums come back from L1
+ * instead of from y or the wide buffer (and its loads and stores per block): 2-5 % on the
+ * 3x3 convs with one thread. */
 static void conv_block(const struct conv_plan *pl, size_t m, size_t n, const float *a, const float *base,
 		       const ptrdiff_t *koff, float *c, size_t ldc, const float *bias)
 {
@@ -657,19 +653,20 @@ static void conv_block(const struct conv_plan *pl, size_t m, size_t n, const flo
 		pl->kern.m1(n, K, a, base, koff, c, bias);
 		return;
 	}
-	if (pl->kb || K == 0) {
+	if (K == 0) {
 		wh_sgemm_block_kb(&pl->kern, m, n, K, pl->kb, a, base, koff, c, ldc, bias);
 		return;
 	}
+	/* kb 0 (one chain) only for K <= 1024 (wh_sgemm_ort_kblock) */
 	const struct wh_sgemm_kernel *kern = &pl->kern;
-	size_t ns = (K + WH_CONV_CHAIN_MAX - 1) / WH_CONV_CHAIN_MAX, kc = (K + ns - 1) / ns;
+	size_t kc = pl->kb && pl->kb < K ? pl->kb : K;
 	for (size_t j = 0; j < n; j += kern->nr) {
 		size_t nr = n - j < kern->nr ? n - j : kern->nr;
 		for (size_t i = 0; i < m; i += kern->mr) {
 			size_t mr = m - i < kern->mr ? m - i : kern->mr;
 			for (size_t k0 = 0; k0 < K; k0 += kc) {
 				size_t kk = K - k0 < kc ? K - k0 : kc;
-				unsigned flags = (k0 ? WH_SGEMM_LOAD_C : 0) | (k0 + kk == K && bias ? WH_SGEMM_BIAS : 0);
+				unsigned flags = (k0 ? WH_SGEMM_ADD_C : 0) | (k0 + kk == K && bias ? WH_SGEMM_BIAS : 0);
 				kern->ukernel(mr, nr, kk, a + i * K + k0 * mr, base + j, koff + k0, c + i * ldc + j, ldc,
 					      bias ? bias + i : NULL, flags);
 			}
