@@ -1135,6 +1135,11 @@ START_TEST(gemm_paths_same_bits_as_chain)
 		{2, 2, 12, 16, 2, {{35, 3, 1, 1, 1, 1}, {50, 3, 1, 1, 0, 2}}},
 		/* 13x13 (im2col), K = 432 in blocks of 128 */
 		{2, 1, 48, 40, 1, {{13, 3, 1, 1, 1, 1}, {13, 3, 1, 1, 1, 1}}},
+		/* K = 1800: blocks of 128 (bands), 256 and 1024 (im2col over 42 and 6 outputs),
+		 * all of a tile's blocks before the next tile */
+		{2, 1, 200, 20, 1, {{9, 3, 1, 1, 1, 1}, {40, 3, 1, 1, 1, 1}}},
+		{2, 1, 200, 14, 1, {{6, 3, 1, 1, 1, 1}, {7, 3, 1, 1, 1, 1}}},
+		{2, 1, 200, 14, 1, {{2, 3, 1, 1, 1, 1}, {3, 3, 1, 1, 1, 1}}},
 		/* 1x1 on the flat plane: 8, 16, 24 output channels (8-row tiles) */
 		{2, 1, 16, 8, 1, {{40, 1, 1, 1, 0, 0}, {45, 1, 1, 1, 0, 0}}},
 		{2, 1, 8, 24, 1, {{30, 1, 1, 1, 0, 0}, {33, 1, 1, 1, 0, 0}}},
@@ -1209,6 +1214,33 @@ START_TEST(stem_rows_same_bits_as_chain)
 }
 END_TEST
 
+/* The stride-2 phase split of the conv planes (conv-avx512.c, conv-avx2.c): even and odd
+ * floats of every length 0..70 (vectors of 16 pairs and every tail, masked in AVX-512):
+ * the scalar loop's values exactly, and nothing written past n. */
+START_TEST(deinterleave2_matches_scalar)
+{
+	enum { NMAX = 70, GUARD = 20 };
+	float src[2 * NMAX], ev[NMAX + GUARD], od[NMAX + GUARD];
+	for (int i = 0; i < 2 * NMAX; i++)
+		src[i] = (float)i * 0.5f - 3.0f;
+	for (int isa = WH_ISA_AVX2; isa <= (int)wh_cpu()->detected; isa++)
+		for (size_t n = 0; n <= NMAX; n++) {
+			for (int i = 0; i < NMAX + GUARD; i++)
+				ev[i] = od[i] = -99.0f;
+			if (isa >= WH_ISA_AVX512)
+				wh_deinterleave2_avx512(src, n, ev, od);
+			else
+				wh_deinterleave2_avx2(src, n, ev, od);
+			for (size_t i = 0; i < n; i++)
+				ck_assert_msg(ev[i] == src[2 * i] && od[i] == src[2 * i + 1], "%s n=%zu: pair %zu is %g %g",
+					      wh_isa_name((enum wh_isa)isa), n, i, ev[i], od[i]);
+			for (size_t i = n; i < NMAX + GUARD; i++)
+				ck_assert_msg(ev[i] == -99.0f && od[i] == -99.0f, "%s n=%zu: wrote past the end at %zu",
+					      wh_isa_name((enum wh_isa)isa), n, i);
+		}
+}
+END_TEST
+
 static Suite *conv_suite(void)
 {
 	Suite *s = suite_create("conv");
@@ -1224,6 +1256,7 @@ static Suite *conv_suite(void)
 	tcase_add_test(tc, gemm_paths_same_bits_as_chain);
 	tcase_add_test(tc, pointwise_transposed_same_bits_as_chain);
 	tcase_add_test(tc, stem_rows_same_bits_as_chain);
+	tcase_add_test(tc, deinterleave2_matches_scalar);
 	suite_add_tcase(s, tc);
 	TCase *ops = tcase_create("ops");
 	tcase_set_timeout(ops, 600);

@@ -117,6 +117,12 @@ static const struct bench benches[] = {
 	{"hr 3x3 s2 64->64 @112", 0, 64, 64, 1, 112, 112, 3, 2, 1},
 	/* efficientnet's and regnet's 3x3 stride-2 stems with 32 or 16 output channels */
 	{"stem 3x3 s2 3->32 @224", 0, 3, 32, 1, 224, 224, 3, 2, 1},
+	/* scripts/gen-quant-models.py's float CNN (quant-cnn-f32, 224x224) */
+	{"qc 3x3 32->64 @112", 0, 32, 64, 1, 112, 112, 3, 1, 1},
+	{"qc 3x3 s2 64->64 @112", 0, 64, 64, 1, 112, 112, 3, 2, 1},
+	{"qc 1x1 64->128 @56", 0, 64, 128, 1, 56, 56, 1, 1, 0},
+	{"qc 3x3 s2 128->128 @56", 0, 128, 128, 1, 56, 56, 3, 2, 1},
+	{"qc 1x1 128->256 @28", 0, 128, 256, 1, 28, 28, 1, 1, 0},
 };
 
 /* CPU time of the whole process: on a loaded machine wall time says little. */

@@ -14,9 +14,15 @@ void wh_deinterleave2_avx512(const float *src, size_t n, float *even, float *odd
 		_mm512_storeu_ps(even + i, _mm512_permutex2var_ps(a, ie, b));
 		_mm512_storeu_ps(odd + i, _mm512_permutex2var_ps(a, io, b));
 	}
-	for (; i < n; i++) {
-		even[i] = src[2 * i];
-		odd[i] = src[2 * i + 1];
+	if (i < n) {
+		/* the tail of rem < 16 pairs: masked loads and stores (a stride-2 conv's rows of
+		 * 27 or 55 pairs spent more in the scalar tail than in the vectors) */
+		size_t rem = n - i, lo = 2 * rem < 16 ? 2 * rem : 16;
+		__mmask16 ma = (__mmask16)((1u << lo) - 1u), mb = (__mmask16)((1u << (2 * rem - lo)) - 1u);
+		__mmask16 mo = (__mmask16)((1u << rem) - 1u);
+		__m512 a = _mm512_maskz_loadu_ps(ma, src + 2 * i), b = _mm512_maskz_loadu_ps(mb, src + 2 * i + 16);
+		_mm512_mask_storeu_ps(even + i, mo, _mm512_permutex2var_ps(a, ie, b));
+		_mm512_mask_storeu_ps(odd + i, mo, _mm512_permutex2var_ps(a, io, b));
 	}
 }
 
