@@ -467,6 +467,15 @@ START_TEST(test_broadcast_kernels)
 		{4, 4, {2, 1, 9, 11}, {1, 5, 9, 1}},
 		{2, 2, {300, 700}, {300, 700}},         /* same shape, several chunks */
 		{4, 4, {1, 8, 128, 128}, {1, 8, 1, 1}}, /* several chunks of rows */
+		/* short rows merged with the vector operand periodic (ew_periodic): a bias over
+		 * tokens on either side, a period that does not divide the repeated copy, one
+		 * that varies with an outer index, and chunks that start mid-period */
+		{3, 1, {16, 49, 8}, {8}},
+		{1, 3, {8}, {16, 49, 8}},
+		{3, 1, {4, 300, 24}, {24}},
+		{3, 3, {4, 100, 6}, {4, 1, 6}},
+		{2, 1, {9000, 7}, {7}},
+		{2, 2, {1, 5}, {3000, 5}},
 	};
 	static const char *ops[] = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
 	struct wh_threadpool *pool = NULL;
