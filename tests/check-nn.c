@@ -1142,6 +1142,23 @@ START_TEST(simd_vs_scalar_pool_ln)
 					ck_assert_msg(!memcmp(y0, y1, n * sizeof *y0), "scale n=%zu isa=%s", n,
 						      wh_isa_name(c.isa));
 				}
+		/* a short softmax line in registers: the bits of the maximum, exponentials, sum
+		 * and scaling run one by one (scalar), also with zeros as the maximum and NaN */
+		if (c.isa == WH_ISA_AVX512)
+			for (size_t off = 0; off < 70; off += 23)
+				for (size_t n = 1; n <= WH_NN_SOFTMAX_SHORT && n + off <= n_max; n++)
+					for (int w = 0; w < 3; w++) {
+						float xs[WH_NN_SOFTMAX_SHORT];
+						memcpy(xs, (w == 1 ? neg : buf) + off, n * sizeof *xs);
+						if (w == 2)
+							xs[n / 2] = NAN;
+						float mx = wh_nn_max_f32_scalar(xs, n);
+						float s0 = 1.0f / wh_nn_sumexp_f32_scalar(xs, y0, n, -mx);
+						wh_nn_scale_f32_scalar(y0, y0, n, s0);
+						wh_nn_softmax_short_f32_avx512(xs, y1, n);
+						ck_assert_msg(!memcmp(y0, y1, n * sizeof *y0), "softmax short n=%zu off=%zu w=%d", n,
+							      off, w);
+					}
 		free(neg);
 	}
 	free(buf);

@@ -383,7 +383,11 @@ enum wh_status wh_sgemm_run(const struct wh_cpu_features *cpu, struct wh_threadp
 	struct pack_job pj = {.kern = &kern, .M = d->M, .K = d->K, .rsa = d->rsa, .csa = d->csa, .a = d->a,
 			      .a_off = d->a_off, .dst = apack};
 	pack_parallel(&pj, pool, d->batch);
-	wh_sgemm_tiles(&kern, d->M, d->N, d->K, wh_threadpool_size(pool), &job.mc, &job.nc);
+	/* a batch of at least four items a thread (window attention's products, 49 x 49 over
+	 * 16 windows) is balanced by its items: each item's tiles stay whole instead of being
+	 * cut to single row panels, which only adds calls */
+	int threads = wh_threadpool_size(pool);
+	wh_sgemm_tiles(&kern, d->M, d->N, d->K, d->batch >= 4 * (size_t)threads ? 1 : threads, &job.mc, &job.nc);
 	job.mt = (d->M + job.mc - 1) / job.mc;
 	job.nt = (d->N + job.nc - 1) / job.nc;
 	wh_parallel_for(pool, d->batch * job.mt * job.nt, 1, sgemm_task, &job);

@@ -1092,6 +1092,10 @@ static void smax_line_f32(const struct smax_job *j, const float *x, float *y)
 			y[i] = i == arg ? 1.0f : 0.0f;
 		return;
 	}
+	if (j->kind == SM_SOFTMAX && j->isa >= WH_ISA_AVX512 && n <= WH_NN_SOFTMAX_SHORT) {
+		wh_nn_softmax_short_f32_avx512(x, y, n);
+		return;
+	}
 	float negmax = -wh_nn_max_f32(j->isa, x, n);
 	if (j->kind == SM_SOFTMAX) {
 		float scale = 1.0f / wh_nn_sumexp_f32(j->isa, x, y, n, negmax);
