@@ -680,6 +680,18 @@ static void plan_quiet(struct plan *p)
 	for (uint32_t v = 0; v < g->n_values; v++)
 		if (g->values[v].producer != WH_NONE && (is_kept(g, v) || (g->values[v].flags & WH_VALUE_INPUT)))
 			p->const_quiet[g->values[v].producer] = 0;
+	/* a skipped layer releases nothing, so one that reads last a value some placed layer
+	 * wrote is placed too (in step order: producers are decided first) */
+	for (uint32_t s = 0; s < g->n_nodes; s++) {
+		uint32_t nid = p->order[s];
+		const struct wh_node *n = &g->nodes[nid];
+		for (uint32_t k = 0; p->const_quiet[nid] && k < n->n_inputs; k++) {
+			uint32_t v = n->inputs[k];
+			if (v != WH_NONE && p->last_use[v] == s && !is_kept(g, v) && !(g->values[v].flags & WH_VALUE_INPUT) &&
+			    (g->values[v].producer == WH_NONE || !p->const_quiet[g->values[v].producer]))
+				p->const_quiet[nid] = 0;
+		}
+	}
 }
 
 /* The activation node aid reading value w alone, as an epilogue: fills *e. */
@@ -1665,10 +1677,25 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 			}
 			continue;
 		}
+		if (quiet && p->const_quiet[nid]) {
+			/* skipped without reading the node (plan_quiet): a per-step cost otherwise,
+			 * in cache misses on the graph, for shape arithmetic of hundreds of layers */
+			if (lp) {
+				lp->name = n->name;
+				lp->op_type = n->op_type;
+				lp->tactic = "constant";
+				lp->flops = 0;
+				lp->device = "cpu";
+				lp->h2d_bytes = lp->d2h_bytes = 0;
+				f->e->n_prof = s + 1;
+				lp->ms = (wh_os_now_s() - t0) * 1e3;
+			}
+			continue;
+		}
 		if (quiet && p->const_node[nid] == CONST_CACHED) {
 			/* its inputs are not bound (a skipped layer's are absent), its outputs are
 			 * the kept ones; what it read last is released as after any step */
-			for (uint32_t k = 0; !p->const_quiet[nid] && k < n->n_outputs; k++) {
+			for (uint32_t k = 0; k < n->n_outputs; k++) {
 				uint32_t v = n->outputs[k];
 				if (v == WH_NONE || (p->last_use[v] == WH_NONE && !is_kept(g, v)))
 					continue;
