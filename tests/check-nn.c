@@ -1144,20 +1144,24 @@ START_TEST(simd_vs_scalar_pool_ln)
 				}
 		/* a short softmax line in registers: the bits of the maximum, exponentials, sum
 		 * and scaling run one by one (scalar), also with zeros as the maximum and NaN */
+		/* (lines 0..6: groups of four and single lines; line 3 of w = 2 holds a NaN) */
 		if (c.isa == WH_ISA_AVX512)
 			for (size_t off = 0; off < 70; off += 23)
-				for (size_t n = 1; n <= WH_NN_SOFTMAX_SHORT && n + off <= n_max; n++)
+				for (size_t n = 1; n <= WH_NN_SOFTMAX_SHORT && 7 * n + off <= n_max; n++)
 					for (int w = 0; w < 3; w++) {
-						float xs[WH_NN_SOFTMAX_SHORT];
-						memcpy(xs, (w == 1 ? neg : buf) + off, n * sizeof *xs);
+						float xs[7 * WH_NN_SOFTMAX_SHORT], ys[7 * WH_NN_SOFTMAX_SHORT];
+						memcpy(xs, (w == 1 ? neg : buf) + off, 7 * n * sizeof *xs);
 						if (w == 2)
-							xs[n / 2] = NAN;
-						float mx = wh_nn_max_f32_scalar(xs, n);
-						float s0 = 1.0f / wh_nn_sumexp_f32_scalar(xs, y0, n, -mx);
-						wh_nn_scale_f32_scalar(y0, y0, n, s0);
-						wh_nn_softmax_short_f32_avx512(xs, y1, n);
-						ck_assert_msg(!memcmp(y0, y1, n * sizeof *y0), "softmax short n=%zu off=%zu w=%d", n,
-							      off, w);
+							xs[3 * n + n / 2] = NAN;
+						wh_nn_softmax_short_f32_avx512(xs, ys, n, 7);
+						for (size_t l = 0; l < 7; l++) {
+							const float *xl = xs + l * n;
+							float mx = wh_nn_max_f32_scalar(xl, n);
+							float s0 = 1.0f / wh_nn_sumexp_f32_scalar(xl, y0, n, -mx);
+							wh_nn_scale_f32_scalar(y0, y0, n, s0);
+							ck_assert_msg(!memcmp(y0, ys + l * n, n * sizeof *y0),
+								      "softmax short n=%zu off=%zu w=%d line %zu", n, off, w, l);
+						}
 					}
 		free(neg);
 	}

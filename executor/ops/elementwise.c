@@ -1207,8 +1207,8 @@ static void row_bin_periodic(const struct ew_job *j, const uint64_t *off, uint64
 	const float *x = (const float *)j->in[1 - k]->data + off[1 - k];
 	float *y = (float *)j->out->data + o;
 	size_t fill = n + ph < t ? n + ph : t; /* what the row reads of the copy */
-	for (size_t i = 0; i < fill; i++)
-		tile[i] = v[i % p];
+	for (size_t i = 0; i < fill; i += p)
+		memcpy(tile + i, v, (fill - i < p ? fill - i : p) * sizeof *tile);
 	enum wh_ew_bin op = (enum wh_ew_bin)j->bop->fast;
 	while (n) {
 		size_t c = n < t - ph ? n : t - ph;

@@ -118,32 +118,58 @@ float wh_nn_sumexp_f32_avx512(const float *x, float *y, size_t n, float negmax)
 	return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
 }
 
-void wh_nn_softmax_short_f32_avx512(const float *x, float *y, size_t n)
+/* L lines of n at x and y (stride n) with their dependent chains (maximum, exponentials, sum,
+ * reciprocal, scaling) interleaved: one line alone is bound by their latency. */
+static inline __attribute__((always_inline)) void softmax_short_lines(const float *x, float *y, size_t n,
+								      const size_t L)
 {
-	__m512 v[4], lo = _mm512_set1_ps(-FLT_MAX), mx = lo;
+	__m512 v[4][4], mx[4], acc[4], sc[4], lo = _mm512_set1_ps(-FLT_MAX);
 	size_t nv = (n + 15) / 16;
 	__mmask16 tail = (n % 16) ? (__mmask16)((1u << (n % 16)) - 1) : (__mmask16)0xffff;
 	/* the maximum from -FLT_MAX, NaN skipped (VMAXPS(v, m) keeps m); its sign at zero does
 	 * not change an exponential's input (x + -0 and x + +0 differ only for x = -0, and
 	 * exp(-0) = exp(+0)) */
+	for (size_t l = 0; l < L; l++)
+		mx[l] = lo;
 	for (size_t q = 0; q < nv; q++) {
-		v[q] = _mm512_mask_loadu_ps(lo, q + 1 < nv ? (__mmask16)0xffff : tail, x + 16 * q);
-		mx = _mm512_max_ps(v[q], mx);
+		__mmask16 k = q + 1 < nv ? (__mmask16)0xffff : tail;
+		for (size_t l = 0; l < L; l++) {
+			v[l][q] = _mm512_mask_loadu_ps(lo, k, x + l * n + 16 * q);
+			mx[l] = _mm512_max_ps(v[l][q], mx[l]);
+		}
 	}
-	__m512 nm = _mm512_set1_ps(-_mm512_reduce_max_ps(mx)), acc = _mm512_setzero_ps();
-	for (size_t q = 0; q < nv; q++) {
-		v[q] = sumexp_exp16(_mm512_add_ps(nm, v[q]));
-		if (q + 1 < nv || tail == 0xffff)
-			acc = _mm512_add_ps(acc, v[q]);
-		else
-			acc = _mm512_mask_add_ps(acc, tail, acc, v[q]);
+	for (size_t l = 0; l < L; l++) {
+		mx[l] = _mm512_set1_ps(-_mm512_reduce_max_ps(mx[l]));
+		acc[l] = _mm512_setzero_ps();
 	}
-	float l[8];
-	_mm256_storeu_ps(l, _mm256_add_ps(_mm512_extractf32x8_ps(acc, 1), _mm512_castps512_ps256(acc)));
-	float sum = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
-	__m512 sc = _mm512_set1_ps(1.0f / sum);
 	for (size_t q = 0; q < nv; q++)
-		_mm512_mask_storeu_ps(y + 16 * q, q + 1 < nv ? (__mmask16)0xffff : tail, _mm512_mul_ps(v[q], sc));
+		for (size_t l = 0; l < L; l++) {
+			v[l][q] = sumexp_exp16(_mm512_add_ps(mx[l], v[l][q]));
+			if (q + 1 < nv || tail == 0xffff)
+				acc[l] = _mm512_add_ps(acc[l], v[l][q]);
+			else
+				acc[l] = _mm512_mask_add_ps(acc[l], tail, acc[l], v[l][q]);
+		}
+	for (size_t l = 0; l < L; l++) {
+		float h[8];
+		_mm256_storeu_ps(h, _mm256_add_ps(_mm512_extractf32x8_ps(acc[l], 1), _mm512_castps512_ps256(acc[l])));
+		float sum = ((h[0] + h[1]) + (h[2] + h[3])) + ((h[4] + h[5]) + (h[6] + h[7]));
+		sc[l] = _mm512_set1_ps(1.0f / sum);
+	}
+	for (size_t q = 0; q < nv; q++) {
+		__mmask16 k = q + 1 < nv ? (__mmask16)0xffff : tail;
+		for (size_t l = 0; l < L; l++)
+			_mm512_mask_storeu_ps(y + l * n + 16 * q, k, _mm512_mul_ps(v[l][q], sc[l]));
+	}
+}
+
+void wh_nn_softmax_short_f32_avx512(const float *x, float *y, size_t n, size_t lines)
+{
+	size_t l = 0;
+	for (; l + 4 <= lines; l += 4)
+		softmax_short_lines(x + l * n, y + l * n, n, 4);
+	for (; l < lines; l++)
+		softmax_short_lines(x + l * n, y + l * n, n, 1);
 }
 
 void wh_nn_maxpool_row_f32_avx512(const float *const *rows, size_t nrows, float *y, size_t n, size_t k, size_t s,

@@ -51,11 +51,12 @@ float wh_nn_sumexp_f32(enum wh_isa isa, const float *x, float *y, size_t n, floa
 float wh_nn_sumexp_f32_scalar(const float *x, float *y, size_t n, float negmax);
 float wh_nn_sumexp_f32_avx2(const float *x, float *y, size_t n, float negmax);
 float wh_nn_sumexp_f32_avx512(const float *x, float *y, size_t n, float negmax);
-/* A whole softmax line of 1 <= n <= WH_NN_SOFTMAX_SHORT elements held in registers (window
- * attention's 49): y = e * (1 / sum) with the maximum, exponentials, sum and scaling of
- * wh_nn_max_f32, wh_nn_sumexp_f32 and wh_nn_scale_f32 run one after another, the same bits. */
+/* Whole softmax lines of 1 <= n <= WH_NN_SOFTMAX_SHORT elements held in registers (window
+ * attention's 49), `lines` of them at x and y (stride n), four at a time: each
+ * y = e * (1 / sum) with the maximum, exponentials, sum and scaling of wh_nn_max_f32,
+ * wh_nn_sumexp_f32 and wh_nn_scale_f32 run one after another, the same bits. */
 #define WH_NN_SOFTMAX_SHORT 64
-void wh_nn_softmax_short_f32_avx512(const float *x, float *y, size_t n);
+void wh_nn_softmax_short_f32_avx512(const float *x, float *y, size_t n, size_t lines);
 
 /* MaxPool over one row of outputs: y[q] = the maximum of rows[r][q * s + b * d] for every
  * row r < nrows (in order) and tap b < k (in order), from -inf, each step keeping the

@@ -1092,10 +1092,6 @@ static void smax_line_f32(const struct smax_job *j, const float *x, float *y)
 			y[i] = i == arg ? 1.0f : 0.0f;
 		return;
 	}
-	if (j->kind == SM_SOFTMAX && j->isa >= WH_ISA_AVX512 && n <= WH_NN_SOFTMAX_SHORT) {
-		wh_nn_softmax_short_f32_avx512(x, y, n);
-		return;
-	}
 	float negmax = -wh_nn_max_f32(j->isa, x, n);
 	if (j->kind == SM_SOFTMAX) {
 		float scale = 1.0f / wh_nn_sumexp_f32(j->isa, x, y, n, negmax);
@@ -1152,6 +1148,11 @@ static void smax_range(void *p, size_t lo, size_t hi)
 			atomic_store(&j->failed, 1);
 			return;
 		}
+	}
+	if (j->xf && j->inner == 1 && j->kind == SM_SOFTMAX && j->isa >= WH_ISA_AVX512 && j->n <= WH_NN_SOFTMAX_SHORT) {
+		/* contiguous short lines: several at once in registers */
+		wh_nn_softmax_short_f32_avx512(j->xf + lo * j->n, j->yf + lo * j->n, j->n, hi - lo);
+		return;
 	}
 	for (size_t l = lo; l < hi; l++) {
 		uint64_t off = (l / j->inner) * j->n * j->inner + l % j->inner;
