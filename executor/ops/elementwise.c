@@ -1194,33 +1194,51 @@ static void row_bin_fast(const struct ew_job *j, const uint64_t *off, uint64_t o
 		(const float *)j->in[1]->data + off[1], (size_t)j->it.st[1][l], (float *)j->out->data + o, n);
 }
 
-/* A row (ew_periodic) where operand per_k repeats j->period elements from off[per_k], the
- * output's element o at phase o % period of it (the merged rows start at multiples of the
- * period): that operand is laid out repeated once, and the kernel runs along the copy. The
- * same element operations as row by row. */
-static void row_bin_periodic(const struct ew_job *j, const uint64_t *off, uint64_t o, size_t n)
+void wh_ew_bin_f32_periodic(enum wh_isa isa, enum wh_ew_bin op, const float *x, const float *v, size_t p,
+			    bool v_first, float *y, size_t n, size_t ph)
 {
+	if (p > EW_PERIOD_MAX) {
+		/* long periods: along each period's stretch */
+		while (n) {
+			size_t c = n < p - ph ? n : p - ph;
+			if (v_first)
+				bin_f32(isa, op, v + ph, 1, x, 1, y, c);
+			else
+				bin_f32(isa, op, x, 1, v + ph, 1, y, c);
+			x += c;
+			y += c;
+			n -= c;
+			ph = 0;
+		}
+		return;
+	}
 	float tile[EW_PERIOD_TILE];
-	size_t p = j->period, reps = EW_PERIOD_TILE / p, t = p * reps, ph = (size_t)(o % p);
-	uint32_t k = j->per_k;
-	const float *v = (const float *)j->in[k]->data + off[k];
-	const float *x = (const float *)j->in[1 - k]->data + off[1 - k];
-	float *y = (float *)j->out->data + o;
+	size_t reps = EW_PERIOD_TILE / p, t = p * reps;
 	size_t fill = n + ph < t ? n + ph : t; /* what the row reads of the copy */
 	for (size_t i = 0; i < fill; i += p)
 		memcpy(tile + i, v, (fill - i < p ? fill - i : p) * sizeof *tile);
-	enum wh_ew_bin op = (enum wh_ew_bin)j->bop->fast;
 	while (n) {
 		size_t c = n < t - ph ? n : t - ph;
-		if (k == 0)
-			bin_f32(j->isa, op, tile + ph, 1, x, 1, y, c);
+		if (v_first)
+			bin_f32(isa, op, tile + ph, 1, x, 1, y, c);
 		else
-			bin_f32(j->isa, op, x, 1, tile + ph, 1, y, c);
+			bin_f32(isa, op, x, 1, tile + ph, 1, y, c);
 		x += c;
 		y += c;
 		n -= c;
 		ph = (ph + c) % p;
 	}
+}
+
+/* A row (ew_periodic) where operand per_k repeats j->period elements from off[per_k], the
+ * output's element o at phase o % period of it (the merged rows start at multiples of the
+ * period). */
+static void row_bin_periodic(const struct ew_job *j, const uint64_t *off, uint64_t o, size_t n)
+{
+	uint32_t k = j->per_k;
+	wh_ew_bin_f32_periodic(j->isa, (enum wh_ew_bin)j->bop->fast, (const float *)j->in[1 - k]->data + off[1 - k],
+			       (const float *)j->in[k]->data + off[k], j->period, k == 0, (float *)j->out->data + o, n,
+			       (size_t)(o % j->period));
 }
 
 static void row_bin_f32(const struct ew_job *j, const uint64_t *off, uint64_t o, size_t n)

@@ -309,6 +309,14 @@ void wh_sgemm_pack_groups(const struct wh_sgemm_kernel *kern, struct wh_threadpo
 static void finish_tile(const struct wh_sgemm_desc *d, enum wh_isa isa, float *c, size_t m, size_t n, size_t n0)
 {
 	bool whole = n == d->ldc;
+	if (whole) {
+		/* rows back to back: the bias along the whole block, repeated (one call, not one a
+		 * row: a projection to 24 channels has 784 rows) */
+		if (d->col_bias)
+			wh_ew_bin_f32_periodic(isa, WH_EW_ADD, c, d->col_bias, n, false, c, m * n, 0);
+		wh_out_round_apply(d->fin, c, m * n);
+		return;
+	}
 	for (size_t i = 0; i < m; i++) {
 		float *ci = c + i * d->ldc;
 		if (d->col_bias) {
@@ -321,11 +329,8 @@ static void finish_tile(const struct wh_sgemm_desc *d, enum wh_isa isa, float *c
 			else
 				wh_ew_bin_f32_scalar(WH_EW_ADD, ci, 1, b, 1, ci, n);
 		}
-		if (!whole)
-			wh_out_round_apply(d->fin, ci, n);
+		wh_out_round_apply(d->fin, ci, n);
 	}
-	if (whole)
-		wh_out_round_apply(d->fin, c, m * n);
 }
 
 static void sgemm_task(void *arg, size_t begin, size_t end)
