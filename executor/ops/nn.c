@@ -695,6 +695,13 @@ static enum wh_status groupnorm_run(struct wh_kernel_ctx *ctx)
 
 /* ---- LayerNormalization, RMSNormalization ---- */
 
+/* The work of a LayerNormalization or Softmax row of n, in elements of an elementwise op
+ * (wh_grain_for's unit): several passes with exponentials or double sums, and a fixed cost
+ * per row. Counted as such, window attention's 784 rows of 49 and a token LayerNorm's 784
+ * rows of 8 are cut into chunks for both threads, not run as one or two (1 + 6 chunks
+ * balance two threads badly). The chunks' bounds still depend on n alone. */
+#define NORM_ROW_COST(n) (8 * (uint64_t)(n) + 64)
+
 /* Expands a parameter broadcastable to the normalized shape dims[axis..rank) into a dense
  * array of m doubles. */
 static enum wh_status expand_norm_param(const struct wh_kernel_ctx *ctx, const struct wh_tensor *p,
@@ -894,7 +901,7 @@ static enum wh_status layer_norm_common(struct wh_kernel_ctx *ctx, bool rms)
 		job.xd = xd;
 	}
 	if (m > 0)
-		wh_parallel_for(ctx->pool, rows, wh_grain_for(m), ln_range, &job);
+		wh_parallel_for(ctx->pool, rows, wh_grain_for(NORM_ROW_COST(m)), ln_range, &job);
 	if (xd)
 		store_f64(&ctx->outputs[0], xd);
 	if (half)
@@ -1223,7 +1230,7 @@ static enum wh_status softmax_common(struct wh_kernel_ctx *ctx, enum smax_kind k
 			return st;
 		job.xd = xd;
 	}
-	wh_parallel_for(ctx->pool, outer * inner, wh_grain_for(n), smax_range, &job);
+	wh_parallel_for(ctx->pool, outer * inner, wh_grain_for(NORM_ROW_COST(n)), smax_range, &job);
 	if (atomic_load(&job.failed)) {
 		free(xh);
 		free(xd);
