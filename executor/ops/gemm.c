@@ -393,6 +393,16 @@ enum wh_status wh_sgemm_run(const struct wh_cpu_features *cpu, struct wh_threadp
 	 * cut to single row panels, which only adds calls */
 	int threads = wh_threadpool_size(pool);
 	wh_sgemm_tiles(&kern, d->M, d->N, d->K, d->batch >= 4 * (size_t)threads ? 1 : threads, &job.mc, &job.nc);
+	/* a fused bias and activation (finish_tile) run once over a tile as wide as the matrix,
+	 * and row by row over a narrower one (a 32-wide column tile of an MLP's first Linear:
+	 * two calls or more per 32 outputs): such products are cut along the rows only */
+	if ((d->col_bias || d->fin) && job.nc < d->N && d->N <= 512) {
+		size_t want = 4 * (size_t)threads;
+		job.nc = round_up(d->N, kern.nr);
+		job.mc = d->M <= 16 * kern.mr ? d->M : 16 * kern.mr;
+		while ((d->M + job.mc - 1) / job.mc * d->batch < want && job.mc > kern.mr)
+			job.mc = round_up(job.mc / 2, kern.mr);
+	}
 	job.mt = (d->M + job.mc - 1) / job.mc;
 	job.nt = (d->N + job.nc - 1) / job.nc;
 	wh_parallel_for(pool, d->batch * job.mt * job.nt, 1, sgemm_task, &job);
