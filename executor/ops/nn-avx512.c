@@ -15,7 +15,7 @@ static double hsum8(__m512d v)
 	return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
 }
 
-double wh_nn_sum_f32_avx512(const float *x, size_t n)
+static inline double sum_f32(const float *x, size_t n)
 {
 	__m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
 	size_t i = 0;
@@ -35,7 +35,7 @@ double wh_nn_sum_f32_avx512(const float *x, size_t n)
 	return hsum8(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
 }
 
-double wh_nn_sqdev_f32_avx512(const float *x, size_t n, double mean)
+static inline double sqdev_f32(const float *x, size_t n, double mean)
 {
 	__m512d m = _mm512_set1_pd(mean);
 	__m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
@@ -280,8 +280,8 @@ void wh_nn_maxpool_row_f32_avx512(const float *const *rows, size_t nrows, float 
 	}
 }
 
-void wh_nn_ln_apply_f32_avx512(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
-			       const double *bias)
+static inline void ln_apply_f32(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
+				const double *bias)
 {
 	__m512d m = _mm512_set1_pd(mean), iv = _mm512_set1_pd(inv);
 	size_t i = 0;
@@ -294,6 +294,46 @@ void wh_nn_ln_apply_f32_avx512(const float *x, float *y, size_t n, double mean, 
 	}
 	if (i < n)
 		wh_nn_ln_apply_f32_avx2(x + i, y + i, n - i, mean, inv, scale + i, bias ? bias + i : NULL);
+}
+
+void wh_nn_ln_apply_f32_avx512(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
+			       const double *bias)
+{
+	ln_apply_f32(x, y, n, mean, inv, scale, bias);
+}
+
+double wh_nn_sum_f32_avx512(const float *x, size_t n)
+{
+	return sum_f32(x, n);
+}
+
+double wh_nn_sqdev_f32_avx512(const float *x, size_t n, double mean)
+{
+	return sqdev_f32(x, n, mean);
+}
+
+void wh_nn_ln_rows_f32_avx512(const float *x, float *y, size_t m, size_t rows, double eps, bool rms,
+			      const double *scale, const double *bias, double *mean_out, double *inv_out)
+{
+	enum { B = 32 };
+	double mean[B], inv[B];
+	for (size_t r0 = 0; r0 < rows; r0 += B) {
+		size_t nb = rows - r0 < B ? rows - r0 : B;
+		for (size_t b = 0; b < nb; b++)
+			mean[b] = rms ? 0 : sum_f32(x + (r0 + b) * m, m) / (double)m;
+		for (size_t b = 0; b < nb; b++)
+			inv[b] = sqdev_f32(x + (r0 + b) * m, m, mean[b]) / (double)m;
+		for (size_t b = 0; b < nb; b++)
+			inv[b] = 1.0 / sqrt(inv[b] + eps);
+		for (size_t b = 0; b < nb; b++) {
+			size_t r = r0 + b;
+			if (mean_out)
+				mean_out[r] = mean[b];
+			if (inv_out)
+				inv_out[r] = inv[b];
+			ln_apply_f32(x + r * m, y + r * m, m, mean[b], inv[b], scale, bias);
+		}
+	}
 }
 
 float wh_nn_max_f32_avx512(const float *x, size_t n)

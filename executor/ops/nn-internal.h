@@ -113,6 +113,13 @@ void wh_nn_ln_apply_f32_scalar(const float *x, float *y, size_t n, double mean, 
 			       const double *bias);
 void wh_nn_ln_apply_f32_avx2(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
 			     const double *bias);
+/* LayerNormalization (rms: RMSNormalization) of `rows` rows of m at x into y, the primitives
+ * above inlined: each row's mean (wh_nn_sum_f32 / m, 0 for rms), variance (wh_nn_sqdev_f32
+ * / m), 1 / sqrt(variance + eps) and normalize pass (wh_nn_ln_apply_f32), the same bits as
+ * calling them with WH_ISA_AVX512; the rows' statistics 32 at a time, so their chains
+ * overlap. mean_out and inv_out (per row, may be NULL) receive the statistics. */
+void wh_nn_ln_rows_f32_avx512(const float *x, float *y, size_t m, size_t rows, double eps, bool rms,
+			      const double *scale, const double *bias, double *mean_out, double *inv_out);
 void wh_nn_ln_apply_f32_avx512(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
 			       const double *bias);
 

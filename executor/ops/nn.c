@@ -776,6 +776,11 @@ struct ln_job {
  * by that latency. Same bits. */
 static void ln_rows_f32(const struct ln_job *j, size_t lo, size_t hi)
 {
+	if (j->isa >= WH_ISA_AVX512) {
+		wh_nn_ln_rows_f32_avx512(j->xf + lo * j->m, j->yf + lo * j->m, j->m, hi - lo, j->eps, j->rms, j->scale,
+					 j->bias, j->mean_out ? j->mean_out + lo : NULL, j->inv_out ? j->inv_out + lo : NULL);
+		return;
+	}
 	enum { B = 32 };
 	double mean[B], inv[B];
 	for (size_t r0 = lo; r0 < hi; r0 += B) {
