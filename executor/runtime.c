@@ -895,7 +895,18 @@ static bool plan_bias_fusion(struct plan *p, const struct plan_readers *r, uint3
 	    bn->outputs[0] == WH_NONE || !fusable_node(p, bid) || !fusable_value(p, v, r->step[bid]))
 		return false;
 	uint32_t c = bn->inputs[0] == v ? bn->inputs[1] : bn->inputs[0];
-	if (c == v || c == WH_NONE || !(g->values[c].flags & WH_VALUE_INITIALIZER) || !wh_value_present(&p->inits[c]) ||
+	if (c == v)
+		return false;
+	/* the bias may be an Identity of an initializer: exporters write one initializer and
+	 * Identities for tensors equal to it (the zero biases of a freshly initialized model) */
+	for (int hops = 0; hops < 8 && c != WH_NONE && !(g->values[c].flags & WH_VALUE_INITIALIZER); hops++) {
+		uint32_t k = g->values[c].producer;
+		if (k == WH_NONE || strcmp(g->nodes[k].op_type, "Identity") || g->nodes[k].domain[0] ||
+		    g->nodes[k].n_inputs != 1 || !fusable_node(p, k))
+			return false;
+		c = g->nodes[k].inputs[0];
+	}
+	if (c == WH_NONE || !(g->values[c].flags & WH_VALUE_INITIALIZER) || !wh_value_present(&p->inits[c]) ||
 	    p->inits[c].dtype != WH_DT_FLOAT)
 		return false;
 	uint32_t w = bn->outputs[0];
