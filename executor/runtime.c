@@ -776,7 +776,7 @@ static uint32_t quick_gelu_of(const struct plan *p, const struct plan_readers *r
 			      struct wh_epilogue *e, struct gelu_chain *ch)
 {
 	const struct wh_graph *g = p->g;
-	struct wh_epilogue x = {.chain = 3};
+	struct wh_epilogue x = {.op = WH_EPILOGUE_OP_NONE, .chain = 3};
 	uint32_t sn, mn;
 	if (!scalar_op(p, d, "Mul", v, &x.c1))
 		return WH_NONE;
@@ -814,7 +814,7 @@ static uint32_t gelu_chain_of(const struct plan *p, const struct plan_readers *r
 	for (int pass = 0; pass < 2; pass++) {
 		uint32_t d = pass ? r->second[v] : r->first[v], o = pass ? r->first[v] : r->second[v];
 		uint32_t last = r->step[d] > r->step[o] ? r->step[d] : r->step[o];
-		struct wh_epilogue x = {0};
+		struct wh_epilogue x = {.op = WH_EPILOGUE_OP_NONE};
 		if (d == o || p->last_use[v] != last)
 			continue;
 		uint32_t q = quick_gelu_of(p, r, v, d, o, e, ch);
@@ -910,7 +910,7 @@ static bool plan_bias_fusion(struct plan *p, const struct plan_readers *r, uint3
 	    p->inits[c].dtype != WH_DT_FLOAT)
 		return false;
 	uint32_t w = bn->outputs[0];
-	struct wh_epilogue e = {0};
+	struct wh_epilogue e = {.op = WH_EPILOGUE_OP_NONE};
 	struct gelu_chain ch;
 	uint32_t chain_out = gelu_chain_of(p, r, w, &e, &ch);
 	bool act = chain_out == WH_NONE && !is_kept(g, w) && !(g->values[w].flags & WH_VALUE_INPUT) &&

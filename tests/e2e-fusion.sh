@@ -151,6 +151,13 @@ def quick(x, y, swap=False):
 mm("mm_bias_quick_gelu", [add("v", "b")] + quick("a", "y"), B160, extra=[sc("q", 1.702)])
 c, ci = conv("c", "x", "v")
 save("conv_quick_gelu", [c] + quick("v", "y", swap=True), ci + [sc("q", 1.702)], ["y"])
+# the same after a stem-sized Conv (K = 27, 16 outputs, 64 x 64: conv.c's stem rows, which
+# apply a lone Relu in registers): the chain is not taken for a Relu
+c, ci = conv("c", "x", "v", cout=16)
+save("stem_erf_gelu", [c] + erf_gelu("v", "y"), ci + SC, ["y"], in_shape=(1, 3, 64, 64), out_shape=(1, 16, 64, 64))
+c, ci = conv("c", "x", "v", cout=16)
+save("stem_quick_gelu", [c] + quick("v", "y"), ci + [sc("q", 1.702)], ["y"], in_shape=(1, 3, 64, 64),
+     out_shape=(1, 16, 64, 64))
 # not fused: the Sigmoid's input read by another layer
 c, ci = conv("c", "x", "v")
 save("quick_gelu_shared", [c] + quick("v", "g") + [h.make_node("Add", ["g", "qx"], ["y"], name="tap")],
@@ -174,7 +181,8 @@ mm_small:act mm_bias_rows:act mm_bias_rank:act mm_bias_computed:act mm_two_reade
 mm_bias_erf_gelu:add,div,erf,one,mul,half mm_bias_erf_gelu_hf:add,div,erf,one,mul,half
 mm_bias_erf_gelu_const:add,div,erf,one,mul,half mm_small_erf_gelu:div,erf,one,mul,half conv_erf_gelu:div,erf,one,mul,half
 erf_gelu_shared:- erf_gelu_vector:- erf_gelu_swapped_div:-
-mm_bias_quick_gelu:add,qmul,qsig,qout conv_quick_gelu:qmul,qsig,qout quick_gelu_shared:-"
+mm_bias_quick_gelu:add,qmul,qsig,qout conv_quick_gelu:qmul,qsig,qout quick_gelu_shared:-
+stem_erf_gelu:div,erf,one,mul,half stem_quick_gelu:qmul,qsig,qout"
 for c in $cases; do
 	name=${c%%:*}
 	want=$(echo "${c#*:}" | tr ',' '\n' | sed '/^-$/d' | sort | tr '\n' ' ')
