@@ -263,6 +263,7 @@ struct sgemm_job {
 	size_t bps;         /* floats per panel of bpack (NR * K), 0 without */
 	size_t mc, nc, mt, nt;
 	enum wh_isa isa;
+	struct pack_job *pack; /* A packed by each tile's task (its rows' panels), or NULL */
 };
 
 /* Packing panel by panel in parallel: a panel packed alone has the layout it has in the
@@ -346,6 +347,9 @@ static void sgemm_task(void *arg, size_t begin, size_t end)
 		const float *b = j->bps ? j->bpack + n0 / j->kern->nr * j->bps
 					: d->b + (d->b_off ? d->b_off[bi] : 0) + n0;
 		float *c = d->c + (d->c_off ? d->c_off[bi] : 0) + m0 * d->ldc + n0;
+		if (j->pack) /* this tile's rows are its own (one column tile): pack them here */
+			pack_task(j->pack, bi * j->pack->np + m0 / j->kern->mr,
+				  bi * j->pack->np + (m0 + m + j->kern->mr - 1) / j->kern->mr);
 		block_kb(j->kern, m, n, d->K, d->kb, j->apack + bi * d->M * d->K + m0 * d->K, b, j->bps, j->boff, c,
 			 d->ldc, d->bias ? d->bias + m0 : NULL);
 		if (d->col_bias || d->fin)
@@ -387,7 +391,6 @@ enum wh_status wh_sgemm_run(const struct wh_cpu_features *cpu, struct wh_threadp
 				.bpack = packed ? d->bpack : NULL, .bps = packed ? kern.nr * d->K : 0, .isa = cpu->isa};
 	struct pack_job pj = {.kern = &kern, .M = d->M, .K = d->K, .rsa = d->rsa, .csa = d->csa, .a = d->a,
 			      .a_off = d->a_off, .dst = apack};
-	pack_parallel(&pj, pool, d->batch);
 	/* a batch of at least four items a thread (window attention's products, 49 x 49 over
 	 * 16 windows) is balanced by its items: each item's tiles stay whole instead of being
 	 * cut to single row panels, which only adds calls */
@@ -405,6 +408,15 @@ enum wh_status wh_sgemm_run(const struct wh_cpu_features *cpu, struct wh_threadp
 	}
 	job.mt = (d->M + job.mc - 1) / job.mc;
 	job.nt = (d->N + job.nc - 1) / job.nc;
+	/* with one column tile every row panel of A is read by one task: it packs them itself,
+	 * right before its product (no separate pass over the pool, and the panels still in
+	 * cache); otherwise A is packed first, in parallel. The same packed values either way. */
+	if (job.nt == 1) {
+		pj.np = (d->M + kern.mr - 1) / kern.mr;
+		job.pack = &pj;
+	} else {
+		pack_parallel(&pj, pool, d->batch);
+	}
 	wh_parallel_for(pool, d->batch * job.mt * job.nt, 1, sgemm_task, &job);
 out:
 	free(apack);
