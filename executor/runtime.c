@@ -1637,6 +1637,22 @@ static enum wh_status gpu_build_step(struct wh_frame *f, const struct wh_gpu_ste
 	return st;
 }
 
+/* The profile row of a kept constant layer's step that did not run its kernel. */
+static void prof_constant(struct wh_engine *e, struct wh_layer_profile *lp, const struct wh_node *n, uint32_t s,
+			  double t0)
+{
+	if (!lp)
+		return;
+	lp->name = n->name;
+	lp->op_type = n->op_type;
+	lp->tactic = "constant";
+	lp->flops = 0;
+	lp->device = "cpu";
+	lp->h2d_bytes = lp->d2h_bytes = 0;
+	e->n_prof = s + 1;
+	lp->ms = (wh_os_now_s() - t0) * 1e3;
+}
+
 static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 {
 	const struct plan *p = f->plan;
@@ -1691,16 +1707,7 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 		if (quiet && p->const_quiet[nid]) {
 			/* skipped without reading the node (plan_quiet): a per-step cost otherwise,
 			 * in cache misses on the graph, for shape arithmetic of hundreds of layers */
-			if (lp) {
-				lp->name = n->name;
-				lp->op_type = n->op_type;
-				lp->tactic = "constant";
-				lp->flops = 0;
-				lp->device = "cpu";
-				lp->h2d_bytes = lp->d2h_bytes = 0;
-				f->e->n_prof = s + 1;
-				lp->ms = (wh_os_now_s() - t0) * 1e3;
-			}
+			prof_constant(f->e, lp, n, s, t0);
 			continue;
 		}
 		if (quiet && p->const_node[nid] == CONST_CACHED) {
@@ -1720,16 +1727,7 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 				    slot_used(&f->vals[v]))
 					slot_clear(&f->vals[v]);
 			}
-			if (lp) {
-				lp->name = n->name;
-				lp->op_type = n->op_type;
-				lp->tactic = "constant";
-				lp->flops = 0;
-				lp->device = "cpu";
-				lp->h2d_bytes = lp->d2h_bytes = 0;
-				f->e->n_prof = s + 1;
-				lp->ms = (wh_os_now_s() - t0) * 1e3;
-			}
+			prof_constant(f->e, lp, n, s, t0);
 			continue;
 		}
 		const struct wh_tensor **ins = ins_fixed;
