@@ -94,7 +94,8 @@ size_t wh_gemm_packs_bytes(const struct wh_gemm_packs *p);
  * float32 output right after the block is written, with the row kernels and parameters of
  * the activation's own layer, so the bits are those of the two layers run apart. */
 struct wh_epilogue {
-	int op;           /* the row kernel: enum wh_ew_un (ops/elementwise-internal.h) */
+	int op;           /* the row kernel: enum wh_ew_un (ops/elementwise-internal.h), or
+			   * WH_EPILOGUE_OP_NONE (a chain below, a bias alone) */
 	bool times_input; /* y * act(y) */
 	float p1, p2;     /* its parameters */
 	/* Only for a MatMul producer (runtime.c, plan_fusions): the bias of the Add that alone
@@ -113,6 +114,10 @@ struct wh_epilogue {
 	bool half_first;
 	float c1, c2, c3;
 };
+
+/* wh_epilogue.op of an epilogue that is not one row kernel: never read as a kernel (a
+ * kernel testing op for a Relu it applies in registers must not take it for one). */
+#define WH_EPILOGUE_OP_NONE (-1)
 
 /* Whether node n (an activation of one float tensor) can be applied as an epilogue, and
  * which: fills *e. consts holds the node's inputs after the first, each a constant tensor

@@ -76,6 +76,11 @@ struct plan {
 	 * (its outputs are in const_vals, at const_slot[value]) or CONST_UNCACHED (past the budget:
 	 * it runs every time). */
 	uint8_t *const_node;
+	/* per node id: a cached constant layer that only cached constant layers read (none of
+	 * its outputs kept): a run that reports no tensors skips it (plan_quiet, NULL: none);
+	 * recomputed before a run after const_node changed (quiet_stale) */
+	uint8_t *const_quiet;
+	bool quiet_stale;
 	uint32_t *const_slot; /* per value id, WH_NONE where no constant layer writes it */
 	struct wh_tensor *const_vals;
 	/* Constant layers that hold only given the main graph's input shapes (a Shape or Size of
@@ -240,6 +245,7 @@ static void plan_destroy(struct plan *p)
 			if (p->const_slot[i] != WH_NONE)
 				wh_tensor_release(&p->const_vals[p->const_slot[i]]);
 	free(p->const_node);
+	free(p->const_quiet);
 	free(p->const_slot);
 	free(p->const_vals);
 	free(p->shape_const);
@@ -636,6 +642,56 @@ static void keep_constant(struct plan *p, uint32_t nid, const struct wh_tensor *
 			wh_tensor_ref(&p->const_vals[p->const_slot[n->outputs[k]]], &outs[k]);
 	p->const_bytes += bytes;
 	p->const_node[nid] = CONST_CACHED;
+	p->quiet_stale = true;
+}
+
+/* The cached constant layers a run may skip (plan.const_quiet): those whose outputs only
+ * cached constant layers read and no one keeps. A graph with subgraphs has none (a subgraph
+ * reads captured values by name, outside the node inputs seen here). */
+static void plan_quiet(struct plan *p)
+{
+	const struct wh_graph *g = p->g;
+	p->quiet_stale = false;
+	if (!p->const_quiet && !(p->const_quiet = calloc((size_t)g->n_nodes + 1, 1)))
+		return; /* nothing skipped */
+	bool any = false;
+	for (uint32_t nid = 0; nid < g->n_nodes; nid++) {
+		const struct wh_node *n = &g->nodes[nid];
+		for (uint32_t a = 0; a < n->n_attrs; a++)
+			if (n->attrs[a].type == WH_ATTR_GRAPH || n->attrs[a].type == WH_ATTR_GRAPHS) {
+				memset(p->const_quiet, 0, (size_t)g->n_nodes + 1);
+				return;
+			}
+		p->const_quiet[nid] = p->const_node[nid] == CONST_CACHED;
+		any |= p->const_quiet[nid];
+	}
+	if (!any)
+		return;
+	for (uint32_t nid = 0; nid < g->n_nodes; nid++) {
+		const struct wh_node *n = &g->nodes[nid];
+		if (p->const_node[nid] == CONST_CACHED)
+			continue;
+		for (uint32_t k = 0; k < n->n_inputs; k++) {
+			uint32_t v = n->inputs[k];
+			if (v != WH_NONE && g->values[v].producer != WH_NONE)
+				p->const_quiet[g->values[v].producer] = 0;
+		}
+	}
+	for (uint32_t v = 0; v < g->n_values; v++)
+		if (g->values[v].producer != WH_NONE && (is_kept(g, v) || (g->values[v].flags & WH_VALUE_INPUT)))
+			p->const_quiet[g->values[v].producer] = 0;
+	/* a skipped layer releases nothing, so one that reads last a value some placed layer
+	 * wrote is placed too (in step order: producers are decided first) */
+	for (uint32_t s = 0; s < g->n_nodes; s++) {
+		uint32_t nid = p->order[s];
+		const struct wh_node *n = &g->nodes[nid];
+		for (uint32_t k = 0; p->const_quiet[nid] && k < n->n_inputs; k++) {
+			uint32_t v = n->inputs[k];
+			if (v != WH_NONE && p->last_use[v] == s && !is_kept(g, v) && !(g->values[v].flags & WH_VALUE_INPUT) &&
+			    (g->values[v].producer == WH_NONE || !p->const_quiet[g->values[v].producer]))
+				p->const_quiet[nid] = 0;
+		}
+	}
 }
 
 /* The activation node aid reading value w alone, as an epilogue: fills *e. */
@@ -720,7 +776,7 @@ static uint32_t quick_gelu_of(const struct plan *p, const struct plan_readers *r
 			      struct wh_epilogue *e, struct gelu_chain *ch)
 {
 	const struct wh_graph *g = p->g;
-	struct wh_epilogue x = {.chain = 3};
+	struct wh_epilogue x = {.op = WH_EPILOGUE_OP_NONE, .chain = 3};
 	uint32_t sn, mn;
 	if (!scalar_op(p, d, "Mul", v, &x.c1))
 		return WH_NONE;
@@ -758,7 +814,7 @@ static uint32_t gelu_chain_of(const struct plan *p, const struct plan_readers *r
 	for (int pass = 0; pass < 2; pass++) {
 		uint32_t d = pass ? r->second[v] : r->first[v], o = pass ? r->first[v] : r->second[v];
 		uint32_t last = r->step[d] > r->step[o] ? r->step[d] : r->step[o];
-		struct wh_epilogue x = {0};
+		struct wh_epilogue x = {.op = WH_EPILOGUE_OP_NONE};
 		if (d == o || p->last_use[v] != last)
 			continue;
 		uint32_t q = quick_gelu_of(p, r, v, d, o, e, ch);
@@ -839,11 +895,22 @@ static bool plan_bias_fusion(struct plan *p, const struct plan_readers *r, uint3
 	    bn->outputs[0] == WH_NONE || !fusable_node(p, bid) || !fusable_value(p, v, r->step[bid]))
 		return false;
 	uint32_t c = bn->inputs[0] == v ? bn->inputs[1] : bn->inputs[0];
-	if (c == v || c == WH_NONE || !(g->values[c].flags & WH_VALUE_INITIALIZER) || !wh_value_present(&p->inits[c]) ||
+	if (c == v)
+		return false;
+	/* the bias may be an Identity of an initializer: exporters write one initializer and
+	 * Identities for tensors equal to it (the zero biases of a freshly initialized model) */
+	for (int hops = 0; hops < 8 && c != WH_NONE && !(g->values[c].flags & WH_VALUE_INITIALIZER); hops++) {
+		uint32_t k = g->values[c].producer;
+		if (k == WH_NONE || strcmp(g->nodes[k].op_type, "Identity") || g->nodes[k].domain[0] ||
+		    g->nodes[k].n_inputs != 1 || !fusable_node(p, k))
+			return false;
+		c = g->nodes[k].inputs[0];
+	}
+	if (c == WH_NONE || !(g->values[c].flags & WH_VALUE_INITIALIZER) || !wh_value_present(&p->inits[c]) ||
 	    p->inits[c].dtype != WH_DT_FLOAT)
 		return false;
 	uint32_t w = bn->outputs[0];
-	struct wh_epilogue e = {0};
+	struct wh_epilogue e = {.op = WH_EPILOGUE_OP_NONE};
 	struct gelu_chain ch;
 	uint32_t chain_out = gelu_chain_of(p, r, w, &e, &ch);
 	bool act = chain_out == WH_NONE && !is_kept(g, w) && !(g->values[w].flags & WH_VALUE_INPUT) &&
@@ -1580,6 +1647,22 @@ static enum wh_status gpu_build_step(struct wh_frame *f, const struct wh_gpu_ste
 	return st;
 }
 
+/* The profile row of a kept constant layer's step that did not run its kernel. */
+static void prof_constant(struct wh_engine *e, struct wh_layer_profile *lp, const struct wh_node *n, uint32_t s,
+			  double t0)
+{
+	if (!lp)
+		return;
+	lp->name = n->name;
+	lp->op_type = n->op_type;
+	lp->tactic = "constant";
+	lp->flops = 0;
+	lp->device = "cpu";
+	lp->h2d_bytes = lp->d2h_bytes = 0;
+	e->n_prof = s + 1;
+	lp->ms = (wh_os_now_s() - t0) * 1e3;
+}
+
 static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 {
 	const struct plan *p = f->plan;
@@ -1602,6 +1685,11 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 		n_cbuf = 0; /* nothing placed: every Concat copies */
 	for (uint32_t k = 0; k < n_cbuf && cbuf == cbuf_fixed; k++)
 		wh_tensor_init(&cbuf[k]);
+	/* cached constant layers in a run that reports no tensors: their outputs are placed
+	 * directly (those only other such layers read, not at all: plan_quiet) */
+	if (p->quiet_stale && p->const_node)
+		plan_quiet((struct plan *)p);
+	bool quiet = p->const_quiet && !keep_all && !f->each && !f->dv && !f->e->chooser.choose && !f->e->chooser.choose_gpu;
 	for (uint32_t s = 0; s < g->n_nodes; s++) {
 		uint32_t nid = p->order[s];
 		const struct wh_node *n = &g->nodes[nid];
@@ -1624,6 +1712,32 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 				f->e->n_prof = s + 1;
 				lp->ms = (wh_os_now_s() - t0) * 1e3;
 			}
+			continue;
+		}
+		if (quiet && p->const_quiet[nid]) {
+			/* skipped without reading the node (plan_quiet): a per-step cost otherwise,
+			 * in cache misses on the graph, for shape arithmetic of hundreds of layers */
+			prof_constant(f->e, lp, n, s, t0);
+			continue;
+		}
+		if (quiet && p->const_node[nid] == CONST_CACHED) {
+			/* its inputs are not bound (a skipped layer's are absent), its outputs are
+			 * the kept ones; what it read last is released as after any step */
+			for (uint32_t k = 0; k < n->n_outputs; k++) {
+				uint32_t v = n->outputs[k];
+				if (v == WH_NONE || (p->last_use[v] == WH_NONE && !is_kept(g, v)))
+					continue;
+				if (slot_used(&f->vals[v]))
+					slot_clear(&f->vals[v]);
+				wh_tensor_ref(&f->vals[v], &p->const_vals[p->const_slot[v]]);
+			}
+			for (uint32_t k = 0; k < n->n_inputs; k++) {
+				uint32_t v = n->inputs[k];
+				if (v != WH_NONE && p->last_use[v] == s && !is_kept(g, v) && !(g->values[v].flags & WH_VALUE_INPUT) &&
+				    slot_used(&f->vals[v]))
+					slot_clear(&f->vals[v]);
+			}
+			prof_constant(f->e, lp, n, s, t0);
 			continue;
 		}
 		const struct wh_tensor **ins = ins_fixed;
@@ -2139,6 +2253,7 @@ static enum wh_status input_shapes_check(struct plan *p, const struct wh_tensor 
 			}
 		p->const_node[nid] = CONST_YES;
 	}
+	p->quiet_stale = true;
 	return WH_OK;
 }
 

@@ -143,6 +143,49 @@ START_TEST(test_row_bin_simd)
 }
 END_TEST
 
+/* A repeated vector along a stretch (wh_ew_bin_f32_periodic: broadcast bias Adds, a MatMul's
+ * fused bias): each element is v[(ph + i) % p] OP x[i] (or x OP v), exactly, at every ISA, for
+ * periods within and past the repeated copy, any starting phase, either operand order, in
+ * place. */
+START_TEST(test_bin_periodic)
+{
+	static const size_t periods[] = {1, 3, 8, 24, 49, 100, 128, 129, 300};
+	static const size_t lens[] = {1, 5, 47, 1000, 5003};
+	float *x = malloc(6000 * sizeof *x), *v = malloc(300 * sizeof *v);
+	float *got = malloc(6001 * sizeof *got), *ref = malloc(6000 * sizeof *ref);
+	ck_assert(x && v && got && ref);
+	fill(x, 6000, 3, -5, 5);
+	fill(v, 300, 4, -5, 5);
+	enum wh_isa isas[3] = {WH_ISA_SCALAR, WH_ISA_AVX2, WH_ISA_AVX512};
+	for (int ii = 0; ii < 3; ii++) {
+		if (isas[ii] != WH_ISA_SCALAR && !isa_usable(isas[ii]))
+			continue;
+		for (size_t pi = 0; pi < sizeof periods / sizeof periods[0]; pi++)
+			for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+				for (int vf = 0; vf < 2; vf++)
+					for (int op = WH_EW_ADD; op <= WH_EW_DIV; op++) {
+						size_t p = periods[pi], n = lens[li], ph = (7 * pi + li) % p;
+						for (size_t i = 0; i < n; i++) {
+							float a = v[(ph + i) % p], b = x[i];
+							wh_ew_bin_f32_scalar((enum wh_ew_bin)op, vf ? &a : &b, 0, vf ? &b : &a, 0,
+									     &ref[i], 1);
+						}
+						got[n] = 12345.0f;
+						memcpy(got, x, n * sizeof *got);
+						wh_ew_bin_f32_periodic(isas[ii], (enum wh_ew_bin)op, got, v, p, vf, got, n, ph);
+						ck_assert_float_eq(got[n], 12345.0f);
+						for (size_t i = 0; i < n; i++)
+							CHECK_SAME(ref[i], got[i], "isa %d op %d p %zu n %zu ph %zu v_first %d [%zu]",
+								   ii, op, p, n, ph, vf, i);
+					}
+	}
+	free(x);
+	free(v);
+	free(got);
+	free(ref);
+}
+END_TEST
+
 START_TEST(test_row_un_simd)
 {
 	static const struct {
@@ -467,6 +510,15 @@ START_TEST(test_broadcast_kernels)
 		{4, 4, {2, 1, 9, 11}, {1, 5, 9, 1}},
 		{2, 2, {300, 700}, {300, 700}},         /* same shape, several chunks */
 		{4, 4, {1, 8, 128, 128}, {1, 8, 1, 1}}, /* several chunks of rows */
+		/* short rows merged with the vector operand periodic (ew_periodic): a bias over
+		 * tokens on either side, a period that does not divide the repeated copy, one
+		 * that varies with an outer index, and chunks that start mid-period */
+		{3, 1, {16, 49, 8}, {8}},
+		{1, 3, {8}, {16, 49, 8}},
+		{3, 1, {4, 300, 24}, {24}},
+		{3, 3, {4, 100, 6}, {4, 1, 6}},
+		{2, 1, {9000, 7}, {7}},
+		{2, 2, {1, 5}, {3000, 5}},
 	};
 	static const char *ops[] = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
 	struct wh_threadpool *pool = NULL;
@@ -1074,6 +1126,7 @@ int main(void)
 	tcase_add_test(tc, test_erf_gelu_accuracy);
 	tcase_add_test(tc, test_erf_gelu_uniform_blocks);
 	tcase_add_test(tc, test_broadcast_kernels);
+	tcase_add_test(tc, test_bin_periodic);
 	tcase_add_test(tc, test_unary_kernels_isa);
 	tcase_add_test(tc, test_mod_signs);
 	tcase_add_test(tc, test_round_half_even);

@@ -1142,6 +1142,53 @@ START_TEST(simd_vs_scalar_pool_ln)
 					ck_assert_msg(!memcmp(y0, y1, n * sizeof *y0), "scale n=%zu isa=%s", n,
 						      wh_isa_name(c.isa));
 				}
+		/* a short softmax line in registers: the bits of the maximum, exponentials, sum
+		 * and scaling run one by one (scalar), also with zeros as the maximum and NaN */
+		/* LayerNormalization rows with the primitives inlined: the bits of calling them
+		 * one by one (AVX-512), statistics included, across a batch of 32 rows */
+		if (c.isa == WH_ISA_AVX512)
+			for (size_t m = 1; m <= 70; m += (m < 20 ? 1 : 7))
+				for (int variant = 0; variant < 3; variant++) {
+					size_t rows = 37;
+					bool rms = variant == 2;
+					const double *bias = variant == 1 ? (const double *)NULL : sc + 3;
+					float *ya = malloc(rows * m * sizeof *ya), *yb = malloc(rows * m * sizeof *yb);
+					double st[4][37];
+					ck_assert(ya && yb && rows * m + 11 <= n_max);
+					const float *x = buf + 11;
+					wh_nn_ln_rows_f32_avx512(x, ya, m, rows, 1e-5, rms, sc, bias, st[0], st[1]);
+					for (size_t r = 0; r < rows; r++) {
+						double mean = rms ? 0 : wh_nn_sum_f32(c.isa, x + r * m, m) / (double)m;
+						double var = wh_nn_sqdev_f32(c.isa, x + r * m, m, mean) / (double)m;
+						st[2][r] = mean;
+						st[3][r] = 1.0 / sqrt(var + 1e-5);
+						wh_nn_ln_apply_f32(c.isa, x + r * m, yb + r * m, m, mean, st[3][r], sc, bias);
+					}
+					ck_assert_msg(!memcmp(ya, yb, rows * m * sizeof *ya), "ln rows m=%zu variant %d", m, variant);
+					ck_assert_msg(!memcmp(st[0], st[2], sizeof st[0]) && !memcmp(st[1], st[3], sizeof st[1]),
+						      "ln rows statistics m=%zu variant %d", m, variant);
+					free(ya);
+					free(yb);
+				}
+		/* (lines 0..6: groups of four and single lines; line 3 of w = 2 holds a NaN) */
+		if (c.isa == WH_ISA_AVX512)
+			for (size_t off = 0; off < 70; off += 23)
+				for (size_t n = 1; n <= WH_NN_SOFTMAX_SHORT && 7 * n + off <= n_max; n++)
+					for (int w = 0; w < 3; w++) {
+						float xs[7 * WH_NN_SOFTMAX_SHORT], ys[7 * WH_NN_SOFTMAX_SHORT];
+						memcpy(xs, (w == 1 ? neg : buf) + off, 7 * n * sizeof *xs);
+						if (w == 2)
+							xs[3 * n + n / 2] = NAN;
+						wh_nn_softmax_short_f32_avx512(xs, ys, n, 7);
+						for (size_t l = 0; l < 7; l++) {
+							const float *xl = xs + l * n;
+							float mx = wh_nn_max_f32_scalar(xl, n);
+							float s0 = 1.0f / wh_nn_sumexp_f32_scalar(xl, y0, n, -mx);
+							wh_nn_scale_f32_scalar(y0, y0, n, s0);
+							ck_assert_msg(!memcmp(y0, ys + l * n, n * sizeof *y0),
+								      "softmax short n=%zu off=%zu w=%d line %zu", n, off, w, l);
+						}
+					}
 		free(neg);
 	}
 	free(buf);

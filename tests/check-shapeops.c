@@ -394,6 +394,25 @@ START_TEST(pad_modes)
 	float wneg[3] = {2, 3, 7};
 	kh_expect_f32(&h.out[0], wneg, 3, 0);
 	kh_free(&h);
+	/* 2-d: rows of the constant and runs of the source; zero pads give the input */
+	float x2[6] = {1, 2, 3, 4, 5, 6};
+	int64_t d2[2] = {2, 3};
+	int64_t p2[3][4] = {{1, 2, 0, 1}, {0, 0, 0, 0}, {0, -1, 1, 2}};
+	float w2[3][18] = {
+		{0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 0, 0, 0, 4, 5, 6, 0},
+		{1, 2, 3, 4, 5, 6},
+		{2, 3, 0, 0, 5, 6, 0, 0, 0, 0, 0, 0},
+	};
+	int64_t wd2[3][2] = {{3, 6}, {2, 3}, {3, 4}};
+	for (int c = 0; c < 3; c++) {
+		kh_init(&h, "", "Pad", 19, 2, 1);
+		kh_in_f32(&h, 0, 2, d2, x2);
+		kh_in_vec_i64(&h, 1, 4, p2[c]);
+		kh_run_ok(&h);
+		kh_expect_shape(&h.out[0], 2, wd2[c]);
+		kh_expect_f32(&h.out[0], w2[c], (size_t)(wd2[c][0] * wd2[c][1]), 0);
+		kh_free(&h);
+	}
 }
 END_TEST
 

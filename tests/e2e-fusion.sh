@@ -112,6 +112,10 @@ mm("mm_bias_rows", [add("v", "b"), h.make_node("Relu", ["a"], ["y"], name="act")
    in_shape=(1, 512, 64), w_shape=(64, 512), out_shape=(1, 512, 512))
 mm("mm_bias_rank", [add("v", "b"), h.make_node("Relu", ["a"], ["y"], name="act")], B160.reshape(1, 1, 160),
    in_shape=(512, 64), out_shape=(1, 512, 160))
+# in the MatMul: a bias that is an Identity of an initializer (how an exporter writes a
+# tensor equal to another: a fresh model's zero biases)
+mm("mm_bias_identity", [add("v", "b"), h.make_node("Relu", ["a"], ["y"], name="act")], None,
+   extra=[nh.from_array(B160.astype(np.float32), "b0")], bias_node=h.make_node("Identity", ["b0"], ["b"], name="idb"))
 # not in the MatMul: a computed bias, a MatMul output with another reader
 mm("mm_bias_computed", [add("v", "b"), h.make_node("Relu", ["a"], ["y"], name="act")], None,
    bias_node=h.make_node("Constant", [], ["b"], name="k", value=nh.from_array(B160.astype(np.float32))))
@@ -147,6 +151,13 @@ def quick(x, y, swap=False):
 mm("mm_bias_quick_gelu", [add("v", "b")] + quick("a", "y"), B160, extra=[sc("q", 1.702)])
 c, ci = conv("c", "x", "v")
 save("conv_quick_gelu", [c] + quick("v", "y", swap=True), ci + [sc("q", 1.702)], ["y"])
+# the same after a stem-sized Conv (K = 27, 16 outputs, 64 x 64: conv.c's stem rows, which
+# apply a lone Relu in registers): the chain is not taken for a Relu
+c, ci = conv("c", "x", "v", cout=16)
+save("stem_erf_gelu", [c] + erf_gelu("v", "y"), ci + SC, ["y"], in_shape=(1, 3, 64, 64), out_shape=(1, 16, 64, 64))
+c, ci = conv("c", "x", "v", cout=16)
+save("stem_quick_gelu", [c] + quick("v", "y"), ci + [sc("q", 1.702)], ["y"], in_shape=(1, 3, 64, 64),
+     out_shape=(1, 16, 64, 64))
 # not fused: the Sigmoid's input read by another layer
 c, ci = conv("c", "x", "v")
 save("quick_gelu_shared", [c] + quick("v", "g") + [h.make_node("Add", ["g", "qx"], ["y"], name="tap")],
@@ -166,11 +177,12 @@ PY
 cases="relu:act leaky:act hsig:act hswish:act tanh:act sigmoid:act gelu:act gelu_tanh:act clip6:act clip13:act clip13_max_only:act
 silu:act,mul silu_swapped:act,mul add_relu:act dw_relu6:act keep_out:- two_readers:- clip_computed:- silu_shared:- int_relu:-
 mm_bias_gelu:add,act mm_bias_relu_swapped:add,act mm_bias:add mm_bias_2d:add mm_bias_batched:add,act mm_bias_silu:add
-mm_small:act mm_bias_rows:act mm_bias_rank:act mm_bias_computed:act mm_two_readers:-
+mm_small:act mm_bias_rows:act mm_bias_rank:act mm_bias_computed:act mm_two_readers:- mm_bias_identity:add,act
 mm_bias_erf_gelu:add,div,erf,one,mul,half mm_bias_erf_gelu_hf:add,div,erf,one,mul,half
 mm_bias_erf_gelu_const:add,div,erf,one,mul,half mm_small_erf_gelu:div,erf,one,mul,half conv_erf_gelu:div,erf,one,mul,half
 erf_gelu_shared:- erf_gelu_vector:- erf_gelu_swapped_div:-
-mm_bias_quick_gelu:add,qmul,qsig,qout conv_quick_gelu:qmul,qsig,qout quick_gelu_shared:-"
+mm_bias_quick_gelu:add,qmul,qsig,qout conv_quick_gelu:qmul,qsig,qout quick_gelu_shared:-
+stem_erf_gelu:div,erf,one,mul,half stem_quick_gelu:qmul,qsig,qout"
 for c in $cases; do
 	name=${c%%:*}
 	want=$(echo "${c#*:}" | tr ',' '\n' | sed '/^-$/d' | sort | tr '\n' ' ')

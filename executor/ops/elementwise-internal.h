@@ -16,7 +16,10 @@
 #ifndef WH_ELEMENTWISE_INTERNAL_H
 #define WH_ELEMENTWISE_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
+
+#include "executor/cpu.h"
 
 /* Binary float32 row kernels: o[i] = a[i*sa] OP b[i*sb], sa and sb each 0 or 1. */
 enum wh_ew_bin {
@@ -127,6 +130,12 @@ void wh_ew_bin_f32_avx2(enum wh_ew_bin op, const float *a, size_t sa, const floa
 			float *o, size_t n);
 void wh_ew_bin_f32_avx512(enum wh_ew_bin op, const float *a, size_t sa, const float *b, size_t sb,
 			  float *o, size_t n);
+
+/* y[i] = v[(ph + i) % p] op x[i] (v_first) or x[i] op v[(ph + i) % p], for i < n: a vector of
+ * p repeated along a stretch (a bias over rows of p), the row kernel of the ISA called on
+ * long runs of a repeated copy of v; the same bits as row by row. */
+void wh_ew_bin_f32_periodic(enum wh_isa isa, enum wh_ew_bin op, const float *x, const float *v, size_t p,
+			    bool v_first, float *y, size_t n, size_t ph);
 
 void wh_ew_un_f32_scalar(enum wh_ew_un op, const float *x, float *y, size_t n, float p1, float p2);
 void wh_ew_un_f32_avx2(enum wh_ew_un op, const float *x, float *y, size_t n, float p1, float p2);

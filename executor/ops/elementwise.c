@@ -408,6 +408,9 @@ struct ew_job {
 	bool sgn;
 	size_t esz;
 	const struct wh_out_round *round; /* float32 output rounded per chunk (emulation) */
+	/* row_bin_periodic: operand per_k repeats its `period` elements along each row */
+	size_t period;
+	uint32_t per_k;
 };
 
 /* Views the inputs at the output's shape and merges adjacent dimensions along which every
@@ -502,11 +505,45 @@ static void ew_round_output(struct wh_kernel_ctx *ctx, struct ew_job *j)
 	}
 }
 
+static void row_bin_fast(const struct ew_job *j, const uint64_t *off, uint64_t o, size_t n);
+static void row_bin_periodic(const struct ew_job *j, const uint64_t *off, uint64_t o, size_t n);
+
+/* The longest period row_bin_periodic takes, and the length of its repeated copy. */
+#define EW_PERIOD_MAX 128
+#define EW_PERIOD_TILE 1024
+
+/* A float32 binary op whose rows are short because one operand is a vector along the last
+ * axis repeated over the one before ([rows, C] + [C]: a bias over tokens, C small): the two
+ * axes become one row with that operand periodic (row_bin_periodic), so the kernel is called
+ * on long stretches instead of once per C elements. */
+static void ew_periodic(struct ew_job *j)
+{
+	struct ew_iter *it = &j->it;
+	int32_t l = it->rank - 1;
+	if (j->row != row_bin_fast || it->rank < 2 || it->dims[l] > EW_PERIOD_MAX)
+		return;
+	for (uint32_t k = 0; k < 2; k++) {
+		uint32_t o = 1 - k;
+		if (it->st[k][l] == 1 && it->st[k][l - 1] == 0 && it->st[o][l] == 1 && it->st[o][l - 1] == it->dims[l]) {
+			j->period = (size_t)it->dims[l];
+			j->per_k = k;
+			it->dims[l - 1] *= it->dims[l];
+			it->st[k][l - 1] = 0;
+			it->st[o][l - 1] = 1;
+			it->rank--;
+			j->row = row_bin_periodic;
+			return;
+		}
+	}
+}
+
 static void ew_run(struct wh_kernel_ctx *ctx, struct ew_job *j, uint32_t n_in, size_t grain)
 {
 	if (j->out->count == 0)
 		return;
 	ew_iter_init(&j->it, n_in, j->in, j->out);
+	if (n_in == 2)
+		ew_periodic(j);
 	j->isa = ctx->cpu ? ctx->cpu->isa : WH_ISA_SCALAR;
 	wh_parallel_for(ctx->pool, (size_t)j->out->count, grain, ew_chunk, j);
 }
@@ -1155,6 +1192,53 @@ static void row_bin_fast(const struct ew_job *j, const uint64_t *off, uint64_t o
 	int32_t l = j->it.rank - 1;
 	bin_f32(j->isa, (enum wh_ew_bin)j->bop->fast, (const float *)j->in[0]->data + off[0], (size_t)j->it.st[0][l],
 		(const float *)j->in[1]->data + off[1], (size_t)j->it.st[1][l], (float *)j->out->data + o, n);
+}
+
+void wh_ew_bin_f32_periodic(enum wh_isa isa, enum wh_ew_bin op, const float *x, const float *v, size_t p,
+			    bool v_first, float *y, size_t n, size_t ph)
+{
+	if (p > EW_PERIOD_MAX) {
+		/* long periods: along each period's stretch */
+		while (n) {
+			size_t c = n < p - ph ? n : p - ph;
+			if (v_first)
+				bin_f32(isa, op, v + ph, 1, x, 1, y, c);
+			else
+				bin_f32(isa, op, x, 1, v + ph, 1, y, c);
+			x += c;
+			y += c;
+			n -= c;
+			ph = 0;
+		}
+		return;
+	}
+	float tile[EW_PERIOD_TILE];
+	size_t reps = EW_PERIOD_TILE / p, t = p * reps;
+	size_t fill = n + ph < t ? n + ph : t; /* what the row reads of the copy */
+	for (size_t i = 0; i < fill; i += p)
+		memcpy(tile + i, v, (fill - i < p ? fill - i : p) * sizeof *tile);
+	while (n) {
+		size_t c = n < t - ph ? n : t - ph;
+		if (v_first)
+			bin_f32(isa, op, tile + ph, 1, x, 1, y, c);
+		else
+			bin_f32(isa, op, x, 1, tile + ph, 1, y, c);
+		x += c;
+		y += c;
+		n -= c;
+		ph = (ph + c) % p;
+	}
+}
+
+/* A row (ew_periodic) where operand per_k repeats j->period elements from off[per_k], the
+ * output's element o at phase o % period of it (the merged rows start at multiples of the
+ * period). */
+static void row_bin_periodic(const struct ew_job *j, const uint64_t *off, uint64_t o, size_t n)
+{
+	uint32_t k = j->per_k;
+	wh_ew_bin_f32_periodic(j->isa, (enum wh_ew_bin)j->bop->fast, (const float *)j->in[1 - k]->data + off[1 - k],
+			       (const float *)j->in[k]->data + off[k], j->period, k == 0, (float *)j->out->data + o, n,
+			       (size_t)(o % j->period));
 }
 
 static void row_bin_f32(const struct ew_job *j, const uint64_t *off, uint64_t o, size_t n)

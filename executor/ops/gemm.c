@@ -263,6 +263,7 @@ struct sgemm_job {
 	size_t bps;         /* floats per panel of bpack (NR * K), 0 without */
 	size_t mc, nc, mt, nt;
 	enum wh_isa isa;
+	struct pack_job *pack; /* A packed by each tile's task (its rows' panels), or NULL */
 };
 
 /* Packing panel by panel in parallel: a panel packed alone has the layout it has in the
@@ -309,6 +310,14 @@ void wh_sgemm_pack_groups(const struct wh_sgemm_kernel *kern, struct wh_threadpo
 static void finish_tile(const struct wh_sgemm_desc *d, enum wh_isa isa, float *c, size_t m, size_t n, size_t n0)
 {
 	bool whole = n == d->ldc;
+	if (whole) {
+		/* rows back to back: the bias along the whole block, repeated (one call, not one a
+		 * row: a projection to 24 channels has 784 rows) */
+		if (d->col_bias)
+			wh_ew_bin_f32_periodic(isa, WH_EW_ADD, c, d->col_bias, n, false, c, m * n, 0);
+		wh_out_round_apply(d->fin, c, m * n);
+		return;
+	}
 	for (size_t i = 0; i < m; i++) {
 		float *ci = c + i * d->ldc;
 		if (d->col_bias) {
@@ -321,11 +330,8 @@ static void finish_tile(const struct wh_sgemm_desc *d, enum wh_isa isa, float *c
 			else
 				wh_ew_bin_f32_scalar(WH_EW_ADD, ci, 1, b, 1, ci, n);
 		}
-		if (!whole)
-			wh_out_round_apply(d->fin, ci, n);
+		wh_out_round_apply(d->fin, ci, n);
 	}
-	if (whole)
-		wh_out_round_apply(d->fin, c, m * n);
 }
 
 static void sgemm_task(void *arg, size_t begin, size_t end)
@@ -341,6 +347,9 @@ static void sgemm_task(void *arg, size_t begin, size_t end)
 		const float *b = j->bps ? j->bpack + n0 / j->kern->nr * j->bps
 					: d->b + (d->b_off ? d->b_off[bi] : 0) + n0;
 		float *c = d->c + (d->c_off ? d->c_off[bi] : 0) + m0 * d->ldc + n0;
+		if (j->pack) /* this tile's rows are its own (one column tile): pack them here */
+			pack_task(j->pack, bi * j->pack->np + m0 / j->kern->mr,
+				  bi * j->pack->np + (m0 + m + j->kern->mr - 1) / j->kern->mr);
 		block_kb(j->kern, m, n, d->K, d->kb, j->apack + bi * d->M * d->K + m0 * d->K, b, j->bps, j->boff, c,
 			 d->ldc, d->bias ? d->bias + m0 : NULL);
 		if (d->col_bias || d->fin)
@@ -382,10 +391,32 @@ enum wh_status wh_sgemm_run(const struct wh_cpu_features *cpu, struct wh_threadp
 				.bpack = packed ? d->bpack : NULL, .bps = packed ? kern.nr * d->K : 0, .isa = cpu->isa};
 	struct pack_job pj = {.kern = &kern, .M = d->M, .K = d->K, .rsa = d->rsa, .csa = d->csa, .a = d->a,
 			      .a_off = d->a_off, .dst = apack};
-	pack_parallel(&pj, pool, d->batch);
-	wh_sgemm_tiles(&kern, d->M, d->N, d->K, wh_threadpool_size(pool), &job.mc, &job.nc);
+	/* a batch of at least four items a thread (window attention's products, 49 x 49 over
+	 * 16 windows) is balanced by its items: each item's tiles stay whole instead of being
+	 * cut to single row panels, which only adds calls */
+	int threads = wh_threadpool_size(pool);
+	wh_sgemm_tiles(&kern, d->M, d->N, d->K, d->batch >= 4 * (size_t)threads ? 1 : threads, &job.mc, &job.nc);
+	/* a fused bias and activation (finish_tile) run once over a tile as wide as the matrix,
+	 * and row by row over a narrower one (a 32-wide column tile of an MLP's first Linear:
+	 * two calls or more per 32 outputs): such products are cut along the rows only */
+	if ((d->col_bias || d->fin) && job.nc < d->N && d->N <= 512) {
+		size_t want = 4 * (size_t)threads;
+		job.nc = round_up(d->N, kern.nr);
+		job.mc = d->M <= 16 * kern.mr ? d->M : 16 * kern.mr;
+		while ((d->M + job.mc - 1) / job.mc * d->batch < want && job.mc > kern.mr)
+			job.mc = round_up(job.mc / 2, kern.mr);
+	}
 	job.mt = (d->M + job.mc - 1) / job.mc;
 	job.nt = (d->N + job.nc - 1) / job.nc;
+	/* with one column tile every row panel of A is read by one task: it packs them itself,
+	 * right before its product (no separate pass over the pool, and the panels still in
+	 * cache); otherwise A is packed first, in parallel. The same packed values either way. */
+	if (job.nt == 1) {
+		pj.np = (d->M + kern.mr - 1) / kern.mr;
+		job.pack = &pj;
+	} else {
+		pack_parallel(&pj, pool, d->batch);
+	}
 	wh_parallel_for(pool, d->batch * job.mt * job.nt, 1, sgemm_task, &job);
 out:
 	free(apack);

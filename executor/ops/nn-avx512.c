@@ -16,7 +16,7 @@ static double hsum8(__m512d v)
 	return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
 }
 
-double wh_nn_sum_f32_avx512(const float *x, size_t n)
+static inline double sum_f32(const float *x, size_t n)
 {
 	__m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
 	size_t i = 0;
@@ -36,7 +36,7 @@ double wh_nn_sum_f32_avx512(const float *x, size_t n)
 	return hsum8(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
 }
 
-double wh_nn_sqdev_f32_avx512(const float *x, size_t n, double mean)
+static inline double sqdev_f32(const float *x, size_t n, double mean)
 {
 	__m512d m = _mm512_set1_pd(mean);
 	__m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
@@ -117,6 +117,60 @@ float wh_nn_sumexp_f32_avx512(const float *x, float *y, size_t n, float negmax)
 	float v[8];
 	_mm256_storeu_ps(v, _mm256_add_ps(_mm512_extractf32x8_ps(acc, 1), _mm512_castps512_ps256(acc)));
 	return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+}
+
+/* L lines of n at x and y (stride n) with their dependent chains (maximum, exponentials, sum,
+ * reciprocal, scaling) interleaved: one line alone is bound by their latency. */
+static inline __attribute__((always_inline)) void softmax_short_lines(const float *x, float *y, size_t n,
+								      const size_t L)
+{
+	__m512 v[4][4], mx[4], acc[4], sc[4], lo = _mm512_set1_ps(-FLT_MAX);
+	size_t nv = (n + 15) / 16;
+	__mmask16 tail = (n % 16) ? (__mmask16)((1u << (n % 16)) - 1) : (__mmask16)0xffff;
+	/* the maximum from -FLT_MAX, NaN skipped (VMAXPS(v, m) keeps m); its sign at zero does
+	 * not change an exponential's input (x + -0 and x + +0 differ only for x = -0, and
+	 * exp(-0) = exp(+0)) */
+	for (size_t l = 0; l < L; l++)
+		mx[l] = lo;
+	for (size_t q = 0; q < nv; q++) {
+		__mmask16 k = q + 1 < nv ? (__mmask16)0xffff : tail;
+		for (size_t l = 0; l < L; l++) {
+			v[l][q] = _mm512_mask_loadu_ps(lo, k, x + l * n + 16 * q);
+			mx[l] = _mm512_max_ps(v[l][q], mx[l]);
+		}
+	}
+	for (size_t l = 0; l < L; l++) {
+		mx[l] = _mm512_set1_ps(-_mm512_reduce_max_ps(mx[l]));
+		acc[l] = _mm512_setzero_ps();
+	}
+	for (size_t q = 0; q < nv; q++)
+		for (size_t l = 0; l < L; l++) {
+			v[l][q] = sumexp_exp16(_mm512_add_ps(mx[l], v[l][q]));
+			if (q + 1 < nv || tail == 0xffff)
+				acc[l] = _mm512_add_ps(acc[l], v[l][q]);
+			else
+				acc[l] = _mm512_mask_add_ps(acc[l], tail, acc[l], v[l][q]);
+		}
+	for (size_t l = 0; l < L; l++) {
+		float h[8];
+		_mm256_storeu_ps(h, _mm256_add_ps(_mm512_extractf32x8_ps(acc[l], 1), _mm512_castps512_ps256(acc[l])));
+		float sum = ((h[0] + h[1]) + (h[2] + h[3])) + ((h[4] + h[5]) + (h[6] + h[7]));
+		sc[l] = _mm512_set1_ps(1.0f / sum);
+	}
+	for (size_t q = 0; q < nv; q++) {
+		__mmask16 k = q + 1 < nv ? (__mmask16)0xffff : tail;
+		for (size_t l = 0; l < L; l++)
+			_mm512_mask_storeu_ps(y + l * n + 16 * q, k, _mm512_mul_ps(v[l][q], sc[l]));
+	}
+}
+
+void wh_nn_softmax_short_f32_avx512(const float *x, float *y, size_t n, size_t lines)
+{
+	size_t l = 0;
+	for (; l + 4 <= lines; l += 4)
+		softmax_short_lines(x + l * n, y + l * n, n, 4);
+	for (; l < lines; l++)
+		softmax_short_lines(x + l * n, y + l * n, n, 1);
 }
 
 void wh_nn_maxpool_row_f32_avx512(const float *const *rows, size_t nrows, float *y, size_t n, size_t k, size_t s,
@@ -227,8 +281,8 @@ void wh_nn_maxpool_row_f32_avx512(const float *const *rows, size_t nrows, float 
 	}
 }
 
-void wh_nn_ln_apply_f32_avx512(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
-			       const double *bias)
+static inline void ln_apply_f32(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
+				const double *bias)
 {
 	__m512d m = _mm512_set1_pd(mean), iv = _mm512_set1_pd(inv);
 	size_t i = 0;
@@ -241,6 +295,46 @@ void wh_nn_ln_apply_f32_avx512(const float *x, float *y, size_t n, double mean, 
 	}
 	if (i < n)
 		wh_nn_ln_apply_f32_avx2(x + i, y + i, n - i, mean, inv, scale + i, bias ? bias + i : NULL);
+}
+
+void wh_nn_ln_apply_f32_avx512(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
+			       const double *bias)
+{
+	ln_apply_f32(x, y, n, mean, inv, scale, bias);
+}
+
+double wh_nn_sum_f32_avx512(const float *x, size_t n)
+{
+	return sum_f32(x, n);
+}
+
+double wh_nn_sqdev_f32_avx512(const float *x, size_t n, double mean)
+{
+	return sqdev_f32(x, n, mean);
+}
+
+void wh_nn_ln_rows_f32_avx512(const float *x, float *y, size_t m, size_t rows, double eps, bool rms,
+			      const double *scale, const double *bias, double *mean_out, double *inv_out)
+{
+	enum { B = 32 };
+	double mean[B], inv[B];
+	for (size_t r0 = 0; r0 < rows; r0 += B) {
+		size_t nb = rows - r0 < B ? rows - r0 : B;
+		for (size_t b = 0; b < nb; b++)
+			mean[b] = rms ? 0 : sum_f32(x + (r0 + b) * m, m) / (double)m;
+		for (size_t b = 0; b < nb; b++)
+			inv[b] = sqdev_f32(x + (r0 + b) * m, m, mean[b]) / (double)m;
+		for (size_t b = 0; b < nb; b++)
+			inv[b] = 1.0 / sqrt(inv[b] + eps);
+		for (size_t b = 0; b < nb; b++) {
+			size_t r = r0 + b;
+			if (mean_out)
+				mean_out[r] = mean[b];
+			if (inv_out)
+				inv_out[r] = inv[b];
+			ln_apply_f32(x + r * m, y + r * m, m, mean[b], inv[b], scale, bias);
+		}
+	}
 }
 
 float wh_nn_max_f32_avx512(const float *x, size_t n)

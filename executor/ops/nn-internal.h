@@ -51,6 +51,12 @@ float wh_nn_sumexp_f32(enum wh_isa isa, const float *x, float *y, size_t n, floa
 float wh_nn_sumexp_f32_scalar(const float *x, float *y, size_t n, float negmax);
 float wh_nn_sumexp_f32_avx2(const float *x, float *y, size_t n, float negmax);
 float wh_nn_sumexp_f32_avx512(const float *x, float *y, size_t n, float negmax);
+/* Whole softmax lines of 1 <= n <= WH_NN_SOFTMAX_SHORT elements held in registers (window
+ * attention's 49), `lines` of them at x and y (stride n), four at a time: each
+ * y = e * (1 / sum) with the maximum, exponentials, sum and scaling of wh_nn_max_f32,
+ * wh_nn_sumexp_f32 and wh_nn_scale_f32 run one after another, the same bits. */
+#define WH_NN_SOFTMAX_SHORT 64
+void wh_nn_softmax_short_f32_avx512(const float *x, float *y, size_t n, size_t lines);
 
 /* MaxPool over one row of outputs: y[q] = the maximum of rows[r][q * s + b * d] for every
  * row r < nrows (in order) and tap b < k (in order), from -inf, each step keeping the
@@ -126,6 +132,13 @@ void wh_nn_ln_apply_f32_scalar(const float *x, float *y, size_t n, double mean, 
 			       const double *bias);
 void wh_nn_ln_apply_f32_avx2(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
 			     const double *bias);
+/* LayerNormalization (rms: RMSNormalization) of `rows` rows of m at x into y, the primitives
+ * above inlined: each row's mean (wh_nn_sum_f32 / m, 0 for rms), variance (wh_nn_sqdev_f32
+ * / m), 1 / sqrt(variance + eps) and normalize pass (wh_nn_ln_apply_f32), the same bits as
+ * calling them with WH_ISA_AVX512; the rows' statistics 32 at a time, so their chains
+ * overlap. mean_out and inv_out (per row, may be NULL) receive the statistics. */
+void wh_nn_ln_rows_f32_avx512(const float *x, float *y, size_t m, size_t rows, double eps, bool rms,
+			      const double *scale, const double *bias, double *mean_out, double *inv_out);
 void wh_nn_ln_apply_f32_avx512(const float *x, float *y, size_t n, double mean, double inv, const double *scale,
 			       const double *bias);
 

@@ -746,6 +746,13 @@ static enum wh_status groupnorm_run(struct wh_kernel_ctx *ctx)
 
 /* ---- LayerNormalization, RMSNormalization ---- */
 
+/* The work of a LayerNormalization or Softmax row of n, in elements of an elementwise op
+ * (wh_grain_for's unit): several passes with exponentials or double sums, and a fixed cost
+ * per row. Counted as such, window attention's 784 rows of 49 and a token LayerNorm's 784
+ * rows of 8 are cut into chunks for both threads, not run as one or two (1 + 6 chunks
+ * balance two threads badly). The chunks' bounds still depend on n alone. */
+#define NORM_ROW_COST(n) (8 * (uint64_t)(n) + 64)
+
 /* Expands a parameter broadcastable to the normalized shape dims[axis..rank) into a dense
  * array of m doubles. */
 static enum wh_status expand_norm_param(const struct wh_kernel_ctx *ctx, const struct wh_tensor *p,
@@ -820,6 +827,11 @@ struct ln_job {
  * by that latency. Same bits. */
 static void ln_rows_f32(const struct ln_job *j, size_t lo, size_t hi)
 {
+	if (j->isa >= WH_ISA_AVX512) {
+		wh_nn_ln_rows_f32_avx512(j->xf + lo * j->m, j->yf + lo * j->m, j->m, hi - lo, j->eps, j->rms, j->scale,
+					 j->bias, j->mean_out ? j->mean_out + lo : NULL, j->inv_out ? j->inv_out + lo : NULL);
+		return;
+	}
 	enum { B = 32 };
 	double mean[B], inv[B];
 	for (size_t r0 = lo; r0 < hi; r0 += B) {
@@ -945,7 +957,7 @@ static enum wh_status layer_norm_common(struct wh_kernel_ctx *ctx, bool rms)
 		job.xd = xd;
 	}
 	if (m > 0)
-		wh_parallel_for(ctx->pool, rows, wh_grain_for(m), ln_range, &job);
+		wh_parallel_for(ctx->pool, rows, wh_grain_for(NORM_ROW_COST(m)), ln_range, &job);
 	if (xd)
 		store_f64(&ctx->outputs[0], xd);
 	if (half)
@@ -1200,6 +1212,11 @@ static void smax_range(void *p, size_t lo, size_t hi)
 			return;
 		}
 	}
+	if (j->xf && j->inner == 1 && j->kind == SM_SOFTMAX && j->isa >= WH_ISA_AVX512 && j->n <= WH_NN_SOFTMAX_SHORT) {
+		/* contiguous short lines: several at once in registers */
+		wh_nn_softmax_short_f32_avx512(j->xf + lo * j->n, j->yf + lo * j->n, j->n, hi - lo);
+		return;
+	}
 	for (size_t l = lo; l < hi; l++) {
 		uint64_t off = (l / j->inner) * j->n * j->inner + l % j->inner;
 		if (!j->xf) {
@@ -1269,7 +1286,7 @@ static enum wh_status softmax_common(struct wh_kernel_ctx *ctx, enum smax_kind k
 			return st;
 		job.xd = xd;
 	}
-	wh_parallel_for(ctx->pool, outer * inner, wh_grain_for(n), smax_range, &job);
+	wh_parallel_for(ctx->pool, outer * inner, wh_grain_for(NORM_ROW_COST(n)), smax_range, &job);
 	if (atomic_load(&job.failed)) {
 		free(xh);
 		free(xd);
