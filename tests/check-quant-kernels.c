@@ -661,6 +661,52 @@ START_TEST(qdq_conv_matches_definition)
 }
 END_TEST
 
+/* The depthwise plane kernels (wh_qdw_plane) against the scalar reference, bit for bit:
+ * weights within int8 (the VNNI path), within +-255 (AVX2's int16 pairs; VNNI falls back),
+ * and beyond (both fall back); 1-25 taps (groups of 4 with missing taps), rows of 1-200
+ * with vector tails, 1-3 rows, int8 and uint8 x, zero points at the extremes. */
+START_TEST(depthwise_planes_match_scalar)
+{
+	struct isa_case isa[4];
+	int ni = isa_cases(isa);
+	uint64_t seed = 11;
+	size_t len = 4096 + 1024;
+	uint8_t *x = malloc(len);
+	fill_bytes(x, len, &seed, 0);
+	int32_t *ref = malloc(1024 * sizeof *ref), *got = malloc(1024 * sizeof *got);
+	static const size_t tapsv[] = {1, 3, 4, 5, 9, 16, 25};
+	static const size_t nv[] = {1, 7, 15, 16, 17, 28, 56, 63, 64, 65, 112, 200};
+	static const int32_t wlim[] = {127, 128, 255, 70000};
+	for (int i = 1; i < ni; i++)
+		for (size_t ti = 0; ti < sizeof tapsv / sizeof *tapsv; ti++)
+			for (size_t ni2 = 0; ni2 < sizeof nv / sizeof *nv; ni2++)
+				for (size_t wl = 0; wl < 4; wl++)
+					for (int xs = 0; xs < 2; xs++) {
+						size_t taps = tapsv[ti], n = nv[ni2], rows = 1 + (ti + wl) % 3, rs = 211;
+						size_t toff[64];
+						int32_t wv[64];
+						for (size_t t = 0; t < taps; t++) {
+							toff[t] = rng_next(&seed) % 4096;
+							uint64_t r = rng_next(&seed);
+							int32_t lim = wlim[wl];
+							wv[t] = (r & 3) == 0 ? ((r >> 2) & 1 ? lim : -lim - (wl == 0))
+									     : (int32_t)((r >> 8) % (uint64_t)(2 * lim + 1)) - lim;
+						}
+						int32_t zx = xs ? zps_s8[(ti + ni2) % 4] : zps_u8[(ti + ni2) % 4];
+						wh_qdw_plane_scalar(x, toff, wv, taps, zx, xs, rows, n, rs, ref);
+						memset(got, 0x55, 1024 * sizeof *got);
+						wh_qdw_plane(x, toff, wv, taps, zx, xs, rows, n, rs, got, &isa[i].cpu);
+						for (size_t k = 0; k < rows * n; k++)
+							CHECK(got[k] == ref[k], "%s taps %zu n %zu wlim %d x_s8 %d: [%zu] %d != %d",
+							      isa[i].name, taps, n, wlim[wl], xs, k, got[k], ref[k]);
+						CHECK(got[rows * n] == 0x55555555, "%s wrote past the plane", isa[i].name);
+					}
+	free(x);
+	free(ref);
+	free(got);
+}
+END_TEST
+
 int main(void)
 {
 	wh_cpu_init();
@@ -671,6 +717,7 @@ int main(void)
 	tcase_add_test(tc, matmul_extreme_products_are_exact);
 	tcase_add_test(tc, conv_matches_definition_on_every_isa_and_thread_count);
 	tcase_add_test(tc, quant_loops_match_scalar);
+	tcase_add_test(tc, depthwise_planes_match_scalar);
 	tcase_add_test(tc, operators_agree_across_isa_caps);
 	tcase_add_test(tc, qdq_conv_matches_definition);
 	suite_add_tcase(s, tc);

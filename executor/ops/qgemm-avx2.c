@@ -94,29 +94,58 @@ void wh_qg_colsums_avx2(const int8_t *p, size_t kp, size_t n, int32_t *sums)
 	}
 }
 
-void wh_qdw_row_avx2(const uint8_t *const *src, const int32_t *wv, size_t taps, int32_t zx, bool x_s8, size_t n,
-		     int32_t *out)
+void wh_qdw_plane_avx2(const uint8_t *base, const size_t *toff, const int32_t *wv, size_t taps, int32_t zx,
+		       bool x_s8, size_t rows, size_t n, size_t rs, int32_t *out)
 {
-	/* sum x * w - zx * sum w, both wrapping: the same integer as the scalar's */
+	/* sum x * w - zx * sum w, both wrapping: the same integer as the scalar's. x and w - zw
+	 * (within +-255) as int16, two taps per vpmaddwd (pair sums within 2 * 255 * 255: exact);
+	 * the unpacks leave outputs 0-3 and 8-11 in one accumulator and 4-7, 12-15 in the other,
+	 * put back in order at the store. Weights beyond +-255 (not 8-bit data) take the widening
+	 * loop. */
 	uint32_t wsum = 0;
-	for (size_t t = 0; t < taps; t++)
+	bool fit = taps <= 64;
+	for (size_t t = 0; t < taps; t++) {
 		wsum += (uint32_t)wv[t];
-	const __m256i bias = _mm256_set1_epi32((int32_t)(0u - (uint32_t)zx * wsum));
-	size_t i = 0;
-	for (; i + 8 <= n; i += 8) {
-		__m256i acc = bias;
-		for (size_t t = 0; t < taps; t++) {
-			__m128i b = _mm_loadl_epi64((const __m128i *)(src[t] + i));
-			__m256i x = x_s8 ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
-			acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(x, _mm256_set1_epi32(wv[t])));
-		}
-		_mm256_storeu_si256((__m256i *)(out + i), acc);
+		fit = fit && wv[t] >= -255 && wv[t] <= 255;
 	}
-	if (i < n) {
-		const uint8_t *rest[64];
-		for (size_t t = 0; t < taps; t++)
-			rest[t] = src[t] + i;
-		wh_qdw_row_scalar(rest, wv, taps, zx, x_s8, n - i, out + i);
+	const __m256i bias = _mm256_set1_epi32((int32_t)(0u - (uint32_t)zx * wsum));
+	int32_t wp[32];
+	size_t o0[32], o1[32];
+	size_t pairs = fit ? (taps + 1) / 2 : 0;
+	for (size_t p = 0; p < pairs; p++) {
+		uint32_t lo = (uint16_t)(int16_t)wv[2 * p];
+		uint32_t hi = 2 * p + 1 < taps ? (uint16_t)(int16_t)wv[2 * p + 1] : 0;
+		wp[p] = (int32_t)(lo | hi << 16);
+		o0[p] = toff[2 * p];
+		o1[p] = toff[2 * p + 1 < taps ? 2 * p + 1 : 2 * p];
+	}
+	for (size_t r = 0; r < rows; r++, base += rs, out += n) {
+		size_t i = 0;
+		for (; fit && i + 16 <= n; i += 16) {
+			__m256i al = bias, ah = bias;
+			for (size_t p = 0; p < pairs; p++) {
+				__m128i b0 = _mm_loadu_si128((const __m128i *)(base + o0[p] + i));
+				__m128i b1 = _mm_loadu_si128((const __m128i *)(base + o1[p] + i));
+				__m256i x0 = x_s8 ? _mm256_cvtepi8_epi16(b0) : _mm256_cvtepu8_epi16(b0);
+				__m256i x1 = x_s8 ? _mm256_cvtepi8_epi16(b1) : _mm256_cvtepu8_epi16(b1);
+				__m256i w = _mm256_set1_epi32(wp[p]);
+				al = _mm256_add_epi32(al, _mm256_madd_epi16(_mm256_unpacklo_epi16(x0, x1), w));
+				ah = _mm256_add_epi32(ah, _mm256_madd_epi16(_mm256_unpackhi_epi16(x0, x1), w));
+			}
+			_mm256_storeu_si256((__m256i *)(out + i), _mm256_permute2x128_si256(al, ah, 0x20));
+			_mm256_storeu_si256((__m256i *)(out + i + 8), _mm256_permute2x128_si256(al, ah, 0x31));
+		}
+		for (; i + 8 <= n; i += 8) {
+			__m256i acc = bias;
+			for (size_t t = 0; t < taps; t++) {
+				__m128i b = _mm_loadl_epi64((const __m128i *)(base + toff[t] + i));
+				__m256i x = x_s8 ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+				acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(x, _mm256_set1_epi32(wv[t])));
+			}
+			_mm256_storeu_si256((__m256i *)(out + i), acc);
+		}
+		if (i < n)
+			wh_qdw_plane_scalar(base + i, toff, wv, taps, zx, x_s8, 1, n - i, rs, out + i);
 	}
 }
 

@@ -179,24 +179,103 @@ VNNI void wh_qg_colsums_avx512(const int8_t *p, size_t kp, size_t n, int32_t *su
 	}
 }
 
-void wh_qdw_row_avx512(const uint8_t *const *src, const int32_t *wv, size_t taps, int32_t zx, bool x_s8, size_t n,
-		       int32_t *out)
+/* The widening path: 16 outputs at a time, each tap's bytes widened to int32 and multiplied
+ * (vpmulld); sum x * w - zx * sum w, both wrapping: the same integer as the scalar's. */
+void wh_qdw_plane_avx512(const uint8_t *base, const size_t *toff, const int32_t *wv, size_t taps, int32_t zx,
+			 bool x_s8, size_t rows, size_t n, size_t rs, int32_t *out)
 {
-	/* sum x * w - zx * sum w, both wrapping: the same integer as the scalar's */
 	uint32_t wsum = 0;
 	for (size_t t = 0; t < taps; t++)
 		wsum += (uint32_t)wv[t];
 	const __m512i bias = _mm512_set1_epi32((int32_t)(0u - (uint32_t)zx * wsum));
-	for (size_t i = 0; i < n; i += 16) {
-		__mmask16 mk = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
-		__m512i acc = bias;
-		for (size_t t = 0; t < taps; t++) {
-			__m128i b = _mm_maskz_loadu_epi8(mk, src[t] + i);
-			__m512i x = x_s8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
-			acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(x, _mm512_set1_epi32(wv[t])));
+	for (size_t r = 0; r < rows; r++, base += rs, out += n)
+		for (size_t i = 0; i < n; i += 16) {
+			__mmask16 mk = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+			__m512i acc = bias;
+			for (size_t t = 0; t < taps; t++) {
+				__m128i b = _mm_maskz_loadu_epi8(mk, base + toff[t] + i);
+				__m512i x = x_s8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+				acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(x, _mm512_set1_epi32(wv[t])));
+			}
+			_mm512_mask_storeu_epi32(out + i, mk, acc);
 		}
-		_mm512_mask_storeu_epi32(out + i, mk, acc);
+}
+
+/* Depthwise planes on VNNI where every tap weight fits int8 (w - zw of symmetric int8
+ * weights, or of uint8 weights about 128): x as vpdpbusd's unsigned operand (int8 x flipped
+ * to x ^ 0x80 with zx + 128, the same differences), 4 taps' weights in each dword, and 64
+ * outputs at a time: the 4 taps' bytes of each output interleaved (the byte and word unpacks
+ * of wh_qg_pack, per 128-bit lane), so accumulator q holds outputs 16l + 4q .. 16l + 4q + 3
+ * in lane l, put back in order by a 4x4 transpose of lanes. The sum is sum x * w - zx *
+ * sum w, wrapping: the scalar's integer. Other weights take wh_qdw_plane_avx512. */
+VNNI void wh_qdw_plane_vnni(const uint8_t *base, const size_t *toff, const int32_t *wv, size_t taps, int32_t zx,
+			    bool x_s8, size_t rows, size_t n, size_t rs, int32_t *out)
+{
+	bool fit = taps <= 64;
+	for (size_t t = 0; t < taps && fit; t++)
+		fit = wv[t] >= -128 && wv[t] <= 127;
+	if (!fit) {
+		wh_qdw_plane_avx512(base, toff, wv, taps, zx, x_s8, rows, n, rs, out);
+		return;
 	}
+	size_t groups = (taps + 3) / 4;
+	uint32_t wsum = 0;
+	int32_t wd[16];
+	size_t off[64];
+	for (size_t g = 0; g < groups; g++) {
+		uint32_t d = 0;
+		for (size_t q = 0; q < 4; q++) {
+			size_t t = 4 * g + q;
+			/* a missing tap: any bytes (its weight byte is 0) */
+			off[t] = toff[t < taps ? t : 0];
+			if (t < taps)
+				d |= (uint32_t)(uint8_t)(int8_t)wv[t] << (8 * q);
+		}
+		wd[g] = (int32_t)d;
+	}
+	for (size_t t = 0; t < taps; t++)
+		wsum += (uint32_t)wv[t];
+	uint32_t zxu = (uint32_t)zx + (x_s8 ? 128u : 0u);
+	const __m512i bias = _mm512_set1_epi32((int32_t)(0u - zxu * wsum));
+	const __m512i fl = _mm512_set1_epi8(x_s8 ? (char)0x80 : 0);
+	for (size_t r = 0; r < rows; r++, base += rs, out += n)
+		for (size_t i = 0; i < n; i += 64) {
+			__mmask64 mk = n - i >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (n - i)) - 1);
+			__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+			const uint8_t *b = base + i;
+			for (size_t g = 0; g < groups; g++) {
+				const size_t *o = off + 4 * g;
+				__m512i x0 = _mm512_xor_si512(_mm512_maskz_loadu_epi8(mk, b + o[0]), fl);
+				__m512i x1 = _mm512_xor_si512(_mm512_maskz_loadu_epi8(mk, b + o[1]), fl);
+				__m512i x2 = _mm512_xor_si512(_mm512_maskz_loadu_epi8(mk, b + o[2]), fl);
+				__m512i x3 = _mm512_xor_si512(_mm512_maskz_loadu_epi8(mk, b + o[3]), fl);
+				__m512i lo01 = _mm512_unpacklo_epi8(x0, x1), hi01 = _mm512_unpackhi_epi8(x0, x1);
+				__m512i lo23 = _mm512_unpacklo_epi8(x2, x3), hi23 = _mm512_unpackhi_epi8(x2, x3);
+				__m512i w = _mm512_set1_epi32(wd[g]);
+				a0 = _mm512_dpbusd_epi32(a0, _mm512_unpacklo_epi16(lo01, lo23), w);
+				a1 = _mm512_dpbusd_epi32(a1, _mm512_unpackhi_epi16(lo01, lo23), w);
+				a2 = _mm512_dpbusd_epi32(a2, _mm512_unpacklo_epi16(hi01, hi23), w);
+				a3 = _mm512_dpbusd_epi32(a3, _mm512_unpackhi_epi16(hi01, hi23), w);
+			}
+			__m512i t0 = _mm512_shuffle_i32x4(a0, a1, 0x44), t1 = _mm512_shuffle_i32x4(a2, a3, 0x44);
+			__m512i t2 = _mm512_shuffle_i32x4(a0, a1, 0xEE), t3 = _mm512_shuffle_i32x4(a2, a3, 0xEE);
+			size_t left = n - i;
+			int32_t *d = out + i;
+			if (left >= 64) {
+				_mm512_storeu_si512((void *)d, _mm512_add_epi32(_mm512_shuffle_i32x4(t0, t1, 0x88), bias));
+				_mm512_storeu_si512((void *)(d + 16), _mm512_add_epi32(_mm512_shuffle_i32x4(t0, t1, 0xDD), bias));
+				_mm512_storeu_si512((void *)(d + 32), _mm512_add_epi32(_mm512_shuffle_i32x4(t2, t3, 0x88), bias));
+				_mm512_storeu_si512((void *)(d + 48), _mm512_add_epi32(_mm512_shuffle_i32x4(t2, t3, 0xDD), bias));
+				continue;
+			}
+			__m512i ov[4] = {_mm512_shuffle_i32x4(t0, t1, 0x88), _mm512_shuffle_i32x4(t0, t1, 0xDD),
+					 _mm512_shuffle_i32x4(t2, t3, 0x88), _mm512_shuffle_i32x4(t2, t3, 0xDD)};
+			for (size_t q = 0; q < 4 && 16 * q < left; q++) {
+				size_t l = left - 16 * q;
+				__mmask16 m16 = l >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << l) - 1);
+				_mm512_mask_storeu_epi32(d + 16 * q, m16, _mm512_add_epi32(ov[q], bias));
+			}
+		}
 }
 
 /* ---- quantization loops ---- */

@@ -79,23 +79,27 @@ void wh_qg_kernel_avx512(const struct wh_qg_args *a, size_t m0, size_t m1); /* n
 /* Column sums of n columns of packed panels (wh_qg_panels(n) * 16 entries written). */
 void wh_qg_colsums(const int8_t *p, size_t kp, size_t n, int32_t *sums, const struct wh_cpu_features *cpu);
 
-/* Depthwise rows: out[i] = sum over t < taps of (x_t[i] - zx) * wv[t] for i < n, x_t = src[t]
- * (8-bit, signed when x_s8), wrapping int32. */
-void wh_qdw_row(const uint8_t *const *src, const int32_t *wv, size_t taps, int32_t zx, bool x_s8, size_t n,
-		int32_t *out, const struct wh_cpu_features *cpu);
-void wh_qdw_row_scalar(const uint8_t *const *src, const int32_t *wv, size_t taps, int32_t zx, bool x_s8, size_t n,
-		       int32_t *out);
-void wh_qdw_row_avx2(const uint8_t *const *src, const int32_t *wv, size_t taps, int32_t zx, bool x_s8, size_t n,
-		     int32_t *out);
-void wh_qdw_row_avx512(const uint8_t *const *src, const int32_t *wv, size_t taps, int32_t zx, bool x_s8, size_t n,
-		       int32_t *out);
+/* Depthwise planes: out[r * n + i] = sum over t < taps of (x(base + r * rs + toff[t] + i) -
+ * zx) * wv[t] for r < rows, i < n (8-bit x, signed when x_s8; taps <= 64), wrapping int32.
+ * Every path reads only those bytes. */
+void wh_qdw_plane(const uint8_t *base, const size_t *toff, const int32_t *wv, size_t taps, int32_t zx, bool x_s8,
+		  size_t rows, size_t n, size_t rs, int32_t *out, const struct wh_cpu_features *cpu);
+void wh_qdw_plane_scalar(const uint8_t *base, const size_t *toff, const int32_t *wv, size_t taps, int32_t zx,
+			 bool x_s8, size_t rows, size_t n, size_t rs, int32_t *out);
+void wh_qdw_plane_avx2(const uint8_t *base, const size_t *toff, const int32_t *wv, size_t taps, int32_t zx,
+		       bool x_s8, size_t rows, size_t n, size_t rs, int32_t *out);
+void wh_qdw_plane_avx512(const uint8_t *base, const size_t *toff, const int32_t *wv, size_t taps, int32_t zx,
+			 bool x_s8, size_t rows, size_t n, size_t rs, int32_t *out);
+/* needs VNNI; weights within int8 take vpdpbusd, others wh_qdw_plane_avx512 */
+void wh_qdw_plane_vnni(const uint8_t *base, const size_t *toff, const int32_t *wv, size_t taps, int32_t zx,
+		       bool x_s8, size_t rows, size_t n, size_t rs, int32_t *out);
 
 /* ---- the operators' integer products ---- */
 
 /* Integer convolution: acc = conv(x - zx, w - zw[co]) (+ bias[co]), 8-bit x and w (signed
  * when x_s8 / w_s8), zw one value per output channel (s->M of them), bias int32 or NULL;
  * acc as y's layout [N, M, out...]. Depthwise layers (one input and one output channel per
- * group) run wh_qdw_row over each output row, the others the GEMM. 1-D and 2-D only: WH_ERR_UNSUPPORTED for other ranks
+ * group) run wh_qdw_plane over each output plane, the others the GEMM. 1-D and 2-D only: WH_ERR_UNSUPPORTED for other ranks
  * (the caller runs its reference), WH_ERR_NOMEM when scratch memory runs out. */
 enum wh_status wh_qconv(const struct wh_cpu_features *cpu, struct wh_threadpool *pool, const struct wh_conv_shape *s,
 			const void *x, bool x_s8, int32_t zx, const void *w, bool w_s8, const int32_t *zw,

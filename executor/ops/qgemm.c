@@ -91,17 +91,19 @@ void wh_qg_kernel_scalar(const struct wh_qg_args *a, size_t m0, size_t m1)
 	}
 }
 
-void wh_qdw_row_scalar(const uint8_t *const *src, const int32_t *wv, size_t taps, int32_t zx, bool x_s8, size_t n,
-		       int32_t *out)
+void wh_qdw_plane_scalar(const uint8_t *base, const size_t *toff, const int32_t *wv, size_t taps, int32_t zx,
+			 bool x_s8, size_t rows, size_t n, size_t rs, int32_t *out)
 {
-	for (size_t i = 0; i < n; i++) {
-		uint32_t s = 0;
-		for (size_t t = 0; t < taps; t++) {
-			int32_t x = x_s8 ? (int32_t)(int8_t)src[t][i] : (int32_t)src[t][i];
-			s += (uint32_t)(x - zx) * (uint32_t)wv[t];
+	for (size_t r = 0; r < rows; r++, base += rs, out += n)
+		for (size_t i = 0; i < n; i++) {
+			uint32_t s = 0;
+			for (size_t t = 0; t < taps; t++) {
+				uint8_t b = base[toff[t] + i];
+				int32_t x = x_s8 ? (int32_t)(int8_t)b : (int32_t)b;
+				s += (uint32_t)(x - zx) * (uint32_t)wv[t];
+			}
+			out[i] = (int32_t)s;
 		}
-		out[i] = (int32_t)s;
-	}
 }
 
 /* ---- dispatch ---- */
@@ -139,15 +141,17 @@ void wh_qg_kernel(const struct wh_qg_args *a, size_t m0, size_t m1, const struct
 		wh_qg_kernel_scalar(a, m0, m1);
 }
 
-void wh_qdw_row(const uint8_t *const *src, const int32_t *wv, size_t taps, int32_t zx, bool x_s8, size_t n,
-		int32_t *out, const struct wh_cpu_features *cpu)
+void wh_qdw_plane(const uint8_t *base, const size_t *toff, const int32_t *wv, size_t taps, int32_t zx, bool x_s8,
+		  size_t rows, size_t n, size_t rs, int32_t *out, const struct wh_cpu_features *cpu)
 {
-	if (cpu && cpu->isa >= WH_ISA_AVX512)
-		wh_qdw_row_avx512(src, wv, taps, zx, x_s8, n, out);
+	if (use_vnni(cpu))
+		wh_qdw_plane_vnni(base, toff, wv, taps, zx, x_s8, rows, n, rs, out);
+	else if (cpu && cpu->isa >= WH_ISA_AVX512)
+		wh_qdw_plane_avx512(base, toff, wv, taps, zx, x_s8, rows, n, rs, out);
 	else if (use_avx2(cpu))
-		wh_qdw_row_avx2(src, wv, taps, zx, x_s8, n, out);
+		wh_qdw_plane_avx2(base, toff, wv, taps, zx, x_s8, rows, n, rs, out);
 	else
-		wh_qdw_row_scalar(src, wv, taps, zx, x_s8, n, out);
+		wh_qdw_plane_scalar(base, toff, wv, taps, zx, x_s8, rows, n, rs, out);
 }
 
 void wh_q_requant(const int32_t *acc, size_t n, const float *mult, size_t mstride, int32_t yz, bool y_s8, void *y,
@@ -509,8 +513,14 @@ static void qdw_chunk(void *arg, size_t begin, size_t end)
 	struct geo2 g;
 	geo2_of(s, &g);
 	size_t taps = (size_t)(g.KH * g.KW), OW = (size_t)g.OW, OH = (size_t)g.OH, sw = j->sw, wr = j->wr;
-	const uint8_t *src[64];
+	size_t toff[64];
 	int32_t wv[64];
+	size_t t = 0;
+	for (int64_t kh = 0; kh < g.KH; kh++)
+		for (int64_t kw = 0; kw < g.KW; kw++, t++) {
+			size_t q = (size_t)(kw * g.dw) % sw, off = (size_t)(kw * g.dw) / sw;
+			toff[t] = (size_t)(kh * g.dh) * sw * wr + q * wr + off;
+		}
 	int32_t *scratch = j->acc ? NULL : malloc(OH * OW * sizeof(int32_t) + 1);
 	if (!j->acc && !scratch) {
 		atomic_store(&j->nomem, true);
@@ -520,20 +530,11 @@ static void qdw_chunk(void *arg, size_t begin, size_t end)
 		size_t co = c % (size_t)s->M;
 		int32_t *out = j->acc ? j->acc + c * OH * OW : scratch;
 		const uint8_t *pc = j->xs + c * j->hp * sw * wr;
-		for (size_t t = 0; t < taps; t++) {
+		for (t = 0; t < taps; t++) {
 			uint8_t b = d->w[co * taps + t];
 			wv[t] = (d->w_s8 ? (int32_t)(int8_t)b : (int32_t)b) - d->zw[co];
 		}
-		for (size_t oh = 0; oh < OH; oh++) {
-			size_t t = 0;
-			for (int64_t kh = 0; kh < g.KH; kh++)
-				for (int64_t kw = 0; kw < g.KW; kw++, t++) {
-					size_t rowp = oh * (size_t)g.sh + (size_t)(kh * g.dh);
-					size_t q = (size_t)(kw * g.dw) % sw, off = (size_t)(kw * g.dw) / sw;
-					src[t] = pc + rowp * sw * wr + q * wr + off;
-				}
-			wh_qdw_row(src, wv, taps, d->zx, d->x_s8, OW, out + oh * OW, j->cpu);
-		}
+		wh_qdw_plane(pc, toff, wv, taps, d->zx, d->x_s8, OH, OW, (size_t)g.sh * sw * wr, out, j->cpu);
 		if (j->fin)
 			j->fin->fn(j->fin->arg, c, 0, out, OH * OW);
 	}
