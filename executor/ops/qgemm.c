@@ -399,6 +399,18 @@ static void split_planes(void *arg, size_t begin, size_t end)
 					_mm_storeu_si128((__m128i *)(de + i / 2), ev);
 					_mm_storeu_si128((__m128i *)(dodd + i / 2), od);
 				}
+				if (i < W && W >= 33) {
+					/* the tail: the last 32 bytes from an even offset (they rewrite
+					 * some bytes with the same values) */
+					size_t t = (W - 32) & ~(size_t)1;
+					__m128i a = _mm_loadu_si128((const __m128i *)(row + t));
+					__m128i b = _mm_loadu_si128((const __m128i *)(row + t + 16));
+					__m128i ev = _mm_packus_epi16(_mm_and_si128(a, lo), _mm_and_si128(b, lo));
+					__m128i od = _mm_packus_epi16(_mm_srli_epi16(a, 8), _mm_srli_epi16(b, 8));
+					_mm_storeu_si128((__m128i *)(de + t / 2), ev);
+					_mm_storeu_si128((__m128i *)(dodd + t / 2), od);
+					i = t + 32;
+				}
 			}
 			size_t q = (pw + i) % sw, idx = (pw + i) / sw;
 			for (; i < W; i++) {
