@@ -340,6 +340,7 @@ struct qconv_job {
 	/* otherwise the input, padded and split into stride phases along the width (below) */
 	uint8_t *xs;
 	size_t hp, wr, sw; /* padded height; phase length; width stride */
+	size_t *koff;      /* per k of the column matrix: its tap's offset in the split planes */
 	atomic_bool nomem;
 };
 
@@ -359,13 +360,16 @@ static void geo2_of(const struct wh_conv_shape *s, struct geo2 *g)
 
 /* The padded input of every channel, each padded row (width Wp = pw + W + pw1) split into
  * sw phases of wr = ceil(Wp / sw) bytes: phase q holds padded columns q, q + sw, ... so
- * that the inputs of consecutive outputs of one tap are consecutive bytes. */
+ * that the inputs of consecutive outputs of one tap are consecutive bytes. Each byte xor
+ * flip_x (the panels' int8 encoding, so im2col copies them as they are). */
 static void split_planes(void *arg, size_t begin, size_t end)
 {
 	struct qconv_job *j = arg;
 	struct geo2 g;
 	geo2_of(j->s, &g);
 	size_t W = (size_t)g.W, H = (size_t)g.H, sw = j->sw, wr = j->wr, pw = (size_t)g.pw;
+	const uint8_t flip = j->flip_x, pad = j->pad_x ^ flip;
+	const __m128i fl = _mm_set1_epi8((char)flip);
 	for (size_t c = begin; c < end; c++) {
 		const uint8_t *xc = j->x + c * H * W;
 		uint8_t *dc = j->xs + c * j->hp * sw * wr;
@@ -373,17 +377,22 @@ static void split_planes(void *arg, size_t begin, size_t end)
 			uint8_t *d = dc + r * sw * wr;
 			int64_t ih = (int64_t)r - g.ph;
 			if (ih < 0 || ih >= (int64_t)H) {
-				memset(d, j->pad_x, sw * wr);
+				memset(d, pad, sw * wr);
 				continue;
 			}
 			const uint8_t *row = xc + (size_t)ih * W;
 			if (sw == 1) {
-				memset(d, j->pad_x, pw);
-				memcpy(d + pw, row, W);
-				memset(d + pw + W, j->pad_x, wr - pw - W);
+				memset(d, pad, pw);
+				size_t i = 0;
+				for (; i + 16 <= W; i += 16)
+					_mm_storeu_si128((__m128i *)(d + pw + i),
+							 _mm_xor_si128(_mm_loadu_si128((const __m128i *)(row + i)), fl));
+				for (; i < W; i++)
+					d[pw + i] = row[i] ^ flip;
+				memset(d + pw + W, pad, wr - pw - W);
 				continue;
 			}
-			memset(d, j->pad_x, sw * wr);
+			memset(d, pad, sw * wr);
 			size_t i = 0;
 			if (sw == 2) {
 				/* even and odd bytes of 32 at a time (SSE2); with an odd left pad the
@@ -396,8 +405,8 @@ static void split_planes(void *arg, size_t begin, size_t end)
 					__m128i b = _mm_loadu_si128((const __m128i *)(row + i + 16));
 					__m128i ev = _mm_packus_epi16(_mm_and_si128(a, lo), _mm_and_si128(b, lo));
 					__m128i od = _mm_packus_epi16(_mm_srli_epi16(a, 8), _mm_srli_epi16(b, 8));
-					_mm_storeu_si128((__m128i *)(de + i / 2), ev);
-					_mm_storeu_si128((__m128i *)(dodd + i / 2), od);
+					_mm_storeu_si128((__m128i *)(de + i / 2), _mm_xor_si128(ev, fl));
+					_mm_storeu_si128((__m128i *)(dodd + i / 2), _mm_xor_si128(od, fl));
 				}
 				if (i < W && W >= 33) {
 					/* the tail: the last 32 bytes from an even offset (they rewrite
@@ -407,14 +416,14 @@ static void split_planes(void *arg, size_t begin, size_t end)
 					__m128i b = _mm_loadu_si128((const __m128i *)(row + t + 16));
 					__m128i ev = _mm_packus_epi16(_mm_and_si128(a, lo), _mm_and_si128(b, lo));
 					__m128i od = _mm_packus_epi16(_mm_srli_epi16(a, 8), _mm_srli_epi16(b, 8));
-					_mm_storeu_si128((__m128i *)(de + t / 2), ev);
-					_mm_storeu_si128((__m128i *)(dodd + t / 2), od);
+					_mm_storeu_si128((__m128i *)(de + t / 2), _mm_xor_si128(ev, fl));
+					_mm_storeu_si128((__m128i *)(dodd + t / 2), _mm_xor_si128(od, fl));
 					i = t + 32;
 				}
 			}
 			size_t q = (pw + i) % sw, idx = (pw + i) / sw;
 			for (; i < W; i++) {
-				d[q * wr + idx] = row[i];
+				d[q * wr + idx] = row[i] ^ flip;
 				if (++q == sw) {
 					q = 0;
 					idx++;
@@ -436,9 +445,7 @@ static void im2col_pack(const struct qconv_job *j, size_t plane0, size_t n0, siz
 	struct geo2 g;
 	geo2_of(j->s, &g);
 	size_t OW = (size_t)g.OW, K = j->K, kp = j->kp, sw = j->sw, wr = j->wr;
-	size_t taps = (size_t)(g.KH * g.KW), rs = (size_t)g.sh * sw * wr, plane = j->hp * sw * wr;
-	const uint8_t flip = j->flip_x;
-	const __m128i fl = _mm_set1_epi8((char)flip);
+	size_t rs = (size_t)g.sh * sw * wr, plane = j->hp * sw * wr;
 	/* per chunk of 16 columns, the same for every k: where it starts (offa), and where its
 	 * columns on the next output row start less the split (offb, split > 0: blended;
 	 * split 0: in one row; split 16: byte by byte) */
@@ -467,9 +474,7 @@ static void im2col_pack(const struct qconv_job *j, size_t plane0, size_t n0, siz
 				full = false;
 				continue;
 			}
-			size_t ci = k / taps, t = k % taps, kh = t / (size_t)g.KW, kw = t % (size_t)g.KW;
-			size_t col = kw * (size_t)g.dw;
-			b[q] = j->xs + (plane0 + ci) * plane + kh * (size_t)g.dh * sw * wr + (col % sw) * wr + col / sw;
+			b[q] = j->xs + plane0 * plane + j->koff[k];
 		}
 		for (size_t ch = 0; ch < nch; ch++) {
 			int8_t *d = pan + ch * kp * WH_QG_NR + k0 * WH_QG_NR;
@@ -489,10 +494,6 @@ static void im2col_pack(const struct qconv_job *j, size_t plane0, size_t n0, siz
 					WH_QBLEND(r3, 3);
 #undef WH_QBLEND
 				}
-				r0 = _mm_xor_si128(r0, fl);
-				r1 = _mm_xor_si128(r1, fl);
-				r2 = _mm_xor_si128(r2, fl);
-				r3 = _mm_xor_si128(r3, fl);
 				__m128i a = _mm_unpacklo_epi8(r0, r1), bb = _mm_unpackhi_epi8(r0, r1);
 				__m128i cc = _mm_unpacklo_epi8(r2, r3), e = _mm_unpackhi_epi8(r2, r3);
 				_mm_storeu_si128((__m128i *)d, _mm_unpacklo_epi16(a, cc));
@@ -507,7 +508,7 @@ static void im2col_pack(const struct qconv_job *j, size_t plane0, size_t n0, siz
 			for (size_t i = 0; i < nn; i++) {
 				for (size_t q = 0; q < 4; q++)
 					if (b[q])
-						d[i * 4 + q] = (int8_t)(b[q][oh * rs + ow] ^ flip);
+						d[i * 4 + q] = (int8_t)b[q][oh * rs + ow];
 				if (++ow == OW) {
 					ow = 0;
 					oh++;
@@ -677,14 +678,22 @@ static enum wh_status qconv(const struct wh_cpu_features *cpu, struct wh_threadp
 		j.hp = (size_t)(g.ph + g.H + g.ph1);
 		size_t planes = (size_t)(s->N * s->C);
 		j.xs = malloc(planes * j.hp * j.sw * j.wr + 64);
-		if (!j.xs) {
+		j.koff = malloc(K * sizeof *j.koff + 1);
+		if (!j.xs || !j.koff) {
 			st = WH_ERR_NOMEM;
 			goto out;
+		}
+		size_t plane = j.hp * j.sw * j.wr, taps = (size_t)(g.KH * g.KW);
+		for (size_t k = 0; k < K; k++) {
+			size_t ci = k / taps, t = k % taps, kh = t / (size_t)g.KW, kw = t % (size_t)g.KW;
+			size_t col = kw * (size_t)g.dw;
+			j.koff[k] = ci * plane + kh * (size_t)g.dh * j.sw * j.wr + (col % j.sw) * j.wr + col / j.sw;
 		}
 		wh_parallel_for(pool, planes, wh_grain_for((uint64_t)(j.hp * j.sw * j.wr)), split_planes, &j);
 	}
 	if (Cg == 1 && M == (size_t)s->G && !one && KS <= 64) {
-		struct qdw_job d = {&j, w, x_s8, w_s8, zw, zx};
+		/* the split planes hold x in int8 encoding (uint8 x flipped: x - 128, zx - 128) */
+		struct qdw_job d = {&j, w, true, w_s8, zw, x_s8 ? zx : zx - 128};
 		wh_parallel_for(pool, (size_t)(s->N * s->C), wh_grain_for((uint64_t)(P * KS)), qdw_chunk, &d);
 	} else {
 		wh_parallel_for(pool, (size_t)(s->N * s->G) * j.nblocks, 1, qconv_chunk, &j);
@@ -701,6 +710,7 @@ static enum wh_status qconv(const struct wh_cpu_features *cpu, struct wh_threadp
 	}
 out:
 	free(j.xs);
+	free(j.koff);
 	free(r);
 	free(rs);
 	return st;
