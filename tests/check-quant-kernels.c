@@ -332,7 +332,7 @@ START_TEST(quant_loops_match_scalar)
 	uint64_t seed = 3;
 	size_t n = 4099;
 	float *x = malloc(n * sizeof *x), *yf0 = malloc(n * sizeof *yf0), *yf1 = malloc(n * sizeof *yf1);
-	int32_t *acc = malloc(n * sizeof *acc);
+	int32_t *acc = malloc(n * sizeof *acc), *accs = malloc(n * sizeof *accs);
 	float *mult = malloc(n * sizeof *mult);
 	uint8_t *b = malloc(n), *y0 = malloc(n), *y1 = malloc(n);
 	for (size_t i = 0; i < n; i++) {
@@ -343,6 +343,7 @@ START_TEST(quant_loops_match_scalar)
 		acc[i] = (i % 5 == 0) ? (int32_t)(r >> 32) : (int32_t)(r % 20001) - 10000;
 		mult[i] = (i % 7 == 0) ? 0.5f : (float)((double)(r >> 40) / 1.6e7 * 0.02);
 		b[i] = (uint8_t)(r >> 8);
+		accs[i] = (int32_t)((r >> 20) % 4001) - 1500;
 	}
 	static const float scales[] = {1.0f, 0.5f, 0.0123f, 3.0f};
 	for (int i = 1; i < ni; i++)
@@ -368,15 +369,25 @@ START_TEST(quant_loops_match_scalar)
 					CHECK(!memcmp(yf0, yf1, m * sizeof *yf0), "%s: dequantize", isa[i].name);
 				}
 				for (int hb = 0; hb < 2; hb++)
-					for (int s8 = 0; s8 < 2; s8++) {
+					for (int s8z = 0; s8z < 6; s8z++) {
 						/* QDQ Conv + Relu + QuantizeLinear in one pass: the scalar
-						 * composition's bits (ties from mult 0.5, NaN-free) */
-						float qs = (off % 2) ? 0.37f : 1.0f, qz = s8 ? -5.0f : 120.0f;
+						 * composition's bits (ties from mult 0.5, NaN-free); zero
+						 * points inside and at the ends of the type (the saturating
+						 * adds of the fast path) */
+						static const float zu8[] = {120.0f, 0.0f, 255.0f}, zs8[] = {-5.0f, -128.0f, 127.0f};
+						int s8 = s8z % 2;
+						float qs = (off % 2) ? 0.37f : 1.0f, qz = s8 ? zs8[s8z / 2] : zu8[s8z / 2];
 						float mu = mult[7 * (len / 13 + 1)];
 						wh_q_scale_relu_quant_scalar(acc + off, m, mu, -3.5f, hb, qs, qz, s8, y0);
 						wh_q_scale_relu_quant(acc + off, m, mu, -3.5f, hb, qs, qz, s8, y1, &isa[i].cpu);
 						CHECK(!memcmp(y0, y1, m), "%s: scale, relu, quantize (bias %d, s8 %d)",
 						      isa[i].name, hb, s8);
+						/* a conv's sums: no lane near a half in most blocks of 64 (the
+						 * 64-wide path with its saturating zero-point adds) */
+						wh_q_scale_relu_quant_scalar(accs + off, m, 0.0123f, 0.3f, hb, 0.05f, qz, s8, y0);
+						wh_q_scale_relu_quant(accs + off, m, 0.0123f, 0.3f, hb, 0.05f, qz, s8, y1, &isa[i].cpu);
+						CHECK(!memcmp(y0, y1, m), "%s: scale, relu, quantize of conv sums (bias %d, zp %g)",
+						      isa[i].name, hb, (double)qz);
 					}
 				for (int hb = 0; hb < 2; hb++) {
 					/* QDQ Conv's scaling: exact (0 ulp) against the scalar loop,

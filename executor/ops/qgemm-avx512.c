@@ -371,78 +371,99 @@ void wh_q_quant_avx512(const float *x, size_t n, float scale, float zp, bool y_s
 		wh_q_quant_scalar(x + i, n - i, scale, zp, y_s8, (uint8_t *)y + i);
 }
 
+/* 64 values of wh_q_scale_relu_quant where `pos` holds (below), or false where a lane is not
+ * sure (then nothing is stored): the lane arithmetic of the 16-wide loop, rint by
+ * vcvtps2dq (to nearest even) with the distance to it from vreduceps (t - rint(t), exact),
+ * the zero point added after saturating packs (q >= 0 after the Relu, so the packs' clamp
+ * and the saturating add give clamp(q + zp)). */
+static inline __attribute__((always_inline)) bool srq64(const int32_t *acc, __m512 m, __m512 b, bool has_bias,
+							 __m512 r, bool y_s8, __m512i zp8, __m512i zp16, uint8_t *y)
+{
+	const __m512 zero = _mm512_setzero_ps(), half = _mm512_set1_ps(0.5f), c21 = _mm512_set1_ps(0x1p-21f);
+	const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+#define WH_SRQ(U, Q, OK)                                                                                           \
+	__m512i Q;                                                                                                 \
+	__mmask16 OK;                                                                                              \
+	{                                                                                                          \
+		__m512 x = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512((const void *)(acc + 16 * U))), m); \
+		if (has_bias)                                                                                      \
+			x = _mm512_add_ps(x, b);                                                                   \
+		__m512 t = _mm512_mul_ps(_mm512_max_ps(zero, x), r);                                               \
+		Q = _mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);                    \
+		__m512 d = _mm512_reduce_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);                     \
+		OK = _mm512_cmp_ps_mask(_mm512_abs_ps(d), _mm512_fnmadd_ps(t, c21, half), _CMP_LT_OQ);           \
+	}
+	WH_SRQ(0, q0, k0)
+	WH_SRQ(1, q1, k1)
+	WH_SRQ(2, q2, k2)
+	WH_SRQ(3, q3, k3)
+#undef WH_SRQ
+	if ((__mmask16)(k0 & k1 & k2 & k3) != 0xFFFF)
+		return false;
+	__m512i w0 = _mm512_packs_epi32(q0, q1), w1 = _mm512_packs_epi32(q2, q3), by;
+	if (y_s8)
+		by = _mm512_packs_epi16(_mm512_adds_epi16(w0, zp16), _mm512_adds_epi16(w1, zp16));
+	else
+		by = _mm512_adds_epu8(_mm512_packus_epi16(w0, w1), zp8);
+	_mm512_storeu_si512((void *)y, _mm512_permutexvar_epi32(order, by));
+	return true;
+}
+
+/* 16 values of wh_q_scale_relu_quant, any parameters: sure_rint's fast lanes, the others
+ * divided. */
+static inline void srq16(const int32_t *acc, __m512 m, __m512 b, bool has_bias, __m512 r, __m512 s, __m512 z,
+			 __m512 lo, __m512 hi, uint8_t *y)
+{
+	__m512 xv = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512((const void *)acc)), m);
+	if (has_bias)
+		xv = _mm512_add_ps(xv, b);
+	xv = _mm512_max_ps(_mm512_setzero_ps(), xv); /* 0 > x ? 0 : x (NaN stays) */
+	__m512 t = _mm512_mul_ps(xv, r);
+	__m512 v = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__mmask16 ok = sure_rint(t, v);
+	if (ok != 0xFFFF)
+		v = _mm512_mask_roundscale_ps(v, (__mmask16)~ok, _mm512_div_ps(xv, s),
+					      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	v = _mm512_add_ps(v, z);
+	__mmask16 ord = _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q);
+	v = _mm512_maskz_mov_ps(ord, v);
+	v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+	_mm_storeu_si128((__m128i *)y, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)));
+}
+
 void wh_q_scale_relu_quant_avx512(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float scale,
 				  float zp, bool y_s8, void *y)
 {
 	const __m512 lo = _mm512_set1_ps(y_s8 ? -128.0f : 0.0f), hi = _mm512_set1_ps(y_s8 ? 127.0f : 255.0f);
-	const __m512 m = _mm512_set1_ps(mult), b = _mm512_set1_ps(bias), zero = _mm512_setzero_ps();
+	const __m512 m = _mm512_set1_ps(mult), b = _mm512_set1_ps(bias);
 	const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp);
 	/* as wh_q_quant_avx512 */
 	const __m512 r = _mm512_set1_ps(1.0f / scale);
-	/* a positive scale with a normal reciprocal and zp >= the lower bound (every quantizer's):
-	 * t >= 0 after the Relu, so sure_rint needs no |t| < 4096 (its bound is relative, and a
-	 * large or infinite t fails the half test) and no abs, and v + zp no lower clamp */
+	/* a positive scale with a normal reciprocal and an integral zp within the output type (every
+	 * quantizer's): t >= 0 after the Relu, so sure_rint needs no |t| < 4096 (its bound is
+	 * relative, and a large or infinite t fails the half test: t < 2^20 where it passes) and
+	 * no abs, and rint(t) >= 0 takes the zero point by saturating integer adds (srq64) */
 	const bool pos = scale > 0.0f && 1.0f / scale >= 0x1p-126f && 1.0f / scale < INFINITY &&
-			 zp >= (y_s8 ? -128.0f : 0.0f);
-	const __m512 half = _mm512_set1_ps(0.5f), c21 = _mm512_set1_ps(0x1p-21f);
+			 zp == nearbyintf(zp) && zp >= (y_s8 ? -128.0f : 0.0f) && zp <= (y_s8 ? 127.0f : 255.0f);
+	const __m512i zp8 = _mm512_set1_epi8(pos ? (char)(int)zp : 0), zp16 = _mm512_set1_epi16(pos ? (short)(int)zp : 0);
+	uint8_t *yb = y;
 	size_t i = 0;
-	/* 64 at a time: the same lane arithmetic, the NaN rule only where a lane divided (a fast
-	 * lane is finite), and the 64 bytes packed with two packs and one dword permute */
-	const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
 	for (; i + 64 <= n; i += 64) {
-		__m512 xv[4], v[4];
-		__mmask16 ok[4];
-		for (int u = 0; u < 4; u++) {
-			xv[u] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512((const void *)(acc + i + 16 * u))), m);
-			if (has_bias)
-				xv[u] = _mm512_add_ps(xv[u], b);
-			xv[u] = _mm512_max_ps(zero, xv[u]);
-			__m512 t = _mm512_mul_ps(xv[u], r);
-			v[u] = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-			ok[u] = pos ? _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(t, v[u])), _mm512_fnmadd_ps(t, c21, half),
-							 _CMP_LT_OQ)
-				    : sure_rint(t, v[u]);
+		if (pos) {
+			bool done = has_bias ? (y_s8 ? srq64(acc + i, m, b, true, r, true, zp8, zp16, yb + i)
+						     : srq64(acc + i, m, b, true, r, false, zp8, zp16, yb + i))
+					     : (y_s8 ? srq64(acc + i, m, b, false, r, true, zp8, zp16, yb + i)
+						     : srq64(acc + i, m, b, false, r, false, zp8, zp16, yb + i));
+			if (done)
+				continue;
 		}
-		__m512i q[4];
-		if ((ok[0] & ok[1] & ok[2] & ok[3]) == 0xFFFF) {
-			/* pos: t < 2^20 here (beyond, the half test fails), so v + zp converts
-			 * exactly and the saturating packs below are the clamp */
-			for (int u = 0; u < 4; u++) {
-				__m512 w = _mm512_add_ps(v[u], z);
-				q[u] = _mm512_cvtps_epi32(pos ? w : _mm512_min_ps(_mm512_max_ps(w, lo), hi));
-			}
-		} else {
-			for (int u = 0; u < 4; u++) {
-				__m512 w = _mm512_mask_roundscale_ps(v[u], (__mmask16)~ok[u], _mm512_div_ps(xv[u], s),
-								     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-				w = _mm512_add_ps(w, z);
-				w = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(w, w, _CMP_ORD_Q), w);
-				q[u] = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(w, lo), hi));
-			}
-		}
-		__m512i w0 = _mm512_packs_epi32(q[0], q[1]), w1 = _mm512_packs_epi32(q[2], q[3]);
-		__m512i by = y_s8 ? _mm512_packs_epi16(w0, w1) : _mm512_packus_epi16(w0, w1);
-		_mm512_storeu_si512((void *)((uint8_t *)y + i), _mm512_permutexvar_epi32(order, by));
+		for (size_t u = 0; u < 64; u += 16)
+			srq16(acc + i + u, m, b, has_bias, r, s, z, lo, hi, yb + i + u);
 	}
-	for (; i + 16 <= n; i += 16) {
-		__m512 xv = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512((const void *)(acc + i))), m);
-		if (has_bias)
-			xv = _mm512_add_ps(xv, b);
-		xv = _mm512_max_ps(zero, xv); /* 0 > x ? 0 : x (NaN stays) */
-		__m512 t = _mm512_mul_ps(xv, r);
-		__m512 v = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-		__mmask16 ok = sure_rint(t, v);
-		if (ok != 0xFFFF)
-			v = _mm512_mask_roundscale_ps(v, (__mmask16)~ok, _mm512_div_ps(xv, s),
-						      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-		v = _mm512_add_ps(v, z);
-		__mmask16 ord = _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q);
-		v = _mm512_maskz_mov_ps(ord, v);
-		v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-		_mm_storeu_si128((__m128i *)((uint8_t *)y + i), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)));
-	}
+	for (; i + 16 <= n; i += 16)
+		srq16(acc + i, m, b, has_bias, r, s, z, lo, hi, yb + i);
 	if (i < n)
-		wh_q_scale_relu_quant_scalar(acc + i, n - i, mult, bias, has_bias, scale, zp, y_s8, (uint8_t *)y + i);
+		wh_q_scale_relu_quant_scalar(acc + i, n - i, mult, bias, has_bias, scale, zp, y_s8, yb + i);
 }
 
 void wh_q_dequant_avx512(const void *x, bool x_s8, size_t n, int32_t zp, float scale, float *y)
