@@ -358,6 +358,24 @@ START_TEST(quant_loops_match_scalar)
 					wh_q_requant_scalar(acc + off, m, mult + 3, 0, yz, s8, y0);
 					wh_q_requant(acc + off, m, mult + 3, 0, yz, s8, y1, &isa[i].cpu);
 					CHECK(!memcmp(y0, y1, m), "%s: requant per row, off %zu", isa[i].name, off);
+					/* QLinearConv's finish: + bias (wrapping), then one multiplier; the
+					 * conv-like sums reach the 64-wide path, the others its fallback */
+					static const int32_t biases[] = {0, 7, -100000, INT32_MAX};
+					static const float rqm[] = {0.0123f, 0.5f, 3e-4f};
+					for (int src = 0; src < 2; src++)
+						for (size_t bi = 0; bi < 4; bi++)
+							for (size_t mi = 0; mi < 3; mi++) {
+								const int32_t *a = (src ? acc : accs) + off;
+								int32_t *ab = (int32_t *)(void *)yf0, *ac = (int32_t *)(void *)yf1;
+								for (size_t k = 0; k < m; k++) {
+									ab[k] = (int32_t)((uint32_t)a[k] + (uint32_t)biases[bi]);
+									ac[k] = a[k];
+								}
+								wh_q_requant_scalar(ab, m, rqm + mi, 0, yz, s8, y0);
+								wh_q_requant_bias(ac, m, biases[bi], rqm[mi], yz, s8, y1, &isa[i].cpu);
+								CHECK(!memcmp(y0, y1, m), "%s: requant + bias %d, mult %g, off %zu",
+								      isa[i].name, biases[bi], (double)rqm[mi], off);
+							}
 					for (size_t sc = 0; sc < sizeof scales / sizeof *scales; sc++) {
 						float zp = s8 ? -1.0f : 131.0f;
 						wh_q_quant_scalar(x + off, m, scales[sc], zp, s8, y0);

@@ -2210,16 +2210,8 @@ static void qlc_finish(void *arg, size_t plane, size_t col0, int32_t *sums, size
 {
 	const struct qlc_fin *j = arg;
 	size_t m = plane % j->M;
-	if (j->bias) {
-		/* wrapping adds, 4 at a time (SSE2, the baseline) */
-		size_t i = 0;
-		const __m128i bv = _mm_set1_epi32(j->bias[m]);
-		for (; i + 4 <= cnt; i += 4)
-			_mm_storeu_si128((__m128i *)(sums + i), _mm_add_epi32(_mm_loadu_si128((const __m128i *)(sums + i)), bv));
-		for (; i < cnt; i++)
-			sums[i] = (int32_t)((uint32_t)sums[i] + (uint32_t)j->bias[m]);
-	}
-	wh_q_requant(sums, cnt, j->mult + m, 0, j->yz, j->y_s8, j->y + plane * j->P + col0, j->cpu);
+	wh_q_requant_bias(sums, cnt, j->bias ? j->bias[m] : 0, j->mult[m], j->yz, j->y_s8, j->y + plane * j->P + col0,
+			  j->cpu);
 }
 
 static enum wh_status qlinear_conv_run(struct wh_kernel_ctx *ctx)

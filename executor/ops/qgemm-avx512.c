@@ -345,6 +345,62 @@ void wh_q_requant_avx512(const int32_t *acc, size_t n, const float *mult, size_t
 	}
 }
 
+/* 64 values of wh_q_requant_bias_avx512 (one multiplier), or false where a lane is not sure
+ * (nothing stored): t = fl(fl(acc + bias) * m) as wh_q_requant_avx512's float route, rint by
+ * vcvtps2dq, its distance by vreduceps (exact), |t| < 4096 so that rint(t) + yz and the
+ * clamp are the saturating packs with a saturating int16 add of the zero point. */
+static inline __attribute__((always_inline)) bool rq64(const int32_t *acc, __m512i bias, __m512 m, bool y_s8,
+							__m512i zp16, uint8_t *y)
+{
+	const __m512 half = _mm512_set1_ps(0.5f), c21 = _mm512_set1_ps(0x1p-21f), big = _mm512_set1_ps(4096.0f);
+	const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+#define WH_RQ(U, Q, OK)                                                                                         \
+	__m512i Q;                                                                                              \
+	__mmask16 OK;                                                                                           \
+	{                                                                                                       \
+		__m512i a = _mm512_add_epi32(_mm512_loadu_si512((const void *)(acc + 16 * U)), bias);           \
+		__m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(a), m);                                             \
+		Q = _mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);                 \
+		__m512 d = _mm512_reduce_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);                  \
+		__m512 at = _mm512_abs_ps(t);                                                                   \
+		OK = _mm512_cmp_ps_mask(at, big, _CMP_LT_OQ) &                                                  \
+		     _mm512_cmp_ps_mask(_mm512_abs_ps(d), _mm512_fnmadd_ps(at, c21, half), _CMP_LT_OQ);        \
+	}
+	WH_RQ(0, q0, k0)
+	WH_RQ(1, q1, k1)
+	WH_RQ(2, q2, k2)
+	WH_RQ(3, q3, k3)
+#undef WH_RQ
+	if ((__mmask16)(k0 & k1 & k2 & k3) != 0xFFFF)
+		return false;
+	__m512i w0 = _mm512_adds_epi16(_mm512_packs_epi32(q0, q1), zp16);
+	__m512i w1 = _mm512_adds_epi16(_mm512_packs_epi32(q2, q3), zp16);
+	__m512i by = y_s8 ? _mm512_packs_epi16(w0, w1) : _mm512_packus_epi16(w0, w1);
+	_mm512_storeu_si512((void *)y, _mm512_permutexvar_epi32(order, by));
+	return true;
+}
+
+void wh_q_requant_bias_avx512(const int32_t *acc, size_t n, int32_t bias, float mult, int32_t yz, bool y_s8, void *y)
+{
+	const __m512i bv = _mm512_set1_epi32(bias);
+	const __m512 m = _mm512_set1_ps(mult);
+	/* yz within int16 less 4096 (the 8-bit types' are): rint(t) + yz is exact in int16 */
+	const bool fast = yz > -16384 && yz < 16384;
+	const __m512i zp16 = _mm512_set1_epi16(fast ? (short)yz : 0);
+	uint8_t *yb = y;
+	int32_t tmp[64];
+	size_t i = 0;
+	for (; i < n; i += 64) {
+		if (i + 64 <= n && fast &&
+		    (y_s8 ? rq64(acc + i, bv, m, true, zp16, yb + i) : rq64(acc + i, bv, m, false, zp16, yb + i)))
+			continue;
+		size_t len = n - i < 64 ? n - i : 64;
+		for (size_t k = 0; k < len; k++)
+			tmp[k] = (int32_t)((uint32_t)acc[i + k] + (uint32_t)bias);
+		wh_q_requant_avx512(tmp, len, &mult, 0, yz, y_s8, yb + i);
+	}
+}
+
 void wh_q_quant_avx512(const float *x, size_t n, float scale, float zp, bool y_s8, void *y)
 {
 	const __m512 lo = _mm512_set1_ps(y_s8 ? -128.0f : 0.0f), hi = _mm512_set1_ps(y_s8 ? 127.0f : 255.0f);

@@ -149,6 +149,12 @@ void wh_q_requant_avx2(const int32_t *acc, size_t n, const float *mult, size_t m
 void wh_q_requant_avx512(const int32_t *acc, size_t n, const float *mult, size_t mstride, int32_t yz, bool y_s8,
 			 void *y);
 
+/* wh_q_requant of acc + bias (wrapping int32 adds) with one multiplier: QLinearConv's finish.
+ * acc may be overwritten (the bias added in place). */
+void wh_q_requant_bias(int32_t *acc, size_t n, int32_t bias, float mult, int32_t yz, bool y_s8, void *y,
+		       const struct wh_cpu_features *cpu);
+void wh_q_requant_bias_avx512(const int32_t *acc, size_t n, int32_t bias, float mult, int32_t yz, bool y_s8, void *y);
+
 /* QuantizeLinear's float32 to 8 bits: v = nearbyintf(x[i] / scale) + zp in float32, NaN
  * to 0, clamped to [0, 255] (uint8) or [-128, 127] (int8). */
 void wh_q_quant(const float *x, size_t n, float scale, float zp, bool y_s8, void *y, const struct wh_cpu_features *cpu);

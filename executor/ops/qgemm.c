@@ -163,6 +163,23 @@ void wh_qdw_plane(const uint8_t *base, const size_t *toff, const int32_t *wv, si
 		wh_qdw_plane_scalar(base, toff, wv, taps, zx, x_s8, rows, n, rs, out);
 }
 
+void wh_q_requant_bias(int32_t *acc, size_t n, int32_t bias, float mult, int32_t yz, bool y_s8, void *y,
+		       const struct wh_cpu_features *cpu)
+{
+	if (cpu && cpu->isa >= WH_ISA_AVX512) {
+		wh_q_requant_bias_avx512(acc, n, bias, mult, yz, y_s8, y);
+		return;
+	}
+	/* wrapping adds, 4 at a time (SSE2, the baseline), then the requantization */
+	size_t i = 0;
+	const __m128i bv = _mm_set1_epi32(bias);
+	for (; bias && i + 4 <= n; i += 4)
+		_mm_storeu_si128((__m128i *)(acc + i), _mm_add_epi32(_mm_loadu_si128((const __m128i *)(acc + i)), bv));
+	for (; bias && i < n; i++)
+		acc[i] = (int32_t)((uint32_t)acc[i] + (uint32_t)bias);
+	wh_q_requant(acc, n, &mult, 0, yz, y_s8, y, cpu);
+}
+
 void wh_q_requant(const int32_t *acc, size_t n, const float *mult, size_t mstride, int32_t yz, bool y_s8, void *y,
 		  const struct wh_cpu_features *cpu)
 {
