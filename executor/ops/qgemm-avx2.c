@@ -7,8 +7,10 @@
 
 #include "executor/ops/qgemm-internal.h"
 
-/* MR rows x one panel (16 columns, two vectors of 8) at rows [m, m + MR), panel j. */
-static inline __attribute__((always_inline)) void tile(const struct wh_qg_args *a, size_t m, size_t j, int MR)
+/* MR rows x one panel (16 columns, two vectors of 8) at rows [m, m + MR), panel j; SW: the
+ * rows int8 and the panels uint8 (the extensions the other way). */
+static inline __attribute__((always_inline)) void tile(const struct wh_qg_args *a, size_t m, size_t j, int MR,
+							bool SW)
 {
 	size_t kp = a->kp;
 	__m256i acc[4][2];
@@ -21,15 +23,26 @@ static inline __attribute__((always_inline)) void tile(const struct wh_qg_args *
 	for (size_t k = 0; k < kp; k += 4) {
 		__m256i p0 = _mm256_loadu_si256((const __m256i *)(p + k * WH_QG_NR));
 		__m256i p1 = _mm256_loadu_si256((const __m256i *)(p + k * WH_QG_NR + 32));
-		/* k0, k2 (even bytes) and k1, k3 (odd bytes) of each column, sign-extended */
-		__m256i e0 = _mm256_srai_epi16(_mm256_slli_epi16(p0, 8), 8), o0 = _mm256_srai_epi16(p0, 8);
-		__m256i e1 = _mm256_srai_epi16(_mm256_slli_epi16(p1, 8), 8), o1 = _mm256_srai_epi16(p1, 8);
+		/* k0, k2 (even bytes) and k1, k3 (odd bytes) of each column, extended */
+		__m256i e0, o0, e1, o1;
+		if (SW) {
+			e0 = _mm256_and_si256(p0, lowb), o0 = _mm256_srli_epi16(p0, 8);
+			e1 = _mm256_and_si256(p1, lowb), o1 = _mm256_srli_epi16(p1, 8);
+		} else {
+			e0 = _mm256_srai_epi16(_mm256_slli_epi16(p0, 8), 8), o0 = _mm256_srai_epi16(p0, 8);
+			e1 = _mm256_srai_epi16(_mm256_slli_epi16(p1, 8), 8), o1 = _mm256_srai_epi16(p1, 8);
+		}
 #pragma GCC unroll 4
 		for (int r = 0; r < MR; r++) {
 			int32_t rv;
 			__builtin_memcpy(&rv, rw + r * kp + k, 4);
 			__m256i b = _mm256_set1_epi32(rv);
-			__m256i be = _mm256_and_si256(b, lowb), bo = _mm256_srli_epi16(b, 8);
+			__m256i be, bo;
+			if (SW) {
+				be = _mm256_srai_epi16(_mm256_slli_epi16(b, 8), 8), bo = _mm256_srai_epi16(b, 8);
+			} else {
+				be = _mm256_and_si256(b, lowb), bo = _mm256_srli_epi16(b, 8);
+			}
 			acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_add_epi32(_mm256_madd_epi16(be, e0),
 										 _mm256_madd_epi16(bo, o0)));
 			acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_add_epi32(_mm256_madd_epi16(be, e1),
@@ -40,11 +53,14 @@ static inline __attribute__((always_inline)) void tile(const struct wh_qg_args *
 #pragma GCC unroll 2
 	for (int h = 0; h < 2; h++) {
 		__m256i zp = _mm256_loadu_si256((const __m256i *)(a->zp + c0 + 8 * h));
-		__m256i cs = _mm256_loadu_si256((const __m256i *)(a->colsum + c0 + 8 * h));
+		__m256i cs = a->colsum ? _mm256_loadu_si256((const __m256i *)(a->colsum + c0 + 8 * h))
+				       : _mm256_setzero_si256();
 #pragma GCC unroll 4
 		for (int r = 0; r < MR; r++) {
-			__m256i v = _mm256_sub_epi32(acc[r][h], _mm256_mullo_epi32(zp, _mm256_set1_epi32(a->rowfix[m + r])));
-			v = _mm256_sub_epi32(v, _mm256_mullo_epi32(cs, _mm256_set1_epi32(a->zr[m + r])));
+			__m256i v = _mm256_sub_epi32(acc[r][h], a->rowc ? _mm256_set1_epi32(a->rowc[m + r])
+								      : _mm256_mullo_epi32(zp, _mm256_set1_epi32(a->rowfix[m + r])));
+			if (a->colsum)
+				v = _mm256_sub_epi32(v, _mm256_mullo_epi32(cs, _mm256_set1_epi32(a->zr[m + r])));
 			int32_t *c = a->c + (m + r) * a->ldc + c0 + 8 * h;
 			if (left >= 8 * (size_t)h + 8) {
 				_mm256_storeu_si256((__m256i *)c, v);
@@ -58,19 +74,47 @@ static inline __attribute__((always_inline)) void tile(const struct wh_qg_args *
 	}
 }
 
-void wh_qg_kernel_avx2(const struct wh_qg_args *a, size_t m0, size_t m1)
+static inline __attribute__((always_inline)) void kernel(const struct wh_qg_args *a, size_t m0, size_t m1, bool SW)
 {
 	size_t np = wh_qg_panels(a->n);
 	for (size_t j = 0; j < np; j++) {
 		size_t m = m0;
 		for (; m + 4 <= m1; m += 4)
-			tile(a, m, j, 4);
+			tile(a, m, j, 4, SW);
 		switch (m1 - m) {
-		case 3: tile(a, m, j, 3); break;
-		case 2: tile(a, m, j, 2); break;
-		case 1: tile(a, m, j, 1); break;
+		case 3: tile(a, m, j, 3, SW); break;
+		case 2: tile(a, m, j, 2, SW); break;
+		case 1: tile(a, m, j, 1, SW); break;
 		default: break;
 		}
+	}
+}
+
+void wh_qg_kernel_avx2(const struct wh_qg_args *a, size_t m0, size_t m1)
+{
+	if (a->swap)
+		kernel(a, m0, m1, true);
+	else
+		kernel(a, m0, m1, false);
+}
+
+void wh_qg_colsums_avx2_u8(const uint8_t *p, size_t kp, size_t n, int32_t *sums)
+{
+	size_t np = wh_qg_panels(n);
+	const __m256i ones = _mm256_set1_epi16(1), lowb = _mm256_set1_epi16(0x00FF);
+	for (size_t j = 0; j < np; j++) {
+		__m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+		const uint8_t *pj = p + j * kp * WH_QG_NR;
+		for (size_t k = 0; k < kp; k += 4) {
+			__m256i p0 = _mm256_loadu_si256((const __m256i *)(pj + k * WH_QG_NR));
+			__m256i p1 = _mm256_loadu_si256((const __m256i *)(pj + k * WH_QG_NR + 32));
+			__m256i t0 = _mm256_add_epi16(_mm256_and_si256(p0, lowb), _mm256_srli_epi16(p0, 8));
+			__m256i t1 = _mm256_add_epi16(_mm256_and_si256(p1, lowb), _mm256_srli_epi16(p1, 8));
+			s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(t0, ones));
+			s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(t1, ones));
+		}
+		_mm256_storeu_si256((__m256i *)(sums + j * WH_QG_NR), s0);
+		_mm256_storeu_si256((__m256i *)(sums + j * WH_QG_NR + 8), s1);
 	}
 }
 

@@ -8,9 +8,29 @@
 
 #define VNNI __attribute__((target("avx512vnni")))
 
+/* vpdpbusd with the operands in their roles: the broadcast row bytes uint8 and the panels int8,
+ * or (SW) the other way. */
+#define DP(ACC, B, P) (SW ? _mm512_dpbusd_epi32(ACC, P, B) : _mm512_dpbusd_epi32(ACC, B, P))
+
+/* Row m + r of column block c0: the sums less the zero-point terms (rowc, or zp x rowfix;
+ * colsum x zr unless colsum is NULL). */
+VNNI static inline __attribute__((always_inline)) __m512i fix(const struct wh_qg_args *a, size_t m, size_t c0,
+								 __m512i v)
+{
+	if (a->rowc)
+		v = _mm512_sub_epi32(v, _mm512_set1_epi32(a->rowc[m]));
+	else
+		v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_loadu_si512((const void *)(a->zp + c0)),
+							   _mm512_set1_epi32(a->rowfix[m])));
+	if (a->colsum)
+		v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_loadu_si512((const void *)(a->colsum + c0)),
+							   _mm512_set1_epi32(a->zr[m])));
+	return v;
+}
+
 /* MR rows x NP panels of 16 columns: rows [m, m + MR), panels [j, j + NP). */
 VNNI static inline __attribute__((always_inline)) void tile(const struct wh_qg_args *a, size_t m, size_t j, int MR,
-								  int NP)
+								  int NP, bool SW)
 {
 	size_t kp = a->kp;
 	__m512i acc[4][4];
@@ -33,22 +53,17 @@ VNNI static inline __attribute__((always_inline)) void tile(const struct wh_qg_a
 			__m512i b = _mm512_set1_epi32(rv);
 #pragma GCC unroll 4
 			for (int q = 0; q < NP; q++)
-				acc[r][q] = _mm512_dpbusd_epi32(acc[r][q], b, pv[q]);
+				acc[r][q] = DP(acc[r][q], b, pv[q]);
 		}
 	}
 #pragma GCC unroll 4
 	for (int q = 0; q < NP; q++) {
 		size_t c0 = (j + (size_t)q) * WH_QG_NR;
-		__m512i zp = _mm512_loadu_si512((const void *)(a->zp + c0));
-		__m512i cs = _mm512_loadu_si512((const void *)(a->colsum + c0));
 		size_t left = a->n - c0;
 		__mmask16 mk = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
 #pragma GCC unroll 4
-		for (int r = 0; r < MR; r++) {
-			__m512i v = _mm512_sub_epi32(acc[r][q], _mm512_mullo_epi32(zp, _mm512_set1_epi32(a->rowfix[m + r])));
-			v = _mm512_sub_epi32(v, _mm512_mullo_epi32(cs, _mm512_set1_epi32(a->zr[m + r])));
-			_mm512_mask_storeu_epi32(a->c + (m + r) * a->ldc + c0, mk, v);
-		}
+		for (int r = 0; r < MR; r++)
+			_mm512_mask_storeu_epi32(a->c + (m + r) * a->ldc + c0, mk, fix(a, m + r, c0, acc[r][q]));
 	}
 }
 
@@ -59,24 +74,18 @@ static inline int32_t ld4(const uint8_t *p)
 	return v;
 }
 
-/* Rows m..m+3 of column block c0: the sums less the zero-point terms (zp x rowfix, colsum x
- * zr), stored. */
+/* Rows m..m+3 of column block c0, fixed and stored. */
 VNNI static inline __attribute__((always_inline)) void store_fixed4(const struct wh_qg_args *a, size_t m, size_t c0, __m512i r0,
 								  __m512i r1, __m512i r2, __m512i r3)
 {
-	__m512i zp = _mm512_loadu_si512((const void *)(a->zp + c0));
-	__m512i cs = _mm512_loadu_si512((const void *)(a->colsum + c0));
 	__m512i acc4[4] = {r0, r1, r2, r3};
-	for (int r = 0; r < 4; r++) {
-		__m512i v = _mm512_sub_epi32(acc4[r], _mm512_mullo_epi32(zp, _mm512_set1_epi32(a->rowfix[m + (size_t)r])));
-		v = _mm512_sub_epi32(v, _mm512_mullo_epi32(cs, _mm512_set1_epi32(a->zr[m + (size_t)r])));
-		_mm512_storeu_si512((void *)(a->c + (m + (size_t)r) * a->ldc + c0), v);
-	}
+	for (int r = 0; r < 4; r++)
+		_mm512_storeu_si512((void *)(a->c + (m + (size_t)r) * a->ldc + c0), fix(a, m + (size_t)r, c0, acc4[r]));
 }
 
 /* The full tile, 4 rows x 4 whole panels, with its 16 accumulators named (an array of them
  * made GCC copy registers around every vpdpbusd): the same sums as tile(). */
-VNNI static void tile4x4(const struct wh_qg_args *a, size_t m, size_t j)
+VNNI static inline __attribute__((always_inline)) void tile4x4(const struct wh_qg_args *a, size_t m, size_t j, bool SW)
 {
 	size_t kp = a->kp;
 	__m512i c00 = _mm512_setzero_si512();
@@ -105,30 +114,40 @@ VNNI static void tile4x4(const struct wh_qg_args *a, size_t m, size_t j)
 		__m512i p3 = _mm512_loadu_si512((const void *)(pk + 3 * kp * WH_QG_NR));
 		__m512i b;
 		b = _mm512_set1_epi32(ld4(rw + 0 * kp + k));
-		c00 = _mm512_dpbusd_epi32(c00, b, p0);
-		c01 = _mm512_dpbusd_epi32(c01, b, p1);
-		c02 = _mm512_dpbusd_epi32(c02, b, p2);
-		c03 = _mm512_dpbusd_epi32(c03, b, p3);
+		c00 = DP(c00, b, p0);
+		c01 = DP(c01, b, p1);
+		c02 = DP(c02, b, p2);
+		c03 = DP(c03, b, p3);
 		b = _mm512_set1_epi32(ld4(rw + 1 * kp + k));
-		c10 = _mm512_dpbusd_epi32(c10, b, p0);
-		c11 = _mm512_dpbusd_epi32(c11, b, p1);
-		c12 = _mm512_dpbusd_epi32(c12, b, p2);
-		c13 = _mm512_dpbusd_epi32(c13, b, p3);
+		c10 = DP(c10, b, p0);
+		c11 = DP(c11, b, p1);
+		c12 = DP(c12, b, p2);
+		c13 = DP(c13, b, p3);
 		b = _mm512_set1_epi32(ld4(rw + 2 * kp + k));
-		c20 = _mm512_dpbusd_epi32(c20, b, p0);
-		c21 = _mm512_dpbusd_epi32(c21, b, p1);
-		c22 = _mm512_dpbusd_epi32(c22, b, p2);
-		c23 = _mm512_dpbusd_epi32(c23, b, p3);
+		c20 = DP(c20, b, p0);
+		c21 = DP(c21, b, p1);
+		c22 = DP(c22, b, p2);
+		c23 = DP(c23, b, p3);
 		b = _mm512_set1_epi32(ld4(rw + 3 * kp + k));
-		c30 = _mm512_dpbusd_epi32(c30, b, p0);
-		c31 = _mm512_dpbusd_epi32(c31, b, p1);
-		c32 = _mm512_dpbusd_epi32(c32, b, p2);
-		c33 = _mm512_dpbusd_epi32(c33, b, p3);
+		c30 = DP(c30, b, p0);
+		c31 = DP(c31, b, p1);
+		c32 = DP(c32, b, p2);
+		c33 = DP(c33, b, p3);
 	}
 	store_fixed4(a, m, (j + 0) * WH_QG_NR, c00, c10, c20, c30);
 	store_fixed4(a, m, (j + 1) * WH_QG_NR, c01, c11, c21, c31);
 	store_fixed4(a, m, (j + 2) * WH_QG_NR, c02, c12, c22, c32);
 	store_fixed4(a, m, (j + 3) * WH_QG_NR, c03, c13, c23, c33);
+}
+
+VNNI static __attribute__((noinline)) void tile4x4_n(const struct wh_qg_args *a, size_t m, size_t j)
+{
+	tile4x4(a, m, j, false);
+}
+
+VNNI static __attribute__((noinline)) void tile4x4_s(const struct wh_qg_args *a, size_t m, size_t j)
+{
+	tile4x4(a, m, j, true);
 }
 
 /* Panels [j, j + NP) against every row: the panels stay in L1 while the rows stream by. */
@@ -137,18 +156,18 @@ VNNI static void tile4x4(const struct wh_qg_args *a, size_t m, size_t j)
 		size_t m = m0;                                            \
 		for (; m + 4 <= m1; m += 4)                               \
 			if (NP == 4 && (j + 4) * WH_QG_NR <= a->n)        \
-				tile4x4(a, m, j);                         \
+				(SW ? tile4x4_s : tile4x4_n)(a, m, j);    \
 			else                                              \
-				tile(a, m, j, 4, NP);                     \
+				tile(a, m, j, 4, NP, SW);                 \
 		switch (m1 - m) {                                         \
-		case 3: tile(a, m, j, 3, NP); break;                      \
-		case 2: tile(a, m, j, 2, NP); break;                      \
-		case 1: tile(a, m, j, 1, NP); break;                      \
+		case 3: tile(a, m, j, 3, NP, SW); break;                  \
+		case 2: tile(a, m, j, 2, NP, SW); break;                  \
+		case 1: tile(a, m, j, 1, NP, SW); break;                  \
 		default: break;                                           \
 		}                                                         \
 	} while (0)
 
-VNNI void wh_qg_kernel_avx512(const struct wh_qg_args *a, size_t m0, size_t m1)
+VNNI static inline __attribute__((always_inline)) void kernel(const struct wh_qg_args *a, size_t m0, size_t m1, bool SW)
 {
 	size_t np = wh_qg_panels(a->n), j = 0;
 	for (; j + 4 <= np; j += 4)
@@ -158,6 +177,32 @@ VNNI void wh_qg_kernel_avx512(const struct wh_qg_args *a, size_t m0, size_t m1)
 	case 2: TILE_COLS(2); break;
 	case 1: TILE_COLS(1); break;
 	default: break;
+	}
+}
+
+VNNI void wh_qg_kernel_avx512(const struct wh_qg_args *a, size_t m0, size_t m1)
+{
+	if (a->swap)
+		kernel(a, m0, m1, true);
+	else
+		kernel(a, m0, m1, false);
+}
+
+VNNI void wh_qg_colsums_avx512_u8(const uint8_t *p, size_t kp, size_t n, int32_t *sums)
+{
+	size_t np = wh_qg_panels(n);
+	const __m512i ones = _mm512_set1_epi8(1);
+	for (size_t j = 0; j < np; j++) {
+		__m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+		const uint8_t *pj = p + j * kp * WH_QG_NR;
+		size_t k = 0;
+		for (; k + 8 <= kp; k += 8) {
+			s0 = _mm512_dpbusd_epi32(s0, _mm512_loadu_si512((const void *)(pj + k * WH_QG_NR)), ones);
+			s1 = _mm512_dpbusd_epi32(s1, _mm512_loadu_si512((const void *)(pj + (k + 4) * WH_QG_NR)), ones);
+		}
+		if (k < kp)
+			s0 = _mm512_dpbusd_epi32(s0, _mm512_loadu_si512((const void *)(pj + k * WH_QG_NR)), ones);
+		_mm512_storeu_si512((void *)(sums + j * WH_QG_NR), _mm512_add_epi32(s0, s1));
 	}
 }
 

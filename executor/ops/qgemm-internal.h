@@ -13,6 +13,9 @@
  *   C = sum r*p - zp[n] * (rowsum[m] - K*zr[m]) - zr[m] * colsum[n]
  * which is the same polynomial, so the same integer modulo 2^32: every ISA gives the scalar
  * reference's bits, and the thread count only changes which thread computes a tile.
+ * Convolutions take the other pair (swap: weight rows int8, panels uint8): int8 weights
+ * are symmetric as quantizers write them (zr 0), so the colsum term and its pass vanish,
+ * and the x zero point is one value, so zp * rowfix is one per row (rowc).
  *
  * Layouts. R: M rows of kp = K rounded up to 4 bytes each (the padding is 0). P: panels of
  * WH_QG_NR = 16 columns; panel j holds columns [16j, 16j + 16) as kp/4 groups of 16 columns x
@@ -65,10 +68,12 @@ struct wh_qg_args {
 	size_t n;
 	const int32_t *rowfix; /* per row: rowsum - K * zr */
 	const int32_t *zr;     /* per row: the row side's zero point (after the flip) */
-	const int32_t *colsum; /* per column, wh_qg_panels(n) * 16 entries */
+	const int32_t *colsum; /* per column, wh_qg_panels(n) * 16 entries; NULL: every zr is 0 */
 	const int32_t *zp;     /* per column, as many: the panel side's zero point (after the flip) */
 	int32_t *c;            /* row m at c + m * ldc, columns [0, n) */
 	size_t ldc;
+	const int32_t *rowc;   /* per row, or NULL: zp * rowfix where zp is one value for all columns */
+	bool swap;             /* the rows int8 and the panels uint8 (the flips the other way) */
 };
 
 /* Rows [m0, m1) of the product (rows index a->r, a->rowfix, a->zr and c from 0). */
@@ -76,8 +81,10 @@ void wh_qg_kernel(const struct wh_qg_args *a, size_t m0, size_t m1, const struct
 void wh_qg_kernel_scalar(const struct wh_qg_args *a, size_t m0, size_t m1);
 void wh_qg_kernel_avx2(const struct wh_qg_args *a, size_t m0, size_t m1);
 void wh_qg_kernel_avx512(const struct wh_qg_args *a, size_t m0, size_t m1); /* needs VNNI */
-/* Column sums of n columns of packed panels (wh_qg_panels(n) * 16 entries written). */
+/* Column sums of n columns of packed panels (wh_qg_panels(n) * 16 entries written); _u8:
+ * of panels of uint8 bytes (swap). */
 void wh_qg_colsums(const int8_t *p, size_t kp, size_t n, int32_t *sums, const struct wh_cpu_features *cpu);
+void wh_qg_colsums_u8(const uint8_t *p, size_t kp, size_t n, int32_t *sums, const struct wh_cpu_features *cpu);
 
 /* Depthwise planes: out[r * n + i] = sum over t < taps of (x(base + r * rs + toff[t] + i) -
  * zx) * wv[t] for r < rows, i < n (8-bit x, signed when x_s8; taps <= 64), wrapping int32.

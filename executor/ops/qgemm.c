@@ -68,6 +68,33 @@ void wh_qg_rows(const uint8_t *src, size_t ld, size_t M, size_t K, uint8_t flip,
 	}
 }
 
+/* wh_qg_rows with the row sums of the stored bytes as int8 (the swapped pair's weight rows):
+ * int8 b = (b ^ 0x80) - 128, so the unsigned sums of b ^ 0x80 less 128 K. */
+static void rows_s8(const uint8_t *src, size_t M, size_t K, uint8_t flip, uint8_t *dst, int32_t *rowsum)
+{
+	size_t kp = wh_qg_kp(K);
+	const __m128i fl = _mm_set1_epi8((char)flip), sg = _mm_set1_epi8((char)0x80), zero = _mm_setzero_si128();
+	for (size_t m = 0; m < M; m++) {
+		const uint8_t *s = src + m * K;
+		uint8_t *d = dst + m * kp;
+		__m128i acc = zero;
+		size_t k = 0;
+		for (; k + 16 <= K; k += 16) {
+			__m128i v = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(s + k)), fl);
+			_mm_storeu_si128((__m128i *)(d + k), v);
+			acc = _mm_add_epi64(acc, _mm_sad_epu8(_mm_xor_si128(v, sg), zero));
+		}
+		uint64_t sum = (uint64_t)_mm_cvtsi128_si64(acc) + (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(acc, acc));
+		for (; k < K; k++) {
+			d[k] = s[k] ^ flip;
+			sum += (uint8_t)(d[k] ^ 0x80);
+		}
+		for (k = K; k < kp; k++)
+			d[k] = 0;
+		rowsum[m] = (int32_t)(uint32_t)(sum - 128 * (uint64_t)K);
+	}
+}
+
 /* ---- scalar reference ---- */
 
 static void colsums_scalar(const int8_t *p, size_t kp, size_t n, int32_t *sums)
@@ -91,10 +118,15 @@ void wh_qg_kernel_scalar(const struct wh_qg_args *a, size_t m0, size_t m1)
 			const int8_t *pj = a->p + (n / WH_QG_NR) * kp * WH_QG_NR + (n % WH_QG_NR) * 4;
 			uint32_t s = 0;
 			for (size_t k = 0; k < kp; k += 4)
-				for (size_t q = 0; q < 4; q++)
-					s += (uint32_t)((int32_t)r[k + q] * (int32_t)pj[k * WH_QG_NR + q]);
-			s -= (uint32_t)a->zp[n] * (uint32_t)a->rowfix[m];
-			s -= (uint32_t)a->zr[m] * (uint32_t)a->colsum[n];
+				for (size_t q = 0; q < 4; q++) {
+					uint8_t rb = r[k + q], pb = (uint8_t)pj[k * WH_QG_NR + q];
+					int32_t rv = a->swap ? (int32_t)(int8_t)rb : (int32_t)rb;
+					int32_t pv = a->swap ? (int32_t)pb : (int32_t)(int8_t)pb;
+					s += (uint32_t)(rv * pv);
+				}
+			s -= a->rowc ? (uint32_t)a->rowc[m] : (uint32_t)a->zp[n] * (uint32_t)a->rowfix[m];
+			if (a->colsum)
+				s -= (uint32_t)a->zr[m] * (uint32_t)a->colsum[n];
 			a->c[m * a->ldc + n] = (int32_t)s;
 		}
 	}
@@ -138,6 +170,27 @@ void wh_qg_colsums(const int8_t *p, size_t kp, size_t n, int32_t *sums, const st
 		wh_qg_colsums_avx2(p, kp, n, sums);
 	else
 		colsums_scalar(p, kp, n, sums);
+}
+
+void wh_qg_colsums_avx2_u8(const uint8_t *p, size_t kp, size_t n, int32_t *sums);
+void wh_qg_colsums_avx512_u8(const uint8_t *p, size_t kp, size_t n, int32_t *sums);
+
+void wh_qg_colsums_u8(const uint8_t *p, size_t kp, size_t n, int32_t *sums, const struct wh_cpu_features *cpu)
+{
+	if (use_vnni(cpu)) {
+		wh_qg_colsums_avx512_u8(p, kp, n, sums);
+	} else if (use_avx2(cpu)) {
+		wh_qg_colsums_avx2_u8(p, kp, n, sums);
+	} else {
+		size_t np = wh_qg_panels(n);
+		for (size_t j = 0; j < np; j++)
+			for (size_t c = 0; c < WH_QG_NR; c++) {
+				uint32_t sum = 0;
+				for (size_t k = 0; k < kp; k++)
+					sum += p[j * kp * WH_QG_NR + (k / 4) * 4 * WH_QG_NR + c * 4 + k % 4];
+				sums[j * WH_QG_NR + c] = (int32_t)sum;
+			}
+	}
 }
 
 void wh_qg_kernel(const struct wh_qg_args *a, size_t m0, size_t m1, const struct wh_cpu_features *cpu)
@@ -345,10 +398,12 @@ struct qconv_job {
 	const struct wh_cpu_features *cpu;
 	const struct wh_conv_shape *s;
 	const uint8_t *x;
-	uint8_t flip_x;  /* 0x80 when x is uint8 */
+	uint8_t flip_x;  /* 0x80 when x is int8 (the panels are uint8) */
 	uint8_t pad_x;   /* the padding byte: x's zero point in x's own encoding */
 	int32_t zp;      /* x's zero point after the flip */
-	const uint8_t *r; /* all M weight rows */
+	const uint8_t *r; /* all M weight rows (int8 bytes) */
+	const int32_t *rowc; /* per row: zp * rowfix */
+	bool zr_any;     /* some weight zero point is not 0: the column sums are needed */
 	size_t K, kp, nb, nblocks;
 	const int32_t *rowfix, *zr;
 	int32_t *acc;   /* NULL: the finish's scratch only */
@@ -610,11 +665,13 @@ static void qconv_chunk(void *arg, size_t begin, size_t end)
 		} else {
 			im2col_pack(j, n * (size_t)s->C + g * Cg, n0, cnt, pan);
 		}
-		wh_qg_colsums(pan, kp, cnt, cs, j->cpu);
+		if (j->zr_any)
+			wh_qg_colsums_u8((const uint8_t *)pan, kp, cnt, cs, j->cpu);
 		struct wh_qg_args a = {
 			.r = j->r + g * Mg * kp, .kp = kp, .p = pan, .n = cnt,
-			.rowfix = j->rowfix + g * Mg, .zr = j->zr + g * Mg, .colsum = cs, .zp = zpv,
+			.rowfix = j->rowfix + g * Mg, .zr = j->zr + g * Mg, .colsum = j->zr_any ? cs : NULL, .zp = zpv,
 			.c = j->acc ? j->acc + (n * (size_t)s->M + g * Mg) * P + n0 : scratch, .ldc = j->acc ? P : cnt,
+			.rowc = j->rowc + g * Mg, .swap = true,
 		};
 		wh_qg_kernel(&a, 0, Mg, j->cpu);
 		for (size_t mi = 0; j->fin && mi < Mg; mi++)
@@ -660,24 +717,30 @@ static enum wh_status qconv(const struct wh_cpu_features *cpu, struct wh_threadp
 	if (M == 0 || P == 0 || s->N == 0)
 		return WH_OK;
 	uint8_t *r = malloc(M * kp);
-	int32_t *rs = malloc(2 * M * sizeof(int32_t));
+	int32_t *rs = malloc(3 * M * sizeof(int32_t));
 	if (!r || !rs) {
 		free(r);
 		free(rs);
 		return WH_ERR_NOMEM;
 	}
-	int32_t *zr = rs + M;
-	wh_qg_rows(w, K, M, K, w_s8 ? 0x80 : 0, r, rs);
+	/* the swapped pair (qgemm-internal.h): weight rows int8 (uint8 weights flipped, zw - 128),
+	 * panels uint8 (int8 x flipped, zx + 128) */
+	int32_t *zr = rs + M, *rowc = rs + 2 * M;
+	rows_s8(w, M, K, w_s8 ? 0 : 0x80, r, rs);
+	j.zp = zx + (x_s8 ? 128 : 0);
+	j.zr_any = false;
 	for (size_t m = 0; m < M; m++) {
-		zr[m] = zw[m] + (w_s8 ? 128 : 0);
+		zr[m] = zw[m] - (w_s8 ? 0 : 128);
 		rs[m] = (int32_t)((uint32_t)rs[m] - (uint32_t)K * (uint32_t)zr[m]);
+		rowc[m] = (int32_t)((uint32_t)j.zp * (uint32_t)rs[m]);
+		j.zr_any = j.zr_any || zr[m] != 0;
 	}
 	j.r = r;
 	j.rowfix = rs;
 	j.zr = zr;
-	j.flip_x = x_s8 ? 0 : 0x80;
+	j.rowc = rowc;
+	j.flip_x = x_s8 ? 0x80 : 0;
 	j.pad_x = (uint8_t)zx;
-	j.zp = zx - (x_s8 ? 0 : 128);
 	bool one = true;
 	for (int d = 0; d < s->nsp; d++)
 		one = one && s->k[d] == 1 && s->stride[d] == 1 && s->pad0[d] == 0 && s->pad1[d] == 0;
@@ -709,8 +772,8 @@ static enum wh_status qconv(const struct wh_cpu_features *cpu, struct wh_threadp
 		wh_parallel_for(pool, planes, wh_grain_for((uint64_t)(j.hp * j.sw * j.wr)), split_planes, &j);
 	}
 	if (Cg == 1 && M == (size_t)s->G && !one && KS <= 64) {
-		/* the split planes hold x in int8 encoding (uint8 x flipped: x - 128, zx - 128) */
-		struct qdw_job d = {&j, w, true, w_s8, zw, x_s8 ? zx : zx - 128};
+		/* the split planes hold x in uint8 encoding (int8 x flipped: x + 128, zx + 128) */
+		struct qdw_job d = {&j, w, false, w_s8, zw, x_s8 ? zx + 128 : zx};
 		wh_parallel_for(pool, (size_t)(s->N * s->C), wh_grain_for((uint64_t)(P * KS)), qdw_chunk, &d);
 	} else {
 		wh_parallel_for(pool, (size_t)(s->N * s->G) * j.nblocks, 1, qconv_chunk, &j);
