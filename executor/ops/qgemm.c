@@ -374,8 +374,8 @@ void wh_q_minmax_scalar(const float *x, size_t n, float *lo_out, float *hi_out)
 
 /* ---- integer convolution ---- */
 
-/* Columns per block: the block's panels (kp x NB bytes) stay in L2; at least 4 blocks per
- * image and group where there are 64 columns each, so that 2-4 threads share a small layer
+/* Columns per block: the block's panels (kp x NB bytes, about 96 KB) stay in L2; at least 4
+ * blocks per image and group where there are 64 columns each, so that 2-4 threads share a small layer
  * evenly. Sizes only: the blocks never depend on the thread count (and the integer results
  * never on the blocks). */
 static size_t conv_block_cols(size_t kp, size_t P)
@@ -390,8 +390,9 @@ static size_t conv_block_cols(size_t kp, size_t P)
 		nblocks = want;
 	if (nblocks < 1)
 		nblocks = 1;
-	size_t per = (P + nblocks - 1) / nblocks;
-	return (per + WH_QG_NR - 1) & ~(size_t)(WH_QG_NR - 1);
+	/* whole groups of 4 panels (the kernel's full tile) but in the last block */
+	size_t per = (P + nblocks - 1) / nblocks, g = per >= 4 * WH_QG_NR ? 4 * WH_QG_NR : WH_QG_NR;
+	return (per + g - 1) / g * g;
 }
 
 struct qconv_job {
