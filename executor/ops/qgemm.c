@@ -540,18 +540,13 @@ static void im2col_pack(const struct qconv_job *j, size_t plane0, size_t n0, siz
 	}
 	for (size_t k0 = 0; k0 < kp; k0 += 4) {
 		const uint8_t *b[4] = {NULL, NULL, NULL, NULL};
-		bool full = true;
-		for (size_t q = 0; q < 4; q++) {
-			size_t k = k0 + q;
-			if (k >= K) {
-				full = false;
-				continue;
-			}
-			b[q] = j->xs + plane0 * plane + j->koff[k];
-		}
+		/* the k past K (the last group's): read as k0's, then zero */
+		size_t valid = K - k0 < 4 ? K - k0 : 4;
+		for (size_t q = 0; q < 4; q++)
+			b[q] = j->xs + plane0 * plane + j->koff[k0 + (q < valid ? q : 0)];
 		for (size_t ch = 0; ch < nch; ch++) {
 			int8_t *d = pan + ch * kp * WH_QG_NR + k0 * WH_QG_NR;
-			if (full && split[ch] < WH_QG_NR) {
+			if (split[ch] < WH_QG_NR) {
 				const uint8_t *s0 = b[0] + offa[ch], *s1 = b[1] + offa[ch], *s2 = b[2] + offa[ch],
 					      *s3 = b[3] + offa[ch];
 				__m128i r0 = _mm_loadu_si128((const __m128i *)s0), r1 = _mm_loadu_si128((const __m128i *)s1);
@@ -567,6 +562,12 @@ static void im2col_pack(const struct qconv_job *j, size_t plane0, size_t n0, siz
 					WH_QBLEND(r3, 3);
 #undef WH_QBLEND
 				}
+				if (valid < 4) {
+					const __m128i z = _mm_setzero_si128();
+					r3 = z;
+					r2 = valid < 3 ? z : r2;
+					r1 = valid < 2 ? z : r1;
+				}
 				__m128i a = _mm_unpacklo_epi8(r0, r1), bb = _mm_unpackhi_epi8(r0, r1);
 				__m128i cc = _mm_unpacklo_epi8(r2, r3), e = _mm_unpackhi_epi8(r2, r3);
 				_mm_storeu_si128((__m128i *)d, _mm_unpacklo_epi16(a, cc));
@@ -579,9 +580,8 @@ static void im2col_pack(const struct qconv_job *j, size_t plane0, size_t n0, siz
 			size_t nn = cnt - ch * WH_QG_NR < WH_QG_NR ? cnt - ch * WH_QG_NR : WH_QG_NR;
 			memset(d, 0, 4 * WH_QG_NR);
 			for (size_t i = 0; i < nn; i++) {
-				for (size_t q = 0; q < 4; q++)
-					if (b[q])
-						d[i * 4 + q] = (int8_t)b[q][oh * rs + ow];
+				for (size_t q = 0; q < valid; q++)
+					d[i * 4 + q] = (int8_t)b[q][oh * rs + ow];
 				if (++ow == OW) {
 					ow = 0;
 					oh++;
