@@ -765,11 +765,14 @@ static enum wh_status qconv(const struct wh_cpu_features *cpu, struct wh_threadp
 			goto out;
 		}
 		size_t plane = j.hp * j.sw * j.wr, taps = (size_t)(g.KH * g.KW);
-		for (size_t k = 0; k < K; k++) {
-			size_t ci = k / taps, t = k % taps, kh = t / (size_t)g.KW, kw = t % (size_t)g.KW;
-			size_t col = kw * (size_t)g.dw;
-			j.koff[k] = ci * plane + kh * (size_t)g.dh * j.sw * j.wr + (col % j.sw) * j.wr + col / j.sw;
+		/* the first tap's offsets, then one channel plane further per channel (no
+		 * divisions per k: this part is serial) */
+		for (size_t t = 0; t < taps && t < K; t++) {
+			size_t kh = t / (size_t)g.KW, kw = t % (size_t)g.KW, col = kw * (size_t)g.dw;
+			j.koff[t] = kh * (size_t)g.dh * j.sw * j.wr + (col % j.sw) * j.wr + col / j.sw;
 		}
+		for (size_t k = taps; k < K; k++)
+			j.koff[k] = j.koff[k - taps] + plane;
 		wh_parallel_for(pool, planes, wh_grain_for((uint64_t)(j.hp * j.sw * j.wr)), split_planes, &j);
 	}
 	if (Cg == 1 && M == (size_t)s->G && !one && KS <= 64) {
