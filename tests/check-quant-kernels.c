@@ -231,10 +231,11 @@ struct fin_copy {
 	size_t P;
 };
 
-static void fin_copy_fn(void *arg, size_t plane, size_t col0, int32_t *sums, size_t cnt)
+static void fin_copy_fn(void *arg, size_t plane, size_t col0, int32_t *sums, size_t ld, size_t rows, size_t cnt)
 {
 	const struct fin_copy *f = arg;
-	memcpy(f->y + plane * f->P + col0, sums, cnt * sizeof *sums);
+	for (size_t r = 0; r < rows; r++)
+		memcpy(f->y + (plane + r) * f->P + col0, sums + r * ld, cnt * sizeof *sums);
 }
 
 START_TEST(conv_matches_definition_on_every_isa_and_thread_count)
@@ -406,6 +407,18 @@ START_TEST(quant_loops_match_scalar)
 						wh_q_scale_relu_quant(accs + off, m, 0.0123f, 0.3f, hb, 0.05f, qz, s8, y1, &isa[i].cpu);
 						CHECK(!memcmp(y0, y1, m), "%s: scale, relu, quantize of conv sums (bias %d, zp %g)",
 						      isa[i].name, hb, (double)qz);
+						/* rows of a block (wh_q_scale_relu_quant_rows): each row's own
+						 * multiplier and bias, strided */
+						static const float rmult[3] = {0.0123f, 0.031f, 0.5f}, rbias[3] = {0.3f, -2.0f, 0.0f};
+						size_t rn = (m - 8) / 3, lda = rn + 5, ldy = rn + 3;
+						for (size_t rr = 0; rr < 3; rr++)
+							wh_q_scale_relu_quant_scalar(accs + off + rr * lda, rn, rmult[rr], rbias[rr], hb,
+										     0.05f, qz, s8, y0 + rr * ldy);
+						wh_q_scale_relu_quant_rows(accs + off, lda, 3, rn, rmult, hb ? rbias : NULL, 0.05f, qz, s8, y1,
+									   ldy, &isa[i].cpu);
+						for (size_t rr = 0; rr < 3; rr++)
+							CHECK(!memcmp(y0 + rr * ldy, y1 + rr * ldy, rn), "%s: rows, row %zu (bias %d)",
+							      isa[i].name, rr, hb);
 					}
 				for (int hb = 0; hb < 2; hb++) {
 					/* QDQ Conv's scaling: exact (0 ulp) against the scalar loop,

@@ -532,11 +532,11 @@ static inline void srq16(const int32_t *acc, __m512 m, __m512 b, bool has_bias, 
 	_mm_storeu_si128((__m128i *)y, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)));
 }
 
-void wh_q_scale_relu_quant_avx512(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float scale,
-				  float zp, bool y_s8, void *y)
+void wh_q_scale_relu_quant_rows_avx512(const int32_t *acc, size_t lda, size_t rows, size_t n, const float *mult,
+				       const float *bias, float scale, float zp, bool y_s8, uint8_t *y, size_t ldy)
 {
+	const bool has_bias = bias != NULL;
 	const __m512 lo = _mm512_set1_ps(y_s8 ? -128.0f : 0.0f), hi = _mm512_set1_ps(y_s8 ? 127.0f : 255.0f);
-	const __m512 m = _mm512_set1_ps(mult), b = _mm512_set1_ps(bias);
 	const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp);
 	/* as wh_q_quant_avx512 */
 	const __m512 r = _mm512_set1_ps(1.0f / scale);
@@ -547,24 +547,33 @@ void wh_q_scale_relu_quant_avx512(const int32_t *acc, size_t n, float mult, floa
 	const bool pos = scale > 0.0f && 1.0f / scale >= 0x1p-126f && 1.0f / scale < INFINITY &&
 			 zp == nearbyintf(zp) && zp >= (y_s8 ? -128.0f : 0.0f) && zp <= (y_s8 ? 127.0f : 255.0f);
 	const __m512i zp8 = _mm512_set1_epi8(pos ? (char)(int)zp : 0), zp16 = _mm512_set1_epi16(pos ? (short)(int)zp : 0);
-	uint8_t *yb = y;
-	size_t i = 0;
-	for (; i + 64 <= n; i += 64) {
-		if (pos) {
-			bool done = has_bias ? (y_s8 ? srq64(acc + i, m, b, true, r, true, zp8, zp16, yb + i)
-						     : srq64(acc + i, m, b, true, r, false, zp8, zp16, yb + i))
-					     : (y_s8 ? srq64(acc + i, m, b, false, r, true, zp8, zp16, yb + i)
-						     : srq64(acc + i, m, b, false, r, false, zp8, zp16, yb + i));
-			if (done)
-				continue;
+	for (size_t row = 0; row < rows; row++, acc += lda, y += ldy) {
+		const __m512 m = _mm512_set1_ps(mult[row]), b = _mm512_set1_ps(has_bias ? bias[row] : 0.0f);
+		size_t i = 0;
+		for (; i + 64 <= n; i += 64) {
+			if (pos) {
+				bool done = has_bias ? (y_s8 ? srq64(acc + i, m, b, true, r, true, zp8, zp16, y + i)
+							     : srq64(acc + i, m, b, true, r, false, zp8, zp16, y + i))
+						     : (y_s8 ? srq64(acc + i, m, b, false, r, true, zp8, zp16, y + i)
+							     : srq64(acc + i, m, b, false, r, false, zp8, zp16, y + i));
+				if (done)
+					continue;
+			}
+			for (size_t u = 0; u < 64; u += 16)
+				srq16(acc + i + u, m, b, has_bias, r, s, z, lo, hi, y + i + u);
 		}
-		for (size_t u = 0; u < 64; u += 16)
-			srq16(acc + i + u, m, b, has_bias, r, s, z, lo, hi, yb + i + u);
+		for (; i + 16 <= n; i += 16)
+			srq16(acc + i, m, b, has_bias, r, s, z, lo, hi, y + i);
+		if (i < n)
+			wh_q_scale_relu_quant_scalar(acc + i, n - i, mult[row], has_bias ? bias[row] : 0.0f, has_bias, scale,
+						     zp, y_s8, y + i);
 	}
-	for (; i + 16 <= n; i += 16)
-		srq16(acc + i, m, b, has_bias, r, s, z, lo, hi, yb + i);
-	if (i < n)
-		wh_q_scale_relu_quant_scalar(acc + i, n - i, mult, bias, has_bias, scale, zp, y_s8, yb + i);
+}
+
+void wh_q_scale_relu_quant_avx512(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float scale,
+				  float zp, bool y_s8, void *y)
+{
+	wh_q_scale_relu_quant_rows_avx512(acc, 0, 1, n, &mult, has_bias ? &bias : NULL, scale, zp, y_s8, y, 0);
 }
 
 void wh_q_dequant_avx512(const void *x, bool x_s8, size_t n, int32_t zp, float scale, float *y)

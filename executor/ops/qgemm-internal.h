@@ -113,12 +113,13 @@ enum wh_status wh_qconv(const struct wh_cpu_features *cpu, struct wh_threadpool 
 			const int32_t *bias, int32_t *acc);
 
 /* wh_qconv handing each block of sums to fin->fn as soon as it is computed (while it is in
- * cache): fn(arg, plane, col0, sums, cnt) for outputs [col0, col0 + cnt) of output plane
- * `plane` (n * M + m); every output exactly once, from any thread. With acc the sums are
+ * cache): fn(arg, plane, col0, sums, ld, rows, cnt) for outputs [col0, col0 + cnt) of the
+ * output planes plane .. plane + rows - 1 (n * M + m: one image, consecutive channels), row r's
+ * sums at sums + r * ld; every output exactly once, from any thread. With acc the sums are
  * also there (fn may overwrite them in place); with acc NULL they live in the task's scratch
  * only. No bias (add it in fn). */
 struct wh_qconv_finish {
-	void (*fn)(void *arg, size_t plane, size_t col0, int32_t *sums, size_t cnt);
+	void (*fn)(void *arg, size_t plane, size_t col0, int32_t *sums, size_t ld, size_t rows, size_t cnt);
 	void *arg;
 };
 enum wh_status wh_qconv_fin(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
@@ -186,7 +187,14 @@ void wh_q_scale_bias_avx2(const int32_t *acc, size_t n, float mult, float bias, 
 void wh_q_scale_bias_avx512(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float *y);
 
 /* A QDQ Conv's sums to a fused Relu then QuantizeLinear in one pass: the bits of
- * wh_q_scale_bias, then Relu (0 > v ? 0 : v), then wh_q_quant, run apart. */
+ * wh_q_scale_bias, then Relu (0 > v ? 0 : v), then wh_q_quant, run apart. _rows: rows of n
+ * (row r: acc + r * lda to y + r * ldy, with mult[r] and bias[r], bias NULL: none), the
+ * setup once. */
+void wh_q_scale_relu_quant_rows(const int32_t *acc, size_t lda, size_t rows, size_t n, const float *mult,
+				const float *bias, float scale, float zp, bool y_s8, uint8_t *y, size_t ldy,
+				const struct wh_cpu_features *cpu);
+void wh_q_scale_relu_quant_rows_avx512(const int32_t *acc, size_t lda, size_t rows, size_t n, const float *mult,
+				       const float *bias, float scale, float zp, bool y_s8, uint8_t *y, size_t ldy);
 void wh_q_scale_relu_quant(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float scale, float zp,
 			   bool y_s8, void *y, const struct wh_cpu_features *cpu);
 void wh_q_scale_relu_quant_scalar(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float scale,

@@ -338,6 +338,19 @@ void wh_q_scale_relu_quant(const int32_t *acc, size_t n, float mult, float bias,
 	}
 }
 
+void wh_q_scale_relu_quant_rows(const int32_t *acc, size_t lda, size_t rows, size_t n, const float *mult,
+				const float *bias, float scale, float zp, bool y_s8, uint8_t *y, size_t ldy,
+				const struct wh_cpu_features *cpu)
+{
+	if (cpu && cpu->isa >= WH_ISA_AVX512) {
+		wh_q_scale_relu_quant_rows_avx512(acc, lda, rows, n, mult, bias, scale, zp, y_s8, y, ldy);
+		return;
+	}
+	for (size_t r = 0; r < rows; r++)
+		wh_q_scale_relu_quant(acc + r * lda, n, mult[r], bias ? bias[r] : 0.0f, bias != NULL, scale, zp, y_s8,
+				      y + r * ldy, cpu);
+}
+
 void wh_q_scale_relu_quant_scalar(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float scale,
 				  float zp, bool y_s8, void *y)
 {
@@ -374,25 +387,20 @@ void wh_q_minmax_scalar(const float *x, size_t n, float *lo_out, float *hi_out)
 
 /* ---- integer convolution ---- */
 
-/* Columns per block: the block's panels (kp x NB bytes, about 96 KB) stay in L2; at least 4
- * blocks per image and group where there are 64 columns each, so that 2-4 threads share a small layer
- * evenly. Sizes only: the blocks never depend on the thread count (and the integer results
- * never on the blocks). */
+/* Columns per block: whole groups of 64 (the 4x4 tile's 4 panels) but the last, at least 16
+ * blocks per image and group where there are 16 groups (dynamic scheduling then leaves 2-4
+ * threads within a few percent of even; fewer, larger blocks left one thread a third more
+ * columns on 28x28 layers), at most the columns whose panels (kp x NB bytes) stay within
+ * about 96 KB and 1024. Sizes only: the blocks never depend on the thread count (and the
+ * integer results never on the blocks). */
 static size_t conv_block_cols(size_t kp, size_t P)
 {
-	size_t nb = ((size_t)96 * 1024 / (kp ? kp : 1)) & ~(size_t)(WH_QG_NR - 1);
-	if (nb < 2 * WH_QG_NR)
-		nb = 2 * WH_QG_NR;
-	if (nb > 1024)
-		nb = 1024;
-	size_t nblocks = (P + nb - 1) / nb, want = P / 64 < 4 ? P / 64 : 4;
-	if (nblocks < want)
-		nblocks = want;
-	if (nblocks < 1)
-		nblocks = 1;
-	/* whole groups of 4 panels (the kernel's full tile) but in the last block */
-	size_t per = (P + nblocks - 1) / nblocks, g = per >= 4 * WH_QG_NR ? 4 * WH_QG_NR : WH_QG_NR;
-	return (per + g - 1) / g * g;
+	size_t cap = (size_t)96 * 1024 / (kp ? kp : 1) / 64;
+	cap = cap < 1 ? 1 : cap > 16 ? 16 : cap;
+	size_t per = (P + 63) / 64 / 16;
+	per = per < 1 ? 1 : per > cap ? cap : per;
+	size_t nb = per * 64;
+	return nb > P ? (P + WH_QG_NR - 1) & ~(size_t)(WH_QG_NR - 1) : nb;
 }
 
 struct qconv_job {
@@ -631,7 +639,7 @@ static void qdw_chunk(void *arg, size_t begin, size_t end)
 		}
 		wh_qdw_plane(pc, toff, wv, taps, d->zx, d->x_s8, OH, OW, (size_t)g.sh * sw * wr, out, j->cpu);
 		if (j->fin)
-			j->fin->fn(j->fin->arg, c, 0, out, OH * OW);
+			j->fin->fn(j->fin->arg, c, 0, out, OH * OW, 1, OH * OW);
 	}
 	free(scratch);
 }
@@ -675,8 +683,8 @@ static void qconv_chunk(void *arg, size_t begin, size_t end)
 			.rowc = j->rowc + g * Mg, .swap = true,
 		};
 		wh_qg_kernel(&a, 0, Mg, j->cpu);
-		for (size_t mi = 0; j->fin && mi < Mg; mi++)
-			j->fin->fn(j->fin->arg, n * (size_t)s->M + g * Mg + mi, n0, a.c + mi * a.ldc, cnt);
+		if (j->fin)
+			j->fin->fn(j->fin->arg, n * (size_t)s->M + g * Mg, n0, a.c, a.ldc, Mg, cnt);
 	}
 out:
 	free(scratch);
