@@ -2210,9 +2210,8 @@ static void qlc_finish(void *arg, size_t plane, size_t col0, int32_t *sums, size
 {
 	const struct qlc_fin *j = arg;
 	size_t m = plane % j->M;
-	for (size_t r = 0; r < rows; r++)
-		wh_q_requant_bias(sums + r * ld, cnt, j->bias ? j->bias[m + r] : 0, j->mult[m + r], j->yz, j->y_s8,
-				  j->y + (plane + r) * j->P + col0, j->cpu);
+	wh_q_requant_bias_rows(sums, ld, rows, cnt, j->bias ? j->bias + m : NULL, j->mult + m, j->yz, j->y_s8,
+			       j->y + plane * j->P + col0, j->P, j->cpu);
 }
 
 static enum wh_status qlinear_conv_run(struct wh_kernel_ctx *ctx)

@@ -162,6 +162,10 @@ void wh_q_requant_avx512(const int32_t *acc, size_t n, const float *mult, size_t
 void wh_q_requant_bias(int32_t *acc, size_t n, int32_t bias, float mult, int32_t yz, bool y_s8, void *y,
 		       const struct wh_cpu_features *cpu);
 void wh_q_requant_bias_avx512(const int32_t *acc, size_t n, int32_t bias, float mult, int32_t yz, bool y_s8, void *y);
+/* rows of n: row r from acc + r * lda (may be overwritten) with bias[r] (bias NULL: 0) and
+ * mult[r] to y + r * ldy */
+void wh_q_requant_bias_rows(int32_t *acc, size_t lda, size_t rows, size_t n, const int32_t *bias, const float *mult,
+			    int32_t yz, bool y_s8, uint8_t *y, size_t ldy, const struct wh_cpu_features *cpu);
 
 /* QuantizeLinear's float32 to 8 bits: v = nearbyintf(x[i] / scale) + zp in float32, NaN
  * to 0, clamped to [0, 255] (uint8) or [-128, 127] (int8). */

@@ -233,6 +233,19 @@ void wh_q_requant_bias(int32_t *acc, size_t n, int32_t bias, float mult, int32_t
 	wh_q_requant(acc, n, &mult, 0, yz, y_s8, y, cpu);
 }
 
+void wh_q_requant_bias_rows(int32_t *acc, size_t lda, size_t rows, size_t n, const int32_t *bias, const float *mult,
+			    int32_t yz, bool y_s8, uint8_t *y, size_t ldy, const struct wh_cpu_features *cpu)
+{
+	bool avx512 = cpu && cpu->isa >= WH_ISA_AVX512;
+	for (size_t r = 0; r < rows; r++) {
+		int32_t b = bias ? bias[r] : 0;
+		if (avx512)
+			wh_q_requant_bias_avx512(acc + r * lda, n, b, mult[r], yz, y_s8, y + r * ldy);
+		else
+			wh_q_requant_bias(acc + r * lda, n, b, mult[r], yz, y_s8, y + r * ldy, cpu);
+	}
+}
+
 void wh_q_requant(const int32_t *acc, size_t n, const float *mult, size_t mstride, int32_t yz, bool y_s8, void *y,
 		  const struct wh_cpu_features *cpu)
 {
