@@ -333,6 +333,7 @@ START_TEST(quant_loops_match_scalar)
 	uint64_t seed = 3;
 	size_t n = 4099;
 	float *x = malloc(n * sizeof *x), *yf0 = malloc(n * sizeof *yf0), *yf1 = malloc(n * sizeof *yf1);
+	float *xa = malloc(n * sizeof *xa);
 	int32_t *acc = malloc(n * sizeof *acc), *accs = malloc(n * sizeof *accs);
 	float *mult = malloc(n * sizeof *mult);
 	uint8_t *b = malloc(n), *y0 = malloc(n), *y1 = malloc(n);
@@ -345,6 +346,7 @@ START_TEST(quant_loops_match_scalar)
 		mult[i] = (i % 7 == 0) ? 0.5f : (float)((double)(r >> 40) / 1.6e7 * 0.02);
 		b[i] = (uint8_t)(r >> 8);
 		accs[i] = (int32_t)((r >> 20) % 4001) - 1500;
+		xa[i] = (float)((double)(int64_t)(r * 0x9E3779B97F4A7C15ull) / 9.2e18 * 9.0);
 	}
 	static const float scales[] = {1.0f, 0.5f, 0.0123f, 3.0f};
 	for (int i = 1; i < ni; i++)
@@ -382,6 +384,14 @@ START_TEST(quant_loops_match_scalar)
 						wh_q_quant_scalar(x + off, m, scales[sc], zp, s8, y0);
 						wh_q_quant(x + off, m, scales[sc], zp, s8, y1, &isa[i].cpu);
 						CHECK(!memcmp(y0, y1, m), "%s: quantize, scale %g", isa[i].name, scales[sc]);
+					}
+					/* activations (no lane near a half in most blocks of 64: the 64-wide
+					 * path), saturating both ways; zero points at the type's ends */
+					for (int zi = 0; zi < 3; zi++) {
+						float zp = s8 ? (float[]){-1.0f, -128.0f, 127.0f}[zi] : (float[]){131.0f, 0.0f, 255.0f}[zi];
+						wh_q_quant_scalar(xa + off, m, 0.05f, zp, s8, y0);
+						wh_q_quant(xa + off, m, 0.05f, zp, s8, y1, &isa[i].cpu);
+						CHECK(!memcmp(y0, y1, m), "%s: quantize activations, zp %g", isa[i].name, (double)zp);
 					}
 					wh_q_dequant_scalar(b + off, s8, m, s8 ? -128 : 255, 0.37f, yf0);
 					wh_q_dequant(b + off, s8, m, s8 ? -128 : 255, 0.37f, yf1, &isa[i].cpu);

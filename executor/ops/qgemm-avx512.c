@@ -446,6 +446,39 @@ void wh_q_requant_bias_avx512(const int32_t *acc, size_t n, int32_t bias, float 
 	}
 }
 
+/* 64 values of wh_q_quant_avx512 (zp integral, within int16 less 4096), or false where a lane
+ * is not sure (nothing stored): t = x * fl(1 / scale) as below, rint by vcvtps2dq, its
+ * distance by vreduceps, |t| < 4096 so that rint(t) + zp and the clamp are the saturating
+ * packs around an int16 saturating add (rq64's). */
+static inline __attribute__((always_inline)) bool q64(const float *x, __m512 r, bool y_s8, __m512i zp16, uint8_t *y)
+{
+	const __m512 half = _mm512_set1_ps(0.5f), c21 = _mm512_set1_ps(0x1p-21f), big = _mm512_set1_ps(4096.0f);
+	const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+#define WH_Q(U, Q, OK)                                                                                          \
+	__m512i Q;                                                                                              \
+	__mmask16 OK;                                                                                           \
+	{                                                                                                       \
+		__m512 t = _mm512_mul_ps(_mm512_loadu_ps(x + 16 * U), r);                                       \
+		Q = _mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);                 \
+		__m512 d = _mm512_reduce_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);                  \
+		__m512 at = _mm512_abs_ps(t);                                                                   \
+		OK = _mm512_cmp_ps_mask(at, big, _CMP_LT_OQ) &                                                  \
+		     _mm512_cmp_ps_mask(_mm512_abs_ps(d), _mm512_fnmadd_ps(at, c21, half), _CMP_LT_OQ);        \
+	}
+	WH_Q(0, q0, k0)
+	WH_Q(1, q1, k1)
+	WH_Q(2, q2, k2)
+	WH_Q(3, q3, k3)
+#undef WH_Q
+	if ((__mmask16)(k0 & k1 & k2 & k3) != 0xFFFF)
+		return false;
+	__m512i w0 = _mm512_adds_epi16(_mm512_packs_epi32(q0, q1), zp16);
+	__m512i w1 = _mm512_adds_epi16(_mm512_packs_epi32(q2, q3), zp16);
+	__m512i by = y_s8 ? _mm512_packs_epi16(w0, w1) : _mm512_packus_epi16(w0, w1);
+	_mm512_storeu_si512((void *)y, _mm512_permutexvar_epi32(order, by));
+	return true;
+}
+
 void wh_q_quant_avx512(const float *x, size_t n, float scale, float zp, bool y_s8, void *y)
 {
 	const __m512 lo = _mm512_set1_ps(y_s8 ? -128.0f : 0.0f), hi = _mm512_set1_ps(y_s8 ? 127.0f : 255.0f);
@@ -453,8 +486,17 @@ void wh_q_quant_avx512(const float *x, size_t n, float scale, float zp, bool y_s
 	/* x * (1 / scale) instead of the division where that cannot change the integer
 	 * (sure_rint); other lanes (near a half, large, NaN, an infinite 1 / scale) divide */
 	const __m512 r = _mm512_set1_ps(1.0f / scale);
+	/* 64 at a time where zp is an integer the int16 add takes exactly (an 8-bit tensor's) */
+	const bool fast = zp == nearbyintf(zp) && zp > -16384.0f && zp < 16384.0f;
+	const __m512i zp16 = _mm512_set1_epi16(fast ? (short)(int)zp : 0);
+	uint8_t *yb = y;
 	size_t i = 0;
 	for (; i + 16 <= n; i += 16) {
+		if (fast && i % 64 == 0 && i + 64 <= n &&
+		    (y_s8 ? q64(x + i, r, true, zp16, yb + i) : q64(x + i, r, false, zp16, yb + i))) {
+			i += 48;
+			continue;
+		}
 		__m512 xv = _mm512_loadu_ps(x + i);
 		__m512 t = _mm512_mul_ps(xv, r);
 		__m512 v = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -466,10 +508,10 @@ void wh_q_quant_avx512(const float *x, size_t n, float scale, float zp, bool y_s
 		__mmask16 ord = _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q);
 		v = _mm512_maskz_mov_ps(ord, v);
 		v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-		_mm_storeu_si128((__m128i *)((uint8_t *)y + i), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)));
+		_mm_storeu_si128((__m128i *)(yb + i), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)));
 	}
 	if (i < n)
-		wh_q_quant_scalar(x + i, n - i, scale, zp, y_s8, (uint8_t *)y + i);
+		wh_q_quant_scalar(x + i, n - i, scale, zp, y_s8, yb + i);
 }
 
 /* 64 values of wh_q_scale_relu_quant where `pos` holds (below), or false where a lane is not
