@@ -420,7 +420,7 @@ START_TEST(quant_loops_match_scalar)
 						/* rows of a block (wh_q_scale_relu_quant_rows): each row's own
 						 * multiplier and bias, strided */
 						static const float rmult[3] = {0.0123f, 0.031f, 0.5f}, rbias[3] = {0.3f, -2.0f, 0.0f};
-						size_t rn = (m - 8) / 3, lda = rn + 5, ldy = rn + 3;
+						size_t rn = (m - 12) / 3, lda = rn + 5, ldy = rn + 3; /* 3 rows within m */
 						for (size_t rr = 0; rr < 3; rr++)
 							wh_q_scale_relu_quant_scalar(accs + off + rr * lda, rn, rmult[rr], rbias[rr], hb,
 										     0.05f, qz, s8, y0 + rr * ldy);
@@ -507,6 +507,8 @@ START_TEST(quant_loops_match_scalar)
 	free(yf0);
 	free(yf1);
 	free(acc);
+	free(accs);
+	free(xa);
 	free(mult);
 	free(b);
 	free(y0);
