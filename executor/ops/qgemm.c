@@ -464,10 +464,12 @@ static void split_planes(void *arg, size_t begin, size_t end)
 	size_t W = (size_t)g.W, H = (size_t)g.H, sw = j->sw, wr = j->wr, pw = (size_t)g.pw;
 	const uint8_t flip = j->flip_x, pad = j->pad_x ^ flip;
 	const __m128i fl = _mm_set1_epi8((char)flip);
-	for (size_t c = begin; c < end; c++) {
+	/* items are padded rows of all planes (a 3-channel stem has 3 planes for 2-4 threads) */
+	for (size_t it = begin; it < end; it++) {
+		size_t c = it / j->hp, r = it % j->hp;
 		const uint8_t *xc = j->x + c * H * W;
 		uint8_t *dc = j->xs + c * j->hp * sw * wr;
-		for (size_t r = 0; r < j->hp; r++) {
+		{
 			uint8_t *d = dc + r * sw * wr;
 			int64_t ih = (int64_t)r - g.ph;
 			if (ih < 0 || ih >= (int64_t)H) {
@@ -794,7 +796,7 @@ static enum wh_status qconv(const struct wh_cpu_features *cpu, struct wh_threadp
 		}
 		for (size_t k = taps; k < K; k++)
 			j.koff[k] = j.koff[k - taps] + plane;
-		wh_parallel_for(pool, planes, wh_grain_for((uint64_t)(j.hp * j.sw * j.wr)), split_planes, &j);
+		wh_parallel_for(pool, planes * j.hp, wh_grain_for((uint64_t)(j.sw * j.wr)), split_planes, &j);
 	}
 	if (Cg == 1 && M == (size_t)s->G && !one && KS <= 64) {
 		/* the split planes hold x in uint8 encoding (int8 x flipped: x + 128, zx + 128) */
