@@ -231,10 +231,11 @@ struct fin_copy {
 	size_t P;
 };
 
-static void fin_copy_fn(void *arg, size_t plane, size_t col0, int32_t *sums, size_t cnt)
+static void fin_copy_fn(void *arg, size_t plane, size_t col0, int32_t *sums, size_t ld, size_t rows, size_t cnt)
 {
 	const struct fin_copy *f = arg;
-	memcpy(f->y + plane * f->P + col0, sums, cnt * sizeof *sums);
+	for (size_t r = 0; r < rows; r++)
+		memcpy(f->y + (plane + r) * f->P + col0, sums + r * ld, cnt * sizeof *sums);
 }
 
 START_TEST(conv_matches_definition_on_every_isa_and_thread_count)
@@ -332,7 +333,8 @@ START_TEST(quant_loops_match_scalar)
 	uint64_t seed = 3;
 	size_t n = 4099;
 	float *x = malloc(n * sizeof *x), *yf0 = malloc(n * sizeof *yf0), *yf1 = malloc(n * sizeof *yf1);
-	int32_t *acc = malloc(n * sizeof *acc);
+	float *xa = malloc(n * sizeof *xa);
+	int32_t *acc = malloc(n * sizeof *acc), *accs = malloc(n * sizeof *accs);
 	float *mult = malloc(n * sizeof *mult);
 	uint8_t *b = malloc(n), *y0 = malloc(n), *y1 = malloc(n);
 	for (size_t i = 0; i < n; i++) {
@@ -343,6 +345,8 @@ START_TEST(quant_loops_match_scalar)
 		acc[i] = (i % 5 == 0) ? (int32_t)(r >> 32) : (int32_t)(r % 20001) - 10000;
 		mult[i] = (i % 7 == 0) ? 0.5f : (float)((double)(r >> 40) / 1.6e7 * 0.02);
 		b[i] = (uint8_t)(r >> 8);
+		accs[i] = (int32_t)((r >> 20) % 4001) - 1500;
+		xa[i] = (float)((double)(int64_t)(r * 0x9E3779B97F4A7C15ull) / 9.2e18 * 9.0);
 	}
 	static const float scales[] = {1.0f, 0.5f, 0.0123f, 3.0f};
 	for (int i = 1; i < ni; i++)
@@ -357,26 +361,74 @@ START_TEST(quant_loops_match_scalar)
 					wh_q_requant_scalar(acc + off, m, mult + 3, 0, yz, s8, y0);
 					wh_q_requant(acc + off, m, mult + 3, 0, yz, s8, y1, &isa[i].cpu);
 					CHECK(!memcmp(y0, y1, m), "%s: requant per row, off %zu", isa[i].name, off);
+					/* QLinearConv's finish: + bias (wrapping), then one multiplier; the
+					 * conv-like sums reach the 64-wide path, the others its fallback */
+					static const int32_t biases[] = {0, 7, -100000, INT32_MAX};
+					static const float rqm[] = {0.0123f, 0.5f, 3e-4f};
+					for (int src = 0; src < 2; src++)
+						for (size_t bi = 0; bi < 4; bi++)
+							for (size_t mi = 0; mi < 3; mi++) {
+								const int32_t *a = (src ? acc : accs) + off;
+								int32_t *ab = (int32_t *)(void *)yf0, *ac = (int32_t *)(void *)yf1;
+								for (size_t k = 0; k < m; k++) {
+									ab[k] = (int32_t)((uint32_t)a[k] + (uint32_t)biases[bi]);
+									ac[k] = a[k];
+								}
+								wh_q_requant_scalar(ab, m, rqm + mi, 0, yz, s8, y0);
+								wh_q_requant_bias(ac, m, biases[bi], rqm[mi], yz, s8, y1, &isa[i].cpu);
+								CHECK(!memcmp(y0, y1, m), "%s: requant + bias %d, mult %g, off %zu",
+								      isa[i].name, biases[bi], (double)rqm[mi], off);
+							}
 					for (size_t sc = 0; sc < sizeof scales / sizeof *scales; sc++) {
 						float zp = s8 ? -1.0f : 131.0f;
 						wh_q_quant_scalar(x + off, m, scales[sc], zp, s8, y0);
 						wh_q_quant(x + off, m, scales[sc], zp, s8, y1, &isa[i].cpu);
 						CHECK(!memcmp(y0, y1, m), "%s: quantize, scale %g", isa[i].name, scales[sc]);
 					}
+					/* activations (no lane near a half in most blocks of 64: the 64-wide
+					 * path), saturating both ways; zero points at the type's ends */
+					for (int zi = 0; zi < 3; zi++) {
+						float zp = s8 ? (float[]){-1.0f, -128.0f, 127.0f}[zi] : (float[]){131.0f, 0.0f, 255.0f}[zi];
+						wh_q_quant_scalar(xa + off, m, 0.05f, zp, s8, y0);
+						wh_q_quant(xa + off, m, 0.05f, zp, s8, y1, &isa[i].cpu);
+						CHECK(!memcmp(y0, y1, m), "%s: quantize activations, zp %g", isa[i].name, (double)zp);
+					}
 					wh_q_dequant_scalar(b + off, s8, m, s8 ? -128 : 255, 0.37f, yf0);
 					wh_q_dequant(b + off, s8, m, s8 ? -128 : 255, 0.37f, yf1, &isa[i].cpu);
 					CHECK(!memcmp(yf0, yf1, m * sizeof *yf0), "%s: dequantize", isa[i].name);
 				}
 				for (int hb = 0; hb < 2; hb++)
-					for (int s8 = 0; s8 < 2; s8++) {
+					for (int s8z = 0; s8z < 6; s8z++) {
 						/* QDQ Conv + Relu + QuantizeLinear in one pass: the scalar
-						 * composition's bits (ties from mult 0.5, NaN-free) */
-						float qs = (off % 2) ? 0.37f : 1.0f, qz = s8 ? -5.0f : 120.0f;
+						 * composition's bits (ties from mult 0.5, NaN-free); zero
+						 * points inside and at the ends of the type (the saturating
+						 * adds of the fast path) */
+						static const float zu8[] = {120.0f, 0.0f, 255.0f}, zs8[] = {-5.0f, -128.0f, 127.0f};
+						int s8 = s8z % 2;
+						float qs = (off % 2) ? 0.37f : 1.0f, qz = s8 ? zs8[s8z / 2] : zu8[s8z / 2];
 						float mu = mult[7 * (len / 13 + 1)];
 						wh_q_scale_relu_quant_scalar(acc + off, m, mu, -3.5f, hb, qs, qz, s8, y0);
 						wh_q_scale_relu_quant(acc + off, m, mu, -3.5f, hb, qs, qz, s8, y1, &isa[i].cpu);
 						CHECK(!memcmp(y0, y1, m), "%s: scale, relu, quantize (bias %d, s8 %d)",
 						      isa[i].name, hb, s8);
+						/* a conv's sums: no lane near a half in most blocks of 64 (the
+						 * 64-wide path with its saturating zero-point adds) */
+						wh_q_scale_relu_quant_scalar(accs + off, m, 0.0123f, 0.3f, hb, 0.05f, qz, s8, y0);
+						wh_q_scale_relu_quant(accs + off, m, 0.0123f, 0.3f, hb, 0.05f, qz, s8, y1, &isa[i].cpu);
+						CHECK(!memcmp(y0, y1, m), "%s: scale, relu, quantize of conv sums (bias %d, zp %g)",
+						      isa[i].name, hb, (double)qz);
+						/* rows of a block (wh_q_scale_relu_quant_rows): each row's own
+						 * multiplier and bias, strided */
+						static const float rmult[3] = {0.0123f, 0.031f, 0.5f}, rbias[3] = {0.3f, -2.0f, 0.0f};
+						size_t rn = (m - 12) / 3, lda = rn + 5, ldy = rn + 3; /* 3 rows within m */
+						for (size_t rr = 0; rr < 3; rr++)
+							wh_q_scale_relu_quant_scalar(accs + off + rr * lda, rn, rmult[rr], rbias[rr], hb,
+										     0.05f, qz, s8, y0 + rr * ldy);
+						wh_q_scale_relu_quant_rows(accs + off, lda, 3, rn, rmult, hb ? rbias : NULL, 0.05f, qz, s8, y1,
+									   ldy, &isa[i].cpu);
+						for (size_t rr = 0; rr < 3; rr++)
+							CHECK(!memcmp(y0 + rr * ldy, y1 + rr * ldy, rn), "%s: rows, row %zu (bias %d)",
+							      isa[i].name, rr, hb);
 					}
 				for (int hb = 0; hb < 2; hb++) {
 					/* QDQ Conv's scaling: exact (0 ulp) against the scalar loop,
@@ -455,6 +507,8 @@ START_TEST(quant_loops_match_scalar)
 	free(yf0);
 	free(yf1);
 	free(acc);
+	free(accs);
+	free(xa);
 	free(mult);
 	free(b);
 	free(y0);
@@ -661,6 +715,52 @@ START_TEST(qdq_conv_matches_definition)
 }
 END_TEST
 
+/* The depthwise plane kernels (wh_qdw_plane) against the scalar reference, bit for bit:
+ * weights within int8 (the VNNI path), within +-255 (AVX2's int16 pairs; VNNI falls back),
+ * and beyond (both fall back); 1-25 taps (groups of 4 with missing taps), rows of 1-200
+ * with vector tails, 1-3 rows, int8 and uint8 x, zero points at the extremes. */
+START_TEST(depthwise_planes_match_scalar)
+{
+	struct isa_case isa[4];
+	int ni = isa_cases(isa);
+	uint64_t seed = 11;
+	size_t len = 4096 + 1024;
+	uint8_t *x = malloc(len);
+	fill_bytes(x, len, &seed, 0);
+	int32_t *ref = malloc(1024 * sizeof *ref), *got = malloc(1024 * sizeof *got);
+	static const size_t tapsv[] = {1, 3, 4, 5, 9, 16, 25};
+	static const size_t nv[] = {1, 7, 15, 16, 17, 28, 56, 63, 64, 65, 112, 200};
+	static const int32_t wlim[] = {127, 128, 255, 70000};
+	for (int i = 1; i < ni; i++)
+		for (size_t ti = 0; ti < sizeof tapsv / sizeof *tapsv; ti++)
+			for (size_t ni2 = 0; ni2 < sizeof nv / sizeof *nv; ni2++)
+				for (size_t wl = 0; wl < 4; wl++)
+					for (int xs = 0; xs < 2; xs++) {
+						size_t taps = tapsv[ti], n = nv[ni2], rows = 1 + (ti + wl) % 3, rs = 211;
+						size_t toff[64];
+						int32_t wv[64];
+						for (size_t t = 0; t < taps; t++) {
+							toff[t] = rng_next(&seed) % 4096;
+							uint64_t r = rng_next(&seed);
+							int32_t lim = wlim[wl];
+							wv[t] = (r & 3) == 0 ? ((r >> 2) & 1 ? lim : -lim - (wl == 0))
+									     : (int32_t)((r >> 8) % (uint64_t)(2 * lim + 1)) - lim;
+						}
+						int32_t zx = xs ? zps_s8[(ti + ni2) % 4] : zps_u8[(ti + ni2) % 4];
+						wh_qdw_plane_scalar(x, toff, wv, taps, zx, xs, rows, n, rs, ref);
+						memset(got, 0x55, 1024 * sizeof *got);
+						wh_qdw_plane(x, toff, wv, taps, zx, xs, rows, n, rs, got, &isa[i].cpu);
+						for (size_t k = 0; k < rows * n; k++)
+							CHECK(got[k] == ref[k], "%s taps %zu n %zu wlim %d x_s8 %d: [%zu] %d != %d",
+							      isa[i].name, taps, n, wlim[wl], xs, k, got[k], ref[k]);
+						CHECK(got[rows * n] == 0x55555555, "%s wrote past the plane", isa[i].name);
+					}
+	free(x);
+	free(ref);
+	free(got);
+}
+END_TEST
+
 int main(void)
 {
 	wh_cpu_init();
@@ -671,6 +771,7 @@ int main(void)
 	tcase_add_test(tc, matmul_extreme_products_are_exact);
 	tcase_add_test(tc, conv_matches_definition_on_every_isa_and_thread_count);
 	tcase_add_test(tc, quant_loops_match_scalar);
+	tcase_add_test(tc, depthwise_planes_match_scalar);
 	tcase_add_test(tc, operators_agree_across_isa_caps);
 	tcase_add_test(tc, qdq_conv_matches_definition);
 	suite_add_tcase(s, tc);

@@ -2233,20 +2233,12 @@ struct qlc_fin {
 	bool y_s8;
 };
 
-static void qlc_finish(void *arg, size_t plane, size_t col0, int32_t *sums, size_t cnt)
+static void qlc_finish(void *arg, size_t plane, size_t col0, int32_t *sums, size_t ld, size_t rows, size_t cnt)
 {
 	const struct qlc_fin *j = arg;
 	size_t m = plane % j->M;
-	if (j->bias) {
-		/* wrapping adds, 4 at a time (SSE2, the baseline) */
-		size_t i = 0;
-		const __m128i bv = _mm_set1_epi32(j->bias[m]);
-		for (; i + 4 <= cnt; i += 4)
-			_mm_storeu_si128((__m128i *)(sums + i), _mm_add_epi32(_mm_loadu_si128((const __m128i *)(sums + i)), bv));
-		for (; i < cnt; i++)
-			sums[i] = (int32_t)((uint32_t)sums[i] + (uint32_t)j->bias[m]);
-	}
-	wh_q_requant(sums, cnt, j->mult + m, 0, j->yz, j->y_s8, j->y + plane * j->P + col0, j->cpu);
+	wh_q_requant_bias_rows(sums, ld, rows, cnt, j->bias ? j->bias + m : NULL, j->mult + m, j->yz, j->y_s8,
+			       j->y + plane * j->P + col0, j->P, j->cpu);
 }
 
 static enum wh_status qlinear_conv_run(struct wh_kernel_ctx *ctx)
@@ -2322,31 +2314,35 @@ struct qdq_fin {
 	const struct wh_out_round *round;
 };
 
-static void qdq_finish(void *arg, size_t plane, size_t col0, int32_t *sums, size_t cnt)
+static void qdq_finish(void *arg, size_t plane, size_t col0, int32_t *sums, size_t ld, size_t rows, size_t cnt)
 {
 	const struct qdq_fin *j = arg;
-	size_t m = plane % j->M;
-	float bias = j->bias ? j->bias[m] : 0.0f;
-	if (j->y) {
-		float *y = j->y + plane * j->P + col0; /* the same memory as sums */
-		wh_q_scale_bias(sums, cnt, j->mult[m], bias, j->bias != NULL, y, j->cpu);
-		wh_out_round_apply(j->round, y, cnt);
+	size_t m0 = plane % j->M;
+	const struct wh_requant *rq = j->y ? NULL : j->round->quant;
+	const struct wh_epilogue *act = j->round ? j->round->act : NULL;
+	if (rq && act && act->op == WH_EW_RELU && !act->times_input) {
+		wh_q_scale_relu_quant_rows(sums, ld, rows, cnt, j->mult + m0, j->bias ? j->bias + m0 : NULL, rq->scale,
+					   rq->zp, rq->s8, j->q8 + plane * j->P + col0, j->P, j->cpu);
 		return;
 	}
-	const struct wh_requant *rq = j->round->quant;
-	const struct wh_epilogue *act = j->round->act;
-	if (act && act->op == WH_EW_RELU && !act->times_input) {
-		wh_q_scale_relu_quant(sums, cnt, j->mult[m], bias, j->bias != NULL, rq->scale, rq->zp, rq->s8,
-				      j->q8 + plane * j->P + col0, j->cpu);
-		return;
-	}
-	float tmp[512];
-	for (size_t i = 0; i < cnt; i += 512) {
-		size_t len = cnt - i < 512 ? cnt - i : 512;
-		wh_q_scale_bias(sums + i, len, j->mult[m], bias, j->bias != NULL, tmp, j->cpu);
-		if (j->round->act)
-			wh_epilogue_apply(j->round->act, j->cpu, tmp, len);
-		wh_q_quant(tmp, len, rq->scale, rq->zp, rq->s8, j->q8 + plane * j->P + col0 + i, j->cpu);
+	for (size_t r = 0; r < rows; r++) {
+		size_t m = m0 + r;
+		float bias = j->bias ? j->bias[m] : 0.0f;
+		int32_t *sr = sums + r * ld;
+		if (j->y) {
+			float *y = j->y + (plane + r) * j->P + col0; /* the same memory as sums */
+			wh_q_scale_bias(sr, cnt, j->mult[m], bias, j->bias != NULL, y, j->cpu);
+			wh_out_round_apply(j->round, y, cnt);
+			continue;
+		}
+		float tmp[512];
+		for (size_t i = 0; i < cnt; i += 512) {
+			size_t len = cnt - i < 512 ? cnt - i : 512;
+			wh_q_scale_bias(sr + i, len, j->mult[m], bias, j->bias != NULL, tmp, j->cpu);
+			if (act)
+				wh_epilogue_apply(act, j->cpu, tmp, len);
+			wh_q_quant(tmp, len, rq->scale, rq->zp, rq->s8, j->q8 + (plane + r) * j->P + col0 + i, j->cpu);
+		}
 	}
 }
 

@@ -7,8 +7,10 @@
 
 #include "executor/ops/qgemm-internal.h"
 
-/* MR rows x one panel (16 columns, two vectors of 8) at rows [m, m + MR), panel j. */
-static inline __attribute__((always_inline)) void tile(const struct wh_qg_args *a, size_t m, size_t j, int MR)
+/* MR rows x one panel (16 columns, two vectors of 8) at rows [m, m + MR), panel j; SW: the
+ * rows int8 and the panels uint8 (the extensions the other way). */
+static inline __attribute__((always_inline)) void tile(const struct wh_qg_args *a, size_t m, size_t j, int MR,
+							bool SW)
 {
 	size_t kp = a->kp;
 	__m256i acc[4][2];
@@ -21,15 +23,26 @@ static inline __attribute__((always_inline)) void tile(const struct wh_qg_args *
 	for (size_t k = 0; k < kp; k += 4) {
 		__m256i p0 = _mm256_loadu_si256((const __m256i *)(p + k * WH_QG_NR));
 		__m256i p1 = _mm256_loadu_si256((const __m256i *)(p + k * WH_QG_NR + 32));
-		/* k0, k2 (even bytes) and k1, k3 (odd bytes) of each column, sign-extended */
-		__m256i e0 = _mm256_srai_epi16(_mm256_slli_epi16(p0, 8), 8), o0 = _mm256_srai_epi16(p0, 8);
-		__m256i e1 = _mm256_srai_epi16(_mm256_slli_epi16(p1, 8), 8), o1 = _mm256_srai_epi16(p1, 8);
+		/* k0, k2 (even bytes) and k1, k3 (odd bytes) of each column, extended */
+		__m256i e0, o0, e1, o1;
+		if (SW) {
+			e0 = _mm256_and_si256(p0, lowb), o0 = _mm256_srli_epi16(p0, 8);
+			e1 = _mm256_and_si256(p1, lowb), o1 = _mm256_srli_epi16(p1, 8);
+		} else {
+			e0 = _mm256_srai_epi16(_mm256_slli_epi16(p0, 8), 8), o0 = _mm256_srai_epi16(p0, 8);
+			e1 = _mm256_srai_epi16(_mm256_slli_epi16(p1, 8), 8), o1 = _mm256_srai_epi16(p1, 8);
+		}
 #pragma GCC unroll 4
 		for (int r = 0; r < MR; r++) {
 			int32_t rv;
 			__builtin_memcpy(&rv, rw + r * kp + k, 4);
 			__m256i b = _mm256_set1_epi32(rv);
-			__m256i be = _mm256_and_si256(b, lowb), bo = _mm256_srli_epi16(b, 8);
+			__m256i be, bo;
+			if (SW) {
+				be = _mm256_srai_epi16(_mm256_slli_epi16(b, 8), 8), bo = _mm256_srai_epi16(b, 8);
+			} else {
+				be = _mm256_and_si256(b, lowb), bo = _mm256_srli_epi16(b, 8);
+			}
 			acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_add_epi32(_mm256_madd_epi16(be, e0),
 										 _mm256_madd_epi16(bo, o0)));
 			acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_add_epi32(_mm256_madd_epi16(be, e1),
@@ -40,11 +53,14 @@ static inline __attribute__((always_inline)) void tile(const struct wh_qg_args *
 #pragma GCC unroll 2
 	for (int h = 0; h < 2; h++) {
 		__m256i zp = _mm256_loadu_si256((const __m256i *)(a->zp + c0 + 8 * h));
-		__m256i cs = _mm256_loadu_si256((const __m256i *)(a->colsum + c0 + 8 * h));
+		__m256i cs = a->colsum ? _mm256_loadu_si256((const __m256i *)(a->colsum + c0 + 8 * h))
+				       : _mm256_setzero_si256();
 #pragma GCC unroll 4
 		for (int r = 0; r < MR; r++) {
-			__m256i v = _mm256_sub_epi32(acc[r][h], _mm256_mullo_epi32(zp, _mm256_set1_epi32(a->rowfix[m + r])));
-			v = _mm256_sub_epi32(v, _mm256_mullo_epi32(cs, _mm256_set1_epi32(a->zr[m + r])));
+			__m256i v = _mm256_sub_epi32(acc[r][h], a->rowc ? _mm256_set1_epi32(a->rowc[m + r])
+								      : _mm256_mullo_epi32(zp, _mm256_set1_epi32(a->rowfix[m + r])));
+			if (a->colsum)
+				v = _mm256_sub_epi32(v, _mm256_mullo_epi32(cs, _mm256_set1_epi32(a->zr[m + r])));
 			int32_t *c = a->c + (m + r) * a->ldc + c0 + 8 * h;
 			if (left >= 8 * (size_t)h + 8) {
 				_mm256_storeu_si256((__m256i *)c, v);
@@ -58,19 +74,47 @@ static inline __attribute__((always_inline)) void tile(const struct wh_qg_args *
 	}
 }
 
-void wh_qg_kernel_avx2(const struct wh_qg_args *a, size_t m0, size_t m1)
+static inline __attribute__((always_inline)) void kernel(const struct wh_qg_args *a, size_t m0, size_t m1, bool SW)
 {
 	size_t np = wh_qg_panels(a->n);
 	for (size_t j = 0; j < np; j++) {
 		size_t m = m0;
 		for (; m + 4 <= m1; m += 4)
-			tile(a, m, j, 4);
+			tile(a, m, j, 4, SW);
 		switch (m1 - m) {
-		case 3: tile(a, m, j, 3); break;
-		case 2: tile(a, m, j, 2); break;
-		case 1: tile(a, m, j, 1); break;
+		case 3: tile(a, m, j, 3, SW); break;
+		case 2: tile(a, m, j, 2, SW); break;
+		case 1: tile(a, m, j, 1, SW); break;
 		default: break;
 		}
+	}
+}
+
+void wh_qg_kernel_avx2(const struct wh_qg_args *a, size_t m0, size_t m1)
+{
+	if (a->swap)
+		kernel(a, m0, m1, true);
+	else
+		kernel(a, m0, m1, false);
+}
+
+void wh_qg_colsums_avx2_u8(const uint8_t *p, size_t kp, size_t n, int32_t *sums)
+{
+	size_t np = wh_qg_panels(n);
+	const __m256i ones = _mm256_set1_epi16(1), lowb = _mm256_set1_epi16(0x00FF);
+	for (size_t j = 0; j < np; j++) {
+		__m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+		const uint8_t *pj = p + j * kp * WH_QG_NR;
+		for (size_t k = 0; k < kp; k += 4) {
+			__m256i p0 = _mm256_loadu_si256((const __m256i *)(pj + k * WH_QG_NR));
+			__m256i p1 = _mm256_loadu_si256((const __m256i *)(pj + k * WH_QG_NR + 32));
+			__m256i t0 = _mm256_add_epi16(_mm256_and_si256(p0, lowb), _mm256_srli_epi16(p0, 8));
+			__m256i t1 = _mm256_add_epi16(_mm256_and_si256(p1, lowb), _mm256_srli_epi16(p1, 8));
+			s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(t0, ones));
+			s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(t1, ones));
+		}
+		_mm256_storeu_si256((__m256i *)(sums + j * WH_QG_NR), s0);
+		_mm256_storeu_si256((__m256i *)(sums + j * WH_QG_NR + 8), s1);
 	}
 }
 
@@ -94,29 +138,58 @@ void wh_qg_colsums_avx2(const int8_t *p, size_t kp, size_t n, int32_t *sums)
 	}
 }
 
-void wh_qdw_row_avx2(const uint8_t *const *src, const int32_t *wv, size_t taps, int32_t zx, bool x_s8, size_t n,
-		     int32_t *out)
+void wh_qdw_plane_avx2(const uint8_t *base, const size_t *toff, const int32_t *wv, size_t taps, int32_t zx,
+		       bool x_s8, size_t rows, size_t n, size_t rs, int32_t *out)
 {
-	/* sum x * w - zx * sum w, both wrapping: the same integer as the scalar's */
+	/* sum x * w - zx * sum w, both wrapping: the same integer as the scalar's. x and w - zw
+	 * (within +-255) as int16, two taps per vpmaddwd (pair sums within 2 * 255 * 255: exact);
+	 * the unpacks leave outputs 0-3 and 8-11 in one accumulator and 4-7, 12-15 in the other,
+	 * put back in order at the store. Weights beyond +-255 (not 8-bit data) take the widening
+	 * loop. */
 	uint32_t wsum = 0;
-	for (size_t t = 0; t < taps; t++)
+	bool fit = taps <= 64;
+	for (size_t t = 0; t < taps; t++) {
 		wsum += (uint32_t)wv[t];
-	const __m256i bias = _mm256_set1_epi32((int32_t)(0u - (uint32_t)zx * wsum));
-	size_t i = 0;
-	for (; i + 8 <= n; i += 8) {
-		__m256i acc = bias;
-		for (size_t t = 0; t < taps; t++) {
-			__m128i b = _mm_loadl_epi64((const __m128i *)(src[t] + i));
-			__m256i x = x_s8 ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
-			acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(x, _mm256_set1_epi32(wv[t])));
-		}
-		_mm256_storeu_si256((__m256i *)(out + i), acc);
+		fit = fit && wv[t] >= -255 && wv[t] <= 255;
 	}
-	if (i < n) {
-		const uint8_t *rest[64];
-		for (size_t t = 0; t < taps; t++)
-			rest[t] = src[t] + i;
-		wh_qdw_row_scalar(rest, wv, taps, zx, x_s8, n - i, out + i);
+	const __m256i bias = _mm256_set1_epi32((int32_t)(0u - (uint32_t)zx * wsum));
+	int32_t wp[32];
+	size_t o0[32], o1[32];
+	size_t pairs = fit ? (taps + 1) / 2 : 0;
+	for (size_t p = 0; p < pairs; p++) {
+		uint32_t lo = (uint16_t)(int16_t)wv[2 * p];
+		uint32_t hi = 2 * p + 1 < taps ? (uint16_t)(int16_t)wv[2 * p + 1] : 0;
+		wp[p] = (int32_t)(lo | hi << 16);
+		o0[p] = toff[2 * p];
+		o1[p] = toff[2 * p + 1 < taps ? 2 * p + 1 : 2 * p];
+	}
+	for (size_t r = 0; r < rows; r++, base += rs, out += n) {
+		size_t i = 0;
+		for (; fit && i + 16 <= n; i += 16) {
+			__m256i al = bias, ah = bias;
+			for (size_t p = 0; p < pairs; p++) {
+				__m128i b0 = _mm_loadu_si128((const __m128i *)(base + o0[p] + i));
+				__m128i b1 = _mm_loadu_si128((const __m128i *)(base + o1[p] + i));
+				__m256i x0 = x_s8 ? _mm256_cvtepi8_epi16(b0) : _mm256_cvtepu8_epi16(b0);
+				__m256i x1 = x_s8 ? _mm256_cvtepi8_epi16(b1) : _mm256_cvtepu8_epi16(b1);
+				__m256i w = _mm256_set1_epi32(wp[p]);
+				al = _mm256_add_epi32(al, _mm256_madd_epi16(_mm256_unpacklo_epi16(x0, x1), w));
+				ah = _mm256_add_epi32(ah, _mm256_madd_epi16(_mm256_unpackhi_epi16(x0, x1), w));
+			}
+			_mm256_storeu_si256((__m256i *)(out + i), _mm256_permute2x128_si256(al, ah, 0x20));
+			_mm256_storeu_si256((__m256i *)(out + i + 8), _mm256_permute2x128_si256(al, ah, 0x31));
+		}
+		for (; i + 8 <= n; i += 8) {
+			__m256i acc = bias;
+			for (size_t t = 0; t < taps; t++) {
+				__m128i b = _mm_loadl_epi64((const __m128i *)(base + toff[t] + i));
+				__m256i x = x_s8 ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+				acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(x, _mm256_set1_epi32(wv[t])));
+			}
+			_mm256_storeu_si256((__m256i *)(out + i), acc);
+		}
+		if (i < n)
+			wh_qdw_plane_scalar(base + i, toff, wv, taps, zx, x_s8, 1, n - i, rs, out + i);
 	}
 }
 

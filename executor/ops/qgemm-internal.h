@@ -13,6 +13,9 @@
  *   C = sum r*p - zp[n] * (rowsum[m] - K*zr[m]) - zr[m] * colsum[n]
  * which is the same polynomial, so the same integer modulo 2^32: every ISA gives the scalar
  * reference's bits, and the thread count only changes which thread computes a tile.
+ * Convolutions take the other pair (swap: weight rows int8, panels uint8): int8 weights
+ * are symmetric as quantizers write them (zr 0), so the colsum term and its pass vanish,
+ * and the x zero point is one value, so zp * rowfix is one per row (rowc).
  *
  * Layouts. R: M rows of kp = K rounded up to 4 bytes each (the padding is 0). P: panels of
  * WH_QG_NR = 16 columns; panel j holds columns [16j, 16j + 16) as kp/4 groups of 16 columns x
@@ -65,10 +68,12 @@ struct wh_qg_args {
 	size_t n;
 	const int32_t *rowfix; /* per row: rowsum - K * zr */
 	const int32_t *zr;     /* per row: the row side's zero point (after the flip) */
-	const int32_t *colsum; /* per column, wh_qg_panels(n) * 16 entries */
+	const int32_t *colsum; /* per column, wh_qg_panels(n) * 16 entries; NULL: every zr is 0 */
 	const int32_t *zp;     /* per column, as many: the panel side's zero point (after the flip) */
 	int32_t *c;            /* row m at c + m * ldc, columns [0, n) */
 	size_t ldc;
+	const int32_t *rowc;   /* per row, or NULL: zp * rowfix where zp is one value for all columns */
+	bool swap;             /* the rows int8 and the panels uint8 (the flips the other way) */
 };
 
 /* Rows [m0, m1) of the product (rows index a->r, a->rowfix, a->zr and c from 0). */
@@ -76,38 +81,45 @@ void wh_qg_kernel(const struct wh_qg_args *a, size_t m0, size_t m1, const struct
 void wh_qg_kernel_scalar(const struct wh_qg_args *a, size_t m0, size_t m1);
 void wh_qg_kernel_avx2(const struct wh_qg_args *a, size_t m0, size_t m1);
 void wh_qg_kernel_avx512(const struct wh_qg_args *a, size_t m0, size_t m1); /* needs VNNI */
-/* Column sums of n columns of packed panels (wh_qg_panels(n) * 16 entries written). */
+/* Column sums of n columns of packed panels (wh_qg_panels(n) * 16 entries written); _u8:
+ * of panels of uint8 bytes (swap). */
 void wh_qg_colsums(const int8_t *p, size_t kp, size_t n, int32_t *sums, const struct wh_cpu_features *cpu);
+void wh_qg_colsums_u8(const uint8_t *p, size_t kp, size_t n, int32_t *sums, const struct wh_cpu_features *cpu);
 
-/* Depthwise rows: out[i] = sum over t < taps of (x_t[i] - zx) * wv[t] for i < n, x_t = src[t]
- * (8-bit, signed when x_s8), wrapping int32. */
-void wh_qdw_row(const uint8_t *const *src, const int32_t *wv, size_t taps, int32_t zx, bool x_s8, size_t n,
-		int32_t *out, const struct wh_cpu_features *cpu);
-void wh_qdw_row_scalar(const uint8_t *const *src, const int32_t *wv, size_t taps, int32_t zx, bool x_s8, size_t n,
-		       int32_t *out);
-void wh_qdw_row_avx2(const uint8_t *const *src, const int32_t *wv, size_t taps, int32_t zx, bool x_s8, size_t n,
-		     int32_t *out);
-void wh_qdw_row_avx512(const uint8_t *const *src, const int32_t *wv, size_t taps, int32_t zx, bool x_s8, size_t n,
-		       int32_t *out);
+/* Depthwise planes: out[r * n + i] = sum over t < taps of (x(base + r * rs + toff[t] + i) -
+ * zx) * wv[t] for r < rows, i < n (8-bit x, signed when x_s8; taps <= 64), wrapping int32.
+ * Every path reads only those bytes. */
+void wh_qdw_plane(const uint8_t *base, const size_t *toff, const int32_t *wv, size_t taps, int32_t zx, bool x_s8,
+		  size_t rows, size_t n, size_t rs, int32_t *out, const struct wh_cpu_features *cpu);
+void wh_qdw_plane_scalar(const uint8_t *base, const size_t *toff, const int32_t *wv, size_t taps, int32_t zx,
+			 bool x_s8, size_t rows, size_t n, size_t rs, int32_t *out);
+void wh_qdw_plane_avx2(const uint8_t *base, const size_t *toff, const int32_t *wv, size_t taps, int32_t zx,
+		       bool x_s8, size_t rows, size_t n, size_t rs, int32_t *out);
+void wh_qdw_plane_avx512(const uint8_t *base, const size_t *toff, const int32_t *wv, size_t taps, int32_t zx,
+			 bool x_s8, size_t rows, size_t n, size_t rs, int32_t *out);
+/* needs VNNI; weights within int8 take vpdpbusd, others wh_qdw_plane_avx512 */
+void wh_qdw_plane_vnni(const uint8_t *base, const size_t *toff, const int32_t *wv, size_t taps, int32_t zx,
+		       bool x_s8, size_t rows, size_t n, size_t rs, int32_t *out);
 
 /* ---- the operators' integer products ---- */
 
 /* Integer convolution: acc = conv(x - zx, w - zw[co]) (+ bias[co]), 8-bit x and w (signed
  * when x_s8 / w_s8), zw one value per output channel (s->M of them), bias int32 or NULL;
  * acc as y's layout [N, M, out...]. Depthwise layers (one input and one output channel per
- * group) run wh_qdw_row over each output row, the others the GEMM. 1-D and 2-D only: WH_ERR_UNSUPPORTED for other ranks
+ * group) run wh_qdw_plane over each output plane, the others the GEMM. 1-D and 2-D only: WH_ERR_UNSUPPORTED for other ranks
  * (the caller runs its reference), WH_ERR_NOMEM when scratch memory runs out. */
 enum wh_status wh_qconv(const struct wh_cpu_features *cpu, struct wh_threadpool *pool, const struct wh_conv_shape *s,
 			const void *x, bool x_s8, int32_t zx, const void *w, bool w_s8, const int32_t *zw,
 			const int32_t *bias, int32_t *acc);
 
 /* wh_qconv handing each block of sums to fin->fn as soon as it is computed (while it is in
- * cache): fn(arg, plane, col0, sums, cnt) for outputs [col0, col0 + cnt) of output plane
- * `plane` (n * M + m); every output exactly once, from any thread. With acc the sums are
+ * cache): fn(arg, plane, col0, sums, ld, rows, cnt) for outputs [col0, col0 + cnt) of the
+ * output planes plane .. plane + rows - 1 (n * M + m: one image, consecutive channels), row r's
+ * sums at sums + r * ld; every output exactly once, from any thread. With acc the sums are
  * also there (fn may overwrite them in place); with acc NULL they live in the task's scratch
  * only. No bias (add it in fn). */
 struct wh_qconv_finish {
-	void (*fn)(void *arg, size_t plane, size_t col0, int32_t *sums, size_t cnt);
+	void (*fn)(void *arg, size_t plane, size_t col0, int32_t *sums, size_t ld, size_t rows, size_t cnt);
 	void *arg;
 };
 enum wh_status wh_qconv_fin(const struct wh_cpu_features *cpu, struct wh_threadpool *pool,
@@ -145,6 +157,16 @@ void wh_q_requant_avx2(const int32_t *acc, size_t n, const float *mult, size_t m
 void wh_q_requant_avx512(const int32_t *acc, size_t n, const float *mult, size_t mstride, int32_t yz, bool y_s8,
 			 void *y);
 
+/* wh_q_requant of acc + bias (wrapping int32 adds) with one multiplier: QLinearConv's finish.
+ * acc may be overwritten (the bias added in place). */
+void wh_q_requant_bias(int32_t *acc, size_t n, int32_t bias, float mult, int32_t yz, bool y_s8, void *y,
+		       const struct wh_cpu_features *cpu);
+void wh_q_requant_bias_avx512(const int32_t *acc, size_t n, int32_t bias, float mult, int32_t yz, bool y_s8, void *y);
+/* rows of n: row r from acc + r * lda (may be overwritten) with bias[r] (bias NULL: 0) and
+ * mult[r] to y + r * ldy */
+void wh_q_requant_bias_rows(int32_t *acc, size_t lda, size_t rows, size_t n, const int32_t *bias, const float *mult,
+			    int32_t yz, bool y_s8, uint8_t *y, size_t ldy, const struct wh_cpu_features *cpu);
+
 /* QuantizeLinear's float32 to 8 bits: v = nearbyintf(x[i] / scale) + zp in float32, NaN
  * to 0, clamped to [0, 255] (uint8) or [-128, 127] (int8). */
 void wh_q_quant(const float *x, size_t n, float scale, float zp, bool y_s8, void *y, const struct wh_cpu_features *cpu);
@@ -169,7 +191,14 @@ void wh_q_scale_bias_avx2(const int32_t *acc, size_t n, float mult, float bias, 
 void wh_q_scale_bias_avx512(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float *y);
 
 /* A QDQ Conv's sums to a fused Relu then QuantizeLinear in one pass: the bits of
- * wh_q_scale_bias, then Relu (0 > v ? 0 : v), then wh_q_quant, run apart. */
+ * wh_q_scale_bias, then Relu (0 > v ? 0 : v), then wh_q_quant, run apart. _rows: rows of n
+ * (row r: acc + r * lda to y + r * ldy, with mult[r] and bias[r], bias NULL: none), the
+ * setup once. */
+void wh_q_scale_relu_quant_rows(const int32_t *acc, size_t lda, size_t rows, size_t n, const float *mult,
+				const float *bias, float scale, float zp, bool y_s8, uint8_t *y, size_t ldy,
+				const struct wh_cpu_features *cpu);
+void wh_q_scale_relu_quant_rows_avx512(const int32_t *acc, size_t lda, size_t rows, size_t n, const float *mult,
+				       const float *bias, float scale, float zp, bool y_s8, uint8_t *y, size_t ldy);
 void wh_q_scale_relu_quant(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float scale, float zp,
 			   bool y_s8, void *y, const struct wh_cpu_features *cpu);
 void wh_q_scale_relu_quant_scalar(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float scale,

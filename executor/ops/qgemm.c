@@ -45,17 +45,53 @@ void wh_qg_pack(const uint8_t *src, size_t ld, size_t K, size_t N, uint8_t flip,
 void wh_qg_rows(const uint8_t *src, size_t ld, size_t M, size_t K, uint8_t flip, uint8_t *dst, int32_t *rowsum)
 {
 	size_t kp = wh_qg_kp(K);
+	const __m128i fl = _mm_set1_epi8((char)flip), zero = _mm_setzero_si128();
 	for (size_t m = 0; m < M; m++) {
 		const uint8_t *s = src + m * ld;
 		uint8_t *d = dst + m * kp;
-		int32_t sum = 0;
-		for (size_t k = 0; k < K; k++) {
+		/* 16 bytes at a time (SSE2): the flip, then the byte sums (psadbw, exact) */
+		__m128i acc = zero;
+		size_t k = 0;
+		for (; k + 16 <= K; k += 16) {
+			__m128i v = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(s + k)), fl);
+			_mm_storeu_si128((__m128i *)(d + k), v);
+			acc = _mm_add_epi64(acc, _mm_sad_epu8(v, zero));
+		}
+		uint64_t sum = (uint64_t)_mm_cvtsi128_si64(acc) + (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(acc, acc));
+		for (; k < K; k++) {
 			d[k] = s[k] ^ flip;
 			sum += d[k];
 		}
-		for (size_t k = K; k < kp; k++)
+		for (k = K; k < kp; k++)
 			d[k] = 0;
-		rowsum[m] = sum;
+		rowsum[m] = (int32_t)(uint32_t)sum;
+	}
+}
+
+/* wh_qg_rows with the row sums of the stored bytes as int8 (the swapped pair's weight rows):
+ * int8 b = (b ^ 0x80) - 128, so the unsigned sums of b ^ 0x80 less 128 K. */
+static void rows_s8(const uint8_t *src, size_t M, size_t K, uint8_t flip, uint8_t *dst, int32_t *rowsum)
+{
+	size_t kp = wh_qg_kp(K);
+	const __m128i fl = _mm_set1_epi8((char)flip), sg = _mm_set1_epi8((char)0x80), zero = _mm_setzero_si128();
+	for (size_t m = 0; m < M; m++) {
+		const uint8_t *s = src + m * K;
+		uint8_t *d = dst + m * kp;
+		__m128i acc = zero;
+		size_t k = 0;
+		for (; k + 16 <= K; k += 16) {
+			__m128i v = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(s + k)), fl);
+			_mm_storeu_si128((__m128i *)(d + k), v);
+			acc = _mm_add_epi64(acc, _mm_sad_epu8(_mm_xor_si128(v, sg), zero));
+		}
+		uint64_t sum = (uint64_t)_mm_cvtsi128_si64(acc) + (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(acc, acc));
+		for (; k < K; k++) {
+			d[k] = s[k] ^ flip;
+			sum += (uint8_t)(d[k] ^ 0x80);
+		}
+		for (k = K; k < kp; k++)
+			d[k] = 0;
+		rowsum[m] = (int32_t)(uint32_t)(sum - 128 * (uint64_t)K);
 	}
 }
 
@@ -82,26 +118,33 @@ void wh_qg_kernel_scalar(const struct wh_qg_args *a, size_t m0, size_t m1)
 			const int8_t *pj = a->p + (n / WH_QG_NR) * kp * WH_QG_NR + (n % WH_QG_NR) * 4;
 			uint32_t s = 0;
 			for (size_t k = 0; k < kp; k += 4)
-				for (size_t q = 0; q < 4; q++)
-					s += (uint32_t)((int32_t)r[k + q] * (int32_t)pj[k * WH_QG_NR + q]);
-			s -= (uint32_t)a->zp[n] * (uint32_t)a->rowfix[m];
-			s -= (uint32_t)a->zr[m] * (uint32_t)a->colsum[n];
+				for (size_t q = 0; q < 4; q++) {
+					uint8_t rb = r[k + q], pb = (uint8_t)pj[k * WH_QG_NR + q];
+					int32_t rv = a->swap ? (int32_t)(int8_t)rb : (int32_t)rb;
+					int32_t pv = a->swap ? (int32_t)pb : (int32_t)(int8_t)pb;
+					s += (uint32_t)(rv * pv);
+				}
+			s -= a->rowc ? (uint32_t)a->rowc[m] : (uint32_t)a->zp[n] * (uint32_t)a->rowfix[m];
+			if (a->colsum)
+				s -= (uint32_t)a->zr[m] * (uint32_t)a->colsum[n];
 			a->c[m * a->ldc + n] = (int32_t)s;
 		}
 	}
 }
 
-void wh_qdw_row_scalar(const uint8_t *const *src, const int32_t *wv, size_t taps, int32_t zx, bool x_s8, size_t n,
-		       int32_t *out)
+void wh_qdw_plane_scalar(const uint8_t *base, const size_t *toff, const int32_t *wv, size_t taps, int32_t zx,
+			 bool x_s8, size_t rows, size_t n, size_t rs, int32_t *out)
 {
-	for (size_t i = 0; i < n; i++) {
-		uint32_t s = 0;
-		for (size_t t = 0; t < taps; t++) {
-			int32_t x = x_s8 ? (int32_t)(int8_t)src[t][i] : (int32_t)src[t][i];
-			s += (uint32_t)(x - zx) * (uint32_t)wv[t];
+	for (size_t r = 0; r < rows; r++, base += rs, out += n)
+		for (size_t i = 0; i < n; i++) {
+			uint32_t s = 0;
+			for (size_t t = 0; t < taps; t++) {
+				uint8_t b = base[toff[t] + i];
+				int32_t x = x_s8 ? (int32_t)(int8_t)b : (int32_t)b;
+				s += (uint32_t)(x - zx) * (uint32_t)wv[t];
+			}
+			out[i] = (int32_t)s;
 		}
-		out[i] = (int32_t)s;
-	}
 }
 
 /* ---- dispatch ---- */
@@ -129,6 +172,27 @@ void wh_qg_colsums(const int8_t *p, size_t kp, size_t n, int32_t *sums, const st
 		colsums_scalar(p, kp, n, sums);
 }
 
+void wh_qg_colsums_avx2_u8(const uint8_t *p, size_t kp, size_t n, int32_t *sums);
+void wh_qg_colsums_avx512_u8(const uint8_t *p, size_t kp, size_t n, int32_t *sums);
+
+void wh_qg_colsums_u8(const uint8_t *p, size_t kp, size_t n, int32_t *sums, const struct wh_cpu_features *cpu)
+{
+	if (use_vnni(cpu)) {
+		wh_qg_colsums_avx512_u8(p, kp, n, sums);
+	} else if (use_avx2(cpu)) {
+		wh_qg_colsums_avx2_u8(p, kp, n, sums);
+	} else {
+		size_t np = wh_qg_panels(n);
+		for (size_t j = 0; j < np; j++)
+			for (size_t c = 0; c < WH_QG_NR; c++) {
+				uint32_t sum = 0;
+				for (size_t k = 0; k < kp; k++)
+					sum += p[j * kp * WH_QG_NR + (k / 4) * 4 * WH_QG_NR + c * 4 + k % 4];
+				sums[j * WH_QG_NR + c] = (int32_t)sum;
+			}
+	}
+}
+
 void wh_qg_kernel(const struct wh_qg_args *a, size_t m0, size_t m1, const struct wh_cpu_features *cpu)
 {
 	if (use_vnni(cpu))
@@ -139,15 +203,47 @@ void wh_qg_kernel(const struct wh_qg_args *a, size_t m0, size_t m1, const struct
 		wh_qg_kernel_scalar(a, m0, m1);
 }
 
-void wh_qdw_row(const uint8_t *const *src, const int32_t *wv, size_t taps, int32_t zx, bool x_s8, size_t n,
-		int32_t *out, const struct wh_cpu_features *cpu)
+void wh_qdw_plane(const uint8_t *base, const size_t *toff, const int32_t *wv, size_t taps, int32_t zx, bool x_s8,
+		  size_t rows, size_t n, size_t rs, int32_t *out, const struct wh_cpu_features *cpu)
 {
-	if (cpu && cpu->isa >= WH_ISA_AVX512)
-		wh_qdw_row_avx512(src, wv, taps, zx, x_s8, n, out);
+	if (use_vnni(cpu))
+		wh_qdw_plane_vnni(base, toff, wv, taps, zx, x_s8, rows, n, rs, out);
+	else if (cpu && cpu->isa >= WH_ISA_AVX512)
+		wh_qdw_plane_avx512(base, toff, wv, taps, zx, x_s8, rows, n, rs, out);
 	else if (use_avx2(cpu))
-		wh_qdw_row_avx2(src, wv, taps, zx, x_s8, n, out);
+		wh_qdw_plane_avx2(base, toff, wv, taps, zx, x_s8, rows, n, rs, out);
 	else
-		wh_qdw_row_scalar(src, wv, taps, zx, x_s8, n, out);
+		wh_qdw_plane_scalar(base, toff, wv, taps, zx, x_s8, rows, n, rs, out);
+}
+
+void wh_q_requant_bias(int32_t *acc, size_t n, int32_t bias, float mult, int32_t yz, bool y_s8, void *y,
+		       const struct wh_cpu_features *cpu)
+{
+	if (cpu && cpu->isa >= WH_ISA_AVX512) {
+		wh_q_requant_bias_avx512(acc, n, bias, mult, yz, y_s8, y);
+		return;
+	}
+	/* wrapping adds, 4 at a time (SSE2, the baseline), then the requantization */
+	size_t i = 0;
+	const __m128i bv = _mm_set1_epi32(bias);
+	for (; bias && i + 4 <= n; i += 4)
+		_mm_storeu_si128((__m128i *)(acc + i), _mm_add_epi32(_mm_loadu_si128((const __m128i *)(acc + i)), bv));
+	for (; bias && i < n; i++)
+		acc[i] = (int32_t)((uint32_t)acc[i] + (uint32_t)bias);
+	wh_q_requant(acc, n, &mult, 0, yz, y_s8, y, cpu);
+}
+
+void wh_q_requant_bias_rows(int32_t *acc, size_t lda, size_t rows, size_t n, const int32_t *bias, const float *mult,
+			    int32_t yz, bool y_s8, uint8_t *y, size_t ldy, const struct wh_cpu_features *cpu)
+{
+	bool avx512 = cpu && cpu->isa >= WH_ISA_AVX512;
+	for (size_t r = 0; r < rows; r++) {
+		int32_t b = bias ? bias[r] : 0;
+		if (avx512)
+			wh_q_requant_bias_avx512(acc + r * lda, n, b, mult[r], yz, y_s8, y + r * ldy);
+		else
+			wh_q_requant_bias(acc + r * lda, n, b, mult[r], yz, y_s8, y + r * ldy, cpu);
+	}
 }
 
 void wh_q_requant(const int32_t *acc, size_t n, const float *mult, size_t mstride, int32_t yz, bool y_s8, void *y,
@@ -255,6 +351,19 @@ void wh_q_scale_relu_quant(const int32_t *acc, size_t n, float mult, float bias,
 	}
 }
 
+void wh_q_scale_relu_quant_rows(const int32_t *acc, size_t lda, size_t rows, size_t n, const float *mult,
+				const float *bias, float scale, float zp, bool y_s8, uint8_t *y, size_t ldy,
+				const struct wh_cpu_features *cpu)
+{
+	if (cpu && cpu->isa >= WH_ISA_AVX512) {
+		wh_q_scale_relu_quant_rows_avx512(acc, lda, rows, n, mult, bias, scale, zp, y_s8, y, ldy);
+		return;
+	}
+	for (size_t r = 0; r < rows; r++)
+		wh_q_scale_relu_quant(acc + r * lda, n, mult[r], bias ? bias[r] : 0.0f, bias != NULL, scale, zp, y_s8,
+				      y + r * ldy, cpu);
+}
+
 void wh_q_scale_relu_quant_scalar(const int32_t *acc, size_t n, float mult, float bias, bool has_bias, float scale,
 				  float zp, bool y_s8, void *y)
 {
@@ -291,34 +400,32 @@ void wh_q_minmax_scalar(const float *x, size_t n, float *lo_out, float *hi_out)
 
 /* ---- integer convolution ---- */
 
-/* Columns per block: the block's panels (kp x NB bytes) stay in L2; at least 4 blocks per
- * image and group where there are 64 columns each, so that 2-4 threads share a small layer
- * evenly. Sizes only: the blocks never depend on the thread count (and the integer results
- * never on the blocks). */
+/* Columns per block: whole groups of 64 (the 4x4 tile's 4 panels) but the last, at least 16
+ * blocks per image and group where there are 16 groups (dynamic scheduling then leaves 2-4
+ * threads within a few percent of even; fewer, larger blocks left one thread a third more
+ * columns on 28x28 layers), at most the columns whose panels (kp x NB bytes) stay within
+ * about 96 KB and 1024. Sizes only: the blocks never depend on the thread count (and the
+ * integer results never on the blocks). */
 static size_t conv_block_cols(size_t kp, size_t P)
 {
-	size_t nb = ((size_t)96 * 1024 / (kp ? kp : 1)) & ~(size_t)(WH_QG_NR - 1);
-	if (nb < 2 * WH_QG_NR)
-		nb = 2 * WH_QG_NR;
-	if (nb > 1024)
-		nb = 1024;
-	size_t nblocks = (P + nb - 1) / nb, want = P / 64 < 4 ? P / 64 : 4;
-	if (nblocks < want)
-		nblocks = want;
-	if (nblocks < 1)
-		nblocks = 1;
-	size_t per = (P + nblocks - 1) / nblocks;
-	return (per + WH_QG_NR - 1) & ~(size_t)(WH_QG_NR - 1);
+	size_t cap = (size_t)96 * 1024 / (kp ? kp : 1) / 64;
+	cap = cap < 1 ? 1 : cap > 16 ? 16 : cap;
+	size_t per = (P + 63) / 64 / 16;
+	per = per < 1 ? 1 : per > cap ? cap : per;
+	size_t nb = per * 64;
+	return nb > P ? (P + WH_QG_NR - 1) & ~(size_t)(WH_QG_NR - 1) : nb;
 }
 
 struct qconv_job {
 	const struct wh_cpu_features *cpu;
 	const struct wh_conv_shape *s;
 	const uint8_t *x;
-	uint8_t flip_x;  /* 0x80 when x is uint8 */
+	uint8_t flip_x;  /* 0x80 when x is int8 (the panels are uint8) */
 	uint8_t pad_x;   /* the padding byte: x's zero point in x's own encoding */
 	int32_t zp;      /* x's zero point after the flip */
-	const uint8_t *r; /* all M weight rows */
+	const uint8_t *r; /* all M weight rows (int8 bytes) */
+	const int32_t *rowc; /* per row: zp * rowfix */
+	bool zr_any;     /* some weight zero point is not 0: the column sums are needed */
 	size_t K, kp, nb, nblocks;
 	const int32_t *rowfix, *zr;
 	int32_t *acc;   /* NULL: the finish's scratch only */
@@ -327,6 +434,7 @@ struct qconv_job {
 	/* otherwise the input, padded and split into stride phases along the width (below) */
 	uint8_t *xs;
 	size_t hp, wr, sw; /* padded height; phase length; width stride */
+	size_t *koff;      /* per k of the column matrix: its tap's offset in the split planes */
 	atomic_bool nomem;
 };
 
@@ -346,31 +454,41 @@ static void geo2_of(const struct wh_conv_shape *s, struct geo2 *g)
 
 /* The padded input of every channel, each padded row (width Wp = pw + W + pw1) split into
  * sw phases of wr = ceil(Wp / sw) bytes: phase q holds padded columns q, q + sw, ... so
- * that the inputs of consecutive outputs of one tap are consecutive bytes. */
+ * that the inputs of consecutive outputs of one tap are consecutive bytes. Each byte xor
+ * flip_x (the panels' int8 encoding, so im2col copies them as they are). */
 static void split_planes(void *arg, size_t begin, size_t end)
 {
 	struct qconv_job *j = arg;
 	struct geo2 g;
 	geo2_of(j->s, &g);
 	size_t W = (size_t)g.W, H = (size_t)g.H, sw = j->sw, wr = j->wr, pw = (size_t)g.pw;
-	for (size_t c = begin; c < end; c++) {
+	const uint8_t flip = j->flip_x, pad = j->pad_x ^ flip;
+	const __m128i fl = _mm_set1_epi8((char)flip);
+	/* items are padded rows of all planes (a 3-channel stem has 3 planes for 2-4 threads) */
+	for (size_t it = begin; it < end; it++) {
+		size_t c = it / j->hp, r = it % j->hp;
 		const uint8_t *xc = j->x + c * H * W;
 		uint8_t *dc = j->xs + c * j->hp * sw * wr;
-		for (size_t r = 0; r < j->hp; r++) {
+		{
 			uint8_t *d = dc + r * sw * wr;
 			int64_t ih = (int64_t)r - g.ph;
 			if (ih < 0 || ih >= (int64_t)H) {
-				memset(d, j->pad_x, sw * wr);
+				memset(d, pad, sw * wr);
 				continue;
 			}
 			const uint8_t *row = xc + (size_t)ih * W;
 			if (sw == 1) {
-				memset(d, j->pad_x, pw);
-				memcpy(d + pw, row, W);
-				memset(d + pw + W, j->pad_x, wr - pw - W);
+				memset(d, pad, pw);
+				size_t i = 0;
+				for (; i + 16 <= W; i += 16)
+					_mm_storeu_si128((__m128i *)(d + pw + i),
+							 _mm_xor_si128(_mm_loadu_si128((const __m128i *)(row + i)), fl));
+				for (; i < W; i++)
+					d[pw + i] = row[i] ^ flip;
+				memset(d + pw + W, pad, wr - pw - W);
 				continue;
 			}
-			memset(d, j->pad_x, sw * wr);
+			memset(d, pad, sw * wr);
 			size_t i = 0;
 			if (sw == 2) {
 				/* even and odd bytes of 32 at a time (SSE2); with an odd left pad the
@@ -383,13 +501,25 @@ static void split_planes(void *arg, size_t begin, size_t end)
 					__m128i b = _mm_loadu_si128((const __m128i *)(row + i + 16));
 					__m128i ev = _mm_packus_epi16(_mm_and_si128(a, lo), _mm_and_si128(b, lo));
 					__m128i od = _mm_packus_epi16(_mm_srli_epi16(a, 8), _mm_srli_epi16(b, 8));
-					_mm_storeu_si128((__m128i *)(de + i / 2), ev);
-					_mm_storeu_si128((__m128i *)(dodd + i / 2), od);
+					_mm_storeu_si128((__m128i *)(de + i / 2), _mm_xor_si128(ev, fl));
+					_mm_storeu_si128((__m128i *)(dodd + i / 2), _mm_xor_si128(od, fl));
+				}
+				if (i < W && W >= 33) {
+					/* the tail: the last 32 bytes from an even offset (they rewrite
+					 * some bytes with the same values) */
+					size_t t = (W - 32) & ~(size_t)1;
+					__m128i a = _mm_loadu_si128((const __m128i *)(row + t));
+					__m128i b = _mm_loadu_si128((const __m128i *)(row + t + 16));
+					__m128i ev = _mm_packus_epi16(_mm_and_si128(a, lo), _mm_and_si128(b, lo));
+					__m128i od = _mm_packus_epi16(_mm_srli_epi16(a, 8), _mm_srli_epi16(b, 8));
+					_mm_storeu_si128((__m128i *)(de + t / 2), _mm_xor_si128(ev, fl));
+					_mm_storeu_si128((__m128i *)(dodd + t / 2), _mm_xor_si128(od, fl));
+					i = t + 32;
 				}
 			}
 			size_t q = (pw + i) % sw, idx = (pw + i) / sw;
 			for (; i < W; i++) {
-				d[q * wr + idx] = row[i];
+				d[q * wr + idx] = row[i] ^ flip;
 				if (++q == sw) {
 					q = 0;
 					idx++;
@@ -411,9 +541,7 @@ static void im2col_pack(const struct qconv_job *j, size_t plane0, size_t n0, siz
 	struct geo2 g;
 	geo2_of(j->s, &g);
 	size_t OW = (size_t)g.OW, K = j->K, kp = j->kp, sw = j->sw, wr = j->wr;
-	size_t taps = (size_t)(g.KH * g.KW), rs = (size_t)g.sh * sw * wr, plane = j->hp * sw * wr;
-	const uint8_t flip = j->flip_x;
-	const __m128i fl = _mm_set1_epi8((char)flip);
+	size_t rs = (size_t)g.sh * sw * wr, plane = j->hp * sw * wr;
 	/* per chunk of 16 columns, the same for every k: where it starts (offa), and where its
 	 * columns on the next output row start less the split (offb, split > 0: blended;
 	 * split 0: in one row; split 16: byte by byte) */
@@ -435,20 +563,13 @@ static void im2col_pack(const struct qconv_job *j, size_t plane0, size_t n0, siz
 	}
 	for (size_t k0 = 0; k0 < kp; k0 += 4) {
 		const uint8_t *b[4] = {NULL, NULL, NULL, NULL};
-		bool full = true;
-		for (size_t q = 0; q < 4; q++) {
-			size_t k = k0 + q;
-			if (k >= K) {
-				full = false;
-				continue;
-			}
-			size_t ci = k / taps, t = k % taps, kh = t / (size_t)g.KW, kw = t % (size_t)g.KW;
-			size_t col = kw * (size_t)g.dw;
-			b[q] = j->xs + (plane0 + ci) * plane + kh * (size_t)g.dh * sw * wr + (col % sw) * wr + col / sw;
-		}
+		/* the k past K (the last group's): read as k0's, then zero */
+		size_t valid = K - k0 < 4 ? K - k0 : 4;
+		for (size_t q = 0; q < 4; q++)
+			b[q] = j->xs + plane0 * plane + j->koff[k0 + (q < valid ? q : 0)];
 		for (size_t ch = 0; ch < nch; ch++) {
 			int8_t *d = pan + ch * kp * WH_QG_NR + k0 * WH_QG_NR;
-			if (full && split[ch] < WH_QG_NR) {
+			if (split[ch] < WH_QG_NR) {
 				const uint8_t *s0 = b[0] + offa[ch], *s1 = b[1] + offa[ch], *s2 = b[2] + offa[ch],
 					      *s3 = b[3] + offa[ch];
 				__m128i r0 = _mm_loadu_si128((const __m128i *)s0), r1 = _mm_loadu_si128((const __m128i *)s1);
@@ -464,10 +585,12 @@ static void im2col_pack(const struct qconv_job *j, size_t plane0, size_t n0, siz
 					WH_QBLEND(r3, 3);
 #undef WH_QBLEND
 				}
-				r0 = _mm_xor_si128(r0, fl);
-				r1 = _mm_xor_si128(r1, fl);
-				r2 = _mm_xor_si128(r2, fl);
-				r3 = _mm_xor_si128(r3, fl);
+				if (valid < 4) {
+					const __m128i z = _mm_setzero_si128();
+					r3 = z;
+					r2 = valid < 3 ? z : r2;
+					r1 = valid < 2 ? z : r1;
+				}
 				__m128i a = _mm_unpacklo_epi8(r0, r1), bb = _mm_unpackhi_epi8(r0, r1);
 				__m128i cc = _mm_unpacklo_epi8(r2, r3), e = _mm_unpackhi_epi8(r2, r3);
 				_mm_storeu_si128((__m128i *)d, _mm_unpacklo_epi16(a, cc));
@@ -480,9 +603,8 @@ static void im2col_pack(const struct qconv_job *j, size_t plane0, size_t n0, siz
 			size_t nn = cnt - ch * WH_QG_NR < WH_QG_NR ? cnt - ch * WH_QG_NR : WH_QG_NR;
 			memset(d, 0, 4 * WH_QG_NR);
 			for (size_t i = 0; i < nn; i++) {
-				for (size_t q = 0; q < 4; q++)
-					if (b[q])
-						d[i * 4 + q] = (int8_t)(b[q][oh * rs + ow] ^ flip);
+				for (size_t q = 0; q < valid; q++)
+					d[i * 4 + q] = (int8_t)b[q][oh * rs + ow];
 				if (++ow == OW) {
 					ow = 0;
 					oh++;
@@ -509,8 +631,14 @@ static void qdw_chunk(void *arg, size_t begin, size_t end)
 	struct geo2 g;
 	geo2_of(s, &g);
 	size_t taps = (size_t)(g.KH * g.KW), OW = (size_t)g.OW, OH = (size_t)g.OH, sw = j->sw, wr = j->wr;
-	const uint8_t *src[64];
+	size_t toff[64];
 	int32_t wv[64];
+	size_t t = 0;
+	for (int64_t kh = 0; kh < g.KH; kh++)
+		for (int64_t kw = 0; kw < g.KW; kw++, t++) {
+			size_t q = (size_t)(kw * g.dw) % sw, off = (size_t)(kw * g.dw) / sw;
+			toff[t] = (size_t)(kh * g.dh) * sw * wr + q * wr + off;
+		}
 	int32_t *scratch = j->acc ? NULL : malloc(OH * OW * sizeof(int32_t) + 1);
 	if (!j->acc && !scratch) {
 		atomic_store(&j->nomem, true);
@@ -520,22 +648,13 @@ static void qdw_chunk(void *arg, size_t begin, size_t end)
 		size_t co = c % (size_t)s->M;
 		int32_t *out = j->acc ? j->acc + c * OH * OW : scratch;
 		const uint8_t *pc = j->xs + c * j->hp * sw * wr;
-		for (size_t t = 0; t < taps; t++) {
+		for (t = 0; t < taps; t++) {
 			uint8_t b = d->w[co * taps + t];
 			wv[t] = (d->w_s8 ? (int32_t)(int8_t)b : (int32_t)b) - d->zw[co];
 		}
-		for (size_t oh = 0; oh < OH; oh++) {
-			size_t t = 0;
-			for (int64_t kh = 0; kh < g.KH; kh++)
-				for (int64_t kw = 0; kw < g.KW; kw++, t++) {
-					size_t rowp = oh * (size_t)g.sh + (size_t)(kh * g.dh);
-					size_t q = (size_t)(kw * g.dw) % sw, off = (size_t)(kw * g.dw) / sw;
-					src[t] = pc + rowp * sw * wr + q * wr + off;
-				}
-			wh_qdw_row(src, wv, taps, d->zx, d->x_s8, OW, out + oh * OW, j->cpu);
-		}
+		wh_qdw_plane(pc, toff, wv, taps, d->zx, d->x_s8, OH, OW, (size_t)g.sh * sw * wr, out, j->cpu);
 		if (j->fin)
-			j->fin->fn(j->fin->arg, c, 0, out, OH * OW);
+			j->fin->fn(j->fin->arg, c, 0, out, OH * OW, 1, OH * OW);
 	}
 	free(scratch);
 }
@@ -570,15 +689,17 @@ static void qconv_chunk(void *arg, size_t begin, size_t end)
 		} else {
 			im2col_pack(j, n * (size_t)s->C + g * Cg, n0, cnt, pan);
 		}
-		wh_qg_colsums(pan, kp, cnt, cs, j->cpu);
+		if (j->zr_any)
+			wh_qg_colsums_u8((const uint8_t *)pan, kp, cnt, cs, j->cpu);
 		struct wh_qg_args a = {
 			.r = j->r + g * Mg * kp, .kp = kp, .p = pan, .n = cnt,
-			.rowfix = j->rowfix + g * Mg, .zr = j->zr + g * Mg, .colsum = cs, .zp = zpv,
+			.rowfix = j->rowfix + g * Mg, .zr = j->zr + g * Mg, .colsum = j->zr_any ? cs : NULL, .zp = zpv,
 			.c = j->acc ? j->acc + (n * (size_t)s->M + g * Mg) * P + n0 : scratch, .ldc = j->acc ? P : cnt,
+			.rowc = j->rowc + g * Mg, .swap = true,
 		};
 		wh_qg_kernel(&a, 0, Mg, j->cpu);
-		for (size_t mi = 0; j->fin && mi < Mg; mi++)
-			j->fin->fn(j->fin->arg, n * (size_t)s->M + g * Mg + mi, n0, a.c + mi * a.ldc, cnt);
+		if (j->fin)
+			j->fin->fn(j->fin->arg, n * (size_t)s->M + g * Mg, n0, a.c, a.ldc, Mg, cnt);
 	}
 out:
 	free(scratch);
@@ -620,24 +741,30 @@ static enum wh_status qconv(const struct wh_cpu_features *cpu, struct wh_threadp
 	if (M == 0 || P == 0 || s->N == 0)
 		return WH_OK;
 	uint8_t *r = malloc(M * kp);
-	int32_t *rs = malloc(2 * M * sizeof(int32_t));
+	int32_t *rs = malloc(3 * M * sizeof(int32_t));
 	if (!r || !rs) {
 		free(r);
 		free(rs);
 		return WH_ERR_NOMEM;
 	}
-	int32_t *zr = rs + M;
-	wh_qg_rows(w, K, M, K, w_s8 ? 0x80 : 0, r, rs);
+	/* the swapped pair (qgemm-internal.h): weight rows int8 (uint8 weights flipped, zw - 128),
+	 * panels uint8 (int8 x flipped, zx + 128) */
+	int32_t *zr = rs + M, *rowc = rs + 2 * M;
+	rows_s8(w, M, K, w_s8 ? 0 : 0x80, r, rs);
+	j.zp = zx + (x_s8 ? 128 : 0);
+	j.zr_any = false;
 	for (size_t m = 0; m < M; m++) {
-		zr[m] = zw[m] + (w_s8 ? 128 : 0);
+		zr[m] = zw[m] - (w_s8 ? 0 : 128);
 		rs[m] = (int32_t)((uint32_t)rs[m] - (uint32_t)K * (uint32_t)zr[m]);
+		rowc[m] = (int32_t)((uint32_t)j.zp * (uint32_t)rs[m]);
+		j.zr_any = j.zr_any || zr[m] != 0;
 	}
 	j.r = r;
 	j.rowfix = rs;
 	j.zr = zr;
-	j.flip_x = x_s8 ? 0 : 0x80;
+	j.rowc = rowc;
+	j.flip_x = x_s8 ? 0x80 : 0;
 	j.pad_x = (uint8_t)zx;
-	j.zp = zx - (x_s8 ? 0 : 128);
 	bool one = true;
 	for (int d = 0; d < s->nsp; d++)
 		one = one && s->k[d] == 1 && s->stride[d] == 1 && s->pad0[d] == 0 && s->pad1[d] == 0;
@@ -655,14 +782,25 @@ static enum wh_status qconv(const struct wh_cpu_features *cpu, struct wh_threadp
 		j.hp = (size_t)(g.ph + g.H + g.ph1);
 		size_t planes = (size_t)(s->N * s->C);
 		j.xs = malloc(planes * j.hp * j.sw * j.wr + 64);
-		if (!j.xs) {
+		j.koff = malloc(K * sizeof *j.koff + 1);
+		if (!j.xs || !j.koff) {
 			st = WH_ERR_NOMEM;
 			goto out;
 		}
-		wh_parallel_for(pool, planes, wh_grain_for((uint64_t)(j.hp * j.sw * j.wr)), split_planes, &j);
+		size_t plane = j.hp * j.sw * j.wr, taps = (size_t)(g.KH * g.KW);
+		/* the first tap's offsets, then one channel plane further per channel (no
+		 * divisions per k: this part is serial) */
+		for (size_t t = 0; t < taps && t < K; t++) {
+			size_t kh = t / (size_t)g.KW, kw = t % (size_t)g.KW, col = kw * (size_t)g.dw;
+			j.koff[t] = kh * (size_t)g.dh * j.sw * j.wr + (col % j.sw) * j.wr + col / j.sw;
+		}
+		for (size_t k = taps; k < K; k++)
+			j.koff[k] = j.koff[k - taps] + plane;
+		wh_parallel_for(pool, planes * j.hp, wh_grain_for((uint64_t)(j.sw * j.wr)), split_planes, &j);
 	}
 	if (Cg == 1 && M == (size_t)s->G && !one && KS <= 64) {
-		struct qdw_job d = {&j, w, x_s8, w_s8, zw, zx};
+		/* the split planes hold x in uint8 encoding (int8 x flipped: x + 128, zx + 128) */
+		struct qdw_job d = {&j, w, false, w_s8, zw, x_s8 ? zx + 128 : zx};
 		wh_parallel_for(pool, (size_t)(s->N * s->C), wh_grain_for((uint64_t)(P * KS)), qdw_chunk, &d);
 	} else {
 		wh_parallel_for(pool, (size_t)(s->N * s->G) * j.nblocks, 1, qconv_chunk, &j);
@@ -679,6 +817,7 @@ static enum wh_status qconv(const struct wh_cpu_features *cpu, struct wh_threadp
 	}
 out:
 	free(j.xs);
+	free(j.koff);
 	free(r);
 	free(rs);
 	return st;
