@@ -390,39 +390,41 @@ void wh_q_requant_avx512(const int32_t *acc, size_t n, const float *mult, size_t
 	}
 }
 
-/* 64 values of wh_q_requant_bias_avx512 (one multiplier), or false where a lane is not sure
- * (nothing stored): t = fl(fl(acc + bias) * m) as wh_q_requant_avx512's float route, rint by
- * vcvtps2dq, its distance by vreduceps (exact), |t| < 4096 so that rint(t) + yz and the
- * clamp are the saturating packs with a saturating int16 add of the zero point. */
-static inline __attribute__((always_inline)) bool rq64(const int32_t *acc, __m512i bias, __m512 m, bool y_s8,
-							__m512i zp16, uint8_t *y)
+/* 64 float values t[0..3] to 8 bits, or false where a lane is not sure (nothing stored):
+ * rint by vcvtps2dq, its distance by vreduceps (exact), |t| < 4096 so that rint(t) + zp
+ * and the clamp are the saturating packs with a saturating int16 add of the zero point. */
+static inline __attribute__((always_inline)) bool round_pack64(const __m512 *t, bool y_s8, __m512i zp16, uint8_t *y)
 {
 	const __m512 half = _mm512_set1_ps(0.5f), c21 = _mm512_set1_ps(0x1p-21f), big = _mm512_set1_ps(4096.0f);
 	const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-#define WH_RQ(U, Q, OK)                                                                                         \
-	__m512i Q;                                                                                              \
-	__mmask16 OK;                                                                                           \
-	{                                                                                                       \
-		__m512i a = _mm512_add_epi32(_mm512_loadu_si512((const void *)(acc + 16 * U)), bias);           \
-		__m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(a), m);                                             \
-		Q = _mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);                 \
-		__m512 d = _mm512_reduce_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);                  \
-		__m512 at = _mm512_abs_ps(t);                                                                   \
-		OK = _mm512_cmp_ps_mask(at, big, _CMP_LT_OQ) &                                                  \
-		     _mm512_cmp_ps_mask(_mm512_abs_ps(d), _mm512_fnmadd_ps(at, c21, half), _CMP_LT_OQ);        \
+	__m512i q[4];
+	__mmask16 ok = 0xFFFF;
+	for (int u = 0; u < 4; u++) {
+		q[u] = _mm512_cvt_roundps_epi32(t[u], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		__m512 d = _mm512_reduce_ps(t[u], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		__m512 at = _mm512_abs_ps(t[u]);
+		ok &= _mm512_cmp_ps_mask(at, big, _CMP_LT_OQ) &
+		      _mm512_cmp_ps_mask(_mm512_abs_ps(d), _mm512_fnmadd_ps(at, c21, half), _CMP_LT_OQ);
 	}
-	WH_RQ(0, q0, k0)
-	WH_RQ(1, q1, k1)
-	WH_RQ(2, q2, k2)
-	WH_RQ(3, q3, k3)
-#undef WH_RQ
-	if ((__mmask16)(k0 & k1 & k2 & k3) != 0xFFFF)
+	if (ok != 0xFFFF)
 		return false;
-	__m512i w0 = _mm512_adds_epi16(_mm512_packs_epi32(q0, q1), zp16);
-	__m512i w1 = _mm512_adds_epi16(_mm512_packs_epi32(q2, q3), zp16);
+	__m512i w0 = _mm512_adds_epi16(_mm512_packs_epi32(q[0], q[1]), zp16);
+	__m512i w1 = _mm512_adds_epi16(_mm512_packs_epi32(q[2], q[3]), zp16);
 	__m512i by = y_s8 ? _mm512_packs_epi16(w0, w1) : _mm512_packus_epi16(w0, w1);
 	_mm512_storeu_si512((void *)y, _mm512_permutexvar_epi32(order, by));
 	return true;
+}
+
+/* 64 values of wh_q_requant_bias_avx512 (one multiplier), or false where a lane is not sure
+ * (nothing stored): t = fl(fl(acc + bias) * m) as wh_q_requant_avx512's float route, then
+ * round_pack64. */
+static inline __attribute__((always_inline)) bool rq64(const int32_t *acc, __m512i bias, __m512 m, bool y_s8,
+							__m512i zp16, uint8_t *y)
+{
+	__m512 t[4];
+	for (int u = 0; u < 4; u++)
+		t[u] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_loadu_si512((const void *)(acc + 16 * u)), bias)), m);
+	return round_pack64(t, y_s8, zp16, y);
 }
 
 void wh_q_requant_bias_avx512(const int32_t *acc, size_t n, int32_t bias, float mult, int32_t yz, bool y_s8, void *y)
@@ -447,36 +449,13 @@ void wh_q_requant_bias_avx512(const int32_t *acc, size_t n, int32_t bias, float 
 }
 
 /* 64 values of wh_q_quant_avx512 (zp integral, within int16 less 4096), or false where a lane
- * is not sure (nothing stored): t = x * fl(1 / scale) as below, rint by vcvtps2dq, its
- * distance by vreduceps, |t| < 4096 so that rint(t) + zp and the clamp are the saturating
- * packs around an int16 saturating add (rq64's). */
+ * is not sure (nothing stored): t = x * fl(1 / scale) as below, then round_pack64. */
 static inline __attribute__((always_inline)) bool q64(const float *x, __m512 r, bool y_s8, __m512i zp16, uint8_t *y)
 {
-	const __m512 half = _mm512_set1_ps(0.5f), c21 = _mm512_set1_ps(0x1p-21f), big = _mm512_set1_ps(4096.0f);
-	const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-#define WH_Q(U, Q, OK)                                                                                          \
-	__m512i Q;                                                                                              \
-	__mmask16 OK;                                                                                           \
-	{                                                                                                       \
-		__m512 t = _mm512_mul_ps(_mm512_loadu_ps(x + 16 * U), r);                                       \
-		Q = _mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);                 \
-		__m512 d = _mm512_reduce_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);                  \
-		__m512 at = _mm512_abs_ps(t);                                                                   \
-		OK = _mm512_cmp_ps_mask(at, big, _CMP_LT_OQ) &                                                  \
-		     _mm512_cmp_ps_mask(_mm512_abs_ps(d), _mm512_fnmadd_ps(at, c21, half), _CMP_LT_OQ);        \
-	}
-	WH_Q(0, q0, k0)
-	WH_Q(1, q1, k1)
-	WH_Q(2, q2, k2)
-	WH_Q(3, q3, k3)
-#undef WH_Q
-	if ((__mmask16)(k0 & k1 & k2 & k3) != 0xFFFF)
-		return false;
-	__m512i w0 = _mm512_adds_epi16(_mm512_packs_epi32(q0, q1), zp16);
-	__m512i w1 = _mm512_adds_epi16(_mm512_packs_epi32(q2, q3), zp16);
-	__m512i by = y_s8 ? _mm512_packs_epi16(w0, w1) : _mm512_packus_epi16(w0, w1);
-	_mm512_storeu_si512((void *)y, _mm512_permutexvar_epi32(order, by));
-	return true;
+	__m512 t[4];
+	for (int u = 0; u < 4; u++)
+		t[u] = _mm512_mul_ps(_mm512_loadu_ps(x + 16 * u), r);
+	return round_pack64(t, y_s8, zp16, y);
 }
 
 void wh_q_quant_avx512(const float *x, size_t n, float scale, float zp, bool y_s8, void *y)
@@ -515,41 +494,19 @@ void wh_q_quant_avx512(const float *x, size_t n, float scale, float zp, bool y_s
 }
 
 /* 64 values of wh_q_scale_relu_quant where `pos` holds (below), or false where a lane is not
- * sure (then nothing is stored): the lane arithmetic of the 16-wide loop, rint by
- * vcvtps2dq (to nearest even) with the distance to it from vreduceps (t - rint(t), exact),
- * the zero point added after saturating packs (q >= 0 after the Relu, so the packs' clamp
- * and the saturating add give clamp(q + zp)). */
+ * sure (then nothing is stored): the lane arithmetic of the 16-wide loop, then round_pack64
+ * (q >= 0 after the Relu; a lane past 4096, which saturates, takes the 16-wide loop). */
 static inline __attribute__((always_inline)) bool srq64(const int32_t *acc, __m512 m, __m512 b, bool has_bias,
-							 __m512 r, bool y_s8, __m512i zp8, __m512i zp16, uint8_t *y)
+							 __m512 r, bool y_s8, __m512i zp16, uint8_t *y)
 {
-	const __m512 zero = _mm512_setzero_ps(), half = _mm512_set1_ps(0.5f), c21 = _mm512_set1_ps(0x1p-21f);
-	const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-#define WH_SRQ(U, Q, OK)                                                                                           \
-	__m512i Q;                                                                                                 \
-	__mmask16 OK;                                                                                              \
-	{                                                                                                          \
-		__m512 x = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512((const void *)(acc + 16 * U))), m); \
-		if (has_bias)                                                                                      \
-			x = _mm512_add_ps(x, b);                                                                   \
-		__m512 t = _mm512_mul_ps(_mm512_max_ps(zero, x), r);                                               \
-		Q = _mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);                    \
-		__m512 d = _mm512_reduce_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);                     \
-		OK = _mm512_cmp_ps_mask(_mm512_abs_ps(d), _mm512_fnmadd_ps(t, c21, half), _CMP_LT_OQ);           \
+	__m512 t[4];
+	for (int u = 0; u < 4; u++) {
+		__m512 x = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512((const void *)(acc + 16 * u))), m);
+		if (has_bias)
+			x = _mm512_add_ps(x, b);
+		t[u] = _mm512_mul_ps(_mm512_max_ps(_mm512_setzero_ps(), x), r);
 	}
-	WH_SRQ(0, q0, k0)
-	WH_SRQ(1, q1, k1)
-	WH_SRQ(2, q2, k2)
-	WH_SRQ(3, q3, k3)
-#undef WH_SRQ
-	if ((__mmask16)(k0 & k1 & k2 & k3) != 0xFFFF)
-		return false;
-	__m512i w0 = _mm512_packs_epi32(q0, q1), w1 = _mm512_packs_epi32(q2, q3), by;
-	if (y_s8)
-		by = _mm512_packs_epi16(_mm512_adds_epi16(w0, zp16), _mm512_adds_epi16(w1, zp16));
-	else
-		by = _mm512_adds_epu8(_mm512_packus_epi16(w0, w1), zp8);
-	_mm512_storeu_si512((void *)y, _mm512_permutexvar_epi32(order, by));
-	return true;
+	return round_pack64(t, y_s8, zp16, y);
 }
 
 /* 16 values of wh_q_scale_relu_quant, any parameters: sure_rint's fast lanes, the others
@@ -583,21 +540,21 @@ void wh_q_scale_relu_quant_rows_avx512(const int32_t *acc, size_t lda, size_t ro
 	/* as wh_q_quant_avx512 */
 	const __m512 r = _mm512_set1_ps(1.0f / scale);
 	/* a positive scale with a normal reciprocal and an integral zp within the output type (every
-	 * quantizer's): t >= 0 after the Relu, so sure_rint needs no |t| < 4096 (its bound is
-	 * relative, and a large or infinite t fails the half test: t < 2^20 where it passes) and
-	 * no abs, and rint(t) >= 0 takes the zero point by saturating integer adds (srq64) */
+	 * quantizer's): t >= 0 after the Relu, and rint(t) + zp within int16 for t < 4096 takes
+	 * the packs' clamp (srq64 through round_pack64; a saturating lane past 4096 takes the
+	 * 16-wide loop) */
 	const bool pos = scale > 0.0f && 1.0f / scale >= 0x1p-126f && 1.0f / scale < INFINITY &&
 			 zp == nearbyintf(zp) && zp >= (y_s8 ? -128.0f : 0.0f) && zp <= (y_s8 ? 127.0f : 255.0f);
-	const __m512i zp8 = _mm512_set1_epi8(pos ? (char)(int)zp : 0), zp16 = _mm512_set1_epi16(pos ? (short)(int)zp : 0);
+	const __m512i zp16 = _mm512_set1_epi16(pos ? (short)(int)zp : 0);
 	for (size_t row = 0; row < rows; row++, acc += lda, y += ldy) {
 		const __m512 m = _mm512_set1_ps(mult[row]), b = _mm512_set1_ps(has_bias ? bias[row] : 0.0f);
 		size_t i = 0;
 		for (; i + 64 <= n; i += 64) {
 			if (pos) {
-				bool done = has_bias ? (y_s8 ? srq64(acc + i, m, b, true, r, true, zp8, zp16, y + i)
-							     : srq64(acc + i, m, b, true, r, false, zp8, zp16, y + i))
-						     : (y_s8 ? srq64(acc + i, m, b, false, r, true, zp8, zp16, y + i)
-							     : srq64(acc + i, m, b, false, r, false, zp8, zp16, y + i));
+				bool done = has_bias ? (y_s8 ? srq64(acc + i, m, b, true, r, true, zp16, y + i)
+							     : srq64(acc + i, m, b, true, r, false, zp16, y + i))
+						     : (y_s8 ? srq64(acc + i, m, b, false, r, true, zp16, y + i)
+							     : srq64(acc + i, m, b, false, r, false, zp16, y + i));
 				if (done)
 					continue;
 			}
