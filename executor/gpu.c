@@ -607,24 +607,8 @@ static void start_log(void)
 		if (gpus[d] && wh_log_get_level() >= WH_LOG_DEBUG) {
 			char buf[1024];
 			wh_gpu_start_times(gpus[d], buf, sizeof buf);
-			/* the process's age now (its start time in /proc/self/stat, in clock ticks
-			 * since boot): what the exit costs is the wall time less this */
-			double age = -1;
-			FILE *f = fopen("/proc/self/stat", "r");
-			char st[1024];
-			if (f && fgets(st, sizeof st, f)) {
-				const char *p = strrchr(st, ')');
-				unsigned long long start = 0;
-				int field = 2;
-				for (; p && *p && field < 22; p++)
-					if (*p == ' ')
-						field++;
-				struct timespec ts;
-				if (p && sscanf(p, "%llu", &start) == 1 && clock_gettime(CLOCK_BOOTTIME, &ts) == 0)
-					age = ((double)ts.tv_sec + (double)ts.tv_nsec / 1e9 - (double)start / (double)sysconf(_SC_CLK_TCK)) * 1e3;
-			}
-			if (f)
-				fclose(f);
+			/* the process's age now: what the exit costs is the wall time less this */
+			double t0 = proc_start_s(), age = t0 < 0 ? -1 : (boot_now() - t0) * 1e3;
 			wh_debug("cuda:%d start: %s; the process is %.0f ms old at exit", d, buf, age);
 		}
 }

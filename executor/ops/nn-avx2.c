@@ -305,20 +305,18 @@ static inline __attribute__((always_inline)) void maxpool_plane_q8_256(const str
 	uint8_t *ev = scratch + PL, *od = scratch + len + PL;
 	const uint8_t *src[WH_NN_POOL2D_MAXK];
 	for (int64_t b = 0; b < g->kw; b++) {
-		int64_t t = b * g->dw - g->pw, q = t >= 0 ? t / sw : -((-t + sw - 1) / sw);
-		src[b] = (t - q * sw ? od : ev) + q;
+		int64_t phase, q = wh_nn_pool2d_tap(g, b, &phase);
+		src[b] = (phase ? od : ev) + q;
 	}
 	const __m256i low = _mm256_set1_epi16(0x00ff);
 	const int64_t chunk = 32 * sw, nch = (W + chunk - 1) / chunk;
 	uint8_t buf[64];
 	for (int64_t oh = 0; oh < g->OH; oh++) {
 		const uint8_t *rows[WH_NN_POOL2D_MAXK];
-		size_t nr = 0;
-		for (int64_t a = 0; a < g->kh; a++) {
-			int64_t h = oh * g->sh - g->ph + a * g->dh;
-			if (h >= 0 && h < g->H)
-				rows[nr++] = x + h * W;
-		}
+		int64_t hs[WH_NN_POOL2D_MAXK];
+		size_t nr = wh_nn_pool2d_rows(g, oh, hs);
+		for (size_t r = 0; r < nr; r++)
+			rows[r] = x + hs[r] * W;
 		for (int64_t c = 0; c < nch; c++) {
 			int64_t c0 = c * chunk;
 			bool whole = c0 + chunk <= W;

@@ -433,9 +433,8 @@ void wh_nn_maxpool_plane_f32_avx512(const struct wh_nn_pool2d *g, const float *x
 	/* tap b reads column 2 ow + t (t = b dw - pw): ev or od at ow + floor(t / sw) */
 	const float *src[WH_NN_POOL2D_MAXK];
 	for (int64_t b = 0; b < g->kw; b++) {
-		int64_t t = b * g->dw - g->pw, q = t >= 0 ? t / sw : -((-t + sw - 1) / sw);
-		int64_t r = t - q * sw;
-		src[b] = (r ? od : ev) + q;
+		int64_t phase, q = wh_nn_pool2d_tap(g, b, &phase);
+		src[b] = (phase ? od : ev) + q;
 	}
 	const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
 	const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
@@ -443,12 +442,10 @@ void wh_nn_maxpool_plane_f32_avx512(const struct wh_nn_pool2d *g, const float *x
 	const __mmask16 last = (__mmask16)(OW % 16 ? (1u << (OW % 16)) - 1u : 0xffffu);
 	for (int64_t oh = 0; oh < g->OH; oh++) {
 		const float *rows[WH_NN_POOL2D_MAXK];
-		size_t nr = 0;
-		for (int64_t a = 0; a < g->kh; a++) {
-			int64_t h = oh * g->sh - g->ph + a * g->dh;
-			if (h >= 0 && h < g->H)
-				rows[nr++] = x + h * W;
-		}
+		int64_t hs[WH_NN_POOL2D_MAXK];
+		size_t nr = wh_nn_pool2d_rows(g, oh, hs);
+		for (size_t r = 0; r < nr; r++)
+			rows[r] = x + hs[r] * W;
 		for (int64_t c = 0; c < nch; c++) {
 			int64_t c0 = c * chunk;
 			__m512 lo = ninf, hi = ninf;
@@ -511,8 +508,8 @@ static inline __attribute__((always_inline)) void maxpool_plane_q8_512(const str
 	uint8_t *ev = scratch + PL, *od = scratch + len + PL;
 	const uint8_t *src[WH_NN_POOL2D_MAXK];
 	for (int64_t b = 0; b < g->kw; b++) {
-		int64_t t = b * g->dw - g->pw, q = t >= 0 ? t / sw : -((-t + sw - 1) / sw);
-		src[b] = (t - q * sw ? od : ev) + q;
+		int64_t phase, q = wh_nn_pool2d_tap(g, b, &phase);
+		src[b] = (phase ? od : ev) + q;
 	}
 	const __m512i low = _mm512_set1_epi16(0x00ff);
 	const __m512i order = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
@@ -520,12 +517,10 @@ static inline __attribute__((always_inline)) void maxpool_plane_q8_512(const str
 	const __mmask64 last = OW % 64 ? ((__mmask64)1 << (OW % 64)) - 1 : ~(__mmask64)0;
 	for (int64_t oh = 0; oh < g->OH; oh++) {
 		const uint8_t *rows[WH_NN_POOL2D_MAXK];
-		size_t nr = 0;
-		for (int64_t a = 0; a < g->kh; a++) {
-			int64_t h = oh * g->sh - g->ph + a * g->dh;
-			if (h >= 0 && h < g->H)
-				rows[nr++] = x + h * W;
-		}
+		int64_t hs[WH_NN_POOL2D_MAXK];
+		size_t nr = wh_nn_pool2d_rows(g, oh, hs);
+		for (size_t r = 0; r < nr; r++)
+			rows[r] = x + hs[r] * W;
 		for (int64_t c = 0; c < nch; c++) {
 			int64_t c0 = c * chunk;
 			__m512i lo = pad, hi = pad;

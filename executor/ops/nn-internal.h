@@ -86,6 +86,25 @@ void wh_nn_maxpool_row_f32_avx512(const float *const *rows, size_t nrows, float 
 struct wh_nn_pool2d {
 	int64_t H, W, OH, OW, kh, kw, sh, sw, dh, dw, ph, pw;
 };
+/* The plane kernels' geometry, shared by their ISA variants. Column tap b reads the
+ * column-split row (stride sw: sw phases) at element q of phase *phase. */
+static inline int64_t wh_nn_pool2d_tap(const struct wh_nn_pool2d *g, int64_t b, int64_t *phase)
+{
+	int64_t t = b * g->dw - g->pw, q = t >= 0 ? t / g->sw : -((-t + g->sw - 1) / g->sw);
+	*phase = t - q * g->sw;
+	return q;
+}
+/* The input rows output row oh reads inside the plane: their indices in hs, their count. */
+static inline size_t wh_nn_pool2d_rows(const struct wh_nn_pool2d *g, int64_t oh, int64_t *hs)
+{
+	size_t n = 0;
+	for (int64_t a = 0; a < g->kh; a++) {
+		int64_t h = oh * g->sh - g->ph + a * g->dh;
+		if (h >= 0 && h < g->H)
+			hs[n++] = h;
+	}
+	return n;
+}
 bool wh_nn_maxpool_plane_avx512_fits(const struct wh_nn_pool2d *g);
 /* the AVX-512 variant's -inf-padded rows: PL floats before, len in all (each of sw) */
 size_t wh_nn_maxpool_plane_pl(const struct wh_nn_pool2d *g);
