@@ -262,14 +262,6 @@ enum wh_status wh_graph_layer_kinds(const struct wh_graph *g, uint8_t *kinds_out
 	return WH_OK;
 }
 
-static bool holds_graphs(const struct wh_node *n)
-{
-	for (uint32_t a = 0; a < n->n_attrs; a++)
-		if (n->attrs[a].type == WH_ATTR_GRAPH || n->attrs[a].type == WH_ATTR_GRAPHS)
-			return true;
-	return false;
-}
-
 /* Whether g or a graph nested in one of its nodes' attributes has a node named name. */
 static bool graph_has_layer(const struct wh_graph *g, const char *name)
 {
@@ -279,9 +271,9 @@ static bool graph_has_layer(const struct wh_graph *g, const char *name)
 			return true;
 		for (uint32_t a = 0; a < n->n_attrs; a++) {
 			const struct wh_attr *at = &n->attrs[a];
-			size_t cnt = at->type == WH_ATTR_GRAPH ? 1 : at->type == WH_ATTR_GRAPHS ? at->n : 0;
+			size_t cnt = wh_attr_graph_count(at);
 			for (size_t k = 0; k < cnt; k++) {
-				const struct wh_graph *sg = at->type == WH_ATTR_GRAPH ? at->g : at->graphs[k];
+				const struct wh_graph *sg = wh_attr_graph(at, k);
 				if (sg && graph_has_layer(sg, name))
 					return true;
 			}
@@ -310,7 +302,7 @@ enum wh_status wh_precision_resolve_graph(const struct wh_model *m, const struct
 	enum wh_status st = wh_graph_layer_kinds(g, kinds);
 	for (uint32_t i = 0; i < g->n_nodes && st == WH_OK; i++) {
 		/* a container's precision is its bodies' default, whatever types it returns */
-		bool fl = kinds[i] == WH_LAYER_FLOAT || holds_graphs(&g->nodes[i]);
+		bool fl = kinds[i] == WH_LAYER_FLOAT || wh_node_holds_graphs(&g->nodes[i]);
 		exec_out[i] = fl ? (uint8_t)dflt : WH_PREC_FP32;
 		out_out[i] = exec_out[i];
 	}
@@ -330,7 +322,7 @@ enum wh_status wh_precision_resolve_graph(const struct wh_model *m, const struct
 			}
 			continue;
 		}
-		if (kinds[found] != WH_LAYER_FLOAT && !holds_graphs(&g->nodes[found]) && (lp->exec != WH_PREC_FP32 || (lp->output >= 0 && lp->output != WH_PREC_FP32))) {
+		if (kinds[found] != WH_LAYER_FLOAT && !wh_node_holds_graphs(&g->nodes[found]) && (lp->exec != WH_PREC_FP32 || (lp->output >= 0 && lp->output != WH_PREC_FP32))) {
 			st = wh_error(WH_ERR_USAGE, "layer '%s' (%s): is %s and cannot run in %s (only float layers take a precision)",
 				      lp->layer, g->nodes[found].op_type, wh_layer_kind_name((enum wh_layer_kind)kinds[found]), wh_precision_name(lp->exec));
 			break;

@@ -657,11 +657,10 @@ static void plan_quiet(struct plan *p)
 	bool any = false;
 	for (uint32_t nid = 0; nid < g->n_nodes; nid++) {
 		const struct wh_node *n = &g->nodes[nid];
-		for (uint32_t a = 0; a < n->n_attrs; a++)
-			if (n->attrs[a].type == WH_ATTR_GRAPH || n->attrs[a].type == WH_ATTR_GRAPHS) {
-				memset(p->const_quiet, 0, (size_t)g->n_nodes + 1);
-				return;
-			}
+		if (wh_node_holds_graphs(n)) {
+			memset(p->const_quiet, 0, (size_t)g->n_nodes + 1);
+			return;
+		}
 		p->const_quiet[nid] = p->const_node[nid] == CONST_CACHED;
 		any |= p->const_quiet[nid];
 	}
@@ -1082,9 +1081,8 @@ static enum wh_status plan_fuse_quant(struct plan *p, const struct plan_readers 
 	 * 8-bit input of known type (so that the Conv never falls back to the float path); not
 	 * in a graph with subgraphs (which may read a value by name) */
 	for (uint32_t i = 0; i < g->n_nodes; i++)
-		for (uint32_t a = 0; a < g->nodes[i].n_attrs; a++)
-			if (g->nodes[i].attrs[a].type == WH_ATTR_GRAPH || g->nodes[i].attrs[a].type == WH_ATTR_GRAPHS)
-				return WH_OK;
+		if (wh_node_holds_graphs(&g->nodes[i]))
+			return WH_OK;
 	uint32_t *cnt = calloc((size_t)g->n_values + 1, sizeof *cnt);
 	if (!cnt || !(p->dq_skip = calloc((size_t)g->n_nodes + 1, 1))) {
 		free(cnt);
@@ -1254,9 +1252,9 @@ static enum wh_status build_plan(struct wh_engine *e, const struct wh_graph *g, 
 		bool container = false;
 		for (uint32_t a = 0; a < n->n_attrs; a++) {
 			const struct wh_attr *at = &n->attrs[a];
-			size_t cnt = at->type == WH_ATTR_GRAPH ? 1 : at->type == WH_ATTR_GRAPHS ? at->n : 0;
+			size_t cnt = wh_attr_graph_count(at);
 			for (size_t k = 0; k < cnt; k++) {
-				const struct wh_graph *sg = at->type == WH_ATTR_GRAPH ? at->g : at->graphs[k];
+				const struct wh_graph *sg = wh_attr_graph(at, k);
 				if (!sg)
 					continue;
 				/* any name the subgraph (or its nested subgraphs) captures */
@@ -1835,9 +1833,7 @@ static enum wh_status frame_execute(struct wh_frame *f, bool keep_all)
 		/* on the GPU when the module takes it (executor/gpu.h); otherwise every input the
 		 * CPU kernel reads gets a host copy first */
 		if (f->dv) {
-			bool subgraph = false;
-			for (uint32_t a = 0; a < n->n_attrs; a++)
-				subgraph |= n->attrs[a].type == WH_ATTR_GRAPH || n->attrs[a].type == WH_ATTR_GRAPHS;
+			bool subgraph = wh_node_holds_graphs(n);
 			if (!subgraph && p->const_node[nid] == CONST_NO && !ctx.tactic && !(p->pinned && p->pinned[nid]) &&
 			    (!f->e->chooser.choose || f->e->chooser.choose_gpu)) {
 				bool pers_fixed[16], *pers = n->n_inputs <= 16 ? pers_fixed : calloc(n->n_inputs, sizeof *pers);

@@ -101,9 +101,8 @@ static const struct op_row *convertible(const struct wh_graph *g, const struct w
 	if (!default_domain(n->domain))
 		return NULL;
 	/* a node holding a subgraph (If, Loop, Scan, SequenceMap) keeps its types, bodies too */
-	for (uint32_t a = 0; a < n->n_attrs; a++)
-		if (n->attrs[a].type == WH_ATTR_GRAPH || n->attrs[a].type == WH_ATTR_GRAPHS)
-			return NULL;
+	if (wh_node_holds_graphs(n))
+		return NULL;
 	const struct op_row *r = find_row(n->op_type, opset);
 	/* a Cast from float to another type: its input variable (T1) takes the target type */
 	static const struct op_row cast_in = {"Cast", 1, 1, 1, 0x1u, 0, 0x0u, 0x0u, 0x0u};

@@ -517,9 +517,9 @@ enum wh_status wh_model_extract(const struct wh_model *m, const char *const *inp
 		/* values a subgraph captures by name are inputs of the node too */
 		for (uint32_t a = 0; a < n->n_attrs; a++) {
 			const struct wh_attr *at = &n->attrs[a];
-			size_t cnt = at->type == WH_ATTR_GRAPH ? 1 : at->type == WH_ATTR_GRAPHS ? at->n : 0;
+			size_t cnt = wh_attr_graph_count(at);
 			for (size_t k = 0; k < cnt; k++) {
-				const struct wh_graph *sg = at->type == WH_ATTR_GRAPH ? at->g : at->graphs[k];
+				const struct wh_graph *sg = wh_attr_graph(at, k);
 				for (uint32_t sv = 0; sg && sv < sg->n_values; sv++) {
 					if (!(sg->values[sv].flags & WH_VALUE_OUTER))
 						continue;

@@ -287,6 +287,24 @@ const struct wh_attr *wh_node_attr(const struct wh_node *n, const char *name)
 	return NULL;
 }
 
+size_t wh_attr_graph_count(const struct wh_attr *at)
+{
+	return at->type == WH_ATTR_GRAPH ? 1 : at->type == WH_ATTR_GRAPHS ? at->n : 0;
+}
+
+const struct wh_graph *wh_attr_graph(const struct wh_attr *at, size_t k)
+{
+	return at->type == WH_ATTR_GRAPH ? at->g : at->graphs[k];
+}
+
+bool wh_node_holds_graphs(const struct wh_node *n)
+{
+	for (uint32_t a = 0; a < n->n_attrs; a++)
+		if (wh_attr_graph_count(&n->attrs[a]))
+			return true;
+	return false;
+}
+
 int64_t wh_node_attr_int(const struct wh_node *n, const char *name, int64_t dflt)
 {
 	const struct wh_attr *a = wh_node_attr(n, name);

@@ -190,6 +190,13 @@ const char *wh_node_attr_string(const struct wh_node *n, const char *name, const
 /* INTS attribute; returns the count, or -1 when absent. */
 int64_t wh_node_attr_ints(const struct wh_node *n, const char *name, const int64_t **ints_out);
 
+/* The subgraphs a node holds (If's branches, Loop's and Scan's bodies): the count of graphs
+ * attribute at carries, and its k-th (NULL where the model left it empty); whether n holds
+ * any. */
+size_t wh_attr_graph_count(const struct wh_attr *at);
+const struct wh_graph *wh_attr_graph(const struct wh_attr *at, size_t k);
+bool wh_node_holds_graphs(const struct wh_node *n);
+
 /* Version of the opset imported for a domain ("" and "ai.onnx" are the same); 0 if none. */
 int64_t wh_model_opset(const struct wh_model *m, const char *domain);
 

@@ -39,14 +39,6 @@ static bool default_domain(const struct wh_node *n)
 	return !n->domain || !*n->domain || !strcmp(n->domain, "ai.onnx");
 }
 
-static bool has_subgraph(const struct wh_node *n)
-{
-	for (uint32_t a = 0; a < n->n_attrs; a++)
-		if (n->attrs[a].type == WH_ATTR_GRAPH || n->attrs[a].type == WH_ATTR_GRAPHS)
-			return true;
-	return false;
-}
-
 /* TensorProto.string_data for each string, as the serialized fields the IR keeps ("rest"). */
 static enum wh_status encode_strings(const struct wh_bytes *strs, size_t n, struct lifted *l)
 {
@@ -212,7 +204,7 @@ static void mark_outer(const struct wh_graph *main, const struct wh_graph *sg, b
 
 static bool foldable(const struct wh_graph *g, const struct wh_node *n, const struct wh_vstate *st, uint64_t max)
 {
-	if (!default_domain(n) || has_subgraph(n) || n->n_outputs == 0)
+	if (!default_domain(n) || wh_node_holds_graphs(n) || n->n_outputs == 0)
 		return false;
 	for (uint32_t k = 0; k < n->n_outputs; k++) {
 		uint32_t v = n->outputs[k];

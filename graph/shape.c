@@ -3109,9 +3109,8 @@ static bool eval_inputs(struct ictx *c, struct wh_tensor *store, const struct wh
 	*shape_only_out = false;
 	if (!default_domain(n) || n->n_outputs == 0 || n->n_outputs > EVAL_MAX_OUTPUTS || n->n_inputs > EVAL_MAX_INPUTS)
 		return false;
-	for (uint32_t a = 0; a < n->n_attrs; a++)
-		if (n->attrs[a].type == WH_ATTR_GRAPH || n->attrs[a].type == WH_ATTR_GRAPHS)
-			return false;
+	if (wh_node_holds_graphs(n))
+		return false;
 	bool shape_op = !strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size");
 	for (uint32_t i = 0; i < n->n_inputs; i++) {
 		const struct wh_vstate *s = IN(c, i);

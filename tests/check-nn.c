@@ -1269,6 +1269,22 @@ START_TEST(maxpool_two_pass_vs_scalar)
 }
 END_TEST
 
+/* The plane geometry of a test row {H, W, kh, kw, sh, sw, dh, dw, pad, ceil}; trim: a
+ * ceil-mode window that would start in the end padding is dropped, as ONNX says. */
+static struct wh_nn_pool2d pool2d_of_row(const int64_t *G, bool trim)
+{
+	struct wh_nn_pool2d g = {.H = G[0], .W = G[1], .kh = G[2], .kw = G[3], .sh = G[4], .sw = G[5],
+				 .dh = G[6], .dw = G[7], .ph = G[8], .pw = G[8]};
+	int64_t ext[2] = {G[0] + 2 * G[8] - ((G[2] - 1) * G[6] + 1), G[1] + 2 * G[8] - ((G[3] - 1) * G[7] + 1)};
+	g.OH = (G[9] ? ext[0] + G[4] - 1 : ext[0]) / G[4] + 1;
+	g.OW = (G[9] ? ext[1] + G[5] - 1 : ext[1]) / G[5] + 1;
+	if (trim && G[9] && (g.OH - 1) * G[4] >= G[0] + G[8])
+		g.OH--;
+	if (trim && G[9] && (g.OW - 1) * G[5] >= G[1] + G[8])
+		g.OW--;
+	return g;
+}
+
 /* The AVX-512 MaxPool plane kernel (vertical maxima first, then the taps from -inf-padded
  * even/odd columns) against its scalar reference, bit for bit (bound: 0 ulp, zeros' signs
  * included): strides 1 and 2 by columns, 1..3 by rows, dilations, pads, ceil-mode extents,
@@ -1289,11 +1305,7 @@ START_TEST(maxpool_plane_avx512_vs_scalar)
 	};
 	for (size_t gi = 0; gi < sizeof geo / sizeof geo[0]; gi++) {
 		const int64_t *G = geo[gi];
-		struct wh_nn_pool2d g = {.H = G[0], .W = G[1], .kh = G[2], .kw = G[3], .sh = G[4], .sw = G[5],
-					 .dh = G[6], .dw = G[7], .ph = G[8], .pw = G[8]};
-		int64_t ext[2] = {G[0] + 2 * G[8] - ((G[2] - 1) * G[6] + 1), G[1] + 2 * G[8] - ((G[3] - 1) * G[7] + 1)};
-		g.OH = (G[9] ? ext[0] + G[4] - 1 : ext[0]) / G[4] + 1;
-		g.OW = (G[9] ? ext[1] + G[5] - 1 : ext[1]) / G[5] + 1;
+		struct wh_nn_pool2d g = pool2d_of_row(G, false);
 		ck_assert(wh_nn_maxpool_plane_avx512_fits(&g));
 		size_t n = (size_t)(g.H * g.W), no = (size_t)(g.OH * g.OW), ns = wh_nn_maxpool_plane_scratch(&g);
 		float *x = malloc(n * sizeof *x), *y0 = malloc(no * sizeof *y0), *y1 = malloc((no + 16) * sizeof *y1);
@@ -1345,15 +1357,7 @@ START_TEST(maxpool_q8_vs_definition)
 	const struct wh_cpu_features *cpu = wh_cpu();
 	for (size_t gi = 0; gi < sizeof geo / sizeof geo[0]; gi++) {
 		const int64_t *G = geo[gi];
-		struct wh_nn_pool2d g = {.H = G[0], .W = G[1], .kh = G[2], .kw = G[3], .sh = G[4], .sw = G[5],
-					 .dh = G[6], .dw = G[7], .ph = G[8], .pw = G[8]};
-		int64_t ext[2] = {G[0] + 2 * G[8] - ((G[2] - 1) * G[6] + 1), G[1] + 2 * G[8] - ((G[3] - 1) * G[7] + 1)};
-		g.OH = (G[9] ? ext[0] + G[4] - 1 : ext[0]) / G[4] + 1;
-		g.OW = (G[9] ? ext[1] + G[5] - 1 : ext[1]) / G[5] + 1;
-		if (G[9] && (g.OH - 1) * G[4] >= G[0] + G[8])
-			g.OH--;
-		if (G[9] && (g.OW - 1) * G[5] >= G[1] + G[8])
-			g.OW--;
+		struct wh_nn_pool2d g = pool2d_of_row(G, true);
 		const size_t C = 3, n = (size_t)(g.H * g.W), no = (size_t)(g.OH * g.OW);
 		uint8_t *x = malloc(C * n), *want = malloc(C * no), *y = malloc(no + 64);
 		size_t ns = wh_nn_maxpool_plane_q8_scratch(&g);

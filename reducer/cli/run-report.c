@@ -391,10 +391,7 @@ static void summary_json(const struct wh_run_cmd *x, struct compare_state *cs, c
  * can take. */
 static void suggest(const struct wh_graph *g, const struct wh_node *ff)
 {
-	bool holds_graphs = false;
-	for (uint32_t a = 0; a < ff->n_attrs; a++)
-		holds_graphs |= ff->attrs[a].type == WH_ATTR_GRAPH || ff->attrs[a].type == WH_ATTR_GRAPHS;
-	if (holds_graphs)
+	if (wh_node_holds_graphs(ff))
 		/* its own precision says nothing of its subgraphs' layers, which run at theirs */
 		printf("compare: layer '%s' (%s) holds subgraphs whose float layers run in the build's precision too: add --mark-all to look inside an If's taken branch, or let `whittle precision` find the layers to keep\n",
 		       wh_name_term(ff->name), wh_name_term(ff->op_type));
